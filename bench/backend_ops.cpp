@@ -1,0 +1,268 @@
+// Google Benchmark timings of the CPU backend's hot ops at the fmnist_cnn shapes, batch 64:
+// conv 1->32 3x3 pad 1 on 28x28, conv 32->64 3x3 pad 1 on 14x14, 2x2 max pooling and batch norm
+// after each, linear 3136->128 and 128->10, ReLU, and optimizer steps over all parameters. Run:
+// OMP_NUM_THREADS=1 ./phalanx_bench_backend_ops (the second argument of each benchmark is the backend's
+// thread count, so 1 and 2 threads run side by side).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "phalanx/backend/backend.hpp"
+
+namespace {
+
+using phalanx::backend::Backend;
+using phalanx::backend::BatchNormGeometry;
+using phalanx::backend::ConvolutionGeometry;
+using phalanx::backend::LinearGeometry;
+using phalanx::backend::PoolingGeometry;
+
+constexpr int batch = 64;
+
+// A host buffer owned by the backend, filled with a deterministic pattern of small values.
+class Buffer {
+ public:
+  Buffer(Backend& backend, std::size_t count) : backend_(backend), bytes_(count * sizeof(float)) {
+    data_ = static_cast<float*>(backend_.allocate(bytes_));
+    for (std::size_t i = 0; i < count; ++i) data_[i] = static_cast<float>(i * 7919 % 17) / 17.0f - 0.5f;
+  }
+  ~Buffer() { backend_.deallocate(data_, bytes_); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  float* data() const { return data_; }
+
+ private:
+  Backend& backend_;
+  std::size_t bytes_;
+  float* data_;
+};
+
+ConvolutionGeometry convolution_layer(int layer) {
+  ConvolutionGeometry geometry;
+  geometry.batch = batch;
+  geometry.in_channels = layer == 0 ? 1 : 32;
+  geometry.in_height = geometry.in_width = layer == 0 ? 28 : 14;
+  geometry.out_channels = layer == 0 ? 32 : 64;
+  geometry.kernel_height = geometry.kernel_width = 3;
+  geometry.padding = 1;
+  return geometry;
+}
+
+PoolingGeometry pooling_layer(int layer) {
+  PoolingGeometry geometry;
+  geometry.batch = batch;
+  geometry.channels = layer == 0 ? 32 : 64;
+  geometry.in_height = geometry.in_width = layer == 0 ? 28 : 14;
+  return geometry;
+}
+
+LinearGeometry linear_layer(int layer) {
+  return layer == 0 ? LinearGeometry{batch, 3136, 128} : LinearGeometry{batch, 128, 10};
+}
+
+std::size_t input_count(const ConvolutionGeometry& geometry) {
+  return std::size_t(geometry.batch) * geometry.in_channels * geometry.in_height * geometry.in_width;
+}
+std::size_t output_count(const ConvolutionGeometry& geometry) {
+  return std::size_t(geometry.batch) * geometry.out_channels * geometry.out_height() * geometry.out_width();
+}
+std::size_t weight_count(const ConvolutionGeometry& geometry) {
+  return std::size_t(geometry.out_channels) * geometry.in_channels * geometry.kernel_height *
+         geometry.kernel_width;
+}
+
+void BM_ConvolutionForward(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const ConvolutionGeometry geometry = convolution_layer(static_cast<int>(state.range(0)));
+  Buffer input(*backend, input_count(geometry)), weight(*backend, weight_count(geometry)),
+      bias(*backend, geometry.out_channels), output(*backend, output_count(geometry));
+  for (auto _ : state) {
+    backend->convolution_forward(geometry, input.data(), weight.data(), bias.data(), output.data());
+    backend->synchronize();
+  }
+}
+
+void BM_ConvolutionBackwardData(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const ConvolutionGeometry geometry = convolution_layer(static_cast<int>(state.range(0)));
+  Buffer grad_output(*backend, output_count(geometry)), weight(*backend, weight_count(geometry)),
+      grad_input(*backend, input_count(geometry));
+  for (auto _ : state) {
+    backend->convolution_backward_data(geometry, grad_output.data(), weight.data(), grad_input.data());
+    backend->synchronize();
+  }
+}
+
+void BM_ConvolutionBackwardWeights(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const ConvolutionGeometry geometry = convolution_layer(static_cast<int>(state.range(0)));
+  Buffer input(*backend, input_count(geometry)), grad_output(*backend, output_count(geometry)),
+      grad_weight(*backend, weight_count(geometry)), grad_bias(*backend, geometry.out_channels);
+  for (auto _ : state) {
+    backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), grad_weight.data(),
+                                          grad_bias.data());
+    backend->synchronize();
+  }
+}
+
+void BM_MaxPoolingForward(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const PoolingGeometry geometry = pooling_layer(static_cast<int>(state.range(0)));
+  const std::size_t in = std::size_t(batch) * geometry.channels * geometry.in_height * geometry.in_width;
+  Buffer input(*backend, in), output(*backend, in / 4);
+  std::vector<std::uint8_t> workspace(backend->pooling_workspace_bytes(geometry));
+  for (auto _ : state) {
+    backend->pooling_forward(geometry, input.data(), output.data(), workspace.data());
+    backend->synchronize();
+  }
+}
+
+void BM_MaxPoolingBackward(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const PoolingGeometry geometry = pooling_layer(static_cast<int>(state.range(0)));
+  const std::size_t in = std::size_t(batch) * geometry.channels * geometry.in_height * geometry.in_width;
+  Buffer input(*backend, in), output(*backend, in / 4), grad_input(*backend, in);
+  std::vector<std::uint8_t> workspace(backend->pooling_workspace_bytes(geometry));
+  backend->pooling_forward(geometry, input.data(), output.data(), workspace.data());
+  for (auto _ : state) {
+    backend->pooling_backward(geometry, output.data(), workspace.data(), grad_input.data());
+    backend->synchronize();
+  }
+}
+
+void BM_LinearForward(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const LinearGeometry geometry = linear_layer(static_cast<int>(state.range(0)));
+  Buffer input(*backend, std::size_t(batch) * geometry.in_features),
+      weight(*backend, std::size_t(geometry.out_features) * geometry.in_features),
+      bias(*backend, geometry.out_features), output(*backend, std::size_t(batch) * geometry.out_features);
+  for (auto _ : state) {
+    backend->linear_forward(geometry, input.data(), weight.data(), bias.data(), output.data());
+    backend->synchronize();
+  }
+}
+
+void BM_LinearBackward(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const LinearGeometry geometry = linear_layer(static_cast<int>(state.range(0)));
+  const std::size_t weights = std::size_t(geometry.out_features) * geometry.in_features;
+  Buffer input(*backend, std::size_t(batch) * geometry.in_features), weight(*backend, weights),
+      grad_output(*backend, std::size_t(batch) * geometry.out_features),
+      grad_input(*backend, std::size_t(batch) * geometry.in_features), grad_weight(*backend, weights),
+      grad_bias(*backend, geometry.out_features);
+  for (auto _ : state) {
+    backend->linear_backward(geometry, input.data(), weight.data(), grad_output.data(), grad_input.data(),
+                             grad_weight.data(), grad_bias.data());
+    backend->synchronize();
+  }
+}
+
+BatchNormGeometry batch_norm_layer(int layer) {
+  return layer == 0 ? BatchNormGeometry{batch, 32, 28 * 28, 1e-5f}
+                    : BatchNormGeometry{batch, 64, 14 * 14, 1e-5f};
+}
+
+void BM_BatchNormForwardTraining(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const BatchNormGeometry geometry = batch_norm_layer(static_cast<int>(state.range(0)));
+  const std::size_t count = std::size_t(geometry.batch) * geometry.spatial * geometry.channels;
+  Buffer input(*backend, count), output(*backend, count), gamma(*backend, geometry.channels),
+      beta(*backend, geometry.channels), running_mean(*backend, geometry.channels),
+      running_variance(*backend, geometry.channels), saved_mean(*backend, geometry.channels),
+      saved_inverse_std(*backend, geometry.channels);
+  for (auto _ : state) {
+    backend->batch_norm_forward_training(geometry, input.data(), gamma.data(), beta.data(), output.data(),
+                                         running_mean.data(), running_variance.data(), 0.1f,
+                                         saved_mean.data(), saved_inverse_std.data());
+    backend->synchronize();
+  }
+}
+
+void BM_BatchNormBackward(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const BatchNormGeometry geometry = batch_norm_layer(static_cast<int>(state.range(0)));
+  const std::size_t count = std::size_t(geometry.batch) * geometry.spatial * geometry.channels;
+  Buffer input(*backend, count), grad_output(*backend, count), grad_input(*backend, count),
+      gamma(*backend, geometry.channels), saved_mean(*backend, geometry.channels),
+      saved_inverse_std(*backend, geometry.channels), grad_gamma(*backend, geometry.channels),
+      grad_beta(*backend, geometry.channels);
+  for (auto _ : state) {
+    backend->batch_norm_backward(geometry, input.data(), grad_output.data(), gamma.data(), saved_mean.data(),
+                                 saved_inverse_std.data(), grad_input.data(), grad_gamma.data(),
+                                 grad_beta.data());
+    backend->synchronize();
+  }
+}
+
+// ReLU forward + backward over the first convolution's output (64 x 28 x 28 x 32).
+void BM_ReluForwardBackward(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const std::int64_t count = std::int64_t(batch) * 28 * 28 * 32;
+  Buffer input(*backend, count), output(*backend, count), grad_output(*backend, count),
+      grad_input(*backend, count);
+  for (auto _ : state) {
+    backend->relu_forward(count, input.data(), output.data());
+    backend->relu_backward(count, output.data(), grad_output.data(), grad_input.data());
+    backend->synchronize();
+  }
+}
+
+// One optimizer step over fmnist_cnn's 421,642 parameters.
+constexpr std::int64_t fashion_parameters = 320 + 18496 + 401536 + 1290;
+
+void BM_SgdNesterovStep(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  Buffer parameters(*backend, fashion_parameters), gradients(*backend, fashion_parameters),
+      momentum(*backend, fashion_parameters);
+  const phalanx::backend::SgdHyperparameters hyperparameters{0.01f, 0.9f, 5e-4f, true};
+  for (auto _ : state) {
+    backend->sgd_step(fashion_parameters, hyperparameters, parameters.data(), gradients.data(),
+                      momentum.data());
+    backend->synchronize();
+  }
+}
+
+void BM_AdamWStep(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  Buffer parameters(*backend, fashion_parameters), gradients(*backend, fashion_parameters),
+      first(*backend, fashion_parameters), second(*backend, fashion_parameters);
+  backend->fill(second.data(), fashion_parameters, 0.0f);
+  phalanx::backend::AdamWHyperparameters hyperparameters;
+  for (auto _ : state) {
+    backend->adamw_step(fashion_parameters, hyperparameters, parameters.data(), gradients.data(),
+                        first.data(), second.data());
+    backend->synchronize();
+  }
+}
+
+// Arguments: {layer (0 first, 1 second), threads}.
+void layers_and_threads(benchmark::internal::Benchmark* benchmark) {
+  benchmark->ArgNames({"layer", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+  for (int threads : {1, 2})
+    for (int layer : {0, 1}) benchmark->Args({layer, threads});
+}
+
+// Arguments: {unused, threads} for ops without layers.
+void threads_only(benchmark::internal::Benchmark* benchmark) {
+  benchmark->ArgNames({"", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+  for (int threads : {1, 2}) benchmark->Args({0, threads});
+}
+
+BENCHMARK(BM_ConvolutionForward)->Apply(layers_and_threads);
+BENCHMARK(BM_ConvolutionBackwardData)->Apply(layers_and_threads);
+BENCHMARK(BM_ConvolutionBackwardWeights)->Apply(layers_and_threads);
+BENCHMARK(BM_MaxPoolingForward)->Apply(layers_and_threads);
+BENCHMARK(BM_MaxPoolingBackward)->Apply(layers_and_threads);
+BENCHMARK(BM_LinearForward)->Apply(layers_and_threads);
+BENCHMARK(BM_LinearBackward)->Apply(layers_and_threads);
+BENCHMARK(BM_BatchNormForwardTraining)->Apply(layers_and_threads);
+BENCHMARK(BM_BatchNormBackward)->Apply(layers_and_threads);
+BENCHMARK(BM_ReluForwardBackward)->Apply(threads_only);
+BENCHMARK(BM_SgdNesterovStep)->Apply(threads_only);
+BENCHMARK(BM_AdamWStep)->Apply(threads_only);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,146 @@
+// Backend: the one interface through which layers, optimizers and the trainer touch a device.
+// It owns memory (it is an Allocator), copies, and the op families. Pointers passed to an op
+// are device pointers of this backend. Ops may run asynchronously; synchronize() waits.
+//
+// Gradient outputs are overwritten, never accumulated, unless the name says accumulate: the
+// model zeroes nothing and sums residual paths explicitly, which keeps every op's contract simple.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "phalanx/backend/geometry.hpp"
+#include "phalanx/core/allocator.hpp"
+
+namespace phalanx::backend {
+
+struct LossTotals {
+  double loss_sum = 0;        // sum over the batch of each sample's loss
+  std::int64_t correct = 0;   // samples whose arg-max equals the label
+};
+
+struct SgdHyperparameters {
+  float learning_rate = 0.01f;
+  float momentum = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+struct AdamWHyperparameters {
+  float learning_rate = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+  float weight_decay = 0.01f;
+  std::int64_t step = 1;  // 1-based step count for bias correction
+};
+
+class Backend : public Allocator {
+ public:
+  ~Backend() override = default;
+
+  virtual std::string name() const = 0;  // e.g. "cpu (oneDNN 2.6, 2 threads)"
+  virtual void synchronize() = 0;
+
+  // ---- memory -----------------------------------------------------------------------------
+  virtual void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) = 0;
+  virtual void copy(void* device_destination, const void* device_source, std::size_t bytes) = 0;
+  virtual void fill(float* data, std::int64_t count, float value) = 0;
+
+  // ---- input ------------------------------------------------------------------------------
+  // uint8 NHWC images -> float NHWC, (x / 255 - mean[c]) / std[c].
+  virtual void normalize_images(const std::uint8_t* images, std::int64_t pixels, int channels,
+                                const float* mean, const float* standard_deviation, float* output) = 0;
+
+  // ---- convolution (input NHWC, weight [out,in,kh,kw], output NHWC) ------------------------
+  virtual void convolution_forward(const ConvolutionGeometry& geometry, const float* input,
+                                   const float* weight, const float* bias, float* output) = 0;
+  virtual void convolution_backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
+                                         const float* weight, float* grad_input) = 0;
+  // grad_bias may be null when the convolution has no bias.
+  virtual void convolution_backward_weights(const ConvolutionGeometry& geometry, const float* input,
+                                            const float* grad_output, float* grad_weight,
+                                            float* grad_bias) = 0;
+
+  // ---- pooling (NHWC). `workspace` holds what backward needs (max indices); its size in
+  // bytes comes from pooling_workspace_bytes. Global average pooling is Average with
+  // kernel = stride = the input size.
+  virtual std::size_t pooling_workspace_bytes(const PoolingGeometry& geometry) = 0;
+  virtual void pooling_forward(const PoolingGeometry& geometry, const float* input, float* output,
+                               void* workspace) = 0;
+  virtual void pooling_backward(const PoolingGeometry& geometry, const float* grad_output,
+                                const void* workspace, float* grad_input) = 0;
+
+  // ---- batch normalisation (NHWC, channels last; gamma/beta/running stats per channel) -----
+  // Training: normalises with batch statistics, saves mean and 1/sqrt(var+eps) for backward,
+  // and updates running stats as PyTorch does (unbiased variance, momentum on the new value).
+  virtual void batch_norm_forward_training(const BatchNormGeometry& geometry, const float* input,
+                                           const float* gamma, const float* beta, float* output,
+                                           float* running_mean, float* running_variance, float momentum,
+                                           float* saved_mean, float* saved_inverse_std) = 0;
+  virtual void batch_norm_forward_inference(const BatchNormGeometry& geometry, const float* input,
+                                            const float* gamma, const float* beta,
+                                            const float* running_mean, const float* running_variance,
+                                            float* output) = 0;
+  virtual void batch_norm_backward(const BatchNormGeometry& geometry, const float* input,
+                                   const float* grad_output, const float* gamma, const float* saved_mean,
+                                   const float* saved_inverse_std, float* grad_input, float* grad_gamma,
+                                   float* grad_beta) = 0;
+
+  // ---- activation and element-wise ----------------------------------------------------------
+  virtual void relu_forward(std::int64_t count, const float* input, float* output) = 0;
+  // Uses the forward output (ReLU(x) > 0 exactly where x > 0), so the input need not be kept.
+  virtual void relu_backward(std::int64_t count, const float* output, const float* grad_output,
+                             float* grad_input) = 0;
+  // output = a + b
+  virtual void add(std::int64_t count, const float* a, const float* b, float* output) = 0;
+  // destination += source
+  virtual void accumulate(std::int64_t count, const float* source, float* destination) = 0;
+  virtual void scale(std::int64_t count, float factor, float* data) = 0;
+
+  // Inverted dropout with a counter-based mask: keep with probability 1-p, scale by 1/(1-p).
+  // The mask is a pure function of (seed, stream), so backward regenerates nothing: it reads
+  // the stored mask (one byte per element).
+  virtual void dropout_forward(std::int64_t count, float probability, std::uint64_t seed,
+                               std::uint64_t stream, const float* input, float* output,
+                               std::uint8_t* mask) = 0;
+  virtual void dropout_backward(std::int64_t count, float probability, const std::uint8_t* mask,
+                                const float* grad_output, float* grad_input) = 0;
+
+  // Per sample, [rows, columns] -> [columns, rows]: NHWC <-> PyTorch's CHW feature order at a
+  // flatten. The base version runs on host memory; device backends override it.
+  virtual void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const float* input,
+                                 float* output);
+
+  // ---- linear (input [batch, in], weight [out, in], bias [out], output [batch, out]) -------
+  virtual void linear_forward(const LinearGeometry& geometry, const float* input, const float* weight,
+                              const float* bias, float* output) = 0;
+  // grad_input may be null (first layer); grad_bias may be null.
+  virtual void linear_backward(const LinearGeometry& geometry, const float* input, const float* weight,
+                               const float* grad_output, float* grad_input, float* grad_weight,
+                               float* grad_bias) = 0;
+
+  // ---- loss --------------------------------------------------------------------------------
+  // Softmax cross-entropy with label smoothing, as torch.nn.CrossEntropyLoss(label_smoothing).
+  // grad_logits (may be null for evaluation) = d(sum of losses)/d(logits) * gradient_scale,
+  // so gradient_scale = 1/global_batch yields the gradient of the global mean loss.
+  virtual LossTotals softmax_cross_entropy(int batch, int classes, const float* logits,
+                                           const std::int32_t* labels, float label_smoothing,
+                                           float gradient_scale, float* grad_logits) = 0;
+  // Arg-max per row (predictions) and the softmax probabilities (may be null).
+  virtual void predict(int batch, int classes, const float* logits, std::int32_t* predicted_class,
+                       float* probabilities) = 0;
+
+  // ---- optimizer: one pass over the flat parameter buffer ---------------------------------
+  virtual void sgd_step(std::int64_t count, const SgdHyperparameters& hyperparameters, float* parameters,
+                        const float* gradients, float* momentum_buffer) = 0;
+  virtual void adamw_step(std::int64_t count, const AdamWHyperparameters& hyperparameters, float* parameters,
+                          const float* gradients, float* first_moment, float* second_moment) = 0;
+};
+
+// The CPU backend (oneDNN + OpenMP). `threads` <= 0 keeps OpenMP's default.
+std::unique_ptr<Backend> make_cpu_backend(int threads);
+
+}  // namespace phalanx::backend

@@ -1,0 +1,55 @@
+// Geometry of the ops: plain structs a backend keys its primitive caches on.
+// All activations are NHWC; convolution weights are PyTorch's [out, in, kh, kw];
+// linear weights are PyTorch's [out, in].
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace phalanx::backend {
+
+struct ConvolutionGeometry {
+  int batch = 0;
+  int in_channels = 0, in_height = 0, in_width = 0;
+  int out_channels = 0;
+  int kernel_height = 0, kernel_width = 0;
+  int stride = 1;
+  int padding = 0;
+  bool has_bias = true;
+
+  int out_height() const { return (in_height + 2 * padding - kernel_height) / stride + 1; }
+  int out_width() const { return (in_width + 2 * padding - kernel_width) / stride + 1; }
+  bool operator==(const ConvolutionGeometry&) const = default;
+};
+
+enum class PoolingKind { Max, Average };
+
+struct PoolingGeometry {
+  int batch = 0;
+  int channels = 0, in_height = 0, in_width = 0;
+  int kernel = 2;
+  int stride = 2;
+  int padding = 0;
+  PoolingKind kind = PoolingKind::Max;
+
+  int out_height() const { return (in_height + 2 * padding - kernel) / stride + 1; }
+  int out_width() const { return (in_width + 2 * padding - kernel) / stride + 1; }
+  bool operator==(const PoolingGeometry&) const = default;
+};
+
+struct BatchNormGeometry {
+  int batch = 0;
+  int channels = 0;
+  int spatial = 1;  // height * width (1 after a linear layer)
+  float epsilon = 1e-5f;
+  bool operator==(const BatchNormGeometry&) const = default;
+};
+
+struct LinearGeometry {
+  int batch = 0;
+  int in_features = 0;
+  int out_features = 0;
+  bool operator==(const LinearGeometry&) const = default;
+};
+
+}  // namespace phalanx::backend

@@ -1,0 +1,84 @@
+// Communicator: the ranks of one training job. This is the only interface through which the
+// rest of phalanx talks to MPI (mpi.h is included only under src/comm/), so an NCCL-backed
+// communicator can stand in for gradient traffic on GPU ranks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace phalanx::comm {
+
+// MPI lifetime for the process: MPI_Init_thread on construction, MPI_Finalize on destruction.
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  // Ends every rank of the job at once with `status` (used when one rank fails mid-run, where
+  // waiting for the others would hang).
+  [[noreturn]] static void abort(int status);
+};
+
+// A non-blocking reduction in flight.
+class Request {
+ public:
+  Request() = default;
+  explicit Request(void* handle);
+  ~Request();
+  Request(Request&& other) noexcept;
+  Request& operator=(Request&& other) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  bool active() const { return handle_ != nullptr; }
+  bool test();  // true when done; drives MPI progress
+  void wait();
+
+ private:
+  void* handle_ = nullptr;  // MPI_Request*
+};
+
+class Communicator {
+ public:
+  // The world communicator (requires an MpiSession).
+  static Communicator world();
+  ~Communicator();
+  Communicator(Communicator&& other) noexcept;
+  Communicator& operator=(Communicator&& other) noexcept;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // Rank and size among the ranks of this node (MPI_COMM_TYPE_SHARED).
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  std::string host_name() const;
+
+  // Sub-groups: ranks with the same color form one communicator, ordered by key.
+  Communicator split(int color, int key) const;
+
+  void barrier() const;
+  void broadcast(void* data, std::size_t bytes, int root) const;
+  void broadcast_string(std::string& text, int root) const;
+  // Blocking in-place sums; the reduction order is fixed for a given size (bitwise reproducible).
+  void allreduce_sum(float* data, std::int64_t count) const;
+  void allreduce_sum(double* data, std::int64_t count) const;
+  void allreduce_sum(std::int64_t* data, std::int64_t count) const;
+  void allreduce_max(double* data, std::int64_t count) const;
+  std::vector<std::uint64_t> allgather(std::uint64_t value) const;
+  std::vector<double> allgather(double value) const;
+  std::vector<std::string> gather_strings(const std::string& text, int root) const;
+  // Non-blocking in-place float sum.
+  Request allreduce_sum_async(float* data, std::int64_t count) const;
+
+ private:
+  explicit Communicator(void* handle, bool owned);
+  void* handle_ = nullptr;  // MPI_Comm*
+  bool owned_ = false;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+};
+
+}  // namespace phalanx::comm

@@ -1,0 +1,133 @@
+// The typed, validated configuration of a training run (DESIGN §5). YAML is parsed once into
+// these structs by config::load; nothing else in phalanx sees YAML.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace phalanx::config {
+
+// One entry of an explicit layer list. `type` is one of: conv, linear, relu, max_pool,
+// avg_pool, global_avg_pool, batch_norm, dropout, flatten, residual.
+struct LayerSpec {
+  std::string type;
+  std::string name;          // parameter names in checkpoints; generated when empty
+  int out_channels = 0;      // conv
+  int kernel = 3;            // conv, pools
+  int stride = 1;            // conv, pools (pools default to kernel when 0)
+  int padding = 0;           // conv, pools
+  bool bias = true;          // conv, linear
+  int out_features = 0;      // linear
+  float probability = 0.5f;  // dropout
+  // residual: a main path and an optional shortcut path; output = main(x) + shortcut(x)
+  // (identity when the shortcut is empty), followed by ReLU when `relu_after` is set.
+  std::vector<LayerSpec> main;
+  std::vector<LayerSpec> shortcut;
+  bool relu_after = true;
+
+  friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
+};
+
+struct ModelConfig {
+  std::string preset;             // fmnist_cnn | lenet5 | resnet20, or empty with `layers`
+  std::vector<LayerSpec> layers;  // explicit layer list when preset is empty
+
+  friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
+};
+
+struct DataConfig {
+  std::string path;  // HDF5 dataset (DESIGN §4)
+  std::string train_split = "train";
+  std::string test_split = "test";
+  int prefetch_batches = 4;  // loader ring depth
+
+  friend bool operator==(const DataConfig&, const DataConfig&) = default;
+};
+
+struct OptimizerConfig {
+  std::string type = "sgd";  // sgd | adamw
+  double learning_rate = 0.01;
+  double momentum = 0.9;  // sgd
+  bool nesterov = false;  // sgd
+  double weight_decay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adamw
+
+  friend bool operator==(const OptimizerConfig&, const OptimizerConfig&) = default;
+};
+
+struct ScheduleConfig {
+  std::string type = "constant";  // constant | step | cosine | one_cycle
+  double warmup_epochs = 0;       // linear warm-up from warmup_start_factor * lr
+  double warmup_start_factor = 0.1;
+  double step_epochs = 30;               // step: multiply by gamma every step_epochs
+  double gamma = 0.1;                    // step
+  double minimum_factor = 0.0;           // cosine: final lr = minimum_factor * lr
+  double one_cycle_peak_fraction = 0.3;  // one_cycle: share of steps spent rising
+  double one_cycle_div_factor = 25.0;    // initial lr = max lr / div_factor
+  double one_cycle_final_div_factor = 1e4;
+
+  friend bool operator==(const ScheduleConfig&, const ScheduleConfig&) = default;
+};
+
+struct TrainConfig {
+  int epochs = 1;
+  std::optional<std::int64_t> max_steps;  // stop early after this many optimizer steps
+  int batch_size = 64;                    // per rank
+  double label_smoothing = 0.0;
+  int log_every_steps = 50;
+  std::string precision = "fp32";  // fp32 (bf16/fp16 come with the CUDA backend)
+
+  friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
+};
+
+struct CheckpointConfig {
+  std::int64_t every_steps = 0;  // 0: only at the end
+  int keep = 3;                  // step-<N>.h5 files kept (latest.h5 always)
+
+  friend bool operator==(const CheckpointConfig&, const CheckpointConfig&) = default;
+};
+
+struct DistributedConfig {
+  double bucket_mb = 25.0;
+  double timeout_s = 300.0;
+
+  friend bool operator==(const DistributedConfig&, const DistributedConfig&) = default;
+};
+
+struct Config {
+  std::string name = "run";
+  std::uint64_t seed = 0;
+  std::string device = "auto";  // cpu | cuda | auto
+  int threads = 0;              // per rank; 0: DESIGN §3 rule / OMP_NUM_THREADS
+  ModelConfig model;
+  DataConfig data;
+  OptimizerConfig optimizer;
+  ScheduleConfig schedule;
+  TrainConfig train;
+  CheckpointConfig checkpoint;
+  DistributedConfig distributed;
+
+  // Field-by-field equality: what parse(to_yaml(c)) == c and the cross-rank check rely on.
+  friend bool operator==(const Config&, const Config&) = default;
+};
+
+// Parses YAML text (`source_name` is used in messages: the file path) and applies `--set
+// key=value` overrides (dotted keys, value parsed as YAML). Throws an InvalidInput Error that
+// names the file and key on any unknown key ("did you mean ..."), wrong type or out-of-range value.
+Config parse(const std::string& yaml_text, const std::string& source_name,
+             const std::vector<std::string>& overrides = {});
+Config load(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The resolved configuration as YAML (every key, defaults filled in; each layer with the keys
+// of its type); parse(to_yaml(c)) == c for every c that parse can produce.
+std::string to_yaml(const Config& config);
+
+// A stable hash of the resolved config, compared across ranks.
+std::uint64_t hash(const Config& config);
+
+// Levenshtein-based suggestion among `candidates`, or empty when nothing is close.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace phalanx::config

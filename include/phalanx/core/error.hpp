@@ -1,0 +1,62 @@
+// Errors of phalanx: one exception type that carries what went wrong, where, on which rank,
+// and which exit status the command must end with (DESIGN §4: 2 for bad input, 1 otherwise).
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace phalanx {
+
+enum class ErrorKind {
+  InvalidInput,  // bad usage, config or data: exit status 2
+  Internal,      // anything else: exit status 1
+};
+
+// The rank is process-wide context set once after MPI is up; errors read it so that every
+// message names the rank that raised it without threading the rank through every call.
+void set_error_rank(int rank);
+int error_rank();
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, const std::string& message);
+  ErrorKind kind() const { return kind_; }
+  int rank() const { return rank_; }
+  int exit_status() const { return kind_ == ErrorKind::InvalidInput ? 2 : 1; }
+
+ private:
+  ErrorKind kind_;
+  int rank_;
+};
+
+// Bad input from the user: config, data file, checkpoint, command line.
+[[noreturn]] void throw_input_error(const std::string& message);
+// A broken invariant or a failed system/library call.
+[[noreturn]] void throw_internal_error(const std::string& message, const char* file, int line);
+
+namespace detail {
+template <typename... Parts>
+std::string concat(const Parts&... parts) {
+  std::ostringstream stream;
+  (stream << ... << parts);
+  return stream.str();
+}
+}  // namespace detail
+
+}  // namespace phalanx
+
+// Invariant checks: the message names the file and line; they are never for user input.
+#define PHALANX_CHECK(condition, ...)                                                     \
+  do {                                                                                    \
+    if (!(condition))                                                                     \
+      ::phalanx::throw_internal_error(                                                    \
+          ::phalanx::detail::concat("check failed: " #condition ": ", ##__VA_ARGS__),     \
+          __FILE__, __LINE__);                                                            \
+  } while (false)
+
+// Input checks: the message must name the file/key/dataset at fault.
+#define PHALANX_REQUIRE_INPUT(condition, ...)                                             \
+  do {                                                                                    \
+    if (!(condition)) ::phalanx::throw_input_error(::phalanx::detail::concat(__VA_ARGS__)); \
+  } while (false)

@@ -1,0 +1,72 @@
+// Loader: a background thread that gathers this rank's samples for upcoming steps into a ring
+// of host buffers (uint8 images, int32 labels), `prefetch` batches ahead of training. It does
+// no HDF5 I/O (the split is already in memory), so it is free to run beside the main thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "phalanx/core/allocator.hpp"
+#include "phalanx/data/dataset.hpp"
+#include "phalanx/data/shard_plan.hpp"
+
+namespace phalanx::data {
+
+struct Batch {
+  std::int64_t epoch = 0;
+  std::int64_t step = 0;  // step within the epoch
+  int size = 0;
+  const std::uint8_t* images = nullptr;  // [size, H, W, C]
+  const std::int32_t* labels = nullptr;  // [size]
+};
+
+class Loader {
+ public:
+  // Produces batches for epochs [first_epoch, end_epoch), starting at `first_step` of the first.
+  // `allocator` provides the ring buffers (pinned host memory on GPU ranks).
+  Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch, std::int64_t first_epoch,
+         std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Blocks until the next batch is ready. The returned batch stays valid until the next call;
+  // returns nullptr when all epochs are done.
+  const Batch* next();
+
+ private:
+  void produce();
+  void release_slots() noexcept;
+
+  struct Slot {
+    Batch batch;
+    std::uint8_t* images = nullptr;
+    std::int32_t* labels = nullptr;
+  };
+
+  std::shared_ptr<const Split> split_;
+  ShardPlan plan_;
+  int prefetch_;
+  std::int64_t first_epoch_, first_step_, end_epoch_;
+  std::int64_t total_batches_ = 0;  // batches from (first_epoch, first_step) to the end
+  Allocator& allocator_;
+  // prefetch + 1 slots: `prefetch` batches ready ahead while the consumer still holds one.
+  std::vector<Slot> slots_;
+  std::size_t slot_image_bytes_ = 0;
+  std::size_t slot_label_bytes_ = 0;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::int64_t produced_ = 0;  // batches written
+  std::int64_t consumed_ = 0;  // batches handed out (the last one still in use)
+  bool stopping_ = false;      // destructor asks the producer to stop
+  std::exception_ptr error_;   // what the producer threw, rethrown by next()
+  std::thread thread_;
+};
+
+}  // namespace phalanx::data

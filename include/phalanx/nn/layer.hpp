@@ -1,0 +1,70 @@
+// Layer: one node of a network. A layer is configured once with its per-sample input shape
+// (it declares its parameters then), and then runs forward and backward on batches through a
+// Backend, never knowing which device that is.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "phalanx/backend/backend.hpp"
+#include "phalanx/core/shape.hpp"
+#include "phalanx/core/tensor.hpp"
+#include "phalanx/nn/parameter_registry.hpp"
+
+namespace phalanx::nn {
+
+enum class Mode { Training, Evaluation };
+
+struct ForwardContext {
+  Mode mode = Mode::Training;
+  std::uint64_t seed = 0;  // run seed, for dropout masks
+  std::int64_t step = 0;   // global optimizer step, so masks differ per step and per rank
+  int rank = 0;
+};
+
+// Called during backward with the lowest flat-gradient offset whose gradients are now final:
+// every gradient at or above it will not change again this step (backward runs in reverse
+// registration order), which is what GradSync needs to start a bucket's all-reduce.
+using GradientsReady = std::function<void(std::int64_t first_final_offset)>;
+
+class Layer {
+ public:
+  explicit Layer(std::string name) : name_(std::move(name)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return name_; }
+  virtual std::string type() const = 0;
+
+  // Per-sample input shape ([H, W, C] or [F]) -> per-sample output shape. Declares parameters.
+  // Throws InvalidInput when the input does not fit the layer (naming the layer).
+  virtual Shape configure(const Shape& sample_input, ParameterRegistry& registry) = 0;
+
+  // input/output are [batch, ...sample shape]; output is already sized by the caller.
+  virtual void forward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
+                       Tensor& output, const ForwardContext& context) = 0;
+  // Writes the parameter gradients and, when grad_input is not null, the input gradient.
+  virtual void backward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
+                        const Tensor& output, const Tensor& grad_output, Tensor* grad_input,
+                        const GradientsReady& gradients_ready) = 0;
+
+  // Lowest flat offset of this layer's parameters (INT64_MAX when it has none).
+  std::int64_t first_parameter_offset() const { return first_parameter_offset_; }
+
+ protected:
+  void note_parameter(const ParameterRegistry& registry, int index) {
+    first_parameter_offset_ = std::min(first_parameter_offset_, registry.parameter_info(index).offset);
+  }
+  std::int64_t first_parameter_offset_ = INT64_MAX;
+
+ private:
+  std::string name_;
+};
+
+using LayerPointer = std::unique_ptr<Layer>;
+
+}  // namespace phalanx::nn

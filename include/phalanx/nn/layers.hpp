@@ -1,0 +1,156 @@
+// The layer types of phalanx. One class per file under src/nn/; this header declares them all
+// because the model factory and the tests need every one.
+#pragma once
+
+#include <vector>
+
+#include "phalanx/nn/layer.hpp"
+
+namespace phalanx::nn {
+
+class Convolution final : public Layer {
+ public:
+  Convolution(std::string name, int out_channels, int kernel, int stride, int padding, bool bias);
+  std::string type() const override { return "conv"; }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  backend::ConvolutionGeometry geometry(std::int64_t batch) const;
+  int out_channels_, kernel_, stride_, padding_;
+  bool bias_;
+  int in_channels_ = 0, in_height_ = 0, in_width_ = 0;
+  int weight_ = -1, bias_index_ = -1;
+};
+
+class Linear final : public Layer {
+ public:
+  Linear(std::string name, int out_features, bool bias);
+  std::string type() const override { return "linear"; }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  int out_features_;
+  bool bias_;
+  int in_features_ = 0;
+  int weight_ = -1, bias_index_ = -1;
+};
+
+class Relu final : public Layer {
+ public:
+  using Layer::Layer;
+  std::string type() const override { return "relu"; }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+};
+
+// Max or average pooling; global average pooling is Average over the whole input.
+class Pooling final : public Layer {
+ public:
+  Pooling(std::string name, backend::PoolingKind kind, int kernel, int stride, int padding, bool global);
+  std::string type() const override;
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  backend::PoolingGeometry geometry(std::int64_t batch) const;
+  backend::PoolingKind kind_;
+  int kernel_, stride_, padding_;
+  bool global_;
+  int channels_ = 0, in_height_ = 0, in_width_ = 0;
+  Tensor workspace_;
+};
+
+class BatchNorm final : public Layer {
+ public:
+  explicit BatchNorm(std::string name, float momentum = 0.1f, float epsilon = 1e-5f);
+  std::string type() const override { return "batch_norm"; }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  backend::BatchNormGeometry geometry(std::int64_t batch) const;
+  float momentum_, epsilon_;
+  int channels_ = 0, spatial_ = 1;
+  int gamma_ = -1, beta_ = -1, running_mean_ = -1, running_variance_ = -1;
+  Tensor saved_mean_, saved_inverse_std_, scratch_gradient_;
+};
+
+class Dropout final : public Layer {
+ public:
+  Dropout(std::string name, float probability);
+  std::string type() const override { return "dropout"; }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  float probability_;
+  Tensor mask_;
+  bool last_forward_training_ = false;
+};
+
+// NHWC -> flat features in PyTorch's (C, H, W) order, so linear weights load into torch as is.
+class Flatten final : public Layer {
+ public:
+  using Layer::Layer;
+  std::string type() const override { return "flatten"; }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  int height_ = 0, width_ = 0, channels_ = 0;
+};
+
+// Layers in order; keeps the activations between them for backward.
+class Sequential final : public Layer {
+ public:
+  explicit Sequential(std::string name) : Layer(std::move(name)) {}
+  std::string type() const override { return "sequential"; }
+  void add(LayerPointer layer) { layers_.push_back(std::move(layer)); }
+  bool empty() const { return layers_.empty(); }
+  const std::vector<LayerPointer>& layers() const { return layers_; }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  std::vector<LayerPointer> layers_;
+  std::vector<Shape> sample_shapes_;  // output shape of each layer
+  std::vector<Tensor> activations_;   // outputs of all but the last layer
+  std::vector<Tensor> gradients_;     // two ping-pong buffers for input gradients
+};
+
+// output = main(x) + shortcut(x) (identity shortcut when empty), then ReLU when asked.
+class Residual final : public Layer {
+ public:
+  Residual(std::string name, std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
+           bool relu_after);
+  std::string type() const override { return "residual"; }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  std::unique_ptr<Sequential> main_, shortcut_;
+  bool relu_after_;
+  Tensor main_output_, shortcut_output_, sum_gradient_, path_gradient_;
+};
+
+}  // namespace phalanx::nn

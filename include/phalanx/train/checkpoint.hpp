@@ -1,0 +1,45 @@
+// Checkpoints (DESIGN §4): HDF5 with PyTorch state_dict names and layouts, written to a
+// temporary name and renamed so a crash never leaves a half file under the real name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "phalanx/nn/parameter_registry.hpp"
+#include "phalanx/optim/optimizer.hpp"
+
+namespace phalanx::train {
+
+// Where training stands: the next update is number `global_step` (0-based) and uses batch
+// `step_in_epoch` of `epoch`.
+struct TrainingPosition {
+  std::int64_t global_step = 0;
+  std::int64_t epoch = 0;
+  std::int64_t step_in_epoch = 0;
+  std::int64_t samples_seen = 0;
+};
+
+struct CheckpointHeader {
+  std::string path;
+  int version = 0;
+  TrainingPosition position;
+  int world_size = 0;
+  std::uint64_t seed = 0;
+  std::string optimizer_type;
+  std::string config_text;  // the resolved YAML of the run that wrote it
+};
+
+void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
+                      optim::Optimizer* optimizer, const TrainingPosition& position, int world_size,
+                      std::uint64_t seed, const std::string& config_text);
+
+// Validates the file (HDF5, format, version, attributes) and reads the header; InvalidInput
+// naming the file on any problem, e.g. a truncated file.
+CheckpointHeader read_checkpoint_header(const std::string& path);
+
+// Loads weights (and buffers) into the registry, and the optimizer state when `optimizer` is
+// given; every name and shape must match the model (InvalidInput naming file and dataset).
+void load_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
+                     optim::Optimizer* optimizer);
+
+}  // namespace phalanx::train

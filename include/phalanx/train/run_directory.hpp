@@ -1,0 +1,43 @@
+// RunDirectory: the files of one run (DESIGN §4): config.yaml, metrics.jsonl, summary.json and
+// checkpoints/. Only rank 0 writes; other ranks hold the path.
+#pragma once
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace phalanx::train {
+
+class RunDirectory {
+ public:
+  RunDirectory() = default;
+  // Creates the folder (and checkpoints/) when `writer` is true. A resumed run appends to
+  // metrics.jsonl; a fresh one starts it anew.
+  RunDirectory(std::string path, bool writer, bool append_metrics = false);
+
+  const std::string& path() const { return path_; }
+  std::string checkpoint_folder() const { return path_ + "/checkpoints"; }
+  std::string checkpoint_path(std::int64_t step) const;
+  std::string latest_checkpoint_path() const { return checkpoint_folder() + "/latest.h5"; }
+  bool writer() const { return writer_; }
+
+  void write_config(const std::string& yaml_text);
+  // Appends one event line and flushes, so a killed run keeps every event it logged.
+  void append_metrics(const nlohmann::json& event);
+  // Written atomically (temp + rename).
+  void write_summary(const nlohmann::json& summary);
+  // Keeps the newest `keep` step-<N>.h5 files.
+  void prune_checkpoints(int keep);
+  // The newest checkpoint in the folder (by the step in its header), or empty.
+  std::string find_latest_checkpoint() const;
+
+ private:
+  std::string path_;
+  bool writer_ = false;
+  std::ofstream metrics_;
+};
+
+// runs/<name>-<YYYYmmdd-HHMMSS>
+std::string default_run_directory(const std::string& name);
+
+}  // namespace phalanx::train

@@ -1,0 +1,71 @@
+// Trainer: the training loop of DESIGN §1 for one data-parallel job. Construction does all the
+// checking that bad input can fail (data, model, checkpoint) and writes nothing; run() trains,
+// evaluates each epoch, checkpoints, and writes the run directory.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "phalanx/backend/backend.hpp"
+#include "phalanx/comm/communicator.hpp"
+#include "phalanx/config/config.hpp"
+#include "phalanx/data/dataset.hpp"
+#include "phalanx/nn/model.hpp"
+#include "phalanx/optim/optimizer.hpp"
+#include "phalanx/optim/schedule.hpp"
+#include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/run_directory.hpp"
+
+namespace phalanx::train {
+
+class Progress;
+
+struct TrainerOptions {
+  config::Config config;
+  std::string config_text;    // resolved YAML (config::to_yaml)
+  std::string run_directory;  // identical on every rank
+  std::string resume;         // "", "auto" or a checkpoint path
+  int threads = 1;            // threads of this rank, for the log and summary
+};
+
+// Seconds per stage of a step; `other` is what the named stages do not cover.
+struct StageTimes {
+  double data_wait = 0, forward = 0, backward = 0, allreduce_wait = 0, optimizer = 0, other = 0, total = 0;
+  void add(const StageTimes& step);
+  nlohmann::json to_json(std::int64_t steps) const;  // mean milliseconds per step and shares
+};
+
+class Trainer {
+ public:
+  Trainer(TrainerOptions options, const comm::Communicator& communicator, backend::Backend& backend);
+  ~Trainer();
+  // Trains to the end (or train.max_steps) and returns summary.json's content.
+  nlohmann::json run();
+
+  nn::Model& model() { return *model_; }
+
+ private:
+  void end_of_epoch(std::int64_t epoch, double epoch_seconds, const StageTimes& epoch_times,
+                    std::int64_t epoch_steps, double loss_sum, std::int64_t loss_samples);
+  void save_checkpoint(bool final);
+
+  TrainerOptions options_;
+  const comm::Communicator& communicator_;
+  backend::Backend& backend_;
+  data::DatasetInfo dataset_info_;
+  std::shared_ptr<const data::Split> train_split_;
+  std::shared_ptr<const data::Split> test_split_;
+  std::unique_ptr<nn::Model> model_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::Schedule> schedule_;
+  std::int64_t steps_per_epoch_ = 0;
+  TrainingPosition position_;
+  std::string resumed_from_;
+  RunDirectory run_directory_;
+  nlohmann::json last_evaluation_;
+  nlohmann::json history_;
+  std::unique_ptr<Progress> progress_;
+};
+
+}  // namespace phalanx::train

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages phalanx builds, tests and runs with (idempotent: apt-get runs only
+# when something is missing). The CUDA toolkit, cuDNN and NCCL are expected under /usr/local/cuda.
+set -euo pipefail
+packages=(cmake ninja-build g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-dev libyaml-cpp-dev libgtest-dev
+          libbenchmark-dev libdnnl-dev libcli11-dev nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist
+          python3 python3-h5py python3-numpy)
+if [ "${PHALANX_WITH_TORCH:-0}" = 1 ]; then packages+=(python3-torch); fi
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The main job from a fresh machine: install what is missing, build, import Fashion-MNIST into
+# datasets/fashion-mnist.h5, then train the default CNN with mpirun over ${RANKS:-2} ranks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+launch/install-dependencies.sh
+launch/build.sh
+if [ ! -f datasets/fashion-mnist.h5 ]; then
+  build/src/phalanx data import-idx /usr/share/datasets/fashion-mnist -o datasets/fashion-mnist.h5 --classes fashion
+fi
+# Open MPI refuses root unless told; one OpenMP thread per rank and one core each.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Open MPI gives ranks a pseudo-terminal whatever mpirun writes to: tell phalanx what it is.
+if [ -t 1 ]; then export PHALANX_PROGRESS=bar; else export PHALANX_PROGRESS=lines; fi
+ranks=${RANKS:-2}
+cores=$(nproc)
+threads=$(( cores / ranks > 0 ? cores / ranks : 1 ))
+oversubscribe=()
+if [ "$ranks" -gt "$cores" ]; then oversubscribe=(--oversubscribe); fi
+time mpirun -np "$ranks" "${oversubscribe[@]}" --map-by "slot:PE=$threads" -x OMP_NUM_THREADS="$threads" -x PHALANX_PROGRESS \
+  build/src/phalanx train configs/fashion_mnist.yaml "$@"

@@ -1,0 +1,20 @@
+// Host-memory default for the ops a device backend must override (the CPU backend inherits them).
+#include "phalanx/backend/backend.hpp"
+
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::backend {
+
+void Backend::transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,
+                                const float* input, float* output) {
+  PHALANX_CHECK(device_kind() == DeviceKind::Cpu, name(), " must override transpose_samples");
+  for (std::int64_t sample = 0; sample < batch; ++sample) {
+    const float* in = input + sample * rows * columns;
+    float* out = output + sample * rows * columns;
+    for (std::int64_t row = 0; row < rows; ++row)
+      for (std::int64_t column = 0; column < columns; ++column)
+        out[column * rows + row] = in[row * columns + column];
+  }
+}
+
+}  // namespace phalanx::backend

@@ -1,0 +1,191 @@
+// CpuBackend: memory, copies and the forwarding of each op to its family (see cpu_backend.hpp),
+// plus make_cpu_backend, the one entry point the rest of phalanx uses.
+#include "cpu_backend.hpp"
+
+#include <omp.h>
+
+#include <cstring>
+
+#include "elementwise.hpp"
+#include "optimizers.hpp"
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::backend {
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) {
+  return std::make_unique<cpu::CpuBackend>(threads);
+}
+
+namespace cpu {
+
+CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : omp_get_max_threads()) {
+  // oneDNN (OpenMP runtime) and our loops both size their teams from this setting.
+  if (threads > 0) omp_set_num_threads(threads);
+}
+
+void* CpuBackend::allocate(std::size_t bytes) {
+  return HostAllocator::instance().allocate(bytes);
+}
+
+void CpuBackend::deallocate(void* pointer, std::size_t bytes) noexcept {
+  HostAllocator::instance().deallocate(pointer, bytes);
+}
+
+std::string CpuBackend::name() const {
+  const dnnl_version_t* version = dnnl_version();
+  return detail::concat("cpu (oneDNN ", version->major, ".", version->minor, ".", version->patch, ", ",
+                        threads_, threads_ == 1 ? " thread)" : " threads)");
+}
+
+void CpuBackend::synchronize() {
+  context_.stream.wait();
+}
+
+void CpuBackend::copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) {
+  if (bytes) std::memcpy(device_destination, host_source, bytes);
+}
+
+void CpuBackend::copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) {
+  if (bytes) std::memcpy(host_destination, device_source, bytes);
+}
+
+void CpuBackend::copy(void* device_destination, const void* device_source, std::size_t bytes) {
+  // memmove: a copy onto an overlapping range (shifting a buffer) stays defined.
+  if (bytes) std::memmove(device_destination, device_source, bytes);
+}
+
+void CpuBackend::fill(float* data, std::int64_t count, float value) {
+  cpu::fill(data, count, value);
+}
+
+void CpuBackend::normalize_images(const std::uint8_t* images, std::int64_t pixels, int channels,
+                                  const float* mean, const float* standard_deviation, float* output) {
+  cpu::normalize_images(images, pixels, channels, mean, standard_deviation, output);
+}
+
+void CpuBackend::convolution_forward(const ConvolutionGeometry& geometry, const float* input,
+                                     const float* weight, const float* bias, float* output) {
+  convolutions_.forward(geometry, input, weight, bias, output);
+}
+
+void CpuBackend::convolution_backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
+                                           const float* weight, float* grad_input) {
+  convolutions_.backward_data(geometry, grad_output, weight, grad_input);
+}
+
+void CpuBackend::convolution_backward_weights(const ConvolutionGeometry& geometry, const float* input,
+                                              const float* grad_output, float* grad_weight,
+                                              float* grad_bias) {
+  convolutions_.backward_weights(geometry, input, grad_output, grad_weight, grad_bias);
+}
+
+std::size_t CpuBackend::pooling_workspace_bytes(const PoolingGeometry& geometry) {
+  return poolings_.workspace_bytes(geometry);
+}
+
+void CpuBackend::pooling_forward(const PoolingGeometry& geometry, const float* input, float* output,
+                                 void* workspace) {
+  poolings_.forward(geometry, input, output, workspace);
+}
+
+void CpuBackend::pooling_backward(const PoolingGeometry& geometry, const float* grad_output,
+                                  const void* workspace, float* grad_input) {
+  poolings_.backward(geometry, grad_output, workspace, grad_input);
+}
+
+void CpuBackend::batch_norm_forward_training(const BatchNormGeometry& geometry, const float* input,
+                                             const float* gamma, const float* beta, float* output,
+                                             float* running_mean, float* running_variance, float momentum,
+                                             float* saved_mean, float* saved_inverse_std) {
+  batch_norms_.forward_training(geometry, input, gamma, beta, output, running_mean, running_variance,
+                                momentum, saved_mean, saved_inverse_std);
+}
+
+void CpuBackend::batch_norm_forward_inference(const BatchNormGeometry& geometry, const float* input,
+                                              const float* gamma, const float* beta,
+                                              const float* running_mean, const float* running_variance,
+                                              float* output) {
+  batch_norms_.forward_inference(geometry, input, gamma, beta, running_mean, running_variance, output);
+}
+
+void CpuBackend::batch_norm_backward(const BatchNormGeometry& geometry, const float* input,
+                                     const float* grad_output, const float* gamma, const float* saved_mean,
+                                     const float* saved_inverse_std, float* grad_input, float* grad_gamma,
+                                     float* grad_beta) {
+  batch_norms_.backward(geometry, input, grad_output, gamma, saved_mean, saved_inverse_std, grad_input,
+                        grad_gamma, grad_beta);
+}
+
+void CpuBackend::relu_forward(std::int64_t count, const float* input, float* output) {
+  cpu::relu_forward(count, input, output);
+}
+
+void CpuBackend::relu_backward(std::int64_t count, const float* output, const float* grad_output,
+                               float* grad_input) {
+  cpu::relu_backward(count, output, grad_output, grad_input);
+}
+
+void CpuBackend::add(std::int64_t count, const float* a, const float* b, float* output) {
+  cpu::add(count, a, b, output);
+}
+
+void CpuBackend::accumulate(std::int64_t count, const float* source, float* destination) {
+  cpu::accumulate(count, source, destination);
+}
+
+void CpuBackend::scale(std::int64_t count, float factor, float* data) {
+  cpu::scale(count, factor, data);
+}
+
+void CpuBackend::dropout_forward(std::int64_t count, float probability, std::uint64_t seed,
+                                 std::uint64_t stream, const float* input, float* output,
+                                 std::uint8_t* mask) {
+  cpu::dropout_forward(count, probability, seed, stream, input, output, mask);
+}
+
+void CpuBackend::dropout_backward(std::int64_t count, float probability, const std::uint8_t* mask,
+                                  const float* grad_output, float* grad_input) {
+  cpu::dropout_backward(count, probability, mask, grad_output, grad_input);
+}
+
+void CpuBackend::transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,
+                                   const float* input, float* output) {
+  cpu::transpose_samples(batch, rows, columns, input, output);
+}
+
+void CpuBackend::linear_forward(const LinearGeometry& geometry, const float* input, const float* weight,
+                                const float* bias, float* output) {
+  linears_.forward(geometry, input, weight, bias, output);
+}
+
+void CpuBackend::linear_backward(const LinearGeometry& geometry, const float* input, const float* weight,
+                                 const float* grad_output, float* grad_input, float* grad_weight,
+                                 float* grad_bias) {
+  linears_.backward(geometry, input, weight, grad_output, grad_input, grad_weight, grad_bias);
+}
+
+LossTotals CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits,
+                                             const std::int32_t* labels, float label_smoothing,
+                                             float gradient_scale, float* grad_logits) {
+  return cross_entropy_.softmax_cross_entropy(batch, classes, logits, labels, label_smoothing, gradient_scale,
+                                              grad_logits);
+}
+
+void CpuBackend::predict(int batch, int classes, const float* logits, std::int32_t* predicted_class,
+                         float* probabilities) {
+  cross_entropy_.predict(batch, classes, logits, predicted_class, probabilities);
+}
+
+void CpuBackend::sgd_step(std::int64_t count, const SgdHyperparameters& hyperparameters, float* parameters,
+                          const float* gradients, float* momentum_buffer) {
+  cpu::sgd_step(count, hyperparameters, parameters, gradients, momentum_buffer);
+}
+
+void CpuBackend::adamw_step(std::int64_t count, const AdamWHyperparameters& hyperparameters,
+                            float* parameters, const float* gradients, float* first_moment,
+                            float* second_moment) {
+  cpu::adamw_step(count, hyperparameters, parameters, gradients, first_moment, second_moment);
+}
+
+}  // namespace cpu
+}  // namespace phalanx::backend

@@ -1,0 +1,160 @@
+// Linear layers on oneDNN inner products; activations stay plain [batch, features]. Forward lets
+// oneDNN pick the weight layout (brgemm, with a reorder from [out, in]); both backward passes use
+// [out, in] directly (gemm). Measured at 3136->128, batch 64, 1 thread: forward any 0.55 ms vs
+// plain 0.65 ms; backward (data + weights) plain 0.92 ms vs any 1.5 ms, where the weight and
+// weight-gradient reorders of 1.6 MB each cost more than brgemm saves.
+#include "linear.hpp"
+
+#include <cstring>
+#include <optional>
+
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::backend::cpu {
+
+namespace {
+
+using Tag = dnnl::memory::format_tag;
+using DataType = dnnl::memory::data_type;
+
+}  // namespace
+
+struct Linears::Primitives {
+  Primitives(const LinearGeometry& geometry, DnnlContext& context);
+
+  dnnl::memory input, output, weight, bias, grad_output, grad_input, grad_weight, grad_bias;
+  // Stand-ins for an absent bias (zeros) and an unwanted bias gradient, so one primitive serves
+  // callers with and without them.
+  dnnl::memory zero_bias, discarded_grad_bias;
+
+  dnnl::inner_product_forward forward;
+  LayoutBridge weight_for_forward;
+  dnnl::memory forward_scratchpad;
+  std::unordered_map<int, dnnl::memory> forward_arguments;
+
+  dnnl::inner_product_backward_data backward_data;
+  LayoutBridge weight_for_backward_data;
+  dnnl::memory backward_data_scratchpad;
+  std::unordered_map<int, dnnl::memory> backward_data_arguments;
+
+  dnnl::inner_product_backward_weights backward_weights;
+  LayoutBridge grad_weight_from_backward;
+  dnnl::memory backward_weights_scratchpad;
+  std::unordered_map<int, dnnl::memory> backward_weights_arguments;
+};
+
+Linears::Primitives::Primitives(const LinearGeometry& geometry, DnnlContext& context) {
+  const dnnl::engine& engine = context.engine;
+  const dnnl::memory::desc input_descriptor({geometry.batch, geometry.in_features}, DataType::f32, Tag::nc);
+  const dnnl::memory::desc output_descriptor({geometry.batch, geometry.out_features}, DataType::f32, Tag::nc);
+  const dnnl::memory::dims weight_dims{geometry.out_features, geometry.in_features};
+  const dnnl::memory::desc weight_descriptor(weight_dims, DataType::f32, Tag::oi);
+  const dnnl::memory::desc forward_weight_descriptor(weight_dims, DataType::f32, Tag::any);
+  const dnnl::memory::desc bias_descriptor({geometry.out_features}, DataType::f32, Tag::x);
+  const dnnl::primitive_attr attributes = DnnlContext::primitive_attributes();
+
+  input = context.unbound_memory(input_descriptor);
+  grad_input = context.unbound_memory(input_descriptor);
+  output = context.unbound_memory(output_descriptor);
+  grad_output = context.unbound_memory(output_descriptor);
+  weight = context.unbound_memory(weight_descriptor);
+  grad_weight = context.unbound_memory(weight_descriptor);
+  bias = context.unbound_memory(bias_descriptor);
+  grad_bias = context.unbound_memory(bias_descriptor);
+  zero_bias = dnnl::memory(bias_descriptor, engine);
+  std::memset(zero_bias.get_data_handle(), 0, bias_descriptor.get_size());
+  discarded_grad_bias = dnnl::memory(bias_descriptor, engine);
+
+  const dnnl::inner_product_forward::desc forward_descriptor(dnnl::prop_kind::forward_training,
+                                                             input_descriptor, forward_weight_descriptor,
+                                                             bias_descriptor, output_descriptor);
+  const dnnl::inner_product_forward::primitive_desc forward_primitive(forward_descriptor, attributes, engine);
+  forward = dnnl::inner_product_forward(forward_primitive);
+  weight_for_forward = LayoutBridge::into(weight, forward_primitive.weights_desc());
+  context.reserve_transient({&weight_for_forward});
+  forward_scratchpad = context.scratchpad_memory(forward_primitive);
+  forward_arguments = {{DNNL_ARG_SRC, input},
+                       {DNNL_ARG_WEIGHTS, weight_for_forward.internal},
+                       {DNNL_ARG_BIAS, bias},
+                       {DNNL_ARG_DST, output},
+                       {DNNL_ARG_SCRATCHPAD, forward_scratchpad}};
+
+  const dnnl::inner_product_backward_data::desc backward_data_descriptor(input_descriptor, weight_descriptor,
+                                                                         output_descriptor);
+  const dnnl::inner_product_backward_data::primitive_desc backward_data_primitive(
+      backward_data_descriptor, attributes, engine, forward_primitive);
+  backward_data = dnnl::inner_product_backward_data(backward_data_primitive);
+  weight_for_backward_data = LayoutBridge::into(weight, backward_data_primitive.weights_desc());
+  context.reserve_transient({&weight_for_backward_data});
+  backward_data_scratchpad = context.scratchpad_memory(backward_data_primitive);
+  backward_data_arguments = {{DNNL_ARG_DIFF_DST, grad_output},
+                             {DNNL_ARG_WEIGHTS, weight_for_backward_data.internal},
+                             {DNNL_ARG_DIFF_SRC, grad_input},
+                             {DNNL_ARG_SCRATCHPAD, backward_data_scratchpad}};
+
+  const dnnl::inner_product_backward_weights::desc backward_weights_descriptor(
+      input_descriptor, weight_descriptor, bias_descriptor, output_descriptor);
+  const dnnl::inner_product_backward_weights::primitive_desc backward_weights_primitive(
+      backward_weights_descriptor, attributes, engine, forward_primitive);
+  backward_weights = dnnl::inner_product_backward_weights(backward_weights_primitive);
+  grad_weight_from_backward =
+      LayoutBridge::out_of(grad_weight, backward_weights_primitive.diff_weights_desc());
+  context.reserve_transient({&grad_weight_from_backward});
+  backward_weights_scratchpad = context.scratchpad_memory(backward_weights_primitive);
+  backward_weights_arguments = {{DNNL_ARG_SRC, input},
+                                {DNNL_ARG_DIFF_DST, grad_output},
+                                {DNNL_ARG_DIFF_WEIGHTS, grad_weight_from_backward.internal},
+                                {DNNL_ARG_DIFF_BIAS, grad_bias},
+                                {DNNL_ARG_SCRATCHPAD, backward_weights_scratchpad}};
+}
+
+Linears::Linears(DnnlContext& context) : context_(context) {}
+Linears::~Linears() = default;
+
+Linears::Primitives& Linears::primitives(const LinearGeometry& geometry) {
+  try {
+    return cache_.find_or_create(geometry, context_);
+  } catch (const dnnl::error& error) {
+    throw_dnnl_error(error,
+                     detail::concat("create linear ", geometry.in_features, "->", geometry.out_features,
+                                    " for batch ", geometry.batch),
+                     __FILE__, __LINE__);
+  }
+}
+
+void Linears::forward(const LinearGeometry& geometry, const float* input, const float* weight,
+                      const float* bias, float* output) {
+  Primitives& primitives = this->primitives(geometry);
+  primitives.input.set_data_handle(mutable_pointer(input));
+  primitives.weight.set_data_handle(mutable_pointer(weight));
+  primitives.bias.set_data_handle(bias ? mutable_pointer(bias) : primitives.zero_bias.get_data_handle());
+  primitives.output.set_data_handle(output);
+  context_.bind_scratchpad(primitives.forward_scratchpad);
+  context_.bind_transient({&primitives.weight_for_forward});
+  primitives.weight_for_forward.run(context_.stream);
+  primitives.forward.execute(context_.stream, primitives.forward_arguments);
+}
+
+void Linears::backward(const LinearGeometry& geometry, const float* input, const float* weight,
+                       const float* grad_output, float* grad_input, float* grad_weight, float* grad_bias) {
+  Primitives& primitives = this->primitives(geometry);
+  primitives.grad_output.set_data_handle(mutable_pointer(grad_output));
+  if (grad_input) {
+    primitives.weight.set_data_handle(mutable_pointer(weight));
+    primitives.grad_input.set_data_handle(grad_input);
+    context_.bind_scratchpad(primitives.backward_data_scratchpad);
+    context_.bind_transient({&primitives.weight_for_backward_data});
+    primitives.weight_for_backward_data.run(context_.stream);
+    primitives.backward_data.execute(context_.stream, primitives.backward_data_arguments);
+  }
+  primitives.input.set_data_handle(mutable_pointer(input));
+  primitives.grad_weight.set_data_handle(grad_weight);
+  primitives.grad_bias.set_data_handle(grad_bias ? static_cast<void*>(grad_bias)
+                                                 : primitives.discarded_grad_bias.get_data_handle());
+  context_.bind_scratchpad(primitives.backward_weights_scratchpad);
+  context_.bind_transient({&primitives.grad_weight_from_backward});
+  primitives.backward_weights.execute(context_.stream, primitives.backward_weights_arguments);
+  primitives.grad_weight_from_backward.run(context_.stream);
+}
+
+}  // namespace phalanx::backend::cpu

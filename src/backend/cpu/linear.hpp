@@ -1,0 +1,33 @@
+// Fully connected layers of the CPU backend on oneDNN inner products: input [batch, in], weight
+// [out, in] as PyTorch stores it, output [batch, out]; primitives cached per geometry.
+#pragma once
+
+#include "dnnl_context.hpp"
+#include "phalanx/backend/geometry.hpp"
+#include "primitive_cache.hpp"
+
+namespace phalanx::backend::cpu {
+
+class Linears {
+ public:
+  explicit Linears(DnnlContext& context);
+  ~Linears();
+  Linears(const Linears&) = delete;
+  Linears& operator=(const Linears&) = delete;
+
+  // bias may be null (no bias).
+  void forward(const LinearGeometry& geometry, const float* input, const float* weight, const float* bias,
+               float* output);
+  // grad_input and grad_bias may be null.
+  void backward(const LinearGeometry& geometry, const float* input, const float* weight,
+                const float* grad_output, float* grad_input, float* grad_weight, float* grad_bias);
+
+ private:
+  struct Primitives;
+  Primitives& primitives(const LinearGeometry& geometry);
+
+  DnnlContext& context_;
+  PrimitiveCache<LinearGeometry, Primitives> cache_;
+};
+
+}  // namespace phalanx::backend::cpu

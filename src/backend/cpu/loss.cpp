@@ -1,0 +1,92 @@
+// Softmax cross-entropy as torch.nn.CrossEntropyLoss(label_smoothing=e) computes it per sample:
+// loss = (1 - e) * (-log p_y) + e * mean_c(-log p_c), with log p_c = z_c - logsumexp(z) taken
+// after subtracting the row maximum, so large logits neither overflow nor lose the loss.
+#include "loss.hpp"
+
+#include <cmath>
+
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::backend::cpu {
+
+namespace {
+
+// Index of the first maximum (torch.argmax on CPU returns the first one too).
+int first_arg_max(const float* row, int classes) {
+  int best = 0;
+  for (int c = 1; c < classes; ++c)
+    if (row[c] > row[best]) best = c;
+  return best;
+}
+
+// log(sum_c exp(z_c)) evaluated around the row maximum, in double.
+double log_sum_exp(const float* row, int classes, float row_max) {
+  double sum = 0;
+  for (int c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(row[c]) - row_max);
+  return row_max + std::log(sum);
+}
+
+// Rows per thread below which the loop stays on one thread (typical batches are tiny here).
+constexpr std::int64_t parallel_elements = 65536;
+
+}  // namespace
+
+LossTotals CrossEntropy::softmax_cross_entropy(int batch, int classes, const float* logits,
+                                               const std::int32_t* labels, float label_smoothing,
+                                               float gradient_scale, float* grad_logits) {
+  for (int row = 0; row < batch; ++row)
+    PHALANX_CHECK(labels[row] >= 0 && labels[row] < classes, "label ", labels[row], " of sample ", row,
+                  " is outside [0, ", classes, ")");
+  sample_loss_.resize(batch);
+  sample_correct_.resize(batch);
+  const double smoothing = label_smoothing;
+  const double uniform_target = smoothing / classes;
+#pragma omp parallel for schedule(static) if (static_cast <std::int64_t>(batch) * classes >= \
+                                              parallel_elements)
+  for (int row = 0; row < batch; ++row) {
+    const float* row_logits = logits + static_cast<std::int64_t>(row) * classes;
+    const int label = labels[row];
+    const int predicted = first_arg_max(row_logits, classes);
+    const double log_normalizer = log_sum_exp(row_logits, classes, row_logits[predicted]);
+    double logit_sum = 0;
+    for (int c = 0; c < classes; ++c) logit_sum += row_logits[c];
+    const double label_term = log_normalizer - row_logits[label];
+    const double mean_term = log_normalizer - logit_sum / classes;
+    sample_loss_[row] = (1.0 - smoothing) * label_term + smoothing * mean_term;
+    sample_correct_[row] = predicted == label;
+    if (grad_logits) {
+      float* row_grad = grad_logits + static_cast<std::int64_t>(row) * classes;
+      for (int c = 0; c < classes; ++c) {
+        const double probability = std::exp(static_cast<double>(row_logits[c]) - log_normalizer);
+        const double target = uniform_target + (c == label ? 1.0 - smoothing : 0.0);
+        row_grad[c] = static_cast<float>((probability - target) * gradient_scale);
+      }
+    }
+  }
+  LossTotals totals;
+  for (int row = 0; row < batch; ++row) {
+    totals.loss_sum += sample_loss_[row];
+    totals.correct += sample_correct_[row];
+  }
+  return totals;
+}
+
+void CrossEntropy::predict(int batch, int classes, const float* logits, std::int32_t* predicted_class,
+                           float* probabilities) {
+#pragma omp parallel for schedule(static) if (static_cast <std::int64_t>(batch) * classes >= \
+                                              parallel_elements)
+  for (int row = 0; row < batch; ++row) {
+    const float* row_logits = logits + static_cast<std::int64_t>(row) * classes;
+    const int predicted = first_arg_max(row_logits, classes);
+    predicted_class[row] = predicted;
+    if (probabilities) {
+      const double log_normalizer = log_sum_exp(row_logits, classes, row_logits[predicted]);
+      float* row_probabilities = probabilities + static_cast<std::int64_t>(row) * classes;
+      for (int c = 0; c < classes; ++c)
+        row_probabilities[c] =
+            static_cast<float>(std::exp(static_cast<double>(row_logits[c]) - log_normalizer));
+    }
+  }
+}
+
+}  // namespace phalanx::backend::cpu

@@ -1,0 +1,35 @@
+// Pooling of the CPU backend on oneDNN: max (with the arg-max workspace backward needs) and
+// average over NHWC activations, primitives cached per geometry.
+#pragma once
+
+#include <cstddef>
+
+#include "dnnl_context.hpp"
+#include "phalanx/backend/geometry.hpp"
+#include "primitive_cache.hpp"
+
+namespace phalanx::backend::cpu {
+
+class Poolings {
+ public:
+  explicit Poolings(DnnlContext& context);
+  ~Poolings();
+  Poolings(const Poolings&) = delete;
+  Poolings& operator=(const Poolings&) = delete;
+
+  // Zero for average pooling, which needs no workspace.
+  std::size_t workspace_bytes(const PoolingGeometry& geometry);
+  // workspace may be null when no backward follows (evaluation).
+  void forward(const PoolingGeometry& geometry, const float* input, float* output, void* workspace);
+  void backward(const PoolingGeometry& geometry, const float* grad_output, const void* workspace,
+                float* grad_input);
+
+ private:
+  struct Primitives;
+  Primitives& primitives(const PoolingGeometry& geometry);
+
+  DnnlContext& context_;
+  PrimitiveCache<PoolingGeometry, Primitives> cache_;
+};
+
+}  // namespace phalanx::backend::cpu

@@ -1,0 +1,58 @@
+// Cache of per-geometry op state (oneDNN primitives, their reorders and buffers): creating a
+// primitive JIT-compiles code and costs far more than running it, so each geometry builds its
+// state once and every later call with the same geometry finds it in a hash map.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+
+#include "phalanx/backend/geometry.hpp"
+
+namespace phalanx::backend::cpu {
+
+struct GeometryHash {
+  static std::size_t combine(std::initializer_list<long long> fields) {
+    // The boost::hash_combine mix: order-sensitive, so (a, b) and (b, a) hash apart.
+    std::size_t seed = 0;
+    for (const long long field : fields)
+      seed ^= std::hash<long long>{}(field) + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2);
+    return seed;
+  }
+  std::size_t operator()(const ConvolutionGeometry& geometry) const {
+    return combine({geometry.batch, geometry.in_channels, geometry.in_height, geometry.in_width,
+                    geometry.out_channels, geometry.kernel_height, geometry.kernel_width, geometry.stride,
+                    geometry.padding, geometry.has_bias});
+  }
+  std::size_t operator()(const PoolingGeometry& geometry) const {
+    return combine({geometry.batch, geometry.channels, geometry.in_height, geometry.in_width, geometry.kernel,
+                    geometry.stride, geometry.padding, static_cast<long long>(geometry.kind)});
+  }
+  std::size_t operator()(const LinearGeometry& geometry) const {
+    return combine({geometry.batch, geometry.in_features, geometry.out_features});
+  }
+};
+
+// Entries are built by Entry(geometry, extra...) on first use and never move afterwards
+// (held by unique_ptr), so memory objects inside them can be bound once and kept.
+template <typename Geometry, typename Entry>
+class PrimitiveCache {
+ public:
+  template <typename... Arguments>
+  Entry& find_or_create(const Geometry& geometry, Arguments&&... arguments) {
+    auto found = entries_.find(geometry);
+    if (found == entries_.end())
+      found =
+          entries_.emplace(geometry, std::make_unique<Entry>(geometry, std::forward<Arguments>(arguments)...))
+              .first;
+    return *found->second;
+  }
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  std::unordered_map<Geometry, std::unique_ptr<Entry>, GeometryHash> entries_;
+};
+
+}  // namespace phalanx::backend::cpu

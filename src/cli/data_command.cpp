@@ -1,0 +1,91 @@
+// `phalanx data import-idx | synth | inspect`: dataset preparation, no MPI needed.
+#include <cstdio>
+
+#include "commands.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/core/timer.hpp"
+#include "phalanx/data/importers.hpp"
+
+namespace phalanx::cli {
+namespace {
+
+std::vector<std::string> class_names(const std::string& choice) {
+  if (choice == "fashion" || choice == "fashion-mnist") return data::fashion_mnist_classes();
+  if (choice == "digits" || choice == "mnist" || choice.empty()) return data::digit_classes();
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  while (start <= choice.size()) {
+    const auto comma = choice.find(',', start);
+    names.push_back(choice.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (const auto& name : names)
+    PHALANX_REQUIRE_INPUT(!name.empty(), "--classes: empty class name in '", choice, "'");
+  return names;
+}
+
+}  // namespace
+
+std::function<int()> add_data_command(CLI::App& app) {
+  auto* data_command = app.add_subcommand("data", "Prepare datasets (HDF5)");
+  data_command->require_subcommand(1);
+
+  struct Arguments {
+    std::string input, output, classes = "digits";
+    data::WriteOptions write;
+    data::SynthOptions synth;
+  };
+  auto arguments = std::make_shared<Arguments>();
+
+  auto* import_idx = data_command->add_subcommand("import-idx", "Import MNIST-style gzip IDX files");
+  import_idx
+      ->add_option("directory", arguments->input,
+                   "Folder with train-images-idx3-ubyte.gz and the other three")
+      ->required();
+  import_idx->add_option("-o,--output", arguments->output, "Output dataset (.h5)")->required();
+  import_idx->add_option("--classes", arguments->classes,
+                         "Class names: 'digits' (default), 'fashion', or a comma-separated list");
+  import_idx->add_option("--chunk", arguments->write.chunk_samples, "Samples per HDF5 chunk (default 1024)");
+  import_idx->add_option("--gzip", arguments->write.gzip_level, "gzip level 0-9 (default 0: none)");
+
+  auto* synth = data_command->add_subcommand("synth", "Write a synthetic dataset of any shape");
+  synth->add_option("-o,--output", arguments->output, "Output dataset (.h5)")->required();
+  synth->add_option("--train", arguments->synth.train_count, "Training samples (default 1024)");
+  synth->add_option("--test", arguments->synth.test_count, "Test samples (default 256)");
+  synth->add_option("--height", arguments->synth.height, "Image height (default 28)");
+  synth->add_option("--width", arguments->synth.width, "Image width (default 28)");
+  synth->add_option("--channels", arguments->synth.channels, "Channels (default 1)");
+  synth->add_option("--classes", arguments->synth.classes, "Classes (default 10)");
+  synth->add_option("--seed", arguments->synth.seed, "Seed (default 0)");
+
+  auto* inspect = data_command->add_subcommand("inspect", "Describe a dataset file");
+  inspect->add_option("file", arguments->input, "Dataset (.h5)")->required();
+
+  return [=]() -> int {
+    if (!*data_command) return -1;
+    Stopwatch stopwatch;
+    if (*import_idx) {
+      PHALANX_REQUIRE_INPUT(arguments->write.gzip_level >= 0 && arguments->write.gzip_level <= 9,
+                            "--gzip must be in 0..9 (got ", arguments->write.gzip_level, ")");
+      PHALANX_REQUIRE_INPUT(arguments->write.chunk_samples >= 1, "--chunk must be >= 1");
+      data::import_idx(arguments->input, arguments->output, class_names(arguments->classes),
+                       arguments->write);
+      std::printf("imported %s into %s in %.2f s\n", arguments->input.c_str(), arguments->output.c_str(),
+                  stopwatch.seconds());
+      std::printf("%s", data::inspect(arguments->output).c_str());
+    } else if (*synth) {
+      const auto& options = arguments->synth;
+      PHALANX_REQUIRE_INPUT(options.train_count >= 1 && options.test_count >= 1 && options.height >= 1 &&
+                                options.width >= 1 && options.channels >= 1 && options.classes >= 2,
+                            "data synth: counts and sizes must be >= 1 and --classes >= 2");
+      data::synthesize(arguments->output, options, arguments->write);
+      std::printf("wrote %s in %.2f s\n", arguments->output.c_str(), stopwatch.seconds());
+    } else if (*inspect) {
+      std::printf("%s", data::inspect(arguments->input).c_str());
+    }
+    return 0;
+  };
+}
+
+}  // namespace phalanx::cli

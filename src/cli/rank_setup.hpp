@@ -1,0 +1,29 @@
+// What every MPI command does first: pick the device and threads of this rank (DESIGN §3), and
+// agree across ranks on whether setup failed, so a bad input on any rank ends every rank with
+// one message and exit status 2 instead of a hang (private to src/cli).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "phalanx/backend/backend.hpp"
+#include "phalanx/comm/communicator.hpp"
+
+namespace phalanx::cli {
+
+struct RankResources {
+  std::unique_ptr<backend::Backend> backend;
+  int threads = 1;
+};
+
+// `device` is cpu | cuda | auto; `threads` 0 means: OMP_NUM_THREADS if set, else the node's
+// cores shared evenly among its ranks.
+RankResources make_rank_resources(const std::string& device, int threads,
+                                  const comm::Communicator& communicator);
+
+// Runs `step` on every rank. Returns 0 when it succeeded everywhere; otherwise the worst exit
+// status, after the lowest failing rank printed its message (the others stay quiet).
+int agree(const comm::Communicator& communicator, const std::function<void()>& step);
+
+}  // namespace phalanx::cli

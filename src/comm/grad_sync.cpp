@@ -1,0 +1,64 @@
+// Bucketed gradient all-reduce overlapped with backward.
+#include "phalanx/comm/grad_sync.hpp"
+
+#include <algorithm>
+
+#include "phalanx/core/timer.hpp"
+
+namespace phalanx::comm {
+namespace {
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+GradSync::GradSync(const Communicator& communicator, float* gradients, std::int64_t elements,
+                   std::size_t bucket_bytes)
+    : communicator_(communicator), gradients_(gradients) {
+  const std::int64_t bucket_elements =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(bucket_bytes / sizeof(float)));
+  // Cut from the end: backward finishes the last layers first, so their bucket goes first.
+  for (std::int64_t end = elements; end > 0;) {
+    const std::int64_t begin = std::max<std::int64_t>(0, end - bucket_elements);
+    buckets_.push_back(Bucket{begin, end, Request(), false});
+    end = begin;
+  }
+}
+
+void GradSync::begin_step() {
+  next_bucket_ = 0;
+  first_launch_time_ = 0;
+  for (auto& bucket : buckets_) bucket.launched = false;
+}
+
+void GradSync::launch(Bucket& bucket) {
+  if (first_launch_time_ == 0) first_launch_time_ = now();
+  bucket.launched = true;
+  if (communicator_.size() > 1)
+    bucket.request = communicator_.allreduce_sum_async(gradients_ + bucket.begin, bucket.end - bucket.begin);
+}
+
+void GradSync::progress() {
+  // Open MPI's non-blocking collectives advance only inside MPI calls: a test per layer keeps
+  // the all-reduce moving while backward computes.
+  for (std::size_t index = 0; index < next_bucket_; ++index) buckets_[index].request.test();
+}
+
+void GradSync::gradients_ready(std::int64_t first_final_offset) {
+  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].begin >= first_final_offset) {
+    launch(buckets_[next_bucket_]);
+    ++next_bucket_;
+  }
+  progress();
+}
+
+double GradSync::wait() {
+  const double start = now();
+  while (next_bucket_ < buckets_.size()) launch(buckets_[next_bucket_++]);
+  for (auto& bucket : buckets_) bucket.request.wait();
+  const double end = now();
+  last_communication_seconds_ = end - first_launch_time_;
+  return end - start;
+}
+
+}  // namespace phalanx::comm

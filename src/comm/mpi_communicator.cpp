@@ -1,0 +1,215 @@
+// Communicator and MpiSession over MPI. Gradients travel as float sums; Open MPI keeps one
+// algorithm per (message size, communicator size), which is what makes runs bitwise repeatable.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <climits>
+#include <utility>
+
+#include "phalanx/comm/communicator.hpp"
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::comm {
+namespace {
+
+void check_mpi(int result, const char* call, const char* file, int line) {
+  if (result == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(result, text, &length);
+  throw_internal_error(std::string(call) + " failed: " + std::string(text, length), file, line);
+}
+#define PHALANX_MPI(call) check_mpi((call), #call, __FILE__, __LINE__)
+
+MPI_Comm& comm_of(void* handle) {
+  return *static_cast<MPI_Comm*>(handle);
+}
+
+}  // namespace
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  // FUNNELED: only the main thread calls MPI (the loader thread never does), and GradSync
+  // drives progress by testing requests between layers.
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  PHALANX_CHECK(provided >= MPI_THREAD_FUNNELED, "MPI granted thread level ", provided, ", need FUNNELED");
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  set_error_rank(rank);
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+void MpiSession::abort(int status) {
+  MPI_Abort(MPI_COMM_WORLD, status);
+  std::abort();
+}
+
+Request::Request(void* handle) : handle_(handle) {}
+Request::~Request() {
+  if (handle_) {
+    // A request must complete before its buffer goes away; destructors only wait, never throw.
+    MPI_Wait(static_cast<MPI_Request*>(handle_), MPI_STATUS_IGNORE);
+    delete static_cast<MPI_Request*>(handle_);
+  }
+}
+Request::Request(Request&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+Request& Request::operator=(Request&& other) noexcept {
+  if (this != &other) {
+    this->~Request();
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+bool Request::test() {
+  if (!handle_) return true;
+  int done = 0;
+  PHALANX_MPI(MPI_Test(static_cast<MPI_Request*>(handle_), &done, MPI_STATUS_IGNORE));
+  if (done) {
+    delete static_cast<MPI_Request*>(handle_);
+    handle_ = nullptr;
+  }
+  return done != 0;
+}
+void Request::wait() {
+  if (!handle_) return;
+  PHALANX_MPI(MPI_Wait(static_cast<MPI_Request*>(handle_), MPI_STATUS_IGNORE));
+  delete static_cast<MPI_Request*>(handle_);
+  handle_ = nullptr;
+}
+
+Communicator::Communicator(void* handle, bool owned) : handle_(handle), owned_(owned) {
+  MPI_Comm comm = comm_of(handle_);
+  PHALANX_MPI(MPI_Comm_rank(comm, &rank_));
+  PHALANX_MPI(MPI_Comm_size(comm, &size_));
+  MPI_Comm local;
+  PHALANX_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
+  PHALANX_MPI(MPI_Comm_rank(local, &local_rank_));
+  PHALANX_MPI(MPI_Comm_size(local, &local_size_));
+  MPI_Comm_free(&local);
+}
+
+Communicator Communicator::world() {
+  return Communicator(new MPI_Comm(MPI_COMM_WORLD), false);
+}
+
+Communicator::~Communicator() {
+  if (!handle_) return;
+  if (owned_) MPI_Comm_free(&comm_of(handle_));
+  delete static_cast<MPI_Comm*>(handle_);
+}
+
+Communicator::Communicator(Communicator&& other) noexcept
+    : handle_(std::exchange(other.handle_, nullptr)),
+      owned_(other.owned_),
+      rank_(other.rank_),
+      size_(other.size_),
+      local_rank_(other.local_rank_),
+      local_size_(other.local_size_) {}
+
+Communicator& Communicator::operator=(Communicator&& other) noexcept {
+  if (this != &other) {
+    this->~Communicator();
+    handle_ = std::exchange(other.handle_, nullptr);
+    owned_ = other.owned_;
+    rank_ = other.rank_;
+    size_ = other.size_;
+    local_rank_ = other.local_rank_;
+    local_size_ = other.local_size_;
+  }
+  return *this;
+}
+
+std::string Communicator::host_name() const {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+Communicator Communicator::split(int color, int key) const {
+  auto* result = new MPI_Comm;
+  PHALANX_MPI(MPI_Comm_split(comm_of(handle_), color, key, result));
+  return Communicator(result, true);
+}
+
+void Communicator::barrier() const {
+  PHALANX_MPI(MPI_Barrier(comm_of(handle_)));
+}
+
+void Communicator::broadcast(void* data, std::size_t bytes, int root) const {
+  PHALANX_CHECK(bytes <= static_cast<std::size_t>(INT_MAX), "broadcast of ", bytes, " bytes is too large");
+  PHALANX_MPI(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, comm_of(handle_)));
+}
+
+void Communicator::broadcast_string(std::string& text, int root) const {
+  std::uint64_t length = text.size();
+  broadcast(&length, sizeof(length), root);
+  text.resize(length);
+  if (length) broadcast(text.data(), length, root);
+}
+
+void Communicator::allreduce_sum(float* data, std::int64_t count) const {
+  PHALANX_MPI(
+      MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_of(handle_)));
+}
+void Communicator::allreduce_sum(double* data, std::int64_t count) const {
+  PHALANX_MPI(
+      MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_DOUBLE, MPI_SUM, comm_of(handle_)));
+}
+void Communicator::allreduce_sum(std::int64_t* data, std::int64_t count) const {
+  PHALANX_MPI(
+      MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_INT64_T, MPI_SUM, comm_of(handle_)));
+}
+void Communicator::allreduce_max(double* data, std::int64_t count) const {
+  PHALANX_MPI(
+      MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_DOUBLE, MPI_MAX, comm_of(handle_)));
+}
+
+std::vector<std::uint64_t> Communicator::allgather(std::uint64_t value) const {
+  std::vector<std::uint64_t> values(static_cast<std::size_t>(size_));
+  PHALANX_MPI(MPI_Allgather(&value, 1, MPI_UINT64_T, values.data(), 1, MPI_UINT64_T, comm_of(handle_)));
+  return values;
+}
+
+std::vector<double> Communicator::allgather(double value) const {
+  std::vector<double> values(static_cast<std::size_t>(size_));
+  PHALANX_MPI(MPI_Allgather(&value, 1, MPI_DOUBLE, values.data(), 1, MPI_DOUBLE, comm_of(handle_)));
+  return values;
+}
+
+std::vector<std::string> Communicator::gather_strings(const std::string& text, int root) const {
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(static_cast<std::size_t>(size_));
+  PHALANX_MPI(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, comm_of(handle_)));
+  std::vector<int> displacements(static_cast<std::size_t>(size_), 0);
+  int total = 0;
+  for (int index = 0; index < size_; ++index) {
+    displacements[index] = total;
+    total += lengths[index];
+  }
+  std::string joined(static_cast<std::size_t>(rank_ == root ? total : 0), '\0');
+  PHALANX_MPI(MPI_Gatherv(text.data(), length, MPI_CHAR, joined.data(), lengths.data(), displacements.data(),
+                          MPI_CHAR, root, comm_of(handle_)));
+  std::vector<std::string> result;
+  if (rank_ == root)
+    for (int index = 0; index < size_; ++index)
+      result.push_back(joined.substr(displacements[index], lengths[index]));
+  return result;
+}
+
+Request Communicator::allreduce_sum_async(float* data, std::int64_t count) const {
+  auto* request = new MPI_Request;
+  const int status = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                    comm_of(handle_), request);
+  if (status != MPI_SUCCESS) {
+    delete request;
+    check_mpi(status, "MPI_Iallreduce", __FILE__, __LINE__);
+  }
+  return Request(request);
+}
+
+}  // namespace phalanx::comm

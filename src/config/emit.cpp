@@ -1,0 +1,133 @@
+// config::to_yaml: the resolved configuration with every key written, in the order of the
+// schema. Numbers are written in their shortest exact form so that parse(to_yaml(c)) == c,
+// which is what lets a checkpoint carry its config and a resume reproduce the run.
+#include <algorithm>
+
+#include "phalanx/config/config.hpp"
+#include "reader.hpp"
+#include "schema.hpp"
+
+namespace phalanx::config {
+namespace {
+
+void emit_text(YAML::Emitter& out, const std::string& key, const std::string& value) {
+  // Always quoted: a name such as "null", "true" or "" must read back as that string.
+  out << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << value;
+}
+
+void emit_number(YAML::Emitter& out, const std::string& key, double value) {
+  out << YAML::Key << key << YAML::Value << format_number(value);
+}
+
+void emit_layers(YAML::Emitter& out, const std::vector<LayerSpec>& layers);
+
+void emit_layer_field(YAML::Emitter& out, const LayerSpec& layer, const std::string& key) {
+  out << YAML::Key << key << YAML::Value;
+  if (key == "type") out << YAML::DoubleQuoted << layer.type;
+  if (key == "name") out << YAML::DoubleQuoted << layer.name;
+  if (key == "out_channels") out << layer.out_channels;
+  if (key == "kernel") out << layer.kernel;
+  if (key == "stride") out << layer.stride;
+  if (key == "padding") out << layer.padding;
+  if (key == "bias") out << layer.bias;
+  if (key == "out_features") out << layer.out_features;
+  if (key == "probability") out << format_number(layer.probability);
+  if (key == "main") emit_layers(out, layer.main);
+  if (key == "shortcut") emit_layers(out, layer.shortcut);
+  if (key == "relu_after") out << layer.relu_after;
+}
+
+void emit_layers(YAML::Emitter& out, const std::vector<LayerSpec>& layers) {
+  out << YAML::BeginSeq;
+  for (const LayerSpec& layer : layers) {
+    // Only the keys of the layer's type: those are the ones parse accepts for it.
+    const std::vector<std::string>& types = schema::layer_types();
+    const bool known = std::find(types.begin(), types.end(), layer.type) != types.end();
+    out << YAML::BeginMap;
+    for (const std::string& key : known ? schema::layer_keys(layer.type) : schema::all_layer_keys()) {
+      emit_layer_field(out, layer, key);
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
+}  // namespace
+
+std::string to_yaml(const Config& config) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  emit_text(out, "name", config.name);
+  out << YAML::Key << "seed" << YAML::Value << config.seed;
+  emit_text(out, "device", config.device);
+  out << YAML::Key << "threads" << YAML::Value << config.threads;
+
+  out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  emit_text(out, "preset", config.model.preset);
+  out << YAML::Key << "layers" << YAML::Value;
+  emit_layers(out, config.model.layers);
+  out << YAML::EndMap;
+
+  const DataConfig& data = config.data;
+  out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
+  emit_text(out, "path", data.path);
+  emit_text(out, "train_split", data.train_split);
+  emit_text(out, "test_split", data.test_split);
+  out << YAML::Key << "prefetch_batches" << YAML::Value << data.prefetch_batches;
+  out << YAML::EndMap;
+
+  const OptimizerConfig& optimizer = config.optimizer;
+  out << YAML::Key << "optimizer" << YAML::Value << YAML::BeginMap;
+  emit_text(out, "type", optimizer.type);
+  emit_number(out, "learning_rate", optimizer.learning_rate);
+  emit_number(out, "momentum", optimizer.momentum);
+  out << YAML::Key << "nesterov" << YAML::Value << optimizer.nesterov;
+  emit_number(out, "weight_decay", optimizer.weight_decay);
+  emit_number(out, "beta1", optimizer.beta1);
+  emit_number(out, "beta2", optimizer.beta2);
+  emit_number(out, "epsilon", optimizer.epsilon);
+  out << YAML::EndMap;
+
+  const ScheduleConfig& schedule = config.schedule;
+  out << YAML::Key << "schedule" << YAML::Value << YAML::BeginMap;
+  emit_text(out, "type", schedule.type);
+  emit_number(out, "warmup_epochs", schedule.warmup_epochs);
+  emit_number(out, "warmup_start_factor", schedule.warmup_start_factor);
+  emit_number(out, "step_epochs", schedule.step_epochs);
+  emit_number(out, "gamma", schedule.gamma);
+  emit_number(out, "minimum_factor", schedule.minimum_factor);
+  emit_number(out, "one_cycle_peak_fraction", schedule.one_cycle_peak_fraction);
+  emit_number(out, "one_cycle_div_factor", schedule.one_cycle_div_factor);
+  emit_number(out, "one_cycle_final_div_factor", schedule.one_cycle_final_div_factor);
+  out << YAML::EndMap;
+
+  const TrainConfig& train = config.train;
+  out << YAML::Key << "train" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "epochs" << YAML::Value << train.epochs;
+  out << YAML::Key << "max_steps" << YAML::Value;
+  if (train.max_steps) {
+    out << *train.max_steps;
+  } else {
+    out << YAML::Null;  // no limit
+  }
+  out << YAML::Key << "batch_size" << YAML::Value << train.batch_size;
+  emit_number(out, "label_smoothing", train.label_smoothing);
+  out << YAML::Key << "log_every_steps" << YAML::Value << train.log_every_steps;
+  emit_text(out, "precision", train.precision);
+  out << YAML::EndMap;
+
+  out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "every_steps" << YAML::Value << config.checkpoint.every_steps;
+  out << YAML::Key << "keep" << YAML::Value << config.checkpoint.keep;
+  out << YAML::EndMap;
+
+  out << YAML::Key << "distributed" << YAML::Value << YAML::BeginMap;
+  emit_number(out, "bucket_mb", config.distributed.bucket_mb);
+  emit_number(out, "timeout_s", config.distributed.timeout_s);
+  out << YAML::EndMap;
+
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace phalanx::config

@@ -1,0 +1,118 @@
+// Conversion of explicit layer lists (model.layers and the main/shortcut paths of residual
+// blocks, nested to any depth). Each layer accepts only the keys of its type, so a key meant
+// for another type ("out_features" on a conv) is reported instead of silently ignored.
+#include <algorithm>
+#include <map>
+
+#include "conversion.hpp"
+#include "schema.hpp"
+
+namespace phalanx::config {
+namespace {
+
+bool applies(const std::string& type, const std::string& key) {
+  const std::vector<std::string>& keys = schema::layer_keys(type);
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// A field that the type needs and has no sensible default for (out_channels, out_features).
+int required_int(const Reader& reader, const YAML::Node& layer, const std::string& key,
+                 const std::string& field, const std::string& type) {
+  const YAML::Node value = layer[field];
+  if (!value.IsDefined()) {
+    reader.fail(key + "." + field, key + "." + field + " is required for a " + type + " layer", layer);
+  }
+  return reader.int_value(value, key + "." + field, 1);
+}
+
+LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::string& key) {
+  if (!layer.IsMap()) {
+    reader.fail(key, key + ": expected a layer (a mapping with a 'type'), got " + describe(layer), layer);
+  }
+  const YAML::Node type_node = layer["type"];
+  if (!type_node.IsDefined()) {
+    reader.fail(key + ".type", key + ".type is required (one of: " + join(schema::layer_types(), ", ") + ")",
+                layer);
+  }
+  LayerSpec spec;
+  spec.type = reader.choice(type_node, key + ".type", schema::layer_types());
+  for (auto entry = layer.begin(); entry != layer.end(); ++entry) {
+    const YAML::Node field = entry->first;  // a copy: the iterator hands out a temporary
+    if (!field.IsScalar()) continue;        // check_keys below reports it
+    const std::vector<std::string>& every_field = schema::all_layer_keys();
+    const bool known = std::find(every_field.begin(), every_field.end(), field.Scalar()) != every_field.end();
+    if (known && !applies(spec.type, field.Scalar())) {
+      const std::string dotted = key + "." + field.Scalar();
+      reader.fail(dotted,
+                  "'" + dotted + "' does not apply to a " + spec.type +
+                      " layer (it takes: " + join(schema::layer_keys(spec.type), ", ") + ")",
+                  field);
+    }
+  }
+  reader.check_keys(layer, key, schema::layer_keys(spec.type));
+
+  if (const YAML::Node value = layer["name"]; value.IsDefined()) {
+    spec.name = reader.text(value, key + ".name");
+    // Names become HDF5 group names in checkpoints, where '/' would nest groups.
+    if (spec.name.find('/') != std::string::npos) {
+      reader.fail(key + ".name", key + ".name must not contain '/' (got '" + spec.name + "')", value);
+    }
+  }
+  if (spec.type == "conv") spec.out_channels = required_int(reader, layer, key, "out_channels", spec.type);
+  if (spec.type == "linear") spec.out_features = required_int(reader, layer, key, "out_features", spec.type);
+  // PyTorch's pools default the stride to the kernel; 0 says exactly that (see LayerSpec).
+  if (schema::is_pool(spec.type)) spec.stride = 0;
+  if (const YAML::Node value = layer["kernel"]; value.IsDefined()) {
+    spec.kernel = reader.int_value(value, key + ".kernel", 1);
+  }
+  if (const YAML::Node value = layer["stride"]; value.IsDefined()) {
+    spec.stride = reader.int_value(value, key + ".stride", schema::is_pool(spec.type) ? 0 : 1);
+  }
+  if (const YAML::Node value = layer["padding"]; value.IsDefined()) {
+    spec.padding = reader.int_value(value, key + ".padding", 0);
+  }
+  if (const YAML::Node value = layer["bias"]; value.IsDefined())
+    spec.bias = reader.boolean(value, key + ".bias");
+  if (const YAML::Node value = layer["probability"]; value.IsDefined()) {
+    spec.probability = reader.real32(value, key + ".probability", Bound{0.0, true}, Bound{1.0, false});
+  }
+  if (spec.type == "residual") {
+    spec.main = read_layer_list(reader, layer["main"], key + ".main");
+    if (spec.main.empty()) {
+      reader.fail(key + ".main", key + ".main: a residual layer needs a non-empty 'main' list of layers",
+                  layer);
+    }
+    spec.shortcut = read_layer_list(reader, layer["shortcut"], key + ".shortcut");
+    if (const YAML::Node value = layer["relu_after"]; value.IsDefined()) {
+      spec.relu_after = reader.boolean(value, key + ".relu_after");
+    }
+  }
+  return spec;
+}
+
+}  // namespace
+
+std::vector<LayerSpec> read_layer_list(const Reader& reader, const YAML::Node& list, const std::string& key) {
+  if (!list.IsDefined() || list.IsNull()) return {};
+  if (!list.IsSequence()) reader.fail(key, key + ": expected a list of layers, got " + describe(list), list);
+  std::vector<LayerSpec> layers;
+  // Two layers of one list with the same name would write the same checkpoint parameters.
+  std::map<std::string, std::string> named;
+  for (std::size_t index = 0; index < list.size(); ++index) {
+    const std::string entry_key = key + "[" + std::to_string(index) + "]";
+    LayerSpec layer = read_layer(reader, list[index], entry_key);
+    if (!layer.name.empty()) {
+      const auto [previous, inserted] = named.emplace(layer.name, entry_key);
+      if (!inserted) {
+        reader.fail(entry_key + ".name",
+                    entry_key + ".name: duplicate layer name '" + layer.name + "' (also used by " +
+                        previous->second + ")",
+                    list[index]["name"]);
+      }
+    }
+    layers.push_back(std::move(layer));
+  }
+  return layers;
+}
+
+}  // namespace phalanx::config

@@ -1,0 +1,68 @@
+// Entry points config::parse and config::load: read the YAML text, turn syntax errors and
+// unreadable files into InvalidInput errors naming the file, apply --set, then convert.
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "conversion.hpp"
+#include "phalanx/config/config.hpp"
+#include "phalanx/core/error.hpp"
+#include "reader.hpp"
+
+namespace phalanx::config {
+
+Config parse(const std::string& yaml_text, const std::string& source_name,
+             const std::vector<std::string>& overrides) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(yaml_text);
+  } catch (const YAML::Exception& error) {
+    std::string where;
+    if (!error.mark.is_null()) {
+      where = "line " + std::to_string(error.mark.line + 1) + ", column " +
+              std::to_string(error.mark.column + 1) + ": ";
+    }
+    throw_input_error(source_name + ": " + where + "YAML syntax error: " + error.msg);
+  }
+  // A second document would otherwise be dropped without a word.
+  if (documents.size() > 1) {
+    throw_input_error(source_name + ": holds " + std::to_string(documents.size()) +
+                      " YAML documents (separated by '---'); a configuration is one");
+  }
+  if (documents.empty() || documents.front().IsNull()) {
+    throw_input_error(source_name +
+                      ": the configuration is empty (it needs at least 'model' and 'data.path')");
+  }
+  YAML::Node root = documents.front();
+  if (!root.IsMap()) {
+    throw_input_error(source_name + ": expected a mapping of keys at the top level, got " + describe(root));
+  }
+  try {
+    const std::vector<std::string> overridden = apply_overrides(root, source_name, overrides);
+    return convert_config(Reader(source_name, overridden), root);
+  } catch (const YAML::Exception& error) {
+    // The readers check node types before using them; this only keeps a yaml-cpp surprise an
+    // input error that names the file instead of an unexplained crash.
+    throw_input_error(source_name + ": cannot read the configuration: " + error.msg);
+  }
+}
+
+Config load(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code status_error;
+  const std::filesystem::file_status status = std::filesystem::status(path, status_error);
+  if (!std::filesystem::exists(status))
+    throw_input_error(path + ": cannot read the config file: no such file");
+  if (std::filesystem::is_directory(status)) {
+    throw_input_error(path + ": cannot read the config file: it is a directory");
+  }
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) throw_input_error(path + ": cannot read the config file: " + std::strerror(errno));
+  std::ostringstream text;
+  text << stream.rdbuf();
+  if (stream.bad()) throw_input_error(path + ": cannot read the config file: " + std::strerror(errno));
+  return parse(text.str(), path, overrides);
+}
+
+}  // namespace phalanx::config

@@ -1,0 +1,121 @@
+// The key and value lists of the configuration (see schema.hpp). Kept as plain tables so that
+// adding a key means adding one word here and one read in the section parser.
+#include "schema.hpp"
+
+#include <map>
+
+namespace phalanx::config::schema {
+namespace {
+
+const std::map<std::string, std::vector<std::string>>& sections() {
+  static const std::map<std::string, std::vector<std::string>> table = {
+      {"model", {"preset", "layers"}},
+      {"data", {"path", "train_split", "test_split", "prefetch_batches"}},
+      {"optimizer",
+       {"type", "learning_rate", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "epsilon"}},
+      {"schedule",
+       {"type", "warmup_epochs", "warmup_start_factor", "step_epochs", "gamma", "minimum_factor",
+        "one_cycle_peak_fraction", "one_cycle_div_factor", "one_cycle_final_div_factor"}},
+      {"train", {"epochs", "max_steps", "batch_size", "label_smoothing", "log_every_steps", "precision"}},
+      {"checkpoint", {"every_steps", "keep"}},
+      {"distributed", {"bucket_mb", "timeout_s"}},
+  };
+  return table;
+}
+
+const std::map<std::string, std::vector<std::string>>& layer_table() {
+  static const std::map<std::string, std::vector<std::string>> table = {
+      {"conv", {"type", "name", "out_channels", "kernel", "stride", "padding", "bias"}},
+      {"linear", {"type", "name", "out_features", "bias"}},
+      {"relu", {"type", "name"}},
+      {"max_pool", {"type", "name", "kernel", "stride", "padding"}},
+      {"avg_pool", {"type", "name", "kernel", "stride", "padding"}},
+      {"global_avg_pool", {"type", "name"}},
+      {"batch_norm", {"type", "name"}},
+      {"dropout", {"type", "name", "probability"}},
+      {"flatten", {"type", "name"}},
+      {"residual", {"type", "name", "main", "shortcut", "relu_after"}},
+  };
+  return table;
+}
+
+}  // namespace
+
+const std::vector<std::string>& top_level_keys() {
+  static const std::vector<std::string> keys = {"name",  "seed",       "device",     "threads",
+                                                "model", "data",       "optimizer",  "schedule",
+                                                "train", "checkpoint", "distributed"};
+  return keys;
+}
+
+bool is_section(const std::string& key) {
+  return sections().count(key) != 0;
+}
+
+const std::vector<std::string>& section_keys(const std::string& section) {
+  return sections().at(section);
+}
+
+const std::vector<std::string>& dotted_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> result;
+    for (const std::string& key : top_level_keys()) {
+      if (!is_section(key)) {
+        result.push_back(key);
+        continue;
+      }
+      for (const std::string& inner : section_keys(key)) result.push_back(key + "." + inner);
+    }
+    return result;
+  }();
+  return keys;
+}
+
+const std::vector<std::string>& layer_types() {
+  static const std::vector<std::string> types = {"conv",     "linear",          "relu",       "max_pool",
+                                                 "avg_pool", "global_avg_pool", "batch_norm", "dropout",
+                                                 "flatten",  "residual"};
+  return types;
+}
+
+const std::vector<std::string>& layer_keys(const std::string& type) {
+  return layer_table().at(type);
+}
+
+const std::vector<std::string>& all_layer_keys() {
+  static const std::vector<std::string> keys = {"type",        "name",    "out_channels", "kernel",
+                                                "stride",      "padding", "bias",         "out_features",
+                                                "probability", "main",    "shortcut",     "relu_after"};
+  return keys;
+}
+
+bool is_pool(const std::string& type) {
+  return type == "max_pool" || type == "avg_pool";
+}
+
+const std::vector<std::string>& model_presets() {
+  static const std::vector<std::string> presets = {"fmnist_cnn", "lenet5", "resnet20"};
+  return presets;
+}
+
+const std::vector<std::string>& devices() {
+  static const std::vector<std::string> values = {"cpu", "cuda", "auto"};
+  return values;
+}
+
+const std::vector<std::string>& optimizer_types() {
+  static const std::vector<std::string> values = {"sgd", "adamw"};
+  return values;
+}
+
+const std::vector<std::string>& schedule_types() {
+  static const std::vector<std::string> values = {"constant", "step", "cosine", "one_cycle"};
+  return values;
+}
+
+const std::vector<std::string>& precisions() {
+  static const std::vector<std::string> values = {"fp32", "bf16", "fp16"};
+  return values;
+}
+
+}  // namespace phalanx::config::schema

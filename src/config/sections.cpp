@@ -1,0 +1,210 @@
+// Conversion of the YAML tree into the typed sections of Config, with the range rules of
+// DESIGN §5. Absent keys keep the defaults of config.hpp; every present key is checked.
+#include "conversion.hpp"
+#include "phalanx/core/error.hpp"
+#include "schema.hpp"
+
+namespace phalanx::config {
+namespace {
+
+constexpr Bound zero_inclusive{0.0, true};
+constexpr Bound zero_exclusive{0.0, false};
+constexpr Bound one_inclusive{1.0, true};
+constexpr Bound one_exclusive{1.0, false};
+
+// The mapping of one section and its dotted name, so each read below is one short line.
+class Section {
+ public:
+  Section(const Reader& reader, const YAML::Node& root, const std::string& name)
+      : reader_(reader), name_(name), node_(root[name]) {
+    present_ = reader_.require_mapping(node_, name_);
+    if (present_) reader_.check_keys(node_, name_, schema::section_keys(name_));
+  }
+
+  // The value of `key`, or an undefined node when the section or the key is absent.
+  YAML::Node operator[](const std::string& key) const {
+    return present_ ? node_[key] : YAML::Node(YAML::NodeType::Undefined);
+  }
+  std::string key(const std::string& key) const { return name_ + "." + key; }
+  const YAML::Node& node() const { return node_; }
+  const Reader& reader() const { return reader_; }
+
+ private:
+  const Reader& reader_;
+  std::string name_;
+  const YAML::Node node_;
+  bool present_ = false;
+};
+
+bool has(const YAML::Node& node) {
+  return node.IsDefined();
+}
+
+void read_model(const Section& section, ModelConfig& model) {
+  const Reader& reader = section.reader();
+  if (const YAML::Node preset = section["preset"]; has(preset) && !preset.IsNull()) {
+    // An empty preset is how to_yaml writes "no preset", so it must read back as one; null
+    // is how `--set model.preset=` clears the file's preset in favour of a layer list.
+    const std::string name = reader.text(preset, section.key("preset"));
+    if (!name.empty()) model.preset = reader.choice(preset, section.key("preset"), schema::model_presets());
+  }
+  model.layers = read_layer_list(reader, section["layers"], section.key("layers"));
+  const std::string presets = join(schema::model_presets(), ", ");
+  if (model.preset.empty() && model.layers.empty()) {
+    reader.fail("model",
+                "model: set either 'model.preset' (" + presets + ") or a non-empty 'model.layers' list",
+                section.node());
+  }
+  if (!model.preset.empty() && !model.layers.empty()) {
+    reader.fail("model", "model: 'model.preset' and 'model.layers' are both set; use one of them",
+                section.node());
+  }
+}
+
+void read_data(const Section& section, DataConfig& data) {
+  const Reader& reader = section.reader();
+  if (const YAML::Node path = section["path"]; has(path)) data.path = reader.text(path, section.key("path"));
+  if (data.path.empty()) {
+    reader.fail("data.path", "data.path is required (the HDF5 dataset file, see 'phalanx data')",
+                section.node());
+  }
+  const auto read_split = [&](const std::string& key, std::string& split) {
+    if (const YAML::Node value = section[key]; has(value)) {
+      split = reader.text(value, section.key(key));
+      if (split.empty()) reader.fail(section.key(key), section.key(key) + " must not be empty", value);
+    }
+  };
+  read_split("train_split", data.train_split);
+  read_split("test_split", data.test_split);
+  if (const YAML::Node value = section["prefetch_batches"]; has(value)) {
+    data.prefetch_batches = reader.int_value(value, section.key("prefetch_batches"), 1);
+  }
+}
+
+void read_optimizer(const Section& section, OptimizerConfig& optimizer) {
+  const Reader& reader = section.reader();
+  if (const YAML::Node value = section["type"]; has(value)) {
+    optimizer.type = reader.choice(value, section.key("type"), schema::optimizer_types());
+  }
+  const std::optional<Bound> unbounded;
+  const struct {
+    const char* key;
+    double* field;
+    std::optional<Bound> lower, upper;
+  } reals[] = {
+      {"learning_rate", &optimizer.learning_rate, zero_exclusive, unbounded},
+      {"momentum", &optimizer.momentum, zero_inclusive, one_exclusive},
+      {"weight_decay", &optimizer.weight_decay, zero_inclusive, unbounded},
+      {"beta1", &optimizer.beta1, zero_inclusive, one_exclusive},
+      {"beta2", &optimizer.beta2, zero_inclusive, one_exclusive},
+      {"epsilon", &optimizer.epsilon, zero_exclusive, unbounded},
+  };
+  for (const auto& real : reals) {
+    if (const YAML::Node value = section[real.key]; has(value)) {
+      *real.field = reader.real(value, section.key(real.key), real.lower, real.upper);
+    }
+  }
+  if (const YAML::Node value = section["nesterov"]; has(value)) {
+    optimizer.nesterov = reader.boolean(value, section.key("nesterov"));
+  }
+}
+
+void read_schedule(const Section& section, ScheduleConfig& schedule) {
+  const Reader& reader = section.reader();
+  if (const YAML::Node value = section["type"]; has(value)) {
+    schedule.type = reader.choice(value, section.key("type"), schema::schedule_types());
+  }
+  const std::optional<Bound> unbounded;
+  const struct {
+    const char* key;
+    double* field;
+    std::optional<Bound> lower, upper;
+  } reals[] = {
+      {"warmup_epochs", &schedule.warmup_epochs, zero_inclusive, unbounded},
+      {"warmup_start_factor", &schedule.warmup_start_factor, zero_inclusive, one_inclusive},
+      {"step_epochs", &schedule.step_epochs, zero_exclusive, unbounded},
+      {"gamma", &schedule.gamma, zero_exclusive, unbounded},
+      {"minimum_factor", &schedule.minimum_factor, zero_inclusive, one_inclusive},
+      {"one_cycle_peak_fraction", &schedule.one_cycle_peak_fraction, zero_exclusive, one_exclusive},
+      {"one_cycle_div_factor", &schedule.one_cycle_div_factor, zero_exclusive, unbounded},
+      {"one_cycle_final_div_factor", &schedule.one_cycle_final_div_factor, zero_exclusive, unbounded},
+  };
+  for (const auto& real : reals) {
+    if (const YAML::Node value = section[real.key]; has(value)) {
+      *real.field = reader.real(value, section.key(real.key), real.lower, real.upper);
+    }
+  }
+}
+
+void read_train(const Section& section, TrainConfig& train) {
+  const Reader& reader = section.reader();
+  if (const YAML::Node value = section["epochs"]; has(value)) {
+    train.epochs = reader.int_value(value, section.key("epochs"), 1);
+  }
+  // Null is how to_yaml writes "no limit", and how `--set train.max_steps=null` removes one.
+  if (const YAML::Node value = section["max_steps"]; has(value) && !value.IsNull()) {
+    train.max_steps = reader.integer(value, section.key("max_steps"), 1);
+  }
+  if (const YAML::Node value = section["batch_size"]; has(value)) {
+    train.batch_size = reader.int_value(value, section.key("batch_size"), 1);
+  }
+  if (const YAML::Node value = section["label_smoothing"]; has(value)) {
+    train.label_smoothing = reader.real(value, section.key("label_smoothing"), zero_inclusive, one_exclusive);
+  }
+  if (const YAML::Node value = section["log_every_steps"]; has(value)) {
+    train.log_every_steps = reader.int_value(value, section.key("log_every_steps"), 1);
+  }
+  if (const YAML::Node value = section["precision"]; has(value)) {
+    train.precision = reader.choice(value, section.key("precision"), schema::precisions());
+  }
+}
+
+void read_checkpoint(const Section& section, CheckpointConfig& checkpoint) {
+  const Reader& reader = section.reader();
+  if (const YAML::Node value = section["every_steps"]; has(value)) {
+    checkpoint.every_steps = reader.integer(value, section.key("every_steps"), 0);
+  }
+  if (const YAML::Node value = section["keep"]; has(value)) {
+    checkpoint.keep = reader.int_value(value, section.key("keep"), 1);
+  }
+}
+
+void read_distributed(const Section& section, DistributedConfig& distributed) {
+  const Reader& reader = section.reader();
+  if (const YAML::Node value = section["bucket_mb"]; has(value)) {
+    distributed.bucket_mb = reader.real(value, section.key("bucket_mb"), zero_exclusive, std::nullopt);
+  }
+  if (const YAML::Node value = section["timeout_s"]; has(value)) {
+    distributed.timeout_s = reader.real(value, section.key("timeout_s"), zero_exclusive, std::nullopt);
+  }
+}
+
+}  // namespace
+
+Config convert_config(const Reader& reader, const YAML::Node& root) {
+  reader.check_keys(root, "", schema::top_level_keys());
+  Config config;
+  if (const YAML::Node value = root["name"]; has(value)) {
+    config.name = reader.text(value, "name");
+    // The name becomes part of the run directory, runs/<name>-<timestamp>.
+    if (config.name.empty() || config.name.find('/') != std::string::npos) {
+      reader.fail("name", "name must be a non-empty word without '/' (got '" + config.name + "')", value);
+    }
+  }
+  if (const YAML::Node value = root["seed"]; has(value)) config.seed = reader.unsigned_integer(value, "seed");
+  if (const YAML::Node value = root["device"]; has(value))
+    config.device = reader.choice(value, "device", schema::devices());
+  if (const YAML::Node value = root["threads"]; has(value))
+    config.threads = reader.int_value(value, "threads", 0);
+
+  read_model(Section(reader, root, "model"), config.model);
+  read_data(Section(reader, root, "data"), config.data);
+  read_optimizer(Section(reader, root, "optimizer"), config.optimizer);
+  read_schedule(Section(reader, root, "schedule"), config.schedule);
+  read_train(Section(reader, root, "train"), config.train);
+  read_checkpoint(Section(reader, root, "checkpoint"), config.checkpoint);
+  read_distributed(Section(reader, root, "distributed"), config.distributed);
+  return config;
+}
+
+}  // namespace phalanx::config

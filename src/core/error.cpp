@@ -1,0 +1,25 @@
+// Error construction: prefixes every message with the rank so multi-rank logs stay readable.
+#include "phalanx/core/error.hpp"
+
+#include <atomic>
+
+namespace phalanx {
+namespace {
+std::atomic<int> process_rank{0};
+}
+
+void set_error_rank(int rank) { process_rank.store(rank); }
+int error_rank() { return process_rank.load(); }
+
+Error::Error(ErrorKind kind, const std::string& message)
+    : std::runtime_error("rank " + std::to_string(error_rank()) + ": " + message),
+      kind_(kind),
+      rank_(error_rank()) {}
+
+void throw_input_error(const std::string& message) { throw Error(ErrorKind::InvalidInput, message); }
+
+void throw_internal_error(const std::string& message, const char* file, int line) {
+  throw Error(ErrorKind::Internal, message + " (" + file + ":" + std::to_string(line) + ")");
+}
+
+}  // namespace phalanx

@@ -1,0 +1,339 @@
+// Reading the HDF5 dataset of DESIGN §4. Every field is validated before anything is used, and
+// every failure is an input error that names the file and the dataset or attribute at fault, so a
+// user with a bad file reads one clear line instead of an HDF5 error stack or a crash mid-training.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "hdf5_handle.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/data/dataset.hpp"
+
+namespace phalanx::data {
+namespace {
+
+using detail::Hdf5Handle;
+
+// The splits the schema knows, in the order DatasetInfo lists them.
+constexpr const char* known_splits[] = {"train", "test", "val"};
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw_input_error(path + ": " + what);
+}
+
+Hdf5Handle open_file(const std::string& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (!std::filesystem::exists(status)) fail(path, "no such file");
+  if (std::filesystem::is_directory(status)) fail(path, "is a directory, not a dataset file");
+  if (std::filesystem::file_size(path, error) == 0 && !error)
+    fail(path, "empty file (0 bytes), not a dataset");
+  // H5Fis_hdf5 only looks at the signature; H5Fopen also notices a file shorter than its superblock says.
+  if (H5Fis_hdf5(path.c_str()) <= 0) fail(path, "not an HDF5 file (or truncated)");
+  Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (!file.valid()) fail(path, "not an HDF5 file (or truncated)");
+  return file;
+}
+
+// Where an attribute lives, for messages: "attribute \"mean\" of /train/images".
+std::string attribute_place(const std::string& object_name, const char* attribute_name) {
+  return std::string("attribute \"") + attribute_name + "\" of " + object_name;
+}
+
+// Opens an attribute and its type and dataspace; a missing one is an input error.
+struct OpenAttribute {
+  Hdf5Handle attribute, type, space;
+  hssize_t count = 0;
+  int rank = 0;
+};
+
+OpenAttribute open_attribute(const std::string& path, hid_t object, const std::string& object_name,
+                             const char* attribute_name) {
+  const std::string place = attribute_place(object_name, attribute_name);
+  if (H5Aexists(object, attribute_name) <= 0) fail(path, place + ": missing");
+  OpenAttribute opened;
+  opened.attribute = detail::attribute_handle(H5Aopen(object, attribute_name, H5P_DEFAULT));
+  if (!opened.attribute.valid()) fail(path, place + ": cannot be opened (file corrupt?)");
+  opened.type = detail::datatype_handle(H5Aget_type(opened.attribute.get()));
+  opened.space = detail::dataspace_handle(H5Aget_space(opened.attribute.get()));
+  if (!opened.type.valid() || !opened.space.valid()) fail(path, place + ": cannot be read (file corrupt?)");
+  opened.count = H5Sget_simple_extent_npoints(opened.space.get());
+  opened.rank = H5Sget_simple_extent_ndims(opened.space.get());
+  if (opened.count < 0 || opened.rank < 0) fail(path, place + ": cannot be read (file corrupt?)");
+  return opened;
+}
+
+// Reads an attribute of strings (variable or fixed length, as h5py or other tools write them).
+std::vector<std::string> read_strings(const std::string& path, const OpenAttribute& opened,
+                                      const std::string& place) {
+  if (H5Tget_class(opened.type.get()) != H5T_STRING)
+    fail(path, place + ": expected string, got " + detail::describe_type(opened.type.get()));
+  const auto count = static_cast<std::size_t>(opened.count);
+  std::vector<std::string> values;
+  values.reserve(count);
+  if (H5Tis_variable_str(opened.type.get()) > 0) {
+    Hdf5Handle memory_type = detail::variable_string_type();
+    H5Tset_cset(memory_type.get(), H5Tget_cset(opened.type.get()));
+    std::vector<char*> pointers(count, nullptr);
+    if (H5Aread(opened.attribute.get(), memory_type.get(), pointers.data()) < 0)
+      fail(path, place + ": cannot be read (file corrupt?)");
+    for (char* pointer : pointers) values.emplace_back(pointer ? pointer : "");
+    H5Dvlen_reclaim(memory_type.get(), opened.space.get(), H5P_DEFAULT, pointers.data());
+  } else {
+    const std::size_t length = H5Tget_size(opened.type.get());
+    std::vector<char> buffer(count * length + 1, '\0');
+    if (H5Aread(opened.attribute.get(), opened.type.get(), buffer.data()) < 0)
+      fail(path, place + ": cannot be read (file corrupt?)");
+    const bool space_padded = H5Tget_strpad(opened.type.get()) == H5T_STR_SPACEPAD;
+    for (std::size_t index = 0; index < count; ++index) {
+      std::string value(buffer.data() + index * length, length);
+      value.resize(std::min(value.find('\0'), value.size()));
+      if (space_padded) value.erase(value.find_last_not_of(' ') + 1);
+      values.push_back(std::move(value));
+    }
+  }
+  return values;
+}
+
+std::string read_string_attribute(const std::string& path, hid_t object, const std::string& object_name,
+                                  const char* attribute_name) {
+  const std::string place = attribute_place(object_name, attribute_name);
+  const OpenAttribute opened = open_attribute(path, object, object_name, attribute_name);
+  if (opened.count != 1)
+    fail(path, place + ": expected one string, got " + std::to_string(opened.count) + " values");
+  return read_strings(path, opened, place).front();
+}
+
+long long read_integer_attribute(const std::string& path, hid_t object, const std::string& object_name,
+                                 const char* attribute_name) {
+  const std::string place = attribute_place(object_name, attribute_name);
+  const OpenAttribute opened = open_attribute(path, object, object_name, attribute_name);
+  if (H5Tget_class(opened.type.get()) != H5T_INTEGER)
+    fail(path, place + ": expected an integer, got " + detail::describe_type(opened.type.get()));
+  if (opened.count != 1) fail(path, place + ": expected one value, got " + std::to_string(opened.count));
+  long long value = 0;
+  if (H5Aread(opened.attribute.get(), H5T_NATIVE_LLONG, &value) < 0)
+    fail(path, place + ": cannot be read (file corrupt?)");
+  return value;
+}
+
+std::vector<float> read_float_array_attribute(const std::string& path, hid_t object,
+                                              const std::string& object_name, const char* attribute_name) {
+  const std::string place = attribute_place(object_name, attribute_name);
+  const OpenAttribute opened = open_attribute(path, object, object_name, attribute_name);
+  if (H5Tget_class(opened.type.get()) != H5T_FLOAT)
+    fail(path, place + ": expected float32, got " + detail::describe_type(opened.type.get()));
+  std::vector<float> values(static_cast<std::size_t>(opened.count));
+  if (!values.empty() && H5Aread(opened.attribute.get(), H5T_NATIVE_FLOAT, values.data()) < 0)
+    fail(path, place + ": cannot be read (file corrupt?)");
+  return values;
+}
+
+// An open dataset with its type and shape, after checking it exists and is a dataset.
+struct OpenDataset {
+  Hdf5Handle dataset, type, space;
+  std::vector<hsize_t> dimensions;
+};
+
+OpenDataset open_dataset(const std::string& path, hid_t group, const std::string& split_name,
+                         const char* name) {
+  const std::string dataset_name = "/" + split_name + "/" + name;
+  if (!detail::link_exists(group, name)) fail(path, dataset_name + ": missing");
+  OpenDataset opened;
+  opened.dataset = detail::dataset_handle(H5Dopen2(group, name, H5P_DEFAULT));
+  if (!opened.dataset.valid()) fail(path, dataset_name + ": not a dataset");
+  opened.type = detail::datatype_handle(H5Dget_type(opened.dataset.get()));
+  opened.space = detail::dataspace_handle(H5Dget_space(opened.dataset.get()));
+  if (!opened.type.valid() || !opened.space.valid())
+    fail(path, dataset_name + ": cannot be read (file corrupt?)");
+  const int rank = H5Sget_simple_extent_ndims(opened.space.get());
+  if (rank < 0) fail(path, dataset_name + ": cannot be read (file corrupt?)");
+  opened.dimensions.resize(static_cast<std::size_t>(rank));
+  H5Sget_simple_extent_dims(opened.space.get(), opened.dimensions.data(), nullptr);
+  return opened;
+}
+
+std::string shape_text(const std::vector<hsize_t>& dimensions) {
+  std::string text = "[";
+  for (std::size_t axis = 0; axis < dimensions.size(); ++axis) {
+    if (axis) text += ",";
+    text += std::to_string(dimensions[axis]);
+  }
+  return text + "]";
+}
+
+DatasetInfo::SplitInfo validate_split(const std::string& path, hid_t file, const std::string& split_name) {
+  const std::string group_name = "/" + split_name;
+  Hdf5Handle group = detail::group_handle(H5Gopen2(file, split_name.c_str(), H5P_DEFAULT));
+  if (!group.valid()) fail(path, group_name + ": not a group");
+
+  const std::string images_name = group_name + "/images", labels_name = group_name + "/labels";
+  const OpenDataset images = open_dataset(path, group.get(), split_name, "images");
+  if (!detail::is_integer_type(images.type.get(), 1, H5T_SGN_NONE))
+    fail(path, images_name + ": expected uint8, got " + detail::describe_type(images.type.get()));
+  if (images.dimensions.size() != 4)
+    fail(path,
+         images_name + ": expected 4 dimensions [N,H,W,C], got " + std::to_string(images.dimensions.size()));
+  if (images.dimensions[0] == 0) fail(path, images_name + ": has no samples (N = 0)");
+  constexpr hsize_t largest_side = std::numeric_limits<int>::max();
+  for (std::size_t axis = 1; axis < 4; ++axis)
+    if (images.dimensions[axis] == 0 || images.dimensions[axis] > largest_side)
+      fail(path,
+           images_name + ": shape " + shape_text(images.dimensions) + " has an empty or oversized H, W or C");
+
+  const OpenDataset labels = open_dataset(path, group.get(), split_name, "labels");
+  if (!detail::is_integer_type(labels.type.get(), 4, H5T_SGN_2))
+    fail(path, labels_name + ": expected int32, got " + detail::describe_type(labels.type.get()) +
+                   " (labels must be stored as int32 exactly)");
+  if (labels.dimensions.size() != 1)
+    fail(path, labels_name + ": expected 1 dimension [N], got " + std::to_string(labels.dimensions.size()));
+  if (labels.dimensions[0] != images.dimensions[0])
+    fail(path, labels_name + " has " + std::to_string(labels.dimensions[0]) + " entries but " + images_name +
+                   " has " + std::to_string(images.dimensions[0]));
+
+  DatasetInfo::SplitInfo info;
+  info.name = split_name;
+  info.count = static_cast<std::int64_t>(images.dimensions[0]);
+  info.height = static_cast<int>(images.dimensions[1]);
+  info.width = static_cast<int>(images.dimensions[2]);
+  info.channels = static_cast<int>(images.dimensions[3]);
+  return info;
+}
+
+std::string sample_shape_text(const DatasetInfo::SplitInfo& split) {
+  return std::to_string(split.height) + "x" + std::to_string(split.width) + "x" +
+         std::to_string(split.channels);
+}
+
+// Opens `path`, validates the whole schema into `info`, and returns the open file for reading.
+Hdf5Handle open_and_validate(const std::string& path, DatasetInfo& info) {
+  detail::silence_hdf5_error_printing();
+  Hdf5Handle file = open_file(path);
+  info = DatasetInfo{};
+  info.path = path;
+
+  const std::string format = read_string_attribute(path, file.get(), "/", "format");
+  if (format != dataset_format)
+    fail(path, "attribute \"format\" of / is \"" + format + "\", expected \"" + dataset_format +
+                   "\" (not a phalanx dataset)");
+  const long long version = read_integer_attribute(path, file.get(), "/", "version");
+  if (version != dataset_version)
+    fail(path, "version " + std::to_string(version) + " is not supported (this build reads version " +
+                   std::to_string(dataset_version) + ")");
+  info.version = static_cast<int>(version);
+
+  const OpenAttribute classes = open_attribute(path, file.get(), "/", "classes");
+  if (classes.rank != 1) fail(path, "attribute \"classes\" of / must be a 1-D array of strings");
+  info.classes = read_strings(path, classes, attribute_place("/", "classes"));
+  if (info.classes.empty()) fail(path, "attribute \"classes\" of / is empty (at least one class is needed)");
+
+  for (const char* split_name : known_splits) {
+    if (detail::link_exists(file.get(), split_name))
+      info.splits.push_back(validate_split(path, file.get(), split_name));
+  }
+  for (const char* required : {"train", "test"})
+    if (!info.find_split(required)) fail(path, std::string("/") + required + ": missing");
+  const DatasetInfo::SplitInfo& train = *info.find_split("train");
+  for (const auto& split : info.splits)
+    if (split.height != train.height || split.width != train.width || split.channels != train.channels)
+      fail(path, "/" + split.name + "/images has samples of " + sample_shape_text(split) +
+                     " (HxWxC) but /train/images has " + sample_shape_text(train));
+
+  Hdf5Handle train_images = detail::dataset_handle(H5Dopen2(file.get(), "/train/images", H5P_DEFAULT));
+  info.mean = read_float_array_attribute(path, train_images.get(), "/train/images", "mean");
+  info.standard_deviation = read_float_array_attribute(path, train_images.get(), "/train/images", "std");
+  const auto channels = static_cast<std::size_t>(train.channels);
+  const auto require_one_per_channel = [&](const char* name, const std::vector<float>& values) {
+    if (values.size() != channels)
+      fail(path, "/train/images: attribute \"" + std::string(name) + "\" has " +
+                     std::to_string(values.size()) + " values, expected " + std::to_string(channels) +
+                     " (one per channel)");
+  };
+  require_one_per_channel("mean", info.mean);
+  require_one_per_channel("std", info.standard_deviation);
+  for (std::size_t channel = 0; channel < channels; ++channel) {
+    if (!std::isfinite(info.mean[channel]))
+      fail(path, "/train/images: attribute \"mean\"[" + std::to_string(channel) + "] is not a finite number");
+    if (!std::isfinite(info.standard_deviation[channel]) || info.standard_deviation[channel] <= 0.0f)
+      fail(path, "/train/images: attribute \"std\"[" + std::to_string(channel) + "] = " +
+                     std::to_string(info.standard_deviation[channel]) + " must be positive and finite");
+  }
+  return file;
+}
+
+const DatasetInfo::SplitInfo& require_split(const DatasetInfo& info, const std::string& split_name) {
+  if (const auto* split = info.find_split(split_name)) return *split;
+  std::string available;
+  for (const auto& split : info.splits) {
+    if (!available.empty()) available += ", ";
+    available += split.name;
+  }
+  fail(info.path, "no split \"" + split_name + "\" (the file has: " + available + ")");
+}
+
+std::vector<std::int32_t> read_validated_labels(const std::string& path, hid_t file, const DatasetInfo& info,
+                                                const DatasetInfo::SplitInfo& split) {
+  const std::string labels_name = "/" + split.name + "/labels";
+  Hdf5Handle dataset = detail::dataset_handle(H5Dopen2(file, labels_name.c_str(), H5P_DEFAULT));
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(split.count));
+  if (!dataset.valid() ||
+      H5Dread(dataset.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data()) < 0)
+    fail(path, labels_name + ": cannot read the data (file truncated or corrupt)");
+  const auto class_count = static_cast<std::int32_t>(info.classes.size());
+  const auto bad = std::find_if(labels.begin(), labels.end(), [class_count](std::int32_t label) {
+    return label < 0 || label >= class_count;
+  });
+  if (bad != labels.end())
+    fail(path, labels_name + "[" + std::to_string(bad - labels.begin()) + "] = " + std::to_string(*bad) +
+                   " is outside [0, " + std::to_string(class_count) + ") (" + std::to_string(class_count) +
+                   " classes)");
+  return labels;
+}
+
+}  // namespace
+
+const DatasetInfo::SplitInfo* DatasetInfo::find_split(const std::string& name) const {
+  const auto found =
+      std::find_if(splits.begin(), splits.end(), [&](const SplitInfo& split) { return split.name == name; });
+  return found == splits.end() ? nullptr : &*found;
+}
+
+DatasetInfo read_dataset_info(const std::string& path) {
+  DatasetInfo info;
+  open_and_validate(path, info);
+  return info;
+}
+
+std::vector<std::int32_t> read_labels(const std::string& path, const std::string& split_name) {
+  DatasetInfo info;
+  Hdf5Handle file = open_and_validate(path, info);
+  return read_validated_labels(path, file.get(), info, require_split(info, split_name));
+}
+
+Split read_split(const std::string& path, const std::string& split_name) {
+  DatasetInfo info;
+  Hdf5Handle file = open_and_validate(path, info);
+  const DatasetInfo::SplitInfo& split_info = require_split(info, split_name);
+
+  Split split;
+  split.name = split_info.name;
+  split.count = split_info.count;
+  split.height = split_info.height;
+  split.width = split_info.width;
+  split.channels = split_info.channels;
+  split.labels = read_validated_labels(path, file.get(), info, split_info);
+
+  const std::string images_name = "/" + split.name + "/images";
+  Hdf5Handle images = detail::dataset_handle(H5Dopen2(file.get(), images_name.c_str(), H5P_DEFAULT));
+  split.images.resize(static_cast<std::size_t>(split.count * split.image_bytes()));
+  if (!images.valid() ||
+      H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, split.images.data()) < 0)
+    fail(path, images_name + ": cannot read the data (file truncated or corrupt)");
+  return split;
+}
+
+}  // namespace phalanx::data

@@ -1,0 +1,275 @@
+// Writing the HDF5 dataset of DESIGN §4, and the per-channel statistics stored with it. The file is
+// written under a temporary name and renamed only once HDF5 has closed it cleanly, so a failed or
+// interrupted import never leaves a half-written file where the trainer would look for it.
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "hdf5_handle.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/data/dataset.hpp"
+
+namespace phalanx::data {
+namespace {
+
+using detail::Hdf5Handle;
+
+// HDF5 refuses chunks of 4 GiB or more; staying far below also keeps the chunk cache useful.
+constexpr std::int64_t largest_chunk_bytes = std::int64_t{1} << 30;
+
+[[noreturn]] void fail_input(const std::string& path, const std::string& what) {
+  throw_input_error(path + ": " + what);
+}
+
+// A failed HDF5 call while writing is not the user's fault (disk full, I/O error): exit status 1.
+hid_t checked(hid_t id, const std::string& path, const std::string& what) {
+  if (id < 0) throw_internal_error(path + ": " + what + " failed", __FILE__, __LINE__);
+  return id;
+}
+
+void checked_status(herr_t status, const std::string& path, const std::string& what) {
+  if (status < 0) throw_internal_error(path + ": " + what + " failed", __FILE__, __LINE__);
+}
+
+void validate_inputs(const std::string& path, const std::vector<std::string>& classes,
+                     const std::vector<const Split*>& splits, const WriteOptions& options) {
+  if (classes.empty()) fail_input(path, "no class names given (at least one class is needed)");
+  if (options.chunk_samples < 1)
+    fail_input(path, "chunk_samples = " + std::to_string(options.chunk_samples) + " must be at least 1");
+  if (options.gzip_level < 0 || options.gzip_level > 9)
+    fail_input(path, "gzip level " + std::to_string(options.gzip_level) + " is outside [0, 9]");
+
+  const Split* train = nullptr;
+  bool has_test = false;
+  for (std::size_t index = 0; index < splits.size(); ++index) {
+    const Split* split = splits[index];
+    PHALANX_CHECK(split != nullptr, "split ", index, " is null");
+    if (split->name != "train" && split->name != "test" && split->name != "val")
+      fail_input(path, "split \"" + split->name + "\" is not one of train, test, val");
+    for (std::size_t other = 0; other < index; ++other)
+      if (splits[other]->name == split->name) fail_input(path, "split \"" + split->name + "\" given twice");
+    if (split->count < 1) fail_input(path, "split \"" + split->name + "\" has no samples");
+    if (split->height < 1 || split->width < 1 || split->channels < 1)
+      fail_input(path, "split \"" + split->name + "\" has an empty sample shape " +
+                           std::to_string(split->height) + "x" + std::to_string(split->width) + "x" +
+                           std::to_string(split->channels));
+    PHALANX_CHECK(split->images.size() == static_cast<std::size_t>(split->count * split->image_bytes()),
+                  "split ", split->name, " holds ", split->images.size(), " image bytes for ", split->count,
+                  " samples of ", split->image_bytes());
+    PHALANX_CHECK(split->labels.size() == static_cast<std::size_t>(split->count), "split ", split->name,
+                  " holds ", split->labels.size(), " labels for ", split->count, " samples");
+    const auto class_count = static_cast<std::int32_t>(classes.size());
+    for (std::size_t sample = 0; sample < split->labels.size(); ++sample) {
+      const std::int32_t label = split->labels[sample];
+      if (label < 0 || label >= class_count)
+        fail_input(path, "split \"" + split->name + "\": label[" + std::to_string(sample) +
+                             "] = " + std::to_string(label) + " is outside [0, " +
+                             std::to_string(class_count) + ") (" + std::to_string(class_count) + " classes)");
+    }
+    if (split->name == "train") train = split;
+    if (split->name == "test") has_test = true;
+  }
+  if (!train) fail_input(path, "no \"train\" split to write (mean and std come from it)");
+  if (!has_test) fail_input(path, "no \"test\" split to write");
+  for (const Split* split : splits)
+    if (split->height != train->height || split->width != train->width || split->channels != train->channels)
+      fail_input(path, "split \"" + split->name + "\" has samples of a different shape than \"train\"");
+}
+
+void write_string_attribute(hid_t object, const char* name, const std::string& value,
+                            const std::string& path) {
+  Hdf5Handle type = detail::variable_string_type();
+  Hdf5Handle space = detail::dataspace_handle(checked(H5Screate(H5S_SCALAR), path, "creating a dataspace"));
+  Hdf5Handle attribute = detail::attribute_handle(
+      checked(H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), path,
+              std::string("creating attribute ") + name));
+  const char* text = value.c_str();
+  checked_status(H5Awrite(attribute.get(), type.get(), &text), path,
+                 std::string("writing attribute ") + name);
+}
+
+void write_string_array_attribute(hid_t object, const char* name, const std::vector<std::string>& values,
+                                  const std::string& path) {
+  Hdf5Handle type = detail::variable_string_type();
+  const hsize_t count = values.size();
+  Hdf5Handle space =
+      detail::dataspace_handle(checked(H5Screate_simple(1, &count, nullptr), path, "creating a dataspace"));
+  Hdf5Handle attribute = detail::attribute_handle(
+      checked(H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), path,
+              std::string("creating attribute ") + name));
+  std::vector<const char*> texts;
+  for (const auto& value : values) texts.push_back(value.c_str());
+  checked_status(H5Awrite(attribute.get(), type.get(), texts.data()), path,
+                 std::string("writing attribute ") + name);
+}
+
+void write_integer_attribute(hid_t object, const char* name, int value, const std::string& path) {
+  Hdf5Handle space = detail::dataspace_handle(checked(H5Screate(H5S_SCALAR), path, "creating a dataspace"));
+  Hdf5Handle attribute = detail::attribute_handle(
+      checked(H5Acreate2(object, name, H5T_STD_I32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), path,
+              std::string("creating attribute ") + name));
+  checked_status(H5Awrite(attribute.get(), H5T_NATIVE_INT, &value), path,
+                 std::string("writing attribute ") + name);
+}
+
+void write_float_array_attribute(hid_t object, const char* name, const std::vector<float>& values,
+                                 const std::string& path) {
+  const hsize_t count = values.size();
+  Hdf5Handle space =
+      detail::dataspace_handle(checked(H5Screate_simple(1, &count, nullptr), path, "creating a dataspace"));
+  Hdf5Handle attribute = detail::attribute_handle(
+      checked(H5Acreate2(object, name, H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), path,
+              std::string("creating attribute ") + name));
+  checked_status(H5Awrite(attribute.get(), H5T_NATIVE_FLOAT, values.data()), path,
+                 std::string("writing attribute ") + name);
+}
+
+// Creates a dataset chunked along its first axis, `chunk_samples` samples per chunk.
+Hdf5Handle create_chunked_dataset(hid_t group, const char* name, hid_t file_type,
+                                  const std::vector<hsize_t>& dimensions, std::int64_t sample_bytes,
+                                  const WriteOptions& options, const std::string& path,
+                                  const std::string& dataset_name) {
+  std::int64_t chunk_samples =
+      std::min<std::int64_t>(options.chunk_samples, static_cast<std::int64_t>(dimensions[0]));
+  chunk_samples = std::max<std::int64_t>(1, std::min(chunk_samples, largest_chunk_bytes / sample_bytes));
+  std::vector<hsize_t> chunk = dimensions;
+  chunk[0] = static_cast<hsize_t>(chunk_samples);
+
+  Hdf5Handle properties = detail::property_list_handle(
+      checked(H5Pcreate(H5P_DATASET_CREATE), path, "creating dataset properties"));
+  checked_status(H5Pset_chunk(properties.get(), static_cast<int>(chunk.size()), chunk.data()), path,
+                 "chunking " + dataset_name);
+  // Every byte is written right away, so pre-filling chunks with zeros would only cost time.
+  checked_status(H5Pset_fill_time(properties.get(), H5D_FILL_TIME_NEVER), path, "setting fill time");
+  if (options.gzip_level > 0) {
+    if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0)
+      throw_input_error(path + ": gzip compression was asked for but this HDF5 library lacks it");
+    checked_status(H5Pset_deflate(properties.get(), static_cast<unsigned>(options.gzip_level)), path,
+                   "enabling gzip for " + dataset_name);
+  }
+  Hdf5Handle space = detail::dataspace_handle(
+      checked(H5Screate_simple(static_cast<int>(dimensions.size()), dimensions.data(), nullptr), path,
+              "creating a dataspace"));
+  return detail::dataset_handle(
+      checked(H5Dcreate2(group, name, file_type, space.get(), H5P_DEFAULT, properties.get(), H5P_DEFAULT),
+              path, "creating " + dataset_name));
+}
+
+void write_split(hid_t file, const Split& split, const WriteOptions& options, const std::vector<float>* mean,
+                 const std::vector<float>* standard_deviation, const std::string& path) {
+  const std::string group_name = "/" + split.name;
+  Hdf5Handle group = detail::group_handle(
+      checked(H5Gcreate2(file, split.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path,
+              "creating " + group_name));
+
+  const std::vector<hsize_t> image_dimensions{
+      static_cast<hsize_t>(split.count), static_cast<hsize_t>(split.height),
+      static_cast<hsize_t>(split.width), static_cast<hsize_t>(split.channels)};
+  Hdf5Handle images = create_chunked_dataset(group.get(), "images", H5T_STD_U8LE, image_dimensions,
+                                             split.image_bytes(), options, path, group_name + "/images");
+  checked_status(H5Dwrite(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, split.images.data()),
+                 path, "writing " + group_name + "/images");
+  if (mean) {
+    write_float_array_attribute(images.get(), "mean", *mean, path);
+    write_float_array_attribute(images.get(), "std", *standard_deviation, path);
+  }
+
+  Hdf5Handle labels =
+      create_chunked_dataset(group.get(), "labels", H5T_STD_I32LE, {static_cast<hsize_t>(split.count)},
+                             sizeof(std::int32_t), options, path, group_name + "/labels");
+  checked_status(H5Dwrite(labels.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, split.labels.data()),
+                 path, "writing " + group_name + "/labels");
+}
+
+void write_file(const std::string& temporary_path, const std::string& path,
+                const std::vector<std::string>& classes, const std::vector<const Split*>& splits,
+                const WriteOptions& options) {
+  const Split& train =
+      **std::find_if(splits.begin(), splits.end(), [](const Split* split) { return split->name == "train"; });
+  std::vector<float> mean, standard_deviation;
+  channel_statistics(train, mean, standard_deviation);
+  for (std::size_t channel = 0; channel < standard_deviation.size(); ++channel)
+    if (!(standard_deviation[channel] > 0.0f))
+      fail_input(
+          path, "channel " + std::to_string(channel) +
+                    " of the train images has the same value in every pixel (std = 0): nothing to normalise");
+
+  Hdf5Handle file =
+      detail::file_handle(H5Fcreate(temporary_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  if (!file.valid()) fail_input(path, "cannot create " + temporary_path + " (is the folder writable?)");
+  write_string_attribute(file.get(), "format", dataset_format, path);
+  write_integer_attribute(file.get(), "version", dataset_version, path);
+  write_string_array_attribute(file.get(), "classes", classes, path);
+  // The schema lists splits as train, test, val; writing them in that order keeps h5dump readable.
+  for (const char* name : {"train", "test", "val"})
+    for (const Split* split : splits)
+      if (split->name == name)
+        write_split(file.get(), *split, options, split == &train ? &mean : nullptr,
+                    split == &train ? &standard_deviation : nullptr, path);
+  if (!file.close())
+    throw_internal_error(path + ": closing (flushing) " + temporary_path + " failed", __FILE__, __LINE__);
+}
+
+}  // namespace
+
+void channel_statistics(const Split& split, std::vector<float>& mean,
+                        std::vector<float>& standard_deviation) {
+  PHALANX_CHECK(split.channels >= 1 && split.count >= 1, "split ", split.name, " is empty");
+  const auto channels = static_cast<std::size_t>(split.channels);
+  PHALANX_CHECK(split.images.size() == static_cast<std::size_t>(split.count * split.image_bytes()));
+  // A 256-bin histogram per channel makes both moments exact: no rounding from summing millions
+  // of floats, and the variance comes from the centred values rather than E[x^2] - E[x]^2.
+  std::vector<std::array<std::uint64_t, 256>> histograms(channels);
+  for (auto& histogram : histograms) histogram.fill(0);
+  const std::uint8_t* pixel = split.images.data();
+  const std::size_t pixels = split.images.size() / channels;
+  for (std::size_t index = 0; index < pixels; ++index)
+    for (std::size_t channel = 0; channel < channels; ++channel) ++histograms[channel][*pixel++];
+
+  mean.assign(channels, 0.0f);
+  standard_deviation.assign(channels, 0.0f);
+  for (std::size_t channel = 0; channel < channels; ++channel) {
+    double sum = 0.0;
+    for (int value = 0; value < 256; ++value) sum += static_cast<double>(histograms[channel][value]) * value;
+    const double channel_mean = sum / static_cast<double>(pixels) / 255.0;
+    double squares = 0.0;
+    for (int value = 0; value < 256; ++value) {
+      const double centred = value / 255.0 - channel_mean;
+      squares += static_cast<double>(histograms[channel][value]) * centred * centred;
+    }
+    mean[channel] = static_cast<float>(channel_mean);
+    standard_deviation[channel] = static_cast<float>(std::sqrt(squares / static_cast<double>(pixels)));
+  }
+}
+
+void write_dataset(const std::string& path, const std::vector<std::string>& classes,
+                   const std::vector<const Split*>& splits, const WriteOptions& options) {
+  detail::silence_hdf5_error_printing();
+  validate_inputs(path, classes, splits, options);
+
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(parent, error);
+    if (error) fail_input(path, "cannot create the folder " + parent.string() + ": " + error.message());
+  }
+
+  const std::string temporary_path = path + ".tmp-" + std::to_string(::getpid());
+  try {
+    write_file(temporary_path, path, classes, splits, options);
+    std::error_code error;
+    std::filesystem::rename(temporary_path, path, error);
+    if (error) fail_input(path, "cannot rename " + temporary_path + " into place: " + error.message());
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary_path, ignored);
+    throw;
+  }
+}
+
+}  // namespace phalanx::data

@@ -1,0 +1,140 @@
+// Loader: gathers this rank's samples for upcoming steps on a background thread, so that training
+// never waits for a gather it could have overlapped. It only copies from the in-memory split (no
+// HDF5, which is not thread-safe here) into a ring of slots the training thread reads in order.
+#include "phalanx/data/loader.hpp"
+
+#include <cstring>
+#include <utility>
+
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::data {
+
+Loader::Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch, std::int64_t first_epoch,
+               std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator)
+    : split_(std::move(split)),
+      plan_(std::move(plan)),
+      prefetch_(prefetch),
+      first_epoch_(first_epoch),
+      first_step_(first_step),
+      end_epoch_(end_epoch),
+      allocator_(allocator) {
+  PHALANX_CHECK(split_ != nullptr, "no split given");
+  PHALANX_CHECK(prefetch_ >= 1, "prefetch ", prefetch_);
+  PHALANX_CHECK(split_->count == plan_.dataset_size(), "split ", split_->name, " has ", split_->count,
+                " samples but the shard plan is for ", plan_.dataset_size());
+  PHALANX_CHECK(split_->images.size() == static_cast<std::size_t>(split_->count * split_->image_bytes()) &&
+                    split_->labels.size() == static_cast<std::size_t>(split_->count),
+                "split ", split_->name, " is inconsistent");
+  const std::int64_t steps = plan_.steps_per_epoch();
+  PHALANX_CHECK(first_epoch_ >= 0 && first_step_ >= 0 && first_step_ <= steps && end_epoch_ >= first_epoch_,
+                "epochs [", first_epoch_, ", ", end_epoch_, ") from step ", first_step_, " of ", steps);
+  // A resume point at the very end of an epoch is the start of the next one.
+  if (first_step_ == steps) {
+    ++first_epoch_;
+    first_step_ = 0;
+  }
+  total_batches_ = end_epoch_ > first_epoch_ ? (end_epoch_ - first_epoch_) * steps - first_step_ : 0;
+
+  slot_image_bytes_ =
+      static_cast<std::size_t>(plan_.local_batch()) * static_cast<std::size_t>(split_->image_bytes());
+  slot_label_bytes_ = static_cast<std::size_t>(plan_.local_batch()) * sizeof(std::int32_t);
+  slots_.resize(static_cast<std::size_t>(prefetch_) + 1);
+  try {
+    for (Slot& slot : slots_) {
+      slot.images = static_cast<std::uint8_t*>(allocator_.allocate(slot_image_bytes_));
+      slot.labels = static_cast<std::int32_t*>(allocator_.allocate(slot_label_bytes_));
+    }
+    thread_ = std::thread(&Loader::produce, this);
+  } catch (...) {
+    release_slots();
+    throw;
+  }
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  release_slots();
+}
+
+void Loader::release_slots() noexcept {
+  for (Slot& slot : slots_) {
+    if (slot.images) allocator_.deallocate(slot.images, slot_image_bytes_);
+    if (slot.labels) allocator_.deallocate(slot.labels, slot_label_bytes_);
+    slot.images = nullptr;
+    slot.labels = nullptr;
+  }
+}
+
+const Batch* Loader::next() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return produced_ > consumed_ || error_ || consumed_ >= total_batches_; });
+  if (produced_ > consumed_) {
+    const Slot& slot = slots_[static_cast<std::size_t>(consumed_) % slots_.size()];
+    ++consumed_;
+    lock.unlock();
+    // Handing out this batch frees the slot of the previous one: the producer may refill it.
+    changed_.notify_all();
+    return &slot.batch;
+  }
+  if (error_) std::rethrow_exception(error_);
+  return nullptr;
+}
+
+void Loader::produce() {
+  try {
+    const std::int64_t steps = plan_.steps_per_epoch();
+    const auto sample_bytes = static_cast<std::size_t>(split_->image_bytes());
+    std::int64_t epoch = first_epoch_, step = first_step_;
+    std::vector<std::int64_t> permutation;
+    std::int64_t permutation_epoch = -1;
+    for (std::int64_t batch_number = 0; batch_number < total_batches_; ++batch_number) {
+      {
+        // Batch `batch_number` overwrites the slot of batch_number - (prefetch + 1), which is free
+        // once the consumer has taken the batch after it.
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stopping_ || batch_number < consumed_ + prefetch_; });
+        if (stopping_) return;
+      }
+      if (permutation_epoch != epoch) {
+        permutation = plan_.permutation(epoch);
+        permutation_epoch = epoch;
+      }
+      Slot& slot = slots_[static_cast<std::size_t>(batch_number) % slots_.size()];
+      const std::vector<std::int64_t> indices = plan_.rank_indices(permutation, step);
+      for (std::size_t position = 0; position < indices.size(); ++position) {
+        const auto sample = static_cast<std::size_t>(indices[position]);
+        std::memcpy(slot.images + position * sample_bytes, split_->images.data() + sample * sample_bytes,
+                    sample_bytes);
+        slot.labels[position] = split_->labels[sample];
+      }
+      slot.batch.epoch = epoch;
+      slot.batch.step = step;
+      slot.batch.size = static_cast<int>(indices.size());
+      slot.batch.images = slot.images;
+      slot.batch.labels = slot.labels;
+      {
+        std::lock_guard lock(mutex_);
+        produced_ = batch_number + 1;
+      }
+      changed_.notify_all();
+      if (++step == steps) {
+        ++epoch;
+        step = 0;
+      }
+    }
+  } catch (...) {
+    {
+      std::lock_guard lock(mutex_);
+      error_ = std::current_exception();
+    }
+    changed_.notify_all();
+  }
+}
+
+}  // namespace phalanx::data

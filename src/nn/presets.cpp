@@ -1,0 +1,119 @@
+// Model presets: the layer lists of well-known networks, named as their usual PyTorch modules
+// name their parameters, so checkpoints load into the equivalent torch.nn model.
+#include "phalanx/core/error.hpp"
+#include "phalanx/nn/model.hpp"
+
+namespace phalanx::nn {
+namespace {
+
+config::LayerSpec conv(const std::string& name, int out_channels, int kernel, int stride, int padding,
+                       bool bias) {
+  config::LayerSpec spec;
+  spec.type = "conv";
+  spec.name = name;
+  spec.out_channels = out_channels;
+  spec.kernel = kernel;
+  spec.stride = stride;
+  spec.padding = padding;
+  spec.bias = bias;
+  return spec;
+}
+
+config::LayerSpec simple(const std::string& type, const std::string& name) {
+  config::LayerSpec spec;
+  spec.type = type;
+  spec.name = name;
+  return spec;
+}
+
+config::LayerSpec max_pool(const std::string& name, int kernel) {
+  config::LayerSpec spec = simple("max_pool", name);
+  spec.kernel = kernel;
+  spec.stride = kernel;
+  return spec;
+}
+
+config::LayerSpec linear(const std::string& name, int out_features) {
+  config::LayerSpec spec = simple("linear", name);
+  spec.out_features = out_features;
+  return spec;
+}
+
+// torchvision-style BasicBlock for CIFAR ResNets, with a 1x1 conv + BN projection shortcut
+// when the shape changes.
+config::LayerSpec basic_block(const std::string& name, int in_channels, int out_channels, int stride) {
+  config::LayerSpec block = simple("residual", name);
+  block.main = {conv(name + "/conv1", out_channels, 3, stride, 1, false), simple("batch_norm", name + "/bn1"),
+                simple("relu", name + "/relu1"), conv(name + "/conv2", out_channels, 3, 1, 1, false),
+                simple("batch_norm", name + "/bn2")};
+  if (stride != 1 || in_channels != out_channels)
+    block.shortcut = {conv(name + "/shortcut/0", out_channels, 1, stride, 0, false),
+                      simple("batch_norm", name + "/shortcut/1")};
+  block.relu_after = true;
+  return block;
+}
+
+}  // namespace
+
+std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Shape& sample_shape,
+                                             int classes) {
+  const auto height = sample_shape[0], width = sample_shape[1], channels = sample_shape[2];
+  if (preset == "fmnist_cnn") {
+    // Exactly the network users compare with PyTorch, so its input is fixed at 28x28x1.
+    PHALANX_REQUIRE_INPUT(height == 28 && width == 28 && channels == 1,
+                          "model.preset fmnist_cnn takes 28x28x1 images, but the data has ", height, "x",
+                          width, "x", channels, " (use an explicit model.layers list for other shapes)");
+    return {conv("conv1", 32, 3, 1, 1, true),
+            simple("relu", "relu1"),
+            max_pool("pool1", 2),
+            conv("conv2", 64, 3, 1, 1, true),
+            simple("relu", "relu2"),
+            max_pool("pool2", 2),
+            simple("flatten", "flatten"),
+            linear("fc1", 128),
+            simple("relu", "relu3"),
+            linear("fc2", classes)};
+  }
+  if (preset == "lenet5") {
+    // LeNet-5 on 28x28 (padding 2 gives the original 32x32 field) or 32x32 inputs.
+    PHALANX_REQUIRE_INPUT(height == width && (height == 28 || height == 32),
+                          "model.preset lenet5 takes 28x28 or 32x32 images, but the data has ", height, "x",
+                          width);
+    return {conv("conv1", 6, 5, 1, height == 28 ? 2 : 0, true),
+            simple("relu", "relu1"),
+            max_pool("pool1", 2),
+            conv("conv2", 16, 5, 1, 0, true),
+            simple("relu", "relu2"),
+            max_pool("pool2", 2),
+            simple("flatten", "flatten"),
+            linear("fc1", 120),
+            simple("relu", "relu3"),
+            linear("fc2", 84),
+            simple("relu", "relu4"),
+            linear("fc3", classes)};
+  }
+  if (preset == "resnet20") {
+    // He et al. 2016, CIFAR variant: 3 stages of 3 basic blocks (16, 32, 64 channels).
+    PHALANX_REQUIRE_INPUT(height >= 8 && width >= 8,
+                          "model.preset resnet20 needs images of at least 8x8, the data has ", height, "x",
+                          width);
+    std::vector<config::LayerSpec> layers = {conv("conv1", 16, 3, 1, 1, false), simple("batch_norm", "bn1"),
+                                             simple("relu", "relu")};
+    int in_channels = 16;
+    const int stage_channels[3] = {16, 32, 64};
+    for (int stage = 0; stage < 3; ++stage) {
+      for (int block = 0; block < 3; ++block) {
+        const int stride = (stage > 0 && block == 0) ? 2 : 1;
+        layers.push_back(basic_block("layer" + std::to_string(stage + 1) + "/" + std::to_string(block),
+                                     in_channels, stage_channels[stage], stride));
+        in_channels = stage_channels[stage];
+      }
+    }
+    layers.push_back(simple("global_avg_pool", "avgpool"));
+    layers.push_back(linear("fc", classes));
+    return layers;
+  }
+  throw_input_error("model.preset: unknown preset '" + preset + "' (known: fmnist_cnn, lenet5, resnet20)");
+}
+
+}  // namespace phalanx::nn

@@ -1,0 +1,71 @@
+// Residual block: output = main(x) + shortcut(x), then ReLU (He et al. 2016). The shortcut's
+// parameters are declared before the main path's so that, with backward running main first,
+// "every gradient above offset X is final" stays true for GradSync.
+#include "phalanx/core/error.hpp"
+#include "phalanx/nn/layers.hpp"
+
+namespace phalanx::nn {
+
+Residual::Residual(std::string name, std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
+                   bool relu_after)
+    : Layer(std::move(name)),
+      main_(std::move(main)),
+      shortcut_(std::move(shortcut)),
+      relu_after_(relu_after) {}
+
+Shape Residual::configure(const Shape& sample_input, ParameterRegistry& registry) {
+  Shape shortcut_shape = sample_input;
+  if (shortcut_ && !shortcut_->empty()) {
+    shortcut_shape = shortcut_->configure(sample_input, registry);
+    first_parameter_offset_ = std::min(first_parameter_offset_, shortcut_->first_parameter_offset());
+  }
+  const Shape main_shape = main_->configure(sample_input, registry);
+  first_parameter_offset_ = std::min(first_parameter_offset_, main_->first_parameter_offset());
+  PHALANX_REQUIRE_INPUT(main_shape == shortcut_shape, "layer '", name(), "': the main path gives ",
+                        main_shape.to_string(), " but the shortcut gives ", shortcut_shape.to_string(),
+                        "; add a shortcut (1x1 conv) that matches");
+  return main_shape;
+}
+
+void Residual::forward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
+                       Tensor& output, const ForwardContext& context) {
+  main_output_.ensure(backend, output.shape());
+  main_->forward(backend, registry, input, main_output_, context);
+  const Tensor* shortcut_value = &input;
+  if (shortcut_ && !shortcut_->empty()) {
+    shortcut_output_.ensure(backend, output.shape());
+    shortcut_->forward(backend, registry, input, shortcut_output_, context);
+    shortcut_value = &shortcut_output_;
+  }
+  backend.add(output.elements(), main_output_.data(), shortcut_value->data(), output.data());
+  if (relu_after_) backend.relu_forward(output.elements(), output.data(), output.data());
+}
+
+void Residual::backward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
+                        const Tensor& output, const Tensor& grad_output, Tensor* grad_input,
+                        const GradientsReady& gradients_ready) {
+  const Tensor* grad_sum = &grad_output;
+  if (relu_after_) {
+    sum_gradient_.ensure(backend, output.shape());
+    backend.relu_backward(output.elements(), output.data(), grad_output.data(), sum_gradient_.data());
+    grad_sum = &sum_gradient_;
+  }
+  // Both paths need an input gradient buffer even when the caller wants none, since the sum
+  // is what the caller would get.
+  Tensor* main_destination = grad_input;
+  if (!main_destination) {
+    path_gradient_.ensure(backend, input.shape());
+    main_destination = &path_gradient_;
+  }
+  main_->backward(backend, registry, input, main_output_, *grad_sum, main_destination, gradients_ready);
+  if (shortcut_ && !shortcut_->empty()) {
+    path_gradient_.ensure(backend, input.shape());
+    shortcut_->backward(backend, registry, input, shortcut_output_, *grad_sum, &path_gradient_,
+                        gradients_ready);
+    if (grad_input) backend.accumulate(input.elements(), path_gradient_.data(), grad_input->data());
+  } else if (grad_input) {
+    backend.accumulate(input.elements(), grad_sum->data(), grad_input->data());
+  }
+}
+
+}  // namespace phalanx::nn

@@ -1,0 +1,275 @@
+// Checkpoint writing and reading with the HDF5 C API. Weights are copied to host memory and
+// stored per parameter under /model/<layer>/<param>, optimizer state under
+// /optimizer/<layer>/<param>/<state>, position under /state, so h5py + torch can read them.
+#include "phalanx/train/checkpoint.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "hdf5_handle.hpp"
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::train {
+namespace {
+
+constexpr int checkpoint_version = 1;
+
+void silence_hdf5() {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+void require_write(bool ok, const std::string& path, const std::string& what) {
+  if (!ok) throw_internal_error("checkpoint " + path + ": writing " + what + " failed", __FILE__, __LINE__);
+}
+
+// Creates every group on the way to `name` (like mkdir -p) and returns the parent group.
+Hdf5Handle ensure_parent_groups(hid_t file, const std::string& name) {
+  Hdf5Handle link_properties(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  H5Pset_create_intermediate_group(link_properties.get(), 1);
+  const auto slash = name.rfind('/');
+  const std::string parent = slash == 0 ? "/" : name.substr(0, slash);
+  if (parent == "/") return Hdf5Handle(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose);
+  if (H5Lexists(file, parent.c_str(), H5P_DEFAULT) > 0)
+    return Hdf5Handle(H5Gopen2(file, parent.c_str(), H5P_DEFAULT), H5Gclose);
+  return Hdf5Handle(H5Gcreate2(file, parent.c_str(), link_properties.get(), H5P_DEFAULT, H5P_DEFAULT),
+                    H5Gclose);
+}
+
+void write_floats(hid_t file, const std::string& name, const Shape& shape, const float* values,
+                  const std::string& path) {
+  ensure_parent_groups(file, name);
+  std::vector<hsize_t> dims(shape.dims().begin(), shape.dims().end());
+  Hdf5Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
+  Hdf5Handle dataset(
+      H5Dcreate2(file, name.c_str(), H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose);
+  require_write(dataset.valid(), path, name);
+  require_write(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0, path,
+                name);
+}
+
+void write_int64(hid_t file, const std::string& name, std::int64_t value, const std::string& path) {
+  ensure_parent_groups(file, name);
+  Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Hdf5Handle dataset(
+      H5Dcreate2(file, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose);
+  require_write(dataset.valid() &&
+                    H5Dwrite(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
+                path, name);
+}
+
+void write_attribute_int64(hid_t object, const char* name, std::int64_t value, const std::string& path) {
+  Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Hdf5Handle attribute(H5Acreate2(object, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                       H5Aclose);
+  require_write(attribute.valid() && H5Awrite(attribute.get(), H5T_NATIVE_INT64, &value) >= 0, path, name);
+}
+
+void write_attribute_string(hid_t object, const char* name, const std::string& value,
+                            const std::string& path) {
+  Hdf5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), std::max<std::size_t>(value.size(), 1));
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Hdf5Handle attribute(H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  std::string padded = value.empty() ? std::string(1, '\0') : value;
+  require_write(attribute.valid() && H5Awrite(attribute.get(), type.get(), padded.data()) >= 0, path, name);
+}
+
+std::int64_t read_attribute_int64(hid_t object, const char* name, const std::string& path) {
+  PHALANX_REQUIRE_INPUT(H5Aexists(object, name) > 0, path, ": checkpoint attribute '", name, "' is missing");
+  Hdf5Handle attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
+  std::int64_t value = 0;
+  PHALANX_REQUIRE_INPUT(attribute.valid() && H5Aread(attribute.get(), H5T_NATIVE_INT64, &value) >= 0, path,
+                        ": checkpoint attribute '", name, "' is unreadable");
+  return value;
+}
+
+std::string read_attribute_string(hid_t object, const char* name, const std::string& path) {
+  PHALANX_REQUIRE_INPUT(H5Aexists(object, name) > 0, path, ": checkpoint attribute '", name, "' is missing");
+  Hdf5Handle attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
+  Hdf5Handle type(H5Aget_type(attribute.get()), H5Tclose);
+  PHALANX_REQUIRE_INPUT(H5Tget_class(type.get()) == H5T_STRING, path, ": checkpoint attribute '", name,
+                        "' is not a string");
+  std::string value;
+  if (H5Tis_variable_str(type.get()) > 0) {
+    char* text = nullptr;
+    Hdf5Handle memory_type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(memory_type.get(), H5T_VARIABLE);
+    PHALANX_REQUIRE_INPUT(H5Aread(attribute.get(), memory_type.get(), &text) >= 0, path, ": attribute '",
+                          name, "' is unreadable");
+    value = text ? text : "";
+    H5free_memory(text);
+  } else {
+    std::vector<char> buffer(H5Tget_size(type.get()) + 1, '\0');
+    PHALANX_REQUIRE_INPUT(H5Aread(attribute.get(), type.get(), buffer.data()) >= 0, path, ": attribute '",
+                          name, "' is unreadable");
+    value = buffer.data();
+  }
+  return value;
+}
+
+std::int64_t read_int64(hid_t file, const std::string& name, const std::string& path) {
+  PHALANX_REQUIRE_INPUT(H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0, path, ": ", name, ": missing");
+  Hdf5Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+  std::int64_t value = 0;
+  PHALANX_REQUIRE_INPUT(
+      dataset.valid() && H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
+      path, ": ", name, ": unreadable");
+  return value;
+}
+
+bool link_exists(hid_t file, const std::string& name) {
+  // H5Lexists checks one level; walk the path so a missing group is "missing", not an error.
+  std::size_t position = 0;
+  while ((position = name.find('/', position + 1)) != std::string::npos)
+    if (H5Lexists(file, name.substr(0, position).c_str(), H5P_DEFAULT) <= 0) return false;
+  return H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0;
+}
+
+void read_floats(hid_t file, const std::string& name, const Shape& shape, float* values,
+                 const std::string& path) {
+  PHALANX_REQUIRE_INPUT(link_exists(file, name), path, ": ", name,
+                        ": missing (the checkpoint is not of this model)");
+  Hdf5Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+  PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
+  Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  std::vector<std::int64_t> found(dims.begin(), dims.end());
+  PHALANX_REQUIRE_INPUT(Shape(found) == shape, path, ": ", name, ": shape ", Shape(found).to_string(),
+                        " does not match the model's ", shape.to_string());
+  PHALANX_REQUIRE_INPUT(H5Dread(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0,
+                        path, ": ", name, ": unreadable (truncated file?)");
+}
+
+std::vector<float> to_host(backend::Backend& backend, const Tensor& tensor, std::int64_t count) {
+  std::vector<float> host(static_cast<std::size_t>(count));
+  if (count) backend.copy_to_host(host.data(), tensor.data(), host.size() * sizeof(float));
+  return host;
+}
+
+}  // namespace
+
+void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
+                      optim::Optimizer* optimizer, const TrainingPosition& position, int world_size,
+                      std::uint64_t seed, const std::string& config_text) {
+  silence_hdf5();
+  backend.synchronize();
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  try {
+    {
+      Hdf5Handle file(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+      require_write(file.valid(), path, "the file");
+      Hdf5Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
+      write_attribute_string(root.get(), "format", "phalanx-checkpoint", path);
+      write_attribute_int64(root.get(), "version", checkpoint_version, path);
+      write_attribute_int64(root.get(), "step", position.global_step, path);
+      write_attribute_int64(root.get(), "epoch", position.epoch, path);
+      write_attribute_int64(root.get(), "samples_seen", position.samples_seen, path);
+      write_attribute_int64(root.get(), "world_size", world_size, path);
+      write_attribute_string(root.get(), "config", config_text, path);
+      write_attribute_string(root.get(), "optimizer", optimizer ? optimizer->type() : "", path);
+
+      const auto parameters = to_host(backend, registry.parameters(), registry.parameter_count());
+      for (const auto& info : registry.parameters_info())
+        write_floats(file.get(), "/model/" + info.name, info.shape, parameters.data() + info.offset, path);
+      const auto buffers = to_host(backend, registry.buffers(), registry.buffer_count());
+      for (const auto& info : registry.buffers_info())
+        write_floats(file.get(), "/model/" + info.name, info.shape, buffers.data() + info.offset, path);
+      if (optimizer) {
+        for (const auto& state_name : optimizer->state_names()) {
+          const auto state = to_host(backend, optimizer->state(state_name), registry.parameter_count());
+          for (const auto& info : registry.parameters_info())
+            write_floats(file.get(), "/optimizer/" + info.name + "/" + state_name, info.shape,
+                         state.data() + info.offset, path);
+        }
+      }
+      write_int64(file.get(), "/state/global_step", position.global_step, path);
+      write_int64(file.get(), "/state/epoch", position.epoch, path);
+      write_int64(file.get(), "/state/step_in_epoch", position.step_in_epoch, path);
+      write_int64(file.get(), "/state/samples_seen", position.samples_seen, path);
+      // Randomness is counter-based on (seed, step): the seed is the whole RNG state.
+      write_int64(file.get(), "/state/rng_seed", static_cast<std::int64_t>(seed), path);
+      require_write(H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0, path, "flush");
+    }
+    std::filesystem::rename(temporary, path);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    throw;
+  }
+}
+
+CheckpointHeader read_checkpoint_header(const std::string& path) {
+  silence_hdf5();
+  PHALANX_REQUIRE_INPUT(std::filesystem::exists(path), path, ": no such checkpoint file");
+  PHALANX_REQUIRE_INPUT(std::filesystem::file_size(path) > 0, path, ": checkpoint file is empty");
+  PHALANX_REQUIRE_INPUT(H5Fis_hdf5(path.c_str()) > 0, path, ": not an HDF5 checkpoint (or truncated)");
+  Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  PHALANX_REQUIRE_INPUT(file.valid(), path, ": cannot open the checkpoint (truncated or damaged file)");
+  Hdf5Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
+  PHALANX_REQUIRE_INPUT(root.valid(), path, ": cannot read the checkpoint's root group (truncated file?)");
+  CheckpointHeader header;
+  header.path = path;
+  const std::string format = read_attribute_string(root.get(), "format", path);
+  PHALANX_REQUIRE_INPUT(format == "phalanx-checkpoint", path, ": format is '", format,
+                        "', expected 'phalanx-checkpoint'");
+  header.version = static_cast<int>(read_attribute_int64(root.get(), "version", path));
+  PHALANX_REQUIRE_INPUT(header.version == checkpoint_version, path, ": checkpoint version ", header.version,
+                        " is not supported (this build reads version ", checkpoint_version, ")");
+  header.world_size = static_cast<int>(read_attribute_int64(root.get(), "world_size", path));
+  header.config_text = read_attribute_string(root.get(), "config", path);
+  header.optimizer_type = read_attribute_string(root.get(), "optimizer", path);
+  header.position.global_step = read_int64(file.get(), "/state/global_step", path);
+  header.position.epoch = read_int64(file.get(), "/state/epoch", path);
+  header.position.step_in_epoch = read_int64(file.get(), "/state/step_in_epoch", path);
+  header.position.samples_seen = read_int64(file.get(), "/state/samples_seen", path);
+  header.seed = static_cast<std::uint64_t>(read_int64(file.get(), "/state/rng_seed", path));
+  return header;
+}
+
+void load_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
+                     optim::Optimizer* optimizer) {
+  const CheckpointHeader header = read_checkpoint_header(path);
+  Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  std::vector<float> parameters(static_cast<std::size_t>(registry.parameter_count()), 0.0f);
+  for (const auto& info : registry.parameters_info())
+    read_floats(file.get(), "/model/" + info.name, info.shape, parameters.data() + info.offset, path);
+  std::vector<float> buffers(static_cast<std::size_t>(registry.buffer_count()), 0.0f);
+  for (const auto& info : registry.buffers_info())
+    read_floats(file.get(), "/model/" + info.name, info.shape, buffers.data() + info.offset, path);
+  std::vector<std::vector<float>> states;
+  if (optimizer) {
+    PHALANX_REQUIRE_INPUT(header.optimizer_type == optimizer->type(), path, ": the checkpoint holds '",
+                          header.optimizer_type, "' optimizer state but the config asks for '",
+                          optimizer->type(), "'");
+    for (const auto& state_name : optimizer->state_names()) {
+      states.emplace_back(static_cast<std::size_t>(registry.parameter_count()), 0.0f);
+      for (const auto& info : registry.parameters_info())
+        read_floats(file.get(), "/optimizer/" + info.name + "/" + state_name, info.shape,
+                    states.back().data() + info.offset, path);
+    }
+  }
+  // Everything validated and read: only now touch the live buffers.
+  if (!parameters.empty())
+    backend.copy_from_host(registry.parameters().data(), parameters.data(),
+                           parameters.size() * sizeof(float));
+  if (!buffers.empty())
+    backend.copy_from_host(registry.buffers().data(), buffers.data(), buffers.size() * sizeof(float));
+  if (optimizer) {
+    const auto names = optimizer->state_names();
+    for (std::size_t index = 0; index < names.size(); ++index)
+      if (!states[index].empty())
+        backend.copy_from_host(optimizer->state(names[index]).data(), states[index].data(),
+                               states[index].size() * sizeof(float));
+  }
+}
+
+}  // namespace phalanx::train

@@ -1,0 +1,101 @@
+// Files of a run directory, written by rank 0 only.
+#include "phalanx/train/run_directory.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <regex>
+#include <vector>
+
+#include "phalanx/core/error.hpp"
+#include "phalanx/train/checkpoint.hpp"
+
+namespace phalanx::train {
+namespace {
+
+void write_atomically(const std::string& path, const std::string& content) {
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream stream(temporary, std::ios::trunc);
+    if (!stream) throw_internal_error("cannot write " + temporary, __FILE__, __LINE__);
+    stream << content;
+    stream.flush();
+    if (!stream) throw_internal_error("writing " + temporary + " failed", __FILE__, __LINE__);
+  }
+  std::filesystem::rename(temporary, path);
+}
+
+}  // namespace
+
+RunDirectory::RunDirectory(std::string path, bool writer, bool append_metrics)
+    : path_(std::move(path)), writer_(writer) {
+  if (!writer_) return;
+  std::error_code error;
+  std::filesystem::create_directories(checkpoint_folder(), error);
+  if (error) throw_input_error("--run-dir " + path_ + ": cannot create it (" + error.message() + ")");
+  metrics_.open(path_ + "/metrics.jsonl", append_metrics ? std::ios::app : std::ios::trunc);
+  if (!metrics_) throw_input_error("--run-dir " + path_ + ": cannot write metrics.jsonl");
+}
+
+std::string RunDirectory::checkpoint_path(std::int64_t step) const {
+  return checkpoint_folder() + "/step-" + std::to_string(step) + ".h5";
+}
+
+void RunDirectory::write_config(const std::string& yaml_text) {
+  if (writer_) write_atomically(path_ + "/config.yaml", yaml_text);
+}
+
+void RunDirectory::append_metrics(const nlohmann::json& event) {
+  if (!writer_) return;
+  metrics_ << event.dump() << '\n';
+  metrics_.flush();
+}
+
+void RunDirectory::write_summary(const nlohmann::json& summary) {
+  if (writer_) write_atomically(path_ + "/summary.json", summary.dump(2) + "\n");
+}
+
+void RunDirectory::prune_checkpoints(int keep) {
+  if (!writer_) return;
+  const std::regex pattern(R"(step-(\d+)\.h5)");
+  std::vector<std::pair<std::int64_t, std::filesystem::path>> found;
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoint_folder())) {
+    std::smatch match;
+    const std::string file_name = entry.path().filename().string();
+    if (std::regex_match(file_name, match, pattern)) found.emplace_back(std::stoll(match[1]), entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  for (std::size_t index = 0; index + static_cast<std::size_t>(keep) < found.size(); ++index)
+    std::filesystem::remove(found[index].second);
+}
+
+std::string RunDirectory::find_latest_checkpoint() const {
+  std::string best;
+  std::int64_t best_step = -1;
+  if (!std::filesystem::is_directory(checkpoint_folder())) return best;
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoint_folder())) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() != ".h5" || name.find(".tmp-") != std::string::npos) continue;
+    // Checkpoints are renamed into place only when complete, so a damaged one means
+    // something outside phalanx broke it: report it (InvalidInput) rather than guess.
+    const auto header = read_checkpoint_header(entry.path().string());
+    if (header.position.global_step > best_step) {
+      best_step = header.position.global_step;
+      best = entry.path().string();
+    }
+  }
+  return best;
+}
+
+std::string default_run_directory(const std::string& name) {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &local);
+  return "runs/" + name + "-" + stamp;
+}
+
+}  // namespace phalanx::train

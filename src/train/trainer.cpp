@@ -1,0 +1,354 @@
+// The training loop. run() reads top to bottom as DESIGN §1 draws it: wait for data, forward,
+// loss, backward with overlapped gradient all-reduce, optimizer, then the per-step bookkeeping.
+#include "phalanx/train/trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "phalanx/comm/grad_sync.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/core/timer.hpp"
+#include "phalanx/data/loader.hpp"
+#include "phalanx/data/shard_plan.hpp"
+#include "phalanx/train/evaluation.hpp"
+#include "phalanx/train/progress.hpp"
+
+namespace phalanx::train {
+
+namespace {
+constexpr int warmup_steps = 3;  // first steps build primitive caches; throughput skips them
+constexpr int evaluation_batch = 256;
+}  // namespace
+
+void StageTimes::add(const StageTimes& step) {
+  data_wait += step.data_wait;
+  forward += step.forward;
+  backward += step.backward;
+  allreduce_wait += step.allreduce_wait;
+  optimizer += step.optimizer;
+  other += step.other;
+  total += step.total;
+}
+
+nlohmann::json StageTimes::to_json(std::int64_t steps) const {
+  const double count = static_cast<double>(std::max<std::int64_t>(steps, 1));
+  const double whole = total > 0 ? total : 1.0;
+  nlohmann::json result;
+  const std::pair<const char*, double> stages[] = {
+      {"data_wait", data_wait},           {"forward", forward},     {"backward", backward},
+      {"allreduce_wait", allreduce_wait}, {"optimizer", optimizer}, {"other", other}};
+  for (const auto& [name, seconds] : stages)
+    result[name] = {{"ms_per_step", 1000.0 * seconds / count}, {"share", seconds / whole}};
+  result["step_ms"] = 1000.0 * total / count;
+  result["steps"] = steps;
+  return result;
+}
+
+Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator, backend::Backend& backend)
+    : options_(std::move(options)), communicator_(communicator), backend_(backend) {
+  const auto& config = options_.config;
+  dataset_info_ = data::read_dataset_info(config.data.path);
+  train_split_ =
+      std::make_shared<const data::Split>(data::read_split(config.data.path, config.data.train_split));
+  test_split_ =
+      std::make_shared<const data::Split>(data::read_split(config.data.path, config.data.test_split));
+  const Shape sample{train_split_->height, train_split_->width, train_split_->channels};
+  model_ = std::make_unique<nn::Model>(config.model, sample, static_cast<int>(dataset_info_.classes.size()),
+                                       backend_, config.seed);
+  optimizer_ = optim::make_optimizer(config.optimizer, backend_, model_->registry().parameter_count());
+  const data::ShardPlan plan(train_split_->count, config.train.batch_size, communicator_.rank(),
+                             communicator_.size(), config.seed);
+  steps_per_epoch_ = plan.steps_per_epoch();
+  schedule_ = std::make_unique<optim::Schedule>(config.schedule, config.optimizer.learning_rate,
+                                                steps_per_epoch_, steps_per_epoch_ * config.train.epochs);
+
+  std::string checkpoint = options_.resume;
+  if (checkpoint == "auto") checkpoint = RunDirectory(options_.run_directory, false).find_latest_checkpoint();
+  if (!checkpoint.empty()) {
+    const auto header = read_checkpoint_header(checkpoint);
+    PHALANX_REQUIRE_INPUT(header.world_size == communicator_.size(), checkpoint, ": written by ",
+                          header.world_size, " ranks; resume it with the same number of ranks (now ",
+                          communicator_.size(), ") so the data order continues exactly");
+    load_checkpoint(checkpoint, backend_, model_->registry(), optimizer_.get());
+    position_ = header.position;
+    resumed_from_ = checkpoint;
+  }
+}
+
+Trainer::~Trainer() = default;
+
+nlohmann::json Trainer::run() {
+  const auto& config = options_.config;
+  const bool leader = communicator_.rank() == 0;
+  const double start_wall = wall_seconds_since_epoch();
+  run_directory_ = RunDirectory(options_.run_directory, leader, !resumed_from_.empty());
+  run_directory_.write_config(options_.config_text);
+  progress_ = std::make_unique<Progress>(leader, config.train.log_every_steps);
+  Progress& progress = *progress_;
+
+  // Every rank starts from rank 0's weights, whatever it initialised or loaded.
+  auto& registry = model_->registry();
+  communicator_.broadcast(registry.parameters().data(), registry.parameters().bytes(), 0);
+  communicator_.broadcast(registry.buffers().data(), registry.buffers().bytes(), 0);
+
+  const auto rank_lines = communicator_.gather_strings(
+      "rank " + std::to_string(communicator_.rank()) + ", host " + communicator_.host_name() + ", device " +
+          backend_.name() + ", threads " + std::to_string(options_.threads),
+      0);
+  for (const auto& line : rank_lines) progress.line(line);
+  progress.line(model_->summary() + "; " + std::to_string(train_split_->count) +
+                " training images, global batch " +
+                std::to_string(config.train.batch_size * communicator_.size()) + ", " +
+                std::to_string(steps_per_epoch_) + " steps per epoch");
+  if (!resumed_from_.empty())
+    progress.line("resumed from " + resumed_from_ + " at epoch " + std::to_string(position_.epoch + 1) +
+                  ", step " + std::to_string(position_.step_in_epoch));
+
+  comm::GradSync grad_sync(communicator_, registry.gradients().data(), registry.parameter_count(),
+                           static_cast<std::size_t>(config.distributed.bucket_mb * 1024 * 1024));
+  const data::ShardPlan plan(train_split_->count, config.train.batch_size, communicator_.rank(),
+                             communicator_.size(), config.seed);
+  data::Loader loader(train_split_, plan, config.data.prefetch_batches, position_.epoch,
+                      position_.step_in_epoch, config.train.epochs, HostAllocator::instance());
+
+  const int local_batch = config.train.batch_size;
+  const Shape batch_shape{local_batch, train_split_->height, train_split_->width, train_split_->channels};
+  Tensor images(backend_, batch_shape, DType::UInt8);
+  Tensor input(backend_, batch_shape);
+  Tensor labels(backend_, Shape{local_batch}, DType::Int32);
+  Tensor grad_logits(backend_, Shape{local_batch, model_->classes()});
+  Tensor mean(backend_, Shape{train_split_->channels}), deviation(backend_, Shape{train_split_->channels});
+  backend_.copy_from_host(mean.data(), dataset_info_.mean.data(), dataset_info_.mean.size() * sizeof(float));
+  backend_.copy_from_host(deviation.data(), dataset_info_.standard_deviation.data(),
+                          dataset_info_.standard_deviation.size() * sizeof(float));
+  const float gradient_scale = 1.0f / static_cast<float>(plan.global_batch());
+  const std::int64_t total_steps = steps_per_epoch_ * config.train.epochs;
+  const std::int64_t last_step =
+      config.train.max_steps ? std::min(*config.train.max_steps, total_steps) : total_steps;
+
+  StageTimes run_times, epoch_times;
+  std::int64_t run_steps = 0, epoch_steps = 0, measured_steps = 0;
+  double measured_seconds = 0, epoch_loss_sum = 0, interval_loss = 0;
+  std::int64_t epoch_loss_samples = 0, interval_steps = 0;
+  Stopwatch epoch_clock;
+  bool evaluated_at_end = false;
+
+  while (position_.global_step < last_step) {
+    StageTimes step;
+    Stopwatch step_clock, stage_clock;
+
+    // 1. data: the loader thread has (usually) prepared this batch already.
+    const data::Batch* batch = loader.next();
+    if (!batch) break;
+    step.data_wait = stage_clock.seconds();
+
+    // 2. forward and loss
+    stage_clock.restart();
+    backend_.copy_from_host(images.data_as<void>(), batch->images, images.bytes());
+    backend_.copy_from_host(labels.data_as<void>(), batch->labels, labels.bytes());
+    backend_.normalize_images(images.data_as<std::uint8_t>(), batch_shape.elements() / train_split_->channels,
+                              train_split_->channels, mean.data(), deviation.data(), input.data());
+    nn::ForwardContext context{nn::Mode::Training, config.seed, position_.global_step, communicator_.rank()};
+    const Tensor& logits = model_->forward(input, context);
+    const auto totals = backend_.softmax_cross_entropy(
+        local_batch, model_->classes(), logits.data(), labels.data_as<std::int32_t>(),
+        static_cast<float>(config.train.label_smoothing), gradient_scale, grad_logits.data());
+    step.forward = stage_clock.seconds();
+
+    // 3. backward; each finished bucket of gradients starts its all-reduce right away.
+    stage_clock.restart();
+    grad_sync.begin_step();
+    model_->backward(input, grad_logits, [&](std::int64_t offset) { grad_sync.gradients_ready(offset); });
+    step.backward = stage_clock.seconds();
+    stage_clock.restart();
+    step.allreduce_wait = grad_sync.wait();
+
+    // 4. update
+    stage_clock.restart();
+    optimizer_->step(registry, schedule_->learning_rate(position_.global_step), position_.global_step + 1);
+    backend_.synchronize();
+    step.optimizer = stage_clock.seconds();
+
+    // 5. bookkeeping
+    ++position_.global_step;
+    position_.samples_seen += plan.global_batch();
+    position_.epoch = batch->epoch;
+    position_.step_in_epoch = batch->step + 1;
+    const bool epoch_done = position_.step_in_epoch == steps_per_epoch_;
+    if (epoch_done) {
+      position_.epoch += 1;
+      position_.step_in_epoch = 0;
+    }
+    step.total = step_clock.seconds();
+    step.other = std::max(0.0, step.total - step.data_wait - step.forward - step.backward -
+                                   step.allreduce_wait - step.optimizer);
+    run_times.add(step);
+    epoch_times.add(step);
+    ++run_steps;
+    ++epoch_steps;
+    if (run_steps > warmup_steps) {
+      measured_seconds += step.total;
+      ++measured_steps;
+    }
+    epoch_loss_sum += totals.loss_sum;
+    epoch_loss_samples += local_batch;
+    interval_loss += totals.loss_sum / local_batch;
+    ++interval_steps;
+
+    const double step_average = run_times.total / static_cast<double>(run_steps);
+    ProgressState state{batch->epoch,
+                        config.train.epochs,
+                        batch->step,
+                        steps_per_epoch_,
+                        static_cast<double>(plan.global_batch()) / std::max(step.total, 1e-9),
+                        totals.loss_sum / local_batch,
+                        step_average * static_cast<double>(last_step - position_.global_step)};
+    progress.update(state);
+    if (position_.global_step % config.train.log_every_steps == 0) {
+      run_directory_.append_metrics({{"event", "step"},
+                                     {"step", position_.global_step},
+                                     {"epoch", batch->epoch},
+                                     {"loss", interval_loss / static_cast<double>(interval_steps)},
+                                     {"learning_rate", schedule_->learning_rate(position_.global_step - 1)},
+                                     {"images_per_sec", state.images_per_second},
+                                     {"time", wall_seconds_since_epoch() - start_wall}});
+      interval_loss = 0;
+      interval_steps = 0;
+    }
+    if (epoch_done) {
+      end_of_epoch(batch->epoch, epoch_clock.seconds(), epoch_times, epoch_steps, epoch_loss_sum,
+                   epoch_loss_samples);
+      evaluated_at_end = true;
+      epoch_times = StageTimes{};
+      epoch_steps = 0;
+      epoch_loss_sum = 0;
+      epoch_loss_samples = 0;
+      epoch_clock.restart();
+    } else {
+      evaluated_at_end = false;
+    }
+    if (config.checkpoint.every_steps > 0 && position_.global_step % config.checkpoint.every_steps == 0)
+      save_checkpoint(false);
+  }
+
+  // A run stopped mid-epoch (train.max_steps) still reports test metrics for what it trained.
+  if (!evaluated_at_end) {
+    average_buffers(*model_, communicator_);
+    const auto result = evaluate(*model_, *test_split_, dataset_info_.mean, dataset_info_.standard_deviation,
+                                 communicator_, evaluation_batch);
+    double loss_sum[2] = {epoch_loss_sum, static_cast<double>(epoch_loss_samples)};
+    communicator_.allreduce_sum(loss_sum, 2);
+    last_evaluation_ = {{"test_accuracy", result.accuracy},
+                        {"test_loss", result.loss},
+                        {"train_loss", loss_sum[1] > 0 ? loss_sum[0] / loss_sum[1] : 0.0}};
+    run_directory_.append_metrics({{"event", "eval"},
+                                   {"step", position_.global_step},
+                                   {"epoch", position_.epoch},
+                                   {"test_accuracy", result.accuracy},
+                                   {"test_loss", result.loss},
+                                   {"time", wall_seconds_since_epoch() - start_wall}});
+  }
+  save_checkpoint(true);
+
+  // Throughput over all ranks: every rank runs the same number of steps in lockstep.
+  const double local_rate =
+      measured_seconds > 0 ? static_cast<double>(measured_steps * local_batch) / measured_seconds : 0.0;
+  const auto rates = communicator_.allgather(local_rate);
+  double slowest_seconds = measured_seconds;
+  communicator_.allreduce_max(&slowest_seconds, 1);
+  const double overall_rate =
+      slowest_seconds > 0 ? static_cast<double>(measured_steps * plan.global_batch()) / slowest_seconds : 0.0;
+
+  nlohmann::json rank_entry = {
+      {"rank", communicator_.rank()}, {"host", communicator_.host_name()},
+      {"device", backend_.name()},    {"threads", options_.threads},
+      {"images_per_sec", local_rate}, {"time_breakdown", run_times.to_json(run_steps)}};
+  const auto rank_entries = communicator_.gather_strings(rank_entry.dump(), 0);
+
+  nlohmann::json summary = last_evaluation_;
+  summary["epochs"] = static_cast<double>(position_.global_step) / static_cast<double>(steps_per_epoch_);
+  summary["steps"] = position_.global_step;
+  summary["global_batch"] = plan.global_batch();
+  summary["world_size"] = communicator_.size();
+  summary["images_per_sec"] = overall_rate;
+  summary["wall_seconds"] = wall_seconds_since_epoch() - start_wall;
+  summary["time_breakdown"] = run_times.to_json(run_steps);
+  summary["ranks"] = nlohmann::json::array();
+  for (const auto& entry : rank_entries) summary["ranks"].push_back(nlohmann::json::parse(entry));
+  summary["history"] = history_;
+  summary["run_dir"] = run_directory_.path();
+  summary["dataset"] = config.data.path;
+  summary["parameters"] = registry.parameter_count();
+  if (!resumed_from_.empty()) summary["resumed_from"] = resumed_from_;
+  (void)rates;
+  run_directory_.write_summary(summary);
+
+  char text[256];
+  std::snprintf(text, sizeof(text), "test accuracy %.4f  test loss %.4f  (%.0f img/s over %d ranks, %.1f s)",
+                summary.value("test_accuracy", 0.0), summary.value("test_loss", 0.0), overall_rate,
+                communicator_.size(), summary["wall_seconds"].get<double>());
+  progress.line(text);
+  progress.line("run directory: " + run_directory_.path());
+  return summary;
+}
+
+void Trainer::end_of_epoch(std::int64_t epoch, double epoch_seconds, const StageTimes& epoch_times,
+                           std::int64_t epoch_steps, double loss_sum, std::int64_t loss_samples) {
+  average_buffers(*model_, communicator_);
+  const auto result = evaluate(*model_, *test_split_, dataset_info_.mean, dataset_info_.standard_deviation,
+                               communicator_, evaluation_batch);
+  double sums[2] = {loss_sum, static_cast<double>(loss_samples)};
+  communicator_.allreduce_sum(sums, 2);
+  const double train_loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  last_evaluation_ = {
+      {"test_accuracy", result.accuracy}, {"test_loss", result.loss}, {"train_loss", train_loss}};
+  const double images_per_sec = epoch_seconds > 0
+                                    ? static_cast<double>(epoch_steps) * options_.config.train.batch_size *
+                                          communicator_.size() / epoch_seconds
+                                    : 0.0;
+  history_.push_back({{"epoch", epoch + 1},
+                      {"test_accuracy", result.accuracy},
+                      {"test_loss", result.loss},
+                      {"train_loss", train_loss},
+                      {"epoch_seconds", epoch_seconds},
+                      {"eval_seconds", result.seconds}});
+  run_directory_.append_metrics({{"event", "epoch"},
+                                 {"epoch", epoch + 1},
+                                 {"step", position_.global_step},
+                                 {"train_loss", train_loss},
+                                 {"seconds", epoch_seconds},
+                                 {"images_per_sec", images_per_sec},
+                                 {"time_breakdown", epoch_times.to_json(epoch_steps)}});
+  run_directory_.append_metrics({{"event", "eval"},
+                                 {"epoch", epoch + 1},
+                                 {"step", position_.global_step},
+                                 {"test_accuracy", result.accuracy},
+                                 {"test_loss", result.loss},
+                                 {"seconds", result.seconds}});
+  if (communicator_.rank() == 0) {
+    const auto json = epoch_times.to_json(epoch_steps);
+    char text[512];
+    std::snprintf(
+        text, sizeof(text),
+        "epoch %lld: train loss %.4f  test loss %.4f  test accuracy %.4f  (%.1f s, %.0f img/s; per step: "
+        "data %.1f ms, forward %.1f, backward %.1f, all-reduce wait %.1f, optimizer %.1f)",
+        static_cast<long long>(epoch + 1), train_loss, result.loss, result.accuracy, epoch_seconds,
+        images_per_sec, json["data_wait"]["ms_per_step"].get<double>(),
+        json["forward"]["ms_per_step"].get<double>(), json["backward"]["ms_per_step"].get<double>(),
+        json["allreduce_wait"]["ms_per_step"].get<double>(), json["optimizer"]["ms_per_step"].get<double>());
+    progress_->line(text);
+  }
+}
+
+void Trainer::save_checkpoint(bool final) {
+  average_buffers(*model_, communicator_);
+  if (communicator_.rank() == 0) {
+    const std::string path = final ? run_directory_.latest_checkpoint_path()
+                                   : run_directory_.checkpoint_path(position_.global_step);
+    write_checkpoint(path, backend_, model_->registry(), optimizer_.get(), position_, communicator_.size(),
+                     options_.config.seed, options_.config_text);
+    if (!final) run_directory_.prune_checkpoints(options_.config.checkpoint.keep);
+  }
+}
+
+}  // namespace phalanx::train

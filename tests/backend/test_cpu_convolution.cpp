@@ -1,0 +1,235 @@
+// Tests of the CPU backend's convolutions against a direct double-precision reference (NHWC
+// activations, oihw weights) and against finite differences of the float op itself.
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+
+#include "backend/backend_test_support.hpp"
+
+namespace phalanx::testing {
+namespace {
+
+using backend::ConvolutionGeometry;
+
+ConvolutionGeometry make_geometry(int batch, int in_channels, int height, int width, int out_channels,
+                                  int kernel_height, int kernel_width, int stride, int padding,
+                                  bool has_bias) {
+  ConvolutionGeometry geometry;
+  geometry.batch = batch;
+  geometry.in_channels = in_channels;
+  geometry.in_height = height;
+  geometry.in_width = width;
+  geometry.out_channels = out_channels;
+  geometry.kernel_height = kernel_height;
+  geometry.kernel_width = kernel_width;
+  geometry.stride = stride;
+  geometry.padding = padding;
+  geometry.has_bias = has_bias;
+  return geometry;
+}
+
+std::size_t input_count(const ConvolutionGeometry& g) {
+  return std::size_t(g.batch) * g.in_height * g.in_width * g.in_channels;
+}
+std::size_t output_count(const ConvolutionGeometry& g) {
+  return std::size_t(g.batch) * g.out_height() * g.out_width() * g.out_channels;
+}
+std::size_t weight_count(const ConvolutionGeometry& g) {
+  return std::size_t(g.out_channels) * g.in_channels * g.kernel_height * g.kernel_width;
+}
+
+// Calls visit(output_index, input_index, weight_index) for every multiply of the convolution,
+// so forward and both backward references share one definition of the index arithmetic.
+template <typename Visit>
+void for_each_product(const ConvolutionGeometry& g, Visit&& visit) {
+  for (int n = 0; n < g.batch; ++n)
+    for (int oh = 0; oh < g.out_height(); ++oh)
+      for (int ow = 0; ow < g.out_width(); ++ow)
+        for (int o = 0; o < g.out_channels; ++o)
+          for (int kh = 0; kh < g.kernel_height; ++kh)
+            for (int kw = 0; kw < g.kernel_width; ++kw) {
+              const int ih = oh * g.stride - g.padding + kh, iw = ow * g.stride - g.padding + kw;
+              if (ih < 0 || ih >= g.in_height || iw < 0 || iw >= g.in_width) continue;
+              for (int i = 0; i < g.in_channels; ++i) {
+                const std::size_t output_index =
+                    ((std::size_t(n) * g.out_height() + oh) * g.out_width() + ow) * g.out_channels + o;
+                const std::size_t input_index =
+                    ((std::size_t(n) * g.in_height + ih) * g.in_width + iw) * g.in_channels + i;
+                const std::size_t weight_index =
+                    ((std::size_t(o) * g.in_channels + i) * g.kernel_height + kh) * g.kernel_width + kw;
+                visit(output_index, input_index, weight_index);
+              }
+            }
+}
+
+std::vector<double> reference_forward(const ConvolutionGeometry& g, const std::vector<float>& input,
+                                      const std::vector<float>& weight, const std::vector<float>& bias) {
+  std::vector<double> output(output_count(g), 0.0);
+  if (g.has_bias)
+    for (std::size_t index = 0; index < output.size(); ++index) output[index] = bias[index % g.out_channels];
+  for_each_product(g, [&](std::size_t out, std::size_t in, std::size_t w) {
+    output[out] += static_cast<double>(input[in]) * weight[w];
+  });
+  return output;
+}
+
+std::vector<double> reference_backward_data(const ConvolutionGeometry& g,
+                                            const std::vector<float>& grad_output,
+                                            const std::vector<float>& weight) {
+  std::vector<double> grad_input(input_count(g), 0.0);
+  for_each_product(g, [&](std::size_t out, std::size_t in, std::size_t w) {
+    grad_input[in] += static_cast<double>(grad_output[out]) * weight[w];
+  });
+  return grad_input;
+}
+
+std::vector<double> reference_backward_weights(const ConvolutionGeometry& g, const std::vector<float>& input,
+                                               const std::vector<float>& grad_output) {
+  std::vector<double> grad_weight(weight_count(g), 0.0);
+  for_each_product(g, [&](std::size_t out, std::size_t in, std::size_t w) {
+    grad_weight[w] += static_cast<double>(grad_output[out]) * input[in];
+  });
+  return grad_weight;
+}
+
+std::vector<double> reference_backward_bias(const ConvolutionGeometry& g,
+                                            const std::vector<float>& grad_output) {
+  std::vector<double> grad_bias(g.out_channels, 0.0);
+  for (std::size_t index = 0; index < grad_output.size(); ++index)
+    grad_bias[index % g.out_channels] += grad_output[index];
+  return grad_bias;
+}
+
+struct ConvolutionCase {
+  std::string name;
+  ConvolutionGeometry geometry;
+  double tolerance = 1e-4;
+};
+
+// Test names and failure messages show the case's name, not its bytes.
+void PrintTo(const ConvolutionCase& test_case, std::ostream* stream) {
+  *stream << test_case.name;
+}
+
+class CpuConvolution : public ::testing::TestWithParam<ConvolutionCase> {};
+
+// Float results against the double reference, error relative to max(1, |reference|). Direct
+// convolution accumulates a few hundred float products (observed <= 2e-5): 1e-4. Layers the
+// backend runs with Winograd (3x3, stride 1, >= 32 channels each side, on AVX-512) round more
+// in the transforms (observed <= 5e-5): 3e-4.
+TEST_P(CpuConvolution, MatchesDoubleReference) {
+  const ConvolutionGeometry& geometry = GetParam().geometry;
+  auto backend = make_test_backend();
+  const auto input = random_values(input_count(geometry), 1);
+  const auto weight = random_values(weight_count(geometry), 2);
+  const auto bias = random_values(geometry.out_channels, 3);
+  const auto grad_output = random_values(output_count(geometry), 4);
+
+  std::vector<float> output(output_count(geometry), NAN);
+  backend->convolution_forward(geometry, input.data(), weight.data(),
+                               geometry.has_bias ? bias.data() : nullptr, output.data());
+  std::vector<float> grad_input(input_count(geometry), NAN);
+  backend->convolution_backward_data(geometry, grad_output.data(), weight.data(), grad_input.data());
+  std::vector<float> grad_weight(weight_count(geometry), NAN), grad_bias(geometry.out_channels, NAN);
+  backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), grad_weight.data(),
+                                        geometry.has_bias ? grad_bias.data() : nullptr);
+  backend->synchronize();
+
+  const double tolerance = GetParam().tolerance;
+  EXPECT_LT(max_error(output, reference_forward(geometry, input, weight, bias)), tolerance);
+  EXPECT_LT(max_error(grad_input, reference_backward_data(geometry, grad_output, weight)), tolerance);
+  EXPECT_LT(max_error(grad_weight, reference_backward_weights(geometry, input, grad_output)), tolerance);
+  if (geometry.has_bias) {
+    EXPECT_LT(max_error(grad_bias, reference_backward_bias(geometry, grad_output)), tolerance);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Geometries, CpuConvolution,
+    ::testing::Values(
+        ConvolutionCase{"Same3x3", make_geometry(2, 3, 7, 6, 4, 3, 3, 1, 1, true)},
+        ConvolutionCase{"Stride2Padding1NoBias", make_geometry(2, 5, 8, 9, 3, 3, 3, 2, 1, false)},
+        ConvolutionCase{"Kernel5Stride2Valid", make_geometry(3, 3, 11, 11, 8, 5, 5, 2, 0, true)},
+        ConvolutionCase{"NonSquareKernel", make_geometry(2, 4, 6, 7, 5, 3, 2, 1, 1, true)},
+        ConvolutionCase{"Stride2OddPadding2", make_geometry(1, 2, 9, 8, 3, 3, 3, 2, 2, true)},
+        ConvolutionCase{"FashionFirstLayer", make_geometry(2, 1, 28, 28, 32, 3, 3, 1, 1, true)},
+        ConvolutionCase{"FashionSecondLayer", make_geometry(2, 32, 14, 14, 64, 3, 3, 1, 1, true), 3e-4},
+        ConvolutionCase{"WideStride2", make_geometry(2, 32, 9, 9, 48, 3, 3, 2, 1, true)},
+        ConvolutionCase{"WideNoBiasPadding0", make_geometry(2, 48, 8, 7, 32, 3, 3, 1, 0, false), 3e-4}),
+    [](const ::testing::TestParamInfo<ConvolutionCase>& info) { return info.param.name; });
+
+// The cache binds caller pointers at every call: a second geometry in between and fresh
+// buffers for the first must not reuse stale pointers or primitives.
+TEST(CpuConvolutionCache, InterleavedGeometriesUseTheirOwnData) {
+  auto backend = make_test_backend();
+  const auto first = make_geometry(2, 3, 6, 6, 4, 3, 3, 1, 1, true);
+  const auto second = make_geometry(1, 4, 5, 5, 2, 3, 3, 2, 0, false);
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& geometry : {first, second}) {
+      const auto input = random_values(input_count(geometry), 10 + round);
+      const auto weight = random_values(weight_count(geometry), 20 + round);
+      const auto bias = random_values(geometry.out_channels, 30 + round);
+      std::vector<float> output(output_count(geometry), NAN);
+      backend->convolution_forward(geometry, input.data(), weight.data(), bias.data(), output.data());
+      EXPECT_LT(max_error(output, reference_forward(geometry, input, weight, bias)), 1e-4);
+    }
+  }
+}
+
+// Same inputs, same thread count: bitwise the same gradients (no racing reductions).
+TEST(CpuConvolutionDeterminism, BackwardWeightsIsBitwiseRepeatable) {
+  auto backend = make_test_backend();
+  const auto geometry = make_geometry(4, 32, 14, 14, 64, 3, 3, 1, 1, true);
+  const auto input = random_values(input_count(geometry), 5);
+  const auto grad_output = random_values(output_count(geometry), 6);
+  std::vector<float> first_weight(weight_count(geometry)), first_bias(64);
+  std::vector<float> second_weight(weight_count(geometry)), second_bias(64);
+  backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), first_weight.data(),
+                                        first_bias.data());
+  backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), second_weight.data(),
+                                        second_bias.data());
+  EXPECT_EQ(first_weight, second_weight);
+  EXPECT_EQ(first_bias, second_bias);
+}
+
+// A caller with a bias that does not want its gradient passes null.
+TEST(CpuConvolutionBackward, NullGradBiasIsAllowedWithBias) {
+  auto backend = make_test_backend();
+  const auto geometry = make_geometry(1, 2, 5, 5, 3, 3, 3, 1, 1, true);
+  const auto input = random_values(input_count(geometry), 7);
+  const auto grad_output = random_values(output_count(geometry), 8);
+  std::vector<float> grad_weight(weight_count(geometry), NAN);
+  backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), grad_weight.data(),
+                                        nullptr);
+  EXPECT_LT(max_error(grad_weight, reference_backward_weights(geometry, input, grad_output)), 1e-4);
+}
+
+// Finite differences of objective = sum(output * probe) in double over the float forward.
+// The convolution is linear in each argument, so central differences are exact up to float
+// rounding of the objective (~1e-6 relative); eps 1e-2 and tolerance 1e-2 leave a wide margin
+// while an index or transposition bug gives errors of order 1.
+TEST(CpuConvolutionGradient, MatchesFiniteDifferences) {
+  auto backend = make_test_backend();
+  const auto geometry = make_geometry(2, 3, 5, 4, 2, 3, 3, 2, 1, true);
+  auto input = random_values(input_count(geometry), 11);
+  auto weight = random_values(weight_count(geometry), 12);
+  auto bias = random_values(geometry.out_channels, 13);
+  const auto probe = random_values(output_count(geometry), 14);
+  std::vector<float> output(output_count(geometry));
+  const auto objective = [&] {
+    backend->convolution_forward(geometry, input.data(), weight.data(), bias.data(), output.data());
+    return weighted_sum(output, probe);
+  };
+  std::vector<float> grad_input(input_count(geometry)), grad_weight(weight_count(geometry)),
+      grad_bias(geometry.out_channels);
+  backend->convolution_backward_data(geometry, probe.data(), weight.data(), grad_input.data());
+  backend->convolution_backward_weights(geometry, input.data(), probe.data(), grad_weight.data(),
+                                        grad_bias.data());
+  EXPECT_LT(gradient_check_error(input, grad_input, objective, 1e-2f), 1e-2);
+  EXPECT_LT(gradient_check_error(weight, grad_weight, objective, 1e-2f), 1e-2);
+  EXPECT_LT(gradient_check_error(bias, grad_bias, objective, 1e-2f), 1e-2);
+}
+
+}  // namespace
+}  // namespace phalanx::testing

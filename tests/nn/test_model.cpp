@@ -1,0 +1,243 @@
+// Model-level tests: finite-difference gradient checks through every layer type as the model
+// wires them (residual sums, flatten order, first-layer shortcuts), preset shapes and names,
+// and the "model does not fit the data" errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "phalanx/core/error.hpp"
+#include "phalanx/nn/model.hpp"
+
+namespace phalanx::nn {
+namespace {
+
+config::LayerSpec layer(const std::string& type, int size = 0, int kernel = 3, int stride = 1,
+                        int padding = 0) {
+  config::LayerSpec spec;
+  spec.type = type;
+  spec.kernel = kernel;
+  spec.stride = stride;
+  spec.padding = padding;
+  if (type == "conv") spec.out_channels = size;
+  if (type == "linear") spec.out_features = size;
+  if (type == "max_pool" || type == "avg_pool") spec.stride = 0;
+  if (type == "dropout") spec.probability = 0.25f;
+  return spec;
+}
+
+struct Problem {
+  std::unique_ptr<backend::Backend> backend = backend::make_cpu_backend(1);
+  std::unique_ptr<Model> model;
+  std::vector<float> input;
+  std::vector<std::int32_t> labels;
+  Shape input_shape;
+
+  Problem(const config::ModelConfig& config, Shape sample, int classes, int batch) {
+    model = std::make_unique<Model>(config, sample, classes, *backend, 7);
+    input_shape = Shape{batch, sample[0], sample[1], sample[2]};
+    std::mt19937 generator(3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    input.resize(static_cast<std::size_t>(input_shape.elements()));
+    for (auto& value : input) value = normal(generator);
+    for (int sample_index = 0; sample_index < batch; ++sample_index) labels.push_back(sample_index % classes);
+  }
+
+  // Mean loss of the batch; with gradients when `backward` is set.
+  double loss(bool backward) {
+    Tensor input_tensor(*backend, input_shape);
+    backend->copy_from_host(input_tensor.data(), input.data(), input.size() * sizeof(float));
+    ForwardContext context{Mode::Training, 11, 5, 0};
+    const Tensor& logits = model->forward(input_tensor, context);
+    const int batch = static_cast<int>(input_shape[0]);
+    Tensor grad_logits(*backend, logits.shape());
+    const auto totals =
+        backend->softmax_cross_entropy(batch, model->classes(), logits.data(), labels.data(), 0.0f,
+                                       1.0f / batch, backward ? grad_logits.data() : nullptr);
+    if (backward) model->backward(input_tensor, grad_logits, {});
+    return totals.loss_sum / batch;
+  }
+};
+
+// Central differences on float32 parameters: eps = 1e-2 keeps rounding noise (~1e-5) far below
+// the truncation error, and 5e-3 absolute + 5% relative tolerance absorbs the rare kink of a
+// ReLU or max-pool that a perturbation crosses.
+void expect_gradients_match(Problem& problem, int samples_per_parameter) {
+  problem.loss(true);
+  auto& registry = problem.model->registry();
+  float* parameters = registry.parameters().data();
+  const float* gradients = registry.gradients().data();
+  const std::vector<float> analytic(gradients, gradients + registry.parameter_count());
+  constexpr float epsilon = 1e-2f;
+  int checked = 0;
+  for (const auto& info : registry.parameters_info()) {
+    const std::int64_t stride = std::max<std::int64_t>(1, info.count / samples_per_parameter);
+    for (std::int64_t element = 0; element < info.count; element += stride) {
+      float& value = parameters[info.offset + element];
+      const float original = value;
+      value = original + epsilon;
+      const double plus = problem.loss(false);
+      value = original - epsilon;
+      const double minus = problem.loss(false);
+      value = original;
+      const double numeric = (plus - minus) / (2.0 * epsilon);
+      const double exact = analytic[static_cast<std::size_t>(info.offset + element)];
+      EXPECT_NEAR(exact, numeric, 5e-3 + 0.05 * std::fabs(numeric)) << info.name << "[" << element << "]";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10);
+}
+
+TEST(ModelGradient, ConvReluPoolFlattenLinear) {
+  config::ModelConfig config;
+  config.layers = {layer("conv", 4, 3, 1, 1), layer("relu"),           layer("max_pool", 0, 2),
+                   layer("conv", 3, 3, 2, 1), layer("avg_pool", 0, 2), layer("flatten"),
+                   layer("linear", 6),        layer("relu"),           layer("linear", 5)};
+  Problem problem(config, Shape{8, 8, 2}, 5, 4);
+  expect_gradients_match(problem, 12);
+}
+
+TEST(ModelGradient, BatchNormDropoutGlobalPool) {
+  config::ModelConfig config;
+  // No ReLU before the batch norms here: BN over a few samples divides by a small spread and
+  // so magnifies the kinks a perturbation crosses; ReLU is checked in the other tests.
+  config.layers = {layer("conv", 4, 3, 1, 1), layer("batch_norm"), layer("dropout"),
+                   layer("global_avg_pool"),  layer("batch_norm"), layer("linear", 3)};
+  Problem problem(config, Shape{6, 6, 3}, 3, 6);
+  expect_gradients_match(problem, 12);
+}
+
+TEST(ModelGradient, ResidualBlocksWithAndWithoutShortcut) {
+  config::ModelConfig config;
+  config::LayerSpec identity_block = layer("residual");
+  identity_block.main = {layer("conv", 3, 3, 1, 1), layer("batch_norm"), layer("conv", 3, 3, 1, 1)};
+  identity_block.relu_after = false;
+  config::LayerSpec projection_block = layer("residual");
+  projection_block.main = {layer("conv", 5, 3, 2, 1), layer("relu"), layer("conv", 5, 3, 1, 1)};
+  projection_block.shortcut = {layer("conv", 5, 1, 2, 0), layer("batch_norm")};
+  config.layers = {layer("conv", 3, 3, 1, 1), identity_block, projection_block, layer("flatten"),
+                   layer("linear", 4)};
+  Problem problem(config, Shape{6, 6, 1}, 4, 3);
+  expect_gradients_match(problem, 10);
+}
+
+TEST(ModelGradient, GradientsReadyReportsDescendingOffsets) {
+  config::ModelConfig config;
+  config::LayerSpec block = layer("residual");
+  block.main = {layer("conv", 2, 3, 1, 1), layer("relu"), layer("conv", 2, 3, 1, 1)};
+  block.shortcut = {layer("conv", 2, 1, 1, 0)};
+  config.layers = {layer("conv", 2, 3, 1, 1), block, layer("flatten"), layer("linear", 3)};
+  Problem problem(config, Shape{4, 4, 1}, 3, 2);
+  Tensor input(*problem.backend, problem.input_shape);
+  problem.backend->copy_from_host(input.data(), problem.input.data(), problem.input.size() * sizeof(float));
+  const Tensor& logits = problem.model->forward(input, ForwardContext{});
+  Tensor grad(*problem.backend, logits.shape());
+  problem.backend->fill(grad.data(), grad.elements(), 0.1f);
+  std::vector<std::int64_t> reported;
+  problem.model->backward(input, grad, [&](std::int64_t offset) { reported.push_back(offset); });
+  ASSERT_FALSE(reported.empty());
+  EXPECT_EQ(reported.back(), 0);  // the first layer's parameters are the last to finish
+  for (std::size_t index = 1; index < reported.size(); ++index)
+    EXPECT_LE(reported[index], reported[index - 1]);
+}
+
+TEST(ModelPreset, FashionMnistCnnMatchesThePyTorchNetwork) {
+  auto backend = backend::make_cpu_backend(1);
+  config::ModelConfig config;
+  config.preset = "fmnist_cnn";
+  Model model(config, Shape{28, 28, 1}, 10, *backend, 0);
+  std::vector<std::pair<std::string, Shape>> expected = {
+      {"conv1/weight", Shape{32, 1, 3, 3}},  {"conv1/bias", Shape{32}},
+      {"conv2/weight", Shape{64, 32, 3, 3}}, {"conv2/bias", Shape{64}},
+      {"fc1/weight", Shape{128, 3136}},      {"fc1/bias", Shape{128}},
+      {"fc2/weight", Shape{10, 128}},        {"fc2/bias", Shape{10}}};
+  const auto& parameters = model.registry().parameters_info();
+  ASSERT_EQ(parameters.size(), expected.size());
+  for (std::size_t index = 0; index < expected.size(); ++index) {
+    EXPECT_EQ(parameters[index].name, expected[index].first);
+    EXPECT_EQ(parameters[index].shape, expected[index].second) << parameters[index].name;
+  }
+  // PyTorch's default init bound for fc1 is 1/sqrt(3136).
+  const float* fc1 = model.registry().parameter(4);
+  float largest = 0;
+  for (std::int64_t index = 0; index < 128 * 3136; ++index)
+    largest = std::max(largest, std::fabs(fc1[index]));
+  EXPECT_LE(largest, 1.0f / 56.0f);
+  EXPECT_GT(largest, 0.9f / 56.0f);
+}
+
+TEST(ModelPreset, ResNet20HasTheCifarParameterCount) {
+  auto backend = backend::make_cpu_backend(1);
+  config::ModelConfig config;
+  config.preset = "resnet20";
+  Model model(config, Shape{32, 32, 3}, 10, *backend, 0);
+  std::int64_t total = 0;
+  bool has_shortcut = false;
+  for (const auto& info : model.registry().parameters_info()) {
+    total += info.count;
+    has_shortcut |= info.name == "layer2/0/shortcut/0/weight";
+  }
+  // 0.27M as in He et al. (Table 6), plus the 1x1 projection shortcuts (+2.6k).
+  EXPECT_GT(total, 268000);
+  EXPECT_LT(total, 278000);
+  EXPECT_TRUE(has_shortcut);
+  EXPECT_EQ(model.registry().buffers_info().front().name, "bn1/running_mean");
+}
+
+TEST(ModelErrors, PresetOnTheWrongImageShapeIsAnInputError) {
+  auto backend = backend::make_cpu_backend(1);
+  config::ModelConfig config;
+  config.preset = "fmnist_cnn";
+  try {
+    Model model(config, Shape{32, 32, 3}, 10, *backend, 0);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.exit_status(), 2);
+    EXPECT_NE(std::string(error.what()).find("fmnist_cnn"), std::string::npos);
+  }
+}
+
+TEST(ModelErrors, WrongClassCountAndOversizedKernelNameTheProblem) {
+  auto backend = backend::make_cpu_backend(1);
+  config::ModelConfig config;
+  config.layers = {layer("flatten"), layer("linear", 7)};
+  try {
+    Model model(config, Shape{4, 4, 1}, 10, *backend, 0);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.exit_status(), 2);
+    EXPECT_NE(std::string(error.what()).find("10 classes"), std::string::npos) << error.what();
+  }
+  config.layers = {layer("conv", 2, 7, 1, 0), layer("flatten"), layer("linear", 10)};
+  try {
+    Model model(config, Shape{4, 4, 1}, 10, *backend, 0);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("conv1"), std::string::npos) << error.what();
+  }
+  config.layers = {layer("linear", 10)};
+  try {
+    Model model(config, Shape{4, 4, 1}, 10, *backend, 0);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("flatten"), std::string::npos) << error.what();
+  }
+}
+
+TEST(ModelInit, SameSeedSameWeightsOtherSeedOtherWeights) {
+  auto backend = backend::make_cpu_backend(1);
+  config::ModelConfig config;
+  config.preset = "lenet5";
+  Model first(config, Shape{28, 28, 1}, 10, *backend, 1), second(config, Shape{28, 28, 1}, 10, *backend, 1),
+      third(config, Shape{28, 28, 1}, 10, *backend, 2);
+  const auto count = first.registry().parameter_count();
+  EXPECT_EQ(
+      0, std::memcmp(first.registry().parameters().data(), second.registry().parameters().data(), count * 4));
+  EXPECT_NE(
+      0, std::memcmp(first.registry().parameters().data(), third.registry().parameters().data(), count * 4));
+}
+
+}  // namespace
+}  // namespace phalanx::nn
