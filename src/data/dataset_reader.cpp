@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "hdf5_handle.hpp"
+#include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/dataset.hpp"
 

@@ -8,10 +8,12 @@
 #include <filesystem>
 #include <vector>
 
-#include "hdf5_handle.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/hdf5_handle.hpp"
 
 namespace phalanx::train {
+
+using data::detail::Hdf5Handle;
 namespace {
 
 constexpr int checkpoint_version = 1;

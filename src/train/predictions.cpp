@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "hdf5_handle.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/hdf5_handle.hpp"
 
 namespace phalanx::train {
+
+using data::detail::Hdf5Handle;
 
 Predictions predict_split(nn::Model& model, const data::Split& split, const std::vector<float>& mean,
                           const std::vector<float>& standard_deviation, int batch_size) {
@@ -62,7 +64,7 @@ void write_dataset(hid_t file, const char* name, hid_t file_type, hid_t memory_t
 
 void write_predictions(const std::string& path, const Predictions& predictions,
                        const std::vector<std::string>& class_names) {
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  data::detail::silence_hdf5_error_printing();
   const auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
   const std::string temporary = path + ".tmp-" + std::to_string(::getpid());

@@ -80,7 +80,8 @@ Trainer::~Trainer() = default;
 nlohmann::json Trainer::run() {
   const auto& config = options_.config;
   const bool leader = communicator_.rank() == 0;
-  const double start_wall = wall_seconds_since_epoch();
+  start_wall_ = wall_seconds_since_epoch();
+  const double start_wall = start_wall_;
   run_directory_ = RunDirectory(options_.run_directory, leader, !resumed_from_.empty());
   run_directory_.write_config(options_.config_text);
   progress_ = std::make_unique<Progress>(leader, config.train.log_every_steps);
@@ -88,8 +89,8 @@ nlohmann::json Trainer::run() {
 
   // Every rank starts from rank 0's weights, whatever it initialised or loaded.
   auto& registry = model_->registry();
-  communicator_.broadcast(registry.parameters().data(), registry.parameters().bytes(), 0);
-  communicator_.broadcast(registry.buffers().data(), registry.buffers().bytes(), 0);
+  broadcast_from_root(registry.parameters());
+  broadcast_from_root(registry.buffers());
 
   const auto rank_lines = communicator_.gather_strings(
       "rank " + std::to_string(communicator_.rank()) + ", host " + communicator_.host_name() + ", device " +
@@ -253,7 +254,6 @@ nlohmann::json Trainer::run() {
   // Throughput over all ranks: every rank runs the same number of steps in lockstep.
   const double local_rate =
       measured_seconds > 0 ? static_cast<double>(measured_steps * local_batch) / measured_seconds : 0.0;
-  const auto rates = communicator_.allgather(local_rate);
   double slowest_seconds = measured_seconds;
   communicator_.allreduce_max(&slowest_seconds, 1);
   const double overall_rate =
@@ -276,11 +276,21 @@ nlohmann::json Trainer::run() {
   summary["ranks"] = nlohmann::json::array();
   for (const auto& entry : rank_entries) summary["ranks"].push_back(nlohmann::json::parse(entry));
   summary["history"] = history_;
+  // Wall seconds from the start of the run to the first evaluation at or above each accuracy.
+  nlohmann::json to_accuracy = nlohmann::json::object();
+  for (const double threshold : {0.85, 0.90, 0.91, 0.92, 0.93})
+    for (const auto& entry : history_)
+      if (entry["test_accuracy"].get<double>() >= threshold) {
+        char key[16];
+        std::snprintf(key, sizeof(key), "%.2f", threshold);
+        to_accuracy[key] = entry["elapsed_seconds"];
+        break;
+      }
+  summary["seconds_to_accuracy"] = to_accuracy;
   summary["run_dir"] = run_directory_.path();
   summary["dataset"] = config.data.path;
   summary["parameters"] = registry.parameter_count();
   if (!resumed_from_.empty()) summary["resumed_from"] = resumed_from_;
-  (void)rates;
   run_directory_.write_summary(summary);
 
   char text[256];
@@ -290,6 +300,14 @@ nlohmann::json Trainer::run() {
   progress.line(text);
   progress.line("run directory: " + run_directory_.path());
   return summary;
+}
+
+void Trainer::broadcast_from_root(Tensor& tensor) {
+  // MPI sees host memory only (no CUDA-aware MPI assumed): stage through a host copy.
+  std::vector<float> host(static_cast<std::size_t>(tensor.elements()));
+  backend_.copy_to_host(host.data(), tensor.data(), tensor.bytes());
+  communicator_.broadcast(host.data(), tensor.bytes(), 0);
+  backend_.copy_from_host(tensor.data(), host.data(), tensor.bytes());
 }
 
 void Trainer::end_of_epoch(std::int64_t epoch, double epoch_seconds, const StageTimes& epoch_times,
@@ -306,7 +324,9 @@ void Trainer::end_of_epoch(std::int64_t epoch, double epoch_seconds, const Stage
                                     ? static_cast<double>(epoch_steps) * options_.config.train.batch_size *
                                           communicator_.size() / epoch_seconds
                                     : 0.0;
+  const double elapsed = wall_seconds_since_epoch() - start_wall_;
   history_.push_back({{"epoch", epoch + 1},
+                      {"elapsed_seconds", elapsed},
                       {"test_accuracy", result.accuracy},
                       {"test_loss", result.loss},
                       {"train_loss", train_loss},
@@ -317,6 +337,7 @@ void Trainer::end_of_epoch(std::int64_t epoch, double epoch_seconds, const Stage
                                  {"step", position_.global_step},
                                  {"train_loss", train_loss},
                                  {"seconds", epoch_seconds},
+                                 {"time", elapsed},
                                  {"images_per_sec", images_per_sec},
                                  {"time_breakdown", epoch_times.to_json(epoch_steps)}});
   run_directory_.append_metrics({{"event", "eval"},
@@ -324,7 +345,8 @@ void Trainer::end_of_epoch(std::int64_t epoch, double epoch_seconds, const Stage
                                  {"step", position_.global_step},
                                  {"test_accuracy", result.accuracy},
                                  {"test_loss", result.loss},
-                                 {"seconds", result.seconds}});
+                                 {"seconds", result.seconds},
+                                 {"time", elapsed}});
   if (communicator_.rank() == 0) {
     const auto json = epoch_times.to_json(epoch_steps);
     char text[512];

@@ -49,6 +49,7 @@ class Trainer {
   void end_of_epoch(std::int64_t epoch, double epoch_seconds, const StageTimes& epoch_times,
                     std::int64_t epoch_steps, double loss_sum, std::int64_t loss_samples);
   void save_checkpoint(bool final);
+  void broadcast_from_root(Tensor& tensor);
 
   TrainerOptions options_;
   const comm::Communicator& communicator_;
@@ -66,6 +67,7 @@ class Trainer {
   nlohmann::json last_evaluation_;
   nlohmann::json history_;
   std::unique_ptr<Progress> progress_;
+  double start_wall_ = 0;
 };
 
 }  // namespace phalanx::train

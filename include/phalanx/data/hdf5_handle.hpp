@@ -1,5 +1,6 @@
-// RAII ownership of HDF5 identifiers and the few type helpers the dataset reader and writer share.
-// Every hid_t the data module opens lives in an Hdf5Handle, so an exception thrown halfway through
+// RAII ownership of HDF5 identifiers and the few type helpers that the dataset reader and writer
+// and the checkpoint and predictions files share. Every hid_t phalanx opens lives in an
+// Hdf5Handle, so an exception thrown halfway through
 // a read or a write never leaks an open file (which would keep it locked and half-flushed).
 #pragma once
 
