@@ -4,9 +4,42 @@
 #include <cstdio>
 
 #include "commands.hpp"
+#include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::cli {
+namespace {
+
+// CLI11 reports a misspelt command as "a subcommand is required"; say which word was wrong and
+// what was probably meant instead, at each level of sub-commands.
+std::string unknown_command(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* level = &app;
+  std::string path = "phalanx";
+  for (int index = 1; index < argc; ++index) {
+    const std::string word = argv[index];
+    if (word.empty() || word[0] == '-') return "";
+    const auto subcommands = level->get_subcommands([](const CLI::App*) { return true; });
+    if (subcommands.empty()) return "";
+    std::vector<std::string> names;
+    const CLI::App* next = nullptr;
+    for (const auto* subcommand : subcommands) {
+      names.push_back(subcommand->get_name());
+      if (subcommand->get_name() == word) next = subcommand;
+    }
+    if (!next) {
+      const std::string suggestion = config::closest_match(word, names);
+      std::string known;
+      for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
+      return "unknown command '" + path + " " + word + "'" +
+             (suggestion.empty() ? " (known: " + known + ")" : " (did you mean '" + suggestion + "'?)");
+    }
+    path += " " + word;
+    level = next;
+  }
+  return "";
+}
+
+}  // namespace
 
 int run(int argc, char** argv) {
   CLI::App app{"phalanx: data-parallel CNN training over MPI ranks (CPU: oneDNN, GPU: cuDNN/NCCL)",
@@ -15,12 +48,17 @@ int run(int argc, char** argv) {
   std::vector<std::function<int()>> actions = {add_train_command(app, &argc, &argv),
                                                add_eval_command(app, &argc, &argv),
                                                add_predict_command(app, &argc, &argv), add_data_command(app)};
+  if (const std::string problem = unknown_command(app, argc, argv); !problem.empty()) {
+    std::fprintf(stderr, "phalanx: error: %s (run 'phalanx --help' for the commands)\n", problem.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     // --help is a "successful" parse error (exit 0); everything else is bad usage: 2.
-    const int status = app.exit(error);
-    return status == 0 ? 0 : 2;
+    if (error.get_exit_code() == 0) return app.exit(error);
+    std::fprintf(stderr, "phalanx: error: %s (see --help)\n", error.what());
+    return 2;
   }
   try {
     for (auto& action : actions) {

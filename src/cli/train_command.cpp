@@ -1,6 +1,7 @@
 // `phalanx train CONFIG [--set k=v ...] [--run-dir DIR] [--resume auto|PATH]`: one
 // data-parallel training job over all ranks of the mpirun.
 #include <cstdio>
+#include <sstream>
 
 #include "commands.hpp"
 #include "phalanx/comm/communicator.hpp"
@@ -19,6 +20,26 @@ struct TrainArguments {
   std::string resume;
 };
 
+// "key: here vs rank 0" for the first differing line of two resolved configs.
+std::string first_difference(const std::string& mine, const std::string& reference) {
+  std::istringstream mine_lines(mine), reference_lines(reference);
+  std::string mine_line, reference_line;
+  int line = 0;
+  while (true) {
+    const bool more_mine = static_cast<bool>(std::getline(mine_lines, mine_line));
+    const bool more_reference = static_cast<bool>(std::getline(reference_lines, reference_line));
+    ++line;
+    if (!more_mine && !more_reference) return "they differ";
+    if (mine_line != reference_line) {
+      const auto trim = [](const std::string& text) {
+        return text.substr(std::min(text.find_first_not_of(' '), text.size()));
+      };
+      return "line " + std::to_string(line) + " of the resolved config is '" + trim(mine_line) +
+             "' here but '" + trim(reference_line) + "' on rank 0";
+    }
+  }
+}
+
 int train(const TrainArguments& arguments, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
   const auto world = comm::Communicator::world();
@@ -31,13 +52,16 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
   });
   if (status) return status;
 
-  // Every rank must train the same thing: compare resolved configs by hash, collectively.
+  // Every rank must train the same thing: compare resolved configs with rank 0's, collectively;
+  // a rank that differs names the first line where it does.
   status = agree(world, [&] {
-    const auto hashes = world.allgather(config::hash(config));
-    for (int rank = 1; rank < world.size(); ++rank)
-      PHALANX_REQUIRE_INPUT(hashes[rank] == hashes[0], "the resolved config of rank ", rank,
-                            " differs from rank 0's (", arguments.config_path,
-                            " and --set must be the same on every rank)");
+    std::string reference = config_text;
+    world.broadcast_string(reference, 0);
+    if (config_text != reference)
+      throw_input_error(arguments.config_path + ": the resolved config of rank " +
+                        std::to_string(world.rank()) +
+                        " differs from rank 0's: " + first_difference(config_text, reference) +
+                        " (every rank must get the same config file and --set options)");
   });
   if (status) return status;
 

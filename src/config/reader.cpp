@@ -238,16 +238,26 @@ std::string join(const std::vector<std::string>& words, const std::string& separ
   return joined;
 }
 
+namespace {
+// YAML 1.1 readers (PyYAML among them) take "1e-04" for a string: a float needs a dot, so the
+// mantissa becomes "1.0" — still the shortest text that reads back exactly.
+std::string with_decimal_point(std::string text) {
+  const auto exponent = text.find('e');
+  if (exponent != std::string::npos && text.find('.') == std::string::npos) text.insert(exponent, ".0");
+  return text;
+}
+}  // namespace
+
 std::string format_number(double value) {
   char buffer[64];
   const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return std::string(buffer, result.ptr);
+  return with_decimal_point(std::string(buffer, result.ptr));
 }
 
 std::string format_number(float value) {
   char buffer[64];
   const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return std::string(buffer, result.ptr);
+  return with_decimal_point(std::string(buffer, result.ptr));
 }
 
 }  // namespace phalanx::config

@@ -42,9 +42,21 @@ void initialise(const ParameterInfo& info, std::uint64_t seed, std::vector<float
 
 }  // namespace
 
+void ParameterRegistry::require_unique(const std::string& name) const {
+  // Names are checkpoint paths: two layers with one name would overwrite each other's weights.
+  for (const auto* list : {&parameter_info_, &buffer_info_})
+    for (const auto& info : *list) {
+      const std::string layer = name.substr(0, name.rfind('/'));
+      PHALANX_REQUIRE_INPUT(
+          info.name != name, "model: two layers are named '", layer,
+          "'; layer names must be unique in the whole model (they name the checkpoint's parameters)");
+    }
+}
+
 int ParameterRegistry::declare_parameter(const std::string& name, Shape shape, Initializer initializer,
                                          std::int64_t fan_in) {
   PHALANX_CHECK(parameters_.empty(), "parameter declared after allocation: ", name);
+  require_unique(name);
   const std::int64_t count = shape.elements();
   parameter_info_.push_back({name, std::move(shape), parameter_elements_, count, initializer, fan_in});
   parameter_elements_ = align_up(parameter_elements_ + count);
@@ -53,6 +65,7 @@ int ParameterRegistry::declare_parameter(const std::string& name, Shape shape, I
 
 int ParameterRegistry::declare_buffer(const std::string& name, Shape shape, Initializer initializer) {
   PHALANX_CHECK(buffers_.empty(), "buffer declared after allocation: ", name);
+  require_unique(name);
   const std::int64_t count = shape.elements();
   buffer_info_.push_back({name, std::move(shape), buffer_elements_, count, initializer, 1});
   buffer_elements_ = align_up(buffer_elements_ + count);

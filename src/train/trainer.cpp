@@ -56,6 +56,12 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
   model_ = std::make_unique<nn::Model>(config.model, sample, static_cast<int>(dataset_info_.classes.size()),
                                        backend_, config.seed);
   optimizer_ = optim::make_optimizer(config.optimizer, backend_, model_->registry().parameter_count());
+  const std::int64_t global_batch = static_cast<std::int64_t>(config.train.batch_size) * communicator_.size();
+  PHALANX_REQUIRE_INPUT(train_split_->count >= global_batch, config.data.path, ": split '",
+                        config.data.train_split, "' has ", train_split_->count,
+                        " samples, fewer than one global batch of ", global_batch, " (train.batch_size ",
+                        config.train.batch_size, " x ", communicator_.size(),
+                        " ranks): lower train.batch_size or use more data");
   const data::ShardPlan plan(train_split_->count, config.train.batch_size, communicator_.rank(),
                              communicator_.size(), config.seed);
   steps_per_epoch_ = plan.steps_per_epoch();

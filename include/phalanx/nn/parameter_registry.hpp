@@ -53,6 +53,7 @@ class ParameterRegistry {
   std::int64_t buffer_count() const { return buffer_elements_; }
 
  private:
+  void require_unique(const std::string& name) const;
   std::vector<ParameterInfo> parameter_info_;
   std::vector<ParameterInfo> buffer_info_;
   std::int64_t parameter_elements_ = 0;

@@ -1,0 +1,37 @@
+// The CUDA backend's entry points (cuDNN + cuBLAS + own kernels; src/backend/cuda). Declared for
+// every build but defined only where the build has CUDA: such builds define
+// PHALANX_HAVE_CUDA_BACKEND=1 on everything that links phalanx_backend_cuda, and callers guard
+// their calls with that macro. This header needs no CUDA headers.
+#pragma once
+
+#include <memory>
+
+#include "phalanx/backend/backend.hpp"
+
+// cudaStream_t is `CUstream_st*`; naming the struct here keeps CUDA headers out of this header.
+struct CUstream_st;
+
+namespace phalanx::backend {
+
+// Number of usable CUDA devices; 0 when the runtime reports any error (no driver, "driver version
+// is insufficient" on a machine without a GPU, no device). Never throws, never aborts.
+int cuda_device_count() noexcept;
+
+// A backend on device `device` (0-based, as CUDA numbers the visible devices). Throws
+// phalanx::Error when that device does not exist or cannot be initialised.
+//
+// Its ops run asynchronously on one non-blocking stream, in call order; synchronize() waits.
+// Host-visible results come back only through copy_to_host and softmax_cross_entropy, both of
+// which wait for the stream. copy_from_host returns once the host buffer may be reused.
+// Numerics: full fp32 (no TF32) so that results match the CPU backend within float rounding.
+// Like the CPU backend, one instance serves one training thread; it makes its device current on
+// the calling thread at every call, so that thread may differ from the constructing one.
+std::unique_ptr<Backend> make_cuda_backend(int device);
+
+// The stream every op of `backend` runs on, for code that orders its own work (NCCL all-reduce,
+// input copies) against the backend's through events. Throws when `backend` is not a CUDA backend.
+CUstream_st* cuda_stream(Backend& backend);
+// The device index `backend` runs on. Throws when it is not a CUDA backend.
+int cuda_device(const Backend& backend);
+
+}  // namespace phalanx::backend

@@ -1,0 +1,211 @@
+// cuDNN convolutions (see convolution.hpp).
+//
+// Algorithm choice: once per geometry and direction, on first use, cudnnFind*AlgorithmEx times
+// every algorithm on the caller's real buffers with a workspace of up to 1 GiB (a quarter of the
+// free memory on small GPUs). The fastest *deterministic* algorithm is taken, so a GPU run
+// repeats its own bits for a fixed seed (the CPU backend's promise too); only when no
+// deterministic one exists does the fastest of any kind win.
+//
+// Math: fp32 parity with the CPU backend. The descriptors ask for CUDNN_FMA_MATH, which keeps
+// cuDNN off TF32 tensor cores on Ampere and Hopper (CUDNN_DEFAULT_MATH would allow TF32 there,
+// with 10-bit mantissas: relative errors near 1e-3 instead of 1e-6). bf16/fp16 precision modes
+// will take the tensor cores deliberately.
+#include "convolution.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "elementwise.hpp"
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::backend::cuda {
+
+namespace {
+
+constexpr std::size_t search_workspace_cap = std::size_t{1} << 30;
+
+// Same bytes in [out, in, kh, kw] and [out, kh, kw, in]: nothing to transpose.
+bool layouts_coincide(const ConvolutionGeometry& geometry) {
+  return geometry.in_channels == 1 || geometry.kernel_height * geometry.kernel_width == 1;
+}
+
+std::size_t weight_count(const ConvolutionGeometry& geometry) {
+  return static_cast<std::size_t>(geometry.out_channels) * geometry.in_channels * geometry.kernel_height *
+         geometry.kernel_width;
+}
+
+std::string describe(const ConvolutionGeometry& g) {
+  return detail::concat(g.in_channels, "->", g.out_channels, " ", g.kernel_height, "x", g.kernel_width,
+                        " stride ", g.stride, " padding ", g.padding, " on ", g.batch, "x", g.in_height, "x",
+                        g.in_width);
+}
+
+// Find returns the candidates fastest first: take the first deterministic success.
+template <typename Performance>
+Performance choose_algorithm(const std::vector<Performance>& results, int returned, const char* direction,
+                             const ConvolutionGeometry& geometry) {
+  const Performance* fastest = nullptr;
+  for (int i = 0; i < returned; ++i) {
+    const Performance& result = results[i];
+    if (result.status != CUDNN_STATUS_SUCCESS) continue;
+    if (result.determinism == CUDNN_DETERMINISTIC) return result;
+    if (!fastest) fastest = &result;
+  }
+  if (fastest) return *fastest;
+  throw_internal_error(detail::concat("cuDNN has no ", direction, " algorithm for the convolution ",
+                                      describe(geometry), " within the workspace limit"),
+                       __FILE__, __LINE__);
+}
+
+}  // namespace
+
+struct Convolutions::Plan {
+  explicit Plan(const ConvolutionGeometry& geometry);
+
+  TensorDescriptor input, output;
+  FilterDescriptor filter;
+  ConvolutionDescriptor convolution;
+  bool has_forward = false, has_backward_data = false, has_backward_filter = false;
+  cudnnConvolutionFwdAlgo_t forward_algorithm{};
+  cudnnConvolutionBwdDataAlgo_t backward_data_algorithm{};
+  cudnnConvolutionBwdFilterAlgo_t backward_filter_algorithm{};
+  std::size_t forward_workspace = 0, backward_data_workspace = 0, backward_filter_workspace = 0;
+};
+
+Convolutions::Plan::Plan(const ConvolutionGeometry& g) {
+  PHALANX_CUDNN(cudnnSetTensor4dDescriptor(input.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, g.batch, g.in_channels,
+                                           g.in_height, g.in_width));
+  PHALANX_CUDNN(cudnnSetTensor4dDescriptor(output.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, g.batch,
+                                           g.out_channels, g.out_height(), g.out_width()));
+  PHALANX_CUDNN(cudnnSetFilter4dDescriptor(filter.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, g.out_channels,
+                                           g.in_channels, g.kernel_height, g.kernel_width));
+  // PyTorch's convolution is a cross-correlation (the kernel is not flipped).
+  PHALANX_CUDNN(cudnnSetConvolution2dDescriptor(convolution.get(), g.padding, g.padding, g.stride, g.stride, 1, 1,
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  PHALANX_CUDNN(cudnnSetConvolutionMathType(convolution.get(), CUDNN_FMA_MATH));
+  int dims[4] = {};
+  PHALANX_CUDNN(cudnnGetConvolution2dForwardOutputDim(convolution.get(), input.get(), filter.get(), &dims[0],
+                                                      &dims[1], &dims[2], &dims[3]));
+  PHALANX_CHECK(dims[0] == g.batch && dims[1] == g.out_channels && dims[2] == g.out_height() &&
+                    dims[3] == g.out_width(),
+                "cuDNN's output shape ", dims[0], "x", dims[1], "x", dims[2], "x", dims[3],
+                " differs from the geometry's for the convolution ", describe(g));
+}
+
+Convolutions::Convolutions(cudnnHandle_t cudnn, cudaStream_t stream, ColumnSums& column_sums)
+    : cudnn_(cudnn), stream_(stream), column_sums_(column_sums) {}
+
+Convolutions::~Convolutions() = default;
+
+Convolutions::Plan& Convolutions::plan(const ConvolutionGeometry& geometry) {
+  auto found = plans_.find(geometry);
+  if (found == plans_.end()) found = plans_.emplace(geometry, std::make_unique<Plan>(geometry)).first;
+  return *found->second;
+}
+
+const float* Convolutions::filter_for_cudnn(const ConvolutionGeometry& geometry, const float* weight) {
+  if (layouts_coincide(geometry)) return weight;
+  weight_scratch_.ensure(sizeof(float) * weight_count(geometry));
+  launch_transpose_samples(stream_, geometry.out_channels, geometry.in_channels,
+                           geometry.kernel_height * geometry.kernel_width, weight, weight_scratch_.as<float>());
+  return weight_scratch_.as<float>();
+}
+
+std::size_t Convolutions::prepare_search_workspace() {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  PHALANX_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  workspace_.ensure(std::min(search_workspace_cap, free_bytes / 4));
+  return workspace_.bytes();
+}
+
+void Convolutions::forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
+                           const float* bias, float* output) {
+  PHALANX_CHECK(!geometry.has_bias || bias != nullptr, "convolution with a bias needs its bias");
+  Plan& plan = this->plan(geometry);
+  const float* filter = filter_for_cudnn(geometry, weight);
+  if (!plan.has_forward) {
+    const std::size_t limit = prepare_search_workspace();
+    int capacity = 0, returned = 0;
+    PHALANX_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_, &capacity));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> results(std::max(capacity, 1));
+    PHALANX_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
+        cudnn_, plan.input.get(), input, plan.filter.get(), filter, plan.convolution.get(), plan.output.get(),
+        output, static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
+    const auto chosen = choose_algorithm(results, returned, "forward", geometry);
+    plan.forward_algorithm = chosen.algo;
+    plan.forward_workspace = chosen.memory;
+    plan.has_forward = true;
+  }
+  workspace_.ensure(plan.forward_workspace);
+  const float one = 1.0f, zero = 0.0f;
+  PHALANX_CUDNN(cudnnConvolutionForward(cudnn_, &one, plan.input.get(), input, plan.filter.get(), filter,
+                                        plan.convolution.get(), plan.forward_algorithm, workspace_.data(),
+                                        plan.forward_workspace, &zero, plan.output.get(), output));
+  if (geometry.has_bias)
+    launch_add_bias_rows(stream_, static_cast<std::int64_t>(geometry.batch) * geometry.out_height() *
+                                      geometry.out_width(),
+                         geometry.out_channels, bias, output);
+}
+
+void Convolutions::backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
+                                 const float* weight, float* grad_input) {
+  Plan& plan = this->plan(geometry);
+  const float* filter = filter_for_cudnn(geometry, weight);
+  if (!plan.has_backward_data) {
+    const std::size_t limit = prepare_search_workspace();
+    int capacity = 0, returned = 0;
+    PHALANX_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnn_, &capacity));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(std::max(capacity, 1));
+    PHALANX_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
+        cudnn_, plan.filter.get(), filter, plan.output.get(), grad_output, plan.convolution.get(),
+        plan.input.get(), grad_input, static_cast<int>(results.size()), &returned, results.data(),
+        workspace_.data(), limit));
+    const auto chosen = choose_algorithm(results, returned, "backward-data", geometry);
+    plan.backward_data_algorithm = chosen.algo;
+    plan.backward_data_workspace = chosen.memory;
+    plan.has_backward_data = true;
+  }
+  workspace_.ensure(plan.backward_data_workspace);
+  const float one = 1.0f, zero = 0.0f;
+  PHALANX_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, plan.filter.get(), filter, plan.output.get(),
+                                             grad_output, plan.convolution.get(), plan.backward_data_algorithm,
+                                             workspace_.data(), plan.backward_data_workspace, &zero,
+                                             plan.input.get(), grad_input));
+}
+
+void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const float* input,
+                                    const float* grad_output, float* grad_weight, float* grad_bias) {
+  Plan& plan = this->plan(geometry);
+  // cuDNN writes the gradient in its own layout: straight into grad_weight when the layouts
+  // coincide, else into scratch, transposed into grad_weight below.
+  const bool transpose = !layouts_coincide(geometry);
+  if (transpose) weight_scratch_.ensure(sizeof(float) * weight_count(geometry));
+  float* filter_gradient = transpose ? weight_scratch_.as<float>() : grad_weight;
+  if (!plan.has_backward_filter) {
+    const std::size_t limit = prepare_search_workspace();
+    int capacity = 0, returned = 0;
+    PHALANX_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnn_, &capacity));
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(std::max(capacity, 1));
+    PHALANX_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+        cudnn_, plan.input.get(), input, plan.output.get(), grad_output, plan.convolution.get(), plan.filter.get(),
+        filter_gradient, static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
+    const auto chosen = choose_algorithm(results, returned, "backward-filter", geometry);
+    plan.backward_filter_algorithm = chosen.algo;
+    plan.backward_filter_workspace = chosen.memory;
+    plan.has_backward_filter = true;
+  }
+  workspace_.ensure(plan.backward_filter_workspace);
+  const float one = 1.0f, zero = 0.0f;
+  PHALANX_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, plan.input.get(), input, plan.output.get(),
+                                               grad_output, plan.convolution.get(), plan.backward_filter_algorithm,
+                                               workspace_.data(), plan.backward_filter_workspace, &zero,
+                                               plan.filter.get(), filter_gradient));
+  if (transpose)
+    launch_transpose_samples(stream_, geometry.out_channels, geometry.kernel_height * geometry.kernel_width,
+                             geometry.in_channels, filter_gradient, grad_weight);
+  if (geometry.has_bias && grad_bias)
+    column_sums_.sum(stream_, static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
+                     geometry.out_channels, grad_output, grad_bias);
+}
+
+}  // namespace phalanx::backend::cuda

@@ -1,0 +1,188 @@
+// Softmax cross-entropy and prediction kernels (see loss.hpp). Per sample, as the CPU backend:
+// loss = (1 - e) * (lse - z_y) + e * (lse - mean_c z_c), lse = max + log(sum_c exp(z_c - max))
+// in double; grad_c = (softmax_c - target_c) * gradient_scale, target = e / C + (1 - e) [c == y].
+#include <cfloat>
+#include <climits>
+
+#include "cuda_check.hpp"
+#include "loss.hpp"
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::backend::cuda {
+
+namespace {
+
+constexpr unsigned int full_warp = 0xFFFFFFFFu;
+constexpr int warp_size = 32;
+constexpr int rows_per_block = 4;  // one warp per row, 128 threads per block
+constexpr int totals_threads = 256;
+
+struct Totals {
+  double loss_sum;
+  long long correct;
+  int first_invalid_row;  // INT_MAX when every label is valid
+  int invalid_label;
+};
+
+struct ArgMax {
+  float value;
+  int index;
+};
+
+// The row's first maximum, known to every lane of the warp: lanes scan their classes in order
+// (strict > keeps the first), then ties across lanes go to the smaller index.
+__device__ ArgMax row_arg_max(const float* row, int classes, int lane) {
+  ArgMax best{-INFINITY, INT_MAX};
+  for (int c = lane; c < classes; c += warp_size)
+    if (best.index == INT_MAX || row[c] > best.value) best = {row[c], c};
+  for (int offset = warp_size / 2; offset > 0; offset /= 2) {
+    const float other_value = __shfl_down_sync(full_warp, best.value, offset);
+    const int other_index = __shfl_down_sync(full_warp, best.index, offset);
+    if (other_index != INT_MAX &&
+        (best.index == INT_MAX || other_value > best.value ||
+         (other_value == best.value && other_index < best.index)))
+      best = {other_value, other_index};
+  }
+  return {__shfl_sync(full_warp, best.value, 0), __shfl_sync(full_warp, best.index, 0)};
+}
+
+__device__ double warp_sum(double value) {
+  for (int offset = warp_size / 2; offset > 0; offset /= 2) value += __shfl_down_sync(full_warp, value, offset);
+  return __shfl_sync(full_warp, value, 0);
+}
+
+// log(sum_c exp(z_c)) around the row maximum, in double.
+__device__ double row_log_sum_exp(const float* row, int classes, int lane, float row_max) {
+  double sum = 0;
+  for (int c = lane; c < classes; c += warp_size) sum += exp(static_cast<double>(row[c]) - row_max);
+  return row_max + log(warp_sum(sum));
+}
+
+__global__ void cross_entropy_rows_kernel(int batch, int classes, const float* logits, const std::int32_t* labels,
+                                          double smoothing, double gradient_scale, float* grad_logits,
+                                          double* sample_loss, std::uint8_t* sample_outcome) {
+  const int lane = threadIdx.x % warp_size;
+  const int row = blockIdx.x * rows_per_block + threadIdx.x / warp_size;
+  if (row >= batch) return;  // whole warps leave together, so the shuffles below stay full
+  const float* row_logits = logits + static_cast<std::int64_t>(row) * classes;
+  const int label = labels[row];
+  if (label < 0 || label >= classes) {
+    if (lane == 0) {
+      sample_loss[row] = 0;
+      sample_outcome[row] = 2;
+    }
+    return;
+  }
+  const ArgMax best = row_arg_max(row_logits, classes, lane);
+  const double log_normalizer = row_log_sum_exp(row_logits, classes, lane, best.value);
+  double logit_sum = 0;
+  for (int c = lane; c < classes; c += warp_size) logit_sum += row_logits[c];
+  logit_sum = warp_sum(logit_sum);
+  if (lane == 0) {
+    const double label_term = log_normalizer - row_logits[label];
+    const double mean_term = log_normalizer - logit_sum / classes;
+    sample_loss[row] = (1.0 - smoothing) * label_term + smoothing * mean_term;
+    sample_outcome[row] = best.index == label ? 1 : 0;
+  }
+  if (grad_logits) {
+    const double uniform_target = smoothing / classes;
+    float* row_grad = grad_logits + static_cast<std::int64_t>(row) * classes;
+    for (int c = lane; c < classes; c += warp_size) {
+      const double probability = exp(static_cast<double>(row_logits[c]) - log_normalizer);
+      const double target = uniform_target + (c == label ? 1.0 - smoothing : 0.0);
+      row_grad[c] = static_cast<float>((probability - target) * gradient_scale);
+    }
+  }
+}
+
+// One block: each thread sums a fixed stride of samples, then a fixed tree joins the threads.
+__global__ void cross_entropy_totals_kernel(int batch, const double* sample_loss, const std::uint8_t* sample_outcome,
+                                            const std::int32_t* labels, Totals* totals) {
+  __shared__ double loss[totals_threads];
+  __shared__ long long correct[totals_threads];
+  __shared__ int first_invalid[totals_threads];
+  double thread_loss = 0;
+  long long thread_correct = 0;
+  int thread_invalid = INT_MAX;
+  for (int row = threadIdx.x; row < batch; row += totals_threads) {
+    thread_loss += sample_loss[row];
+    thread_correct += sample_outcome[row] == 1;
+    if (sample_outcome[row] == 2 && row < thread_invalid) thread_invalid = row;
+  }
+  loss[threadIdx.x] = thread_loss;
+  correct[threadIdx.x] = thread_correct;
+  first_invalid[threadIdx.x] = thread_invalid;
+  __syncthreads();
+  for (int stride = totals_threads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      loss[threadIdx.x] += loss[threadIdx.x + stride];
+      correct[threadIdx.x] += correct[threadIdx.x + stride];
+      first_invalid[threadIdx.x] = min(first_invalid[threadIdx.x], first_invalid[threadIdx.x + stride]);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    totals->loss_sum = loss[0];
+    totals->correct = correct[0];
+    totals->first_invalid_row = first_invalid[0];
+    totals->invalid_label = first_invalid[0] == INT_MAX ? 0 : labels[first_invalid[0]];
+  }
+}
+
+__global__ void predict_kernel(int batch, int classes, const float* logits, std::int32_t* predicted_class,
+                               float* probabilities) {
+  const int lane = threadIdx.x % warp_size;
+  const int row = blockIdx.x * rows_per_block + threadIdx.x / warp_size;
+  if (row >= batch) return;
+  const float* row_logits = logits + static_cast<std::int64_t>(row) * classes;
+  const ArgMax best = row_arg_max(row_logits, classes, lane);
+  if (lane == 0) predicted_class[row] = best.index;
+  if (probabilities) {
+    const double log_normalizer = row_log_sum_exp(row_logits, classes, lane, best.value);
+    float* row_probabilities = probabilities + static_cast<std::int64_t>(row) * classes;
+    for (int c = lane; c < classes; c += warp_size)
+      row_probabilities[c] = static_cast<float>(exp(static_cast<double>(row_logits[c]) - log_normalizer));
+  }
+}
+
+unsigned int row_blocks(int batch) {
+  return static_cast<unsigned int>((batch + rows_per_block - 1) / rows_per_block);
+}
+
+}  // namespace
+
+CrossEntropy::CrossEntropy() : device_totals_(sizeof(Totals)), host_totals_(sizeof(Totals)) {}
+
+LossTotals CrossEntropy::softmax_cross_entropy(cudaStream_t stream, int batch, int classes, const float* logits,
+                                               const std::int32_t* labels, float label_smoothing,
+                                               float gradient_scale, float* grad_logits) {
+  PHALANX_CHECK(classes > 0, "softmax cross-entropy needs at least one class");
+  if (batch <= 0) return {};
+  sample_loss_.ensure(sizeof(double) * static_cast<std::size_t>(batch));
+  sample_outcome_.ensure(static_cast<std::size_t>(batch));
+  cross_entropy_rows_kernel<<<row_blocks(batch), rows_per_block * warp_size, 0, stream>>>(
+      batch, classes, logits, labels, label_smoothing, gradient_scale, grad_logits, sample_loss_.as<double>(),
+      sample_outcome_.as<std::uint8_t>());
+  PHALANX_CUDA_LAUNCHED("cross_entropy_rows_kernel");
+  cross_entropy_totals_kernel<<<1, totals_threads, 0, stream>>>(
+      batch, sample_loss_.as<double>(), sample_outcome_.as<std::uint8_t>(), labels, device_totals_.as<Totals>());
+  PHALANX_CUDA_LAUNCHED("cross_entropy_totals_kernel");
+  PHALANX_CUDA(cudaMemcpyAsync(host_totals_.data(), device_totals_.data(), sizeof(Totals), cudaMemcpyDeviceToHost,
+                               stream));
+  PHALANX_CUDA(cudaStreamSynchronize(stream));
+  const Totals& totals = *host_totals_.as<Totals>();
+  PHALANX_CHECK(totals.first_invalid_row == INT_MAX, "label ", totals.invalid_label, " of sample ",
+                totals.first_invalid_row, " is outside [0, ", classes, ")");
+  return {totals.loss_sum, static_cast<std::int64_t>(totals.correct)};
+}
+
+void CrossEntropy::predict(cudaStream_t stream, int batch, int classes, const float* logits,
+                           std::int32_t* predicted_class, float* probabilities) {
+  PHALANX_CHECK(classes > 0, "prediction needs at least one class");
+  if (batch <= 0) return;
+  predict_kernel<<<row_blocks(batch), rows_per_block * warp_size, 0, stream>>>(batch, classes, logits,
+                                                                                predicted_class, probabilities);
+  PHALANX_CUDA_LAUNCHED("predict_kernel");
+}
+
+}  // namespace phalanx::backend::cuda

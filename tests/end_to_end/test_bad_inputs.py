@@ -1,0 +1,306 @@
+"""End-to-end: bad usage, config and data (DESIGN §4 "Exit status"). Every case must end with exit
+status exactly 2, one `phalanx: error` line on stderr that names the culprit (file, key or
+dataset) even with 2 ranks, and nothing written: the --run-dir is not created, so there is no
+summary.json and no checkpoint in it."""
+
+import os
+import re
+import shutil
+import unittest
+
+import numpy as np
+
+import e2e_common as e2e
+from e2e_common import h5py
+
+RANKS = 2
+TRAIN_ERROR_LINE = re.compile(r"^phalanx: error: rank \d+: ")
+
+
+def setUpModule():
+    global WORK, DATA, RGB_DATA
+    WORK = e2e.work_dir("bad_inputs")
+    DATA = e2e.make_synth(os.path.join(WORK, "synth.h5"), train=256, test=64)
+    RGB_DATA = e2e.make_synth(os.path.join(WORK, "synth-rgb.h5"), train=256, test=64, height=32, width=32,
+                              channels=3)
+
+
+def copy_dataset(name):
+    path = os.path.join(WORK, name)
+    shutil.copyfile(DATA, path)
+    return path
+
+
+class BadInputsTest(unittest.TestCase):
+    def config(self, **changes):
+        config = e2e.base_config(DATA, name="bad", max_steps=2, batch_size=16)
+        for dotted, value in changes.items():
+            section, _, key = dotted.partition("__")
+            if key:
+                config.setdefault(section, {})[key] = value
+            else:
+                config[section] = value
+        return config
+
+    def write(self, name, config):
+        return e2e.write_config(os.path.join(WORK, name + ".yaml"), config)
+
+    def check_refused(self, result, run_dir, *culprits, error_format=TRAIN_ERROR_LINE):
+        """Exit 2, one error line naming every culprit, nothing written under run_dir."""
+        self.assertEqual(result.returncode, 2, result.describe())
+        lines = result.error_lines()
+        self.assertEqual(len(lines), 1, "expected exactly one 'phalanx: error' line\n" + result.describe())
+        self.assertRegex(lines[0], error_format, result.describe())
+        for culprit in culprits:
+            self.assertIn(culprit, lines[0], result.describe())
+        print(f"\n    {lines[0]}", end=" ")
+        if run_dir is not None:
+            written = []
+            for folder, _, files in os.walk(run_dir):
+                written += [os.path.relpath(os.path.join(folder, name), run_dir) for name in files]
+            self.assertNotIn("summary.json", written, "summary.json was written for a refused run")
+            self.assertEqual([name for name in written if name.startswith("checkpoints")], [],
+                             "a checkpoint was written for a refused run")
+            self.assertFalse(os.path.exists(run_dir),
+                             f"the run directory was created for a refused run (holding {sorted(written)})")
+        return lines[0]
+
+    def train_refused(self, case, config_path, *culprits, extra=(), ranks=RANKS):
+        run_dir = os.path.join(WORK, "runs", case)
+        result = e2e.mpirun(ranks, "train", config_path, "--run-dir", run_dir, *extra, timeout=120)
+        return self.check_refused(result, run_dir, *culprits)
+
+    # ----- config ---------------------------------------------------------------------------
+
+    def test_unknown_config_key_suggests_the_right_one(self):
+        config = self.config()
+        config["optimizer"]["learning_rat"] = 0.01
+        line = self.train_refused("unknown-key", self.write("unknown-key", config), "learning_rat")
+        self.assertRegex(line.lower(), r"did you mean.*optimizer\.learning_rate|did you mean.*'learning_rate'")
+
+    def test_unknown_top_level_key(self):
+        config = self.config()
+        config["trian"] = {"epochs": 1}
+        line = self.train_refused("unknown-section", self.write("unknown-section", config), "trian")
+        self.assertIn("did you mean", line.lower())
+        self.assertIn("train", line.replace("trian", ""))
+
+    def test_wrong_type(self):
+        config = self.config(train__epochs="three")
+        self.train_refused("wrong-type", self.write("wrong-type", config), "train.epochs")
+
+    def test_negative_batch_size(self):
+        config = self.config(train__batch_size=-4)
+        self.train_refused("negative-batch", self.write("negative-batch", config), "train.batch_size")
+
+    def test_unknown_preset(self):
+        config = self.config(model={"preset": "resnet21"})
+        line = self.train_refused("unknown-preset", self.write("unknown-preset", config), "model.preset", "resnet21")
+        self.assertIn("resnet20", line)
+
+    def test_missing_config_file(self):
+        path = os.path.join(WORK, "no-such-config.yaml")
+        self.train_refused("missing-config", path, "no-such-config.yaml")
+
+    def test_empty_config_file(self):
+        path = os.path.join(WORK, "empty-config.yaml")
+        open(path, "w").close()
+        self.train_refused("empty-config", path, "empty-config.yaml")
+
+    def test_yaml_syntax_error(self):
+        path = os.path.join(WORK, "syntax-error.yaml")
+        with open(path, "w") as stream:
+            stream.write("name: bad\ntrain:\n  epochs: [1, 2\n  batch_size: 16\n")
+        line = self.train_refused("syntax-error", path, "syntax-error.yaml")
+        self.assertRegex(line, r"line \d+")
+
+    def test_unknown_set_key(self):
+        path = self.write("set-unknown", self.config())
+        line = self.train_refused("set-unknown", path, "train.epoch", extra=("--set", "train.epoch=3"))
+        self.assertIn("did you mean", line.lower())
+        self.assertIn("train.epochs", line)
+
+    def test_set_without_equals(self):
+        path = self.write("set-no-equals", self.config())
+        self.train_refused("set-no-equals", path, "train.epochs", extra=("--set", "train.epochs"))
+
+    def test_set_with_a_bad_value(self):
+        path = self.write("set-bad-value", self.config())
+        self.train_refused("set-bad-value", path, "optimizer.learning_rate",
+                           extra=("--set", "optimizer.learning_rate=fast"))
+
+    def test_device_cuda_on_a_cpu_only_build(self):
+        if os.environ.get("PHALANX_WITH_CUDA") == "1":
+            self.skipTest("this phalanx build has a CUDA backend: device: cuda is valid for it")
+        config = self.config(device="cuda")
+        self.train_refused("device-cuda", self.write("device-cuda", config), "cuda", "device")
+
+    def test_batch_larger_than_the_dataset(self):
+        config = self.config(train__batch_size=200)  # 2 x 200 > 256 training samples
+        line = self.train_refused("batch-too-large", self.write("batch-too-large", config), "256")
+        self.assertIn("batch", line.lower())
+
+    # ----- data files -----------------------------------------------------------------------
+
+    def test_missing_data_file(self):
+        missing = os.path.join(WORK, "no-such-data.h5")
+        config = self.config(data={"path": missing})
+        self.train_refused("missing-data", self.write("missing-data", config), missing)
+
+    def test_data_file_is_text(self):
+        path = os.path.join(WORK, "text-data.h5")
+        with open(path, "w") as stream:
+            stream.write("this is not an HDF5 file\n" * 10)
+        config = self.config(data={"path": path})
+        self.train_refused("text-data", self.write("text-data", config), path)
+
+    def test_empty_data_file(self):
+        path = os.path.join(WORK, "empty-data.h5")
+        open(path, "w").close()
+        config = self.config(data={"path": path})
+        self.train_refused("empty-data", self.write("empty-data", config), path)
+
+    def broken_dataset_refused(self, case, edit, *culprits):
+        path = copy_dataset(case + ".h5")
+        with h5py.File(path, "r+") as file:
+            edit(file)
+        config = self.config(data={"path": path})
+        return self.train_refused(case, self.write(case, config), path, *culprits)
+
+    def test_missing_train_labels(self):
+        self.broken_dataset_refused("no-train-labels", lambda file: file.__delitem__("/train/labels"),
+                                    "/train/labels")
+
+    def test_label_out_of_range(self):
+        def edit(file):
+            labels = file["/train/labels"][()]
+            labels[17] = 10  # 10 classes: 0..9
+            file["/train/labels"][...] = labels
+        line = self.broken_dataset_refused("label-out-of-range", edit, "/train/labels")
+        self.assertIn("10", line)
+
+    def test_negative_test_label(self):
+        def edit(file):
+            labels = file["/test/labels"][()]
+            labels[3] = -1
+            file["/test/labels"][...] = labels
+        self.broken_dataset_refused("negative-test-label", edit, "/test/labels")
+
+    def test_image_label_count_mismatch(self):
+        def edit(file):
+            labels = file["/train/labels"][()]
+            del file["/train/labels"]
+            file.create_dataset("/train/labels", data=labels[:-5].astype(np.int32))
+        self.broken_dataset_refused("count-mismatch", edit, "/train/labels")
+
+    def test_float32_images(self):
+        def edit(file):
+            images = file["/train/images"]
+            attributes = dict(images.attrs)
+            values = images[()].astype(np.float32) / 255.0
+            del file["/train/images"]
+            replaced = file.create_dataset("/train/images", data=values)
+            for key, value in attributes.items():
+                replaced.attrs[key] = value
+        line = self.broken_dataset_refused("float-images", edit, "/train/images")
+        self.assertIn("uint8", line)
+
+    def test_wrong_format_attribute(self):
+        def edit(file):
+            file.attrs["format"] = "not-phalanx"
+        self.broken_dataset_refused("wrong-format", edit, "format")
+
+    def test_mean_std_of_the_wrong_length(self):
+        def edit(file):
+            file["/train/images"].attrs["std"] = np.array([0.3, 0.3, 0.3], dtype=np.float32)
+        self.broken_dataset_refused("std-length", edit, "std")
+
+    # ----- model does not fit the data ------------------------------------------------------
+
+    def test_preset_that_does_not_fit_the_data(self):
+        config = self.config(data={"path": RGB_DATA})
+        line = self.train_refused("preset-misfit", self.write("preset-misfit", config), "fmnist_cnn")
+        self.assertIn("32", line)
+
+    def test_layer_list_with_the_wrong_number_of_classes(self):
+        layers = [{"type": "conv", "name": "c1", "out_channels": 4, "kernel": 3, "padding": 1},
+                  {"type": "relu"}, {"type": "flatten"},
+                  {"type": "linear", "name": "head", "out_features": 7}]
+        config = self.config(model={"layers": layers})
+        line = self.train_refused("classes-misfit", self.write("classes-misfit", config), "model", "10")
+        self.assertIn("7", line)
+
+    def test_linear_on_image_input(self):
+        layers = [{"type": "conv", "name": "c1", "out_channels": 4, "kernel": 3},
+                  {"type": "linear", "name": "head", "out_features": 10}]
+        config = self.config(model={"layers": layers})
+        self.train_refused("linear-without-flatten", self.write("linear-without-flatten", config), "head")
+
+    def test_layer_name_reused_inside_a_residual_block(self):
+        # Names become checkpoint groups (/model/<name>/weight): a name used both at the top level
+        # and inside a residual path would collide when the checkpoint is written, at the end of
+        # the run. It must be refused up front, as duplicates within one list are.
+        layers = [{"type": "conv", "name": "shared_conv", "out_channels": 4, "kernel": 3, "padding": 1},
+                  {"type": "residual", "name": "block",
+                   "main": [{"type": "conv", "name": "shared_conv", "out_channels": 4, "kernel": 3, "padding": 1}]},
+                  {"type": "flatten"},
+                  {"type": "linear", "name": "head", "out_features": 10}]
+        config = self.config(model={"layers": layers})
+        self.train_refused("nested-duplicate-name", self.write("nested-duplicate-name", config), "shared_conv")
+
+    # ----- checkpoints and ranks ------------------------------------------------------------
+
+    def test_truncated_checkpoint_on_resume(self):
+        source_dir = os.path.join(WORK, "runs", "checkpoint-source")
+        config_path = self.write("checkpoint-source", self.config())
+        trained = e2e.mpirun(RANKS, "train", config_path, "--run-dir", source_dir, timeout=180)
+        self.assertEqual(trained.returncode, 0, "a short training run to get a real checkpoint failed\n" +
+                         trained.describe())
+        checkpoint = os.path.join(source_dir, "checkpoints", "latest.h5")
+        truncated = os.path.join(WORK, "truncated-checkpoint.h5")
+        with open(checkpoint, "rb") as stream:
+            content = stream.read()
+        with open(truncated, "wb") as stream:
+            stream.write(content[:len(content) // 2])
+        self.train_refused("truncated-checkpoint", config_path, "truncated-checkpoint.h5",
+                           extra=("--resume", truncated))
+
+    def test_resume_from_a_missing_checkpoint(self):
+        config_path = self.write("missing-checkpoint", self.config())
+        missing = os.path.join(WORK, "no-such-checkpoint.h5")
+        self.train_refused("missing-checkpoint", config_path, "no-such-checkpoint.h5", extra=("--resume", missing))
+
+    def test_resume_from_a_dataset_file(self):
+        config_path = self.write("dataset-as-checkpoint", self.config())
+        self.train_refused("dataset-as-checkpoint", config_path, DATA, extra=("--resume", DATA))
+
+    def test_config_mismatch_between_ranks(self):
+        config = self.config()
+        a_path = self.write("mismatch-a", config)
+        config["optimizer"]["learning_rate"] = 0.5
+        b_path = self.write("mismatch-b", config)
+        run_dir = os.path.join(WORK, "runs", "mismatch")
+        result = e2e.mpirun_mpmd([(1, ["train", a_path, "--run-dir", run_dir]),
+                                  (1, ["train", b_path, "--run-dir", run_dir])], timeout=120)
+        line = self.check_refused(result, run_dir, "mismatch-")
+        self.assertIn("rank 1", line)
+
+    # ----- command line ---------------------------------------------------------------------
+
+    def test_unknown_sub_command(self):
+        result = e2e.phalanx("trian", os.path.join(WORK, "x.yaml"))
+        self.check_refused(result, None, "trian", error_format=re.compile(r"^phalanx: error"))
+
+    def test_unknown_option(self):
+        path = self.write("unknown-option", self.config())
+        run_dir = os.path.join(WORK, "runs", "unknown-option")
+        result = e2e.phalanx("train", path, "--run-dir", run_dir, "--bogus-option")
+        self.check_refused(result, run_dir, "--bogus-option", error_format=re.compile(r"^phalanx: error"))
+
+    def test_unknown_data_sub_command(self):
+        result = e2e.phalanx("data", "import-cifar10-typo", WORK)
+        self.check_refused(result, None, "import-cifar10-typo", error_format=re.compile(r"^phalanx: error"))
+
+
+if __name__ == "__main__":
+    e2e.main()

@@ -1,0 +1,161 @@
+"""End-to-end: a preempted run resumes exactly. Two epochs straight give bitwise the same /model
+and /optimizer datasets as one epoch (train.max_steps = the steps of one epoch, epochs: 2)
+followed by `--resume auto` in the same run directory, and as `--resume PATH` from an explicit
+step checkpoint into a new run directory. SGD with momentum and a cosine schedule with warm-up
+make the optimizer state and the schedule position matter."""
+
+import os
+import unittest
+
+import numpy as np
+
+import e2e_common as e2e
+from e2e_common import h5py
+
+RANKS, BATCH, EPOCHS = 2, 32, 2
+TRAIN, TEST = 1024, 256
+STEPS_PER_EPOCH = TRAIN // (RANKS * BATCH)  # 16
+TOTAL_STEPS = EPOCHS * STEPS_PER_EPOCH  # 32
+EVERY_STEPS = 8
+SEED = 21
+
+
+def setUpModule():
+    global WORK, DATA, CONFIG_PATH, STRAIGHT
+    e2e.require_fashion()
+    WORK = e2e.work_dir("resume")
+    DATA = e2e.make_fashion_subset(WORK, TRAIN, TEST)
+    config = e2e.base_config(
+        DATA, name="resume", seed=SEED, epochs=EPOCHS, batch_size=BATCH, every_steps=EVERY_STEPS, keep=10,
+        log_every_steps=4,
+        optimizer={"type": "sgd", "learning_rate": 0.05, "momentum": 0.9, "weight_decay": 0.0005},
+        schedule={"type": "cosine", "warmup_epochs": 0.5})
+    CONFIG_PATH = e2e.write_config(os.path.join(WORK, "resume.yaml"), config)
+    STRAIGHT = os.path.join(WORK, "straight")
+    result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", STRAIGHT, timeout=300)
+    if result.returncode != 0:
+        raise AssertionError("the straight two-epoch run failed\n" + result.describe())
+
+
+def latest(run_dir):
+    return os.path.join(run_dir, "checkpoints", "latest.h5")
+
+
+class ResumeTest(unittest.TestCase):
+    def assert_same_checkpoint(self, expected_path, actual_path):
+        expected = e2e.read_checkpoint_arrays(expected_path, ("model", "optimizer", "state"))
+        actual = e2e.read_checkpoint_arrays(actual_path, ("model", "optimizer", "state"))
+        self.assertTrue(expected["model"] and expected["optimizer"], "checkpoint without /model or /optimizer")
+        self.assertEqual(set(expected["optimizer"]), {f"{name}/momentum_buffer" for name in expected["model"]
+                                                      if "running_" not in name})
+        for group in ("model", "optimizer"):
+            self.assertEqual(sorted(expected[group]), sorted(actual[group]), group)
+            for name, value in expected[group].items():
+                other = actual[group][name]
+                self.assertEqual(value.shape, other.shape, name)
+                self.assertTrue(np.array_equal(value.view(np.uint32), other.view(np.uint32)),
+                                f"/{group}/{name} differs after resuming "
+                                f"(max |diff| {np.abs(value.astype(np.float64) - other).max():.3g})")
+        for name in ("global_step", "epoch", "step_in_epoch", "samples_seen"):
+            self.assertEqual(int(expected["state"][name]), int(actual["state"][name]), name)
+        with h5py.File(actual_path, "r") as file:
+            self.assertEqual(int(file.attrs["step"]), TOTAL_STEPS)
+
+    def test_straight_run_checkpoints(self):
+        names = set(os.listdir(os.path.join(STRAIGHT, "checkpoints")))
+        self.assertEqual(names, {f"step-{step}.h5" for step in range(EVERY_STEPS, TOTAL_STEPS + 1, EVERY_STEPS)}
+                         | {"latest.h5"})
+        arrays = e2e.read_checkpoint_arrays(os.path.join(STRAIGHT, "checkpoints", f"step-{STEPS_PER_EPOCH}.h5"))
+        # the momentum buffers carry real state at the resume point, so losing them would show
+        self.assertGreater(np.abs(arrays["optimizer"]["fc1/weight/momentum_buffer"]).max(), 0.0)
+
+    def test_resume_auto_in_the_same_run_directory(self):
+        run_dir = os.path.join(WORK, "preempted")
+        first = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir,
+                           "--set", f"train.max_steps={STEPS_PER_EPOCH}", timeout=300)
+        self.assertEqual(first.returncode, 0, first.describe())
+        first_summary = e2e.read_summary(run_dir)
+        self.assertEqual(first_summary["steps"], STEPS_PER_EPOCH)
+        with h5py.File(latest(run_dir), "r") as file:
+            self.assertEqual(int(file.attrs["step"]), STEPS_PER_EPOCH)
+        # After one epoch the weights are not yet those of the straight run's end.
+        halfway = e2e.read_checkpoint_arrays(latest(run_dir), ("model",))["model"]
+        final = e2e.read_checkpoint_arrays(latest(STRAIGHT), ("model",))["model"]
+        self.assertFalse(np.array_equal(halfway["fc1/weight"], final["fc1/weight"]))
+
+        resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto", timeout=300)
+        self.assertEqual(resumed.returncode, 0, resumed.describe())
+        self.assertIn("resumed from", resumed.stdout + resumed.stderr)
+        self.assert_same_checkpoint(latest(STRAIGHT), latest(run_dir))
+
+        summary, straight_summary = e2e.read_summary(run_dir), e2e.read_summary(STRAIGHT)
+        self.assertEqual(summary["steps"], TOTAL_STEPS)
+        self.assertAlmostEqual(summary["epochs"], float(EPOCHS))
+        self.assertIn("resumed_from", summary)
+        self.assertEqual(summary["test_accuracy"], straight_summary["test_accuracy"])
+        self.assertEqual(summary["test_loss"], straight_summary["test_loss"])
+
+        # metrics.jsonl continues: both halves' step events, in order, without gaps or repeats
+        events = e2e.read_metrics(run_dir)
+        steps = [event["step"] for event in events if event["event"] == "step"]
+        straight_steps = [event["step"] for event in e2e.read_metrics(STRAIGHT) if event["event"] == "step"]
+        self.assertEqual(steps, straight_steps)
+        self.assertEqual([event["epoch"] for event in events if event["event"] == "epoch"], [1, 2])
+        # the resumed half logs the same losses as the straight run
+        straight_losses = {e["step"]: e["loss"] for e in e2e.read_metrics(STRAIGHT) if e["event"] == "step"}
+        for event in events:
+            if event["event"] == "step" and event["step"] > STEPS_PER_EPOCH:
+                self.assertEqual(event["loss"], straight_losses[event["step"]], event)
+
+    def test_resume_from_an_explicit_checkpoint(self):
+        checkpoint = os.path.join(STRAIGHT, "checkpoints", f"step-{EVERY_STEPS}.h5")  # mid-epoch: step 8 of 16
+        run_dir = os.path.join(WORK, "from-path")
+        resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint, timeout=300)
+        self.assertEqual(resumed.returncode, 0, resumed.describe())
+        self.assert_same_checkpoint(latest(STRAIGHT), latest(run_dir))
+        summary = e2e.read_summary(run_dir)
+        self.assertEqual(summary["steps"], TOTAL_STEPS)
+        self.assertEqual(os.path.realpath(summary.get("resumed_from", "")), os.path.realpath(checkpoint))
+        names = set(os.listdir(os.path.join(run_dir, "checkpoints")))
+        self.assertEqual(names, {f"step-{step}.h5" for step in range(2 * EVERY_STEPS, TOTAL_STEPS + 1, EVERY_STEPS)}
+                         | {"latest.h5"}, "the resumed run writes the checkpoints after its start only")
+
+    def test_the_comparison_would_see_lost_optimizer_state(self):
+        # Guards the two tests above: resuming from a copy of the checkpoint whose momentum buffers
+        # are zeroed must end with other weights, so "bitwise equal" really covers the optimizer.
+        checkpoint = os.path.join(WORK, f"step-{EVERY_STEPS}-no-momentum.h5")
+        with open(os.path.join(STRAIGHT, "checkpoints", f"step-{EVERY_STEPS}.h5"), "rb") as source, \
+                open(checkpoint, "wb") as copy:
+            copy.write(source.read())
+        with h5py.File(checkpoint, "r+") as file:
+            for name in e2e.datasets_under(file, "optimizer"):
+                file["optimizer"][name][...] = 0.0
+        run_dir = os.path.join(WORK, "no-momentum")
+        resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint, timeout=300)
+        self.assertEqual(resumed.returncode, 0, resumed.describe())
+        changed = e2e.read_checkpoint_arrays(latest(run_dir), ("model",))["model"]
+        final = e2e.read_checkpoint_arrays(latest(STRAIGHT), ("model",))["model"]
+        self.assertFalse(np.array_equal(changed["fc1/weight"], final["fc1/weight"]))
+
+    def test_resume_auto_without_a_checkpoint_starts_fresh(self):
+        run_dir = os.path.join(WORK, "fresh-auto")
+        result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto",
+                            "--set", "train.max_steps=4", timeout=300)
+        self.assertEqual(result.returncode, 0, result.describe())
+        summary = e2e.read_summary(run_dir)
+        self.assertEqual(summary["steps"], 4)
+        self.assertNotIn("resumed_from", summary)
+
+    def test_resume_with_another_world_size_is_refused(self):
+        checkpoint = os.path.join(STRAIGHT, "checkpoints", f"step-{EVERY_STEPS}.h5")
+        run_dir = os.path.join(WORK, "other-world-size")
+        result = e2e.mpirun(1, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint, timeout=120)
+        self.assertEqual(result.returncode, 2, result.describe())
+        lines = result.error_lines()
+        self.assertEqual(len(lines), 1, result.describe())
+        self.assertIn(f"step-{EVERY_STEPS}.h5", lines[0])
+        self.assertFalse(os.path.exists(run_dir), "a refused resume must not create its run directory")
+
+
+if __name__ == "__main__":
+    e2e.main()
