@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "phalanx/backend/cuda_backend.hpp"
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::cli {

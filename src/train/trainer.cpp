@@ -47,6 +47,9 @@ nlohmann::json StageTimes::to_json(std::int64_t steps) const {
 Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator, backend::Backend& backend)
     : options_(std::move(options)), communicator_(communicator), backend_(backend) {
   const auto& config = options_.config;
+  PHALANX_REQUIRE_INPUT(config.train.precision == "fp32" || backend_.device_kind() == DeviceKind::Cuda,
+                        "train.precision: ", config.train.precision,
+                        " needs a GPU rank (the CUDA backend); CPU ranks train in fp32");
   dataset_info_ = data::read_dataset_info(config.data.path);
   train_split_ =
       std::make_shared<const data::Split>(data::read_split(config.data.path, config.data.train_split));
@@ -111,7 +114,13 @@ nlohmann::json Trainer::run() {
     progress.line("resumed from " + resumed_from_ + " at epoch " + std::to_string(position_.epoch + 1) +
                   ", step " + std::to_string(position_.step_in_epoch));
 
-  comm::GradSync grad_sync(communicator_, registry.gradients().data(), registry.parameter_count(),
+  // MPI reads host memory only. A GPU rank stages its gradients through a host copy after
+  // backward (no overlap); the NCCL communicator of the GPU work replaces this path.
+  const bool host_gradients = backend_.device_kind() == DeviceKind::Cpu;
+  std::vector<float> staged_gradients(host_gradients ? 0
+                                                     : static_cast<std::size_t>(registry.parameter_count()));
+  float* synchronised_gradients = host_gradients ? registry.gradients().data() : staged_gradients.data();
+  comm::GradSync grad_sync(communicator_, synchronised_gradients, registry.parameter_count(),
                            static_cast<std::size_t>(config.distributed.bucket_mb * 1024 * 1024));
   const data::ShardPlan plan(train_split_->count, config.train.batch_size, communicator_.rank(),
                              communicator_.size(), config.seed);
@@ -165,10 +174,19 @@ nlohmann::json Trainer::run() {
     // 3. backward; each finished bucket of gradients starts its all-reduce right away.
     stage_clock.restart();
     grad_sync.begin_step();
-    model_->backward(input, grad_logits, [&](std::int64_t offset) { grad_sync.gradients_ready(offset); });
+    if (host_gradients) {
+      model_->backward(input, grad_logits, [&](std::int64_t offset) { grad_sync.gradients_ready(offset); });
+    } else {
+      model_->backward(input, grad_logits, {});
+      backend_.copy_to_host(staged_gradients.data(), registry.gradients().data(),
+                            staged_gradients.size() * sizeof(float));
+    }
     step.backward = stage_clock.seconds();
     stage_clock.restart();
     step.allreduce_wait = grad_sync.wait();
+    if (!host_gradients)
+      backend_.copy_from_host(registry.gradients().data(), staged_gradients.data(),
+                              staged_gradients.size() * sizeof(float));
 
     // 4. update
     stage_clock.restart();

@@ -1,7 +1,6 @@
-// The CUDA backend's entry points (cuDNN + cuBLAS + own kernels; src/backend/cuda). Declared for
-// every build but defined only where the build has CUDA: such builds define
-// PHALANX_HAVE_CUDA_BACKEND=1 on everything that links phalanx_backend_cuda, and callers guard
-// their calls with that macro. This header needs no CUDA headers.
+// The CUDA backend's entry points (cuDNN + cuBLAS + own kernels; src/backend/cuda). Every build
+// defines them: a build without CUDA links src/backend/without_cuda, where the device count is 0
+// and asking for a device is a usage error, so callers need no #ifdef. No CUDA headers here.
 #pragma once
 
 #include <memory>

@@ -37,7 +37,8 @@ BatchNorms::Plan& BatchNorms::plan(const BatchNormGeometry& geometry) {
   return *found->second;
 }
 
-float* BatchNorms::output_target(const BatchNormGeometry& geometry, float* destination, bool aliases_an_input) {
+float* BatchNorms::output_target(const BatchNormGeometry& geometry, float* destination,
+                                 bool aliases_an_input) {
   if (!aliases_an_input) return destination;
   scratch_.ensure(activation_bytes(geometry));
   return scratch_.as<float>();
@@ -50,8 +51,9 @@ void BatchNorms::finish_output(const BatchNormGeometry& geometry, float* destina
 }
 
 void BatchNorms::forward_training(const BatchNormGeometry& geometry, const float* input, const float* gamma,
-                                  const float* beta, float* output, float* running_mean, float* running_variance,
-                                  float momentum, float* saved_mean, float* saved_inverse_std) {
+                                  const float* beta, float* output, float* running_mean,
+                                  float* running_variance, float momentum, float* saved_mean,
+                                  float* saved_inverse_std) {
   const std::int64_t values_per_channel = static_cast<std::int64_t>(geometry.batch) * geometry.spatial;
   PHALANX_CHECK(values_per_channel > 1, "batch norm in training needs more than one value per channel, got ",
                 values_per_channel);
@@ -66,14 +68,15 @@ void BatchNorms::forward_training(const BatchNormGeometry& geometry, const float
 }
 
 void BatchNorms::forward_inference(const BatchNormGeometry& geometry, const float* input, const float* gamma,
-                                   const float* beta, const float* running_mean, const float* running_variance,
-                                   float* output) {
+                                   const float* beta, const float* running_mean,
+                                   const float* running_variance, float* output) {
   Plan& plan = this->plan(geometry);
   float* target = output_target(geometry, output, output == input);
   const float one = 1.0f, zero = 0.0f;
   PHALANX_CUDNN(cudnnBatchNormalizationForwardInference(
       cudnn_, mode, &one, &zero, plan.activations.get(), input, plan.activations.get(), target,
-      plan.parameters.get(), gamma, beta, running_mean, running_variance, static_cast<double>(geometry.epsilon)));
+      plan.parameters.get(), gamma, beta, running_mean, running_variance,
+      static_cast<double>(geometry.epsilon)));
   finish_output(geometry, output, target);
 }
 
@@ -84,8 +87,8 @@ void BatchNorms::backward(const BatchNormGeometry& geometry, const float* input,
   float* target = output_target(geometry, grad_input, grad_input == grad_output || grad_input == input);
   const float one = 1.0f, zero = 0.0f;
   PHALANX_CUDNN(cudnnBatchNormalizationBackward(
-      cudnn_, mode, &one, &zero, &one, &zero, plan.activations.get(), input, plan.activations.get(), grad_output,
-      plan.activations.get(), target, plan.parameters.get(), gamma, grad_gamma, grad_beta,
+      cudnn_, mode, &one, &zero, &one, &zero, plan.activations.get(), input, plan.activations.get(),
+      grad_output, plan.activations.get(), target, plan.parameters.get(), gamma, grad_gamma, grad_beta,
       static_cast<double>(geometry.epsilon), saved_mean, saved_inverse_std));
   finish_output(geometry, grad_input, target);
 }

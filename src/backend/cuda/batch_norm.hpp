@@ -27,8 +27,8 @@ class BatchNorms {
                          const float* beta, const float* running_mean, const float* running_variance,
                          float* output);
   void backward(const BatchNormGeometry& geometry, const float* input, const float* grad_output,
-                const float* gamma, const float* saved_mean, const float* saved_inverse_std, float* grad_input,
-                float* grad_gamma, float* grad_beta);
+                const float* gamma, const float* saved_mean, const float* saved_inverse_std,
+                float* grad_input, float* grad_gamma, float* grad_beta);
 
  private:
   struct Plan;

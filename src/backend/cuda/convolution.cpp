@@ -2,9 +2,11 @@
 //
 // Algorithm choice: once per geometry and direction, on first use, cudnnFind*AlgorithmEx times
 // every algorithm on the caller's real buffers with a workspace of up to 1 GiB (a quarter of the
-// free memory on small GPUs). The fastest *deterministic* algorithm is taken, so a GPU run
-// repeats its own bits for a fixed seed (the CPU backend's promise too); only when no
-// deterministic one exists does the fastest of any kind win.
+// free memory on small GPUs), and the choice is cached with its workspace size. The fastest
+// *deterministic* algorithm is taken (no atomics: the same inputs give the same bits on every
+// step); only when none exists does the fastest of any kind win. The choice follows the timings,
+// so two runs may still pick different algorithms and differ in the last bits; speed comes first
+// here, as with torch.backends.cudnn.benchmark.
 //
 // Math: fp32 parity with the CPU backend. The descriptors ask for CUDNN_FMA_MATH, which keeps
 // cuDNN off TF32 tensor cores on Ampere and Hopper (CUDNN_DEFAULT_MATH would allow TF32 there,
@@ -73,15 +75,15 @@ struct Convolutions::Plan {
 };
 
 Convolutions::Plan::Plan(const ConvolutionGeometry& g) {
-  PHALANX_CUDNN(cudnnSetTensor4dDescriptor(input.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, g.batch, g.in_channels,
-                                           g.in_height, g.in_width));
+  PHALANX_CUDNN(cudnnSetTensor4dDescriptor(input.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, g.batch,
+                                           g.in_channels, g.in_height, g.in_width));
   PHALANX_CUDNN(cudnnSetTensor4dDescriptor(output.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, g.batch,
                                            g.out_channels, g.out_height(), g.out_width()));
   PHALANX_CUDNN(cudnnSetFilter4dDescriptor(filter.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, g.out_channels,
                                            g.in_channels, g.kernel_height, g.kernel_width));
   // PyTorch's convolution is a cross-correlation (the kernel is not flipped).
-  PHALANX_CUDNN(cudnnSetConvolution2dDescriptor(convolution.get(), g.padding, g.padding, g.stride, g.stride, 1, 1,
-                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  PHALANX_CUDNN(cudnnSetConvolution2dDescriptor(convolution.get(), g.padding, g.padding, g.stride, g.stride,
+                                                1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   PHALANX_CUDNN(cudnnSetConvolutionMathType(convolution.get(), CUDNN_FMA_MATH));
   int dims[4] = {};
   PHALANX_CUDNN(cudnnGetConvolution2dForwardOutputDim(convolution.get(), input.get(), filter.get(), &dims[0],
@@ -107,7 +109,8 @@ const float* Convolutions::filter_for_cudnn(const ConvolutionGeometry& geometry,
   if (layouts_coincide(geometry)) return weight;
   weight_scratch_.ensure(sizeof(float) * weight_count(geometry));
   launch_transpose_samples(stream_, geometry.out_channels, geometry.in_channels,
-                           geometry.kernel_height * geometry.kernel_width, weight, weight_scratch_.as<float>());
+                           geometry.kernel_height * geometry.kernel_width, weight,
+                           weight_scratch_.as<float>());
   return weight_scratch_.as<float>();
 }
 
@@ -142,9 +145,9 @@ void Convolutions::forward(const ConvolutionGeometry& geometry, const float* inp
                                         plan.convolution.get(), plan.forward_algorithm, workspace_.data(),
                                         plan.forward_workspace, &zero, plan.output.get(), output));
   if (geometry.has_bias)
-    launch_add_bias_rows(stream_, static_cast<std::int64_t>(geometry.batch) * geometry.out_height() *
-                                      geometry.out_width(),
-                         geometry.out_channels, bias, output);
+    launch_add_bias_rows(
+        stream_, static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
+        geometry.out_channels, bias, output);
 }
 
 void Convolutions::backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
@@ -167,10 +170,10 @@ void Convolutions::backward_data(const ConvolutionGeometry& geometry, const floa
   }
   workspace_.ensure(plan.backward_data_workspace);
   const float one = 1.0f, zero = 0.0f;
-  PHALANX_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, plan.filter.get(), filter, plan.output.get(),
-                                             grad_output, plan.convolution.get(), plan.backward_data_algorithm,
-                                             workspace_.data(), plan.backward_data_workspace, &zero,
-                                             plan.input.get(), grad_input));
+  PHALANX_CUDNN(
+      cudnnConvolutionBackwardData(cudnn_, &one, plan.filter.get(), filter, plan.output.get(), grad_output,
+                                   plan.convolution.get(), plan.backward_data_algorithm, workspace_.data(),
+                                   plan.backward_data_workspace, &zero, plan.input.get(), grad_input));
 }
 
 void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const float* input,
@@ -187,8 +190,9 @@ void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const f
     PHALANX_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnn_, &capacity));
     std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(std::max(capacity, 1));
     PHALANX_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-        cudnn_, plan.input.get(), input, plan.output.get(), grad_output, plan.convolution.get(), plan.filter.get(),
-        filter_gradient, static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
+        cudnn_, plan.input.get(), input, plan.output.get(), grad_output, plan.convolution.get(),
+        plan.filter.get(), filter_gradient, static_cast<int>(results.size()), &returned, results.data(),
+        workspace_.data(), limit));
     const auto chosen = choose_algorithm(results, returned, "backward-filter", geometry);
     plan.backward_filter_algorithm = chosen.algo;
     plan.backward_filter_workspace = chosen.memory;
@@ -196,15 +200,16 @@ void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const f
   }
   workspace_.ensure(plan.backward_filter_workspace);
   const float one = 1.0f, zero = 0.0f;
-  PHALANX_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, plan.input.get(), input, plan.output.get(),
-                                               grad_output, plan.convolution.get(), plan.backward_filter_algorithm,
-                                               workspace_.data(), plan.backward_filter_workspace, &zero,
-                                               plan.filter.get(), filter_gradient));
+  PHALANX_CUDNN(cudnnConvolutionBackwardFilter(
+      cudnn_, &one, plan.input.get(), input, plan.output.get(), grad_output, plan.convolution.get(),
+      plan.backward_filter_algorithm, workspace_.data(), plan.backward_filter_workspace, &zero,
+      plan.filter.get(), filter_gradient));
   if (transpose)
     launch_transpose_samples(stream_, geometry.out_channels, geometry.kernel_height * geometry.kernel_width,
                              geometry.in_channels, filter_gradient, grad_weight);
   if (geometry.has_bias && grad_bias)
-    column_sums_.sum(stream_, static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
+    column_sums_.sum(stream_,
+                     static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
                      geometry.out_channels, grad_output, grad_bias);
 }
 

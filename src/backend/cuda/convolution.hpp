@@ -23,8 +23,8 @@ class Convolutions {
   Convolutions(cudnnHandle_t cudnn, cudaStream_t stream, ColumnSums& column_sums);
   ~Convolutions();
 
-  void forward(const ConvolutionGeometry& geometry, const float* input, const float* weight, const float* bias,
-               float* output);
+  void forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
+               const float* bias, float* output);
   void backward_data(const ConvolutionGeometry& geometry, const float* grad_output, const float* weight,
                      float* grad_input);
   void backward_weights(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,

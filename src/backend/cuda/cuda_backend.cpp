@@ -25,7 +25,8 @@ auto& as_cuda_backend(AnyBackend& backend) {
   using Target = std::conditional_t<std::is_const_v<AnyBackend>, const cuda::CudaBackend, cuda::CudaBackend>;
   auto* cuda_backend = dynamic_cast<Target*>(&backend);
   if (!cuda_backend)
-    throw_internal_error(detail::concat("backend ", backend.name(), " is not a CUDA backend"), __FILE__, __LINE__);
+    throw_internal_error(detail::concat("backend ", backend.name(), " is not a CUDA backend"), __FILE__,
+                         __LINE__);
   return *cuda_backend;
 }
 
@@ -49,9 +50,10 @@ int select_device(int device) {
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
-    throw_internal_error(detail::concat("CUDA device ", device, " requested, but the CUDA runtime finds no usable "
-                                        "device: ", cudaGetErrorName(status), " (", cudaGetErrorString(status), ")"),
-                         __FILE__, __LINE__);
+    throw_internal_error(
+        detail::concat("CUDA device ", device, " requested, but the CUDA runtime finds no ",
+                       "usable device: ", cudaGetErrorName(status), " (", cudaGetErrorString(status), ")"),
+        __FILE__, __LINE__);
   }
   if (device < 0 || device >= count)
     throw_internal_error(detail::concat("CUDA device ", device, " requested, but ", count, " device",
@@ -102,10 +104,10 @@ void* CudaBackend::allocate(std::size_t bytes) {
     (void)cudaGetLastError();
     std::size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
-    throw_internal_error(detail::concat("device allocation of ", bytes, " bytes on ", name_, " failed (",
-                                        cudaGetErrorString(status), "); ", free_bytes, " of ", total_bytes,
-                                        " bytes free"),
-                         __FILE__, __LINE__);
+    throw_internal_error(
+        detail::concat("device allocation of ", bytes, " bytes on ", name_, " failed (",
+                       cudaGetErrorString(status), "); ", free_bytes, " of ", total_bytes, " bytes free"),
+        __FILE__, __LINE__);
   }
   return pointer;
 }
@@ -125,7 +127,8 @@ void CudaBackend::synchronize() {
 void CudaBackend::copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) {
   if (bytes == 0) return;
   make_current();
-  PHALANX_CUDA(cudaMemcpyAsync(device_destination, host_source, bytes, cudaMemcpyHostToDevice, stream_.get()));
+  PHALANX_CUDA(
+      cudaMemcpyAsync(device_destination, host_source, bytes, cudaMemcpyHostToDevice, stream_.get()));
   // From pageable memory the runtime stages the bytes before returning; page-locked memory is
   // read later by the DMA engine, so wait for it: the caller may reuse the buffer on return.
   // (The input pipeline's overlapped copies use their own stream and events instead.)
@@ -139,7 +142,8 @@ void CudaBackend::copy_from_host(void* device_destination, const void* host_sour
 void CudaBackend::copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) {
   if (bytes == 0) return;
   make_current();
-  PHALANX_CUDA(cudaMemcpyAsync(host_destination, device_source, bytes, cudaMemcpyDeviceToHost, stream_.get()));
+  PHALANX_CUDA(
+      cudaMemcpyAsync(host_destination, device_source, bytes, cudaMemcpyDeviceToHost, stream_.get()));
   PHALANX_CUDA(cudaStreamSynchronize(stream_.get()));  // the caller reads the host bytes next
 }
 
@@ -152,7 +156,8 @@ void CudaBackend::copy(void* device_destination, const void* device_source, std:
   // overlapping copy bounces through scratch.
   if (destination < source + bytes && source < destination + bytes) {
     copy_scratch_.ensure(bytes);
-    PHALANX_CUDA(cudaMemcpyAsync(copy_scratch_.data(), source, bytes, cudaMemcpyDeviceToDevice, stream_.get()));
+    PHALANX_CUDA(
+        cudaMemcpyAsync(copy_scratch_.data(), source, bytes, cudaMemcpyDeviceToDevice, stream_.get()));
     PHALANX_CUDA(
         cudaMemcpyAsync(destination, copy_scratch_.data(), bytes, cudaMemcpyDeviceToDevice, stream_.get()));
     return;
@@ -184,7 +189,8 @@ void CudaBackend::convolution_backward_data(const ConvolutionGeometry& geometry,
 }
 
 void CudaBackend::convolution_backward_weights(const ConvolutionGeometry& geometry, const float* input,
-                                               const float* grad_output, float* grad_weight, float* grad_bias) {
+                                               const float* grad_output, float* grad_weight,
+                                               float* grad_bias) {
   make_current();
   convolutions_.backward_weights(geometry, input, grad_output, grad_weight, grad_bias);
 }
@@ -210,8 +216,8 @@ void CudaBackend::batch_norm_forward_training(const BatchNormGeometry& geometry,
                                               float* running_mean, float* running_variance, float momentum,
                                               float* saved_mean, float* saved_inverse_std) {
   make_current();
-  batch_norms_.forward_training(geometry, input, gamma, beta, output, running_mean, running_variance, momentum,
-                                saved_mean, saved_inverse_std);
+  batch_norms_.forward_training(geometry, input, gamma, beta, output, running_mean, running_variance,
+                                momentum, saved_mean, saved_inverse_std);
 }
 
 void CudaBackend::batch_norm_forward_inference(const BatchNormGeometry& geometry, const float* input,
@@ -257,8 +263,9 @@ void CudaBackend::scale(std::int64_t count, float factor, float* data) {
   launch_scale(stream_.get(), count, factor, data);
 }
 
-void CudaBackend::dropout_forward(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
-                                  const float* input, float* output, std::uint8_t* mask) {
+void CudaBackend::dropout_forward(std::int64_t count, float probability, std::uint64_t seed,
+                                  std::uint64_t stream, const float* input, float* output,
+                                  std::uint8_t* mask) {
   make_current();
   launch_dropout_forward(stream_.get(), count, probability, seed, stream, input, output, mask);
 }
@@ -312,7 +319,8 @@ void CudaBackend::adamw_step(std::int64_t count, const AdamWHyperparameters& hyp
                              float* parameters, const float* gradients, float* first_moment,
                              float* second_moment) {
   make_current();
-  launch_adamw_step(stream_.get(), count, hyperparameters, parameters, gradients, first_moment, second_moment);
+  launch_adamw_step(stream_.get(), count, hyperparameters, parameters, gradients, first_moment,
+                    second_moment);
 }
 
 }  // namespace cuda

@@ -27,10 +27,9 @@ void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file,
 }
 
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
-  throw_internal_error(
-      detail::concat("cuBLAS call failed: ", call, ": ", cublasGetStatusName(status), " (",
-                     cublasGetStatusString(status), ")"),
-      file, line);
+  throw_internal_error(detail::concat("cuBLAS call failed: ", call, ": ", cublasGetStatusName(status), " (",
+                                      cublasGetStatusString(status), ")"),
+                       file, line);
 }
 
 void log_cuda_error(cudaError_t status, const char* call) noexcept {

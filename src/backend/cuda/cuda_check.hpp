@@ -43,29 +43,29 @@ void log_cublas_error(cublasStatus_t status, const char* call) noexcept;
 
 // After a kernel launch: a bad configuration surfaces here, at the launch that caused it,
 // rather than at the next synchronising call.
-#define PHALANX_CUDA_LAUNCHED(kernel_name)                                                     \
-  do {                                                                                         \
-    const cudaError_t phalanx_status_ = cudaGetLastError();                                    \
-    if (phalanx_status_ != cudaSuccess)                                                        \
-      ::phalanx::backend::cuda::throw_cuda_error(phalanx_status_, "launch of " kernel_name,    \
-                                                 __FILE__, __LINE__);                          \
+#define PHALANX_CUDA_LAUNCHED(kernel_name)                                                            \
+  do {                                                                                                \
+    const cudaError_t phalanx_status_ = cudaGetLastError();                                           \
+    if (phalanx_status_ != cudaSuccess)                                                               \
+      ::phalanx::backend::cuda::throw_cuda_error(phalanx_status_, "launch of " kernel_name, __FILE__, \
+                                                 __LINE__);                                           \
   } while (false)
 
 // Destructor variants: log, never throw.
-#define PHALANX_CUDA_LOG(call)                                                           \
-  do {                                                                                   \
-    const cudaError_t phalanx_status_ = (call);                                          \
+#define PHALANX_CUDA_LOG(call)                                                                            \
+  do {                                                                                                    \
+    const cudaError_t phalanx_status_ = (call);                                                           \
     if (phalanx_status_ != cudaSuccess) ::phalanx::backend::cuda::log_cuda_error(phalanx_status_, #call); \
   } while (false)
-#define PHALANX_CUDNN_LOG(call)                                                            \
-  do {                                                                                     \
-    const cudnnStatus_t phalanx_status_ = (call);                                          \
-    if (phalanx_status_ != CUDNN_STATUS_SUCCESS)                                           \
-      ::phalanx::backend::cuda::log_cudnn_error(phalanx_status_, #call);                   \
+#define PHALANX_CUDNN_LOG(call)                                          \
+  do {                                                                   \
+    const cudnnStatus_t phalanx_status_ = (call);                        \
+    if (phalanx_status_ != CUDNN_STATUS_SUCCESS)                         \
+      ::phalanx::backend::cuda::log_cudnn_error(phalanx_status_, #call); \
   } while (false)
-#define PHALANX_CUBLAS_LOG(call)                                                           \
-  do {                                                                                     \
-    const cublasStatus_t phalanx_status_ = (call);                                         \
-    if (phalanx_status_ != CUBLAS_STATUS_SUCCESS)                                          \
-      ::phalanx::backend::cuda::log_cublas_error(phalanx_status_, #call);                  \
+#define PHALANX_CUBLAS_LOG(call)                                          \
+  do {                                                                    \
+    const cublasStatus_t phalanx_status_ = (call);                        \
+    if (phalanx_status_ != CUBLAS_STATUS_SUCCESS)                         \
+      ::phalanx::backend::cuda::log_cublas_error(phalanx_status_, #call); \
   } while (false)

@@ -64,7 +64,9 @@ struct StreamTraits {
   using Handle = cudaStream_t;
   // Non-blocking: the stream never waits on work in the legacy default stream, so a library or
   // a stray cudaMemcpy elsewhere cannot serialise it.
-  static void create(Handle* handle) { PHALANX_CUDA(cudaStreamCreateWithFlags(handle, cudaStreamNonBlocking)); }
+  static void create(Handle* handle) {
+    PHALANX_CUDA(cudaStreamCreateWithFlags(handle, cudaStreamNonBlocking));
+  }
   static void destroy(Handle handle) noexcept { PHALANX_CUDA_LOG(cudaStreamDestroy(handle)); }
 };
 

@@ -36,9 +36,9 @@ void DeviceBuffer::ensure(std::size_t bytes) {
   const cudaError_t status = cudaMalloc(&pointer, bytes);
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
-    throw_internal_error(detail::concat("cudaMalloc of ", bytes, " bytes of scratch failed: ",
-                                        cudaGetErrorString(status)),
-                         __FILE__, __LINE__);
+    throw_internal_error(
+        detail::concat("cudaMalloc of ", bytes, " bytes of scratch failed: ", cudaGetErrorString(status)),
+        __FILE__, __LINE__);
   }
   data_ = pointer;
   bytes_ = bytes;

@@ -23,8 +23,10 @@ __device__ inline PhiloxBlock philox4x32(std::uint64_t key, std::uint64_t counte
   constexpr std::uint32_t multiplier0 = 0xD2511F53u, multiplier1 = 0xCD9E8D57u;
   constexpr std::uint32_t weyl0 = 0x9E3779B9u, weyl1 = 0xBB67AE85u;
   std::uint32_t key0 = static_cast<std::uint32_t>(key), key1 = static_cast<std::uint32_t>(key >> 32);
-  std::uint32_t c0 = static_cast<std::uint32_t>(counter_low), c1 = static_cast<std::uint32_t>(counter_low >> 32);
-  std::uint32_t c2 = static_cast<std::uint32_t>(counter_high), c3 = static_cast<std::uint32_t>(counter_high >> 32);
+  std::uint32_t c0 = static_cast<std::uint32_t>(counter_low),
+                c1 = static_cast<std::uint32_t>(counter_low >> 32);
+  std::uint32_t c2 = static_cast<std::uint32_t>(counter_high),
+                c3 = static_cast<std::uint32_t>(counter_high >> 32);
 #pragma unroll
   for (int round = 0; round < 10; ++round) {
     const std::uint32_t high0 = __umulhi(multiplier0, c0), low0 = multiplier0 * c0;
@@ -69,7 +71,8 @@ __global__ void dropout_backward_kernel(std::int64_t count, float keep_scale, co
 }  // namespace
 
 void launch_dropout_forward(cudaStream_t stream, std::int64_t count, float probability, std::uint64_t seed,
-                            std::uint64_t random_stream, const float* input, float* output, std::uint8_t* mask) {
+                            std::uint64_t random_stream, const float* input, float* output,
+                            std::uint8_t* mask) {
   if (count <= 0) return;
   // p >= 1 drops everything (PyTorch returns zeros): a threshold above every 24-bit draw, and a
   // scale that is never used, so no 0 * inf appears.

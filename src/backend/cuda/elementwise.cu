@@ -68,8 +68,9 @@ void launch_fill(cudaStream_t stream, float* data, std::int64_t count, float val
   PHALANX_CUDA_LAUNCHED("fill_kernel");
 }
 
-void launch_normalize_images(cudaStream_t stream, const std::uint8_t* images, std::int64_t pixels, int channels,
-                             const float* mean, const float* standard_deviation, float* output) {
+void launch_normalize_images(cudaStream_t stream, const std::uint8_t* images, std::int64_t pixels,
+                             int channels, const float* mean, const float* standard_deviation,
+                             float* output) {
   const std::int64_t count = pixels * channels;
   if (count <= 0) return;
   normalize_images_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(images, count, channels, mean,
@@ -109,7 +110,8 @@ void launch_scale(cudaStream_t stream, std::int64_t count, float factor, float* 
   PHALANX_CUDA_LAUNCHED("scale_kernel");
 }
 
-void launch_add_bias_rows(cudaStream_t stream, std::int64_t rows, int columns, const float* bias, float* data) {
+void launch_add_bias_rows(cudaStream_t stream, std::int64_t rows, int columns, const float* bias,
+                          float* data) {
   const std::int64_t count = rows * columns;
   if (count <= 0) return;
   add_bias_rows_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(count, columns, bias, data);

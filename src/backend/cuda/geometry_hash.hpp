@@ -23,7 +23,9 @@ struct GeometryHash {
     return combine({g.batch, g.in_channels, g.in_height, g.in_width, g.out_channels, g.kernel_height,
                     g.kernel_width, g.stride, g.padding, g.has_bias});
   }
-  std::size_t operator()(const BatchNormGeometry& g) const { return combine({g.batch, g.channels, g.spatial}); }
+  std::size_t operator()(const BatchNormGeometry& g) const {
+    return combine({g.batch, g.channels, g.spatial});
+  }
 };
 
 }  // namespace phalanx::backend::cuda

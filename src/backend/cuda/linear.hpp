@@ -21,8 +21,8 @@ class Linears {
   void forward(const LinearGeometry& geometry, const float* input, const float* weight, const float* bias,
                float* output);
   // grad_input and grad_bias may be null.
-  void backward(const LinearGeometry& geometry, const float* input, const float* weight, const float* grad_output,
-                float* grad_input, float* grad_weight, float* grad_bias);
+  void backward(const LinearGeometry& geometry, const float* input, const float* weight,
+                const float* grad_output, float* grad_input, float* grad_weight, float* grad_bias);
 
  private:
   cublasHandle_t cublas_;

@@ -38,16 +38,16 @@ __device__ ArgMax row_arg_max(const float* row, int classes, int lane) {
   for (int offset = warp_size / 2; offset > 0; offset /= 2) {
     const float other_value = __shfl_down_sync(full_warp, best.value, offset);
     const int other_index = __shfl_down_sync(full_warp, best.index, offset);
-    if (other_index != INT_MAX &&
-        (best.index == INT_MAX || other_value > best.value ||
-         (other_value == best.value && other_index < best.index)))
+    if (other_index != INT_MAX && (best.index == INT_MAX || other_value > best.value ||
+                                   (other_value == best.value && other_index < best.index)))
       best = {other_value, other_index};
   }
   return {__shfl_sync(full_warp, best.value, 0), __shfl_sync(full_warp, best.index, 0)};
 }
 
 __device__ double warp_sum(double value) {
-  for (int offset = warp_size / 2; offset > 0; offset /= 2) value += __shfl_down_sync(full_warp, value, offset);
+  for (int offset = warp_size / 2; offset > 0; offset /= 2)
+    value += __shfl_down_sync(full_warp, value, offset);
   return __shfl_sync(full_warp, value, 0);
 }
 
@@ -58,9 +58,10 @@ __device__ double row_log_sum_exp(const float* row, int classes, int lane, float
   return row_max + log(warp_sum(sum));
 }
 
-__global__ void cross_entropy_rows_kernel(int batch, int classes, const float* logits, const std::int32_t* labels,
-                                          double smoothing, double gradient_scale, float* grad_logits,
-                                          double* sample_loss, std::uint8_t* sample_outcome) {
+__global__ void cross_entropy_rows_kernel(int batch, int classes, const float* logits,
+                                          const std::int32_t* labels, double smoothing, double gradient_scale,
+                                          float* grad_logits, double* sample_loss,
+                                          std::uint8_t* sample_outcome) {
   const int lane = threadIdx.x % warp_size;
   const int row = blockIdx.x * rows_per_block + threadIdx.x / warp_size;
   if (row >= batch) return;  // whole warps leave together, so the shuffles below stay full
@@ -96,8 +97,9 @@ __global__ void cross_entropy_rows_kernel(int batch, int classes, const float* l
 }
 
 // One block: each thread sums a fixed stride of samples, then a fixed tree joins the threads.
-__global__ void cross_entropy_totals_kernel(int batch, const double* sample_loss, const std::uint8_t* sample_outcome,
-                                            const std::int32_t* labels, Totals* totals) {
+__global__ void cross_entropy_totals_kernel(int batch, const double* sample_loss,
+                                            const std::uint8_t* sample_outcome, const std::int32_t* labels,
+                                            Totals* totals) {
   __shared__ double loss[totals_threads];
   __shared__ long long correct[totals_threads];
   __shared__ int first_invalid[totals_threads];
@@ -153,9 +155,10 @@ unsigned int row_blocks(int batch) {
 
 CrossEntropy::CrossEntropy() : device_totals_(sizeof(Totals)), host_totals_(sizeof(Totals)) {}
 
-LossTotals CrossEntropy::softmax_cross_entropy(cudaStream_t stream, int batch, int classes, const float* logits,
-                                               const std::int32_t* labels, float label_smoothing,
-                                               float gradient_scale, float* grad_logits) {
+LossTotals CrossEntropy::softmax_cross_entropy(cudaStream_t stream, int batch, int classes,
+                                               const float* logits, const std::int32_t* labels,
+                                               float label_smoothing, float gradient_scale,
+                                               float* grad_logits) {
   PHALANX_CHECK(classes > 0, "softmax cross-entropy needs at least one class");
   if (batch <= 0) return {};
   sample_loss_.ensure(sizeof(double) * static_cast<std::size_t>(batch));
@@ -164,11 +167,12 @@ LossTotals CrossEntropy::softmax_cross_entropy(cudaStream_t stream, int batch, i
       batch, classes, logits, labels, label_smoothing, gradient_scale, grad_logits, sample_loss_.as<double>(),
       sample_outcome_.as<std::uint8_t>());
   PHALANX_CUDA_LAUNCHED("cross_entropy_rows_kernel");
-  cross_entropy_totals_kernel<<<1, totals_threads, 0, stream>>>(
-      batch, sample_loss_.as<double>(), sample_outcome_.as<std::uint8_t>(), labels, device_totals_.as<Totals>());
+  cross_entropy_totals_kernel<<<1, totals_threads, 0, stream>>>(batch, sample_loss_.as<double>(),
+                                                                sample_outcome_.as<std::uint8_t>(), labels,
+                                                                device_totals_.as<Totals>());
   PHALANX_CUDA_LAUNCHED("cross_entropy_totals_kernel");
-  PHALANX_CUDA(cudaMemcpyAsync(host_totals_.data(), device_totals_.data(), sizeof(Totals), cudaMemcpyDeviceToHost,
-                               stream));
+  PHALANX_CUDA(cudaMemcpyAsync(host_totals_.data(), device_totals_.data(), sizeof(Totals),
+                               cudaMemcpyDeviceToHost, stream));
   PHALANX_CUDA(cudaStreamSynchronize(stream));
   const Totals& totals = *host_totals_.as<Totals>();
   PHALANX_CHECK(totals.first_invalid_row == INT_MAX, "label ", totals.invalid_label, " of sample ",
@@ -180,8 +184,8 @@ void CrossEntropy::predict(cudaStream_t stream, int batch, int classes, const fl
                            std::int32_t* predicted_class, float* probabilities) {
   PHALANX_CHECK(classes > 0, "prediction needs at least one class");
   if (batch <= 0) return;
-  predict_kernel<<<row_blocks(batch), rows_per_block * warp_size, 0, stream>>>(batch, classes, logits,
-                                                                                predicted_class, probabilities);
+  predict_kernel<<<row_blocks(batch), rows_per_block * warp_size, 0, stream>>>(
+      batch, classes, logits, predicted_class, probabilities);
   PHALANX_CUDA_LAUNCHED("predict_kernel");
 }
 

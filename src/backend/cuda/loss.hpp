@@ -22,14 +22,14 @@ class CrossEntropy {
                                    const std::int32_t* labels, float label_smoothing, float gradient_scale,
                                    float* grad_logits);
   // Asynchronous: writes device memory only.
-  void predict(cudaStream_t stream, int batch, int classes, const float* logits, std::int32_t* predicted_class,
-               float* probabilities);
+  void predict(cudaStream_t stream, int batch, int classes, const float* logits,
+               std::int32_t* predicted_class, float* probabilities);
 
  private:
   DeviceBuffer sample_loss_;     // double per sample
   DeviceBuffer sample_outcome_;  // uint8 per sample: 0 wrong, 1 correct, 2 label out of range
   DeviceBuffer device_totals_;
-  PinnedBuffer host_totals_;     // page-locked, so the two numbers come back with one small DMA
+  PinnedBuffer host_totals_;  // page-locked, so the two numbers come back with one small DMA
 };
 
 }  // namespace phalanx::backend::cuda

@@ -26,13 +26,15 @@ __global__ void sgd_step_kernel(std::int64_t count, SgdVariant variant, float le
     // The buffer starts at zero, so the first step's momentum * 0 + g equals PyTorch's buf = g.
     const float buffer = momentum * momentum_buffer[i] + gradient;
     momentum_buffer[i] = buffer;
-    parameters[i] -= learning_rate * (variant == SgdVariant::Nesterov ? gradient + momentum * buffer : buffer);
+    parameters[i] -=
+        learning_rate * (variant == SgdVariant::Nesterov ? gradient + momentum * buffer : buffer);
   }
 }
 
-__global__ void adamw_step_kernel(std::int64_t count, float beta1, float beta2, float epsilon, float decay_factor,
-                                  float step_size, float sqrt_correction2, float* parameters,
-                                  const float* gradients, float* first_moment, float* second_moment) {
+__global__ void adamw_step_kernel(std::int64_t count, float beta1, float beta2, float epsilon,
+                                  float decay_factor, float step_size, float sqrt_correction2,
+                                  float* parameters, const float* gradients, float* first_moment,
+                                  float* second_moment) {
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const float gradient = gradients[i];
@@ -41,7 +43,8 @@ __global__ void adamw_step_kernel(std::int64_t count, float beta1, float beta2, 
     first_moment[i] = first;
     second_moment[i] = second;
     // PyTorch: param -= step_size * m / (sqrt(v) / sqrt(bias_correction2) + eps), after decay.
-    parameters[i] = parameters[i] * decay_factor - step_size * first / (sqrtf(second) / sqrt_correction2 + epsilon);
+    parameters[i] =
+        parameters[i] * decay_factor - step_size * first / (sqrtf(second) / sqrt_correction2 + epsilon);
   }
 }
 
@@ -51,8 +54,8 @@ void launch_sgd_step(cudaStream_t stream, std::int64_t count, const SgdHyperpara
                      float* parameters, const float* gradients, float* momentum_buffer) {
   if (count <= 0) return;
   const SgdVariant variant = hyperparameters.momentum == 0.0f ? SgdVariant::Plain
-                             : hyperparameters.nesterov      ? SgdVariant::Nesterov
-                                                             : SgdVariant::Momentum;
+                             : hyperparameters.nesterov       ? SgdVariant::Nesterov
+                                                              : SgdVariant::Momentum;
   sgd_step_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(
       count, variant, hyperparameters.learning_rate, hyperparameters.momentum, hyperparameters.weight_decay,
       parameters, gradients, momentum_buffer);

@@ -16,9 +16,9 @@ struct PoolingShape {
 };
 
 PoolingShape shape_of(const PoolingGeometry& geometry) {
-  return {geometry.batch,     geometry.channels, geometry.in_height,
-          geometry.in_width,  geometry.out_height(), geometry.out_width(),
-          geometry.kernel,    geometry.stride,   geometry.padding};
+  return {geometry.batch,    geometry.channels,     geometry.in_height,
+          geometry.in_width, geometry.out_height(), geometry.out_width(),
+          geometry.kernel,   geometry.stride,       geometry.padding};
 }
 
 __global__ void max_pooling_forward_kernel(PoolingShape shape, const float* input, float* output,
@@ -78,7 +78,8 @@ __global__ void average_pooling_forward_kernel(PoolingShape shape, const float* 
       for (int kernel_column = 0; kernel_column < shape.kernel; ++kernel_column) {
         const int column = out_column * shape.stride - shape.padding + kernel_column;
         if (column < 0 || column >= shape.in_width) continue;
-        sum += sample_input[(static_cast<std::int64_t>(row) * shape.in_width + column) * shape.channels + channel];
+        sum += sample_input[(static_cast<std::int64_t>(row) * shape.in_width + column) * shape.channels +
+                            channel];
       }
     }
     output[index] = sum / divisor;
@@ -86,8 +87,8 @@ __global__ void average_pooling_forward_kernel(PoolingShape shape, const float* 
 }
 
 // The output rows whose windows cover input row `position`: first..last inclusive (may be empty).
-__device__ inline void covering_range(int position, int padding, int kernel, int stride, int out_size, int& first,
-                                      int& last) {
+__device__ inline void covering_range(int position, int padding, int kernel, int stride, int out_size,
+                                      int& first, int& last) {
   const int padded = position + padding;
   // out * stride <= padded <= out * stride + kernel - 1
   first = padded - kernel + 1 <= 0 ? 0 : (padded - kernel + 1 + stride - 1) / stride;
@@ -111,14 +112,15 @@ __global__ void pooling_backward_kernel(PoolingShape shape, bool is_max, const f
     const int position = row * shape.in_width + column;
     int first_row, last_row, first_column, last_column;
     covering_range(row, shape.padding, shape.kernel, shape.stride, shape.out_height, first_row, last_row);
-    covering_range(column, shape.padding, shape.kernel, shape.stride, shape.out_width, first_column, last_column);
-    const std::int64_t sample_offset =
-        sample * shape.out_height * shape.out_width * shape.channels + channel;
+    covering_range(column, shape.padding, shape.kernel, shape.stride, shape.out_width, first_column,
+                   last_column);
+    const std::int64_t sample_offset = sample * shape.out_height * shape.out_width * shape.channels + channel;
     float sum = 0.0f;
     for (int out_row = first_row; out_row <= last_row; ++out_row)
       for (int out_column = first_column; out_column <= last_column; ++out_column) {
         const std::int64_t out_index =
-            sample_offset + (static_cast<std::int64_t>(out_row) * shape.out_width + out_column) * shape.channels;
+            sample_offset +
+            (static_cast<std::int64_t>(out_row) * shape.out_width + out_column) * shape.channels;
         if (!is_max || arg_max[out_index] == position) sum += grad_output[out_index];
       }
     grad_input[index] = is_max ? sum : sum / divisor;
@@ -144,7 +146,8 @@ void launch_pooling_forward(cudaStream_t stream, const PoolingGeometry& geometry
         shape, input, output, static_cast<std::int32_t*>(workspace));
     PHALANX_CUDA_LAUNCHED("max_pooling_forward_kernel");
   } else {
-    average_pooling_forward_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(shape, input, output);
+    average_pooling_forward_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(shape, input,
+                                                                                         output);
     PHALANX_CUDA_LAUNCHED("average_pooling_forward_kernel");
   }
 }

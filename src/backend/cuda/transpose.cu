@@ -25,7 +25,8 @@ __global__ void transpose_samples_kernel(std::int64_t batch, std::int64_t rows, 
       const std::int64_t row_start = row_tile * tile;
       for (int offset = threadIdx.y; offset < tile; offset += tile_rows_per_pass) {
         const std::int64_t row = row_start + offset, column = column_start + threadIdx.x;
-        if (row < rows && column < columns) buffer[offset][threadIdx.x] = sample_input[row * columns + column];
+        if (row < rows && column < columns)
+          buffer[offset][threadIdx.x] = sample_input[row * columns + column];
       }
       __syncthreads();
       // Output row = input column; consecutive threads write consecutive input rows.
@@ -40,14 +41,15 @@ __global__ void transpose_samples_kernel(std::int64_t batch, std::int64_t rows, 
 
 }  // namespace
 
-void launch_transpose_samples(cudaStream_t stream, std::int64_t batch, std::int64_t rows, std::int64_t columns,
-                              const float* input, float* output) {
+void launch_transpose_samples(cudaStream_t stream, std::int64_t batch, std::int64_t rows,
+                              std::int64_t columns, const float* input, float* output) {
   if (batch <= 0 || rows <= 0 || columns <= 0) return;
   const std::int64_t column_tiles = (columns + tile - 1) / tile, row_tiles = (rows + tile - 1) / tile;
-  const dim3 grid(static_cast<unsigned int>(column_tiles), static_cast<unsigned int>(row_tiles < 65535 ? row_tiles : 65535),
+  const dim3 grid(static_cast<unsigned int>(column_tiles),
+                  static_cast<unsigned int>(row_tiles < 65535 ? row_tiles : 65535),
                   static_cast<unsigned int>(batch < 65535 ? batch : 65535));
   transpose_samples_kernel<<<grid, dim3(tile, tile_rows_per_pass), 0, stream>>>(batch, rows, columns, input,
-                                                                                 output);
+                                                                                output);
   PHALANX_CUDA_LAUNCHED("transpose_samples_kernel");
 }
 

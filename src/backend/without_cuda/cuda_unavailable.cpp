@@ -1,0 +1,27 @@
+// The CUDA entry points of a build without the CUDA backend (PHALANX_CUDA=OFF or no toolkit):
+// such a build has no GPU devices, and asking for one is a usage error that says why. This keeps
+// device selection free of #ifdefs: it asks cuda_device_count() in every build.
+#include "phalanx/backend/cuda_backend.hpp"
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::backend {
+
+int cuda_device_count() noexcept {
+  return 0;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int) {
+  throw_input_error(
+      "device: cuda was asked for, but this phalanx build has no CUDA backend (configure with the CUDA "
+      "toolkit, cuDNN and NCCL present, or set device: cpu)");
+}
+
+CUstream_st* cuda_stream(Backend& backend) {
+  throw_internal_error(backend.name() + " is not a CUDA backend", __FILE__, __LINE__);
+}
+
+int cuda_device(const Backend& backend) {
+  throw_internal_error(backend.name() + " is not a CUDA backend", __FILE__, __LINE__);
+}
+
+}  // namespace phalanx::backend

@@ -1,0 +1,156 @@
+// Helpers of the CUDA backend tests: the process-wide CPU and CUDA backends, moving data to and
+// from a backend, and the parity check at the heart of the tests (ggml's test-backend-ops idea):
+// an op case is one function of a Backend, run once on each backend with the same inputs, whose
+// named outputs must agree within the case's tolerance.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "phalanx/backend/backend.hpp"
+#include "phalanx/backend/cuda_backend.hpp"
+#include "phalanx/core/tensor.hpp"
+
+// Every CUDA test but the device-count ones starts with this: without a device there is nothing to run.
+#define PHALANX_SKIP_WITHOUT_CUDA()                                                                  \
+  do {                                                                                               \
+    if (::phalanx::backend::cuda_device_count() == 0)                                                \
+      GTEST_SKIP() << "no CUDA device: cuda_device_count() is 0 (no GPU or no usable driver here); " \
+                      "these tests run on a GPU machine";                                            \
+  } while (false)
+
+namespace phalanx::testing {
+
+// The two backends the parity tests compare, created on first use and kept for the whole test
+// program (a CUDA context and the cuDNN and cuBLAS handles take a noticeable time to set up, and
+// there are many cases). release() ends them before the CUDA runtime shuts down at exit; a
+// global test environment (test_cuda_parity.cpp) calls it.
+class TestBackends {
+ public:
+  static backend::Backend& cpu() {
+    if (!cpu_instance()) cpu_instance() = backend::make_cpu_backend(0);
+    return *cpu_instance();
+  }
+  static backend::Backend& cuda() {
+    if (!cuda_instance()) cuda_instance() = backend::make_cuda_backend(0);
+    return *cuda_instance();
+  }
+  static void release() {
+    cuda_instance().reset();
+    cpu_instance().reset();
+  }
+
+ private:
+  static std::unique_ptr<backend::Backend>& cpu_instance() {
+    static std::unique_ptr<backend::Backend> instance;
+    return instance;
+  }
+  static std::unique_ptr<backend::Backend>& cuda_instance() {
+    static std::unique_ptr<backend::Backend> instance;
+    return instance;
+  }
+};
+
+inline backend::Backend& cpu_backend() {
+  return TestBackends::cpu();
+}
+
+inline backend::Backend& cuda_backend() {
+  return TestBackends::cuda();
+}
+
+template <typename T>
+DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::Float32;
+  if constexpr (std::is_same_v<T, std::int32_t>) return DType::Int32;
+  if constexpr (std::is_same_v<T, std::uint8_t>) return DType::UInt8;
+}
+
+// A tensor on `backend` holding `values`.
+template <typename T>
+Tensor upload(backend::Backend& backend, const std::vector<T>& values) {
+  Tensor tensor(backend, Shape{static_cast<std::int64_t>(values.size())}, dtype_of<T>());
+  backend.copy_from_host(tensor.data_as<void>(), values.data(), values.size() * sizeof(T));
+  return tensor;
+}
+
+// An uninitialised float tensor of `count` elements on `backend`.
+inline Tensor empty_floats(backend::Backend& backend, std::int64_t count) {
+  return Tensor(backend, Shape{count}, DType::Float32);
+}
+
+template <typename T = float>
+std::vector<T> download(backend::Backend& backend, const Tensor& tensor) {
+  std::vector<T> values(tensor.bytes() / sizeof(T));
+  backend.copy_to_host(values.data(), tensor.data_as<void>(), tensor.bytes());
+  return values;
+}
+
+template <typename T>
+std::vector<double> as_doubles(const std::vector<T>& values) {
+  return std::vector<double>(values.begin(), values.end());
+}
+
+struct NamedOutput {
+  std::string name;
+  std::vector<double> values;  // floats, integers and byte masks all convert exactly
+};
+using Outputs = std::vector<NamedOutput>;
+
+struct OpCase {
+  std::string name;
+  // Bound on scaled_max_difference for every output; 0 demands identical values.
+  double tolerance;
+  std::function<Outputs(backend::Backend&)> run;
+};
+
+// max_i |actual_i - expected_i| / max_i |expected_i|: the error relative to the output's scale, so a
+// layout or indexing bug (order 1) fails while float rounding (1e-7 .. 1e-4) passes. NaN or a
+// length mismatch gives infinity. `worst` receives the index of the largest difference.
+inline double scaled_max_difference(const std::vector<double>& actual, const std::vector<double>& expected,
+                                    std::size_t& worst) {
+  worst = 0;
+  if (actual.size() != expected.size()) return INFINITY;
+  double largest_difference = 0, scale = 0;
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    const double difference = std::fabs(actual[i] - expected[i]);
+    if (!(difference <= largest_difference)) {  // NaN counts as the largest
+      largest_difference = std::isnan(difference) ? INFINITY : difference;
+      worst = i;
+    }
+    scale = std::max(scale, std::fabs(expected[i]));
+  }
+  if (largest_difference == 0) return 0;
+  return largest_difference / std::max(scale, 1e-30);
+}
+
+// Runs `op` on the CPU and the CUDA backend and expects every output to agree.
+inline void expect_parity(const OpCase& op) {
+  SCOPED_TRACE(op.name);
+  const Outputs expected = op.run(cpu_backend());
+  const Outputs actual = op.run(cuda_backend());
+  ASSERT_EQ(expected.size(), actual.size());
+  for (std::size_t output = 0; output < expected.size(); ++output) {
+    std::size_t worst = 0;
+    const double difference = scaled_max_difference(actual[output].values, expected[output].values, worst);
+    const bool in_range = worst < expected[output].values.size() && worst < actual[output].values.size();
+    EXPECT_LE(difference, op.tolerance)
+        << op.name << ": output '" << expected[output].name << "' (" << expected[output].values.size()
+        << " values) differs by " << difference << " of its scale; worst at index " << worst << ": cuda "
+        << (in_range ? actual[output].values[worst] : NAN) << " vs cpu "
+        << (in_range ? expected[output].values[worst] : NAN);
+  }
+}
+
+inline void expect_parity(const std::vector<OpCase>& cases) {
+  for (const OpCase& op : cases) expect_parity(op);
+}
+
+}  // namespace phalanx::testing

@@ -1,0 +1,688 @@
+// CPU-versus-CUDA parity for every op of the Backend interface (ggml's test-backend-ops idea): one
+// table of cases per op family, each case run on both backends with the same seeded inputs and
+// compared output by output with a tolerance stated next to it. Geometries cover the fmnist_cnn
+// layers, stride 2, padding, no bias, ResNet-like 3x3 64->64 and 1x1 projections, odd batches;
+// then a conv/BN/ReLU/pool/linear/loss chain forward and backward, optimizer runs of several
+// steps, and dropout masks compared bit for bit.
+#include <cstring>
+
+#include "backend/backend_test_support.hpp"
+#include "backend_cuda/cuda_test_support.hpp"
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::testing {
+namespace {
+
+using backend::AdamWHyperparameters;
+using backend::Backend;
+using backend::BatchNormGeometry;
+using backend::ConvolutionGeometry;
+using backend::LinearGeometry;
+using backend::PoolingGeometry;
+using backend::PoolingKind;
+using backend::SgdHyperparameters;
+
+// Tolerances (scaled_max_difference, see cuda_test_support.hpp).
+constexpr double exact = 0.0;             // same arithmetic on both: element-wise ops, dropout
+constexpr double summation_order = 1e-5;  // same formula, sums in another order (pooling, bias, loss)
+constexpr double gemm = 1e-4;             // long fp32 dot products (linear, direct convolution, batch norm)
+constexpr double winograd = 2e-3;         // the CPU backend's Winograd on wide 3x3 convs (~3e-4 relative)
+
+std::vector<std::int32_t> random_labels(int count, int classes, std::uint64_t stream) {
+  RandomStream random(20240611, stream);
+  std::vector<std::int32_t> labels(count);
+  for (auto& label : labels) label = static_cast<std::int32_t>(random.next_below(classes));
+  return labels;
+}
+
+std::vector<std::uint8_t> random_bytes(std::size_t count, std::uint64_t stream) {
+  RandomStream random(20240611, stream);
+  std::vector<std::uint8_t> bytes(count);
+  for (auto& byte : bytes) byte = static_cast<std::uint8_t>(random.next_u32() >> 24);
+  return bytes;
+}
+
+// ---- element-wise --------------------------------------------------------------------------
+
+std::vector<OpCase> elementwise_cases() {
+  std::vector<OpCase> cases;
+  constexpr std::int64_t count = 100003;  // not a multiple of any block size
+  cases.push_back({"fill", exact, [](Backend& b) {
+                     Tensor data = empty_floats(b, count);
+                     b.fill(data.data(), count, 0.375f);
+                     return Outputs{{"data", as_doubles(download(b, data))}};
+                   }});
+  for (const int channels : {1, 3}) {
+    cases.push_back(
+        {"normalize_images_" + std::to_string(channels) + "_channels", exact, [channels](Backend& b) {
+           constexpr std::int64_t pixels = 4099;
+           Tensor images = upload(b, random_bytes(pixels * channels, 1));
+           Tensor mean = upload(b, std::vector<float>{0.2860f, 0.45f, 0.5f});
+           Tensor deviation = upload(b, std::vector<float>{0.3530f, 0.22f, 0.27f});
+           Tensor output = empty_floats(b, pixels * channels);
+           b.normalize_images(images.data_as<std::uint8_t>(), pixels, channels, mean.data(), deviation.data(),
+                              output.data());
+           return Outputs{{"output", as_doubles(download(b, output))}};
+         }});
+  }
+  cases.push_back({"relu_forward_and_backward", exact, [](Backend& b) {
+                     Tensor input = upload(b, random_values(count, 2));
+                     Tensor grad_output = upload(b, random_values(count, 3));
+                     Tensor output = empty_floats(b, count), grad_input = empty_floats(b, count);
+                     b.relu_forward(count, input.data(), output.data());
+                     b.relu_backward(count, output.data(), grad_output.data(), grad_input.data());
+                     return Outputs{{"output", as_doubles(download(b, output))},
+                                    {"grad_input", as_doubles(download(b, grad_input))}};
+                   }});
+  cases.push_back({"relu_in_place", exact, [](Backend& b) {
+                     Tensor data = upload(b, random_values(count, 4));
+                     b.relu_forward(count, data.data(), data.data());
+                     return Outputs{{"data", as_doubles(download(b, data))}};
+                   }});
+  cases.push_back({"add_accumulate_scale", exact, [](Backend& b) {
+                     Tensor a = upload(b, random_values(count, 5)), c = upload(b, random_values(count, 6));
+                     Tensor sum = empty_floats(b, count);
+                     b.add(count, a.data(), c.data(), sum.data());
+                     b.accumulate(count, a.data(), c.data());
+                     b.scale(count, -1.75f, a.data());
+                     return Outputs{{"sum", as_doubles(download(b, sum))},
+                                    {"accumulated", as_doubles(download(b, c))},
+                                    {"scaled", as_doubles(download(b, a))}};
+                   }});
+  // Flatten shapes: fmnist_cnn's 7x7x64, an odd one, a single row, and more samples than a grid holds.
+  struct TransposeShape {
+    std::int64_t batch, rows, columns;
+  };
+  for (const TransposeShape shape : {TransposeShape{5, 49, 64}, TransposeShape{3, 37, 19},
+                                     TransposeShape{2, 1, 100}, TransposeShape{70000, 2, 3}}) {
+    cases.push_back(
+        {"transpose_samples_" + std::to_string(shape.batch) + "x" + std::to_string(shape.rows) + "x" +
+             std::to_string(shape.columns),
+         exact, [shape](Backend& b) {
+           const std::int64_t total = shape.batch * shape.rows * shape.columns;
+           Tensor input = upload(b, random_values(total, 7));
+           Tensor output = empty_floats(b, total), back = empty_floats(b, total);
+           b.transpose_samples(shape.batch, shape.rows, shape.columns, input.data(), output.data());
+           b.transpose_samples(shape.batch, shape.columns, shape.rows, output.data(), back.data());
+           return Outputs{{"transposed", as_doubles(download(b, output))},
+                          {"transposed_back", as_doubles(download(b, back))}};
+         }});
+  }
+  return cases;
+}
+
+// Copies: host round trip, device copy, and a copy between overlapping ranges (memmove semantics).
+std::vector<OpCase> copy_cases() {
+  std::vector<OpCase> cases;
+  cases.push_back({"copies", exact, [](Backend& b) {
+                     constexpr std::int64_t count = 10007;
+                     const std::vector<float> values = random_values(count, 8);
+                     Tensor first = upload(b, values);
+                     Tensor second = empty_floats(b, count);
+                     b.copy(second.data(), first.data(), count * sizeof(float));
+                     // Shift forward and backward by 3 floats within one buffer.
+                     b.copy(first.data() + 3, first.data(), (count - 3) * sizeof(float));
+                     Tensor third = upload(b, values);
+                     b.copy(third.data(), third.data() + 5, (count - 5) * sizeof(float));
+                     return Outputs{{"copied", as_doubles(download(b, second))},
+                                    {"shifted_up", as_doubles(download(b, first))},
+                                    {"shifted_down", as_doubles(download(b, third))}};
+                   }});
+  return cases;
+}
+
+// ---- dropout -------------------------------------------------------------------------------
+
+std::vector<OpCase> dropout_cases() {
+  std::vector<OpCase> cases;
+  for (const float probability : {0.0f, 0.1f, 0.5f, 1.0f}) {
+    cases.push_back({"dropout_p" + std::to_string(probability), exact, [probability](Backend& b) {
+                       constexpr std::int64_t count = 40001;  // a partial Philox block at the end
+                       Tensor input = upload(b, random_values(count, 9));
+                       Tensor grad_output = upload(b, random_values(count, 10));
+                       Tensor output = empty_floats(b, count), grad_input = empty_floats(b, count);
+                       Tensor mask(b, Shape{count}, DType::UInt8);
+                       b.dropout_forward(count, probability, 1234567, 42, input.data(), output.data(),
+                                         mask.data_as<std::uint8_t>());
+                       b.dropout_backward(count, probability, mask.data_as<std::uint8_t>(),
+                                          grad_output.data(), grad_input.data());
+                       return Outputs{{"output", as_doubles(download(b, output))},
+                                      {"mask", as_doubles(download<std::uint8_t>(b, mask))},
+                                      {"grad_input", as_doubles(download(b, grad_input))}};
+                     }});
+  }
+  return cases;
+}
+
+// ---- convolution -----------------------------------------------------------------------------
+
+ConvolutionGeometry convolution(int batch, int in_channels, int height, int width, int out_channels,
+                                int kernel_height, int kernel_width, int stride, int padding, bool has_bias) {
+  ConvolutionGeometry g;
+  g.batch = batch;
+  g.in_channels = in_channels;
+  g.in_height = height;
+  g.in_width = width;
+  g.out_channels = out_channels;
+  g.kernel_height = kernel_height;
+  g.kernel_width = kernel_width;
+  g.stride = stride;
+  g.padding = padding;
+  g.has_bias = has_bias;
+  return g;
+}
+
+std::int64_t input_count(const ConvolutionGeometry& g) {
+  return std::int64_t{g.batch} * g.in_height * g.in_width * g.in_channels;
+}
+std::int64_t output_count(const ConvolutionGeometry& g) {
+  return std::int64_t{g.batch} * g.out_height() * g.out_width() * g.out_channels;
+}
+std::int64_t weight_count(const ConvolutionGeometry& g) {
+  return std::int64_t{g.out_channels} * g.in_channels * g.kernel_height * g.kernel_width;
+}
+
+// The CPU backend's rule for Winograd (src/backend/cpu/convolution.cpp): its results differ more.
+double convolution_tolerance(const ConvolutionGeometry& g) {
+  const bool winograd_on_cpu = g.kernel_height == 3 && g.kernel_width == 3 && g.stride == 1 &&
+                               g.in_channels >= 32 && g.out_channels >= 32;
+  return winograd_on_cpu ? winograd : gemm;
+}
+
+void add_convolution_cases(std::vector<OpCase>& cases, const std::string& label,
+                           const ConvolutionGeometry& g) {
+  const double tolerance = convolution_tolerance(g);
+  // Weights scaled like PyTorch's default initialisation keep outputs of order one.
+  const float weight_bound =
+      1.0f / std::sqrt(static_cast<float>(g.in_channels * g.kernel_height * g.kernel_width));
+  cases.push_back({"convolution_forward_" + label, tolerance, [g, weight_bound](Backend& b) {
+                     Tensor input = upload(b, random_values(input_count(g), 11));
+                     Tensor weight =
+                         upload(b, random_values(weight_count(g), 12, -weight_bound, weight_bound));
+                     Tensor bias = upload(b, random_values(g.out_channels, 13));
+                     Tensor output = empty_floats(b, output_count(g));
+                     b.convolution_forward(g, input.data(), weight.data(), g.has_bias ? bias.data() : nullptr,
+                                           output.data());
+                     return Outputs{{"output", as_doubles(download(b, output))}};
+                   }});
+  cases.push_back({"convolution_backward_data_" + label, tolerance, [g, weight_bound](Backend& b) {
+                     Tensor grad_output = upload(b, random_values(output_count(g), 14));
+                     Tensor weight =
+                         upload(b, random_values(weight_count(g), 12, -weight_bound, weight_bound));
+                     Tensor grad_input = empty_floats(b, input_count(g));
+                     b.convolution_backward_data(g, grad_output.data(), weight.data(), grad_input.data());
+                     return Outputs{{"grad_input", as_doubles(download(b, grad_input))}};
+                   }});
+  cases.push_back({"convolution_backward_weights_" + label, tolerance, [g](Backend& b) {
+                     Tensor input = upload(b, random_values(input_count(g), 11));
+                     Tensor grad_output = upload(b, random_values(output_count(g), 14));
+                     Tensor grad_weight = empty_floats(b, weight_count(g));
+                     Tensor grad_bias = empty_floats(b, g.out_channels);
+                     b.convolution_backward_weights(g, input.data(), grad_output.data(), grad_weight.data(),
+                                                    g.has_bias ? grad_bias.data() : nullptr);
+                     Outputs outputs{{"grad_weight", as_doubles(download(b, grad_weight))}};
+                     if (g.has_bias) outputs.push_back({"grad_bias", as_doubles(download(b, grad_bias))});
+                     return outputs;
+                   }});
+}
+
+std::vector<OpCase> convolution_cases() {
+  std::vector<OpCase> cases;
+  // fmnist_cnn's two layers, at its batch and at an odd one.
+  add_convolution_cases(cases, "fmnist_conv1_b64", convolution(64, 1, 28, 28, 32, 3, 3, 1, 1, true));
+  add_convolution_cases(cases, "fmnist_conv2_b64", convolution(64, 32, 14, 14, 64, 3, 3, 1, 1, true));
+  add_convolution_cases(cases, "fmnist_conv2_b7", convolution(7, 32, 14, 14, 64, 3, 3, 1, 1, true));
+  // Stride 2 with padding on an odd size; no padding; no bias.
+  add_convolution_cases(cases, "stride2_pad1_odd", convolution(3, 16, 15, 15, 24, 3, 3, 2, 1, true));
+  add_convolution_cases(cases, "no_padding_no_bias", convolution(5, 8, 10, 10, 12, 3, 3, 1, 0, false));
+  // ResNet: the 3x3 64->64 block conv, a 1x1 stride-2 projection, a 7x7 stride-2 stem.
+  add_convolution_cases(cases, "resnet_3x3_64_64", convolution(4, 64, 8, 8, 64, 3, 3, 1, 1, false));
+  add_convolution_cases(cases, "resnet_1x1_projection", convolution(4, 64, 8, 8, 128, 1, 1, 2, 0, false));
+  add_convolution_cases(cases, "resnet_stem_7x7", convolution(2, 3, 32, 32, 16, 7, 7, 2, 3, false));
+  // A non-square kernel checks the weight layout transposes along both kernel axes.
+  add_convolution_cases(cases, "kernel_1x3", convolution(3, 6, 9, 11, 10, 1, 3, 1, 1, true));
+  return cases;
+}
+
+// ---- pooling ---------------------------------------------------------------------------------
+
+PoolingGeometry pooling(PoolingKind kind, int batch, int channels, int height, int width, int kernel,
+                        int stride, int padding) {
+  PoolingGeometry g;
+  g.kind = kind;
+  g.batch = batch;
+  g.channels = channels;
+  g.in_height = height;
+  g.in_width = width;
+  g.kernel = kernel;
+  g.stride = stride;
+  g.padding = padding;
+  return g;
+}
+
+void add_pooling_cases(std::vector<OpCase>& cases, const std::string& label, const PoolingGeometry& g) {
+  const std::int64_t inputs = std::int64_t{g.batch} * g.in_height * g.in_width * g.channels;
+  const std::int64_t outputs = std::int64_t{g.batch} * g.out_height() * g.out_width() * g.channels;
+  // Distinct values, so no tie lets the backends pick different maxima; the tolerance covers the
+  // order in which overlapping windows add their gradients (and average pooling's sums).
+  cases.push_back({"pooling_" + label, summation_order, [g, inputs, outputs](Backend& b) {
+                     Tensor input = upload(b, shuffled_distinct_values(inputs, 15, 0.001f));
+                     Tensor grad_output = upload(b, random_values(outputs, 16));
+                     Tensor output = empty_floats(b, outputs), evaluation_output = empty_floats(b, outputs);
+                     Tensor grad_input = empty_floats(b, inputs);
+                     const std::size_t workspace_bytes = b.pooling_workspace_bytes(g);
+                     Tensor workspace;
+                     if (workspace_bytes)
+                       workspace = Tensor(b, Shape{static_cast<std::int64_t>(workspace_bytes)}, DType::UInt8);
+                     void* workspace_data = workspace_bytes ? workspace.data_as<void>() : nullptr;
+                     b.pooling_forward(g, input.data(), evaluation_output.data(), nullptr);  // evaluation
+                     b.pooling_forward(g, input.data(), output.data(), workspace_data);
+                     b.pooling_backward(g, grad_output.data(), workspace_data, grad_input.data());
+                     return Outputs{{"output", as_doubles(download(b, output))},
+                                    {"evaluation_output", as_doubles(download(b, evaluation_output))},
+                                    {"grad_input", as_doubles(download(b, grad_input))}};
+                   }});
+}
+
+std::vector<OpCase> pooling_cases() {
+  std::vector<OpCase> cases;
+  add_pooling_cases(cases, "max_2x2_fmnist", pooling(PoolingKind::Max, 5, 32, 28, 28, 2, 2, 0));
+  add_pooling_cases(cases, "max_2x2_odd_input", pooling(PoolingKind::Max, 3, 8, 7, 7, 2, 2, 0));
+  add_pooling_cases(cases, "max_3x3_stride2_pad1_overlapping",
+                    pooling(PoolingKind::Max, 3, 16, 15, 15, 3, 2, 1));
+  add_pooling_cases(cases, "average_2x2", pooling(PoolingKind::Average, 3, 8, 12, 12, 2, 2, 0));
+  add_pooling_cases(cases, "average_3x3_pad1_counts_padding",
+                    pooling(PoolingKind::Average, 2, 8, 9, 9, 3, 1, 1));
+  add_pooling_cases(cases, "global_average_7x7", pooling(PoolingKind::Average, 7, 64, 7, 7, 7, 7, 0));
+  return cases;
+}
+
+// ---- batch normalisation -----------------------------------------------------------------------
+
+void add_batch_norm_cases(std::vector<OpCase>& cases, const std::string& label, const BatchNormGeometry& g) {
+  const std::int64_t count = std::int64_t{g.batch} * g.spatial * g.channels;
+  const float momentum = 0.1f;
+  // Inputs with a mean far from zero check that the statistics do not cancel catastrophically.
+  cases.push_back({"batch_norm_training_" + label, gemm, [g, count, momentum](Backend& b) {
+                     Tensor input = upload(b, random_values(count, 17, 2.0f, 4.0f));
+                     Tensor gamma = upload(b, random_values(g.channels, 18, 0.5f, 1.5f));
+                     Tensor beta = upload(b, random_values(g.channels, 19));
+                     Tensor running_mean = upload(b, random_values(g.channels, 20));
+                     Tensor running_variance = upload(b, random_values(g.channels, 21, 0.5f, 1.5f));
+                     Tensor output = empty_floats(b, count);
+                     Tensor saved_mean = empty_floats(b, g.channels),
+                            saved_inverse_std = empty_floats(b, g.channels);
+                     b.batch_norm_forward_training(g, input.data(), gamma.data(), beta.data(), output.data(),
+                                                   running_mean.data(), running_variance.data(), momentum,
+                                                   saved_mean.data(), saved_inverse_std.data());
+                     Tensor grad_output = upload(b, random_values(count, 22));
+                     Tensor grad_input = empty_floats(b, count);
+                     Tensor grad_gamma = empty_floats(b, g.channels), grad_beta = empty_floats(b, g.channels);
+                     b.batch_norm_backward(g, input.data(), grad_output.data(), gamma.data(),
+                                           saved_mean.data(), saved_inverse_std.data(), grad_input.data(),
+                                           grad_gamma.data(), grad_beta.data());
+                     return Outputs{{"output", as_doubles(download(b, output))},
+                                    {"running_mean", as_doubles(download(b, running_mean))},
+                                    {"running_variance", as_doubles(download(b, running_variance))},
+                                    {"saved_mean", as_doubles(download(b, saved_mean))},
+                                    {"saved_inverse_std", as_doubles(download(b, saved_inverse_std))},
+                                    {"grad_input", as_doubles(download(b, grad_input))},
+                                    {"grad_gamma", as_doubles(download(b, grad_gamma))},
+                                    {"grad_beta", as_doubles(download(b, grad_beta))}};
+                   }});
+  // In place (output over input, grad_input over grad_output), as the CPU backend allows.
+  cases.push_back({"batch_norm_in_place_" + label, gemm, [g, count, momentum](Backend& b) {
+                     Tensor input = upload(b, random_values(count, 17, 2.0f, 4.0f));
+                     Tensor data = upload(b, random_values(count, 17, 2.0f, 4.0f));
+                     Tensor gamma = upload(b, random_values(g.channels, 18, 0.5f, 1.5f));
+                     Tensor beta = upload(b, random_values(g.channels, 19));
+                     Tensor running_mean = upload(b, random_values(g.channels, 20));
+                     Tensor running_variance = upload(b, random_values(g.channels, 21, 0.5f, 1.5f));
+                     Tensor saved_mean = empty_floats(b, g.channels),
+                            saved_inverse_std = empty_floats(b, g.channels);
+                     b.batch_norm_forward_training(g, data.data(), gamma.data(), beta.data(), data.data(),
+                                                   running_mean.data(), running_variance.data(), momentum,
+                                                   saved_mean.data(), saved_inverse_std.data());
+                     Tensor gradient = upload(b, random_values(count, 22));
+                     Tensor grad_gamma = empty_floats(b, g.channels), grad_beta = empty_floats(b, g.channels);
+                     b.batch_norm_backward(g, input.data(), gradient.data(), gamma.data(), saved_mean.data(),
+                                           saved_inverse_std.data(), gradient.data(), grad_gamma.data(),
+                                           grad_beta.data());
+                     return Outputs{{"output", as_doubles(download(b, data))},
+                                    {"grad_input", as_doubles(download(b, gradient))},
+                                    {"grad_gamma", as_doubles(download(b, grad_gamma))}};
+                   }});
+  cases.push_back({"batch_norm_inference_" + label, gemm, [g, count](Backend& b) {
+                     Tensor input = upload(b, random_values(count, 17, 2.0f, 4.0f));
+                     Tensor gamma = upload(b, random_values(g.channels, 18, 0.5f, 1.5f));
+                     Tensor beta = upload(b, random_values(g.channels, 19));
+                     Tensor running_mean = upload(b, random_values(g.channels, 20, 2.0f, 4.0f));
+                     Tensor running_variance = upload(b, random_values(g.channels, 21, 0.5f, 1.5f));
+                     Tensor output = empty_floats(b, count);
+                     b.batch_norm_forward_inference(g, input.data(), gamma.data(), beta.data(),
+                                                    running_mean.data(), running_variance.data(),
+                                                    output.data());
+                     return Outputs{{"output", as_doubles(download(b, output))}};
+                   }});
+}
+
+std::vector<OpCase> batch_norm_cases() {
+  std::vector<OpCase> cases;
+  add_batch_norm_cases(cases, "images", BatchNormGeometry{8, 16, 49, 1e-5f});
+  add_batch_norm_cases(cases, "after_linear_odd_batch", BatchNormGeometry{7, 32, 1, 1e-5f});
+  add_batch_norm_cases(cases, "resnet_64_channels", BatchNormGeometry{2, 64, 64, 1e-3f});
+  return cases;
+}
+
+// ---- linear ------------------------------------------------------------------------------------
+
+void add_linear_cases(std::vector<OpCase>& cases, const std::string& label, const LinearGeometry& g) {
+  const std::int64_t inputs = std::int64_t{g.batch} * g.in_features;
+  const std::int64_t outputs = std::int64_t{g.batch} * g.out_features;
+  const std::int64_t weights = std::int64_t{g.out_features} * g.in_features;
+  const float bound = 1.0f / std::sqrt(static_cast<float>(g.in_features));
+  for (const bool with_bias : {true, false}) {
+    cases.push_back({"linear_" + label + (with_bias ? "" : "_no_bias"), gemm,
+                     [g, inputs, outputs, weights, bound, with_bias](Backend& b) {
+                       Tensor input = upload(b, random_values(inputs, 23));
+                       Tensor weight = upload(b, random_values(weights, 24, -bound, bound));
+                       Tensor bias = upload(b, random_values(g.out_features, 25));
+                       Tensor output = empty_floats(b, outputs);
+                       b.linear_forward(g, input.data(), weight.data(), with_bias ? bias.data() : nullptr,
+                                        output.data());
+                       Tensor grad_output = upload(b, random_values(outputs, 26));
+                       Tensor grad_input = empty_floats(b, inputs), grad_weight = empty_floats(b, weights);
+                       Tensor grad_bias = empty_floats(b, g.out_features);
+                       // With a bias: every gradient; without: no input gradient either (a first layer).
+                       b.linear_backward(g, input.data(), weight.data(), grad_output.data(),
+                                         with_bias ? grad_input.data() : nullptr, grad_weight.data(),
+                                         with_bias ? grad_bias.data() : nullptr);
+                       Outputs results{{"output", as_doubles(download(b, output))},
+                                       {"grad_weight", as_doubles(download(b, grad_weight))}};
+                       if (with_bias) {
+                         results.push_back({"grad_input", as_doubles(download(b, grad_input))});
+                         results.push_back({"grad_bias", as_doubles(download(b, grad_bias))});
+                       }
+                       return results;
+                     }});
+  }
+}
+
+std::vector<OpCase> linear_cases() {
+  std::vector<OpCase> cases;
+  add_linear_cases(cases, "fmnist_fc1", LinearGeometry{64, 3136, 128});
+  add_linear_cases(cases, "fmnist_fc2_odd_batch", LinearGeometry{7, 128, 10});
+  add_linear_cases(cases, "resnet_head", LinearGeometry{5, 512, 1000});
+  return cases;
+}
+
+// ---- loss and prediction ---------------------------------------------------------------------
+
+std::vector<OpCase> loss_cases() {
+  std::vector<OpCase> cases;
+  struct LossShape {
+    int batch, classes;
+    float smoothing;
+  };
+  for (const LossShape shape : {LossShape{64, 10, 0.0f}, LossShape{7, 10, 0.1f}, LossShape{33, 1000, 0.1f}}) {
+    const std::string label = std::to_string(shape.batch) + "x" + std::to_string(shape.classes) +
+                              (shape.smoothing > 0 ? "_smoothed" : "");
+    cases.push_back(
+        {"softmax_cross_entropy_" + label, summation_order, [shape](Backend& b) {
+           const std::int64_t count = std::int64_t{shape.batch} * shape.classes;
+           Tensor logits = upload(b, random_values(count, 27, -4.0f, 4.0f));
+           Tensor labels = upload(b, random_labels(shape.batch, shape.classes, 28));
+           Tensor grad_logits = empty_floats(b, count);
+           const auto totals = b.softmax_cross_entropy(shape.batch, shape.classes, logits.data(),
+                                                       labels.data_as<std::int32_t>(), shape.smoothing,
+                                                       1.0f / shape.batch, grad_logits.data());
+           // Evaluation: no gradient wanted.
+           const auto evaluation =
+               b.softmax_cross_entropy(shape.batch, shape.classes, logits.data(),
+                                       labels.data_as<std::int32_t>(), shape.smoothing, 1.0f, nullptr);
+           Tensor predicted(b, Shape{shape.batch}, DType::Int32);
+           Tensor probabilities = empty_floats(b, count);
+           b.predict(shape.batch, shape.classes, logits.data(), predicted.data_as<std::int32_t>(),
+                     probabilities.data());
+           return Outputs{
+               {"loss_sum", {totals.loss_sum, evaluation.loss_sum}},
+               {"correct", {static_cast<double>(totals.correct), static_cast<double>(evaluation.correct)}},
+               {"grad_logits", as_doubles(download(b, grad_logits))},
+               {"predicted_class", as_doubles(download<std::int32_t>(b, predicted))},
+               {"probabilities", as_doubles(download(b, probabilities))}};
+         }});
+  }
+  return cases;
+}
+
+// ---- optimizers: several steps, each with fresh gradients ---------------------------------------
+
+std::vector<OpCase> optimizer_cases() {
+  std::vector<OpCase> cases;
+  constexpr std::int64_t count = 10007;
+  constexpr int steps = 5;
+  struct SgdVariant {
+    const char* name;
+    float momentum, weight_decay;
+    bool nesterov;
+  };
+  for (const SgdVariant variant :
+       {SgdVariant{"plain", 0.0f, 0.0f, false}, SgdVariant{"momentum", 0.9f, 5e-4f, false},
+        SgdVariant{"nesterov", 0.9f, 1e-4f, true}}) {
+    cases.push_back({std::string("sgd_") + variant.name, summation_order, [variant](Backend& b) {
+                       Tensor parameters = upload(b, random_values(count, 29));
+                       Tensor momentum_buffer = upload(b, std::vector<float>(count, 0.0f));
+                       SgdHyperparameters hyperparameters;
+                       hyperparameters.learning_rate = 0.05f;
+                       hyperparameters.momentum = variant.momentum;
+                       hyperparameters.weight_decay = variant.weight_decay;
+                       hyperparameters.nesterov = variant.nesterov;
+                       for (int step = 0; step < steps; ++step) {
+                         Tensor gradients = upload(b, random_values(count, 100 + step));
+                         b.sgd_step(count, hyperparameters, parameters.data(), gradients.data(),
+                                    variant.momentum == 0.0f ? nullptr : momentum_buffer.data());
+                       }
+                       return Outputs{{"parameters", as_doubles(download(b, parameters))},
+                                      {"momentum_buffer", as_doubles(download(b, momentum_buffer))}};
+                     }});
+  }
+  cases.push_back({"adamw", summation_order, [](Backend& b) {
+                     Tensor parameters = upload(b, random_values(count, 30));
+                     Tensor first_moment = upload(b, std::vector<float>(count, 0.0f));
+                     Tensor second_moment = upload(b, std::vector<float>(count, 0.0f));
+                     AdamWHyperparameters hyperparameters;
+                     hyperparameters.learning_rate = 0.01f;
+                     hyperparameters.weight_decay = 0.01f;
+                     for (int step = 1; step <= steps; ++step) {
+                       hyperparameters.step = step;
+                       Tensor gradients = upload(b, random_values(count, 200 + step));
+                       b.adamw_step(count, hyperparameters, parameters.data(), gradients.data(),
+                                    first_moment.data(), second_moment.data());
+                     }
+                     return Outputs{{"parameters", as_doubles(download(b, parameters))},
+                                    {"first_moment", as_doubles(download(b, first_moment))},
+                                    {"second_moment", as_doubles(download(b, second_moment))}};
+                   }});
+  return cases;
+}
+
+// ---- a small network forward and backward ----------------------------------------------------------
+
+// conv 1->8 3x3 -> batch norm -> ReLU -> average pool 2 -> flatten (NHWC -> CHW) -> linear
+// 288->10 -> softmax cross-entropy, then backward to every parameter and the input: errors of one
+// op that the others amplify show up here. Average rather than max pooling: the backends' conv
+// outputs differ by rounding, which could flip the arg-max of a near tie and route a gradient
+// elsewhere; max pooling has its own cases above, on distinct values.
+OpCase chain_case() {
+  return {
+      "conv_bn_relu_pool_linear_loss_chain", gemm, [](Backend& b) {
+        constexpr int batch = 6, classes = 10;
+        const ConvolutionGeometry conv = convolution(batch, 1, 12, 12, 8, 3, 3, 1, 1, true);
+        const BatchNormGeometry norm{batch, 8, 144, 1e-5f};
+        const PoolingGeometry pool = pooling(PoolingKind::Average, batch, 8, 12, 12, 2, 2, 0);
+        const LinearGeometry linear{batch, 8 * 36, classes};
+        const std::int64_t image = batch * 144, activations = batch * 144 * 8, pooled = batch * 36 * 8;
+
+        Tensor input = upload(b, random_values(image, 31));
+        Tensor conv_weight = upload(b, random_values(72, 32, -0.3f, 0.3f));
+        Tensor conv_bias = upload(b, random_values(8, 33));
+        Tensor gamma = upload(b, random_values(8, 34, 0.5f, 1.5f));
+        Tensor beta = upload(b, random_values(8, 35));
+        Tensor running_mean = upload(b, std::vector<float>(8, 0.0f));
+        Tensor running_variance = upload(b, std::vector<float>(8, 1.0f));
+        Tensor linear_weight = upload(b, random_values(288 * classes, 36, -0.06f, 0.06f));
+        Tensor linear_bias = upload(b, random_values(classes, 37));
+        Tensor labels = upload(b, random_labels(batch, classes, 38));
+
+        Tensor conv_output = empty_floats(b, activations), normalized = empty_floats(b, activations);
+        Tensor rectified = empty_floats(b, activations), pooled_output = empty_floats(b, pooled);
+        Tensor flattened = empty_floats(b, pooled), logits = empty_floats(b, batch * classes);
+        Tensor saved_mean = empty_floats(b, 8), saved_inverse_std = empty_floats(b, 8);
+        b.convolution_forward(conv, input.data(), conv_weight.data(), conv_bias.data(), conv_output.data());
+        b.batch_norm_forward_training(norm, conv_output.data(), gamma.data(), beta.data(), normalized.data(),
+                                      running_mean.data(), running_variance.data(), 0.1f, saved_mean.data(),
+                                      saved_inverse_std.data());
+        b.relu_forward(activations, normalized.data(), rectified.data());
+        b.pooling_forward(pool, rectified.data(), pooled_output.data(), nullptr);
+        b.transpose_samples(batch, 36, 8, pooled_output.data(), flattened.data());
+        b.linear_forward(linear, flattened.data(), linear_weight.data(), linear_bias.data(), logits.data());
+        Tensor grad_logits = empty_floats(b, batch * classes);
+        const auto totals =
+            b.softmax_cross_entropy(batch, classes, logits.data(), labels.data_as<std::int32_t>(), 0.05f,
+                                    1.0f / batch, grad_logits.data());
+
+        Tensor grad_flattened = empty_floats(b, pooled), grad_pooled = empty_floats(b, pooled);
+        Tensor grad_linear_weight = empty_floats(b, 288 * classes),
+               grad_linear_bias = empty_floats(b, classes);
+        Tensor grad_rectified = empty_floats(b, activations), grad_normalized = empty_floats(b, activations);
+        Tensor grad_conv_output = empty_floats(b, activations), grad_input = empty_floats(b, image);
+        Tensor grad_gamma = empty_floats(b, 8), grad_beta = empty_floats(b, 8);
+        Tensor grad_conv_weight = empty_floats(b, 72), grad_conv_bias = empty_floats(b, 8);
+        b.linear_backward(linear, flattened.data(), linear_weight.data(), grad_logits.data(),
+                          grad_flattened.data(), grad_linear_weight.data(), grad_linear_bias.data());
+        b.transpose_samples(batch, 8, 36, grad_flattened.data(), grad_pooled.data());
+        b.pooling_backward(pool, grad_pooled.data(), nullptr, grad_rectified.data());
+        b.relu_backward(activations, rectified.data(), grad_rectified.data(), grad_normalized.data());
+        b.batch_norm_backward(norm, conv_output.data(), grad_normalized.data(), gamma.data(),
+                              saved_mean.data(), saved_inverse_std.data(), grad_conv_output.data(),
+                              grad_gamma.data(), grad_beta.data());
+        b.convolution_backward_weights(conv, input.data(), grad_conv_output.data(), grad_conv_weight.data(),
+                                       grad_conv_bias.data());
+        b.convolution_backward_data(conv, grad_conv_output.data(), conv_weight.data(), grad_input.data());
+        return Outputs{{"loss_sum", {totals.loss_sum}},
+                       {"logits", as_doubles(download(b, logits))},
+                       {"running_variance", as_doubles(download(b, running_variance))},
+                       {"grad_linear_weight", as_doubles(download(b, grad_linear_weight))},
+                       {"grad_linear_bias", as_doubles(download(b, grad_linear_bias))},
+                       {"grad_gamma", as_doubles(download(b, grad_gamma))},
+                       {"grad_beta", as_doubles(download(b, grad_beta))},
+                       {"grad_conv_weight", as_doubles(download(b, grad_conv_weight))},
+                       {"grad_conv_bias", as_doubles(download(b, grad_conv_bias))},
+                       {"grad_input", as_doubles(download(b, grad_input))}};
+      }};
+}
+
+// ---- the tests --------------------------------------------------------------------------------
+
+// Ends the shared backends after the last test, while the CUDA runtime is still up.
+class ReleaseBackends : public ::testing::Environment {
+ public:
+  void TearDown() override { TestBackends::release(); }
+};
+[[maybe_unused]] ::testing::Environment* const release_backends =
+    ::testing::AddGlobalTestEnvironment(new ReleaseBackends);
+
+TEST(CudaParity, Elementwise) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  expect_parity(elementwise_cases());
+}
+
+TEST(CudaParity, Copies) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  expect_parity(copy_cases());
+}
+
+TEST(CudaParity, Dropout) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  expect_parity(dropout_cases());
+}
+
+TEST(CudaParity, Convolution) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  expect_parity(convolution_cases());
+}
+
+TEST(CudaParity, Pooling) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  expect_parity(pooling_cases());
+}
+
+TEST(CudaParity, BatchNorm) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  expect_parity(batch_norm_cases());
+}
+
+TEST(CudaParity, Linear) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  expect_parity(linear_cases());
+}
+
+TEST(CudaParity, LossAndPrediction) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  expect_parity(loss_cases());
+}
+
+TEST(CudaParity, OptimizerSteps) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  expect_parity(optimizer_cases());
+}
+
+TEST(CudaParity, NetworkForwardAndBackward) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  expect_parity(chain_case());
+}
+
+// The masks are a pure function of (seed, stream, index): compared byte for byte over a million
+// elements and several seeds, streams and probabilities, with a mask length that ends mid-block.
+TEST(CudaParity, DropoutMasksIdenticalToCpu) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  constexpr std::int64_t count = (1 << 20) + 3;
+  const std::vector<float> values = random_values(count, 39);
+  for (const std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{20240611}, ~std::uint64_t{0}})
+    for (const std::uint64_t stream : {std::uint64_t{0}, std::uint64_t{7}, std::uint64_t{1} << 40})
+      for (const float probability : {0.25f, 0.5f, 0.9f}) {
+        SCOPED_TRACE(::testing::Message() << "seed " << seed << " stream " << stream << " p " << probability);
+        std::vector<std::vector<std::uint8_t>> masks;
+        for (Backend* b : {&cpu_backend(), &cuda_backend()}) {
+          Tensor input = upload(*b, values);
+          Tensor output = empty_floats(*b, count);
+          Tensor mask(*b, Shape{count}, DType::UInt8);
+          b->dropout_forward(count, probability, seed, stream, input.data(), output.data(),
+                             mask.data_as<std::uint8_t>());
+          masks.push_back(download<std::uint8_t>(*b, mask));
+        }
+        ASSERT_EQ(masks[0].size(), masks[1].size());
+        EXPECT_EQ(std::memcmp(masks[0].data(), masks[1].data(), masks[0].size()), 0);
+        // Not all kept or all dropped: the comparison means something.
+        const auto kept = std::count(masks[1].begin(), masks[1].end(), std::uint8_t{1});
+        EXPECT_GT(kept, 0);
+        EXPECT_LT(kept, count);
+      }
+}
+
+// A label outside [0, classes) is an error naming the sample, as on the CPU.
+TEST(CudaParity, LossRejectsOutOfRangeLabel) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  Backend& b = cuda_backend();
+  Tensor logits = upload(b, random_values(4 * 3, 40));
+  Tensor labels = upload(b, std::vector<std::int32_t>{0, 2, 3, 1});
+  try {
+    b.softmax_cross_entropy(4, 3, logits.data(), labels.data_as<std::int32_t>(), 0.0f, 1.0f, nullptr);
+    FAIL() << "an out-of-range label was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("sample 2"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace phalanx::testing
