@@ -67,16 +67,17 @@ int predict(const EvaluateArguments& arguments, int* argc, char*** argv) {
   LoadedModel loaded;
   if (int status = agree(world, [&] { load(arguments, world, loaded); })) return status;
   if (world.rank() != 0) return 0;  // one writer; inference of a split is cheap next to training
-  const auto predictions = train::predict_split(*loaded.model, loaded.split, loaded.info.mean,
-                                                loaded.info.standard_deviation, arguments.batch_size);
-  train::write_predictions(arguments.output, predictions, loaded.info.classes);
-  std::int64_t correct = 0;
-  for (std::size_t index = 0; index < predictions.labels.size(); ++index)
-    correct += predictions.predicted_class[index] == predictions.labels[index];
-  std::printf("wrote %zu predictions to %s (accuracy %.4f)\n", predictions.labels.size(),
-              arguments.output.c_str(),
-              predictions.labels.empty() ? 0.0 : static_cast<double>(correct) / predictions.labels.size());
-  return 0;
+  return run_or_abort(world, [&] {
+    const auto predictions = train::predict_split(*loaded.model, loaded.split, loaded.info.mean,
+                                                  loaded.info.standard_deviation, arguments.batch_size);
+    train::write_predictions(arguments.output, predictions, loaded.info.classes);
+    std::int64_t correct = 0;
+    for (std::size_t index = 0; index < predictions.labels.size(); ++index)
+      correct += predictions.predicted_class[index] == predictions.labels[index];
+    std::printf("wrote %zu predictions to %s (accuracy %.4f)\n", predictions.labels.size(),
+                arguments.output.c_str(),
+                predictions.labels.empty() ? 0.0 : static_cast<double>(correct) / predictions.labels.size());
+  });
 }
 
 void add_common_options(CLI::App* command, EvaluateArguments& arguments) {
@@ -84,7 +85,8 @@ void add_common_options(CLI::App* command, EvaluateArguments& arguments) {
       ->required();
   command->add_option("--data", arguments.data, "Dataset (.h5)")->required();
   command->add_option("--split", arguments.split, "Split to use (default test)");
-  command->add_option("--device", arguments.device, "cpu | cuda | auto");
+  command->add_option("--device", arguments.device, "cpu | cuda | auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   command->add_option("--batch-size", arguments.batch_size, "Inference batch size (default 256)");
 }
 

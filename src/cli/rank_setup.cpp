@@ -2,6 +2,7 @@
 #include "rank_setup.hpp"
 
 #include <omp.h>
+#include <sched.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,8 +23,13 @@ RankResources make_rank_resources(const std::string& device, int threads,
     if (std::getenv("OMP_NUM_THREADS")) {
       threads = omp_get_max_threads();
     } else {
+      // The node's cores shared among its ranks, but never more than the cores this rank may
+      // run on: Open MPI binds small jobs to one core each, and threads beyond that only fight.
       const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-      threads = std::max(1, cores / std::max(1, communicator.local_size()));
+      cpu_set_t allowed;
+      CPU_ZERO(&allowed);
+      const int usable = sched_getaffinity(0, sizeof(allowed), &allowed) == 0 ? CPU_COUNT(&allowed) : cores;
+      threads = std::max(1, std::min(usable, cores / std::max(1, communicator.local_size())));
     }
   }
   resources.threads = threads;
@@ -42,6 +48,9 @@ int agree(const comm::Communicator& communicator, const std::function<void()>& s
   } catch (const std::exception& error) {
     status = 1;
     message = "rank " + std::to_string(communicator.rank()) + ": " + error.what();
+  } catch (...) {
+    status = 1;
+    message = "rank " + std::to_string(communicator.rank()) + ": unknown exception";
   }
   const auto statuses = communicator.allgather(static_cast<std::uint64_t>(status));
   int worst = 0, first_failing = -1;
@@ -52,6 +61,26 @@ int agree(const comm::Communicator& communicator, const std::function<void()>& s
   }
   if (first_failing == communicator.rank()) std::fprintf(stderr, "phalanx: error: %s\n", message.c_str());
   return worst;
+}
+
+int run_or_abort(const comm::Communicator& communicator, const std::function<void()>& body) {
+  int status = 0;
+  try {
+    body();
+    return 0;
+  } catch (const Error& error) {
+    std::fprintf(stderr, "phalanx: error: %s\n", error.what());
+    status = error.exit_status();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "phalanx: error: rank %d: %s\n", communicator.rank(), error.what());
+    status = 1;
+  } catch (...) {
+    std::fprintf(stderr, "phalanx: error: rank %d: unknown exception\n", communicator.rank());
+    status = 1;
+  }
+  std::fflush(stderr);
+  if (communicator.size() > 1) comm::MpiSession::abort(status);
+  return status;
 }
 
 }  // namespace phalanx::cli

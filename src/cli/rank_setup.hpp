@@ -26,4 +26,9 @@ RankResources make_rank_resources(const std::string& device, int threads,
 // status, after the lowest failing rank printed its message (the others stay quiet).
 int agree(const comm::Communicator& communicator, const std::function<void()>& step);
 
+// Runs the body of a command once setup agreed: from here on every rank sits in the same
+// collectives, so a failure on one rank ends the whole job (MPI_Abort) rather than leave the
+// others waiting forever. Returns the exit status when there is only one rank.
+int run_or_abort(const comm::Communicator& communicator, const std::function<void()>& body);
+
 }  // namespace phalanx::cli

@@ -1,5 +1,6 @@
 // `phalanx train CONFIG [--set k=v ...] [--run-dir DIR] [--resume auto|PATH]`: one
 // data-parallel training job over all ranks of the mpirun.
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -20,26 +21,6 @@ struct TrainArguments {
   std::string resume;
 };
 
-// "key: here vs rank 0" for the first differing line of two resolved configs.
-std::string first_difference(const std::string& mine, const std::string& reference) {
-  std::istringstream mine_lines(mine), reference_lines(reference);
-  std::string mine_line, reference_line;
-  int line = 0;
-  while (true) {
-    const bool more_mine = static_cast<bool>(std::getline(mine_lines, mine_line));
-    const bool more_reference = static_cast<bool>(std::getline(reference_lines, reference_line));
-    ++line;
-    if (!more_mine && !more_reference) return "they differ";
-    if (mine_line != reference_line) {
-      const auto trim = [](const std::string& text) {
-        return text.substr(std::min(text.find_first_not_of(' '), text.size()));
-      };
-      return "line " + std::to_string(line) + " of the resolved config is '" + trim(mine_line) +
-             "' here but '" + trim(reference_line) + "' on rank 0";
-    }
-  }
-}
-
 int train(const TrainArguments& arguments, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
   const auto world = comm::Communicator::world();
@@ -55,13 +36,16 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
   // Every rank must train the same thing: compare resolved configs with rank 0's, collectively;
   // a rank that differs names the first line where it does.
   status = agree(world, [&] {
+    const auto hashes = world.allgather(config::hash(config));
+    if (std::all_of(hashes.begin(), hashes.end(), [&](std::uint64_t value) { return value == hashes[0]; }))
+      return;
     std::string reference = config_text;
     world.broadcast_string(reference, 0);
-    if (config_text != reference)
-      throw_input_error(arguments.config_path + ": the resolved config of rank " +
-                        std::to_string(world.rank()) +
-                        " differs from rank 0's: " + first_difference(config_text, reference) +
-                        " (every rank must get the same config file and --set options)");
+    if (hashes[world.rank()] != hashes[0])
+      throw_input_error(
+          arguments.config_path + ": the resolved config of rank " + std::to_string(world.rank()) +
+          " differs from rank 0's: " + config::first_difference(config_text, reference, "on rank 0") +
+          " (every rank must get the same config file and --set options)");
   });
   if (status) return status;
 
@@ -69,24 +53,35 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
       arguments.run_directory.empty() ? train::default_run_directory(config.name) : arguments.run_directory;
   world.broadcast_string(run_directory, 0);
 
+  // Rank 0 (the checkpoint writer) decides which checkpoint --resume auto means, so every rank
+  // loads the same one (or fails to find it, which is an error, not a silent fresh start).
+  std::string resume = arguments.resume;
+  if (resume == "auto") {
+    status = agree(world, [&] {
+      resume = world.rank() == 0 ? train::RunDirectory(run_directory, false).find_latest_checkpoint() : "";
+    });
+    if (status) return status;
+    world.broadcast_string(resume, 0);
+  }
+
   RankResources resources;
   std::unique_ptr<train::Trainer> trainer;
   status = agree(world, [&] {
     resources = make_rank_resources(config.device, config.threads, world);
-    train::TrainerOptions options{config, config_text, run_directory, arguments.resume, resources.threads};
+    train::TrainerOptions options{config, config_text, run_directory, resume, resources.threads};
     trainer = std::make_unique<train::Trainer>(std::move(options), world, *resources.backend);
   });
   if (status) return status;
+  status = agree(world, [&] {
+    const auto steps = world.allgather(static_cast<std::uint64_t>(trainer->position().global_step));
+    for (int rank = 1; rank < world.size(); ++rank)
+      PHALANX_REQUIRE_INPUT(steps[rank] == steps[0], resume, ": rank ", rank, " resumes at step ",
+                            steps[rank], " but rank 0 at step ", steps[0],
+                            " (is the run directory shared by all ranks?)");
+  });
+  if (status) return status;
 
-  try {
-    trainer->run();
-  } catch (const Error& error) {
-    // Mid-run, other ranks may sit in a collective: only ending the whole job avoids a hang.
-    std::fprintf(stderr, "phalanx: error: %s\n", error.what());
-    if (world.size() > 1) comm::MpiSession::abort(error.exit_status());
-    return error.exit_status();
-  }
-  return 0;
+  return run_or_abort(world, [&] { trainer->run(); });
 }
 
 }  // namespace

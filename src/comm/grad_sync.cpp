@@ -13,13 +13,17 @@ double now() {
 }  // namespace
 
 GradSync::GradSync(const Communicator& communicator, float* gradients, std::int64_t elements,
-                   std::size_t bucket_bytes)
+                   std::size_t bucket_bytes, std::size_t first_bucket_bytes)
     : communicator_(communicator), gradients_(gradients) {
-  const std::int64_t bucket_elements =
-      std::max<std::int64_t>(1, static_cast<std::int64_t>(bucket_bytes / sizeof(float)));
+  const auto to_elements = [](std::size_t bytes) {
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes / sizeof(float)));
+  };
+  const std::int64_t bucket_elements = to_elements(bucket_bytes);
+  const std::int64_t first_elements = std::min(bucket_elements, to_elements(first_bucket_bytes));
   // Cut from the end: backward finishes the last layers first, so their bucket goes first.
   for (std::int64_t end = elements; end > 0;) {
-    const std::int64_t begin = std::max<std::int64_t>(0, end - bucket_elements);
+    const std::int64_t size = buckets_.empty() ? first_elements : bucket_elements;
+    const std::int64_t begin = std::max<std::int64_t>(0, end - size);
     buckets_.push_back(Bucket{begin, end, Request(), false});
     end = begin;
   }

@@ -59,10 +59,8 @@ Request::~Request() {
 }
 Request::Request(Request&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
 Request& Request::operator=(Request&& other) noexcept {
-  if (this != &other) {
-    this->~Request();
-    handle_ = std::exchange(other.handle_, nullptr);
-  }
+  // Swap: `other` is destroyed soon and completes whatever this request held.
+  std::swap(handle_, other.handle_);
   return *this;
 }
 bool Request::test() {
@@ -112,15 +110,13 @@ Communicator::Communicator(Communicator&& other) noexcept
       local_size_(other.local_size_) {}
 
 Communicator& Communicator::operator=(Communicator&& other) noexcept {
-  if (this != &other) {
-    this->~Communicator();
-    handle_ = std::exchange(other.handle_, nullptr);
-    owned_ = other.owned_;
-    rank_ = other.rank_;
-    size_ = other.size_;
-    local_rank_ = other.local_rank_;
-    local_size_ = other.local_size_;
-  }
+  // Swap: `other` frees what this communicator owned when it is destroyed.
+  std::swap(handle_, other.handle_);
+  std::swap(owned_, other.owned_);
+  std::swap(rank_, other.rank_);
+  std::swap(size_, other.size_);
+  std::swap(local_rank_, other.local_rank_);
+  std::swap(local_size_, other.local_size_);
   return *this;
 }
 

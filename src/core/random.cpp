@@ -5,12 +5,14 @@
 namespace phalanx {
 
 std::array<std::uint32_t, 4> philox4x32(std::uint64_t key, std::uint64_t counter_high,
-                                         std::uint64_t counter_low) {
+                                        std::uint64_t counter_low) {
   constexpr std::uint32_t multiplier0 = 0xD2511F53u, multiplier1 = 0xCD9E8D57u;
   constexpr std::uint32_t weyl0 = 0x9E3779B9u, weyl1 = 0xBB67AE85u;
   std::uint32_t key0 = static_cast<std::uint32_t>(key), key1 = static_cast<std::uint32_t>(key >> 32);
-  std::uint32_t c0 = static_cast<std::uint32_t>(counter_low), c1 = static_cast<std::uint32_t>(counter_low >> 32);
-  std::uint32_t c2 = static_cast<std::uint32_t>(counter_high), c3 = static_cast<std::uint32_t>(counter_high >> 32);
+  std::uint32_t c0 = static_cast<std::uint32_t>(counter_low),
+                c1 = static_cast<std::uint32_t>(counter_low >> 32);
+  std::uint32_t c2 = static_cast<std::uint32_t>(counter_high),
+                c3 = static_cast<std::uint32_t>(counter_high >> 32);
   for (int round = 0; round < 10; ++round) {
     const std::uint64_t product0 = static_cast<std::uint64_t>(multiplier0) * c0;
     const std::uint64_t product1 = static_cast<std::uint64_t>(multiplier1) * c2;
@@ -53,6 +55,12 @@ std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
+}
+
+std::uint64_t fnv1a_hash(std::string_view bytes) {
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a 64-bit offset basis
+  for (const unsigned char byte : bytes) hash = (hash ^ byte) * 1099511628211ull;
+  return hash;
 }
 
 }  // namespace phalanx

@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "phalanx/data/hdf5_handle.hpp"
+#include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/data/hdf5_handle.hpp"
 
 namespace phalanx::data {
 namespace {
@@ -252,24 +253,9 @@ void write_dataset(const std::string& path, const std::vector<std::string>& clas
   detail::silence_hdf5_error_printing();
   validate_inputs(path, classes, splits, options);
 
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(parent, error);
-    if (error) fail_input(path, "cannot create the folder " + parent.string() + ": " + error.message());
-  }
-
-  const std::string temporary_path = path + ".tmp-" + std::to_string(::getpid());
-  try {
-    write_file(temporary_path, path, classes, splits, options);
-    std::error_code error;
-    std::filesystem::rename(temporary_path, path, error);
-    if (error) fail_input(path, "cannot rename " + temporary_path + " into place: " + error.message());
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary_path, ignored);
-    throw;
-  }
+  AtomicFile file(path);
+  write_file(file.temporary_path(), path, classes, splits, options);
+  file.commit();
 }
 
 }  // namespace phalanx::data

@@ -22,8 +22,7 @@ void Dropout::forward(backend::Backend& backend, ParameterRegistry&, const Tenso
     return;
   }
   mask_.ensure(backend, input.shape(), DType::UInt8);
-  std::uint64_t layer_hash = 1469598103934665603ull;
-  for (unsigned char character : name()) layer_hash = (layer_hash ^ character) * 1099511628211ull;
+  const std::uint64_t layer_hash = fnv1a_hash(name());
   const std::uint64_t stream =
       mix_seed(mix_seed(static_cast<std::uint64_t>(context.step), context.rank), layer_hash);
   backend.dropout_forward(input.elements(), probability_, context.seed, stream, input.data(), output.data(),

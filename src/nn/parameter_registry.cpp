@@ -13,13 +13,6 @@ namespace {
 // Offsets are padded to 16 floats (64 bytes) so every parameter view is aligned for SIMD.
 constexpr std::int64_t alignment_elements = 16;
 
-// FNV-1a: a name hash that is the same on every platform, so initial weights are too.
-std::uint64_t name_hash(const std::string& name) {
-  std::uint64_t hash = 1469598103934665603ull;
-  for (unsigned char character : name) hash = (hash ^ character) * 1099511628211ull;
-  return hash;
-}
-
 std::int64_t align_up(std::int64_t value) {
   return (value + alignment_elements - 1) / alignment_elements * alignment_elements;
 }
@@ -33,7 +26,7 @@ void initialise(const ParameterInfo& info, std::uint64_t seed, std::vector<float
     case Initializer::FanInUniformBias: {
       // kaiming_uniform_(a=sqrt(5)) has bound gain*sqrt(3/fan_in) with gain = sqrt(1/3): 1/sqrt(fan_in).
       const float bound = 1.0f / std::sqrt(static_cast<float>(info.fan_in));
-      RandomStream stream(seed, name_hash(info.name));
+      RandomStream stream(seed, fnv1a_hash(info.name));
       for (std::int64_t i = 0; i < info.count; ++i) values[i] = stream.next_uniform(-bound, bound);
       return;
     }

@@ -50,17 +50,16 @@ void Residual::backward(backend::Backend& backend, ParameterRegistry& registry, 
     backend.relu_backward(output.elements(), output.data(), grad_output.data(), sum_gradient_.data());
     grad_sum = &sum_gradient_;
   }
-  // Both paths need an input gradient buffer even when the caller wants none, since the sum
-  // is what the caller would get.
-  Tensor* main_destination = grad_input;
-  if (!main_destination) {
-    path_gradient_.ensure(backend, input.shape());
-    main_destination = &path_gradient_;
-  }
-  main_->backward(backend, registry, input, main_output_, *grad_sum, main_destination, gradients_ready);
+  // The input gradient is the sum of both paths'; a caller that wants none (the first layer)
+  // gets neither path's, which also spares their first layers the backward-data pass.
+  main_->backward(backend, registry, input, main_output_, *grad_sum, grad_input, gradients_ready);
   if (shortcut_ && !shortcut_->empty()) {
-    path_gradient_.ensure(backend, input.shape());
-    shortcut_->backward(backend, registry, input, shortcut_output_, *grad_sum, &path_gradient_,
+    Tensor* shortcut_destination = nullptr;
+    if (grad_input) {
+      path_gradient_.ensure(backend, input.shape());
+      shortcut_destination = &path_gradient_;
+    }
+    shortcut_->backward(backend, registry, input, shortcut_output_, *grad_sum, shortcut_destination,
                         gradients_ready);
     if (grad_input) backend.accumulate(input.elements(), path_gradient_.data(), grad_input->data());
   } else if (grad_input) {

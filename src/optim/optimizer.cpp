@@ -16,12 +16,12 @@ class Sgd final : public Optimizer {
   }
   std::string type() const override { return "sgd"; }
   void step(nn::ParameterRegistry& registry, double learning_rate, std::int64_t) override {
-    backend::SgdHyperparameters hyper;
-    hyper.learning_rate = static_cast<float>(learning_rate);
-    hyper.momentum = static_cast<float>(config_.momentum);
-    hyper.weight_decay = static_cast<float>(config_.weight_decay);
-    hyper.nesterov = config_.nesterov;
-    backend_.sgd_step(registry.parameter_count(), hyper, registry.parameters().data(),
+    backend::SgdHyperparameters hyperparameters;
+    hyperparameters.learning_rate = static_cast<float>(learning_rate);
+    hyperparameters.momentum = static_cast<float>(config_.momentum);
+    hyperparameters.weight_decay = static_cast<float>(config_.weight_decay);
+    hyperparameters.nesterov = config_.nesterov;
+    backend_.sgd_step(registry.parameter_count(), hyperparameters, registry.parameters().data(),
                       registry.gradients().data(), momentum_buffer_.data());
   }
   std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }
@@ -48,14 +48,14 @@ class AdamW final : public Optimizer {
   }
   std::string type() const override { return "adamw"; }
   void step(nn::ParameterRegistry& registry, double learning_rate, std::int64_t step) override {
-    backend::AdamWHyperparameters hyper;
-    hyper.learning_rate = static_cast<float>(learning_rate);
-    hyper.beta1 = static_cast<float>(config_.beta1);
-    hyper.beta2 = static_cast<float>(config_.beta2);
-    hyper.epsilon = static_cast<float>(config_.epsilon);
-    hyper.weight_decay = static_cast<float>(config_.weight_decay);
-    hyper.step = step;
-    backend_.adamw_step(registry.parameter_count(), hyper, registry.parameters().data(),
+    backend::AdamWHyperparameters hyperparameters;
+    hyperparameters.learning_rate = static_cast<float>(learning_rate);
+    hyperparameters.beta1 = static_cast<float>(config_.beta1);
+    hyperparameters.beta2 = static_cast<float>(config_.beta2);
+    hyperparameters.epsilon = static_cast<float>(config_.epsilon);
+    hyperparameters.weight_decay = static_cast<float>(config_.weight_decay);
+    hyperparameters.step = step;
+    backend_.adamw_step(registry.parameter_count(), hyperparameters, registry.parameters().data(),
                         registry.gradients().data(), first_moment_.data(), second_moment_.data());
   }
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }

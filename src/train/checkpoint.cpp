@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 
@@ -26,17 +27,25 @@ void require_write(bool ok, const std::string& path, const std::string& what) {
   if (!ok) throw_internal_error("checkpoint " + path + ": writing " + what + " failed", __FILE__, __LINE__);
 }
 
-// Creates every group on the way to `name` (like mkdir -p) and returns the parent group.
-Hdf5Handle ensure_parent_groups(hid_t file, const std::string& name) {
-  Hdf5Handle link_properties(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
-  H5Pset_create_intermediate_group(link_properties.get(), 1);
-  const auto slash = name.rfind('/');
-  const std::string parent = slash == 0 ? "/" : name.substr(0, slash);
-  if (parent == "/") return Hdf5Handle(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose);
-  if (H5Lexists(file, parent.c_str(), H5P_DEFAULT) > 0)
-    return Hdf5Handle(H5Gopen2(file, parent.c_str(), H5P_DEFAULT), H5Gclose);
-  return Hdf5Handle(H5Gcreate2(file, parent.c_str(), link_properties.get(), H5P_DEFAULT, H5P_DEFAULT),
-                    H5Gclose);
+// Dataset creation properties without modification times: two identical runs then write
+// byte-identical checkpoints, which `cmp` or a checksum can confirm.
+Hdf5Handle untimed() {
+  Hdf5Handle properties(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Pset_obj_track_times(properties.get(), 0);
+  return properties;
+}
+
+// Creates every group on the way to `name` (like mkdir -p), each without modification times.
+void ensure_parent_groups(hid_t file, const std::string& name) {
+  Hdf5Handle properties(H5Pcreate(H5P_GROUP_CREATE), H5Pclose);
+  H5Pset_obj_track_times(properties.get(), 0);
+  for (auto slash = name.find('/', 1); slash != std::string::npos; slash = name.find('/', slash + 1)) {
+    const std::string group = name.substr(0, slash);
+    if (H5Lexists(file, group.c_str(), H5P_DEFAULT) > 0) continue;
+    Hdf5Handle created(H5Gcreate2(file, group.c_str(), H5P_DEFAULT, properties.get(), H5P_DEFAULT), H5Gclose);
+    if (!created.valid())
+      throw_internal_error("creating HDF5 group " + group + " failed", __FILE__, __LINE__);
+  }
 }
 
 void write_floats(hid_t file, const std::string& name, const Shape& shape, const float* values,
@@ -45,7 +54,7 @@ void write_floats(hid_t file, const std::string& name, const Shape& shape, const
   std::vector<hsize_t> dims(shape.dims().begin(), shape.dims().end());
   Hdf5Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
   Hdf5Handle dataset(
-      H5Dcreate2(file, name.c_str(), H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dcreate2(file, name.c_str(), H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, untimed().get(), H5P_DEFAULT),
       H5Dclose);
   require_write(dataset.valid(), path, name);
   require_write(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0, path,
@@ -56,7 +65,7 @@ void write_int64(hid_t file, const std::string& name, std::int64_t value, const 
   ensure_parent_groups(file, name);
   Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
   Hdf5Handle dataset(
-      H5Dcreate2(file, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dcreate2(file, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, untimed().get(), H5P_DEFAULT),
       H5Dclose);
   require_write(dataset.valid() &&
                     H5Dwrite(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
@@ -162,51 +171,55 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
                       std::uint64_t seed, const std::string& config_text) {
   silence_hdf5();
   backend.synchronize();
-  const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  try {
-    {
-      Hdf5Handle file(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-      require_write(file.valid(), path, "the file");
-      Hdf5Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
-      write_attribute_string(root.get(), "format", "phalanx-checkpoint", path);
-      write_attribute_int64(root.get(), "version", checkpoint_version, path);
-      write_attribute_int64(root.get(), "step", position.global_step, path);
-      write_attribute_int64(root.get(), "epoch", position.epoch, path);
-      write_attribute_int64(root.get(), "samples_seen", position.samples_seen, path);
-      write_attribute_int64(root.get(), "world_size", world_size, path);
-      write_attribute_string(root.get(), "config", config_text, path);
-      write_attribute_string(root.get(), "optimizer", optimizer ? optimizer->type() : "", path);
+  AtomicFile output(path);
+  {
+    Hdf5Handle file(H5Fcreate(output.temporary_path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                    H5Fclose);
+    require_write(file.valid(), path, "the file");
+    Hdf5Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
+    write_attribute_string(root.get(), "format", "phalanx-checkpoint", path);
+    write_attribute_int64(root.get(), "version", checkpoint_version, path);
+    write_attribute_int64(root.get(), "step", position.global_step, path);
+    write_attribute_int64(root.get(), "epoch", position.epoch, path);
+    write_attribute_int64(root.get(), "samples_seen", position.samples_seen, path);
+    write_attribute_int64(root.get(), "world_size", world_size, path);
+    write_attribute_string(root.get(), "config", config_text, path);
+    write_attribute_string(root.get(), "optimizer", optimizer ? optimizer->type() : "", path);
 
-      const auto parameters = to_host(backend, registry.parameters(), registry.parameter_count());
-      for (const auto& info : registry.parameters_info())
-        write_floats(file.get(), "/model/" + info.name, info.shape, parameters.data() + info.offset, path);
-      const auto buffers = to_host(backend, registry.buffers(), registry.buffer_count());
-      for (const auto& info : registry.buffers_info())
-        write_floats(file.get(), "/model/" + info.name, info.shape, buffers.data() + info.offset, path);
-      if (optimizer) {
-        for (const auto& state_name : optimizer->state_names()) {
-          const auto state = to_host(backend, optimizer->state(state_name), registry.parameter_count());
-          for (const auto& info : registry.parameters_info())
-            write_floats(file.get(), "/optimizer/" + info.name + "/" + state_name, info.shape,
-                         state.data() + info.offset, path);
-        }
-      }
-      write_int64(file.get(), "/state/global_step", position.global_step, path);
-      write_int64(file.get(), "/state/epoch", position.epoch, path);
-      write_int64(file.get(), "/state/step_in_epoch", position.step_in_epoch, path);
-      write_int64(file.get(), "/state/samples_seen", position.samples_seen, path);
-      // Randomness is counter-based on (seed, step): the seed is the whole RNG state.
-      write_int64(file.get(), "/state/rng_seed", static_cast<std::int64_t>(seed), path);
-      require_write(H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0, path, "flush");
+    const auto parameters = to_host(backend, registry.parameters(), registry.parameter_count());
+    for (const auto& info : registry.parameters_info())
+      write_floats(file.get(), "/model/" + info.name, info.shape, parameters.data() + info.offset, path);
+    const auto buffers = to_host(backend, registry.buffers(), registry.buffer_count());
+    const std::string running_mean = "/running_mean";
+    for (const auto& info : registry.buffers_info()) {
+      write_floats(file.get(), "/model/" + info.name, info.shape, buffers.data() + info.offset, path);
+      // torch's BatchNorm state_dict also holds num_batches_tracked; without it a strict
+      // load_state_dict fails. Every training step is one batch for every BN layer.
+      if (info.name.ends_with(running_mean))
+        write_int64(
+            file.get(),
+            "/model/" + info.name.substr(0, info.name.size() - running_mean.size()) + "/num_batches_tracked",
+            position.global_step, path);
     }
-    std::filesystem::rename(temporary, path);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw;
+    if (optimizer) {
+      for (const auto& state_name : optimizer->state_names()) {
+        const auto state = to_host(backend, optimizer->state(state_name), registry.parameter_count());
+        for (const auto& info : registry.parameters_info())
+          write_floats(file.get(), "/optimizer/" + info.name + "/" + state_name, info.shape,
+                       state.data() + info.offset, path);
+      }
+    }
+    write_int64(file.get(), "/state/global_step", position.global_step, path);
+    write_int64(file.get(), "/state/epoch", position.epoch, path);
+    write_int64(file.get(), "/state/step_in_epoch", position.step_in_epoch, path);
+    write_int64(file.get(), "/state/samples_seen", position.samples_seen, path);
+    // Randomness is counter-based on (seed, step): the seed is the whole RNG state.
+    write_int64(file.get(), "/state/rng_seed", static_cast<std::int64_t>(seed), path);
+    root = Hdf5Handle();
+    // Closing flushes: its status decides whether the file may take the real name.
+    require_write(file.close(), path, "the file (close)");
   }
+  output.commit();
 }
 
 CheckpointHeader read_checkpoint_header(const std::string& path) {

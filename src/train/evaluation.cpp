@@ -18,9 +18,9 @@ EvaluationResult evaluate(nn::Model& model, const data::Split& split, const std:
       data::ShardPlan::evaluation_range(split.count, communicator.rank(), communicator.size());
   const std::int64_t image_bytes = split.image_bytes();
   Tensor mean_tensor(backend, Shape{static_cast<std::int64_t>(mean.size())});
-  Tensor std_tensor(backend, Shape{static_cast<std::int64_t>(standard_deviation.size())});
+  Tensor deviation_tensor(backend, Shape{static_cast<std::int64_t>(standard_deviation.size())});
   backend.copy_from_host(mean_tensor.data(), mean.data(), mean.size() * sizeof(float));
-  backend.copy_from_host(std_tensor.data(), standard_deviation.data(),
+  backend.copy_from_host(deviation_tensor.data(), standard_deviation.data(),
                          standard_deviation.size() * sizeof(float));
   Tensor images(backend, Shape{batch_size, split.height, split.width, split.channels}, DType::UInt8);
   Tensor input(backend, Shape{batch_size, split.height, split.width, split.channels});
@@ -42,7 +42,7 @@ EvaluationResult evaluate(nn::Model& model, const data::Split& split, const std:
     backend.copy_from_host(labels.data_as<void>(), split.labels.data() + first, size * sizeof(std::int32_t));
     backend.normalize_images(images.data_as<std::uint8_t>(),
                              static_cast<std::int64_t>(size) * split.height * split.width, split.channels,
-                             mean_tensor.data(), std_tensor.data(), input.data());
+                             mean_tensor.data(), deviation_tensor.data(), input.data());
     const Tensor& logits = model.forward(input, context);
     const auto totals = backend.softmax_cross_entropy(size, model.classes(), logits.data(),
                                                       labels.data_as<std::int32_t>(), 0.0f, 1.0f, nullptr);

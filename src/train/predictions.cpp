@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 
@@ -25,9 +26,9 @@ Predictions predict_split(nn::Model& model, const data::Split& split, const std:
   Tensor images(backend, full, DType::UInt8), input(backend, full);
   Tensor predicted(backend, Shape{batch_size}, DType::Int32),
       probabilities(backend, Shape{batch_size, model.classes()});
-  Tensor mean_tensor(backend, Shape{split.channels}), std_tensor(backend, Shape{split.channels});
+  Tensor mean_tensor(backend, Shape{split.channels}), deviation_tensor(backend, Shape{split.channels});
   backend.copy_from_host(mean_tensor.data(), mean.data(), mean.size() * sizeof(float));
-  backend.copy_from_host(std_tensor.data(), standard_deviation.data(),
+  backend.copy_from_host(deviation_tensor.data(), standard_deviation.data(),
                          standard_deviation.size() * sizeof(float));
   nn::ForwardContext context;
   context.mode = nn::Mode::Evaluation;
@@ -39,7 +40,7 @@ Predictions predict_split(nn::Model& model, const data::Split& split, const std:
     backend.copy_from_host(images.data_as<void>(), split.images.data() + first * split.image_bytes(),
                            images.bytes());
     backend.normalize_images(images.data_as<std::uint8_t>(), shape.elements() / split.channels,
-                             split.channels, mean_tensor.data(), std_tensor.data(), input.data());
+                             split.channels, mean_tensor.data(), deviation_tensor.data(), input.data());
     const Tensor& logits = model.forward(input, context);
     backend.predict(size, model.classes(), logits.data(), predicted.data_as<std::int32_t>(),
                     probabilities.data());
@@ -65,42 +66,38 @@ void write_dataset(hid_t file, const char* name, hid_t file_type, hid_t memory_t
 void write_predictions(const std::string& path, const Predictions& predictions,
                        const std::vector<std::string>& class_names) {
   data::detail::silence_hdf5_error_printing();
-  const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  try {
-    {
-      Hdf5Handle file(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-      PHALANX_REQUIRE_INPUT(file.valid(), path, ": cannot create the predictions file");
-      const hsize_t count = predictions.predicted_class.size();
-      write_dataset(file.get(), "/predictions", H5T_STD_I32LE, H5T_NATIVE_INT32, {count},
-                    predictions.predicted_class.data(), path);
-      write_dataset(file.get(), "/probabilities", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT,
-                    {count, static_cast<hsize_t>(predictions.classes)}, predictions.probabilities.data(),
-                    path);
-      write_dataset(file.get(), "/labels", H5T_STD_I32LE, H5T_NATIVE_INT32, {count},
-                    predictions.labels.data(), path);
-      // Class names as one variable-length string array attribute, as the dataset files keep them.
-      std::vector<const char*> names;
-      for (const auto& name : class_names) names.push_back(name.c_str());
-      Hdf5Handle string_type(H5Tcopy(H5T_C_S1), H5Tclose);
-      H5Tset_size(string_type.get(), H5T_VARIABLE);
-      const hsize_t name_count = names.size();
-      Hdf5Handle space(H5Screate_simple(1, &name_count, nullptr), H5Sclose);
-      Hdf5Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
-      Hdf5Handle attribute(
-          H5Acreate2(root.get(), "classes", string_type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
-          H5Aclose);
-      if (!attribute.valid() || H5Awrite(attribute.get(), string_type.get(), names.data()) < 0)
-        throw_internal_error(path + ": writing the classes attribute failed", __FILE__, __LINE__);
-      H5Fflush(file.get(), H5F_SCOPE_GLOBAL);
-    }
-    std::filesystem::rename(temporary, path);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw;
+  AtomicFile output(path);
+  {
+    Hdf5Handle file(H5Fcreate(output.temporary_path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                    H5Fclose);
+    PHALANX_REQUIRE_INPUT(file.valid(), path, ": cannot create the predictions file");
+    const hsize_t count = predictions.predicted_class.size();
+    write_dataset(file.get(), "/predictions", H5T_STD_I32LE, H5T_NATIVE_INT32, {count},
+                  predictions.predicted_class.data(), path);
+    write_dataset(file.get(), "/probabilities", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT,
+                  {count, static_cast<hsize_t>(predictions.classes)}, predictions.probabilities.data(), path);
+    write_dataset(file.get(), "/labels", H5T_STD_I32LE, H5T_NATIVE_INT32, {count}, predictions.labels.data(),
+                  path);
+    // Class names as one variable-length string array attribute, as the dataset files keep them.
+    std::vector<const char*> names;
+    for (const auto& name : class_names) names.push_back(name.c_str());
+    Hdf5Handle string_type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(string_type.get(), H5T_VARIABLE);
+    const hsize_t name_count = names.size();
+    Hdf5Handle space(H5Screate_simple(1, &name_count, nullptr), H5Sclose);
+    Hdf5Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
+    Hdf5Handle attribute(
+        H5Acreate2(root.get(), "classes", string_type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+        H5Aclose);
+    if (!attribute.valid() || H5Awrite(attribute.get(), string_type.get(), names.data()) < 0)
+      throw_internal_error(path + ": writing the classes attribute failed", __FILE__, __LINE__);
+    attribute = Hdf5Handle();
+    space = Hdf5Handle();
+    root = Hdf5Handle();
+    if (!file.close())
+      throw_internal_error(path + ": closing the predictions file failed", __FILE__, __LINE__);
   }
+  output.commit();
 }
 
 }  // namespace phalanx::train

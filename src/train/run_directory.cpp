@@ -9,25 +9,12 @@
 #include <regex>
 #include <vector>
 
+#include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/train/checkpoint.hpp"
 
 namespace phalanx::train {
-namespace {
-
-void write_atomically(const std::string& path, const std::string& content) {
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream stream(temporary, std::ios::trunc);
-    if (!stream) throw_internal_error("cannot write " + temporary, __FILE__, __LINE__);
-    stream << content;
-    stream.flush();
-    if (!stream) throw_internal_error("writing " + temporary + " failed", __FILE__, __LINE__);
-  }
-  std::filesystem::rename(temporary, path);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 RunDirectory::RunDirectory(std::string path, bool writer, bool append_metrics)
     : path_(std::move(path)), writer_(writer) {
@@ -44,7 +31,7 @@ std::string RunDirectory::checkpoint_path(std::int64_t step) const {
 }
 
 void RunDirectory::write_config(const std::string& yaml_text) {
-  if (writer_) write_atomically(path_ + "/config.yaml", yaml_text);
+  if (writer_) write_file_atomically(path_ + "/config.yaml", yaml_text);
 }
 
 void RunDirectory::append_metrics(const nlohmann::json& event) {
@@ -54,7 +41,7 @@ void RunDirectory::append_metrics(const nlohmann::json& event) {
 }
 
 void RunDirectory::write_summary(const nlohmann::json& summary) {
-  if (writer_) write_atomically(path_ + "/summary.json", summary.dump(2) + "\n");
+  if (writer_) write_file_atomically(path_ + "/summary.json", summary.dump(2) + "\n");
 }
 
 void RunDirectory::prune_checkpoints(int keep) {

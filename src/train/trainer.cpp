@@ -16,7 +16,7 @@
 namespace phalanx::train {
 
 namespace {
-constexpr int warmup_steps = 3;  // first steps build primitive caches; throughput skips them
+constexpr int throughput_warmup_steps = 3;  // first steps build primitive caches; throughput skips them
 constexpr int evaluation_batch = 256;
 }  // namespace
 
@@ -71,10 +71,13 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
   schedule_ = std::make_unique<optim::Schedule>(config.schedule, config.optimizer.learning_rate,
                                                 steps_per_epoch_, steps_per_epoch_ * config.train.epochs);
 
-  std::string checkpoint = options_.resume;
-  if (checkpoint == "auto") checkpoint = RunDirectory(options_.run_directory, false).find_latest_checkpoint();
+  // The CLI resolves --resume auto on rank 0 and hands every rank the same path.
+  const std::string checkpoint = options_.resume == "auto"
+                                     ? RunDirectory(options_.run_directory, false).find_latest_checkpoint()
+                                     : options_.resume;
   if (!checkpoint.empty()) {
     const auto header = read_checkpoint_header(checkpoint);
+    require_resumable(checkpoint, header);
     PHALANX_REQUIRE_INPUT(header.world_size == communicator_.size(), checkpoint, ": written by ",
                           header.world_size, " ranks; resume it with the same number of ranks (now ",
                           communicator_.size(), ") so the data order continues exactly");
@@ -85,6 +88,42 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
 }
 
 Trainer::~Trainer() = default;
+
+namespace {
+// The settings that fix a run's trajectory. A resumed run may extend epochs or change
+// max_steps, logging, checkpointing, threads or the data path (a moved file), nothing else.
+config::Config trajectory_settings(config::Config config) {
+  config.name = "";
+  config.device = "auto";
+  config.threads = 0;
+  config.data.path = "";
+  config.data.test_split = "";
+  config.data.prefetch_batches = 1;
+  config.train.epochs = 1;
+  config.train.max_steps.reset();
+  config.train.log_every_steps = 1;
+  config.checkpoint = {};
+  config.distributed = {};
+  return config;
+}
+}  // namespace
+
+void Trainer::require_resumable(const std::string& checkpoint, const CheckpointHeader& header) const {
+  PHALANX_REQUIRE_INPUT(header.world_size == communicator_.size(), checkpoint, ": written by ",
+                        header.world_size, " ranks; resume it with the same number of ranks (now ",
+                        communicator_.size(), ") so the data order continues exactly");
+  const auto written = config::parse(header.config_text, checkpoint + ":/config");
+  const std::string before = config::to_yaml(trajectory_settings(written));
+  const std::string now = config::to_yaml(trajectory_settings(options_.config));
+  PHALANX_REQUIRE_INPUT(before == now, checkpoint,
+                        ": cannot resume with a different seed, model, optimizer, "
+                        "schedule, batch size or training split: ",
+                        config::first_difference(now, before, "in the checkpoint"),
+                        " (epochs, max_steps and checkpoint settings may change)");
+  PHALANX_REQUIRE_INPUT(header.position.step_in_epoch < steps_per_epoch_, checkpoint, ": resumes at step ",
+                        header.position.step_in_epoch, " of an epoch, but this data gives ", steps_per_epoch_,
+                        " steps per epoch (is it the same dataset?)");
+}
 
 nlohmann::json Trainer::run() {
   const auto& config = options_.config;
@@ -195,6 +234,7 @@ nlohmann::json Trainer::run() {
     step.optimizer = stage_clock.seconds();
 
     // 5. bookkeeping
+    buffers_synchronised_ = false;
     ++position_.global_step;
     position_.samples_seen += plan.global_batch();
     position_.epoch = batch->epoch;
@@ -211,7 +251,7 @@ nlohmann::json Trainer::run() {
     epoch_times.add(step);
     ++run_steps;
     ++epoch_steps;
-    if (run_steps > warmup_steps) {
+    if (run_steps > throughput_warmup_steps) {
       measured_seconds += step.total;
       ++measured_steps;
     }
@@ -258,7 +298,7 @@ nlohmann::json Trainer::run() {
 
   // A run stopped mid-epoch (train.max_steps) still reports test metrics for what it trained.
   if (!evaluated_at_end) {
-    average_buffers(*model_, communicator_);
+    synchronise_buffers();
     const auto result = evaluate(*model_, *test_split_, dataset_info_.mean, dataset_info_.standard_deviation,
                                  communicator_, evaluation_batch);
     double loss_sum[2] = {epoch_loss_sum, static_cast<double>(epoch_loss_samples)};
@@ -334,9 +374,17 @@ void Trainer::broadcast_from_root(Tensor& tensor) {
   backend_.copy_from_host(tensor.data(), host.data(), tensor.bytes());
 }
 
+void Trainer::synchronise_buffers() {
+  // Averaging is not idempotent in float at every world size ((a+a+a)/3 != a), so average only
+  // what training changed since the last time: resumed and straight runs then agree bitwise.
+  if (buffers_synchronised_) return;
+  average_buffers(*model_, communicator_);
+  buffers_synchronised_ = true;
+}
+
 void Trainer::end_of_epoch(std::int64_t epoch, double epoch_seconds, const StageTimes& epoch_times,
                            std::int64_t epoch_steps, double loss_sum, std::int64_t loss_samples) {
-  average_buffers(*model_, communicator_);
+  synchronise_buffers();
   const auto result = evaluate(*model_, *test_split_, dataset_info_.mean, dataset_info_.standard_deviation,
                                communicator_, evaluation_batch);
   double sums[2] = {loss_sum, static_cast<double>(loss_samples)};
@@ -387,7 +435,7 @@ void Trainer::end_of_epoch(std::int64_t epoch, double epoch_seconds, const Stage
 }
 
 void Trainer::save_checkpoint(bool final) {
-  average_buffers(*model_, communicator_);
+  synchronise_buffers();
   if (communicator_.rank() == 0) {
     const std::string path = final ? run_directory_.latest_checkpoint_path()
                                    : run_directory_.checkpoint_path(position_.global_step);

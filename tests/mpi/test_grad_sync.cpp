@@ -54,6 +54,18 @@ TEST(GradSync, BucketsAreCutFromTheEnd) {
   for (float value : gradients) EXPECT_FLOAT_EQ(value, static_cast<float>(world.size()));
 }
 
+TEST(GradSync, FirstBucketIsSmallSoTheLastLayersStartEarly) {
+  const auto world = Communicator::world();
+  std::vector<float> gradients(100, 2.0f);
+  GradSync sync(world, gradients.data(), 100, 40 * sizeof(float), 10 * sizeof(float));
+  EXPECT_EQ(sync.bucket_count(), 4u);  // [90,100) [50,90) [10,50) [0,10)
+  sync.begin_step();
+  sync.gradients_ready(90);  // only the first bucket is final: it is launched, the rest wait
+  sync.gradients_ready(0);
+  sync.wait();
+  for (float value : gradients) EXPECT_FLOAT_EQ(value, 2.0f * static_cast<float>(world.size()));
+}
+
 TEST(Communicator, SplitFormsIndependentGroups) {
   const auto world = Communicator::world();
   const auto group = world.split(world.rank() % 2, world.rank());

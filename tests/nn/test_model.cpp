@@ -60,9 +60,11 @@ struct Problem {
   }
 };
 
-// Central differences on float32 parameters: eps = 1e-2 keeps rounding noise (~1e-5) far below
-// the truncation error, and 5e-3 absolute + 5% relative tolerance absorbs the rare kink of a
-// ReLU or max-pool that a perturbation crosses.
+// Central differences on float32 parameters, eps = 1e-2: rounding noise (~1e-5) stays far below
+// the 5e-3 absolute + 5% relative tolerance. A ReLU or max-pool kink inside [x-eps, x+eps]
+// makes the difference quotient meaningless there, so an entry whose left and right slopes
+// disagree by more than the tolerance is skipped as non-smooth, and at most a quarter may be.
+// A wrong gradient fails on the smooth entries, which are the majority.
 void expect_gradients_match(Problem& problem, int samples_per_parameter) {
   problem.loss(true);
   auto& registry = problem.model->registry();
@@ -70,7 +72,8 @@ void expect_gradients_match(Problem& problem, int samples_per_parameter) {
   const float* gradients = registry.gradients().data();
   const std::vector<float> analytic(gradients, gradients + registry.parameter_count());
   constexpr float epsilon = 1e-2f;
-  int checked = 0;
+  const double centre = problem.loss(false);
+  int checked = 0, skipped = 0;
   for (const auto& info : registry.parameters_info()) {
     const std::int64_t stride = std::max<std::int64_t>(1, info.count / samples_per_parameter);
     for (std::int64_t element = 0; element < info.count; element += stride) {
@@ -82,12 +85,19 @@ void expect_gradients_match(Problem& problem, int samples_per_parameter) {
       const double minus = problem.loss(false);
       value = original;
       const double numeric = (plus - minus) / (2.0 * epsilon);
-      const double exact = analytic[static_cast<std::size_t>(info.offset + element)];
-      EXPECT_NEAR(exact, numeric, 5e-3 + 0.05 * std::fabs(numeric)) << info.name << "[" << element << "]";
+      const double tolerance = 5e-3 + 0.05 * std::fabs(numeric);
+      const double right = (plus - centre) / epsilon, left = (centre - minus) / epsilon;
       ++checked;
+      if (std::fabs(right - left) > tolerance) {
+        ++skipped;
+        continue;
+      }
+      const double exact = analytic[static_cast<std::size_t>(info.offset + element)];
+      EXPECT_NEAR(exact, numeric, tolerance) << info.name << "[" << element << "]";
     }
   }
   EXPECT_GT(checked, 10);
+  EXPECT_LE(skipped * 4, checked) << skipped << " of " << checked << " entries were not smooth";
 }
 
 TEST(ModelGradient, ConvReluPoolFlattenLinear) {

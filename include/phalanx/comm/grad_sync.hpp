@@ -13,9 +13,11 @@ namespace phalanx::comm {
 class GradSync {
  public:
   // `gradients` is the flat buffer of `elements` floats; buckets are cut from its end (where
-  // backward finishes first) in pieces of about `bucket_bytes`.
+  // backward finishes first): the first of at most `first_bucket_bytes` (PyTorch DDP's 1 MiB),
+  // so the last layers' all-reduce starts while the rest of backward runs even in small
+  // models, then pieces of about `bucket_bytes`.
   GradSync(const Communicator& communicator, float* gradients, std::int64_t elements,
-           std::size_t bucket_bytes);
+           std::size_t bucket_bytes, std::size_t first_bucket_bytes = std::size_t{1} << 20);
 
   // Start of a step: no bucket has been launched.
   void begin_step();

@@ -124,6 +124,11 @@ Config load(const std::string& path, const std::vector<std::string>& overrides =
 // of its type); parse(to_yaml(c)) == c for every c that parse can produce.
 std::string to_yaml(const Config& config);
 
+// "line N of the resolved config is 'x' here but 'y' <where_reference>" for the first line where
+// two to_yaml texts differ, so mismatch errors show the key at fault.
+std::string first_difference(const std::string& yaml, const std::string& reference_yaml,
+                             const std::string& where_reference);
+
 // A stable hash of the resolved config, compared across ranks.
 std::uint64_t hash(const Config& config);
 

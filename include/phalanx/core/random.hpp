@@ -5,11 +5,12 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 
 namespace phalanx {
 
 std::array<std::uint32_t, 4> philox4x32(std::uint64_t key, std::uint64_t counter_high,
-                                         std::uint64_t counter_low);
+                                        std::uint64_t counter_low);
 
 // A stream of uniform numbers for one purpose (initialising one parameter, one dropout mask).
 class RandomStream {
@@ -33,5 +34,9 @@ class RandomStream {
 
 // Mixes several 64-bit values into one seed (SplitMix64 finaliser), for deriving stream ids.
 std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b);
+
+// 64-bit FNV-1a of bytes: the same on every platform and compiler (unlike std::hash), so values
+// derived from names (initial weights, dropout streams) and config hashes are portable.
+std::uint64_t fnv1a_hash(std::string_view bytes);
 
 }  // namespace phalanx

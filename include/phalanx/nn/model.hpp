@@ -29,7 +29,7 @@ class Model {
   int classes() const { return classes_; }
   backend::Backend& backend() { return backend_; }
   const Sequential& network() const { return *network_; }
-  // One line per layer: name, type, output shape, parameter count.
+  // One line for the log: layer count and parameter count.
   std::string summary() const;
 
  private:

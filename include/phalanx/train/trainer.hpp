@@ -44,12 +44,16 @@ class Trainer {
   nlohmann::json run();
 
   nn::Model& model() { return *model_; }
+  // Where training starts (after a resume) or stands.
+  const TrainingPosition& position() const { return position_; }
 
  private:
   void end_of_epoch(std::int64_t epoch, double epoch_seconds, const StageTimes& epoch_times,
                     std::int64_t epoch_steps, double loss_sum, std::int64_t loss_samples);
   void save_checkpoint(bool final);
   void broadcast_from_root(Tensor& tensor);
+  void synchronise_buffers();
+  void require_resumable(const std::string& checkpoint, const CheckpointHeader& header) const;
 
   TrainerOptions options_;
   const comm::Communicator& communicator_;
@@ -68,6 +72,7 @@ class Trainer {
   nlohmann::json history_;
   std::unique_ptr<Progress> progress_;
   double start_wall_ = 0;
+  bool buffers_synchronised_ = false;
 };
 
 }  // namespace phalanx::train

@@ -12,7 +12,7 @@ namespace phalanx::backend::cuda {
 
 struct GeometryHash {
   static std::size_t combine(std::initializer_list<std::int64_t> fields) {
-    std::uint64_t hash = 1469598103934665603ull;  // FNV-1a over the fields
+    std::uint64_t hash = 14695981039346656037ull;  // FNV-1a style, one 64-bit field at a time
     for (const std::int64_t field : fields) {
       hash ^= static_cast<std::uint64_t>(field);
       hash *= 1099511628211ull;

@@ -1,0 +1,73 @@
+// Temporary-file-then-rename with fsync of the file and of its folder (rename alone is atomic
+// but not durable: after a power loss the new name may point at unwritten blocks).
+#include "phalanx/core/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "phalanx/core/error.hpp"
+
+namespace phalanx {
+namespace {
+
+void sync_path(const std::string& path, int flags, const std::string& what) {
+  const int descriptor = ::open(path.c_str(), flags);
+  if (descriptor < 0)
+    throw_internal_error("cannot open " + path + " to sync " + what + ": " + std::strerror(errno), __FILE__,
+                         __LINE__);
+  const int status = ::fsync(descriptor);
+  const int saved_errno = errno;
+  ::close(descriptor);
+  if (status != 0)
+    throw_internal_error("fsync of " + path + " failed: " + std::strerror(saved_errno), __FILE__, __LINE__);
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string path)
+    : path_(std::move(path)), temporary_path_(path_ + ".tmp-" + std::to_string(::getpid())) {
+  const auto parent = std::filesystem::path(path_).parent_path();
+  if (!parent.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(parent, error);
+    if (error)
+      throw_input_error(path_ + ": cannot create the folder " + parent.string() + ": " + error.message());
+  }
+}
+
+AtomicFile::~AtomicFile() {
+  if (committed_) return;
+  std::error_code ignored;
+  std::filesystem::remove(temporary_path_, ignored);
+}
+
+void AtomicFile::commit() {
+  sync_path(temporary_path_, O_RDONLY, "the file");
+  std::error_code error;
+  std::filesystem::rename(temporary_path_, path_, error);
+  // A folder or a read-only file in the way is the user's to fix: a usage error naming it.
+  if (error)
+    throw_input_error(path_ + ": cannot rename " + temporary_path_ + " into place: " + error.message());
+  committed_ = true;
+  const auto parent = std::filesystem::path(path_).parent_path();
+  sync_path(parent.empty() ? std::string(".") : parent.string(), O_RDONLY | O_DIRECTORY, "the folder");
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  AtomicFile file(path);
+  {
+    std::ofstream stream(file.temporary_path(), std::ios::trunc | std::ios::binary);
+    if (!stream) throw_internal_error("cannot write " + file.temporary_path(), __FILE__, __LINE__);
+    stream << content;
+    stream.flush();
+    if (!stream) throw_internal_error("writing " + file.temporary_path() + " failed", __FILE__, __LINE__);
+  }
+  file.commit();
+}
+
+}  // namespace phalanx
