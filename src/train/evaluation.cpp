@@ -6,6 +6,7 @@
 
 #include "phalanx/core/timer.hpp"
 #include "phalanx/data/shard_plan.hpp"
+#include "phalanx/train/input_batch.hpp"
 
 namespace phalanx::train {
 
@@ -16,16 +17,7 @@ EvaluationResult evaluate(nn::Model& model, const data::Split& split, const std:
   auto& backend = model.backend();
   const auto [begin, end] =
       data::ShardPlan::evaluation_range(split.count, communicator.rank(), communicator.size());
-  const std::int64_t image_bytes = split.image_bytes();
-  Tensor mean_tensor(backend, Shape{static_cast<std::int64_t>(mean.size())});
-  Tensor deviation_tensor(backend, Shape{static_cast<std::int64_t>(standard_deviation.size())});
-  backend.copy_from_host(mean_tensor.data(), mean.data(), mean.size() * sizeof(float));
-  backend.copy_from_host(deviation_tensor.data(), standard_deviation.data(),
-                         standard_deviation.size() * sizeof(float));
-  Tensor images(backend, Shape{batch_size, split.height, split.width, split.channels}, DType::UInt8);
-  Tensor input(backend, Shape{batch_size, split.height, split.width, split.channels});
-  Tensor labels(backend, Shape{batch_size}, DType::Int32);
-
+  InputBatch inputs(backend, batch_size, split.height, split.width, split.channels, mean, standard_deviation);
   double sums[2] = {0, 0};  // loss sum, correct
   std::int64_t count = 0;
   nn::ForwardContext context;
@@ -33,19 +25,10 @@ EvaluationResult evaluate(nn::Model& model, const data::Split& split, const std:
   context.rank = communicator.rank();
   for (std::int64_t first = begin; first < end; first += batch_size) {
     const int size = static_cast<int>(std::min<std::int64_t>(batch_size, end - first));
-    const Shape shape{size, split.height, split.width, split.channels};
-    images.reshape(shape);
-    input.reshape(shape);
-    labels.reshape(Shape{size});
-    backend.copy_from_host(images.data_as<void>(), split.images.data() + first * image_bytes,
-                           static_cast<std::size_t>(size * image_bytes));
-    backend.copy_from_host(labels.data_as<void>(), split.labels.data() + first, size * sizeof(std::int32_t));
-    backend.normalize_images(images.data_as<std::uint8_t>(),
-                             static_cast<std::int64_t>(size) * split.height * split.width, split.channels,
-                             mean_tensor.data(), deviation_tensor.data(), input.data());
-    const Tensor& logits = model.forward(input, context);
-    const auto totals = backend.softmax_cross_entropy(size, model.classes(), logits.data(),
-                                                      labels.data_as<std::int32_t>(), 0.0f, 1.0f, nullptr);
+    inputs.load(split.images.data() + first * split.image_bytes(), split.labels.data() + first, size);
+    const Tensor& logits = model.forward(inputs.input(), context);
+    const auto totals = backend.softmax_cross_entropy(size, model.classes(), logits.data(), inputs.labels(),
+                                                      0.0f, 1.0f, nullptr);
     sums[0] += totals.loss_sum;
     sums[1] += static_cast<double>(totals.correct);
     count += size;

@@ -9,6 +9,7 @@
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
+#include "phalanx/train/input_batch.hpp"
 
 namespace phalanx::train {
 
@@ -22,26 +23,15 @@ Predictions predict_split(nn::Model& model, const data::Split& split, const std:
   result.predicted_class.resize(static_cast<std::size_t>(split.count));
   result.probabilities.resize(static_cast<std::size_t>(split.count * model.classes()));
   result.labels = split.labels;
-  const Shape full{batch_size, split.height, split.width, split.channels};
-  Tensor images(backend, full, DType::UInt8), input(backend, full);
+  InputBatch inputs(backend, batch_size, split.height, split.width, split.channels, mean, standard_deviation);
   Tensor predicted(backend, Shape{batch_size}, DType::Int32),
       probabilities(backend, Shape{batch_size, model.classes()});
-  Tensor mean_tensor(backend, Shape{split.channels}), deviation_tensor(backend, Shape{split.channels});
-  backend.copy_from_host(mean_tensor.data(), mean.data(), mean.size() * sizeof(float));
-  backend.copy_from_host(deviation_tensor.data(), standard_deviation.data(),
-                         standard_deviation.size() * sizeof(float));
   nn::ForwardContext context;
   context.mode = nn::Mode::Evaluation;
   for (std::int64_t first = 0; first < split.count; first += batch_size) {
     const int size = static_cast<int>(std::min<std::int64_t>(batch_size, split.count - first));
-    const Shape shape = full.with_batch(size);
-    images.reshape(shape);
-    input.reshape(shape);
-    backend.copy_from_host(images.data_as<void>(), split.images.data() + first * split.image_bytes(),
-                           images.bytes());
-    backend.normalize_images(images.data_as<std::uint8_t>(), shape.elements() / split.channels,
-                             split.channels, mean_tensor.data(), deviation_tensor.data(), input.data());
-    const Tensor& logits = model.forward(input, context);
+    inputs.load(split.images.data() + first * split.image_bytes(), split.labels.data() + first, size);
+    const Tensor& logits = model.forward(inputs.input(), context);
     backend.predict(size, model.classes(), logits.data(), predicted.data_as<std::int32_t>(),
                     probabilities.data());
     backend.copy_to_host(result.predicted_class.data() + first, predicted.data_as<void>(),

@@ -11,6 +11,7 @@
 #include "phalanx/data/loader.hpp"
 #include "phalanx/data/shard_plan.hpp"
 #include "phalanx/train/evaluation.hpp"
+#include "phalanx/train/input_batch.hpp"
 #include "phalanx/train/progress.hpp"
 
 namespace phalanx::train {
@@ -167,15 +168,9 @@ nlohmann::json Trainer::run() {
                       position_.step_in_epoch, config.train.epochs, HostAllocator::instance());
 
   const int local_batch = config.train.batch_size;
-  const Shape batch_shape{local_batch, train_split_->height, train_split_->width, train_split_->channels};
-  Tensor images(backend_, batch_shape, DType::UInt8);
-  Tensor input(backend_, batch_shape);
-  Tensor labels(backend_, Shape{local_batch}, DType::Int32);
+  InputBatch inputs(backend_, local_batch, train_split_->height, train_split_->width, train_split_->channels,
+                    dataset_info_.mean, dataset_info_.standard_deviation);
   Tensor grad_logits(backend_, Shape{local_batch, model_->classes()});
-  Tensor mean(backend_, Shape{train_split_->channels}), deviation(backend_, Shape{train_split_->channels});
-  backend_.copy_from_host(mean.data(), dataset_info_.mean.data(), dataset_info_.mean.size() * sizeof(float));
-  backend_.copy_from_host(deviation.data(), dataset_info_.standard_deviation.data(),
-                          dataset_info_.standard_deviation.size() * sizeof(float));
   const float gradient_scale = 1.0f / static_cast<float>(plan.global_batch());
   const std::int64_t total_steps = steps_per_epoch_ * config.train.epochs;
   const std::int64_t last_step =
@@ -199,14 +194,12 @@ nlohmann::json Trainer::run() {
 
     // 2. forward and loss
     stage_clock.restart();
-    backend_.copy_from_host(images.data_as<void>(), batch->images, images.bytes());
-    backend_.copy_from_host(labels.data_as<void>(), batch->labels, labels.bytes());
-    backend_.normalize_images(images.data_as<std::uint8_t>(), batch_shape.elements() / train_split_->channels,
-                              train_split_->channels, mean.data(), deviation.data(), input.data());
+    inputs.load(batch->images, batch->labels, batch->size);
+    const Tensor& input = inputs.input();
     nn::ForwardContext context{nn::Mode::Training, config.seed, position_.global_step, communicator_.rank()};
     const Tensor& logits = model_->forward(input, context);
     const auto totals = backend_.softmax_cross_entropy(
-        local_batch, model_->classes(), logits.data(), labels.data_as<std::int32_t>(),
+        local_batch, model_->classes(), logits.data(), inputs.labels(),
         static_cast<float>(config.train.label_smoothing), gradient_scale, grad_logits.data());
     step.forward = stage_clock.seconds();
 
