@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 launch/install-dependencies.sh
-launch/build.sh
+PHALANX_TARGETS=phalanx launch/build.sh
 if [ ! -f datasets/fashion-mnist.h5 ]; then
   build/src/phalanx data import-idx /usr/share/datasets/fashion-mnist -o datasets/fashion-mnist.h5 --classes fashion
 fi

@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""PyTorch peer of phalanx's `fmnist_cnn` preset, for throughput comparisons (see bench/README.md).
+
+Trains exactly the phalanx network
+    conv1 (1->32, 3x3, pad 1), ReLU, max-pool 2, conv2 (32->64, 3x3, pad 1), ReLU, max-pool 2,
+    flatten, fc1 (3136->128), ReLU, fc2 (128->10)
+on a phalanx HDF5 dataset (/train/images uint8 [N,28,28,1], /train/labels int32, attrs mean/std
+on /train/images), with the whole training split held in memory as normalised NCHW float32, a
+fresh permutation every epoch, and the same optimizer, learning rate and batch as phalanx.
+
+Single process:  /usr/bin/python3 bench/torch_fmnist.py --data D.h5 --threads 2 --batch-size 128
+DDP (gloo):      /usr/bin/python3 bench/torch_fmnist.py --data D.h5 --ddp 2 --threads 1 --batch-size 64
+  (--batch-size is always per rank, as phalanx's train.batch_size: the global batch is WORLD x B.)
+
+Timing: each step is timed from fetching its batch to the end of optimizer.step(); the first
+--warmup steps and the (optional) evaluation are excluded. images_per_sec = measured steps x
+global batch / the largest per-rank sum of measured step times, the same definition phalanx's
+summary.json uses. The result is one JSON line on stdout (rank 0 only).
+"""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, help="phalanx HDF5 dataset (phalanx data import-idx ...)")
+    parser.add_argument("--steps", type=int, default=300, help="training steps (like train.max_steps)")
+    parser.add_argument("--warmup", type=int, default=5, help="first steps left out of the timing")
+    parser.add_argument("--batch-size", type=int, default=128, help="batch per rank (like train.batch_size)")
+    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads per process/rank")
+    parser.add_argument("--ddp", type=int, default=0, metavar="WORLD",
+                        help="run WORLD ranks with DistributedDataParallel over gloo on 127.0.0.1")
+    parser.add_argument("--bind", action="store_true",
+                        help="with --ddp: pin rank r to CPU cores [r*threads, (r+1)*threads) "
+                             "(what mpirun --map-by slot:PE=threads does for phalanx)")
+    parser.add_argument("--optimizer", choices=["sgd", "adamw"], default="adamw")
+    parser.add_argument("--lr", type=float, default=0.002)
+    parser.add_argument("--weight-decay", type=float, default=0.0001)
+    parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--eval", action="store_true", help="evaluate on /test after training (not timed)")
+    parser.add_argument("--port", type=int, default=0, help="gloo rendezvous port (0: pick a free one)")
+    args = parser.parse_args(argv)
+    if args.steps <= args.warmup:
+        parser.error("--steps must be larger than --warmup")
+    return args
+
+
+def build_model(torch):
+    nn = torch.nn
+    # Module names follow phalanx's parameter names (conv1, conv2, fc1, fc2).
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def load_split(torch, path, split):
+    import h5py
+    import numpy as np
+    with h5py.File(path, "r") as f:
+        images = f[f"/{split}/images"]
+        mean = np.asarray(f["/train/images"].attrs["mean"], dtype=np.float32).reshape(-1)
+        std = np.asarray(f["/train/images"].attrs["std"], dtype=np.float32).reshape(-1)
+        x = images[...]                      # uint8 [N, H, W, C]
+        y = f[f"/{split}/labels"][...].astype(np.int64)
+    x = (x.astype(np.float32) / 255.0 - mean) / std   # per channel, as phalanx: (x/255 - mean)/std
+    x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))  # NHWC -> NCHW
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+def run(rank, world, args, port, queue):
+    """One process (world == 1) or one DDP rank. Rank 0 puts the result on `queue` (or prints it)."""
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    if world > 1 and args.bind:
+        ncpu = os.cpu_count() or 1
+        cores = {(rank * args.threads + t) % ncpu for t in range(args.threads)}
+        os.sched_setaffinity(0, cores)
+    import torch
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+
+    if world > 1:
+        import torch.distributed as dist
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+
+    x_train, y_train = load_split(torch, args.data, "train")
+    n = x_train.shape[0]
+    local = args.batch_size
+    global_batch = local * world
+    steps_per_epoch = n // global_batch
+
+    model = build_model(torch)
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel
+        model = DistributedDataParallel(model)
+    if args.optimizer == "adamw":
+        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum,
+                                    weight_decay=args.weight_decay)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    model.train()
+    step_times = []
+    losses = []
+    permutation = None
+    wall_start = time.perf_counter()
+    for step in range(args.steps):
+        t0 = time.perf_counter()
+        epoch, in_epoch = divmod(step, steps_per_epoch)
+        if in_epoch == 0:
+            # Same permutation on every rank (seeded by epoch); rank r takes its slice of each global batch.
+            generator = torch.Generator().manual_seed(args.seed * 1000003 + epoch)
+            permutation = torch.randperm(n, generator=generator)
+        start = in_epoch * global_batch + rank * local
+        index = permutation[start:start + local]
+        inputs = x_train.index_select(0, index)
+        labels = y_train.index_select(0, index)
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        step_times.append(time.perf_counter() - t0)
+    wall = time.perf_counter() - wall_start
+
+    measured = step_times[args.warmup:]
+    measured_seconds = sum(measured)
+    test_accuracy = None
+    if args.eval and rank == 0:
+        x_test, y_test = load_split(torch, args.data, "test")
+        net = model.module if world > 1 else model
+        net.eval()
+        correct = 0
+        with torch.no_grad():
+            for i in range(0, x_test.shape[0], 1000):
+                correct += (net(x_test[i:i + 1000]).argmax(1) == y_test[i:i + 1000]).sum().item()
+        test_accuracy = correct / x_test.shape[0]
+
+    if world > 1:
+        import torch.distributed as dist
+        # Per-step max over ranks (a synchronous step ends when its slowest rank does), and the
+        # slowest rank's total, as phalanx's allreduce_max of measured seconds.
+        per_step = torch.tensor(measured, dtype=torch.float64)
+        dist.all_reduce(per_step, op=dist.ReduceOp.MAX)
+        total = torch.tensor([measured_seconds], dtype=torch.float64)
+        dist.all_reduce(total, op=dist.ReduceOp.MAX)
+        measured = per_step.tolist()
+        measured_seconds = total.item()
+        dist.destroy_process_group()
+
+    if rank == 0:
+        result = {
+            "framework": "pytorch",
+            "torch_version": torch.__version__,
+            "mode": "ddp" if world > 1 else "single",
+            "world_size": world,
+            "threads_per_rank": args.threads,
+            "bound": bool(world > 1 and args.bind),
+            "batch_per_rank": local,
+            "global_batch": global_batch,
+            "optimizer": args.optimizer,
+            "learning_rate": args.lr,
+            "steps": args.steps,
+            "warmup_steps": args.warmup,
+            "measured_steps": len(measured),
+            "images_per_sec": len(measured) * global_batch / measured_seconds,
+            "step_ms_median": 1000.0 * statistics.median(measured),
+            "step_ms_mean": 1000.0 * measured_seconds / len(measured),
+            "wall_seconds": wall,
+            "first_loss": losses[0],
+            "last_loss": statistics.fmean(losses[-20:]),
+            "test_accuracy": test_accuracy,
+        }
+        if queue is not None:
+            queue.put(result)
+        else:
+            print(json.dumps(result), flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)  # before torch (and its OpenMP) is loaded
+    if args.ddp and args.ddp > 1:
+        import torch.multiprocessing as mp
+        port = args.port or free_port()
+        context = mp.get_context("spawn")
+        queue = context.SimpleQueue()
+        mp.start_processes(run, args=(args.ddp, args, port, queue), nprocs=args.ddp, join=True,
+                           start_method="spawn")
+        print(json.dumps(queue.get()), flush=True)
+    else:
+        run(0, 1, args, 0, None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

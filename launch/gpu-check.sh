@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# GPU check (DESIGN §8), for the few minutes a GPU machine is lent: runs the *Cuda* tests, a
+# short Fashion-MNIST training on the GPU, and evaluates a CPU-trained checkpoint on the GPU.
+# It writes logs and summary.txt to $OUT (default gpu-check-out/).
+#
+# Prepared here and carried there: the binaries are built on the development machine
+# (launch/build.sh with CUDA on) and copied with the shared libraries the GPU machine may lack
+# (`launch/gpu-check.sh --bundle DIR` collects them, within the 64 MiB carry limit); the GPU
+# machine supplies the driver and CUDA, cuDNN and cuBLAS (PyTorch's nvidia/* wheels).
+#   here:  launch/gpu-check.sh --bundle gpu-bundle
+#   there: launch/gpu-check.sh --run gpu-bundle
+set -uo pipefail
+mode=${1:-}
+bundle=${2:-gpu-bundle}
+out=${OUT:-gpu-check-out}
+
+if [ "$mode" = --bundle ]; then
+  set -e
+  rm -rf "$bundle" && mkdir -p "$bundle/lib"
+  cp build/src/phalanx build/tests/phalanx_backend_cuda_tests "$bundle/"
+  # Libraries the GPU machine may not have: everything ldd resolves outside the CUDA toolkit and libc.
+  for binary in "$bundle/phalanx" "$bundle/phalanx_backend_cuda_tests"; do
+    ldd "$binary" | awk '/=> \// {print $3}' | grep -v -E 'libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|ld-linux|libcuda|libcudart|libcudnn|libcublas|libnccl|libnvidia' |
+      while read -r library; do cp -n "$library" "$bundle/lib/"; done
+  done
+  cp datasets/fashion-mnist.h5 "$bundle/" 2>/dev/null || true
+  cp -r configs "$bundle/"
+  du -sh "$bundle"
+  exit 0
+fi
+
+if [ "$mode" != --run ]; then
+  echo "usage: launch/gpu-check.sh --bundle DIR | --run DIR" >&2
+  exit 2
+fi
+
+mkdir -p "$out"
+summary="$out/summary.txt"
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+# CUDA libraries from PyTorch's wheels when the system has none on the loader path.
+torch_libraries=$(python3 -c 'import nvidia, os; base = os.path.dirname(nvidia.__path__[0]) + "/nvidia"; print(":".join(os.path.join(base, d, "lib") for d in os.listdir(base)))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="$bundle/lib:${torch_libraries}:${LD_LIBRARY_PATH:-}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+note "== machine"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee -a "$summary"
+note "== missing libraries"; ldd "$bundle/phalanx" | grep "not found" | tee -a "$summary"
+
+note "== *Cuda* tests"
+timeout 300 "$bundle/phalanx_backend_cuda_tests" --gtest_filter='Cuda*' > "$out/cuda-tests.log" 2>&1
+note "exit $? ; $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/cuda-tests.log" | tr '\n' ' ')"
+
+note "== training fmnist_cnn on the GPU (1 rank)"
+timeout 300 "$bundle/phalanx" train "$bundle/configs/fashion_mnist.yaml" --set device=cuda \
+  --set data.path="$bundle/fashion-mnist.h5" --run-dir "$out/run-gpu" > "$out/train-gpu.log" 2>&1
+note "exit $? ; $(tail -2 "$out/train-gpu.log" | head -1)"
+
+note "== CPU-trained checkpoint evaluated on the GPU"
+timeout 120 "$bundle/phalanx" train "$bundle/configs/fashion_mnist.yaml" --set device=cpu \
+  --set data.path="$bundle/fashion-mnist.h5" --set train.max_steps=200 --run-dir "$out/run-cpu" > "$out/train-cpu.log" 2>&1
+timeout 120 "$bundle/phalanx" eval --checkpoint "$out/run-cpu/checkpoints/latest.h5" \
+  --data "$bundle/fashion-mnist.h5" --device cuda > "$out/eval-gpu.log" 2>&1
+note "exit $? ; $(cat "$out/eval-gpu.log")"
+note "cpu summary: $(grep -o '"test_accuracy": [0-9.]*' "$out/run-cpu/summary.json")"
