@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "phalanx/comm/communicator.hpp"
+#include "phalanx/comm/nccl_communicator.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/train/trainer.hpp"
@@ -64,11 +65,23 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
     world.broadcast_string(resume, 0);
   }
 
+  // Declared in this order so that they are destroyed trainer first, backend last.
   RankResources resources;
+  std::unique_ptr<comm::NcclCommunicator> nccl;
   std::unique_ptr<train::Trainer> trainer;
+  status = agree(world, [&] { resources = make_rank_resources(config.device, config.threads, world); });
+  if (status) return status;
+  // When every rank drives a GPU, gradients are summed by NCCL on the devices.
   status = agree(world, [&] {
-    resources = make_rank_resources(config.device, config.threads, world);
-    train::TrainerOptions options{config, config_text, run_directory, resume, resources.threads};
+    const auto gpu_ranks =
+        world.allgather(static_cast<std::uint64_t>(resources.backend->device_kind() == DeviceKind::Cuda));
+    if (std::all_of(gpu_ranks.begin(), gpu_ranks.end(), [](std::uint64_t gpu) { return gpu == 1; }))
+      nccl =
+          std::make_unique<comm::NcclCommunicator>(world, *resources.backend, config.distributed.timeout_s);
+  });
+  if (status) return status;
+  status = agree(world, [&] {
+    train::TrainerOptions options{config, config_text, run_directory, resume, resources.threads, nccl.get()};
     trainer = std::make_unique<train::Trainer>(std::move(options), world, *resources.backend);
   });
   if (status) return status;

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
+#include "phalanx/backend/cuda_backend.hpp"
 #include "phalanx/comm/grad_sync.hpp"
+#include "phalanx/comm/nccl_grad_sync.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/timer.hpp"
 #include "phalanx/data/loader.hpp"
@@ -136,6 +139,16 @@ nlohmann::json Trainer::run() {
   progress_ = std::make_unique<Progress>(leader, config.train.log_every_steps);
   Progress& progress = *progress_;
 
+  // Metrics of the machine beside the training ones (DESIGN §7): host CPU and memory on every
+  // rank, and on GPU ranks utilisation, memory, power, temperature, clocks and energy via NVML,
+  // matched by PCI bus id because NVML ignores CUDA_VISIBLE_DEVICES.
+  host_sampler_ = std::make_unique<monitor::HostSampler>();
+  if (backend_.device_kind() == DeviceKind::Cuda) {
+    gpu_sampler_ = std::make_unique<monitor::GpuSampler>(monitor::GpuDeviceId{
+        static_cast<unsigned>(backend::cuda_device(backend_)), backend::cuda_pci_bus_id(backend_)});
+    if (!gpu_sampler_->available()) progress.line("GPU metrics unavailable: " + gpu_sampler_->reason());
+  }
+
   // Every rank starts from rank 0's weights, whatever it initialised or loaded.
   auto& registry = model_->registry();
   broadcast_from_root(registry.parameters());
@@ -154,14 +167,22 @@ nlohmann::json Trainer::run() {
     progress.line("resumed from " + resumed_from_ + " at epoch " + std::to_string(position_.epoch + 1) +
                   ", step " + std::to_string(position_.step_in_epoch));
 
-  // MPI reads host memory only. A GPU rank stages its gradients through a host copy after
-  // backward (no overlap); the NCCL communicator of the GPU work replaces this path.
+  // Gradient all-reduce: NCCL on the device when every rank has a GPU; otherwise MPI, which
+  // reads host memory only, so a GPU rank in a mixed job stages its gradients through a host copy
+  // after backward (no overlap).
+  const std::size_t bucket_bytes = static_cast<std::size_t>(config.distributed.bucket_mb * 1024 * 1024);
+  const bool use_nccl = options_.nccl != nullptr;
   const bool host_gradients = backend_.device_kind() == DeviceKind::Cpu;
-  std::vector<float> staged_gradients(host_gradients ? 0
-                                                     : static_cast<std::size_t>(registry.parameter_count()));
-  float* synchronised_gradients = host_gradients ? registry.gradients().data() : staged_gradients.data();
-  comm::GradSync grad_sync(communicator_, synchronised_gradients, registry.parameter_count(),
-                           static_cast<std::size_t>(config.distributed.bucket_mb * 1024 * 1024));
+  const bool staged = !use_nccl && !host_gradients;
+  std::vector<float> staged_gradients(staged ? static_cast<std::size_t>(registry.parameter_count()) : 0);
+  std::optional<comm::GradSync> grad_sync;
+  std::optional<comm::NcclGradSync> nccl_sync;
+  if (use_nccl)
+    nccl_sync.emplace(*options_.nccl, registry.gradients().data(), registry.parameter_count(), bucket_bytes,
+                      std::size_t{1} << 20, comm::WireType::Float32, true);
+  else
+    grad_sync.emplace(communicator_, staged ? staged_gradients.data() : registry.gradients().data(),
+                      registry.parameter_count(), bucket_bytes);
   const data::ShardPlan plan(train_split_->count, config.train.batch_size, communicator_.rank(),
                              communicator_.size(), config.seed);
   data::Loader loader(train_split_, plan, config.data.prefetch_batches, position_.epoch,
@@ -205,26 +226,43 @@ nlohmann::json Trainer::run() {
 
     // 3. backward; each finished bucket of gradients starts its all-reduce right away.
     stage_clock.restart();
-    grad_sync.begin_step();
-    if (host_gradients) {
-      model_->backward(input, grad_logits, [&](std::int64_t offset) { grad_sync.gradients_ready(offset); });
+    if (use_nccl) {
+      nccl_sync->begin_step();
+      model_->backward(input, grad_logits, [&](std::int64_t offset) { nccl_sync->gradients_ready(offset); });
     } else {
-      model_->backward(input, grad_logits, {});
-      backend_.copy_to_host(staged_gradients.data(), registry.gradients().data(),
-                            staged_gradients.size() * sizeof(float));
+      grad_sync->begin_step();
+      if (host_gradients) {
+        model_->backward(input, grad_logits,
+                         [&](std::int64_t offset) { grad_sync->gradients_ready(offset); });
+      } else {
+        model_->backward(input, grad_logits, {});
+        backend_.copy_to_host(staged_gradients.data(), registry.gradients().data(),
+                              staged_gradients.size() * sizeof(float));
+      }
     }
+    backend_.synchronize();  // device backends queue work: the stage ends when the device is done
     step.backward = stage_clock.seconds();
     stage_clock.restart();
-    step.allreduce_wait = grad_sync.wait();
-    if (!host_gradients)
-      backend_.copy_from_host(registry.gradients().data(), staged_gradients.data(),
-                              staged_gradients.size() * sizeof(float));
+    if (use_nccl) {
+      nccl_sync->wait();  // orders the optimizer after the sums on the device; the host goes on
+    } else {
+      step.allreduce_wait = grad_sync->wait();
+      if (staged)
+        backend_.copy_from_host(registry.gradients().data(), staged_gradients.data(),
+                                staged_gradients.size() * sizeof(float));
+    }
 
     // 4. update
     stage_clock.restart();
     optimizer_->step(registry, schedule_->learning_rate(position_.global_step), position_.global_step + 1);
     backend_.synchronize();
     step.optimizer = stage_clock.seconds();
+    if (use_nccl) {
+      // The device waited for the all-reduce tail inside the optimizer's synchronize: CUDA events
+      // say how much of it was not hidden behind backward.
+      step.allreduce_wait = nccl_sync->last_exposed_seconds();
+      step.optimizer = std::max(0.0, step.optimizer - step.allreduce_wait);
+    }
 
     // 5. bookkeeping
     buffers_synchronised_ = false;
@@ -291,6 +329,7 @@ nlohmann::json Trainer::run() {
 
   // A run stopped mid-epoch (train.max_steps) still reports test metrics for what it trained.
   if (!evaluated_at_end) {
+    close_metrics_interval(epoch_clock.seconds());  // the partial epoch's machine metrics
     synchronise_buffers();
     const auto result = evaluate(*model_, *test_split_, dataset_info_.mean, dataset_info_.standard_deviation,
                                  communicator_, evaluation_batch);
@@ -320,6 +359,7 @@ nlohmann::json Trainer::run() {
       {"rank", communicator_.rank()}, {"host", communicator_.host_name()},
       {"device", backend_.name()},    {"threads", options_.threads},
       {"images_per_sec", local_rate}, {"time_breakdown", run_times.to_json(run_steps)}};
+  for (const auto& [name, value] : run_metrics_) rank_entry["machine"][name] = value;
   const auto rank_entries = communicator_.gather_strings(rank_entry.dump(), 0);
 
   nlohmann::json summary = last_evaluation_;
@@ -333,6 +373,7 @@ nlohmann::json Trainer::run() {
   summary["ranks"] = nlohmann::json::array();
   for (const auto& entry : rank_entries) summary["ranks"].push_back(nlohmann::json::parse(entry));
   summary["history"] = history_;
+  for (const auto& [name, value] : run_metrics_) summary["machine"][name] = value;
   // Wall seconds from the start of the run to the first evaluation at or above each accuracy.
   nlohmann::json to_accuracy = nlohmann::json::object();
   for (const double threshold : {0.85, 0.90, 0.91, 0.92, 0.93})
@@ -375,8 +416,31 @@ void Trainer::synchronise_buffers() {
   buffers_synchronised_ = true;
 }
 
+std::vector<std::pair<std::string, double>> Trainer::close_metrics_interval(double seconds) {
+  std::vector<std::pair<std::string, double>> fields = host_sampler_->end_interval().fields();
+  if (gpu_sampler_)
+    for (auto& field : gpu_sampler_->end_interval().fields()) fields.push_back(std::move(field));
+  // Run totals: peaks take the maximum, energy and sample counts add up, the rest (means) are
+  // weighted by the interval's length.
+  for (const auto& [name, value] : fields) {
+    double& total = run_metrics_[name];
+    if (name.find("_peak_") != std::string::npos || name.find("high_water") != std::string::npos ||
+        name.find("_total_") != std::string::npos)
+      total = std::max(total, value);
+    else if (name.find("energy") != std::string::npos || name.find("sample_count") != std::string::npos)
+      total += value;
+    else
+      total =
+          (total * run_metrics_seconds_ + value * seconds) / std::max(run_metrics_seconds_ + seconds, 1e-9);
+  }
+  run_metrics_seconds_ += seconds;
+  return fields;
+}
+
 void Trainer::end_of_epoch(std::int64_t epoch, double epoch_seconds, const StageTimes& epoch_times,
                            std::int64_t epoch_steps, double loss_sum, std::int64_t loss_samples) {
+  // The epoch's machine metrics end before evaluation, so they describe training.
+  const auto machine_metrics = close_metrics_interval(epoch_seconds);
   synchronise_buffers();
   const auto result = evaluate(*model_, *test_split_, dataset_info_.mean, dataset_info_.standard_deviation,
                                communicator_, evaluation_batch);
@@ -397,14 +461,16 @@ void Trainer::end_of_epoch(std::int64_t epoch, double epoch_seconds, const Stage
                       {"train_loss", train_loss},
                       {"epoch_seconds", epoch_seconds},
                       {"eval_seconds", result.seconds}});
-  run_directory_.append_metrics({{"event", "epoch"},
-                                 {"epoch", epoch + 1},
-                                 {"step", position_.global_step},
-                                 {"train_loss", train_loss},
-                                 {"seconds", epoch_seconds},
-                                 {"time", elapsed},
-                                 {"images_per_sec", images_per_sec},
-                                 {"time_breakdown", epoch_times.to_json(epoch_steps)}});
+  nlohmann::json epoch_event = {{"event", "epoch"},
+                                {"epoch", epoch + 1},
+                                {"step", position_.global_step},
+                                {"train_loss", train_loss},
+                                {"seconds", epoch_seconds},
+                                {"time", elapsed},
+                                {"images_per_sec", images_per_sec},
+                                {"time_breakdown", epoch_times.to_json(epoch_steps)}};
+  for (const auto& [name, value] : machine_metrics) epoch_event["machine"][name] = value;
+  run_directory_.append_metrics(epoch_event);
   run_directory_.append_metrics({{"event", "eval"},
                                  {"epoch", epoch + 1},
                                  {"step", position_.global_step},

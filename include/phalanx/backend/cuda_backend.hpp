@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "phalanx/backend/backend.hpp"
 
@@ -32,5 +33,8 @@ std::unique_ptr<Backend> make_cuda_backend(int device);
 CUstream_st* cuda_stream(Backend& backend);
 // The device index `backend` runs on. Throws when it is not a CUDA backend.
 int cuda_device(const Backend& backend);
+// Its PCI bus id ("0000:3B:00.0"): what NVML matches on, since NVML numbers all of a node's GPUs
+// and ignores CUDA_VISIBLE_DEVICES. Throws when `backend` is not a CUDA backend.
+std::string cuda_pci_bus_id(const Backend& backend);
 
 }  // namespace phalanx::backend

@@ -3,14 +3,18 @@
 // evaluates each epoch, checkpoints, and writes the run directory.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/comm/communicator.hpp"
+#include "phalanx/comm/nccl_communicator.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/monitor/gpu_metrics.hpp"
+#include "phalanx/monitor/host_metrics.hpp"
 #include "phalanx/nn/model.hpp"
 #include "phalanx/optim/optimizer.hpp"
 #include "phalanx/optim/schedule.hpp"
@@ -27,6 +31,9 @@ struct TrainerOptions {
   std::string run_directory;  // identical on every rank
   std::string resume;         // "", "auto" or a checkpoint path
   int threads = 1;            // threads of this rank, for the log and summary
+  // Set when every rank of the job drives a GPU: gradients are then summed by NCCL on the
+  // device; otherwise by MPI on host memory. Owned by the caller, outlives the Trainer.
+  comm::NcclCommunicator* nccl = nullptr;
 };
 
 // Seconds per stage of a step; `other` is what the named stages do not cover.
@@ -53,6 +60,9 @@ class Trainer {
   void save_checkpoint(bool final);
   void broadcast_from_root(Tensor& tensor);
   void synchronise_buffers();
+  // Host (and GPU) metrics of the interval since the last call, for one epoch event; also folded
+  // into the run's totals for summary.json.
+  std::vector<std::pair<std::string, double>> close_metrics_interval(double seconds);
   void require_resumable(const std::string& checkpoint, const CheckpointHeader& header) const;
 
   TrainerOptions options_;
@@ -73,6 +83,10 @@ class Trainer {
   std::unique_ptr<Progress> progress_;
   double start_wall_ = 0;
   bool buffers_synchronised_ = false;
+  std::unique_ptr<monitor::HostSampler> host_sampler_;
+  std::unique_ptr<monitor::GpuSampler> gpu_sampler_;
+  std::map<std::string, double> run_metrics_;  // whole-run totals, peaks and time-weighted means
+  double run_metrics_seconds_ = 0;
 };
 
 }  // namespace phalanx::train

@@ -40,6 +40,15 @@ int cuda_device(const Backend& backend) {
   return as_cuda_backend(backend).device();
 }
 
+std::string cuda_pci_bus_id(const Backend& backend) {
+  char bus_id[32] = {};
+  const cudaError_t status = cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), as_cuda_backend(backend).device());
+  if (status != cudaSuccess)
+    throw_internal_error(std::string("cudaDeviceGetPCIBusId failed: ") + cudaGetErrorString(status), __FILE__,
+                         __LINE__);
+  return bus_id;
+}
+
 namespace cuda {
 
 namespace {
