@@ -1,4 +1,5 @@
-// `phalanx data import-idx | synth | inspect`: dataset preparation, no MPI needed.
+// `phalanx data import-idx | import-cifar | synth | inspect`: dataset preparation, no MPI needed.
+#include <cstdint>
 #include <cstdio>
 
 #include "commands.hpp"
@@ -35,6 +36,9 @@ std::function<int()> add_data_command(CLI::App& app) {
     std::string input, output, classes = "digits";
     data::WriteOptions write;
     data::SynthOptions synth;
+    bool cifar100 = false;
+    double validation_fraction = 0.0;
+    std::uint64_t validation_seed = 0;
   };
   auto arguments = std::make_shared<Arguments>();
 
@@ -48,6 +52,25 @@ std::function<int()> add_data_command(CLI::App& app) {
                          "Class names: 'digits' (default), 'fashion', or a comma-separated list");
   import_idx->add_option("--chunk", arguments->write.chunk_samples, "Samples per HDF5 chunk (default 1024)");
   import_idx->add_option("--gzip", arguments->write.gzip_level, "gzip level 0-9 (default 0: none)");
+
+  auto* import_cifar = data_command->add_subcommand("import-cifar", "Import the CIFAR-10/100 binary format");
+  import_cifar
+      ->add_option(
+          "directory", arguments->input,
+          "Folder with data_batch_1.bin.. (CIFAR-10) or train.bin (CIFAR-100), or their archive folder")
+      ->required();
+  import_cifar->add_option("-o,--output", arguments->output, "Output dataset (.h5)")->required();
+  import_cifar->add_flag("--cifar100", arguments->cifar100, "CIFAR-100 (fine labels) instead of CIFAR-10");
+  import_cifar->add_option("--val-fraction", arguments->validation_fraction,
+                           "Share of train moved to a 'val' split, 0-0.5 (default 0: none)");
+  // CLI11 wraps "-1" into a huge unsigned seed; refusing negatives keeps a typo from passing silently.
+  import_cifar->add_option("--seed", arguments->validation_seed, "Seed of the val split (default 0)")
+      ->check([](const std::string& text) {
+        return text.find('-') == std::string::npos ? std::string() : "must be >= 0 (got " + text + ")";
+      });
+  import_cifar->add_option("--chunk", arguments->write.chunk_samples,
+                           "Samples per HDF5 chunk (default 1024)");
+  import_cifar->add_option("--gzip", arguments->write.gzip_level, "gzip level 0-9 (default 0: none)");
 
   auto* synth = data_command->add_subcommand("synth", "Write a synthetic dataset of any shape");
   synth->add_option("-o,--output", arguments->output, "Output dataset (.h5)")->required();
@@ -71,6 +94,19 @@ std::function<int()> add_data_command(CLI::App& app) {
       PHALANX_REQUIRE_INPUT(arguments->write.chunk_samples >= 1, "--chunk must be >= 1");
       data::import_idx(arguments->input, arguments->output, class_names(arguments->classes),
                        arguments->write);
+      std::printf("imported %s into %s in %.2f s\n", arguments->input.c_str(), arguments->output.c_str(),
+                  stopwatch.seconds());
+      std::printf("%s", data::inspect(arguments->output).c_str());
+    } else if (*import_cifar) {
+      PHALANX_REQUIRE_INPUT(arguments->write.gzip_level >= 0 && arguments->write.gzip_level <= 9,
+                            "--gzip must be in 0..9 (got ", arguments->write.gzip_level, ")");
+      PHALANX_REQUIRE_INPUT(arguments->write.chunk_samples >= 1, "--chunk must be >= 1");
+      // NaN fails both comparisons, so "nan" is refused too.
+      PHALANX_REQUIRE_INPUT(arguments->validation_fraction >= 0.0 && arguments->validation_fraction <= 0.5,
+                            "--val-fraction must be in [0, 0.5] (got ", arguments->validation_fraction, ")");
+      data::import_cifar(arguments->input, arguments->output,
+                         arguments->cifar100 ? data::CifarVariant::Cifar100 : data::CifarVariant::Cifar10,
+                         arguments->write, arguments->validation_fraction, arguments->validation_seed);
       std::printf("imported %s into %s in %.2f s\n", arguments->input.c_str(), arguments->output.c_str(),
                   stopwatch.seconds());
       std::printf("%s", data::inspect(arguments->output).c_str());

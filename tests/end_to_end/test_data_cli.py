@@ -1,4 +1,4 @@
-"""End-to-end: `phalanx data import-idx | synth | inspect` on real Fashion-MNIST IDX files (a subset)
+"""End-to-end: `phalanx data import-idx | import-cifar | synth | inspect` on real Fashion-MNIST IDX files (a subset)
 and on synthetic data; the written HDF5 files follow the dataset schema of DESIGN §4."""
 
 import os
@@ -95,6 +95,51 @@ class ImportIdxTest(unittest.TestCase):
         self.assertEqual(result.returncode, 2, result.describe())
         self.assertEqual(len(result.error_lines()), 1, result.describe())
         self.assertFalse(os.path.exists(output))
+
+
+class ImportCifarTest(unittest.TestCase):
+    def test_import_cifar10_converts_to_nhwc_and_carves_val_by_seed(self):
+        # Five small batches of planar R, G, B records with random pixels, as the archive holds them.
+        folder = os.path.join(WORK, "cifar", "cifar-10-batches-bin")
+        os.makedirs(folder, exist_ok=True)
+        generator = np.random.default_rng(11)
+        planar = {}
+        for name, count in [(f"data_batch_{batch}.bin", 6) for batch in range(1, 6)] + [("test_batch.bin", 7)]:
+            labels = generator.integers(0, 10, count, dtype=np.uint8)
+            pixels = generator.integers(0, 256, (count, 3, 32, 32), dtype=np.uint8)
+            with open(os.path.join(folder, name), "wb") as file:
+                file.write(np.concatenate([labels[:, None], pixels.reshape(count, -1)], axis=1).tobytes())
+            planar[name] = (labels, pixels)
+        train_labels = np.concatenate([planar[f"data_batch_{batch}.bin"][0] for batch in range(1, 6)])
+        train_images = np.concatenate([planar[f"data_batch_{batch}.bin"][1] for batch in range(1, 6)])
+        train_images = train_images.transpose(0, 2, 3, 1)  # NCHW -> NHWC
+
+        outputs = [os.path.join(WORK, name) for name in ("cifar-a.h5", "cifar-b.h5")]
+        for output in outputs:
+            result = e2e.phalanx("data", "import-cifar", os.path.dirname(folder), "-o", output,
+                                 "--val-fraction", 0.2, "--seed", 9, "--chunk", 8, "--gzip", 1)
+            self.assertEqual(result.returncode, 0, result.describe())
+        self.assertRegex(result.stdout, r"(?m)^val\s+6\s+6 x 32 x 32 x 3\s*$")
+        with h5py.File(outputs[0], "r") as file, h5py.File(outputs[1], "r") as again:
+            self.assertEqual([e2e.attr_text(name) for name in file.attrs["classes"]][:3],
+                             ["airplane", "automobile", "bird"])
+            np.testing.assert_array_equal(file["/test/images"][()], planar["test_batch.bin"][1].transpose(0, 2, 3, 1))
+            np.testing.assert_array_equal(file["/test/labels"][()], planar["test_batch.bin"][0].astype(np.int32))
+            self.assertEqual(file["/train/images"].shape, (24, 32, 32, 3))
+            self.assertEqual(file["/val/images"].shape, (6, 32, 32, 3))
+            # train and val partition the original train records, each keeping the file order
+            merged = np.concatenate([file["/train/images"][()], file["/val/images"][()]])
+            merged_labels = np.concatenate([file["/train/labels"][()], file["/val/labels"][()]])
+            source = [int(np.flatnonzero((train_images == image).all(axis=(1, 2, 3)))[0]) for image in merged]
+            self.assertEqual(sorted(source), list(range(30)))
+            np.testing.assert_array_equal(merged_labels, train_labels[source].astype(np.int32))
+            np.testing.assert_array_equal(file["/val/images"][()], again["/val/images"][()])
+
+        bad = e2e.phalanx("data", "import-cifar", os.path.dirname(folder), "-o", os.path.join(WORK, "bad.h5"),
+                          "--val-fraction", 0.7)
+        self.assertEqual(bad.returncode, 2, bad.describe())
+        self.assertIn("--val-fraction", bad.stderr)
+        self.assertFalse(os.path.exists(os.path.join(WORK, "bad.h5")))
 
 
 class SynthTest(unittest.TestCase):

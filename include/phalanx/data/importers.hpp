@@ -20,6 +20,20 @@ void import_idx(const std::string& directory, const std::string& output_path,
 std::vector<std::string> fashion_mnist_classes();
 std::vector<std::string> digit_classes();
 
+enum class CifarVariant { Cifar10, Cifar100 };
+
+// Reads the CIFAR binary files (CIFAR-10: data_batch_1.bin..data_batch_5.bin, test_batch.bin;
+// CIFAR-100: train.bin, test.bin, using the fine label) from `directory` or from its standard
+// subfolder (cifar-10-batches-bin/, cifar-100-binary/) and writes `output_path` as NHWC uint8
+// [N, 32, 32, 3]. Class names come from batches.meta.txt / fine_label_names.txt when present.
+// `validation_fraction` in [0, 0.5] moves that share of train, chosen by a permutation that
+// depends only on `seed`, into a "val" split.
+void import_cifar(const std::string& directory, const std::string& output_path, CifarVariant variant,
+                  const WriteOptions& options = {}, double validation_fraction = 0.0, std::uint64_t seed = 0);
+
+// The ten CIFAR-10 class names in label order (used when batches.meta.txt is absent).
+std::vector<std::string> cifar10_classes();
+
 struct SynthOptions {
   std::int64_t train_count = 1024;
   std::int64_t test_count = 256;
