@@ -1,7 +1,6 @@
 // Import of the CIFAR-10 / CIFAR-100 binary format into the phalanx dataset. The records store
 // each image as three planes (R, G, B); the dataset wants NHWC, so records are transposed while
 // they stream in. zlib's gzread reads plain and gzip files alike, so .bin and .bin.gz both work.
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compressed_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/random.hpp"
 #include "phalanx/data/importers.hpp"
@@ -87,37 +87,7 @@ std::string require_file(const std::filesystem::path& folder, const std::string&
   return path;
 }
 
-class RecordFile {
- public:
-  explicit RecordFile(const std::string& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
-    if (!file_) fail(path, "cannot open");
-    // A large buffer lets zlib read in big steps; the default 8 KiB costs noticeably here.
-    gzbuffer(file_, 1u << 20);
-  }
-  ~RecordFile() { gzclose(file_); }
-  RecordFile(const RecordFile&) = delete;
-  RecordFile& operator=(const RecordFile&) = delete;
-
-  // Reads up to `bytes` bytes; returns how many arrived (fewer only at the end of the file).
-  std::size_t read(std::uint8_t* destination, std::size_t bytes) {
-    std::size_t total = 0;
-    while (total < bytes) {
-      const auto request = static_cast<unsigned>(std::min<std::size_t>(bytes - total, 1u << 30));
-      const int got = gzread(file_, destination + total, request);
-      if (got < 0) {
-        int code = 0;
-        fail(path_, std::string("read error (corrupt gzip data?): ") + gzerror(file_, &code));
-      }
-      if (got == 0) break;
-      total += static_cast<std::size_t>(got);
-    }
-    return total;
-  }
-
- private:
-  std::string path_;
-  gzFile file_;
-};
+using RecordFile = detail::CompressedFile;
 
 // Appends the records of one file to `split`: the class label, and the planar RGB pixels
 // transposed to HWC. Every label byte is range-checked, as a wrong variant or a corrupt file

@@ -1,7 +1,6 @@
 // Import of the IDX format (MNIST, Fashion-MNIST) into the phalanx dataset. zlib's gzread reads
 // gzip and plain files alike, so both the published .gz files and unpacked copies work; every
 // header field is checked and every error names the IDX file at fault.
-#include <zlib.h>
 
 #include <algorithm>
 #include <array>
@@ -10,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compressed_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/importers.hpp"
 
@@ -25,37 +25,14 @@ constexpr std::size_t read_piece_bytes = std::size_t{64} << 20;
   throw_input_error(file + ": " + what);
 }
 
-class GzipFile {
+// An IDX file: the shared compressed reader plus the IDX header and payload rules.
+class IdxFile : public detail::CompressedFile {
  public:
-  explicit GzipFile(const std::string& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
-    if (!file_) fail(path, "cannot open");
-    // A large buffer lets zlib inflate in big steps; the default 8 KiB costs noticeably here.
-    gzbuffer(file_, 1u << 20);
-  }
-  ~GzipFile() { gzclose(file_); }
-  GzipFile(const GzipFile&) = delete;
-  GzipFile& operator=(const GzipFile&) = delete;
-
-  // Reads up to `bytes` bytes; returns how many arrived (fewer only at the end of the file).
-  std::size_t read(void* destination, std::size_t bytes) {
-    std::size_t total = 0;
-    auto* output = static_cast<unsigned char*>(destination);
-    while (total < bytes) {
-      const auto request = static_cast<unsigned>(std::min<std::size_t>(bytes - total, 1u << 30));
-      const int got = gzread(file_, output + total, request);
-      if (got < 0) {
-        int code = 0;
-        fail(path_, std::string("read error (corrupt gzip data?): ") + gzerror(file_, &code));
-      }
-      if (got == 0) break;
-      total += static_cast<std::size_t>(got);
-    }
-    return total;
-  }
+  using detail::CompressedFile::CompressedFile;
 
   std::uint32_t read_big_endian(const std::string& field) {
     std::array<unsigned char, 4> bytes{};
-    if (read(bytes.data(), bytes.size()) != bytes.size()) fail(path_, "truncated header (no " + field + ")");
+    if (read(bytes.data(), bytes.size()) != bytes.size()) fail(path(), "truncated header (no " + field + ")");
     return (std::uint32_t{bytes[0]} << 24) | (std::uint32_t{bytes[1]} << 16) |
            (std::uint32_t{bytes[2]} << 8) | std::uint32_t{bytes[3]};
   }
@@ -68,17 +45,13 @@ class GzipFile {
       output.resize(before + std::min(read_piece_bytes, bytes - before));
       const std::size_t got = read(output.data() + before, output.size() - before);
       if (got < output.size() - before)
-        fail(path_, "truncated: expected " + std::to_string(bytes) + " bytes of " + what + ", got " +
-                        std::to_string(before + got));
+        fail(path(), "truncated: expected " + std::to_string(bytes) + " bytes of " + what + ", got " +
+                         std::to_string(before + got));
     }
     unsigned char extra = 0;
     if (read(&extra, 1) != 0)
-      fail(path_, "has extra bytes after the " + std::to_string(bytes) + " bytes of " + what);
+      fail(path(), "has extra bytes after the " + std::to_string(bytes) + " bytes of " + what);
   }
-
- private:
-  std::string path_;
-  gzFile file_;
 };
 
 // The IDX file for `base_name` in `directory`: the .gz one when present, else the plain one.
@@ -95,7 +68,7 @@ struct IdxImages {
 };
 
 IdxImages read_idx_images(const std::string& path) {
-  GzipFile file(path);
+  IdxFile file(path);
   const std::uint32_t magic = file.read_big_endian("magic number");
   if (magic != image_magic)
     fail(path, "magic number " + std::to_string(magic) + " is not that of an IDX image file (expected " +
@@ -116,7 +89,7 @@ IdxImages read_idx_images(const std::string& path) {
 }
 
 std::vector<std::int32_t> read_idx_labels(const std::string& path, std::int32_t class_count) {
-  GzipFile file(path);
+  IdxFile file(path);
   const std::uint32_t magic = file.read_big_endian("magic number");
   if (magic != label_magic)
     fail(path, "magic number " + std::to_string(magic) + " is not that of an IDX label file (expected " +
