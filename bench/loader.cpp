@@ -8,6 +8,8 @@
 #include <memory>
 #include <random>
 
+#include "phalanx/data/augmentation.hpp"
+
 namespace {
 
 std::shared_ptr<const phalanx::data::Split> fashion_shaped_split() {
@@ -59,6 +61,30 @@ void GatherBaseline(benchmark::State& state) {
   state.SetItemsProcessed(batches * batch);
 }
 BENCHMARK(GatherBaseline)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Cost of CPU augmentation (random crop 4 + flip + cutout 8) on one 64-image batch, against the
+// plain copy the loader does when augmentation is off.
+void AugmentBatch(benchmark::State& state) {
+  const int height = 28, width = 28, channels = 1, batch = 64;
+  const bool augment = state.range(0) != 0;
+  const phalanx::data::AugmentOptions options =
+      augment ? phalanx::data::AugmentOptions{4, true, 8} : phalanx::data::AugmentOptions{};
+  std::vector<std::uint8_t> source(static_cast<std::size_t>(batch * height * width * channels));
+  for (std::size_t index = 0; index < source.size(); ++index)
+    source[index] = static_cast<std::uint8_t>(index * 31);
+  std::vector<std::uint8_t> destination(source.size());
+  const auto image_bytes = static_cast<std::size_t>(height * width * channels);
+  std::int64_t epoch = 0;
+  for (auto _ : state) {
+    for (int sample = 0; sample < batch; ++sample)
+      phalanx::data::augment_image(options, 1, epoch, sample, source.data() + sample * image_bytes,
+                                   destination.data() + sample * image_bytes, height, width, channels);
+    benchmark::DoNotOptimize(destination[0]);
+    ++epoch;
+  }
+  state.SetItemsProcessed(state.iterations() * batch);
+}
+BENCHMARK(AugmentBatch)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

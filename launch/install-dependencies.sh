@@ -3,7 +3,7 @@
 # when something is missing). The CUDA toolkit, cuDNN and NCCL are expected under /usr/local/cuda.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-dev libyaml-cpp-dev libgtest-dev
-          libbenchmark-dev libdnnl-dev libcli11-dev nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist
+          libbenchmark-dev libdnnl-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libpng-dev dataset-fashion-mnist
           python3 python3-h5py python3-numpy python3-yaml)
 if [ "${PHALANX_WITH_TORCH:-0}" = 1 ]; then packages+=(python3-torch); fi
 missing=()

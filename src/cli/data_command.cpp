@@ -1,11 +1,13 @@
-// `phalanx data import-idx | import-cifar | synth | inspect`: dataset preparation, no MPI needed.
+// `phalanx data import-idx | import-cifar | synth | inspect | preview`: dataset preparation, no MPI needed.
 #include <cstdint>
 #include <cstdio>
 
 #include "commands.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/timer.hpp"
+#include "phalanx/data/dataset.hpp"
 #include "phalanx/data/importers.hpp"
+#include "phalanx/data/preview.hpp"
 
 namespace phalanx::cli {
 namespace {
@@ -39,6 +41,8 @@ std::function<int()> add_data_command(CLI::App& app) {
     bool cifar100 = false;
     double validation_fraction = 0.0;
     std::uint64_t validation_seed = 0;
+    bool verify = false;
+    data::PreviewOptions preview;
   };
   auto arguments = std::make_shared<Arguments>();
 
@@ -84,6 +88,20 @@ std::function<int()> add_data_command(CLI::App& app) {
 
   auto* inspect = data_command->add_subcommand("inspect", "Describe a dataset file");
   inspect->add_option("file", arguments->input, "Dataset (.h5)")->required();
+  inspect->add_flag("--verify", arguments->verify,
+                    "Recompute the checksums stored at import (reads every byte); exit 2 if any differ");
+
+  auto* preview =
+      data_command->add_subcommand("preview", "Draw a PNG grid of samples with their class names");
+  preview->add_option("file", arguments->input, "Dataset (.h5)")->required();
+  preview->add_option("-o,--output", arguments->output, "Output image (.png)")->required();
+  preview->add_option("--split", arguments->preview.split, "Split to show (default train)");
+  preview->add_option("--count", arguments->preview.count, "Samples to show, 1-1024 (default 64)");
+  // As for import-cifar: CLI11 would wrap "-1" into a huge unsigned seed.
+  preview->add_option("--seed", arguments->preview.seed, "Which samples: same seed, same samples (default 0)")
+      ->check([](const std::string& text) {
+        return text.find('-') == std::string::npos ? std::string() : "must be >= 0 (got " + text + ")";
+      });
 
   return [=]() -> int {
     if (!*data_command) return -1;
@@ -118,7 +136,20 @@ std::function<int()> add_data_command(CLI::App& app) {
       data::synthesize(arguments->output, options, arguments->write);
       std::printf("wrote %s in %.2f s\n", arguments->output.c_str(), stopwatch.seconds());
     } else if (*inspect) {
+      // Verify first, so a damaged file answers with one error message and nothing else.
+      const std::string verdict =
+          arguments->verify ? data::verify_checksums(arguments->input) : std::string();
       std::printf("%s", data::inspect(arguments->input).c_str());
+      if (arguments->verify) std::printf("\n%s\n", verdict.c_str());
+    } else if (*preview) {
+      PHALANX_REQUIRE_INPUT(
+          arguments->preview.count >= 1 && arguments->preview.count <= data::largest_preview_count,
+          "--count must be in [1, ", data::largest_preview_count, "] (got ", arguments->preview.count, ")");
+      const data::PreviewLayout layout =
+          data::write_preview(arguments->input, arguments->output, arguments->preview);
+      std::printf("wrote %s: %zu samples of %s, %dx%d grid, images upscaled %dx, %dx%d pixels\n",
+                  arguments->output.c_str(), layout.samples.size(), arguments->preview.split.c_str(),
+                  layout.columns, layout.rows, layout.scale, layout.width, layout.height);
     }
     return 0;
   };

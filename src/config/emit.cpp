@@ -74,6 +74,11 @@ std::string to_yaml(const Config& config) {
   emit_text(out, "train_split", data.train_split);
   emit_text(out, "test_split", data.test_split);
   out << YAML::Key << "prefetch_batches" << YAML::Value << data.prefetch_batches;
+  out << YAML::Key << "augment" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "random_crop_padding" << YAML::Value << data.augment.random_crop_padding;
+  out << YAML::Key << "horizontal_flip" << YAML::Value << data.augment.horizontal_flip;
+  out << YAML::Key << "cutout" << YAML::Value << data.augment.cutout;
+  out << YAML::EndMap;
   out << YAML::EndMap;
 
   const OptimizerConfig& optimizer = config.optimizer;

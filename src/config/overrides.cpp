@@ -53,17 +53,19 @@ std::vector<std::string> apply_overrides(YAML::Node& root, const std::string& so
       throw_input_error(where + ": cannot read the value as YAML: " + error.msg);
     }
 
-    const auto dot = key.find('.');
-    if (dot == std::string::npos) {
-      root[key] = value;
-    } else {
-      const std::string section = key.substr(0, dot);
-      if (!root[section].IsDefined() || root[section].IsNull())
-        root[section] = YAML::Node(YAML::NodeType::Map);
-      // A section that is not a mapping in the file is left for conversion to report.
-      YAML::Node mapping = root[section];
-      if (mapping.IsMap()) mapping[key.substr(dot + 1)] = value;
+    // Walk the dotted path (data.augment.cutout), creating absent or null sections on the way.
+    YAML::Node mapping = root;
+    std::string rest = key;
+    for (auto dot = rest.find('.'); dot != std::string::npos && mapping.IsMap(); dot = rest.find('.')) {
+      const std::string section = rest.substr(0, dot);
+      if (!mapping[section].IsDefined() || mapping[section].IsNull())
+        mapping[section] = YAML::Node(YAML::NodeType::Map);
+      // YAML::Node assignment would overwrite the referenced node, so rebind with reset.
+      mapping.reset(mapping[section]);
+      rest = rest.substr(dot + 1);
     }
+    // A section that is not a mapping in the file is left for conversion to report.
+    if (mapping.IsMap() && rest.find('.') == std::string::npos) mapping[rest] = value;
     if (std::find(overridden_keys.begin(), overridden_keys.end(), key) == overridden_keys.end()) {
       overridden_keys.push_back(key);
     }

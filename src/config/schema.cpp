@@ -10,7 +10,9 @@ namespace {
 const std::map<std::string, std::vector<std::string>>& sections() {
   static const std::map<std::string, std::vector<std::string>> table = {
       {"model", {"preset", "layers"}},
-      {"data", {"path", "train_split", "test_split", "prefetch_batches"}},
+      {"data", {"path", "train_split", "test_split", "prefetch_batches", "augment"}},
+      // A nested section is listed under its dotted name and appears as a key of its parent.
+      {"data.augment", {"random_crop_padding", "horizontal_flip", "cutout"}},
       {"optimizer",
        {"type", "learning_rate", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "epsilon"}},
       {"schedule",
@@ -59,13 +61,15 @@ const std::vector<std::string>& section_keys(const std::string& section) {
 const std::vector<std::string>& dotted_keys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> result;
-    for (const std::string& key : top_level_keys()) {
+    // Depth first, so nested sections (data.augment) contribute their leaves, not themselves.
+    const auto add = [&result](const auto& self, const std::string& key) -> void {
       if (!is_section(key)) {
         result.push_back(key);
-        continue;
+        return;
       }
-      for (const std::string& inner : section_keys(key)) result.push_back(key + "." + inner);
-    }
+      for (const std::string& inner : section_keys(key)) self(self, key + "." + inner);
+    };
+    for (const std::string& key : top_level_keys()) add(add, key);
     return result;
   }();
   return keys;

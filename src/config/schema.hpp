@@ -10,9 +10,11 @@ namespace phalanx::config::schema {
 
 // Keys of the top level, in the order to_yaml writes them.
 const std::vector<std::string>& top_level_keys();
-// True for top-level keys whose value is a mapping (model, data, optimizer, ...).
+// True for keys whose value is a mapping: top-level sections (model, data, optimizer, ...) and
+// nested ones by their dotted name (data.augment).
 bool is_section(const std::string& key);
-// Keys of one section, e.g. section_keys("train") = {epochs, max_steps, ...}.
+// Keys of one section, e.g. section_keys("train") = {epochs, max_steps, ...}; a nested
+// section such as "data.augment" is one of its parent's keys.
 const std::vector<std::string>& section_keys(const std::string& section);
 // Every key a user can write outside the layer lists, as full dotted paths ("train.epochs").
 const std::vector<std::string>& dotted_keys();

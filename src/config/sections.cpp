@@ -20,6 +20,12 @@ class Section {
     present_ = reader_.require_mapping(node_, name_);
     if (present_) reader_.check_keys(node_, name_, schema::section_keys(name_));
   }
+  // A section nested in `parent` under `key` (data.augment), named by its dotted path.
+  Section(const Section& parent, const std::string& key)
+      : reader_(parent.reader_), name_(parent.key(key)), node_(parent[key]) {
+    present_ = reader_.require_mapping(node_, name_);
+    if (present_) reader_.check_keys(node_, name_, schema::section_keys(name_));
+  }
 
   // The value of `key`, or an undefined node when the section or the key is absent.
   YAML::Node operator[](const std::string& key) const {
@@ -61,6 +67,19 @@ void read_model(const Section& section, ModelConfig& model) {
   }
 }
 
+void read_augment(const Section& section, AugmentConfig& augment) {
+  const Reader& reader = section.reader();
+  if (const YAML::Node value = section["random_crop_padding"]; has(value)) {
+    augment.random_crop_padding = reader.int_value(value, section.key("random_crop_padding"), 0);
+  }
+  if (const YAML::Node value = section["horizontal_flip"]; has(value)) {
+    augment.horizontal_flip = reader.boolean(value, section.key("horizontal_flip"));
+  }
+  if (const YAML::Node value = section["cutout"]; has(value)) {
+    augment.cutout = reader.int_value(value, section.key("cutout"), 0);
+  }
+}
+
 void read_data(const Section& section, DataConfig& data) {
   const Reader& reader = section.reader();
   if (const YAML::Node path = section["path"]; has(path)) data.path = reader.text(path, section.key("path"));
@@ -79,6 +98,7 @@ void read_data(const Section& section, DataConfig& data) {
   if (const YAML::Node value = section["prefetch_batches"]; has(value)) {
     data.prefetch_batches = reader.int_value(value, section.key("prefetch_batches"), 1);
   }
+  read_augment(Section(section, "augment"), data.augment);
 }
 
 void read_optimizer(const Section& section, OptimizerConfig& optimizer) {

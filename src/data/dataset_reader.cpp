@@ -294,6 +294,55 @@ std::vector<std::int32_t> read_validated_labels(const std::string& path, hid_t f
   return labels;
 }
 
+// Reads `dataset_name` whole in slabs along its first axis (a whole number of HDF5 chunks per slab,
+// about 64 MiB, so memory stays bounded and no chunk is decompressed twice) and returns the
+// "xxh64:<hex>" checksum of its values as little-endian bytes of `memory_type`.
+std::string hash_dataset(const std::string& path, hid_t file, const std::string& dataset_name,
+                         hid_t memory_type) {
+  constexpr std::size_t slab_target_bytes = std::size_t{64} << 20;
+  Hdf5Handle dataset = detail::dataset_handle(H5Dopen2(file, dataset_name.c_str(), H5P_DEFAULT));
+  Hdf5Handle file_space = detail::dataspace_handle(dataset.valid() ? H5Dget_space(dataset.get()) : -1);
+  if (!file_space.valid()) fail(path, dataset_name + ": cannot be read (file corrupt?)");
+  const int rank = H5Sget_simple_extent_ndims(file_space.get());
+  std::vector<hsize_t> dimensions(static_cast<std::size_t>(std::max(rank, 0)));
+  if (rank < 1 || H5Sget_simple_extent_dims(file_space.get(), dimensions.data(), nullptr) < 0)
+    fail(path, dataset_name + ": cannot be read (file corrupt?)");
+  std::size_t row_bytes = H5Tget_size(memory_type);
+  for (std::size_t axis = 1; axis < dimensions.size(); ++axis) row_bytes *= dimensions[axis];
+
+  hsize_t chunk_rows = 1;
+  Hdf5Handle properties = detail::property_list_handle(H5Dget_create_plist(dataset.get()));
+  if (properties.valid() && H5Pget_layout(properties.get()) == H5D_CHUNKED) {
+    std::vector<hsize_t> chunk(dimensions.size());
+    if (H5Pget_chunk(properties.get(), rank, chunk.data()) == rank)
+      chunk_rows = std::max<hsize_t>(1, chunk[0]);
+  }
+  const hsize_t slab_rows =
+      chunk_rows * std::max<hsize_t>(1, slab_target_bytes / std::max<std::size_t>(1, row_bytes * chunk_rows));
+
+  Xxhash64Stream hasher;
+  std::vector<unsigned char> buffer;
+  std::vector<hsize_t> start(dimensions.size(), 0), count = dimensions;
+  for (hsize_t first = 0; first < dimensions[0]; first += slab_rows) {
+    start[0] = first;
+    count[0] = std::min(slab_rows, dimensions[0] - first);
+    const hsize_t slab_bytes = count[0] * row_bytes;
+    buffer.resize(static_cast<std::size_t>(slab_bytes));
+    // The memory space has the slab's own shape, so HDF5 copies the rows in C order unchanged.
+    Hdf5Handle memory_space =
+        detail::dataspace_handle(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr));
+    const bool selected =
+        memory_space.valid() && H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                                    count.data(), nullptr) >= 0;
+    if (!selected || H5Dread(dataset.get(), memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT,
+                             buffer.data()) < 0)
+      fail(path, dataset_name + ": cannot read rows " + std::to_string(first) + ".." +
+                     std::to_string(first + count[0]) + " (file truncated or corrupt)");
+    hasher.update(buffer.data(), buffer.size());
+  }
+  return format_checksum(hasher.digest());
+}
+
 }  // namespace
 
 const DatasetInfo::SplitInfo* DatasetInfo::find_split(const std::string& name) const {
@@ -333,6 +382,119 @@ Split read_split(const std::string& path, const std::string& split_name) {
   if (!images.valid() ||
       H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, split.images.data()) < 0)
     fail(path, images_name + ": cannot read the data (file truncated or corrupt)");
+  return split;
+}
+
+std::string verify_checksums(const std::string& path) {
+  DatasetInfo info;
+  Hdf5Handle file = open_and_validate(path, info);
+
+  struct Target {
+    std::string name;
+    hid_t memory_type;
+  };
+  std::vector<Target> targets;
+  for (const auto& split : info.splits) {
+    // Labels are hashed as little-endian int32 whatever the host, matching the writer.
+    targets.push_back({"/" + split.name + "/images", H5T_NATIVE_UINT8});
+    targets.push_back({"/" + split.name + "/labels", H5T_STD_I32LE});
+  }
+  std::vector<std::string> stored(targets.size());
+  std::vector<bool> has_checksum(targets.size(), false);
+  std::size_t missing = 0;
+  for (std::size_t index = 0; index < targets.size(); ++index) {
+    Hdf5Handle dataset =
+        detail::dataset_handle(H5Dopen2(file.get(), targets[index].name.c_str(), H5P_DEFAULT));
+    if (!dataset.valid()) fail(path, targets[index].name + ": cannot be opened (file corrupt?)");
+    has_checksum[index] = H5Aexists(dataset.get(), checksum_attribute) > 0;
+    if (has_checksum[index])
+      stored[index] = read_string_attribute(path, dataset.get(), targets[index].name, checksum_attribute);
+    else
+      ++missing;
+  }
+  if (missing == targets.size())
+    fail(path,
+         "no checksums stored (the file was written before phalanx recorded them): nothing to verify; "
+         "import it again to add them");
+  for (std::size_t index = 0; index < targets.size(); ++index) {
+    const std::string place = attribute_place(targets[index].name, checksum_attribute);
+    if (!has_checksum[index]) fail(path, place + ": missing (the other datasets have one)");
+    const std::string prefix = std::string(checksum_algorithm) + ":";
+    if (stored[index].rfind(prefix, 0) != 0)
+      fail(path, place + " is \"" + stored[index] + "\": unknown algorithm (this build checks " +
+                     checksum_algorithm + ")");
+  }
+
+  std::int64_t total_bytes = 0;
+  for (std::size_t index = 0; index < targets.size(); ++index) {
+    const std::string computed =
+        hash_dataset(path, file.get(), targets[index].name, targets[index].memory_type);
+    if (computed != stored[index])
+      fail(path, targets[index].name + ": checksum mismatch (stored " + stored[index] + ", computed " +
+                     computed + "): its bytes changed after it was written");
+  }
+  for (const auto& split : info.splits)
+    total_bytes += split.count * (static_cast<std::int64_t>(split.height) * split.width * split.channels + 4);
+  return "checksum ok (" + std::string(checksum_algorithm) + " of " + std::to_string(targets.size()) +
+         " datasets, " + std::to_string(total_bytes) + " bytes)";
+}
+
+Split read_samples(const std::string& path, const std::string& split_name,
+                   const std::vector<std::int64_t>& indices) {
+  DatasetInfo info;
+  Hdf5Handle file = open_and_validate(path, info);
+  const DatasetInfo::SplitInfo& split_info = require_split(info, split_name);
+
+  Split split;
+  split.name = split_info.name;
+  split.count = static_cast<std::int64_t>(indices.size());
+  split.height = split_info.height;
+  split.width = split_info.width;
+  split.channels = split_info.channels;
+  split.images.resize(static_cast<std::size_t>(split.count * split.image_bytes()));
+  split.labels.resize(indices.size());
+
+  const std::string images_name = "/" + split.name + "/images", labels_name = "/" + split.name + "/labels";
+  Hdf5Handle images = detail::dataset_handle(H5Dopen2(file.get(), images_name.c_str(), H5P_DEFAULT));
+  Hdf5Handle labels = detail::dataset_handle(H5Dopen2(file.get(), labels_name.c_str(), H5P_DEFAULT));
+  Hdf5Handle image_space = detail::dataspace_handle(images.valid() ? H5Dget_space(images.get()) : -1);
+  Hdf5Handle label_space = detail::dataspace_handle(labels.valid() ? H5Dget_space(labels.get()) : -1);
+  if (!image_space.valid() || !label_space.valid())
+    fail(path, "/" + split.name + ": cannot be read (file corrupt?)");
+
+  const hsize_t image_count[4] = {1, static_cast<hsize_t>(split.height), static_cast<hsize_t>(split.width),
+                                  static_cast<hsize_t>(split.channels)};
+  const hsize_t label_count = 1;
+  Hdf5Handle image_memory = detail::dataspace_handle(H5Screate_simple(4, image_count, nullptr));
+  Hdf5Handle label_memory = detail::dataspace_handle(H5Screate_simple(1, &label_count, nullptr));
+  const auto class_count = static_cast<std::int32_t>(info.classes.size());
+  for (std::size_t position = 0; position < indices.size(); ++position) {
+    const std::int64_t index = indices[position];
+    if (index < 0 || index >= split_info.count)
+      fail(path, images_name + ": sample " + std::to_string(index) + " is outside [0, " +
+                     std::to_string(split_info.count) + ")");
+    const hsize_t image_start[4] = {static_cast<hsize_t>(index), 0, 0, 0};
+    const hsize_t label_start = static_cast<hsize_t>(index);
+    std::uint8_t* destination =
+        split.images.data() + position * static_cast<std::size_t>(split.image_bytes());
+    if (H5Sselect_hyperslab(image_space.get(), H5S_SELECT_SET, image_start, nullptr, image_count, nullptr) <
+            0 ||
+        H5Dread(images.get(), H5T_NATIVE_UINT8, image_memory.get(), image_space.get(), H5P_DEFAULT,
+                destination) < 0)
+      fail(path,
+           images_name + "[" + std::to_string(index) + "]: cannot read the data (file truncated or corrupt)");
+    if (H5Sselect_hyperslab(label_space.get(), H5S_SELECT_SET, &label_start, nullptr, &label_count, nullptr) <
+            0 ||
+        H5Dread(labels.get(), H5T_NATIVE_INT32, label_memory.get(), label_space.get(), H5P_DEFAULT,
+                &split.labels[position]) < 0)
+      fail(path,
+           labels_name + "[" + std::to_string(index) + "]: cannot read the data (file truncated or corrupt)");
+    const std::int32_t label = split.labels[position];
+    if (label < 0 || label >= class_count)
+      fail(path, labels_name + "[" + std::to_string(index) + "] = " + std::to_string(label) +
+                     " is outside [0, " + std::to_string(class_count) + ") (" + std::to_string(class_count) +
+                     " classes)");
+  }
   return split;
 }
 

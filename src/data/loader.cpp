@@ -11,16 +11,20 @@
 namespace phalanx::data {
 
 Loader::Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch, std::int64_t first_epoch,
-               std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator)
+               std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator,
+               const AugmentOptions& augment)
     : split_(std::move(split)),
       plan_(std::move(plan)),
       prefetch_(prefetch),
       first_epoch_(first_epoch),
       first_step_(first_step),
       end_epoch_(end_epoch),
-      allocator_(allocator) {
+      allocator_(allocator),
+      augment_(augment) {
   PHALANX_CHECK(split_ != nullptr, "no split given");
   PHALANX_CHECK(prefetch_ >= 1, "prefetch ", prefetch_);
+  PHALANX_CHECK(augment_.random_crop_padding >= 0 && augment_.cutout >= 0, "augment padding ",
+                augment_.random_crop_padding, " cutout ", augment_.cutout);
   PHALANX_CHECK(split_->count == plan_.dataset_size(), "split ", split_->name, " has ", split_->count,
                 " samples but the shard plan is for ", plan_.dataset_size());
   PHALANX_CHECK(split_->images.size() == static_cast<std::size_t>(split_->count * split_->image_bytes()) &&
@@ -109,8 +113,14 @@ void Loader::produce() {
       const std::vector<std::int64_t> indices = plan_.rank_indices(permutation, step);
       for (std::size_t position = 0; position < indices.size(); ++position) {
         const auto sample = static_cast<std::size_t>(indices[position]);
-        std::memcpy(slot.images + position * sample_bytes, split_->images.data() + sample * sample_bytes,
-                    sample_bytes);
+        const std::uint8_t* source = split_->images.data() + sample * sample_bytes;
+        std::uint8_t* destination = slot.images + position * sample_bytes;
+        if (augment_.enabled()) {
+          augment_image(augment_, plan_.seed(), epoch, indices[position], source, destination, split_->height,
+                        split_->width, split_->channels);
+        } else {
+          std::memcpy(destination, source, sample_bytes);
+        }
         slot.labels[position] = split_->labels[sample];
       }
       slot.batch.epoch = epoch;

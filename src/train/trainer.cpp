@@ -185,8 +185,13 @@ nlohmann::json Trainer::run() {
                       registry.parameter_count(), bucket_bytes);
   const data::ShardPlan plan(train_split_->count, config.train.batch_size, communicator_.rank(),
                              communicator_.size(), config.seed);
+  // Training batches only: evaluation reads the split directly and never augments.
+  const config::AugmentConfig& augment = config.data.augment;
+  const data::AugmentOptions augment_options{augment.random_crop_padding, augment.horizontal_flip,
+                                             augment.cutout};
   data::Loader loader(train_split_, plan, config.data.prefetch_batches, position_.epoch,
-                      position_.step_in_epoch, config.train.epochs, HostAllocator::instance());
+                      position_.step_in_epoch, config.train.epochs, HostAllocator::instance(),
+                      augment_options);
 
   const int local_batch = config.train.batch_size;
   InputBatch inputs(backend_, local_batch, train_split_->height, train_split_->width, train_split_->channels,

@@ -1,6 +1,7 @@
 """End-to-end: short runs of the other model presets and of an explicit layer list: lenet5 on the
 Fashion-MNIST subset (2 ranks), resnet20 on synthetic 16x16x3 data with 4 ranks
-(oversubscribed), and a custom list with a residual block, batch_norm, dropout and avg_pool.
+(oversubscribed, with data.augment on), and a custom list with a residual block, batch_norm,
+dropout and avg_pool.
 Each exits 0, writes summary.json with finite losses, and a checkpoint with the model's
 parameters in PyTorch layouts."""
 
@@ -41,9 +42,11 @@ def setUpModule():
 
 
 class PresetsAndLayersTest(unittest.TestCase):
-    def train(self, name, data, ranks, model, batch_size=32, **config_changes):
+    def train(self, name, data, ranks, model, batch_size=32, augment=None, **config_changes):
         config = e2e.base_config(data, name=name, batch_size=batch_size, max_steps=STEPS, log_every_steps=5)
         config["model"] = model
+        if augment:
+            config["data"]["augment"] = augment
         config["optimizer"] = {"type": "sgd", "learning_rate": 0.05, "momentum": 0.9}
         config["schedule"] = {"type": "constant"}
         config.update(config_changes)
@@ -85,7 +88,14 @@ class PresetsAndLayersTest(unittest.TestCase):
     def test_resnet20_on_synthetic_rgb_with_4_ranks(self):
         data = e2e.make_synth(os.path.join(WORK, "synth-16x16x3.h5"), train=1024, test=128, height=16, width=16,
                               channels=3, classes=10)
-        summary, losses, arrays = self.train("resnet20", data, 4, {"preset": "resnet20"}, batch_size=8)
+        # CIFAR-style training augmentation in the loader threads of all 4 ranks.
+        augment = {"random_crop_padding": 2, "horizontal_flip": True, "cutout": 4}
+        summary, losses, arrays = self.train("resnet20", data, 4, {"preset": "resnet20"}, batch_size=8,
+                                             augment=augment)
+        with open(os.path.join(WORK, "resnet20", "config.yaml")) as stream:
+            resolved = stream.read()
+        for line in ("random_crop_padding: 2", "horizontal_flip: true", "cutout: 4"):
+            self.assertIn(line, resolved)
         self.assertEqual(arrays["conv1/weight"].shape, (16, 3, 3, 3))
         self.assertEqual(arrays["bn1/running_var"].shape, (16,))
         self.assertEqual(arrays["layer2/0/shortcut/0/weight"].shape, (32, 16, 1, 1))

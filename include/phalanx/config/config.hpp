@@ -37,11 +37,22 @@ struct ModelConfig {
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
 
+// Training-time augmentation, applied by the loader thread of every rank (never to evaluation).
+// Each choice is a pure function of (seed, epoch, sample index): see data/augmentation.hpp.
+struct AugmentConfig {
+  int random_crop_padding = 0;   // zero-pad each side by this much, crop back at a random offset
+  bool horizontal_flip = false;  // mirror left-right with probability 0.5
+  int cutout = 0;                // side of one zeroed square at a random centre (0: off)
+
+  friend bool operator==(const AugmentConfig&, const AugmentConfig&) = default;
+};
+
 struct DataConfig {
   std::string path;  // HDF5 dataset (DESIGN §4)
   std::string train_split = "train";
   std::string test_split = "test";
   int prefetch_batches = 4;  // loader ring depth
+  AugmentConfig augment;
 
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };

@@ -2,6 +2,7 @@
 // All HDF5 calls happen on the calling thread (Debian's HDF5 is not thread-safe).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,5 +62,49 @@ void write_dataset(const std::string& path, const std::vector<std::string>& clas
 
 // Per-channel mean and standard deviation of images in [0,1] units.
 void channel_statistics(const Split& split, std::vector<float>& mean, std::vector<float>& standard_deviation);
+
+// Integrity. Each /<split>/images and /<split>/labels dataset carries a string attribute
+// "checksum" = "xxh64:<16 lowercase hex digits>": XXH64 (seed 0, the public xxHash 64-bit
+// definition) of the dataset's values as little-endian bytes in C order (images: the uint8 NHWC
+// bytes; labels: each int32 as 4 little-endian bytes). It covers values, not the stored layout, so
+// rechunking or recompressing the file keeps it valid.
+inline constexpr const char* checksum_attribute = "checksum";
+inline constexpr const char* checksum_algorithm = "xxh64";
+
+// XXH64 of `size` bytes with `seed`; identical to the reference xxHash implementation.
+std::uint64_t xxhash64(const void* bytes, std::size_t size, std::uint64_t seed = 0);
+
+// Incremental XXH64: feeding the same bytes in any pieces gives xxhash64 of their concatenation,
+// so a large dataset can be hashed while it is read in slabs.
+class Xxhash64Stream {
+ public:
+  explicit Xxhash64Stream(std::uint64_t seed = 0);
+  void update(const void* bytes, std::size_t size);
+  std::uint64_t digest() const;
+
+ private:
+  std::uint64_t accumulators_[4];
+  std::uint64_t seed_;
+  std::uint64_t total_bytes_ = 0;
+  unsigned char buffer_[32];
+  std::size_t buffered_ = 0;
+};
+
+// "xxh64:<16 hex digits>" of a finished hash.
+std::string format_checksum(std::uint64_t hash);
+// "xxh64:<hex>" of bytes, as stored in the "checksum" attribute.
+std::string checksum_text(const void* bytes, std::size_t size);
+// The same for int32 labels: hashes their little-endian bytes whatever the host byte order.
+std::string checksum_text(const std::vector<std::int32_t>& labels);
+
+// Recomputes every split's images and labels checksums (reading in chunk-aligned slabs) and
+// compares them with the stored ones. Returns a one-line summary on success; throws InvalidInput
+// naming the file and the first dataset whose bytes changed, or saying the file has no checksums.
+std::string verify_checksums(const std::string& path);
+
+// Reads only the samples `indices` of one split (validated like read_split), in that order: for
+// previews and spot checks of files too large to read whole.
+Split read_samples(const std::string& path, const std::string& split_name,
+                   const std::vector<std::int64_t>& indices);
 
 }  // namespace phalanx::data

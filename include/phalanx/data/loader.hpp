@@ -1,6 +1,7 @@
 // Loader: a background thread that gathers this rank's samples for upcoming steps into a ring
 // of host buffers (uint8 images, int32 labels), `prefetch` batches ahead of training. It does
 // no HDF5 I/O (the split is already in memory), so it is free to run beside the main thread.
+// Training augmentation (AugmentOptions) is applied here, per sample, while gathering.
 #pragma once
 
 #include <condition_variable>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "phalanx/core/allocator.hpp"
+#include "phalanx/data/augmentation.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/shard_plan.hpp"
 
@@ -28,9 +30,11 @@ struct Batch {
 class Loader {
  public:
   // Produces batches for epochs [first_epoch, end_epoch), starting at `first_step` of the first.
-  // `allocator` provides the ring buffers (pinned host memory on GPU ranks).
+  // `allocator` provides the ring buffers (pinned host memory on GPU ranks). `augment` (default
+  // off: the bytes of the split, unchanged) is drawn from (plan.seed(), epoch, sample index).
   Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch, std::int64_t first_epoch,
-         std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator);
+         std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator,
+         const AugmentOptions& augment = {});
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -55,6 +59,7 @@ class Loader {
   std::int64_t first_epoch_, first_step_, end_epoch_;
   std::int64_t total_batches_ = 0;  // batches from (first_epoch, first_step) to the end
   Allocator& allocator_;
+  AugmentOptions augment_;
   // prefetch + 1 slots: `prefetch` batches ready ahead while the consumer still holds one.
   std::vector<Slot> slots_;
   std::size_t slot_image_bytes_ = 0;

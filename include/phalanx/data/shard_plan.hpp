@@ -20,6 +20,7 @@ class ShardPlan {
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
   int local_batch() const { return local_batch_; }
+  std::uint64_t seed() const { return seed_; }
   std::int64_t global_batch() const { return static_cast<std::int64_t>(local_batch_) * world_size_; }
 
   // The epoch's global permutation of [0, dataset_size) (Fisher-Yates on a Philox stream).

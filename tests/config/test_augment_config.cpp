@@ -1,0 +1,105 @@
+// Tests of the data.augment section: defaults, parsing, range and type errors, the did-you-mean
+// for its keys, `--set` on its nested keys, and parse(to_yaml(c)) == c with augmentation on.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config/expect_input_error.hpp"
+#include "phalanx/config/config.hpp"
+
+namespace phalanx::config {
+namespace {
+
+using phalanx::testing::expect_input_error;
+
+const std::string source = "configs/augment.yaml";
+const std::string model = "model: {preset: lenet5}\n";
+
+TEST(AugmentConfig, OffByDefault) {
+  const Config config = parse(model + "data: {path: d.h5}\n", source);
+  EXPECT_EQ(config.data.augment.random_crop_padding, 0);
+  EXPECT_FALSE(config.data.augment.horizontal_flip);
+  EXPECT_EQ(config.data.augment.cutout, 0);
+  EXPECT_EQ(config.data.augment, AugmentConfig{});
+}
+
+TEST(AugmentConfig, ParsesEveryKey) {
+  const Config config = parse(model + R"(
+data:
+  path: d.h5
+  augment:
+    random_crop_padding: 4
+    horizontal_flip: true
+    cutout: 8
+)",
+                              source);
+  EXPECT_EQ(config.data.augment.random_crop_padding, 4);
+  EXPECT_TRUE(config.data.augment.horizontal_flip);
+  EXPECT_EQ(config.data.augment.cutout, 8);
+}
+
+TEST(AugmentConfig, EmptyOrNullSectionKeepsDefaults) {
+  EXPECT_EQ(parse(model + "data: {path: d.h5, augment: {}}\n", source).data.augment, AugmentConfig{});
+  EXPECT_EQ(parse(model + "data: {path: d.h5, augment: null}\n", source).data.augment, AugmentConfig{});
+}
+
+TEST(AugmentConfig, RangeAndTypeErrors) {
+  const auto expect_error = [](const std::string& augment, const std::string& fragment) {
+    SCOPED_TRACE(augment);
+    expect_input_error([&] { parse(model + "data: {path: d.h5, augment: " + augment + "}\n", source); },
+                       {source + ": ", fragment});
+  };
+  expect_error("{random_crop_padding: -1}", "data.augment.random_crop_padding must be >= 0 (got -1)");
+  expect_error("{cutout: -3}", "data.augment.cutout must be >= 0 (got -3)");
+  expect_error("{cutout: 2.5}", "data.augment.cutout");
+  expect_error("{horizontal_flip: sometimes}", "data.augment.horizontal_flip");
+  expect_error("[4]", "data.augment: expected a mapping");
+}
+
+TEST(AugmentConfig, UnknownKeysSuggestTheNearest) {
+  expect_input_error(
+      [&] { parse(model + "data: {path: d.h5, augment: {horizontal_flips: true}}\n", source); },
+      {source + ": ",
+       "unknown key 'data.augment.horizontal_flips' (did you mean 'data.augment.horizontal_flip'?)"});
+  expect_input_error([&] { parse(model + "data: {path: d.h5, augments: {cutout: 4}}\n", source); },
+                     {"unknown key 'data.augments' (did you mean 'data.augment'?)"});
+  // A key of the section written one level up is found by its last word.
+  expect_input_error([&] { parse(model + "data: {path: d.h5, cutout: 4}\n", source); },
+                     {"unknown key 'data.cutout' (did you mean 'data.augment.cutout'?)"});
+}
+
+TEST(AugmentConfig, OverridesReachTheNestedSection) {
+  const Config config = parse(
+      model + "data: {path: d.h5, augment: {cutout: 4}}\n", source,
+      {"data.augment.random_crop_padding=2", "data.augment.horizontal_flip=true", "data.augment.cutout=0"});
+  EXPECT_EQ(config.data.augment.random_crop_padding, 2);
+  EXPECT_TRUE(config.data.augment.horizontal_flip);
+  EXPECT_EQ(config.data.augment.cutout, 0);
+  // The section is created when the file has none.
+  EXPECT_EQ(parse(model + "data: {path: d.h5}\n", source, {"data.augment.cutout=6"}).data.augment.cutout, 6);
+  expect_input_error([&] { parse(model + "data: {path: d.h5}\n", source, {"data.augment=1"}); },
+                     {"'data.augment' is a section; set its keys one at a time (e.g. "
+                      "data.augment.random_crop_padding=...)"});
+  expect_input_error([&] { parse(model + "data: {path: d.h5}\n", source, {"data.augment.cutuot=4"}); },
+                     {"unknown key 'data.augment.cutuot' (did you mean 'data.augment.cutout'?)"});
+  expect_input_error([&] { parse(model + "data: {path: d.h5}\n", source, {"data.augment.cutout=-1"}); },
+                     {"data.augment.cutout must be >= 0 (got -1)"});
+}
+
+TEST(AugmentConfig, RoundTripsThroughToYaml) {
+  const Config config = parse(
+      model + "data: {path: d.h5, augment: {random_crop_padding: 4, horizontal_flip: true, cutout: 16}}\n",
+      source);
+  const std::string yaml = to_yaml(config);
+  for (const char* key : {"augment:", "random_crop_padding: 4", "horizontal_flip: true", "cutout: 16"}) {
+    EXPECT_NE(yaml.find(key), std::string::npos) << key << " in\n" << yaml;
+  }
+  EXPECT_EQ(parse(yaml, source), config);
+  // Augmentation changes the trajectory, so the hash must see it.
+  Config changed = config;
+  changed.data.augment.cutout = 15;
+  EXPECT_NE(hash(changed), hash(config));
+}
+
+}  // namespace
+}  // namespace phalanx::config
