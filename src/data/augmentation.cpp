@@ -22,12 +22,31 @@ std::int64_t below(std::uint32_t word, std::int64_t bound) {
 
 }  // namespace
 
+AugmentDraws augment_draws(const AugmentOptions& options, std::uint64_t seed, std::int64_t epoch,
+                           std::int64_t sample_index, int height, int width) {
+  PHALANX_CHECK(height > 0 && width > 0, "image ", height, "x", width);
+  PHALANX_CHECK(options.random_crop_padding >= 0 && options.cutout >= 0, "augment padding ",
+                options.random_crop_padding, " cutout ", options.cutout);
+  static const std::uint64_t augment_stream = fnv1a_hash("augment");
+  const std::uint64_t stream = mix_seed(mix_seed(augment_stream, static_cast<std::uint64_t>(epoch)),
+                                        static_cast<std::uint64_t>(sample_index));
+  const std::array<std::uint32_t, 4> first = philox4x32(seed, stream, 0);
+  const std::array<std::uint32_t, 4> second = philox4x32(seed, stream, 1);
+  const std::int64_t padding = options.random_crop_padding;
+  const std::int64_t half_side = options.cutout / 2;
+  AugmentDraws draws;
+  draws.shift_y = static_cast<std::int32_t>(below(first[0], 2 * padding + 1) - padding);
+  draws.shift_x = static_cast<std::int32_t>(below(first[1], 2 * padding + 1) - padding);
+  draws.flip = options.horizontal_flip && (first[2] >> 31) != 0 ? 1 : 0;
+  draws.cutout_top = static_cast<std::int32_t>(below(first[3], height) - half_side);
+  draws.cutout_left = static_cast<std::int32_t>(below(second[0], width) - half_side);
+  return draws;
+}
+
 void augment_image(const AugmentOptions& options, std::uint64_t seed, std::int64_t epoch,
                    std::int64_t sample_index, const std::uint8_t* source, std::uint8_t* destination,
                    int height, int width, int channels) {
   PHALANX_CHECK(height > 0 && width > 0 && channels > 0, "image ", height, "x", width, "x", channels);
-  PHALANX_CHECK(options.random_crop_padding >= 0 && options.cutout >= 0, "augment padding ",
-                options.random_crop_padding, " cutout ", options.cutout);
   const auto row_bytes = static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
   const std::size_t image_bytes = row_bytes * static_cast<std::size_t>(height);
   const auto source_address = reinterpret_cast<std::uintptr_t>(source);
@@ -39,18 +58,12 @@ void augment_image(const AugmentOptions& options, std::uint64_t seed, std::int64
     std::memcpy(destination, source, image_bytes);
     return;
   }
-
-  static const std::uint64_t augment_stream = fnv1a_hash("augment");
-  const std::uint64_t stream = mix_seed(mix_seed(augment_stream, static_cast<std::uint64_t>(epoch)),
-                                        static_cast<std::uint64_t>(sample_index));
-  const std::array<std::uint32_t, 4> first = philox4x32(seed, stream, 0);
-  const std::array<std::uint32_t, 4> second = philox4x32(seed, stream, 1);
+  const AugmentDraws draws = augment_draws(options, seed, epoch, sample_index, height, width);
 
   // Crop offsets relative to the unpadded image: output(y, x) = source(y + shift_y, x + shift_x).
-  const std::int64_t padding = options.random_crop_padding;
-  const std::int64_t shift_y = below(first[0], 2 * padding + 1) - padding;
-  const std::int64_t shift_x = below(first[1], 2 * padding + 1) - padding;
-  const bool flip = options.horizontal_flip && (first[2] >> 31) != 0;
+  const std::int64_t shift_y = draws.shift_y;
+  const std::int64_t shift_x = draws.shift_x;
+  const bool flip = draws.flip != 0;
 
   // Output columns [column_begin, column_end) read source columns that exist; the rest are zero.
   // Flipping reverses which output columns those are, so compute the span before mirroring.
@@ -94,8 +107,8 @@ void augment_image(const AugmentOptions& options, std::uint64_t seed, std::int64
 
   if (options.cutout > 0) {
     const std::int64_t side = options.cutout;
-    const std::int64_t top = below(first[3], height) - side / 2;
-    const std::int64_t left = below(second[0], width) - side / 2;
+    const std::int64_t top = draws.cutout_top;
+    const std::int64_t left = draws.cutout_left;
     const std::int64_t row_begin = std::clamp<std::int64_t>(top, 0, height);
     const std::int64_t row_end = std::clamp<std::int64_t>(top + side, 0, height);
     const std::int64_t cut_begin = std::clamp<std::int64_t>(left, 0, width);

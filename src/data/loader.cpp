@@ -12,7 +12,7 @@ namespace phalanx::data {
 
 Loader::Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch, std::int64_t first_epoch,
                std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator,
-               const AugmentOptions& augment)
+               const AugmentOptions& augment, bool augment_on_device)
     : split_(std::move(split)),
       plan_(std::move(plan)),
       prefetch_(prefetch),
@@ -20,7 +20,8 @@ Loader::Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch,
       first_step_(first_step),
       end_epoch_(end_epoch),
       allocator_(allocator),
-      augment_(augment) {
+      augment_(augment),
+      augment_on_device_(augment_on_device && augment.enabled()) {
   PHALANX_CHECK(split_ != nullptr, "no split given");
   PHALANX_CHECK(prefetch_ >= 1, "prefetch ", prefetch_);
   PHALANX_CHECK(augment_.random_crop_padding >= 0 && augment_.cutout >= 0, "augment padding ",
@@ -48,6 +49,7 @@ Loader::Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch,
     for (Slot& slot : slots_) {
       slot.images = static_cast<std::uint8_t*>(allocator_.allocate(slot_image_bytes_));
       slot.labels = static_cast<std::int32_t*>(allocator_.allocate(slot_label_bytes_));
+      if (augment_on_device_) slot.augment_draws.resize(static_cast<std::size_t>(plan_.local_batch()));
     }
     thread_ = std::thread(&Loader::produce, this);
   } catch (...) {
@@ -115,7 +117,11 @@ void Loader::produce() {
         const auto sample = static_cast<std::size_t>(indices[position]);
         const std::uint8_t* source = split_->images.data() + sample * sample_bytes;
         std::uint8_t* destination = slot.images + position * sample_bytes;
-        if (augment_.enabled()) {
+        if (augment_on_device_) {
+          std::memcpy(destination, source, sample_bytes);
+          slot.augment_draws[position] =
+              augment_draws(augment_, plan_.seed(), epoch, indices[position], split_->height, split_->width);
+        } else if (augment_.enabled()) {
           augment_image(augment_, plan_.seed(), epoch, indices[position], source, destination, split_->height,
                         split_->width, split_->channels);
         } else {
@@ -128,6 +134,7 @@ void Loader::produce() {
       slot.batch.size = static_cast<int>(indices.size());
       slot.batch.images = slot.images;
       slot.batch.labels = slot.labels;
+      slot.batch.augment_draws = augment_on_device_ ? slot.augment_draws.data() : nullptr;
       {
         std::lock_guard lock(mutex_);
         produced_ = batch_number + 1;

@@ -189,9 +189,11 @@ nlohmann::json Trainer::run() {
   const config::AugmentConfig& augment = config.data.augment;
   const data::AugmentOptions augment_options{augment.random_crop_padding, augment.horizontal_flip,
                                              augment.cutout};
+  // GPU ranks leave augmentation to the input kernel (same draws, same bits) and fill a pinned ring.
+  const bool augment_on_device = backend_.device_kind() == DeviceKind::Cuda;
   data::Loader loader(train_split_, plan, config.data.prefetch_batches, position_.epoch,
-                      position_.step_in_epoch, config.train.epochs, HostAllocator::instance(),
-                      augment_options);
+                      position_.step_in_epoch, config.train.epochs, backend_.staging_allocator(),
+                      augment_options, augment_on_device);
 
   const int local_batch = config.train.batch_size;
   InputBatch inputs(backend_, local_batch, train_split_->height, train_split_->width, train_split_->channels,
@@ -220,7 +222,7 @@ nlohmann::json Trainer::run() {
 
     // 2. forward and loss
     stage_clock.restart();
-    inputs.load(batch->images, batch->labels, batch->size);
+    inputs.load(batch->images, batch->labels, batch->size, batch->augment_draws, augment.cutout);
     const Tensor& input = inputs.input();
     nn::ForwardContext context{nn::Mode::Training, config.seed, position_.global_step, communicator_.rank()};
     const Tensor& logits = model_->forward(input, context);

@@ -65,6 +65,31 @@ std::vector<OpCase> elementwise_cases() {
            return Outputs{{"output", as_doubles(download(b, output))}};
          }});
   }
+  // Crop shifts beyond the image, both flips, cutout squares clipped at every edge.
+  for (const int channels : {1, 3}) {
+    cases.push_back(
+        {"augment_normalize_images_" + std::to_string(channels) + "_channels", exact, [channels](Backend& b) {
+           const backend::AugmentGeometry geometry{33, 9, 7, channels, 5};
+           Tensor images = upload(b, random_bytes(33 * 9 * 7 * channels, 5));
+           RandomStream random(20240611, 6);
+           std::vector<std::int32_t> draws;
+           for (int sample = 0; sample < geometry.batch; ++sample) {
+             draws.push_back(static_cast<std::int32_t>(random.next_below(13)) - 6);  // shift_y
+             draws.push_back(static_cast<std::int32_t>(random.next_below(13)) - 6);  // shift_x
+             draws.push_back(static_cast<std::int32_t>(random.next_below(2)));       // flip
+             draws.push_back(static_cast<std::int32_t>(random.next_below(9)) - 2);   // cutout_top
+             draws.push_back(static_cast<std::int32_t>(random.next_below(7)) - 2);   // cutout_left
+           }
+           Tensor draw_tensor = upload(b, draws);
+           Tensor mean = upload(b, std::vector<float>{0.2860f, 0.45f, 0.5f});
+           Tensor deviation = upload(b, std::vector<float>{0.3530f, 0.22f, 0.27f});
+           Tensor output = empty_floats(b, 33 * 9 * 7 * channels);
+           b.augment_normalize_images(geometry, images.data_as<std::uint8_t>(),
+                                      draw_tensor.data_as<std::int32_t>(), mean.data(), deviation.data(),
+                                      output.data());
+           return Outputs{{"output", as_doubles(download(b, output))}};
+         }});
+  }
   cases.push_back({"relu_forward_and_backward", exact, [](Backend& b) {
                      Tensor input = upload(b, random_values(count, 2));
                      Tensor grad_output = upload(b, random_values(count, 3));

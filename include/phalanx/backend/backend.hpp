@@ -16,8 +16,8 @@
 namespace phalanx::backend {
 
 struct LossTotals {
-  double loss_sum = 0;        // sum over the batch of each sample's loss
-  std::int64_t correct = 0;   // samples whose arg-max equals the label
+  double loss_sum = 0;       // sum over the batch of each sample's loss
+  std::int64_t correct = 0;  // samples whose arg-max equals the label
 };
 
 struct SgdHyperparameters {
@@ -42,6 +42,10 @@ class Backend : public Allocator {
 
   virtual std::string name() const = 0;  // e.g. "cpu (oneDNN 2.6, 2 threads)"
   virtual void synchronize() = 0;
+  // Host memory for buffers copied to this device every step (the loader's ring of batches):
+  // page-locked on GPU backends, so the DMA engine reads it at full bus speed without a staging
+  // copy; plain host memory on the CPU backend.
+  virtual Allocator& staging_allocator() { return HostAllocator::instance(); }
 
   // ---- memory -----------------------------------------------------------------------------
   virtual void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) = 0;
@@ -53,6 +57,14 @@ class Backend : public Allocator {
   // uint8 NHWC images -> float NHWC, (x / 255 - mean[c]) / std[c].
   virtual void normalize_images(const std::uint8_t* images, std::int64_t pixels, int channels,
                                 const float* mean, const float* standard_deviation, float* output) = 0;
+  // Training input augmented where it is normalised: per image, the crop, flip and cutout of its
+  // draws (data::AugmentDraws, five int32 per image: shift_y, shift_x, flip, cutout_top,
+  // cutout_left), then normalize_images. Bit for bit data::augment_image followed by
+  // normalize_images, so a GPU rank augments on the device exactly what a CPU rank augments in its
+  // loader thread, and only uint8 bytes and 20 bytes of draws per image cross the bus.
+  virtual void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
+                                        const std::int32_t* draws, const float* mean,
+                                        const float* standard_deviation, float* output) = 0;
 
   // ---- convolution (input NHWC, weight [out,in,kh,kw], output NHWC) ------------------------
   virtual void convolution_forward(const ConvolutionGeometry& geometry, const float* input,
@@ -81,9 +93,8 @@ class Backend : public Allocator {
                                            float* running_mean, float* running_variance, float momentum,
                                            float* saved_mean, float* saved_inverse_std) = 0;
   virtual void batch_norm_forward_inference(const BatchNormGeometry& geometry, const float* input,
-                                            const float* gamma, const float* beta,
-                                            const float* running_mean, const float* running_variance,
-                                            float* output) = 0;
+                                            const float* gamma, const float* beta, const float* running_mean,
+                                            const float* running_variance, float* output) = 0;
   virtual void batch_norm_backward(const BatchNormGeometry& geometry, const float* input,
                                    const float* grad_output, const float* gamma, const float* saved_mean,
                                    const float* saved_inverse_std, float* grad_input, float* grad_gamma,
@@ -111,8 +122,8 @@ class Backend : public Allocator {
 
   // Per sample, [rows, columns] -> [columns, rows]: NHWC <-> PyTorch's CHW feature order at a
   // flatten. The base version runs on host memory; device backends override it.
-  virtual void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const float* input,
-                                 float* output);
+  virtual void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,
+                                 const float* input, float* output);
 
   // ---- linear (input [batch, in], weight [out, in], bias [out], output [batch, out]) -------
   virtual void linear_forward(const LinearGeometry& geometry, const float* input, const float* weight,

@@ -37,6 +37,15 @@ struct PoolingGeometry {
   bool operator==(const PoolingGeometry&) const = default;
 };
 
+// A batch of uint8 NHWC images augmented on the device; `cutout` is the side of the zeroed square
+// (0: none). The per-sample crop shifts, flip and cutout corner come with the call.
+struct AugmentGeometry {
+  int batch = 0;
+  int height = 0, width = 0, channels = 0;
+  int cutout = 0;
+  bool operator==(const AugmentGeometry&) const = default;
+};
+
 struct BatchNormGeometry {
   int batch = 0;
   int channels = 0;

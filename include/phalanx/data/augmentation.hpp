@@ -16,6 +16,26 @@ struct AugmentOptions {
   friend bool operator==(const AugmentOptions&, const AugmentOptions&) = default;
 };
 
+// One sample's random choices, resolved (see the contract on augment_image): the output pixel
+// (y, x) is cropped(y, flip ? width - 1 - x : x) with cropped(y, x) = source(y + shift_y,
+// x + shift_x) (zero outside the image), then rows [cutout_top, cutout_top + cutout) and columns
+// [cutout_left, cutout_left + cutout) are zeroed. A GPU rank ships these five int32 per sample
+// with the plain uint8 batch and applies them in the input kernel, so both paths share one
+// definition of the random choices and give the same bits.
+struct AugmentDraws {
+  std::int32_t shift_y = 0;
+  std::int32_t shift_x = 0;
+  std::int32_t flip = 0;  // 0 or 1
+  std::int32_t cutout_top = 0;
+  std::int32_t cutout_left = 0;
+};
+static_assert(sizeof(AugmentDraws) == 5 * sizeof(std::int32_t), "AugmentDraws is shipped as int32[5]");
+
+// The draws of sample `sample_index` in `epoch`; disabled steps resolve to no-ops (shift 0, no
+// flip; the cutout square has side options.cutout, so 0 zeroes nothing).
+AugmentDraws augment_draws(const AugmentOptions& options, std::uint64_t seed, std::int64_t epoch,
+                           std::int64_t sample_index, int height, int width);
+
 // Writes the augmented copy of one height x width x channels uint8 image from `source` to
 // `destination` (which must not overlap). Steps, in this order (as torchvision's RandomCrop,
 // RandomHorizontalFlip, then Cutout):

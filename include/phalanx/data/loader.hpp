@@ -25,16 +25,22 @@ struct Batch {
   int size = 0;
   const std::uint8_t* images = nullptr;  // [size, H, W, C]
   const std::int32_t* labels = nullptr;  // [size]
+  // Set when augmentation is left to the device (Loader's `augment_on_device`): the images are
+  // the split's bytes and these are each image's AugmentDraws, to apply where they are
+  // normalised (Backend::augment_normalize_images).
+  const AugmentDraws* augment_draws = nullptr;  // [size]
 };
 
 class Loader {
  public:
   // Produces batches for epochs [first_epoch, end_epoch), starting at `first_step` of the first.
   // `allocator` provides the ring buffers (pinned host memory on GPU ranks). `augment` (default
-  // off: the bytes of the split, unchanged) is drawn from (plan.seed(), epoch, sample index).
+  // off: the bytes of the split, unchanged) is drawn from (plan.seed(), epoch, sample index); with
+  // `augment_on_device` the loader only draws, and the batch carries the draws instead (GPU ranks,
+  // where the input kernel applies them for free).
   Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch, std::int64_t first_epoch,
          std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator,
-         const AugmentOptions& augment = {});
+         const AugmentOptions& augment = {}, bool augment_on_device = false);
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -51,6 +57,7 @@ class Loader {
     Batch batch;
     std::uint8_t* images = nullptr;
     std::int32_t* labels = nullptr;
+    std::vector<AugmentDraws> augment_draws;  // filled only when augmenting on the device
   };
 
   std::shared_ptr<const Split> split_;
@@ -60,6 +67,7 @@ class Loader {
   std::int64_t total_batches_ = 0;  // batches from (first_epoch, first_step) to the end
   Allocator& allocator_;
   AugmentOptions augment_;
+  bool augment_on_device_ = false;
   // prefetch + 1 slots: `prefetch` batches ready ahead while the consumer still holds one.
   std::vector<Slot> slots_;
   std::size_t slot_image_bytes_ = 0;

@@ -9,6 +9,7 @@
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/core/tensor.hpp"
+#include "phalanx/data/augmentation.hpp"
 
 namespace phalanx::train {
 
@@ -17,8 +18,11 @@ class InputBatch {
   InputBatch(backend::Backend& backend, int capacity, int height, int width, int channels,
              const std::vector<float>& mean, const std::vector<float>& standard_deviation);
 
-  // Copies `size` (<= capacity) samples from host memory and normalises them on the device.
-  void load(const std::uint8_t* host_images, const std::int32_t* host_labels, int size);
+  // Copies `size` (<= capacity) samples from host memory and normalises them on the device. With
+  // `augment_draws` (one per sample, host memory), the crop/flip/cutout they describe is applied
+  // in the same pass (`cutout` is the square's side), so the loader ships plain bytes.
+  void load(const std::uint8_t* host_images, const std::int32_t* host_labels, int size,
+            const data::AugmentDraws* augment_draws = nullptr, int cutout = 0);
 
   const Tensor& input() const { return input_; }                                  // [size, H, W, C] float
   const std::int32_t* labels() const { return labels_.data_as<std::int32_t>(); }  // device memory
@@ -27,7 +31,7 @@ class InputBatch {
  private:
   backend::Backend& backend_;
   Shape full_shape_;
-  Tensor images_, input_, labels_, mean_, standard_deviation_;
+  Tensor images_, input_, labels_, mean_, standard_deviation_, augment_draws_;
 };
 
 }  // namespace phalanx::train

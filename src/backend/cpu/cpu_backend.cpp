@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "augment.hpp"
 #include "elementwise.hpp"
 #include "optimizers.hpp"
 #include "phalanx/core/error.hpp"
@@ -61,6 +62,12 @@ void CpuBackend::fill(float* data, std::int64_t count, float value) {
 void CpuBackend::normalize_images(const std::uint8_t* images, std::int64_t pixels, int channels,
                                   const float* mean, const float* standard_deviation, float* output) {
   cpu::normalize_images(images, pixels, channels, mean, standard_deviation, output);
+}
+
+void CpuBackend::augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
+                                          const std::int32_t* draws, const float* mean,
+                                          const float* standard_deviation, float* output) {
+  cpu::augment_normalize_images(geometry, images, draws, mean, standard_deviation, output);
 }
 
 void CpuBackend::convolution_forward(const ConvolutionGeometry& geometry, const float* input,

@@ -34,6 +34,9 @@ class CpuBackend final : public Backend {
 
   void normalize_images(const std::uint8_t* images, std::int64_t pixels, int channels, const float* mean,
                         const float* standard_deviation, float* output) override;
+  void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
+                                const std::int32_t* draws, const float* mean, const float* standard_deviation,
+                                float* output) override;
 
   void convolution_forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
                            const float* bias, float* output) override;

@@ -5,6 +5,7 @@
 
 #include <type_traits>
 
+#include "augment.hpp"
 #include "elementwise.hpp"
 #include "optimizers.hpp"
 #include "phalanx/backend/cuda_backend.hpp"
@@ -140,7 +141,6 @@ void CudaBackend::copy_from_host(void* device_destination, const void* host_sour
       cudaMemcpyAsync(device_destination, host_source, bytes, cudaMemcpyHostToDevice, stream_.get()));
   // From pageable memory the runtime stages the bytes before returning; page-locked memory is
   // read later by the DMA engine, so wait for it: the caller may reuse the buffer on return.
-  // (The input pipeline's overlapped copies use their own stream and events instead.)
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, host_source) != cudaSuccess)
     (void)cudaGetLastError();
@@ -183,6 +183,13 @@ void CudaBackend::normalize_images(const std::uint8_t* images, std::int64_t pixe
                                    const float* mean, const float* standard_deviation, float* output) {
   make_current();
   launch_normalize_images(stream_.get(), images, pixels, channels, mean, standard_deviation, output);
+}
+
+void CudaBackend::augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
+                                           const std::int32_t* draws, const float* mean,
+                                           const float* standard_deviation, float* output) {
+  make_current();
+  launch_augment_normalize_images(stream_.get(), geometry, images, draws, mean, standard_deviation, output);
 }
 
 void CudaBackend::convolution_forward(const ConvolutionGeometry& geometry, const float* input,

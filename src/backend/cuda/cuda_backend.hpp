@@ -12,6 +12,7 @@
 #include "linear.hpp"
 #include "loss.hpp"
 #include "phalanx/backend/backend.hpp"
+#include "pinned_host_allocator.hpp"
 #include "reduction.hpp"
 
 namespace phalanx::backend::cuda {
@@ -34,6 +35,7 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return name_; }
   void synchronize() override;
+  Allocator& staging_allocator() override { return staging_allocator_; }
 
   void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) override;
   void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) override;
@@ -42,6 +44,9 @@ class CudaBackend final : public Backend {
 
   void normalize_images(const std::uint8_t* images, std::int64_t pixels, int channels, const float* mean,
                         const float* standard_deviation, float* output) override;
+  void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
+                                const std::int32_t* draws, const float* mean, const float* standard_deviation,
+                                float* output) override;
 
   void convolution_forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
                            const float* bias, float* output) override;
@@ -111,6 +116,7 @@ class CudaBackend final : public Backend {
   Linears linears_;
   CrossEntropy cross_entropy_;
   DeviceBuffer copy_scratch_;  // bounce buffer for copies between overlapping ranges
+  PinnedHostAllocator staging_allocator_;
 };
 
 }  // namespace phalanx::backend::cuda

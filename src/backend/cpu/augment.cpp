@@ -1,0 +1,46 @@
+// Gathers each output pixel from where the crop and flip put it (zero outside the image or inside
+// the cutout square) and normalises it with the formula of normalize_images, so the result is bit
+// for bit data::augment_image followed by normalize_images.
+#include "augment.hpp"
+
+#include "elementwise.hpp"
+
+namespace phalanx::backend::cpu {
+
+void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* __restrict images,
+                              const std::int32_t* draws, const float* mean, const float* standard_deviation,
+                              float* __restrict output) {
+  const int height = geometry.height, width = geometry.width, channels = geometry.channels;
+  const std::int64_t row_elements = static_cast<std::int64_t>(width) * channels;
+  const std::int64_t image_elements = row_elements * height;
+  const std::int64_t rows = static_cast<std::int64_t>(geometry.batch) * height;
+#pragma omp parallel for schedule(static) if (rows * row_elements >= parallel_threshold)
+  for (std::int64_t image_row = 0; image_row < rows; ++image_row) {
+    const std::int64_t sample = image_row / height;
+    const int y = static_cast<int>(image_row % height);
+    const std::int32_t* sample_draws = draws + 5 * sample;
+    const int shift_y = sample_draws[0], shift_x = sample_draws[1];
+    const bool flip = sample_draws[2] != 0;
+    const int cutout_top = sample_draws[3], cutout_left = sample_draws[4];
+    const bool row_in_cutout = y >= cutout_top && y < cutout_top + geometry.cutout;
+    const int source_y = y + shift_y;
+    const bool row_inside = source_y >= 0 && source_y < height;
+    const std::uint8_t* source_image = images + sample * image_elements;
+    float* out_row = output + sample * image_elements + static_cast<std::int64_t>(y) * row_elements;
+    for (int x = 0; x < width; ++x) {
+      const int source_x = (flip ? width - 1 - x : x) + shift_x;
+      const bool cut = row_in_cutout && x >= cutout_left && x < cutout_left + geometry.cutout;
+      const bool inside = row_inside && !cut && source_x >= 0 && source_x < width;
+      const std::uint8_t* pixel = inside ? source_image + static_cast<std::int64_t>(source_y) * row_elements +
+                                               static_cast<std::int64_t>(source_x) * channels
+                                         : nullptr;
+      for (int channel = 0; channel < channels; ++channel) {
+        const float value = pixel ? static_cast<float>(pixel[channel]) : 0.0f;
+        out_row[static_cast<std::int64_t>(x) * channels + channel] =
+            (value / 255.0f - mean[channel]) / standard_deviation[channel];
+      }
+    }
+  }
+}
+
+}  // namespace phalanx::backend::cpu
