@@ -119,6 +119,8 @@ std::string to_yaml(const Config& config) {
   emit_number(out, "label_smoothing", train.label_smoothing);
   out << YAML::Key << "log_every_steps" << YAML::Value << train.log_every_steps;
   emit_text(out, "precision", train.precision);
+  emit_text(out, "loss_scale", train.loss_scale);
+  emit_number(out, "loss_scale_initial", train.loss_scale_initial);
   out << YAML::EndMap;
 
   out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;
@@ -129,6 +131,7 @@ std::string to_yaml(const Config& config) {
   out << YAML::Key << "distributed" << YAML::Value << YAML::BeginMap;
   emit_number(out, "bucket_mb", config.distributed.bucket_mb);
   emit_number(out, "timeout_s", config.distributed.timeout_s);
+  emit_text(out, "grad_dtype", config.distributed.grad_dtype);
   out << YAML::EndMap;
 
   out << YAML::EndMap;

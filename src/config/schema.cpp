@@ -18,9 +18,11 @@ const std::map<std::string, std::vector<std::string>>& sections() {
       {"schedule",
        {"type", "warmup_epochs", "warmup_start_factor", "step_epochs", "gamma", "minimum_factor",
         "one_cycle_peak_fraction", "one_cycle_div_factor", "one_cycle_final_div_factor"}},
-      {"train", {"epochs", "max_steps", "batch_size", "label_smoothing", "log_every_steps", "precision"}},
+      {"train",
+       {"epochs", "max_steps", "batch_size", "label_smoothing", "log_every_steps", "precision", "loss_scale",
+        "loss_scale_initial"}},
       {"checkpoint", {"every_steps", "keep"}},
-      {"distributed", {"bucket_mb", "timeout_s"}},
+      {"distributed", {"bucket_mb", "timeout_s", "grad_dtype"}},
   };
   return table;
 }
@@ -119,6 +121,16 @@ const std::vector<std::string>& schedule_types() {
 
 const std::vector<std::string>& precisions() {
   static const std::vector<std::string> values = {"fp32", "bf16", "fp16"};
+  return values;
+}
+
+const std::vector<std::string>& gradient_dtypes() {
+  static const std::vector<std::string> values = {"fp32", "bf16"};
+  return values;
+}
+
+const std::vector<std::string>& loss_scales() {
+  static const std::vector<std::string> values = {"auto", "dynamic", "none"};
   return values;
 }
 

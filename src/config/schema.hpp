@@ -32,5 +32,7 @@ const std::vector<std::string>& devices();
 const std::vector<std::string>& optimizer_types();
 const std::vector<std::string>& schedule_types();
 const std::vector<std::string>& precisions();
+const std::vector<std::string>& loss_scales();
+const std::vector<std::string>& gradient_dtypes();
 
 }  // namespace phalanx::config::schema

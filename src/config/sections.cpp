@@ -177,6 +177,13 @@ void read_train(const Section& section, TrainConfig& train) {
   if (const YAML::Node value = section["precision"]; has(value)) {
     train.precision = reader.choice(value, section.key("precision"), schema::precisions());
   }
+  if (const YAML::Node value = section["loss_scale"]; has(value)) {
+    train.loss_scale = reader.choice(value, section.key("loss_scale"), schema::loss_scales());
+  }
+  if (const YAML::Node value = section["loss_scale_initial"]; has(value)) {
+    train.loss_scale_initial =
+        reader.real(value, section.key("loss_scale_initial"), zero_exclusive, std::nullopt);
+  }
 }
 
 void read_checkpoint(const Section& section, CheckpointConfig& checkpoint) {
@@ -196,6 +203,9 @@ void read_distributed(const Section& section, DistributedConfig& distributed) {
   }
   if (const YAML::Node value = section["timeout_s"]; has(value)) {
     distributed.timeout_s = reader.real(value, section.key("timeout_s"), zero_exclusive, std::nullopt);
+  }
+  if (const YAML::Node value = section["grad_dtype"]; has(value)) {
+    distributed.grad_dtype = reader.choice(value, section.key("grad_dtype"), schema::gradient_dtypes());
   }
 }
 

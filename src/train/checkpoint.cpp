@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <vector>
 
@@ -168,7 +169,8 @@ std::vector<float> to_host(backend::Backend& backend, const Tensor& tensor, std:
 
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
                       optim::Optimizer* optimizer, const TrainingPosition& position, int world_size,
-                      std::uint64_t seed, const std::string& config_text) {
+                      std::uint64_t seed, const std::string& config_text,
+                      const optim::LossScalerState* loss_scale) {
   silence_hdf5();
   backend.synchronize();
   AtomicFile output(path);
@@ -215,6 +217,12 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
     write_int64(file.get(), "/state/samples_seen", position.samples_seen, path);
     // Randomness is counter-based on (seed, step): the seed is the whole RNG state.
     write_int64(file.get(), "/state/rng_seed", static_cast<std::int64_t>(seed), path);
+    if (loss_scale) {
+      // Scales are powers of two: the exponent is the exact value.
+      write_int64(file.get(), "/state/loss_scale_log2", std::ilogb(loss_scale->scale), path);
+      write_int64(file.get(), "/state/loss_scale_good_steps", loss_scale->good_steps, path);
+      write_int64(file.get(), "/state/loss_scale_skipped_steps", loss_scale->skipped_steps, path);
+    }
     root = Hdf5Handle();
     // Closing flushes: its status decides whether the file may take the real name.
     require_write(file.close(), path, "the file (close)");
@@ -247,6 +255,18 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
   header.position.step_in_epoch = read_int64(file.get(), "/state/step_in_epoch", path);
   header.position.samples_seen = read_int64(file.get(), "/state/samples_seen", path);
   header.seed = static_cast<std::uint64_t>(read_int64(file.get(), "/state/rng_seed", path));
+  if (link_exists(file.get(), "/state/loss_scale_log2")) {
+    const std::int64_t exponent = read_int64(file.get(), "/state/loss_scale_log2", path);
+    PHALANX_REQUIRE_INPUT(exponent >= -126 && exponent <= 126, path, ": /state/loss_scale_log2 is ", exponent,
+                          ", outside [-126, 126]");
+    optim::LossScalerState state;
+    state.scale = std::ldexp(1.0, static_cast<int>(exponent));
+    state.good_steps = read_int64(file.get(), "/state/loss_scale_good_steps", path);
+    state.skipped_steps = read_int64(file.get(), "/state/loss_scale_skipped_steps", path);
+    PHALANX_REQUIRE_INPUT(state.good_steps >= 0 && state.skipped_steps >= 0, path,
+                          ": negative loss-scale step counts");
+    header.loss_scale = state;
+  }
   return header;
 }
 

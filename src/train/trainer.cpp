@@ -63,6 +63,13 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
   model_ = std::make_unique<nn::Model>(config.model, sample, static_cast<int>(dataset_info_.classes.size()),
                                        backend_, config.seed);
   optimizer_ = optim::make_optimizer(config.optimizer, backend_, model_->registry().parameter_count());
+  if (config.train.loss_scale == "dynamic" ||
+      (config.train.loss_scale == "auto" && config.train.precision == "fp16"))
+    loss_scaler_ = std::make_unique<optim::LossScaler>(config.train.loss_scale_initial);
+  PHALANX_REQUIRE_INPUT(config.distributed.grad_dtype == "fp32" || options_.nccl != nullptr,
+                        "distributed.grad_dtype: ", config.distributed.grad_dtype,
+                        " compresses the NCCL all-reduce of jobs whose ranks all drive a GPU; this job sums "
+                        "gradients with MPI on host memory (use fp32)");
   const std::int64_t global_batch = static_cast<std::int64_t>(config.train.batch_size) * communicator_.size();
   PHALANX_REQUIRE_INPUT(train_split_->count >= global_batch, config.data.path, ": split '",
                         config.data.train_split, "' has ", train_split_->count,
@@ -86,6 +93,7 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
                           header.world_size, " ranks; resume it with the same number of ranks (now ",
                           communicator_.size(), ") so the data order continues exactly");
     load_checkpoint(checkpoint, backend_, model_->registry(), optimizer_.get());
+    if (loss_scaler_ && header.loss_scale) loss_scaler_->restore(*header.loss_scale);
     position_ = header.position;
     resumed_from_ = checkpoint;
   }
@@ -178,8 +186,10 @@ nlohmann::json Trainer::run() {
   std::optional<comm::GradSync> grad_sync;
   std::optional<comm::NcclGradSync> nccl_sync;
   if (use_nccl)
-    nccl_sync.emplace(*options_.nccl, registry.gradients().data(), registry.parameter_count(), bucket_bytes,
-                      std::size_t{1} << 20, comm::WireType::Float32, true);
+    nccl_sync.emplace(
+        *options_.nccl, registry.gradients().data(), registry.parameter_count(), bucket_bytes,
+        std::size_t{1} << 20,
+        config.distributed.grad_dtype == "bf16" ? comm::WireType::BFloat16 : comm::WireType::Float32, true);
   else
     grad_sync.emplace(communicator_, staged ? staged_gradients.data() : registry.gradients().data(),
                       registry.parameter_count(), bucket_bytes);
@@ -226,9 +236,10 @@ nlohmann::json Trainer::run() {
     const Tensor& input = inputs.input();
     nn::ForwardContext context{nn::Mode::Training, config.seed, position_.global_step, communicator_.rank()};
     const Tensor& logits = model_->forward(input, context);
+    const float loss_scale = loss_scaler_ ? static_cast<float>(loss_scaler_->scale()) : 1.0f;
     const auto totals = backend_.softmax_cross_entropy(
         local_batch, model_->classes(), logits.data(), inputs.labels(),
-        static_cast<float>(config.train.label_smoothing), gradient_scale, grad_logits.data());
+        static_cast<float>(config.train.label_smoothing), gradient_scale * loss_scale, grad_logits.data());
     step.forward = stage_clock.seconds();
 
     // 3. backward; each finished bucket of gradients starts its all-reduce right away.
@@ -259,9 +270,14 @@ nlohmann::json Trainer::run() {
                                 staged_gradients.size() * sizeof(float));
     }
 
-    // 4. update
+    // 4. update (skipped when dynamic loss scaling finds an overflow in the summed gradients)
     stage_clock.restart();
-    optimizer_->step(registry, schedule_->learning_rate(position_.global_step), position_.global_step + 1);
+    const bool update = !loss_scaler_ || loss_scaler_->unscale_or_skip(backend_, registry.gradients().data(),
+                                                                       registry.parameter_count());
+    // The optimizer counts the updates it made (AdamW's bias correction), as GradScaler's do.
+    const std::int64_t updates =
+        position_.global_step + 1 - (loss_scaler_ ? loss_scaler_->state().skipped_steps : 0);
+    if (update) optimizer_->step(registry, schedule_->learning_rate(position_.global_step), updates);
     backend_.synchronize();
     step.optimizer = stage_clock.seconds();
     if (use_nccl) {
@@ -308,13 +324,18 @@ nlohmann::json Trainer::run() {
                         step_average * static_cast<double>(last_step - position_.global_step)};
     progress.update(state);
     if (position_.global_step % config.train.log_every_steps == 0) {
-      run_directory_.append_metrics({{"event", "step"},
-                                     {"step", position_.global_step},
-                                     {"epoch", batch->epoch},
-                                     {"loss", interval_loss / static_cast<double>(interval_steps)},
-                                     {"learning_rate", schedule_->learning_rate(position_.global_step - 1)},
-                                     {"images_per_sec", state.images_per_second},
-                                     {"time", wall_seconds_since_epoch() - start_wall}});
+      nlohmann::json step_event = {{"event", "step"},
+                                   {"step", position_.global_step},
+                                   {"epoch", batch->epoch},
+                                   {"loss", interval_loss / static_cast<double>(interval_steps)},
+                                   {"learning_rate", schedule_->learning_rate(position_.global_step - 1)},
+                                   {"images_per_sec", state.images_per_second},
+                                   {"time", wall_seconds_since_epoch() - start_wall}};
+      if (loss_scaler_) {
+        step_event["loss_scale"] = loss_scaler_->scale();
+        step_event["skipped_steps"] = loss_scaler_->state().skipped_steps;
+      }
+      run_directory_.append_metrics(step_event);
       interval_loss = 0;
       interval_steps = 0;
     }
@@ -396,6 +417,9 @@ nlohmann::json Trainer::run() {
   summary["dataset"] = config.data.path;
   summary["parameters"] = registry.parameter_count();
   if (!resumed_from_.empty()) summary["resumed_from"] = resumed_from_;
+  if (loss_scaler_)
+    summary["loss_scaling"] = {{"final_scale", loss_scaler_->scale()},
+                               {"skipped_steps", loss_scaler_->state().skipped_steps}};
   run_directory_.write_summary(summary);
 
   char text[256];
@@ -506,7 +530,8 @@ void Trainer::save_checkpoint(bool final) {
     const std::string path = final ? run_directory_.latest_checkpoint_path()
                                    : run_directory_.checkpoint_path(position_.global_step);
     write_checkpoint(path, backend_, model_->registry(), optimizer_.get(), position_, communicator_.size(),
-                     options_.config.seed, options_.config_text);
+                     options_.config.seed, options_.config_text,
+                     loss_scaler_ ? &loss_scaler_->state() : nullptr);
     if (!final) run_directory_.prune_checkpoints(options_.config.checkpoint.keep);
   }
 }

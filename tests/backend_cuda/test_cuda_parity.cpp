@@ -90,6 +90,17 @@ std::vector<OpCase> elementwise_cases() {
            return Outputs{{"output", as_doubles(download(b, output))}};
          }});
   }
+  cases.push_back(
+      {"all_finite", exact, [](Backend& b) {
+         std::vector<double> answers;
+         for (const std::int64_t position : {std::int64_t{-1}, std::int64_t{0}, count / 2, count - 1}) {
+           std::vector<float> values = random_values(count, 7);
+           if (position >= 0) values[static_cast<std::size_t>(position)] = position % 2 ? NAN : INFINITY;
+           Tensor data = upload(b, values);
+           answers.push_back(b.all_finite(count, data.data()) ? 1.0 : 0.0);
+         }
+         return Outputs{{"answers", answers}};
+       }});
   cases.push_back({"relu_forward_and_backward", exact, [](Backend& b) {
                      Tensor input = upload(b, random_values(count, 2));
                      Tensor grad_output = upload(b, random_values(count, 3));

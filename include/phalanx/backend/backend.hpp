@@ -110,6 +110,9 @@ class Backend : public Allocator {
   // destination += source
   virtual void accumulate(std::int64_t count, const float* source, float* destination) = 0;
   virtual void scale(std::int64_t count, float factor, float* data) = 0;
+  // True when no element is infinite or NaN (waits for the device): dynamic loss scaling asks it
+  // of the summed gradients before every update.
+  virtual bool all_finite(std::int64_t count, const float* data) = 0;
 
   // Inverted dropout with a counter-based mask: keep with probability 1-p, scale by 1/(1-p).
   // The mask is a pure function of (seed, stream), so backward regenerates nothing: it reads

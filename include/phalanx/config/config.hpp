@@ -88,7 +88,9 @@ struct TrainConfig {
   int batch_size = 64;                    // per rank
   double label_smoothing = 0.0;
   int log_every_steps = 50;
-  std::string precision = "fp32";  // fp32 (bf16/fp16 come with the CUDA backend)
+  std::string precision = "fp32";       // fp32 | bf16 | fp16 (reduced precision on GPU ranks only)
+  std::string loss_scale = "auto";      // auto (dynamic for fp16, else none) | dynamic | none
+  double loss_scale_initial = 65536.0;  // first scale of dynamic loss scaling
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };
@@ -103,6 +105,7 @@ struct CheckpointConfig {
 struct DistributedConfig {
   double bucket_mb = 25.0;
   double timeout_s = 300.0;
+  std::string grad_dtype = "fp32";  // fp32 | bf16: what gradients travel as over NCCL
 
   friend bool operator==(const DistributedConfig&, const DistributedConfig&) = default;
 };

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "phalanx/nn/parameter_registry.hpp"
+#include "phalanx/optim/loss_scaler.hpp"
 #include "phalanx/optim/optimizer.hpp"
 
 namespace phalanx::train {
@@ -26,12 +28,14 @@ struct CheckpointHeader {
   int world_size = 0;
   std::uint64_t seed = 0;
   std::string optimizer_type;
-  std::string config_text;  // the resolved YAML of the run that wrote it
+  std::string config_text;                           // the resolved YAML of the run that wrote it
+  std::optional<optim::LossScalerState> loss_scale;  // present when the run scaled its loss
 };
 
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
                       optim::Optimizer* optimizer, const TrainingPosition& position, int world_size,
-                      std::uint64_t seed, const std::string& config_text);
+                      std::uint64_t seed, const std::string& config_text,
+                      const optim::LossScalerState* loss_scale = nullptr);
 
 // Validates the file (HDF5, format, version, attributes) and reads the header; InvalidInput
 // naming the file on any problem, e.g. a truncated file.

@@ -16,6 +16,7 @@
 #include "phalanx/monitor/gpu_metrics.hpp"
 #include "phalanx/monitor/host_metrics.hpp"
 #include "phalanx/nn/model.hpp"
+#include "phalanx/optim/loss_scaler.hpp"
 #include "phalanx/optim/optimizer.hpp"
 #include "phalanx/optim/schedule.hpp"
 #include "phalanx/train/checkpoint.hpp"
@@ -74,6 +75,7 @@ class Trainer {
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::Schedule> schedule_;
+  std::unique_ptr<optim::LossScaler> loss_scaler_;  // dynamic loss scaling, when enabled
   std::int64_t steps_per_epoch_ = 0;
   TrainingPosition position_;
   std::string resumed_from_;

@@ -144,6 +144,10 @@ void CpuBackend::scale(std::int64_t count, float factor, float* data) {
   cpu::scale(count, factor, data);
 }
 
+bool CpuBackend::all_finite(std::int64_t count, const float* data) {
+  return cpu::all_finite(count, data);
+}
+
 void CpuBackend::dropout_forward(std::int64_t count, float probability, std::uint64_t seed,
                                  std::uint64_t stream, const float* input, float* output,
                                  std::uint8_t* mask) {

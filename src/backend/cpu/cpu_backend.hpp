@@ -68,6 +68,7 @@ class CpuBackend final : public Backend {
   void add(std::int64_t count, const float* a, const float* b, float* output) override;
   void accumulate(std::int64_t count, const float* source, float* destination) override;
   void scale(std::int64_t count, float factor, float* data) override;
+  bool all_finite(std::int64_t count, const float* data) override;
   void dropout_forward(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
                        const float* input, float* output, std::uint8_t* mask) override;
   // Tiled and parallel instead of the base class's plain loop.

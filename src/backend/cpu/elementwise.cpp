@@ -59,6 +59,15 @@ void scale(std::int64_t count, float factor, float* __restrict data) {
   for (std::int64_t i = 0; i < count; ++i) data[i] *= factor;
 }
 
+bool all_finite(const std::int64_t count, const float* __restrict data) {
+  // x - x is 0 for finite x and NaN for inf and NaN: one branch-free pass that vectorises; an
+  // OR-reduction of "is not zero" flags says whether any element was not finite.
+  int non_finite = 0;
+#pragma omp parallel for simd schedule(static) reduction(| : non_finite) if (count >= parallel_threshold)
+  for (std::int64_t i = 0; i < count; ++i) non_finite |= (data[i] - data[i]) != 0.0f;
+  return non_finite == 0;
+}
+
 void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,
                        const float* __restrict input, float* __restrict output) {
   // 16x16 tiles: reads and writes both touch whole cache lines instead of striding one of them.

@@ -17,6 +17,7 @@ void relu_backward(std::int64_t count, const float* output, const float* grad_ou
 void add(std::int64_t count, const float* a, const float* b, float* output);
 void accumulate(std::int64_t count, const float* source, float* destination);
 void scale(std::int64_t count, float factor, float* data);
+bool all_finite(std::int64_t count, const float* data);
 // Per sample [rows, columns] -> [columns, rows]; output must not alias input.
 void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const float* input,
                        float* output);

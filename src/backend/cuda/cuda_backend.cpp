@@ -7,6 +7,7 @@
 
 #include "augment.hpp"
 #include "elementwise.hpp"
+#include "finite_check.hpp"
 #include "optimizers.hpp"
 #include "phalanx/backend/cuda_backend.hpp"
 #include "phalanx/core/error.hpp"
@@ -277,6 +278,11 @@ void CudaBackend::accumulate(std::int64_t count, const float* source, float* des
 void CudaBackend::scale(std::int64_t count, float factor, float* data) {
   make_current();
   launch_scale(stream_.get(), count, factor, data);
+}
+
+bool CudaBackend::all_finite(std::int64_t count, const float* data) {
+  make_current();
+  return finite_check_.all_finite(stream_.get(), count, data);
 }
 
 void CudaBackend::dropout_forward(std::int64_t count, float probability, std::uint64_t seed,

@@ -9,6 +9,7 @@
 #include "convolution.hpp"
 #include "cuda_handles.hpp"
 #include "device_buffer.hpp"
+#include "finite_check.hpp"
 #include "linear.hpp"
 #include "loss.hpp"
 #include "phalanx/backend/backend.hpp"
@@ -78,6 +79,7 @@ class CudaBackend final : public Backend {
   void add(std::int64_t count, const float* a, const float* b, float* output) override;
   void accumulate(std::int64_t count, const float* source, float* destination) override;
   void scale(std::int64_t count, float factor, float* data) override;
+  bool all_finite(std::int64_t count, const float* data) override;
   void dropout_forward(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
                        const float* input, float* output, std::uint8_t* mask) override;
   void dropout_backward(std::int64_t count, float probability, const std::uint8_t* mask,
@@ -117,6 +119,7 @@ class CudaBackend final : public Backend {
   CrossEntropy cross_entropy_;
   DeviceBuffer copy_scratch_;  // bounce buffer for copies between overlapping ranges
   PinnedHostAllocator staging_allocator_;
+  FiniteCheck finite_check_;
 };
 
 }  // namespace phalanx::backend::cuda
