@@ -5,6 +5,18 @@
 
 namespace phalanx::backend {
 
+ComputePrecision compute_precision_from_name(const std::string& name) {
+  if (name == "fp32") return ComputePrecision::Float32;
+  if (name == "bf16") return ComputePrecision::BFloat16;
+  if (name == "fp16") return ComputePrecision::Float16;
+  throw_internal_error(detail::concat("unknown compute precision '", name, "'"), __FILE__, __LINE__);
+}
+
+void Backend::set_compute_precision(ComputePrecision precision) {
+  PHALANX_REQUIRE_INPUT(precision == ComputePrecision::Float32, name(),
+                        " computes in fp32 only; bf16 and fp16 need a GPU rank (the CUDA backend)");
+}
+
 void Backend::transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,
                                 const float* input, float* output) {
   PHALANX_CHECK(device_kind() == DeviceKind::Cpu, name(), " must override transpose_samples");

@@ -54,6 +54,7 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
   PHALANX_REQUIRE_INPUT(config.train.precision == "fp32" || backend_.device_kind() == DeviceKind::Cuda,
                         "train.precision: ", config.train.precision,
                         " needs a GPU rank (the CUDA backend); CPU ranks train in fp32");
+  backend_.set_compute_precision(backend::compute_precision_from_name(config.train.precision));
   dataset_info_ = data::read_dataset_info(config.data.path);
   train_split_ =
       std::make_shared<const data::Split>(data::read_split(config.data.path, config.data.train_split));

@@ -648,6 +648,44 @@ TEST(CudaParity, Convolution) {
   expect_parity(convolution_cases());
 }
 
+// bf16/fp16 precision: the same convolution and linear cases against the CPU's fp32, with the
+// error of rounding every operand to 8 (bf16) or 11 (fp16) mantissa bits before fp32 accumulation.
+std::vector<OpCase> in_precision(std::vector<OpCase> cases, backend::ComputePrecision precision,
+                                 double tolerance) {
+  for (OpCase& op : cases) {
+    op.name += precision == backend::ComputePrecision::BFloat16 ? "_bf16" : "_fp16";
+    op.tolerance = tolerance;
+    op.run = [run = op.run, precision](Backend& b) {
+      if (b.device_kind() == DeviceKind::Cuda) b.set_compute_precision(precision);
+      Outputs outputs = run(b);
+      if (b.device_kind() == DeviceKind::Cuda) b.set_compute_precision(backend::ComputePrecision::Float32);
+      return outputs;
+    };
+  }
+  return cases;
+}
+
+TEST(CudaParity, ReducedPrecisionConvolutionAndLinear) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  using backend::ComputePrecision;
+  expect_parity(in_precision(convolution_cases(), ComputePrecision::BFloat16, 3e-2));
+  expect_parity(in_precision(convolution_cases(), ComputePrecision::Float16, 5e-3));
+  expect_parity(in_precision(linear_cases(), ComputePrecision::BFloat16, 3e-2));
+  expect_parity(in_precision(linear_cases(), ComputePrecision::Float16, 5e-3));
+  // And the reduced precision is really in effect: bf16 results are not the fp32 ones.
+  for (const OpCase& op : {convolution_cases().front(), linear_cases().front()}) {
+    const Outputs full = op.run(cuda_backend());
+    const Outputs reduced = in_precision({op}, ComputePrecision::BFloat16, 0).front().run(cuda_backend());
+    std::size_t worst = 0;
+    EXPECT_GT(scaled_max_difference(reduced.front().values, full.front().values, worst), 1e-5) << op.name;
+  }
+}
+
+TEST(CudaDevice, CpuBackendRefusesReducedPrecision) {
+  EXPECT_NO_THROW(cpu_backend().set_compute_precision(backend::ComputePrecision::Float32));
+  EXPECT_THROW(cpu_backend().set_compute_precision(backend::ComputePrecision::BFloat16), Error);
+}
+
 TEST(CudaParity, Pooling) {
   PHALANX_SKIP_WITHOUT_CUDA();
   expect_parity(pooling_cases());

@@ -15,6 +15,14 @@
 
 namespace phalanx::backend {
 
+// The arithmetic of convolutions and linear layers. Weights, activations and gradients stay fp32 in
+// memory (fp32 master weights, fp32 optimizer); bf16/fp16 cast the operands of those ops on the
+// way in and run them on tensor cores with fp32 accumulation, as torch.autocast does.
+enum class ComputePrecision { Float32, BFloat16, Float16 };
+
+// "fp32" | "bf16" | "fp16" (train.precision) -> ComputePrecision; anything else is an internal error.
+ComputePrecision compute_precision_from_name(const std::string& name);
+
 struct LossTotals {
   double loss_sum = 0;       // sum over the batch of each sample's loss
   std::int64_t correct = 0;  // samples whose arg-max equals the label
@@ -46,6 +54,9 @@ class Backend : public Allocator {
   // page-locked on GPU backends, so the DMA engine reads it at full bus speed without a staging
   // copy; plain host memory on the CPU backend.
   virtual Allocator& staging_allocator() { return HostAllocator::instance(); }
+  // The arithmetic of the convolution and linear ops from now on. The base version (the CPU
+  // backend) computes in fp32 only and refuses anything else.
+  virtual void set_compute_precision(ComputePrecision precision);
 
   // ---- memory -----------------------------------------------------------------------------
   virtual void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) = 0;

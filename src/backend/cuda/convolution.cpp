@@ -10,8 +10,8 @@
 //
 // Math: fp32 parity with the CPU backend. The descriptors ask for CUDNN_FMA_MATH, which keeps
 // cuDNN off TF32 tensor cores on Ampere and Hopper (CUDNN_DEFAULT_MATH would allow TF32 there,
-// with 10-bit mantissas: relative errors near 1e-3 instead of 1e-6). bf16/fp16 precision modes
-// will take the tensor cores deliberately.
+// with 10-bit mantissas: relative errors near 1e-3 instead of 1e-6). The bf16/fp16 precisions take
+// the tensor cores deliberately (CUDNN_TENSOR_OP_MATH on bf16/fp16 operands, fp32 accumulation).
 #include "convolution.hpp"
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 
 #include "elementwise.hpp"
 #include "phalanx/core/error.hpp"
+#include "precision_conversion.hpp"
 
 namespace phalanx::backend::cuda {
 
@@ -34,6 +35,23 @@ bool layouts_coincide(const ConvolutionGeometry& geometry) {
 std::size_t weight_count(const ConvolutionGeometry& geometry) {
   return static_cast<std::size_t>(geometry.out_channels) * geometry.in_channels * geometry.kernel_height *
          geometry.kernel_width;
+}
+
+cudnnDataType_t operand_type(ComputePrecision precision) {
+  switch (precision) {
+    case ComputePrecision::BFloat16: return CUDNN_DATA_BFLOAT16;
+    case ComputePrecision::Float16: return CUDNN_DATA_HALF;
+    case ComputePrecision::Float32: break;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+std::size_t input_count(const ConvolutionGeometry& g) {
+  return static_cast<std::size_t>(g.batch) * g.in_channels * g.in_height * g.in_width;
+}
+
+std::size_t output_count(const ConvolutionGeometry& g) {
+  return static_cast<std::size_t>(g.batch) * g.out_channels * g.out_height() * g.out_width();
 }
 
 std::string describe(const ConvolutionGeometry& g) {
@@ -62,7 +80,7 @@ Performance choose_algorithm(const std::vector<Performance>& results, int return
 }  // namespace
 
 struct Convolutions::Plan {
-  explicit Plan(const ConvolutionGeometry& geometry);
+  Plan(const ConvolutionGeometry& geometry, ComputePrecision precision);
 
   TensorDescriptor input, output;
   FilterDescriptor filter;
@@ -74,17 +92,20 @@ struct Convolutions::Plan {
   std::size_t forward_workspace = 0, backward_data_workspace = 0, backward_filter_workspace = 0;
 };
 
-Convolutions::Plan::Plan(const ConvolutionGeometry& g) {
-  PHALANX_CUDNN(cudnnSetTensor4dDescriptor(input.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, g.batch,
-                                           g.in_channels, g.in_height, g.in_width));
-  PHALANX_CUDNN(cudnnSetTensor4dDescriptor(output.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, g.batch,
-                                           g.out_channels, g.out_height(), g.out_width()));
-  PHALANX_CUDNN(cudnnSetFilter4dDescriptor(filter.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, g.out_channels,
+Convolutions::Plan::Plan(const ConvolutionGeometry& g, ComputePrecision precision) {
+  const cudnnDataType_t type = operand_type(precision);
+  PHALANX_CUDNN(cudnnSetTensor4dDescriptor(input.get(), CUDNN_TENSOR_NHWC, type, g.batch, g.in_channels,
+                                           g.in_height, g.in_width));
+  PHALANX_CUDNN(cudnnSetTensor4dDescriptor(output.get(), CUDNN_TENSOR_NHWC, type, g.batch, g.out_channels,
+                                           g.out_height(), g.out_width()));
+  PHALANX_CUDNN(cudnnSetFilter4dDescriptor(filter.get(), type, CUDNN_TENSOR_NHWC, g.out_channels,
                                            g.in_channels, g.kernel_height, g.kernel_width));
-  // PyTorch's convolution is a cross-correlation (the kernel is not flipped).
+  // PyTorch's convolution is a cross-correlation (the kernel is not flipped). The compute type is
+  // fp32 in every precision: bf16/fp16 operands, fp32 accumulation.
   PHALANX_CUDNN(cudnnSetConvolution2dDescriptor(convolution.get(), g.padding, g.padding, g.stride, g.stride,
                                                 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  PHALANX_CUDNN(cudnnSetConvolutionMathType(convolution.get(), CUDNN_FMA_MATH));
+  PHALANX_CUDNN(cudnnSetConvolutionMathType(
+      convolution.get(), precision == ComputePrecision::Float32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
   int dims[4] = {};
   PHALANX_CUDNN(cudnnGetConvolution2dForwardOutputDim(convolution.get(), input.get(), filter.get(), &dims[0],
                                                       &dims[1], &dims[2], &dims[3]));
@@ -100,9 +121,29 @@ Convolutions::Convolutions(cudnnHandle_t cudnn, cudaStream_t stream, ColumnSums&
 Convolutions::~Convolutions() = default;
 
 Convolutions::Plan& Convolutions::plan(const ConvolutionGeometry& geometry) {
-  auto found = plans_.find(geometry);
-  if (found == plans_.end()) found = plans_.emplace(geometry, std::make_unique<Plan>(geometry)).first;
+  auto& plans = plans_[static_cast<std::size_t>(precision_)];
+  auto found = plans.find(geometry);
+  if (found == plans.end())
+    found = plans.emplace(geometry, std::make_unique<Plan>(geometry, precision_)).first;
   return *found->second;
+}
+
+const void* Convolutions::operand(const float* values, std::size_t count, DeviceBuffer& scratch) {
+  if (precision_ == ComputePrecision::Float32) return values;
+  scratch.ensure(count * element_bytes(precision_));
+  launch_convert_from_float(stream_, precision_, values, scratch.data(), static_cast<std::int64_t>(count));
+  return scratch.data();
+}
+
+void* Convolutions::result_buffer(float* destination, std::size_t count, DeviceBuffer& scratch) {
+  if (precision_ == ComputePrecision::Float32) return destination;
+  scratch.ensure(count * element_bytes(precision_));
+  return scratch.data();
+}
+
+void Convolutions::finish_result(const void* result, float* destination, std::size_t count) {
+  if (precision_ != ComputePrecision::Float32)
+    launch_convert_to_float(stream_, precision_, result, destination, static_cast<std::int64_t>(count));
 }
 
 const float* Convolutions::filter_for_cudnn(const ConvolutionGeometry& geometry, const float* weight) {
@@ -125,15 +166,17 @@ void Convolutions::forward(const ConvolutionGeometry& geometry, const float* inp
                            const float* bias, float* output) {
   PHALANX_CHECK(!geometry.has_bias || bias != nullptr, "convolution with a bias needs its bias");
   Plan& plan = this->plan(geometry);
-  const float* filter = filter_for_cudnn(geometry, weight);
+  const void* filter = operand(filter_for_cudnn(geometry, weight), weight_count(geometry), filter_operand_);
+  const void* x = operand(input, input_count(geometry), input_operand_);
+  void* y = result_buffer(output, output_count(geometry), output_operand_);
   if (!plan.has_forward) {
     const std::size_t limit = prepare_search_workspace();
     int capacity = 0, returned = 0;
     PHALANX_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_, &capacity));
     std::vector<cudnnConvolutionFwdAlgoPerf_t> results(std::max(capacity, 1));
     PHALANX_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
-        cudnn_, plan.input.get(), input, plan.filter.get(), filter, plan.convolution.get(), plan.output.get(),
-        output, static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
+        cudnn_, plan.input.get(), x, plan.filter.get(), filter, plan.convolution.get(), plan.output.get(), y,
+        static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
     const auto chosen = choose_algorithm(results, returned, "forward", geometry);
     plan.forward_algorithm = chosen.algo;
     plan.forward_workspace = chosen.memory;
@@ -141,9 +184,10 @@ void Convolutions::forward(const ConvolutionGeometry& geometry, const float* inp
   }
   workspace_.ensure(plan.forward_workspace);
   const float one = 1.0f, zero = 0.0f;
-  PHALANX_CUDNN(cudnnConvolutionForward(cudnn_, &one, plan.input.get(), input, plan.filter.get(), filter,
+  PHALANX_CUDNN(cudnnConvolutionForward(cudnn_, &one, plan.input.get(), x, plan.filter.get(), filter,
                                         plan.convolution.get(), plan.forward_algorithm, workspace_.data(),
-                                        plan.forward_workspace, &zero, plan.output.get(), output));
+                                        plan.forward_workspace, &zero, plan.output.get(), y));
+  finish_result(y, output, output_count(geometry));
   if (geometry.has_bias)
     launch_add_bias_rows(
         stream_, static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
@@ -153,16 +197,17 @@ void Convolutions::forward(const ConvolutionGeometry& geometry, const float* inp
 void Convolutions::backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
                                  const float* weight, float* grad_input) {
   Plan& plan = this->plan(geometry);
-  const float* filter = filter_for_cudnn(geometry, weight);
+  const void* filter = operand(filter_for_cudnn(geometry, weight), weight_count(geometry), filter_operand_);
+  const void* dy = operand(grad_output, output_count(geometry), output_operand_);
+  void* dx = result_buffer(grad_input, input_count(geometry), input_operand_);
   if (!plan.has_backward_data) {
     const std::size_t limit = prepare_search_workspace();
     int capacity = 0, returned = 0;
     PHALANX_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnn_, &capacity));
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(std::max(capacity, 1));
     PHALANX_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
-        cudnn_, plan.filter.get(), filter, plan.output.get(), grad_output, plan.convolution.get(),
-        plan.input.get(), grad_input, static_cast<int>(results.size()), &returned, results.data(),
-        workspace_.data(), limit));
+        cudnn_, plan.filter.get(), filter, plan.output.get(), dy, plan.convolution.get(), plan.input.get(),
+        dx, static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
     const auto chosen = choose_algorithm(results, returned, "backward-data", geometry);
     plan.backward_data_algorithm = chosen.algo;
     plan.backward_data_workspace = chosen.memory;
@@ -170,10 +215,11 @@ void Convolutions::backward_data(const ConvolutionGeometry& geometry, const floa
   }
   workspace_.ensure(plan.backward_data_workspace);
   const float one = 1.0f, zero = 0.0f;
-  PHALANX_CUDNN(
-      cudnnConvolutionBackwardData(cudnn_, &one, plan.filter.get(), filter, plan.output.get(), grad_output,
-                                   plan.convolution.get(), plan.backward_data_algorithm, workspace_.data(),
-                                   plan.backward_data_workspace, &zero, plan.input.get(), grad_input));
+  PHALANX_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, plan.filter.get(), filter, plan.output.get(), dy,
+                                             plan.convolution.get(), plan.backward_data_algorithm,
+                                             workspace_.data(), plan.backward_data_workspace, &zero,
+                                             plan.input.get(), dx));
+  finish_result(dx, grad_input, input_count(geometry));
 }
 
 void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const float* input,
@@ -184,15 +230,17 @@ void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const f
   const bool transpose = !layouts_coincide(geometry);
   if (transpose) weight_scratch_.ensure(sizeof(float) * weight_count(geometry));
   float* filter_gradient = transpose ? weight_scratch_.as<float>() : grad_weight;
+  const void* x = operand(input, input_count(geometry), input_operand_);
+  const void* dy = operand(grad_output, output_count(geometry), output_operand_);
+  void* dw = result_buffer(filter_gradient, weight_count(geometry), filter_operand_);
   if (!plan.has_backward_filter) {
     const std::size_t limit = prepare_search_workspace();
     int capacity = 0, returned = 0;
     PHALANX_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnn_, &capacity));
     std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(std::max(capacity, 1));
     PHALANX_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-        cudnn_, plan.input.get(), input, plan.output.get(), grad_output, plan.convolution.get(),
-        plan.filter.get(), filter_gradient, static_cast<int>(results.size()), &returned, results.data(),
-        workspace_.data(), limit));
+        cudnn_, plan.input.get(), x, plan.output.get(), dy, plan.convolution.get(), plan.filter.get(), dw,
+        static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
     const auto chosen = choose_algorithm(results, returned, "backward-filter", geometry);
     plan.backward_filter_algorithm = chosen.algo;
     plan.backward_filter_workspace = chosen.memory;
@@ -200,10 +248,11 @@ void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const f
   }
   workspace_.ensure(plan.backward_filter_workspace);
   const float one = 1.0f, zero = 0.0f;
-  PHALANX_CUDNN(cudnnConvolutionBackwardFilter(
-      cudnn_, &one, plan.input.get(), input, plan.output.get(), grad_output, plan.convolution.get(),
-      plan.backward_filter_algorithm, workspace_.data(), plan.backward_filter_workspace, &zero,
-      plan.filter.get(), filter_gradient));
+  PHALANX_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, plan.input.get(), x, plan.output.get(), dy,
+                                               plan.convolution.get(), plan.backward_filter_algorithm,
+                                               workspace_.data(), plan.backward_filter_workspace, &zero,
+                                               plan.filter.get(), dw));
+  finish_result(dw, filter_gradient, weight_count(geometry));
   if (transpose)
     launch_transpose_samples(stream_, geometry.out_channels, geometry.kernel_height * geometry.kernel_width,
                              geometry.in_channels, filter_gradient, grad_weight);

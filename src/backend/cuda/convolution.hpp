@@ -4,16 +4,23 @@
 // each forward/backward-data call, and the weight gradient back after backward-filter; those
 // transposes touch only the small weight tensors, and are skipped where both layouts coincide
 // (1x1 kernels, one input channel).
+//
+// Reduced precision (set_precision: bf16/fp16): the fp32 operands are cast into scratch, cuDNN runs
+// the convolution on them with fp32 accumulation (the PSEUDO_HALF / PSEUDO_BFLOAT16 configurations,
+// tensor-core math), and its result is cast back to the caller's fp32 buffer. Plans and algorithm
+// choices are cached per precision.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <memory>
 #include <unordered_map>
 
 #include "cuda_handles.hpp"
 #include "device_buffer.hpp"
 #include "geometry_hash.hpp"
+#include "phalanx/backend/backend.hpp"
 #include "reduction.hpp"
 
 namespace phalanx::backend::cuda {
@@ -22,6 +29,8 @@ class Convolutions {
  public:
   Convolutions(cudnnHandle_t cudnn, cudaStream_t stream, ColumnSums& column_sums);
   ~Convolutions();
+
+  void set_precision(ComputePrecision precision) { precision_ = precision; }
 
   void forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
                const float* bias, float* output);
@@ -37,13 +46,23 @@ class Convolutions {
   const float* filter_for_cudnn(const ConvolutionGeometry& geometry, const float* weight);
   // Makes the workspace large enough for an algorithm search and returns its size.
   std::size_t prepare_search_workspace();
+  // `count` fp32 values as the operand type of the current precision: `values` itself in fp32,
+  // else their cast into `scratch`.
+  const void* operand(const float* values, std::size_t count, DeviceBuffer& scratch);
+  // Where cuDNN writes a result of `count` elements: `destination` in fp32, else `scratch`, cast
+  // into `destination` by finish_result.
+  void* result_buffer(float* destination, std::size_t count, DeviceBuffer& scratch);
+  void finish_result(const void* result, float* destination, std::size_t count);
 
   cudnnHandle_t cudnn_;
   cudaStream_t stream_;
   ColumnSums& column_sums_;
   DeviceBuffer workspace_;       // one workspace for every algorithm, grown to the largest need
   DeviceBuffer weight_scratch_;  // weights or their gradient in cuDNN's layout
-  std::unordered_map<ConvolutionGeometry, std::unique_ptr<Plan>, GeometryHash> plans_;
+  ComputePrecision precision_ = ComputePrecision::Float32;
+  // bf16/fp16 operands and results: activations (input side), activations (output side), filters.
+  DeviceBuffer input_operand_, output_operand_, filter_operand_;
+  std::array<std::unordered_map<ConvolutionGeometry, std::unique_ptr<Plan>, GeometryHash>, 3> plans_;
 };
 
 }  // namespace phalanx::backend::cuda

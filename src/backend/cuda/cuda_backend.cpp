@@ -130,6 +130,11 @@ void CudaBackend::deallocate(void* pointer, std::size_t) noexcept {
   PHALANX_CUDA_LOG(cudaFree(pointer));
 }
 
+void CudaBackend::set_compute_precision(ComputePrecision precision) {
+  convolutions_.set_precision(precision);
+  linears_.set_precision(precision);
+}
+
 void CudaBackend::synchronize() {
   make_current();
   PHALANX_CUDA(cudaStreamSynchronize(stream_.get()));

@@ -11,25 +11,34 @@ namespace phalanx::backend::cuda {
 Linears::Linears(cublasHandle_t cublas, cudaStream_t stream, ColumnSums& column_sums)
     : cublas_(cublas), stream_(stream), column_sums_(column_sums) {}
 
+void Linears::gemm(cublasOperation_t transpose_a, cublasOperation_t transpose_b, int m, int n, int k,
+                   const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
+  const float one = 1.0f, zero = 0.0f;
+  if (precision_ == ComputePrecision::Float32) {
+    PHALANX_CUBLAS(
+        cublasSgemm(cublas_, transpose_a, transpose_b, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc));
+    return;
+  }
+  const cublasComputeType_t compute =
+      precision_ == ComputePrecision::BFloat16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
+  PHALANX_CUBLAS(cublasGemmEx(cublas_, transpose_a, transpose_b, m, n, k, &one, a, CUDA_R_32F, lda, b,
+                              CUDA_R_32F, ldb, &zero, c, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+}
+
 void Linears::forward(const LinearGeometry& geometry, const float* input, const float* weight,
                       const float* bias, float* output) {
   const int batch = geometry.batch, in = geometry.in_features, out = geometry.out_features;
   if (batch <= 0 || out <= 0) return;
-  const float one = 1.0f, zero = 0.0f;
-  PHALANX_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, batch, in, &one, weight, in, input, in,
-                             &zero, output, out));
+  gemm(CUBLAS_OP_T, CUBLAS_OP_N, out, batch, in, weight, in, input, in, output, out);
   if (bias) launch_add_bias_rows(stream_, batch, out, bias, output);
 }
 
 void Linears::backward(const LinearGeometry& geometry, const float* input, const float* weight,
                        const float* grad_output, float* grad_input, float* grad_weight, float* grad_bias) {
   const int batch = geometry.batch, in = geometry.in_features, out = geometry.out_features;
-  const float one = 1.0f, zero = 0.0f;
   if (grad_input)
-    PHALANX_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, in, batch, out, &one, weight, in,
-                               grad_output, out, &zero, grad_input, in));
-  PHALANX_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, in, out, batch, &one, input, in, grad_output,
-                             out, &zero, grad_weight, in));
+    gemm(CUBLAS_OP_N, CUBLAS_OP_N, in, batch, out, weight, in, grad_output, out, grad_input, in);
+  gemm(CUBLAS_OP_N, CUBLAS_OP_T, in, out, batch, input, in, grad_output, out, grad_weight, in);
   if (grad_bias) column_sums_.sum(stream_, batch, out, grad_output, grad_bias);
 }
 

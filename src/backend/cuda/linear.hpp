@@ -4,11 +4,15 @@
 //   backward data  dX[B,I] = dY[B,O] W[O,I]    ->  dX^T = W^T dY^T    (gemm N,N: m=I n=B k=O)
 //   backward W     dW[O,I] = dY^T X            ->  dW^T = X^T dY      (gemm N,T: m=I n=O k=B)
 // Bias add and bias gradient are own kernels (a broadcast and a column sum).
+// In bf16/fp16 precision the GEMMs run as cublasGemmEx on the same fp32 buffers with the compute
+// types CUBLAS_COMPUTE_32F_FAST_16BF / _16F: cuBLAS casts the operands to bf16/fp16 for the tensor
+// cores and accumulates in fp32, so no cast kernels or scratch are needed.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include "cuda_handles.hpp"
+#include "phalanx/backend/backend.hpp"
 #include "phalanx/backend/geometry.hpp"
 #include "reduction.hpp"
 
@@ -17,6 +21,8 @@ namespace phalanx::backend::cuda {
 class Linears {
  public:
   Linears(cublasHandle_t cublas, cudaStream_t stream, ColumnSums& column_sums);
+
+  void set_precision(ComputePrecision precision) { precision_ = precision; }
 
   void forward(const LinearGeometry& geometry, const float* input, const float* weight, const float* bias,
                float* output);
@@ -28,6 +34,11 @@ class Linears {
   cublasHandle_t cublas_;
   cudaStream_t stream_;
   ColumnSums& column_sums_;
+  ComputePrecision precision_ = ComputePrecision::Float32;
+
+  // C = A op B in column-major terms (cuBLAS's argument order), in the current precision.
+  void gemm(cublasOperation_t transpose_a, cublasOperation_t transpose_b, int m, int n, int k, const float* a,
+            int lda, const float* b, int ldb, float* c, int ldc);
 };
 
 }  // namespace phalanx::backend::cuda

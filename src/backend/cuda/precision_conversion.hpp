@@ -1,0 +1,21 @@
+// Casts between the fp32 buffers the backend keeps and the bf16/fp16 operands its reduced-precision
+// convolutions and GEMMs read and write (round to nearest even, as torch's .to(bfloat16) does).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "phalanx/backend/backend.hpp"
+
+namespace phalanx::backend::cuda {
+
+// Bytes of one element of `precision`.
+std::size_t element_bytes(ComputePrecision precision);
+
+void launch_convert_from_float(cudaStream_t stream, ComputePrecision precision, const float* source,
+                               void* destination, std::int64_t count);
+void launch_convert_to_float(cudaStream_t stream, ComputePrecision precision, const void* source,
+                             float* destination, std::int64_t count);
+
+}  // namespace phalanx::backend::cuda
