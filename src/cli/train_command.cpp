@@ -9,6 +9,9 @@
 #include "phalanx/comm/nccl_communicator.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/dataset.hpp"
+#include "phalanx/train/batch_size_search.hpp"
+#include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/trainer.hpp"
 #include "rank_setup.hpp"
 
@@ -21,6 +24,41 @@ struct TrainArguments {
   std::string run_directory;
   std::string resume;
 };
+
+// train.batch_size: auto. A resumed run keeps the batch of its checkpoint (the data order depends
+// on it); a new one measures: every rank probes its own GPU, the job takes the smallest answer.
+int resolve_auto_batch_size(config::Config& config, const std::string& resume, backend::Backend& backend,
+                            const comm::Communicator& world) {
+  train::BatchSizeChoice choice;
+  const int status = agree(world, [&] {
+    if (!resume.empty()) {
+      const auto header = train::read_checkpoint_header(resume);
+      choice.batch_size = config::parse(header.config_text, resume + ":/config").train.batch_size;
+      return;
+    }
+    const auto info = data::read_dataset_info(config.data.path);
+    const auto* split = info.find_split(config.data.train_split);
+    PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": no split '", config.data.train_split,
+                          "' (data.train_split)");
+    choice = train::find_batch_size(config, backend, split->count / world.size());
+  });
+  if (status) return status;
+  const auto answers = world.allgather(static_cast<std::uint64_t>(choice.batch_size));
+  config.train.batch_size = static_cast<int>(*std::min_element(answers.begin(), answers.end()));
+  config.train.batch_size_auto = false;
+  if (world.rank() == 0) {
+    if (!resume.empty())
+      std::printf("train.batch_size: auto -> %d per rank, as in %s\n", config.train.batch_size,
+                  resume.c_str());
+    else
+      std::printf(
+          "train.batch_size: auto -> %d per rank (rank 0: %d probes, %.1f of %.1f GiB in use at %d)\n",
+          config.train.batch_size, choice.probes, static_cast<double>(choice.used_bytes) / (1 << 30),
+          static_cast<double>(choice.total_bytes) / (1 << 30), choice.batch_size);
+    std::fflush(stdout);
+  }
+  return 0;
+}
 
 int train(const TrainArguments& arguments, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
@@ -71,6 +109,11 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
   std::unique_ptr<train::Trainer> trainer;
   status = agree(world, [&] { resources = make_rank_resources(config.device, config.threads, world); });
   if (status) return status;
+  if (config.train.batch_size_auto) {
+    status = resolve_auto_batch_size(config, resume, *resources.backend, world);
+    if (status) return status;
+    config_text = config::to_yaml(config);
+  }
   // When every rank drives a GPU, gradients are summed by NCCL on the devices.
   status = agree(world, [&] {
     const auto gpu_ranks =

@@ -115,7 +115,11 @@ std::string to_yaml(const Config& config) {
   } else {
     out << YAML::Null;  // no limit
   }
-  out << YAML::Key << "batch_size" << YAML::Value << train.batch_size;
+  if (train.batch_size_auto) {
+    out << YAML::Key << "batch_size" << YAML::Value << "auto";
+  } else {
+    out << YAML::Key << "batch_size" << YAML::Value << train.batch_size;
+  }
   emit_number(out, "label_smoothing", train.label_smoothing);
   out << YAML::Key << "log_every_steps" << YAML::Value << train.log_every_steps;
   emit_text(out, "precision", train.precision);

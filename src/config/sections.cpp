@@ -166,7 +166,8 @@ void read_train(const Section& section, TrainConfig& train) {
     train.max_steps = reader.integer(value, section.key("max_steps"), 1);
   }
   if (const YAML::Node value = section["batch_size"]; has(value)) {
-    train.batch_size = reader.int_value(value, section.key("batch_size"), 1);
+    train.batch_size_auto = value.IsScalar() && value.Scalar() == "auto";
+    if (!train.batch_size_auto) train.batch_size = reader.int_value(value, section.key("batch_size"), 1);
   }
   if (const YAML::Node value = section["label_smoothing"]; has(value)) {
     train.label_smoothing = reader.real(value, section.key("label_smoothing"), zero_inclusive, one_exclusive);

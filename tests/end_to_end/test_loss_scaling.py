@@ -3,7 +3,7 @@ Scales are powers of two, so without an overflow a scaled run gives bitwise the 
 unscaled one; an update whose summed gradients overflow is skipped (weights stay finite where the
 unscaled run turns them into NaN) and the scale halves; the scaler's state lives in the checkpoint
 and a resumed run continues it. Gradient compression (distributed.grad_dtype: bf16) belongs to NCCL
-and is refused for CPU ranks."""
+and automatic batch sizing to GPU memory: both are refused for CPU ranks."""
 
 import os
 import unittest
@@ -109,6 +109,16 @@ class LossScalingTest(unittest.TestCase):
         actual = e2e.read_checkpoint_arrays(latest(resumed))["model"]
         for name, value in expected.items():
             self.assertTrue(np.array_equal(value, actual[name]), f"/model/{name} differs after the resume")
+
+    def test_auto_batch_size_is_refused_on_cpu_ranks(self):
+        run_dir = os.path.join(WORK, "auto-batch")
+        result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--set", "train.batch_size=auto",
+                            timeout=120)
+        self.assertEqual(result.returncode, 2, result.describe())
+        lines = result.error_lines()
+        self.assertEqual(len(lines), 1, result.describe())
+        self.assertIn("train.batch_size: auto", lines[0])
+        self.assertFalse(os.path.exists(run_dir), "a refused run must not create its run directory")
 
     def test_bf16_gradient_compression_is_refused_on_cpu_ranks(self):
         run_dir = os.path.join(WORK, "bf16-gradients")

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "phalanx/backend/geometry.hpp"
@@ -22,6 +23,11 @@ enum class ComputePrecision { Float32, BFloat16, Float16 };
 
 // "fp32" | "bf16" | "fp16" (train.precision) -> ComputePrecision; anything else is an internal error.
 ComputePrecision compute_precision_from_name(const std::string& name);
+
+struct DeviceMemory {
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+};
 
 struct LossTotals {
   double loss_sum = 0;       // sum over the batch of each sample's loss
@@ -57,6 +63,9 @@ class Backend : public Allocator {
   // The arithmetic of the convolution and linear ops from now on. The base version (the CPU
   // backend) computes in fp32 only and refuses anything else.
   virtual void set_compute_precision(ComputePrecision precision);
+  // Free and total memory of the device, where the backend has a memory of its own (GPUs);
+  // nullopt on the CPU backend.
+  virtual std::optional<DeviceMemory> device_memory() { return std::nullopt; }
 
   // ---- memory -----------------------------------------------------------------------------
   virtual void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) = 0;

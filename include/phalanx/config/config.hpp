@@ -86,6 +86,9 @@ struct TrainConfig {
   int epochs = 1;
   std::optional<std::int64_t> max_steps;  // stop early after this many optimizer steps
   int batch_size = 64;                    // per rank
+  // train.batch_size: auto — the largest batch that fits each GPU, found at start (the CLI then
+  // sets batch_size and clears this before the Trainer sees the config).
+  bool batch_size_auto = false;
   double label_smoothing = 0.0;
   int log_every_steps = 50;
   std::string precision = "fp32";       // fp32 | bf16 | fp16 (reduced precision on GPU ranks only)

@@ -11,6 +11,7 @@ namespace phalanx {
 enum class ErrorKind {
   InvalidInput,  // bad usage, config or data: exit status 2
   Internal,      // anything else: exit status 1
+  DeviceMemory,  // a device allocation failed: exit status 1 (auto batch size probes catch it)
 };
 
 // The rank is process-wide context set once after MPI is up; errors read it so that every

@@ -115,10 +115,9 @@ void* CudaBackend::allocate(std::size_t bytes) {
     (void)cudaGetLastError();
     std::size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
-    throw_internal_error(
-        detail::concat("device allocation of ", bytes, " bytes on ", name_, " failed (",
-                       cudaGetErrorString(status), "); ", free_bytes, " of ", total_bytes, " bytes free"),
-        __FILE__, __LINE__);
+    throw Error(ErrorKind::DeviceMemory, detail::concat("device allocation of ", bytes, " bytes on ", name_,
+                                                        " failed (", cudaGetErrorString(status), "); ",
+                                                        free_bytes, " of ", total_bytes, " bytes free"));
   }
   return pointer;
 }
@@ -133,6 +132,13 @@ void CudaBackend::deallocate(void* pointer, std::size_t) noexcept {
 void CudaBackend::set_compute_precision(ComputePrecision precision) {
   convolutions_.set_precision(precision);
   linears_.set_precision(precision);
+}
+
+std::optional<DeviceMemory> CudaBackend::device_memory() {
+  make_current();
+  DeviceMemory memory;
+  PHALANX_CUDA(cudaMemGetInfo(&memory.free_bytes, &memory.total_bytes));
+  return memory;
 }
 
 void CudaBackend::synchronize() {

@@ -38,6 +38,7 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   Allocator& staging_allocator() override { return staging_allocator_; }
   void set_compute_precision(ComputePrecision precision) override;
+  std::optional<DeviceMemory> device_memory() override;
 
   void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) override;
   void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) override;

@@ -1,0 +1,92 @@
+// One probe builds the configured model and optimizer on the device, runs a training step (forward,
+// loss, backward, update) on a zero batch and reads the device's memory in use; everything it
+// allocated is freed before the next probe (RAII), so probes do not add up.
+#include "phalanx/train/batch_size_search.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "phalanx/core/error.hpp"
+#include "phalanx/data/dataset.hpp"
+#include "phalanx/nn/model.hpp"
+#include "phalanx/optim/optimizer.hpp"
+
+namespace phalanx::train {
+namespace {
+
+// Device memory in use after one step at `batch`, or nullopt when an allocation failed.
+std::optional<std::size_t> probe(const config::Config& config, backend::Backend& backend, const Shape& sample,
+                                 int classes, int batch) {
+  try {
+    nn::Model model(config.model, sample, classes, backend, config.seed);
+    auto optimizer = optim::make_optimizer(config.optimizer, backend, model.registry().parameter_count());
+    Tensor input(backend, sample.batched(batch));
+    backend.fill(input.data(), input.elements(), 0.0f);
+    Tensor labels(backend, Shape{batch}, DType::Int32);
+    const std::vector<std::int32_t> zero_labels(static_cast<std::size_t>(batch), 0);
+    backend.copy_from_host(labels.data_as<void>(), zero_labels.data(), labels.bytes());
+    Tensor grad_logits(backend, Shape{batch, classes});
+    const Tensor& logits = model.forward(input, nn::ForwardContext{nn::Mode::Training, config.seed, 0, 0});
+    backend.softmax_cross_entropy(batch, classes, logits.data(), labels.data_as<std::int32_t>(), 0.0f,
+                                  1.0f / static_cast<float>(batch), grad_logits.data());
+    model.backward(input, grad_logits, {});
+    optimizer->step(model.registry(), 1e-3, 1);
+    backend.synchronize();
+    const auto memory = backend.device_memory();
+    return memory->total_bytes - memory->free_bytes;
+  } catch (const Error& error) {
+    if (error.kind() != ErrorKind::DeviceMemory) throw;
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+BatchSizeChoice find_batch_size(const config::Config& config, backend::Backend& backend,
+                                std::int64_t largest_useful) {
+  const auto memory = backend.device_memory();
+  PHALANX_REQUIRE_INPUT(memory.has_value(),
+                        "train.batch_size: auto sizes the batch to a GPU's memory, but this ",
+                        "rank trains on ", backend.name(), "; give train.batch_size a number");
+  const data::DatasetInfo info = data::read_dataset_info(config.data.path);
+  const auto* split = info.find_split(config.data.train_split);
+  PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": no split '", config.data.train_split, "'");
+  const Shape sample{split->height, split->width, split->channels};
+  const int classes = static_cast<int>(info.classes.size());
+  const auto budget =
+      static_cast<std::size_t>(batch_size_memory_fraction * static_cast<double>(memory->total_bytes));
+
+  BatchSizeChoice choice;
+  choice.total_bytes = memory->total_bytes;
+  const auto fits = [&](int batch) {
+    ++choice.probes;
+    const auto used = probe(config, backend, sample, classes, batch);
+    if (!used || *used > budget) return false;
+    if (batch > choice.batch_size) {
+      choice.batch_size = batch;
+      choice.used_bytes = *used;
+    }
+    return true;
+  };
+  const int ceiling = static_cast<int>(std::clamp<std::int64_t>(largest_useful, 1, 1 << 20));
+  int too_large = 0;
+  for (int batch = 1;; batch = std::min(batch * 2, ceiling)) {
+    if (!fits(batch)) {
+      too_large = batch;
+      break;
+    }
+    if (batch == ceiling) break;
+  }
+  PHALANX_REQUIRE_INPUT(choice.batch_size >= 1, "train.batch_size: auto: not even a batch of 1 fits in ",
+                        memory->total_bytes >> 20, " MiB on ", backend.name());
+  // Bisect between the largest power of two that fitted and the first size that did not, to within
+  // an eighth of the answer (a few probes more).
+  while (too_large > 0 && too_large - choice.batch_size > std::max(1, choice.batch_size / 8)) {
+    const int middle = choice.batch_size + (too_large - choice.batch_size) / 2;
+    if (!fits(middle)) too_large = middle;
+  }
+  return choice;
+}
+
+}  // namespace phalanx::train
