@@ -237,6 +237,42 @@ void BM_AdamWStep(benchmark::State& state) {
   }
 }
 
+// Dynamic loss scaling's extra work per step: the finite check and the unscaling pass over all
+// gradients, against the AdamW step they precede.
+void BM_LossScaleCheckAndUnscale(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  Buffer gradients(*backend, fashion_parameters);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(backend->all_finite(fashion_parameters, gradients.data()));
+    backend->scale(fashion_parameters, 1.0f, gradients.data());
+    backend->synchronize();
+  }
+}
+
+// Input of a batch of 64 3x32x32 images: plain normalisation against the fused augment + normalise
+// op a GPU rank runs (here on the CPU backend, its reference implementation).
+void BM_InputNormalize(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const std::int64_t pixels = std::int64_t{batch} * 32 * 32;
+  std::vector<std::uint8_t> images(static_cast<std::size_t>(pixels * 3), 77);
+  Buffer output(*backend, static_cast<std::size_t>(pixels * 3));
+  const float mean[3] = {0.49f, 0.48f, 0.45f}, deviation[3] = {0.25f, 0.24f, 0.26f};
+  const bool augment = state.range(0) != 0;
+  std::vector<std::int32_t> draws;
+  for (int sample = 0; sample < batch; ++sample)
+    draws.insert(draws.end(),
+                 {sample % 9 - 4, 4 - sample % 9, sample % 2, sample % 32 - 8, 31 - sample % 32});
+  const phalanx::backend::AugmentGeometry geometry{batch, 32, 32, 3, 16};
+  for (auto _ : state) {
+    if (augment)
+      backend->augment_normalize_images(geometry, images.data(), draws.data(), mean, deviation,
+                                        output.data());
+    else
+      backend->normalize_images(images.data(), pixels, 3, mean, deviation, output.data());
+    backend->synchronize();
+  }
+}
+
 // Arguments: {layer (0 first, 1 second), threads}.
 void layers_and_threads(benchmark::internal::Benchmark* benchmark) {
   benchmark->ArgNames({"layer", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -262,6 +298,16 @@ BENCHMARK(BM_BatchNormBackward)->Apply(layers_and_threads);
 BENCHMARK(BM_ReluForwardBackward)->Apply(threads_only);
 BENCHMARK(BM_SgdNesterovStep)->Apply(threads_only);
 BENCHMARK(BM_AdamWStep)->Apply(threads_only);
+BENCHMARK(BM_LossScaleCheckAndUnscale)->Apply(threads_only);
+// Arguments: {augment (0: plain normalisation, 1: crop+flip+cutout fused), threads}.
+BENCHMARK(BM_InputNormalize)
+    ->ArgNames({"augment", "threads"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime()
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({0, 2})
+    ->Args({1, 2});
 
 }  // namespace
 
