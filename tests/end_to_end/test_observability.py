@@ -323,5 +323,69 @@ class TraceConfigTest(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(run_dir, "report.html")))
 
 
+class BenchTest(unittest.TestCase):
+    """`phalanx bench`: each sub-command measures what it says, with numbers that hang together."""
+
+    def test_allreduce_reports_bus_bandwidth_by_size(self):
+        ranks = 4
+        result = e2e.mpirun(ranks, "bench", "allreduce", "--min-bytes", 4096, "--max-bytes", 65536,
+                            "--iterations", 5, "--warmup", 2, timeout=120)
+        self.assertEqual(result.returncode, 0, result.describe())
+        rows = [line.split() for line in result.stdout.splitlines() if line.strip()[:1].isdigit()]
+        self.assertEqual([int(row[0]) for row in rows], [4096, 8192, 16384, 32768, 65536], result.stdout)
+        for row in rows:
+            self.assertEqual(int(row[1]), int(row[0]) // 4)
+            cells = [float(cell) for cell in row[2:] if cell != "|"]
+            self.assertEqual(len(cells), 6, row)  # blocking and non-blocking MPI: time, algbw, busbw
+            for time_us, algbw, busbw in (cells[0:3], cells[3:6]):
+                self.assertGreater(time_us, 0)
+                # algbw = bytes / time; busbw = algbw x 2(n-1)/n (1.5 for 4 ranks); printed rounded
+                self.assertAlmostEqual(algbw, int(row[0]) / (time_us * 1e-6) / 1e9, delta=0.002 + 0.002 * algbw)
+                self.assertAlmostEqual(busbw, algbw * 2 * (ranks - 1) / ranks, delta=0.002 + 0.002 * busbw)
+        self.assertIn("4 ranks", result.stdout)
+
+    def test_loader_throughput(self):
+        result = e2e.phalanx("bench", "loader", DATA, "--batch-size", 32, "--batches", 40, timeout=120)
+        self.assertEqual(result.returncode, 0, result.describe())
+        line = next(line for line in result.stdout.splitlines() if "batches in" in line)
+        words = line.replace(":", "").replace(",", "").split()
+        batches, seconds, images_per_second = int(words[0]), float(words[3]), float(words[7])
+        self.assertEqual(batches, 40, line)
+        self.assertAlmostEqual(images_per_second, batches * 32 / seconds, delta=0.01 * images_per_second + 1)
+        missing = e2e.phalanx("bench", "loader", os.path.join(WORK, "missing.h5"))
+        self.assertEqual(missing.returncode, 2, missing.describe())
+        self.assertIn("missing.h5", missing.stderr)
+
+    def test_transfer_without_a_gpu_says_so_with_status_2(self):
+        if os.environ.get("PHALANX_WITH_CUDA") == "1" and shutil.which("nvidia-smi"):
+            self.skipTest("a CUDA build on a machine with a GPU driver: transfer measures instead")
+        result = e2e.phalanx("bench", "transfer")
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn("bench transfer", result.stderr)
+
+    def test_devices_runs_the_model_on_each_device_side_by_side(self):
+        data = e2e.make_synth(os.path.join(WORK, "bench-synth.h5"), train=512, test=64)
+        config = e2e.write_config(os.path.join(WORK, "bench.yaml"),
+                                  e2e.base_config(data, name="bench", batch_size=16))
+        run_root = os.path.join(WORK, "bench-devices")
+        result = e2e.phalanx("bench", "devices", config, "--steps", 8, "--run-dir", run_root, timeout=300)
+        self.assertEqual(result.returncode, 0, result.describe())
+        header = next(line for line in result.stdout.splitlines() if line.startswith("device "))
+        rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()
+                if line.split()[:1] in (["cpu"], ["cuda"])}
+        self.assertIn("cpu", rows, result.stdout)
+        cpu = rows["cpu"]
+        images_per_second, step_ms = float(cpu[1]), float(cpu[2])
+        stages = [float(cell) for cell in cpu[3:9]]
+        self.assertGreater(images_per_second, 0)
+        self.assertLessEqual(sum(stages), step_ms * 1.001 + 0.01, (header, cpu))
+        self.assertGreater(sum(stages), step_ms * 0.9, (header, cpu))
+        summary = e2e.read_summary(os.path.join(run_root, "cpu"))
+        self.assertEqual(summary["steps"], 8)
+        self.assertAlmostEqual(summary["images_per_sec"], images_per_second, delta=1.0)
+        if "cuda" not in rows:
+            self.assertIn("cuda   not measured", result.stdout)
+
+
 if __name__ == "__main__":
     e2e.main()
