@@ -72,6 +72,7 @@ TensorBoardWriter::TensorBoardWriter(const std::string& folder) {
   std::string event = event_header(static_cast<double>(std::time(nullptr)), 0);
   length_delimited(event, 3, "brain.Event:2");
   write_record(event);
+  file_.flush();
 }
 
 void TensorBoardWriter::write_record(const std::string& bytes) {
@@ -83,10 +84,15 @@ void TensorBoardWriter::write_record(const std::string& bytes) {
   file_.write(header.data(), static_cast<std::streamsize>(header.size()));
   file_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   file_.write(reinterpret_cast<const char*>(&data_crc), sizeof(data_crc));
-  file_.flush();
 }
 
 void TensorBoardWriter::scalar(const std::string& tag, std::int64_t step, double value, double wall_time) {
+  write_scalar(tag, step, value, wall_time);
+  file_.flush();
+}
+
+void TensorBoardWriter::write_scalar(const std::string& tag, std::int64_t step, double value,
+                                     double wall_time) {
   std::string summary_value;
   length_delimited(summary_value, 1, tag);
   key(summary_value, 2, 5);
@@ -105,8 +111,10 @@ void TensorBoardWriter::metrics_event(const nlohmann::json& event, double wall_t
   for (const auto& [name, value] : event.items())
     if (name != "event" && name != "step" && name != "epoch" && name != "time")
       flatten(value, kind + "/" + name, scalars);
+  // One flush per event, not per scalar: an epoch event carries a few dozen numbers.
   for (const auto& [tag, value] : scalars)
-    if (std::isfinite(value)) scalar(tag, step, value, wall_time);
+    if (std::isfinite(value)) write_scalar(tag, step, value, wall_time);
+  file_.flush();
 }
 
 }  // namespace phalanx::train

@@ -25,6 +25,7 @@ class TensorBoardWriter {
   void metrics_event(const nlohmann::json& event, double wall_time);
 
  private:
+  void write_scalar(const std::string& tag, std::int64_t step, double value, double wall_time);
   void write_record(const std::string& bytes);
   std::string path_;
   std::ofstream file_;
