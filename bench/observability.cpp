@@ -45,8 +45,8 @@ void TraceSampledStep(benchmark::State& state) {
     }
     const double start = 1000.0 + static_cast<double>(step) * 0.03;
     if (trace->sampled(step))
-      trace->record({step + 1, start, 1e-4, 5e-5, 4e-3, 1.2e-2, 2e-3, 2e-4, start + 0.008, start + 0.019,
-                     start - 0.05, start - 0.049});
+      trace->record(
+          {step + 1, start, 1e-4, 5e-5, 4e-3, 1.2e-2, 2e-3, 2e-4, 1.1e-2, start - 0.05, start - 0.049});
     ++step;
   }
   state.counters["events_per_step"] =

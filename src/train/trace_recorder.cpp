@@ -46,9 +46,10 @@ void TraceRecorder::record(const StepTimeline& timeline) {
   stage(TraceTrack::Compute, "backward", timeline.backward);
   stage(TraceTrack::Compute, "all-reduce wait", timeline.allreduce_wait);
   stage(TraceTrack::Compute, "optimizer", timeline.optimizer);
-  if (timeline.communication_end > timeline.communication_begin && timeline.communication_begin > 0)
-    add(TraceTrack::Communication, "all-reduce", timeline.step, timeline.communication_begin,
-        timeline.communication_end);
+  const double communication_end = timeline.start + timeline.data_wait + timeline.host_to_device +
+                                   timeline.forward + timeline.backward + timeline.allreduce_wait;
+  add(TraceTrack::Communication, "all-reduce", timeline.step, communication_end - timeline.allreduce_total,
+      communication_end);
   if (timeline.produce_end > timeline.produce_begin && timeline.produce_begin > 0)
     add(TraceTrack::DataThread, "load batch", timeline.step, timeline.produce_begin, timeline.produce_end);
 }

@@ -314,15 +314,10 @@ nlohmann::json Trainer::run() {
       ++measured_steps;
       step_statistics.add(step.total);
     }
-    if (trace.sampled(run_steps - 1)) {
-      // The all-reduce window ends where the exposed wait ends (on GPUs: approximately).
-      const double communication_end = step_start + step.data_wait + step.host_to_device + step.forward +
-                                       step.backward + step.allreduce_wait;
+    if (trace.sampled(run_steps - 1))
       trace.record({position_.global_step, step_start, step.data_wait, step.host_to_device, step.forward,
-                    step.backward, step.allreduce_wait, step.optimizer,
-                    communication_end - step.allreduce_total, communication_end, batch->produce_begin,
-                    batch->produce_end});
-    }
+                    step.backward, step.allreduce_wait, step.optimizer, step.allreduce_total,
+                    batch->produce_begin, batch->produce_end});
     epoch_loss_sum += totals.loss_sum;
     epoch_loss_samples += local_batch;
     interval_loss += totals.loss_sum / local_batch;
