@@ -138,6 +138,10 @@ std::string to_yaml(const Config& config) {
   emit_text(out, "grad_dtype", config.distributed.grad_dtype);
   out << YAML::EndMap;
 
+  out << YAML::Key << "trace" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "steps" << YAML::Value << config.trace.steps;
+  out << YAML::EndMap;
+
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

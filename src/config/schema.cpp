@@ -23,6 +23,7 @@ const std::map<std::string, std::vector<std::string>>& sections() {
         "loss_scale_initial"}},
       {"checkpoint", {"every_steps", "keep"}},
       {"distributed", {"bucket_mb", "timeout_s", "grad_dtype"}},
+      {"trace", {"steps"}},
   };
   return table;
 }
@@ -48,7 +49,7 @@ const std::map<std::string, std::vector<std::string>>& layer_table() {
 const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> keys = {"name",  "seed",       "device",     "threads",
                                                 "model", "data",       "optimizer",  "schedule",
-                                                "train", "checkpoint", "distributed"};
+                                                "train", "checkpoint", "distributed", "trace"};
   return keys;
 }
 

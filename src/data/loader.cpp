@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/timer.hpp"
 
 namespace phalanx::data {
 
@@ -107,6 +108,7 @@ void Loader::produce() {
         changed_.wait(lock, [&] { return stopping_ || batch_number < consumed_ + prefetch_; });
         if (stopping_) return;
       }
+      const double produce_begin = steady_seconds();
       if (permutation_epoch != epoch) {
         permutation = plan_.permutation(epoch);
         permutation_epoch = epoch;
@@ -135,6 +137,8 @@ void Loader::produce() {
       slot.batch.images = slot.images;
       slot.batch.labels = slot.labels;
       slot.batch.augment_draws = augment_on_device_ ? slot.augment_draws.data() : nullptr;
+      slot.batch.produce_begin = produce_begin;
+      slot.batch.produce_end = steady_seconds();
       {
         std::lock_guard lock(mutex_);
         produced_ = batch_number + 1;

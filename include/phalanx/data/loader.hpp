@@ -29,6 +29,9 @@ struct Batch {
   // the split's bytes and these are each image's AugmentDraws, to apply where they are
   // normalised (Backend::augment_normalize_images).
   const AugmentDraws* augment_draws = nullptr;  // [size]
+  // Steady-clock seconds (core/timer.hpp) when the loader thread began and finished this batch:
+  // the data thread's track of the trace.
+  double produce_begin = 0, produce_end = 0;
 };
 
 class Loader {
