@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -15,21 +16,40 @@ namespace phalanx::cli {
 
 RankResources make_rank_resources(const std::string& device, int threads,
                                   const comm::Communicator& communicator) {
-  PHALANX_REQUIRE_INPUT(
-      device != "cuda",
-      "device: cuda was asked for, but this phalanx build has no CUDA backend (set device: cpu or auto)");
+  // DESIGN §3: local ranks 0..G-1 take the node's G visible GPUs, one each; further local ranks
+  // are CPU ranks. `device` may force either.
+  const int gpus = device == "cpu" ? 0 : backend::cuda_device_count();
+  const int local_rank = communicator.local_rank();
+  if (device == "cuda") {
+    PHALANX_REQUIRE_INPUT(gpus > 0, "device: cuda, but rank ", communicator.rank(), " on ",
+                          communicator.host_name(),
+                          " finds no usable CUDA device (no GPU, no driver, or a build without the CUDA "
+                          "backend); set device: cpu or auto");
+    PHALANX_REQUIRE_INPUT(local_rank < gpus, "device: cuda, but ", communicator.local_size(),
+                          " ranks share the ", gpus, " GPU", gpus == 1 ? "" : "s", " of ",
+                          communicator.host_name(), " and local rank ", local_rank,
+                          " has none of its own; start at most one rank per GPU, or use device: auto ",
+                          "(further ranks then train on the CPU)");
+  }
   RankResources resources;
+  if (local_rank < gpus) {
+    resources.backend = backend::make_cuda_backend(local_rank);
+    resources.threads = 1;  // the host thread feeds the GPU; the loader has its own thread
+    return resources;
+  }
   if (threads <= 0) {
     if (std::getenv("OMP_NUM_THREADS")) {
       threads = omp_get_max_threads();
     } else {
-      // The node's cores shared among its ranks, but never more than the cores this rank may
+      // The node's cores shared among its CPU ranks, but never more than the cores this rank may
       // run on: Open MPI binds small jobs to one core each, and threads beyond that only fight.
       const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      const int cpu_ranks =
+          std::max(1, communicator.local_size() - std::min(gpus, communicator.local_size()));
       cpu_set_t allowed;
       CPU_ZERO(&allowed);
       const int usable = sched_getaffinity(0, sizeof(allowed), &allowed) == 0 ? CPU_COUNT(&allowed) : cores;
-      threads = std::max(1, std::min(usable, cores / std::max(1, communicator.local_size())));
+      threads = std::max(1, std::min(usable, cores / cpu_ranks));
     }
   }
   resources.threads = threads;

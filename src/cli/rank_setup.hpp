@@ -17,8 +17,10 @@ struct RankResources {
   int threads = 1;
 };
 
-// `device` is cpu | cuda | auto; `threads` 0 means: OMP_NUM_THREADS if set, else the node's
-// cores shared evenly among its ranks.
+// `device` is cpu | cuda | auto (DESIGN §3): with auto, local ranks 0..G-1 take the node's G GPUs
+// and further local ranks train on the CPU; cuda requires a GPU for every rank, cpu uses none.
+// `threads` (CPU ranks) 0 means: OMP_NUM_THREADS if set, else the node's cores shared evenly among
+// its CPU ranks.
 RankResources make_rank_resources(const std::string& device, int threads,
                                   const comm::Communicator& communicator);
 

@@ -114,10 +114,18 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
     if (status) return status;
     config_text = config::to_yaml(config);
   }
-  // When every rank drives a GPU, gradients are summed by NCCL on the devices.
+  // When every rank drives a GPU, gradients are summed by NCCL on the devices. A synchronous job
+  // of GPU and CPU ranks would run every step at the CPU ranks' pace: refused (sweeps use both).
   status = agree(world, [&] {
     const auto gpu_ranks =
         world.allgather(static_cast<std::uint64_t>(resources.backend->device_kind() == DeviceKind::Cuda));
+    const auto gpu_count = std::count(gpu_ranks.begin(), gpu_ranks.end(), std::uint64_t{1});
+    PHALANX_REQUIRE_INPUT(
+        gpu_count == 0 || gpu_count == world.size(), gpu_count, " of the ", world.size(),
+        " ranks drive a GPU and the others train on the CPU (device: ", config.device,
+        "): a training job runs on one kind of device, or its slowest rank paces every step. "
+        "Start one rank per GPU, or set device: cpu; phalanx sweep puts GPU and CPU ranks to "
+        "work side by side");
     if (std::all_of(gpu_ranks.begin(), gpu_ranks.end(), [](std::uint64_t gpu) { return gpu == 1; }))
       nccl =
           std::make_unique<comm::NcclCommunicator>(world, *resources.backend, config.distributed.timeout_s);

@@ -130,6 +130,15 @@ def work_dir(name):
     return path
 
 
+def gpu_count():
+    """GPUs the NVIDIA driver reports on this machine (0 without driver or nvidia-smi)."""
+    try:
+        listing = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU ")) if listing.returncode == 0 else 0
+
+
 def require_binary():
     if not PHALANX or not os.access(PHALANX, os.X_OK):
         raise RuntimeError(f"PHALANX_BIN is not an executable: {PHALANX!r} (set it or pass it as argv[1])")

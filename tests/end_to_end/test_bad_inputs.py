@@ -129,11 +129,13 @@ class BadInputsTest(unittest.TestCase):
         self.train_refused("set-bad-value", path, "optimizer.learning_rate",
                            extra=("--set", "optimizer.learning_rate=fast"))
 
-    def test_device_cuda_on_a_cpu_only_build(self):
-        if os.environ.get("PHALANX_WITH_CUDA") == "1":
-            self.skipTest("this phalanx build has a CUDA backend: device: cuda is valid for it")
+    def test_device_cuda_without_a_gpu(self):
+        # Refused alike by a build without the CUDA backend and by one that finds no GPU.
+        if e2e.gpu_count() > 0:
+            self.skipTest("this machine has a GPU: device: cuda is valid here")
         config = self.config(device="cuda")
-        self.train_refused("device-cuda", self.write("device-cuda", config), "cuda", "device")
+        line = self.train_refused("device-cuda", self.write("device-cuda", config), "cuda", "device")
+        self.assertIn("no usable CUDA device", line)
 
     def test_batch_larger_than_the_dataset(self):
         config = self.config(train__batch_size=200)  # 2 x 200 > 256 training samples
