@@ -20,6 +20,12 @@
 namespace phalanx::config {
 namespace {
 
+// Reader::fail with the dotted key in front of the message, as the training-config errors read.
+[[noreturn]] void fail_at(const Reader& reader, const std::string& key, const std::string& message,
+                          const YAML::Node& node) {
+  reader.fail(key, key + ": " + message, node);
+}
+
 const std::vector<std::string>& sweep_keys() {
   static const std::vector<std::string> keys = {"name",   "seed",      "config",  "set",
                                                 "search", "scheduler", "trials",  "metric",
@@ -103,22 +109,23 @@ std::vector<std::string> apply_sweep_overrides(YAML::Node& root, const std::stri
 
 void read_space(const Reader& reader, const YAML::Node& space, SweepConfig& sweep) {
   if (!reader.require_mapping(space, "space"))
-    reader.fail("space", "is empty: name at least one key to search", space);
+    fail_at(reader, "space", "is empty: name at least one key to search", space);
   const auto& training_keys = schema::dotted_keys();
   for (const auto& entry : space) {
     const std::string key = entry.first.as<std::string>();
     const std::string where = "space." + key;
     if (std::find(training_keys.begin(), training_keys.end(), key) == training_keys.end()) {
       const std::string near = closest_match(key, training_keys);
-      reader.fail("space",
-                  "unknown training-config key '" + key + "'" +
-                      (near.empty() ? "" : " (did you mean '" + near + "'?)"),
-                  entry.first);
+      fail_at(reader, "space",
+              "unknown training-config key '" + key + "'" +
+                  (near.empty() ? "" : " (did you mean '" + near + "'?)"),
+              entry.first);
     }
     for (const auto& previous : sweep.space)
-      if (previous.key == key) reader.fail(where, "appears twice", entry.first);
+      if (previous.key == key) fail_at(reader, where, "appears twice", entry.first);
     const YAML::Node node = entry.second;
-    if (!node.IsMap()) reader.fail(where, "expected a mapping such as {type: choice, values: [...]}", node);
+    if (!node.IsMap())
+      fail_at(reader, where, "expected a mapping such as {type: choice, values: [...]}", node);
     SearchParameter parameter;
     parameter.key = key;
     parameter.type = reader.choice(node["type"], where + ".type", {"choice", "uniform", "loguniform", "int"});
@@ -126,9 +133,9 @@ void read_space(const Reader& reader, const YAML::Node& space, SweepConfig& swee
       reader.check_keys(node, where, {"type", "values"});
       const YAML::Node values = node["values"];
       if (!values.IsDefined() || !values.IsSequence())
-        reader.fail(where + ".values", "expected a list of values", values.IsDefined() ? values : node);
+        fail_at(reader, where + ".values", "expected a list of values", values.IsDefined() ? values : node);
       if (values.size() == 0)
-        reader.fail(where + ".values", "is empty: a choice needs at least one value", values);
+        fail_at(reader, where + ".values", "is empty: a choice needs at least one value", values);
       for (const auto& value : values) {
         YAML::Emitter emitter;
         emitter << YAML::Flow << value;
@@ -148,10 +155,10 @@ void read_space(const Reader& reader, const YAML::Node& space, SweepConfig& swee
         parameter.high = reader.real(node["high"], where + ".high", positive, std::nullopt);
       }
       if (parameter.low > parameter.high)
-        reader.fail(where,
-                    "low (" + format_number(parameter.low) + ") is larger than high (" +
-                        format_number(parameter.high) + ")",
-                    node);
+        fail_at(reader, where,
+                "low (" + format_number(parameter.low) + ") is larger than high (" +
+                    format_number(parameter.high) + ")",
+                node);
     }
     sweep.space.push_back(std::move(parameter));
   }
@@ -193,14 +200,14 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
   if (root["name"].IsDefined()) sweep.name = reader.text(root["name"], "name");
   if (root["seed"].IsDefined()) sweep.seed = reader.unsigned_integer(root["seed"], "seed");
   if (!root["config"].IsDefined())
-    reader.fail("config", "is missing: name the base training config file", root);
+    fail_at(reader, "config", "is missing: name the base training config file", root);
   sweep.base_path = reader.text(root["config"], "config");
   if (!sweep.base_path.empty() && sweep.base_path[0] != '/')
     sweep.base_path =
         (std::filesystem::path(path).parent_path() / sweep.base_path).lexically_normal().string();
   if (const YAML::Node set = root["set"]; set.IsDefined()) {
     if (!set.IsSequence())
-      reader.fail("set", "expected a list of KEY=VALUE strings for the base config", set);
+      fail_at(reader, "set", "expected a list of KEY=VALUE strings for the base config", set);
     for (const auto& item : set) sweep.base_overrides.push_back(reader.text(item, "set"));
   }
   for (auto& assignment : command_line_base) sweep.base_overrides.push_back(std::move(assignment));
@@ -211,7 +218,7 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
     sweep.trials =
         static_cast<int>(reader.integer(root["trials"], "trials", sweep.search == "grid" ? 0 : 1, 100000));
   else if (sweep.search == "random")
-    reader.fail("trials", "is missing: random search needs the number of trials", root);
+    fail_at(reader, "trials", "is missing: random search needs the number of trials", root);
   if (root["metric"].IsDefined())
     sweep.metric = reader.choice(root["metric"], "metric", {"test_accuracy", "test_loss", "train_loss"});
   sweep.goal = sweep.metric == "test_accuracy" ? "maximize" : "minimize";
@@ -229,12 +236,13 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
     if (budget["eta"].IsDefined())
       sweep.eta = static_cast<int>(reader.integer(budget["eta"], "budget.eta", 2, 1000));
     if (sweep.min_budget > sweep.max_budget)
-      reader.fail("budget.min",
-                  "(" + format_number(sweep.min_budget) + ") is larger than budget.max (" +
-                      format_number(sweep.max_budget) + ")",
-                  budget["min"].IsDefined() ? budget["min"] : budget);
+      fail_at(reader, "budget.min",
+              format_number(sweep.min_budget) + " is larger than budget.max (" +
+                  format_number(sweep.max_budget) + ")",
+              budget["min"].IsDefined() ? budget["min"] : budget);
   } else {
-    reader.fail("budget", "is missing: give at least budget.max (and budget.min, budget.eta for ASHA)", root);
+    fail_at(reader, "budget", "is missing: give at least budget.max (and budget.min, budget.eta for ASHA)",
+            root);
   }
   if (reader.require_mapping(root["workers"], "workers")) {
     const YAML::Node workers = root["workers"];
@@ -245,14 +253,14 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
     if (workers["cpu_trials"].IsDefined())
       sweep.cpu_trials = reader.boolean(workers["cpu_trials"], "workers.cpu_trials");
   }
-  if (!root["space"].IsDefined()) reader.fail("space", "is missing: name the keys to search", root);
+  if (!root["space"].IsDefined()) fail_at(reader, "space", "is missing: name the keys to search", root);
   read_space(reader, root["space"], sweep);
   if (sweep.search == "grid")
     for (const auto& parameter : sweep.space)
       if (parameter.type == "uniform" || parameter.type == "loguniform")
-        reader.fail("space." + parameter.key,
-                    "is " + parameter.type + ", but grid search needs values it can list (choice or int)",
-                    root["space"][parameter.key]);
+        fail_at(reader, "space." + parameter.key,
+                "is " + parameter.type + ", but grid search needs values it can list (choice or int)",
+                root["space"][parameter.key]);
 
   // The base config, then every value the space can take, through the training schema: a
   // learning rate below zero or a batch size of 0 fails here, naming the space key.
