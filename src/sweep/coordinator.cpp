@@ -38,7 +38,8 @@ struct Group {
   double cost = 0;  // budget units of the current job
   double started = 0;
   double busy_seconds = 0;
-  double speed = 0;  // budget units per second, the latest measurement
+  double speed = 0;  // budget units per second over the jobs it finished
+  double trained_units = 0, trained_seconds = 0;
 };
 
 std::string budget_text(const config::SweepConfig& sweep, double budget) {
@@ -76,6 +77,9 @@ class Coordinator {
       if (finished()) break;
     }
     store_.stop_paused();
+    store_.set_meta("promotions_left_to_faster_groups",
+                    std::to_string(passed_over_ +
+                                   std::stoi(store_.meta("promotions_left_to_faster_groups").value_or("0"))));
     print_leaderboard(true);
     write_outputs();
     for (std::size_t worker = 0; worker < groups_.size(); ++worker)
@@ -155,7 +159,12 @@ class Coordinator {
     // Speed in budget units per second of this job, counting only the part it trained.
     const double trained =
         end_step > 0 ? static_cast<double>(end_step - start_step) / static_cast<double>(end_step) : 0;
-    if (trained > 0 && seconds > 0) group.speed = asha_.budget(group.job.rung) * trained / seconds;
+    // The running mean over the group's jobs: one job's speed varies with its trial's batch size and
+    // model, the mean tracks the group's hardware.
+    group.trained_units += asha_.budget(group.job.rung) * trained;
+    group.trained_seconds += seconds;
+    if (group.trained_units > 0 && group.trained_seconds > 0)
+      group.speed = group.trained_units / group.trained_seconds;
     JobFinish finish;
     finish.job_id = group.job_id;
     finish.trial = group.job.trial;
@@ -257,7 +266,9 @@ class Coordinator {
       std::vector<Candidate> candidates;
       for (const auto& job : requeued_) candidates.push_back({job, cost(job)});
       for (const auto& job : asha_.candidates()) candidates.push_back({job, cost(job)});
-      const int choice = choose_job(candidates, states, worker);
+      DispatchEstimate estimate;
+      const int choice = choose_job(candidates, states, worker, &estimate);
+      passed_over_ += estimate.passed_over;
       if (choice < 0) continue;
       const Job chosen = candidates[static_cast<std::size_t>(choice)].job;
       const auto requeued = std::find(requeued_.begin(), requeued_.end(), chosen);
@@ -266,7 +277,7 @@ class Coordinator {
         requeued_.erase(requeued);
       else
         job = asha_.take(chosen);
-      assign(worker, job, chosen.new_trial());
+      assign(worker, job, chosen.new_trial(), estimate);
       states = group_states();
     }
   }
@@ -297,7 +308,7 @@ class Coordinator {
     return states;
   }
 
-  void assign(int worker, const Job& job, bool new_trial) {
+  void assign(int worker, const Job& job, bool new_trial, const DispatchEstimate& estimate) {
     Group& group = groups_[static_cast<std::size_t>(worker)];
     const auto parameters = sample_trial(sweep_, job.trial);
     JobStart start;
@@ -309,6 +320,8 @@ class Coordinator {
     start.started = wall_seconds_since_epoch();
     start.new_trial = new_trial;
     start.run_dir = trial_directory(options_.sweep_directory, job.trial);
+    start.estimate_seconds = estimate.own_seconds;
+    start.faster_group_seconds = estimate.faster_group_seconds;
     if (new_trial) {
       start.parameters = parameters.to_json().dump();
       start.config = config::to_yaml(config::trial_config(sweep_, parameters.assignments()));
@@ -344,9 +357,11 @@ class Coordinator {
     for (const auto& group : groups_) busy += group.busy_seconds;
     std::printf(
         "sweep done in %.1f s: %d trials, worker utilisation %.1f%% (busy time / (groups x wall) of this "
-        "session)\nresults: %s/results.csv, best: %s/best, report: %s\n",
+        "session); %d promotions left by a slower group to a faster one\nresults: %s/results.csv, best: "
+        "%s/best, "
+        "report: %s\n",
         wall, asha_.started_trials(),
-        100.0 * busy / std::max(1e-9, wall * static_cast<double>(groups_.size())),
+        100.0 * busy / std::max(1e-9, wall * static_cast<double>(groups_.size())), passed_over_,
         options_.sweep_directory.c_str(), options_.sweep_directory.c_str(), report.c_str());
     std::fflush(stdout);
   }
@@ -362,6 +377,7 @@ class Coordinator {
   double start_ = 0;
   int results_ = 0;
   std::string pending_line_;
+  int passed_over_ = 0;  // promotions a slower group left to a faster one
 };
 
 }  // namespace

@@ -19,15 +19,17 @@ double effective_speed(const GroupState& group, const std::vector<GroupState>& g
   return cpu[cpu.size() / 2];
 }
 
-int choose_job(const std::vector<Candidate>& candidates, const std::vector<GroupState>& groups, int asking) {
+int choose_job(const std::vector<Candidate>& candidates, const std::vector<GroupState>& groups, int asking,
+               DispatchEstimate* estimate) {
   const GroupState& self = groups.at(static_cast<std::size_t>(asking));
   const double own_speed = effective_speed(self, groups);
   // Work already left to each faster group during this walk, in seconds.
   std::vector<double> reserved(groups.size(), 0.0);
   for (std::size_t index = 0; index < candidates.size(); ++index) {
     const Candidate& candidate = candidates[index];
-    if (candidate.job.rung == 0) return static_cast<int>(index);
     const double own_seconds = candidate.cost / own_speed;
+    if (estimate) *estimate = DispatchEstimate{own_seconds, -1, estimate->passed_over};
+    if (candidate.job.rung == 0) return static_cast<int>(index);
     int best_other = -1;
     double best_finish = own_seconds;
     for (std::size_t other = 0; other < groups.size(); ++other) {
@@ -36,12 +38,15 @@ int choose_job(const std::vector<Candidate>& candidates, const std::vector<Group
       // Only a busy, faster group can be waited for: a free one would have asked already.
       if (!groups[other].busy || speed <= own_speed) continue;
       const double finish = groups[other].busy_seconds_left + reserved[other] + candidate.cost / speed;
+      if (estimate && (estimate->faster_group_seconds < 0 || finish < estimate->faster_group_seconds))
+        estimate->faster_group_seconds = finish;
       if (finish < best_finish) {
         best_finish = finish;
         best_other = static_cast<int>(other);
       }
     }
     if (best_other < 0) return static_cast<int>(index);
+    if (estimate) ++estimate->passed_over;
     reserved[static_cast<std::size_t>(best_other)] +=
         candidate.cost / effective_speed(groups[best_other], groups);
   }

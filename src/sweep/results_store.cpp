@@ -18,7 +18,8 @@ ResultsStore::ResultsStore(const std::string& path) : database_(path, true) {
       job_id INTEGER PRIMARY KEY AUTOINCREMENT, trial_id INTEGER NOT NULL REFERENCES trials(trial_id),
       rung INTEGER NOT NULL, budget REAL NOT NULL, worker INTEGER NOT NULL, device TEXT NOT NULL,
       status TEXT NOT NULL, start_step INTEGER, end_step INTEGER, resumed_from TEXT, started REAL NOT NULL,
-      finished REAL, wall_seconds REAL, train_seconds REAL, images_per_sec REAL, metric REAL, message TEXT);
+      finished REAL, wall_seconds REAL, train_seconds REAL, images_per_sec REAL, metric REAL, message TEXT,
+      estimate_seconds REAL, faster_group_seconds REAL);
     CREATE TABLE IF NOT EXISTS rung_results (
       trial_id INTEGER NOT NULL REFERENCES trials(trial_id), rung INTEGER NOT NULL, budget REAL NOT NULL,
       metric REAL NOT NULL, steps INTEGER NOT NULL, worker INTEGER NOT NULL, device TEXT NOT NULL,
@@ -89,16 +90,22 @@ std::int64_t ResultsStore::start_job(const JobStart& job) {
         .bind(5, job.started)
         .run();
   }
-  Statement(database_,
-            "INSERT INTO jobs (trial_id, rung, budget, worker, device, status, started) "
-            "VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)")
-      .bind(1, job.trial)
+  Statement insert(
+      database_,
+      "INSERT INTO jobs (trial_id, rung, budget, worker, device, status, started, estimate_seconds, "
+      "faster_group_seconds) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, ?8)");
+  insert.bind(1, job.trial)
       .bind(2, job.rung)
       .bind(3, job.budget)
       .bind(4, job.worker)
       .bind(5, job.device)
       .bind(6, job.started)
-      .run();
+      .bind(7, job.estimate_seconds);
+  if (job.faster_group_seconds >= 0)
+    insert.bind(8, job.faster_group_seconds);
+  else
+    insert.bind_null(8);
+  insert.run();
   const std::int64_t job_id = database_.last_insert_id();
   transaction.commit();
   return job_id;

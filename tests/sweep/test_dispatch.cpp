@@ -41,7 +41,10 @@ TEST(Dispatch, SlowGroupTakesThePromotionWhenTheFastGroupIsTooFarBehind) {
 TEST(Dispatch, WorkLeftToAFastGroupAddsUp) {
   // First promotion left to the fast group (1 + 0.6 = 1.6 s < 6 s); the second would finish there
   // at 1 + 0.6 + 0.2 = 1.8 s < 2 s here, so it is left too.
-  EXPECT_EQ(choose_job({promotion, promotion_b, new_trial}, slow_and_fast(1.0), 0), 2);
+  phalanx::sweep::DispatchEstimate estimate;
+  EXPECT_EQ(choose_job({promotion, promotion_b, new_trial}, slow_and_fast(1.0), 0, &estimate), 2);
+  EXPECT_EQ(estimate.passed_over, 2);
+  EXPECT_DOUBLE_EQ(estimate.own_seconds, 1.0);  // the new trial: 1 unit at 1 unit/s
   // With 1.5 s left: 1.5 + 0.6 + 0.2 = 2.3 s > 2 s: the slow group takes the second one.
   EXPECT_EQ(choose_job({promotion, promotion_b, new_trial}, slow_and_fast(1.5), 0), 1);
 }

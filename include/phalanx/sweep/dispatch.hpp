@@ -35,7 +35,15 @@ struct Candidate {
 // none is measured), so the first jobs go out without waiting for measurements.
 double effective_speed(const GroupState& group, const std::vector<GroupState>& groups);
 
+// Why a job went where it went, stored with the job so a user (and a test) can check the rule.
+struct DispatchEstimate {
+  double own_seconds = 0;            // the chosen job's expected time on the asking group
+  double faster_group_seconds = -1;  // best expected finish on a busy faster group (-1: none)
+  int passed_over = 0;               // promotions left to faster groups before this choice
+};
+
 // Index into `candidates` of the job `groups[asking]` should take now, or -1 to wait.
-int choose_job(const std::vector<Candidate>& candidates, const std::vector<GroupState>& groups, int asking);
+int choose_job(const std::vector<Candidate>& candidates, const std::vector<GroupState>& groups, int asking,
+               DispatchEstimate* estimate = nullptr);
 
 }  // namespace phalanx::sweep

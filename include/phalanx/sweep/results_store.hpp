@@ -33,6 +33,9 @@ struct JobStart {
   std::string config;      // resolved training config (YAML)
   std::uint64_t seed = 0;
   std::string run_dir;
+  // The dispatch rule's view when the job was given out (dispatch.hpp).
+  double estimate_seconds = 0;
+  double faster_group_seconds = -1;
 };
 
 struct JobFinish {
