@@ -14,6 +14,7 @@
 #include "phalanx/sweep/coordinator.hpp"
 #include "phalanx/sweep/protocol.hpp"
 #include "phalanx/sweep/results_store.hpp"
+#include "phalanx/sweep/sweep_lock.hpp"
 #include "phalanx/sweep/worker.hpp"
 #include "rank_setup.hpp"
 
@@ -66,8 +67,15 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
   std::string directory =
       arguments.sweep_directory.empty() ? "sweeps/" + sweep.name : arguments.sweep_directory;
   world.broadcast_string(directory, 0);
+  // Rank 0 hosts the coordinator: it holds the directory's lock until the process ends.
+  std::unique_ptr<sweep::SweepLock> lock;
   status = agree(world, [&] {
-    if (world.rank() == 0) check_sweep_directory(arguments, sweep, directory);
+    if (world.rank() != 0) return;
+    std::error_code error;
+    if (std::filesystem::is_directory(directory, error))
+      lock = std::make_unique<sweep::SweepLock>(directory, 30.0);
+    check_sweep_directory(arguments, sweep, directory);
+    if (!lock) lock = std::make_unique<sweep::SweepLock>(directory, 30.0);
   });
   if (status) return status;
 
