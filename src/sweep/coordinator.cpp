@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -96,6 +97,9 @@ class Coordinator {
       asha_.restore_started(row["trial_id"].get<int>());
     for (const auto& row : database.rows("SELECT DISTINCT trial_id, rung FROM jobs WHERE rung > 0"))
       asha_.restore_promoted(row["trial_id"].get<int>(), row["rung"].get<int>());
+    for (const auto& row : database.rows("SELECT jobs.trial_id, workers.ranks FROM jobs JOIN workers ON "
+                                         "jobs.worker = workers.worker ORDER BY jobs.job_id"))
+      trial_group_size_.emplace(row["trial_id"].get<int>(), rank_count(row["ranks"].get<std::string>()));
     for (const auto& row : database.rows("SELECT trial_id, rung, metric FROM rung_results"))
       asha_.record(row["trial_id"].get<int>(), row["rung"].get<int>(), row["metric"].get<double>());
     for (const auto& [trial, rung] : interrupted)
@@ -264,8 +268,9 @@ class Coordinator {
     });
     for (const int worker : free_groups) {
       std::vector<Candidate> candidates;
-      for (const auto& job : requeued_) candidates.push_back({job, cost(job)});
-      for (const auto& job : asha_.candidates()) candidates.push_back({job, cost(job)});
+      for (const auto& job : requeued_) candidates.push_back({job, cost(job), group_size_of(job.trial)});
+      for (const auto& job : asha_.candidates())
+        candidates.push_back({job, cost(job), job.new_trial() ? 0 : group_size_of(job.trial)});
       DispatchEstimate estimate;
       const int choice = choose_job(candidates, states, worker, &estimate);
       passed_over_ += estimate.passed_over;
@@ -282,6 +287,14 @@ class Coordinator {
     }
   }
 
+  int group_size_of(int trial) const {
+    const auto found = trial_group_size_.find(trial);
+    return found == trial_group_size_.end() ? 0 : found->second;
+  }
+  static int rank_count(const std::string& ranks) {
+    return 1 + static_cast<int>(std::count(ranks.begin(), ranks.end(), ','));
+  }
+
   double cost(const Job& job) const {
     return asha_.budget(job.rung) - (job.rung > 0 ? asha_.budget(job.rung - 1) : 0.0);
   }
@@ -291,7 +304,8 @@ class Coordinator {
     std::vector<GroupState> states;
     for (std::size_t worker = 0; worker < groups_.size(); ++worker) {
       const Group& group = groups_[worker];
-      GroupState state{static_cast<int>(worker), group.gpu, group.speed, 0.0, group.busy};
+      GroupState state{static_cast<int>(worker), group.gpu, group.speed, 0.0, group.busy,
+                       rank_count(group.ranks)};
       if (group.busy) {
         const double speed = effective_speed(state, {});
         state.busy_seconds_left = std::max(0.0, group.started + group.cost / std::max(speed, 1e-9) - now);
@@ -328,6 +342,7 @@ class Coordinator {
       start.seed = parameters.seed;
     }
     group.job_id = store_.start_job(start);  // committed before the job is sent
+    trial_group_size_.emplace(job.trial, rank_count(group.ranks));
     group.job = job;
     group.busy = true;
     group.started = start.started;
@@ -377,7 +392,9 @@ class Coordinator {
   double start_ = 0;
   int results_ = 0;
   std::string pending_line_;
-  int passed_over_ = 0;  // promotions a slower group left to a faster one
+  int passed_over_ = 0;
+  std::map<int, int> trial_group_size_;  // ranks of the groups a trial's checkpoints come from  // promotions
+                                         // a slower group left to a faster one
 };
 
 }  // namespace

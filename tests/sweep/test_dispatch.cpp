@@ -71,3 +71,15 @@ TEST(Dispatch, UnmeasuredGpuGroupsCountAsFasterThanCpuGroups) {
   EXPECT_EQ(choose_job({promotion, new_trial}, groups, 0), 1);
   EXPECT_DOUBLE_EQ(effective_speed(GroupState{0, false, 0.0, 0.0, false}, {}), 1.0);
 }
+
+TEST(Dispatch, ATrialResumesOnlyOnAGroupOfTheSizeThatWroteItsCheckpoint) {
+  // Group 0: one CPU rank; group 1: two GPU ranks (busy). The promotion's checkpoint was written
+  // by a 2-rank group: the CPU rank cannot continue it and starts a new trial instead.
+  std::vector<GroupState> groups = {GroupState{0, false, 1.0, 0.0, false, 1},
+                                    GroupState{1, true, 50.0, 30.0, true, 2}};
+  const Candidate two_rank_promotion{{4, 1}, 2.0, 2};
+  EXPECT_EQ(choose_job({two_rank_promotion, new_trial}, groups, 0), 1);
+  // A 1-rank trial is not left to the 2-rank group, however fast: the CPU rank takes it.
+  const Candidate one_rank_promotion{{5, 1}, 2.0, 1};
+  EXPECT_EQ(choose_job({one_rank_promotion, new_trial}, groups, 0), 0);
+}
