@@ -63,3 +63,16 @@ timeout 120 "$bundle/phalanx" eval --checkpoint "$out/run-cpu/checkpoints/latest
   --data "$bundle/fashion-mnist.h5" --device cuda > "$out/eval-gpu.log" 2>&1
 note "exit $? ; $(cat "$out/eval-gpu.log")"
 note "cpu summary: $(grep -o '"test_accuracy": [0-9.]*' "$out/run-cpu/summary.json")"
+
+note "== phalanx bench transfer (host to device, pinned vs pageable)"
+timeout 120 "$bundle/phalanx" bench transfer > "$out/bench-transfer.log" 2>&1
+note "exit $?"; tee -a "$summary" < "$out/bench-transfer.log"
+
+note "== phalanx bench devices (fmnist_cnn, 100 steps, CPU and GPU side by side)"
+timeout 300 "$bundle/phalanx" bench devices "$bundle/configs/fashion_mnist.yaml" --steps 100 \
+  --set data.path="$bundle/fashion-mnist.h5" --run-dir "$out/bench-devices" > "$out/bench-devices.log" 2>&1
+note "exit $?"; grep -E "^(# bench|device|cpu|cuda)" "$out/bench-devices.log" | tee -a "$summary"
+
+note "== phalanx bench allreduce (1 rank: NCCL path only exercised, no link crossed)"
+timeout 120 "$bundle/phalanx" bench allreduce --max-bytes 16777216 > "$out/bench-allreduce.log" 2>&1
+note "exit $?"; tail -3 "$out/bench-allreduce.log" | tee -a "$summary"

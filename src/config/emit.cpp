@@ -131,6 +131,10 @@ std::string to_yaml(const Config& config) {
   emit_number(out, "timeout_s", config.distributed.timeout_s);
   out << YAML::EndMap;
 
+  out << YAML::Key << "trace" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "steps" << YAML::Value << config.trace.steps;
+  out << YAML::EndMap;
+
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

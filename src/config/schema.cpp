@@ -21,6 +21,7 @@ const std::map<std::string, std::vector<std::string>>& sections() {
       {"train", {"epochs", "max_steps", "batch_size", "label_smoothing", "log_every_steps", "precision"}},
       {"checkpoint", {"every_steps", "keep"}},
       {"distributed", {"bucket_mb", "timeout_s"}},
+      {"trace", {"steps"}},
   };
   return table;
 }
@@ -46,7 +47,7 @@ const std::map<std::string, std::vector<std::string>>& layer_table() {
 const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> keys = {"name",  "seed",       "device",     "threads",
                                                 "model", "data",       "optimizer",  "schedule",
-                                                "train", "checkpoint", "distributed"};
+                                                "train", "checkpoint", "distributed", "trace"};
   return keys;
 }
 

@@ -199,6 +199,11 @@ void read_distributed(const Section& section, DistributedConfig& distributed) {
   }
 }
 
+void read_trace(const Section& section, TraceConfig& trace) {
+  if (const YAML::Node value = section["steps"]; has(value))
+    trace.steps = section.reader().integer(value, section.key("steps"), 0, 100000);
+}
+
 }  // namespace
 
 Config convert_config(const Reader& reader, const YAML::Node& root) {
@@ -224,6 +229,7 @@ Config convert_config(const Reader& reader, const YAML::Node& root) {
   read_train(Section(reader, root, "train"), config.train);
   read_checkpoint(Section(reader, root, "checkpoint"), config.checkpoint);
   read_distributed(Section(reader, root, "distributed"), config.distributed);
+  read_trace(Section(reader, root, "trace"), config.trace);
   return config;
 }
 

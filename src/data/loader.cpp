@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/timer.hpp"
 
 namespace phalanx::data {
 
@@ -105,6 +106,7 @@ void Loader::produce() {
         changed_.wait(lock, [&] { return stopping_ || batch_number < consumed_ + prefetch_; });
         if (stopping_) return;
       }
+      const double produce_begin = steady_seconds();
       if (permutation_epoch != epoch) {
         permutation = plan_.permutation(epoch);
         permutation_epoch = epoch;
@@ -128,6 +130,8 @@ void Loader::produce() {
       slot.batch.size = static_cast<int>(indices.size());
       slot.batch.images = slot.images;
       slot.batch.labels = slot.labels;
+      slot.batch.produce_begin = produce_begin;
+      slot.batch.produce_end = steady_seconds();
       {
         std::lock_guard lock(mutex_);
         produced_ = batch_number + 1;

@@ -11,6 +11,7 @@
 
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/timer.hpp"
 #include "phalanx/train/checkpoint.hpp"
 
 namespace phalanx::train {
@@ -24,6 +25,7 @@ RunDirectory::RunDirectory(std::string path, bool writer, bool append_metrics)
   if (error) throw_input_error("--run-dir " + path_ + ": cannot create it (" + error.message() + ")");
   metrics_.open(path_ + "/metrics.jsonl", append_metrics ? std::ios::app : std::ios::trunc);
   if (!metrics_) throw_input_error("--run-dir " + path_ + ": cannot write metrics.jsonl");
+  tensorboard_ = std::make_unique<TensorBoardWriter>(path_);
 }
 
 std::string RunDirectory::checkpoint_path(std::int64_t step) const {
@@ -38,6 +40,7 @@ void RunDirectory::append_metrics(const nlohmann::json& event) {
   if (!writer_) return;
   metrics_ << event.dump() << '\n';
   metrics_.flush();
+  tensorboard_->metrics_event(event, wall_seconds_since_epoch());
 }
 
 void RunDirectory::write_summary(const nlohmann::json& summary) {

@@ -13,9 +13,13 @@
 #include "phalanx/core/timer.hpp"
 #include "phalanx/data/loader.hpp"
 #include "phalanx/data/shard_plan.hpp"
+#include "phalanx/report/run_report.hpp"
+#include "phalanx/train/breakdown_table.hpp"
 #include "phalanx/train/evaluation.hpp"
 #include "phalanx/train/input_batch.hpp"
 #include "phalanx/train/progress.hpp"
+#include "phalanx/train/step_time_statistics.hpp"
+#include "phalanx/train/trace_recorder.hpp"
 
 namespace phalanx::train {
 
@@ -32,6 +36,8 @@ void StageTimes::add(const StageTimes& step) {
   optimizer += step.optimizer;
   other += step.other;
   total += step.total;
+  host_to_device += step.host_to_device;
+  allreduce_total += step.allreduce_total;
 }
 
 nlohmann::json StageTimes::to_json(std::int64_t steps) const {
@@ -43,6 +49,11 @@ nlohmann::json StageTimes::to_json(std::int64_t steps) const {
       {"allreduce_wait", allreduce_wait}, {"optimizer", optimizer}, {"other", other}};
   for (const auto& [name, seconds] : stages)
     result[name] = {{"ms_per_step", 1000.0 * seconds / count}, {"share", seconds / whole}};
+  result["host_to_device"] = {{"ms_per_step", 1000.0 * host_to_device / count},
+                              {"share", host_to_device / whole}};
+  result["allreduce_total"] = {
+      {"ms_per_step", 1000.0 * allreduce_total / count},
+      {"exposed_share", allreduce_total > 0 ? allreduce_wait / allreduce_total : 0.0}};
   result["step_ms"] = 1000.0 * total / count;
   result["steps"] = steps;
   return result;
@@ -108,6 +119,7 @@ config::Config trajectory_settings(config::Config config) {
   config.train.log_every_steps = 1;
   config.checkpoint = {};
   config.distributed = {};
+  config.trace = {};
   return config;
 }
 }  // namespace
@@ -205,12 +217,16 @@ nlohmann::json Trainer::run() {
   StageTimes run_times, epoch_times;
   std::int64_t run_steps = 0, epoch_steps = 0, measured_steps = 0;
   double measured_seconds = 0, epoch_loss_sum = 0, interval_loss = 0;
-  std::int64_t epoch_loss_samples = 0, interval_steps = 0;
+  std::int64_t epoch_loss_samples = 0, interval_steps = 0, interval_correct = 0;
   Stopwatch epoch_clock;
   bool evaluated_at_end = false;
+  // Observability: step-time percentiles of this rank, and a timeline of sampled steps after warm-up.
+  StepTimeStatistics step_statistics;
+  TraceRecorder trace(throughput_warmup_steps, config.trace.steps);
 
   while (position_.global_step < last_step) {
     StageTimes step;
+    const double step_start = steady_seconds();
     Stopwatch step_clock, stage_clock;
 
     // 1. data: the loader thread has (usually) prepared this batch already.
@@ -218,9 +234,13 @@ nlohmann::json Trainer::run() {
     if (!batch) break;
     step.data_wait = stage_clock.seconds();
 
-    // 2. forward and loss
+    // 2. forward and loss, after the batch's copy to the device (its own stage; a host copy on
+    // CPU ranks). On a GPU the copy is queued: wait for it so the stage is the copy's real time.
     stage_clock.restart();
     inputs.load(batch->images, batch->labels, batch->size);
+    if (backend_.device_kind() == DeviceKind::Cuda) backend_.synchronize();
+    step.host_to_device = stage_clock.seconds();
+    stage_clock.restart();
     const Tensor& input = inputs.input();
     nn::ForwardContext context{nn::Mode::Training, config.seed, position_.global_step, communicator_.rank()};
     const Tensor& logits = model_->forward(input, context);
@@ -252,6 +272,7 @@ nlohmann::json Trainer::run() {
       nccl_sync->wait();  // orders the optimizer after the sums on the device; the host goes on
     } else {
       step.allreduce_wait = grad_sync->wait();
+      step.allreduce_total = grad_sync->last_communication_seconds();
       if (staged)
         backend_.copy_from_host(registry.gradients().data(), staged_gradients.data(),
                                 staged_gradients.size() * sizeof(float));
@@ -266,6 +287,7 @@ nlohmann::json Trainer::run() {
       // The device waited for the all-reduce tail inside the optimizer's synchronize: CUDA events
       // say how much of it was not hidden behind backward.
       step.allreduce_wait = nccl_sync->last_exposed_seconds();
+      step.allreduce_total = nccl_sync->last_communication_seconds();
       step.optimizer = std::max(0.0, step.optimizer - step.allreduce_wait);
     }
 
@@ -281,8 +303,8 @@ nlohmann::json Trainer::run() {
       position_.step_in_epoch = 0;
     }
     step.total = step_clock.seconds();
-    step.other = std::max(0.0, step.total - step.data_wait - step.forward - step.backward -
-                                   step.allreduce_wait - step.optimizer);
+    step.other = std::max(0.0, step.total - step.data_wait - step.host_to_device - step.forward -
+                                   step.backward - step.allreduce_wait - step.optimizer);
     run_times.add(step);
     epoch_times.add(step);
     ++run_steps;
@@ -290,10 +312,21 @@ nlohmann::json Trainer::run() {
     if (run_steps > throughput_warmup_steps) {
       measured_seconds += step.total;
       ++measured_steps;
+      step_statistics.add(step.total);
+    }
+    if (trace.sampled(run_steps - 1)) {
+      // The all-reduce window ends where the exposed wait ends (on GPUs: approximately).
+      const double communication_end = step_start + step.data_wait + step.host_to_device + step.forward +
+                                       step.backward + step.allreduce_wait;
+      trace.record({position_.global_step, step_start, step.data_wait, step.host_to_device, step.forward,
+                    step.backward, step.allreduce_wait, step.optimizer,
+                    communication_end - step.allreduce_total, communication_end, batch->produce_begin,
+                    batch->produce_end});
     }
     epoch_loss_sum += totals.loss_sum;
     epoch_loss_samples += local_batch;
     interval_loss += totals.loss_sum / local_batch;
+    interval_correct += totals.correct;
     ++interval_steps;
 
     const double step_average = run_times.total / static_cast<double>(run_steps);
@@ -310,11 +343,14 @@ nlohmann::json Trainer::run() {
                                      {"step", position_.global_step},
                                      {"epoch", batch->epoch},
                                      {"loss", interval_loss / static_cast<double>(interval_steps)},
+                                     {"accuracy", static_cast<double>(interval_correct) /
+                                                      static_cast<double>(interval_steps * local_batch)},
                                      {"learning_rate", schedule_->learning_rate(position_.global_step - 1)},
                                      {"images_per_sec", state.images_per_second},
                                      {"time", wall_seconds_since_epoch() - start_wall}});
       interval_loss = 0;
       interval_steps = 0;
+      interval_correct = 0;
     }
     if (epoch_done) {
       end_of_epoch(batch->epoch, epoch_clock.seconds(), epoch_times, epoch_steps, epoch_loss_sum,
@@ -351,6 +387,9 @@ nlohmann::json Trainer::run() {
                                    {"time", wall_seconds_since_epoch() - start_wall}});
   }
   save_checkpoint(true);
+  trace.write_merged(communicator_, run_directory_.path() + "/trace.json",
+                     "rank " + std::to_string(communicator_.rank()) + " (" + communicator_.host_name() +
+                         ", " + backend_.name() + ")");
 
   // Throughput over all ranks: every rank runs the same number of steps in lockstep.
   const double local_rate =
@@ -364,6 +403,7 @@ nlohmann::json Trainer::run() {
       {"rank", communicator_.rank()}, {"host", communicator_.host_name()},
       {"device", backend_.name()},    {"threads", options_.threads},
       {"images_per_sec", local_rate}, {"time_breakdown", run_times.to_json(run_steps)}};
+  rank_entry["step_time_ms"] = step_statistics.to_json();
   for (const auto& [name, value] : run_metrics_) rank_entry["machine"][name] = value;
   const auto rank_entries = communicator_.gather_strings(rank_entry.dump(), 0);
 
@@ -377,6 +417,7 @@ nlohmann::json Trainer::run() {
   summary["time_breakdown"] = run_times.to_json(run_steps);
   summary["ranks"] = nlohmann::json::array();
   for (const auto& entry : rank_entries) summary["ranks"].push_back(nlohmann::json::parse(entry));
+  summary["step_time_skew"] = step_time_skew(summary["ranks"]);
   summary["history"] = history_;
   for (const auto& [name, value] : run_metrics_) summary["machine"][name] = value;
   // Wall seconds from the start of the run to the first evaluation at or above each accuracy.
@@ -395,6 +436,7 @@ nlohmann::json Trainer::run() {
   summary["parameters"] = registry.parameter_count();
   if (!resumed_from_.empty()) summary["resumed_from"] = resumed_from_;
   run_directory_.write_summary(summary);
+  if (leader) write_report(progress);
 
   char text[256];
   std::snprintf(text, sizeof(text), "test accuracy %.4f  test loss %.4f  (%.0f img/s over %d ranks, %.1f s)",
@@ -403,6 +445,16 @@ nlohmann::json Trainer::run() {
   progress.line(text);
   progress.line("run directory: " + run_directory_.path());
   return summary;
+}
+
+void Trainer::write_report(Progress& progress) {
+  // The report is a view of files already safely written: a failure to draw it must not turn a
+  // finished run into a failed one.
+  try {
+    report::write_run_report(run_directory_.path());
+  } catch (const std::exception& error) {
+    progress.line(std::string("report.html not written: ") + error.what());
+  }
 }
 
 void Trainer::broadcast_from_root(Tensor& tensor) {
@@ -496,6 +548,16 @@ void Trainer::end_of_epoch(std::int64_t epoch, double epoch_seconds, const Stage
         json["allreduce_wait"]["ms_per_step"].get<double>(), json["optimizer"]["ms_per_step"].get<double>());
     progress_->line(text);
   }
+  print_breakdown_table(epoch_times.to_json(epoch_steps));
+}
+
+void Trainer::print_breakdown_table(const nlohmann::json& breakdown) {
+  // Collective: every rank's breakdown of the epoch, one row each, printed by rank 0.
+  const auto gathered = communicator_.gather_strings(breakdown.dump(), 0);
+  if (communicator_.rank() != 0) return;
+  std::vector<nlohmann::json> breakdowns;
+  for (const auto& text : gathered) breakdowns.push_back(nlohmann::json::parse(text));
+  progress_->line("time per step by rank (ms):\n" + breakdown_table(breakdowns));
 }
 
 void Trainer::save_checkpoint(bool final) {

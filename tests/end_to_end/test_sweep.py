@@ -186,6 +186,11 @@ class SweepTest(unittest.TestCase, SweepChecks):
         self.assertNotIn("<script", report)
         self.assertNotIn("https://", report)
         self.assertEqual(report.count("http://"), report.count("xmlns='http://www.w3.org/2000/svg'"))
+        # `phalanx report DIR` rebuilds the sweep's page from the database alone.
+        os.remove(os.path.join(REFERENCE, "report.html"))
+        result = e2e.phalanx("report", REFERENCE, timeout=60)
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.assertEqual(read_text(os.path.join(REFERENCE, "report.html")), report)
 
     def test_kill_mid_sweep_and_resume(self):
         self.assertEqual(REFERENCE_RESULT.returncode, 0, REFERENCE_RESULT.describe())

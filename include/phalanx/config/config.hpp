@@ -107,6 +107,13 @@ struct DistributedConfig {
   friend bool operator==(const DistributedConfig&, const DistributedConfig&) = default;
 };
 
+// Observability (docs/OBSERVABILITY.md): how many steps after warm-up go into trace.json.
+struct TraceConfig {
+  std::int64_t steps = 20;  // 0: no trace.json
+
+  friend bool operator==(const TraceConfig&, const TraceConfig&) = default;
+};
+
 struct Config {
   std::string name = "run";
   std::uint64_t seed = 0;
@@ -119,6 +126,7 @@ struct Config {
   TrainConfig train;
   CheckpointConfig checkpoint;
   DistributedConfig distributed;
+  TraceConfig trace;
 
   // Field-by-field equality: what parse(to_yaml(c)) == c and the cross-rank check rely on.
   friend bool operator==(const Config&, const Config&) = default;

@@ -18,5 +18,7 @@ class Stopwatch {
 };
 
 double wall_seconds_since_epoch();
+// Seconds on the steady clock (CLOCK_MONOTONIC): the time base of the trace's events.
+double steady_seconds();
 
 }  // namespace phalanx

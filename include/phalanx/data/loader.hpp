@@ -25,6 +25,9 @@ struct Batch {
   int size = 0;
   const std::uint8_t* images = nullptr;  // [size, H, W, C]
   const std::int32_t* labels = nullptr;  // [size]
+  // Steady-clock seconds (core/timer.hpp) when the loader thread began and finished this batch:
+  // the data thread's track of the trace.
+  double produce_begin = 0, produce_end = 0;
 };
 
 class Loader {

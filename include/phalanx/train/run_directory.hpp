@@ -1,10 +1,14 @@
-// RunDirectory: the files of one run (DESIGN §4): config.yaml, metrics.jsonl, summary.json and
-// checkpoints/. Only rank 0 writes; other ranks hold the path.
+// RunDirectory: the files of one run (DESIGN §4): config.yaml, metrics.jsonl (and the same events
+// as TensorBoard scalars), summary.json and checkpoints/. Only rank 0 writes; other ranks hold
+// the path.
 #pragma once
 
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "phalanx/train/tensorboard_writer.hpp"
 
 namespace phalanx::train {
 
@@ -35,6 +39,7 @@ class RunDirectory {
   std::string path_;
   bool writer_ = false;
   std::ofstream metrics_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;  // the same events as TensorBoard scalars
 };
 
 // runs/<name>-<YYYYmmdd-HHMMSS>

@@ -37,9 +37,12 @@ struct TrainerOptions {
   bool quiet = false;  // no progress lines on stdout (a sweep's trials: the leaderboard speaks)
 };
 
-// Seconds per stage of a step; `other` is what the named stages do not cover.
+// Seconds per stage of a step; `other` is what the named stages do not cover. The stages add up
+// to `total`; `allreduce_total` is not a stage: it is the whole all-reduce window, of which only
+// `allreduce_wait` (exposed) was not hidden behind backward.
 struct StageTimes {
   double data_wait = 0, forward = 0, backward = 0, allreduce_wait = 0, optimizer = 0, other = 0, total = 0;
+  double host_to_device = 0, allreduce_total = 0;
   void add(const StageTimes& step);
   nlohmann::json to_json(std::int64_t steps) const;  // mean milliseconds per step and shares
 };
@@ -59,6 +62,8 @@ class Trainer {
   void end_of_epoch(std::int64_t epoch, double epoch_seconds, const StageTimes& epoch_times,
                     std::int64_t epoch_steps, double loss_sum, std::int64_t loss_samples);
   void save_checkpoint(bool final);
+  void print_breakdown_table(const nlohmann::json& breakdown);
+  void write_report(Progress& progress);  // report.html (rank 0)
   void broadcast_from_root(Tensor& tensor);
   void synchronise_buffers();
   // Host (and GPU) metrics of the interval since the last call, for one epoch event; also folded

@@ -2,6 +2,7 @@
 // such a build has no GPU devices, and asking for one is a usage error that says why. This keeps
 // device selection free of #ifdefs: it asks cuda_device_count() in every build.
 #include "phalanx/backend/cuda_backend.hpp"
+#include "phalanx/backend/cuda_transfer.hpp"
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::backend {
@@ -26,6 +27,17 @@ int cuda_device(const Backend& backend) {
 
 std::string cuda_pci_bus_id(const Backend& backend) {
   throw_internal_error(backend.name() + " is not a CUDA backend", __FILE__, __LINE__);
+}
+
+}  // namespace phalanx::backend
+
+namespace phalanx::backend {
+
+// Host-to-device bandwidth needs a GPU.
+std::vector<TransferResult> measure_host_to_device(int, const std::vector<std::size_t>&, int) {
+  throw_input_error(
+      "bench transfer: this phalanx build has no CUDA backend (it measures host-to-device copies; configure "
+      "with the CUDA toolkit, cuDNN and NCCL present)");
 }
 
 }  // namespace phalanx::backend

@@ -1,0 +1,269 @@
+// `phalanx bench devices|allreduce|loader|transfer`: the measurements a user of a GPU cluster
+// asks for first, from the same binary that trains (docs/OBSERVABILITY.md):
+//   devices    the same model for N steps on the CPU and (when present) on the GPU, side by side
+//   allreduce  bus bandwidth by message size for MPI and (GPU ranks) NCCL, like nccl-tests
+//   loader     batches and images per second the loader thread sustains from a dataset file
+//   transfer   host-to-device bandwidth from pinned and from pageable memory (needs a GPU)
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "commands.hpp"
+#include "phalanx/backend/cuda_backend.hpp"
+#include "phalanx/backend/cuda_transfer.hpp"
+#include "phalanx/benchmark/allreduce_benchmark.hpp"
+#include "phalanx/benchmark/loader_benchmark.hpp"
+#include "phalanx/comm/communicator.hpp"
+#include "phalanx/comm/nccl_communicator.hpp"
+#include "phalanx/config/config.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/train/trainer.hpp"
+#include "rank_setup.hpp"
+
+namespace phalanx::cli {
+namespace {
+
+struct BenchArguments {
+  std::string config_path, data_path, split = "train", run_directory;
+  std::vector<std::string> overrides;
+  std::int64_t steps = 50;
+  std::size_t minimum_bytes = 4096, maximum_bytes = std::size_t{64} << 20;
+  int iterations = 20, warmup = 5, batch_size = 64, prefetch = 4, batches = 500, device = 0;
+  data::AugmentOptions augment;
+};
+
+bool every_rank(const comm::Communicator& world, bool value) {
+  const auto values = world.allgather(static_cast<std::uint64_t>(value));
+  return std::all_of(values.begin(), values.end(), [](std::uint64_t one) { return one == 1; });
+}
+
+// ----- devices -------------------------------------------------------------------------------
+
+struct DeviceRun {
+  std::string device, backend_name;
+  nlohmann::json summary;
+};
+
+int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
+  comm::MpiSession session(argc, argv);
+  const auto world = comm::Communicator::world();
+  config::Config config;
+  std::string run_root = arguments.run_directory;
+  int status = agree(world, [&] {
+    PHALANX_REQUIRE_INPUT(arguments.steps >= 1, "--steps must be >= 1 (got ", arguments.steps, ")");
+    config = config::load(arguments.config_path, arguments.overrides);
+  });
+  if (status) return status;
+  config.train.max_steps = arguments.steps;
+  config.trace.steps = 0;
+  config.checkpoint.every_steps = 0;
+  const bool keep = !run_root.empty();
+  if (!keep) {
+    run_root =
+        world.rank() == 0
+            ? (std::filesystem::temp_directory_path() / ("phalanx-bench-devices-" + std::to_string(getpid())))
+                  .string()
+            : std::string();
+    world.broadcast_string(run_root, 0);
+  }
+
+  std::vector<std::string> devices{"cpu"};
+  const bool gpus = every_rank(world, backend::cuda_device_count() > world.local_rank());
+  if (gpus) devices.push_back("cuda");
+  std::vector<DeviceRun> runs;
+  for (const auto& device : devices) {
+    config.device = device;
+    RankResources resources;
+    std::unique_ptr<comm::NcclCommunicator> nccl;
+    std::unique_ptr<train::Trainer> trainer;
+    const std::string run_directory = run_root + "/" + device;
+    status = agree(world, [&] {
+      if (device == "cuda") {
+        resources.backend = backend::make_cuda_backend(world.local_rank());
+        resources.threads = 1;
+        if (world.size() > 1)
+          nccl = std::make_unique<comm::NcclCommunicator>(world, *resources.backend,
+                                                          config.distributed.timeout_s);
+      } else {
+        resources = make_rank_resources("cpu", config.threads, world);
+      }
+      train::TrainerOptions options{config, config::to_yaml(config), run_directory,
+                                    "",     resources.threads,       nccl.get()};
+      trainer = std::make_unique<train::Trainer>(std::move(options), world, *resources.backend);
+    });
+    if (status) return status;
+    DeviceRun run{device, resources.backend->name(), {}};
+    status = run_or_abort(world, [&] { run.summary = trainer->run(); });
+    if (status) return status;
+    runs.push_back(std::move(run));
+  }
+  world.barrier();
+  if (world.rank() != 0) return 0;
+  if (!keep) std::filesystem::remove_all(run_root);
+
+  std::printf(
+      "\n# bench devices: %lld steps of %s, batch %d per rank, %d rank(s); images/s leaves out the 3 "
+      "warm-up steps, the breakdown (mean ms per step) covers every step\n",
+      static_cast<long long>(arguments.steps), arguments.config_path.c_str(), config.train.batch_size,
+      world.size());
+  std::printf("%-6s %10s %9s %8s %8s %9s %9s %11s %10s %8s  %s\n", "device", "images/s", "step ms", "data",
+              "h2d", "forward", "backward", "all-reduce", "optimizer", "h2d %", "backend");
+  for (const auto& run : runs) {
+    const auto& breakdown = run.summary["time_breakdown"];
+    const auto ms = [&](const char* stage) { return breakdown[stage]["ms_per_step"].get<double>(); };
+    std::printf("%-6s %10.0f %9.2f %8.2f %8.3f %9.2f %9.2f %11.2f %10.2f %8.2f  %s\n", run.device.c_str(),
+                run.summary["images_per_sec"].get<double>(), breakdown["step_ms"].get<double>(),
+                ms("data_wait"), ms("host_to_device"), ms("forward"), ms("backward"), ms("allreduce_wait"),
+                ms("optimizer"), 100.0 * breakdown["host_to_device"]["share"].get<double>(),
+                run.backend_name.c_str());
+  }
+  if (!gpus)
+    std::printf("cuda   not measured: %s\n", backend::cuda_device_count() == 0
+                                                 ? "no CUDA device (or a build without the CUDA backend)"
+                                                 : "not every rank has a GPU of its own");
+  if (keep)
+    std::printf("run directories (with report.html): %s/{%s}\n", run_root.c_str(), gpus ? "cpu,cuda" : "cpu");
+  return 0;
+}
+
+// ----- allreduce -----------------------------------------------------------------------------
+
+int bench_allreduce(const BenchArguments& arguments, int* argc, char*** argv) {
+  comm::MpiSession session(argc, argv);
+  const auto world = comm::Communicator::world();
+  benchmark::AllreduceSettings settings;
+  int status = agree(world, [&] {
+    PHALANX_REQUIRE_INPUT(arguments.minimum_bytes >= 4 && arguments.minimum_bytes <= arguments.maximum_bytes,
+                          "--min-bytes must be >= 4 and <= --max-bytes (got ", arguments.minimum_bytes,
+                          " and ", arguments.maximum_bytes, ")");
+    PHALANX_REQUIRE_INPUT(arguments.maximum_bytes <= (std::size_t{1} << 33),
+                          "--max-bytes must be <= 8 GiB (got ", arguments.maximum_bytes, ")");
+    PHALANX_REQUIRE_INPUT(arguments.iterations >= 1 && arguments.warmup >= 0,
+                          "--iterations must be >= 1 and --warmup >= 0");
+  });
+  if (status) return status;
+  settings.bytes = benchmark::doubling_sizes(arguments.minimum_bytes, arguments.maximum_bytes);
+  settings.iterations = arguments.iterations;
+  settings.warmup = arguments.warmup;
+
+  std::vector<std::string> names{"MPI_Allreduce (blocking)", "MPI_Iallreduce + wait (as GradSync)"};
+  std::vector<std::vector<benchmark::AllreduceResult>> columns;
+  status = run_or_abort(world, [&] {
+    columns.push_back(benchmark::benchmark_mpi_allreduce(world, settings, false));
+    columns.push_back(benchmark::benchmark_mpi_allreduce(world, settings, true));
+  });
+  if (status) return status;
+
+  const bool gpus = every_rank(world, backend::cuda_device_count() > world.local_rank());
+  if (gpus) {
+    std::unique_ptr<backend::Backend> backend;
+    std::unique_ptr<comm::NcclCommunicator> nccl;
+    status = agree(world, [&] {
+      backend = backend::make_cuda_backend(world.local_rank());
+      nccl = std::make_unique<comm::NcclCommunicator>(world, *backend);
+    });
+    if (status) return status;
+    status = run_or_abort(world, [&] {
+      columns.push_back(benchmark::benchmark_nccl_allreduce(*nccl, *backend, world, settings));
+    });
+    if (status) return status;
+    names.push_back("NCCL (device memory)");
+  }
+  if (world.rank() == 0) {
+    std::printf("%s", benchmark::allreduce_table(world.size(), names, columns).c_str());
+    if (!gpus) std::printf("# NCCL not measured: not every rank has a GPU of its own\n");
+    if (world.size() == 1)
+      std::printf("# one rank: nothing crosses a link (busbw 0); run under mpirun -np N\n");
+  }
+  return 0;
+}
+
+// ----- loader and transfer -------------------------------------------------------------------
+
+int bench_loader(const BenchArguments& arguments) {
+  benchmark::LoaderSettings settings{arguments.data_path, arguments.split,   arguments.batch_size,
+                                     arguments.prefetch,  arguments.batches, arguments.augment};
+  const auto result = benchmark::benchmark_loader(settings);
+  std::printf("# bench loader: %s split '%s', batch %d, prefetch %d, augment %s\n",
+              arguments.data_path.c_str(), arguments.split.c_str(), arguments.batch_size, arguments.prefetch,
+              arguments.augment.enabled() ? "on" : "off");
+  std::printf("read split into memory: %.3f s\n", result.read_seconds);
+  std::printf("%d batches in %.6f s: %.1f batches/s, %.0f images/s, %.1f MB/s\n", result.batches,
+              result.seconds, result.batches_per_second, result.images_per_second,
+              result.megabytes_per_second);
+  return 0;
+}
+
+int bench_transfer(const BenchArguments& arguments) {
+  PHALANX_REQUIRE_INPUT(arguments.minimum_bytes >= 1 && arguments.minimum_bytes <= arguments.maximum_bytes,
+                        "--min-bytes must be >= 1 and <= --max-bytes");
+  std::vector<std::size_t> sizes;
+  for (std::size_t bytes = arguments.minimum_bytes; bytes <= arguments.maximum_bytes; bytes *= 4)
+    sizes.push_back(bytes);
+  const auto results = backend::measure_host_to_device(arguments.device, sizes, arguments.iterations);
+  std::printf(
+      "# bench transfer: host to device, CUDA device %d, median of %d copies timed with CUDA events\n",
+      arguments.device, arguments.iterations);
+  std::printf("%12s | %10s %12s | %10s %12s | %8s\n", "size (B)", "pinned us", "pinned GB/s", "pageable us",
+              "pageable GB/s", "ratio");
+  for (const auto& result : results)
+    std::printf("%12zu | %10.1f %12.2f | %10.1f %12.2f | %8.2f\n", result.bytes, result.pinned_seconds * 1e6,
+                result.pinned_bandwidth / 1e9, result.pageable_seconds * 1e6, result.pageable_bandwidth / 1e9,
+                result.pageable_bandwidth > 0 ? result.pinned_bandwidth / result.pageable_bandwidth : 0.0);
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_bench_command(CLI::App& app, int* argc, char*** argv) {
+  auto* command =
+      app.add_subcommand("bench", "Measure devices, all-reduce, loader and host-to-device transfers");
+  command->require_subcommand(1);
+  auto arguments = std::make_shared<BenchArguments>();
+
+  auto* devices =
+      command->add_subcommand("devices", "The same model for N steps on CPU and GPU, side by side");
+  devices->add_option("config", arguments->config_path, "Training config (YAML)")->required();
+  devices->add_option("--steps", arguments->steps, "Training steps per device (default 50)");
+  devices->add_option("--set", arguments->overrides, "Override a config key (repeatable)");
+  devices->add_option("--run-dir", arguments->run_directory,
+                      "Keep the runs under DIR/cpu and DIR/cuda (default: a temporary folder, removed)");
+
+  auto* allreduce =
+      command->add_subcommand("allreduce", "All-reduce bus bandwidth by size (run under mpirun)");
+  allreduce->add_option("--min-bytes", arguments->minimum_bytes, "Smallest message (default 4096)");
+  allreduce->add_option("--max-bytes", arguments->maximum_bytes, "Largest message (default 64 MiB)");
+  allreduce->add_option("--iterations", arguments->iterations, "Timed iterations per size (default 20)");
+  allreduce->add_option("--warmup", arguments->warmup, "Untimed iterations per size (default 5)");
+
+  auto* loader = command->add_subcommand("loader", "Loader thread throughput from a dataset file");
+  loader->add_option("data", arguments->data_path, "Dataset (.h5)")->required();
+  loader->add_option("--split", arguments->split, "Split (default train)");
+  loader->add_option("--batch-size", arguments->batch_size, "Batch size (default 64)");
+  loader->add_option("--prefetch", arguments->prefetch, "Batches prepared ahead (default 4)");
+  loader->add_option("--batches", arguments->batches, "Batches to take (default 500)");
+  loader->add_option("--crop-padding", arguments->augment.random_crop_padding,
+                     "Augmentation: random crop padding");
+  loader->add_flag("--flip", arguments->augment.horizontal_flip, "Augmentation: horizontal flip");
+  loader->add_option("--cutout", arguments->augment.cutout, "Augmentation: cutout side");
+
+  auto* transfer =
+      command->add_subcommand("transfer", "Host-to-device bandwidth, pinned vs pageable (needs a GPU)");
+  transfer->add_option("--min-bytes", arguments->minimum_bytes, "Smallest copy (default 4096)");
+  transfer->add_option("--max-bytes", arguments->maximum_bytes, "Largest copy (default 64 MiB)");
+  transfer->add_option("--iterations", arguments->iterations, "Timed copies per size (default 20)");
+  transfer->add_option("--device", arguments->device, "CUDA device (default 0)");
+
+  return [=]() -> int {
+    if (!*command) return -1;
+    if (*devices) return bench_devices(*arguments, argc, argv);
+    if (*allreduce) return bench_allreduce(*arguments, argc, argv);
+    if (*loader) return bench_loader(*arguments);
+    return bench_transfer(*arguments);
+  };
+}
+
+}  // namespace phalanx::cli
