@@ -137,7 +137,8 @@ std::string parallel_coordinates(const nlohmann::json& trials, const nlohmann::j
   const std::size_t axes = keys.size() + 1;
   const int top = 30, bottom = chart_height - margin;
   auto axis_x = [&](std::size_t axis) {
-    return margin + (chart_width - 2.0 * margin) * static_cast<double>(axis) /
+    // Wider side margins than the other charts: the outer axes' names are centred on them.
+    return 2 * margin + (chart_width - 4.0 * margin) * static_cast<double>(axis) /
                         static_cast<double>(std::max<std::size_t>(axes - 1, 1));
   };
   // Numeric axes map values (log10 for loguniform); other values get evenly spaced categories.
