@@ -24,6 +24,7 @@
 #include "phalanx/sweep/sweep_outputs.hpp"
 #include "phalanx/sweep/sweep_report.hpp"
 #include "phalanx/sweep/worker.hpp"
+#include "phalanx/train/progress.hpp"
 
 namespace phalanx::sweep {
 namespace {
@@ -78,6 +79,7 @@ class Coordinator {
       if (finished()) break;
     }
     store_.stop_paused();
+    erase_live_block();
     store_.set_meta("promotions_left_to_faster_groups",
                     std::to_string(passed_over_ +
                                    std::stoi(store_.meta("promotions_left_to_faster_groups").value_or("0"))));
@@ -201,10 +203,21 @@ class Coordinator {
 
   void print_pending_line() {
     if (pending_line_.empty()) return;
+    erase_live_block();
     std::printf("%s | %s\n", pending_line_.c_str(), status_line().c_str());
     pending_line_.clear();
-    if (results_ % 10 == 0) print_leaderboard(false);
+    // On a terminal the leaderboard stays below the event lines, redrawn after each; in a log it
+    // is printed every 10 results.
+    if (live_)
+      live_block_lines_ = print_leaderboard(false);
+    else if (results_ % 10 == 0)
+      print_leaderboard(false);
     std::fflush(stdout);
+  }
+
+  void erase_live_block() {
+    if (live_block_lines_ > 0) std::printf("\033[%dA\033[J", live_block_lines_);
+    live_block_lines_ = 0;
   }
 
   std::string status_line() const {
@@ -245,15 +258,18 @@ class Coordinator {
     return standings;
   }
 
-  void print_leaderboard(bool final) {
+  // Returns the number of lines printed.
+  int print_leaderboard(bool final) {
     const auto standings = best_ranking();
     std::printf("%s top trials (%s):\n", final ? "final" : "current", sweep_.metric.c_str());
-    for (std::size_t index = 0; index < std::min<std::size_t>(5, standings.size()); ++index) {
+    const std::size_t shown = std::min<std::size_t>(5, standings.size());
+    for (std::size_t index = 0; index < shown; ++index) {
       const auto parameters = sample_trial(sweep_, standings[index].trial).to_json().dump();
       std::printf("  %zu. trial %3d  rung %d  %.4f  %s\n", index + 1, standings[index].trial,
                   standings[index].rung, standings[index].metric, parameters.c_str());
     }
     std::fflush(stdout);
+    return 1 + static_cast<int>(shown);
   }
 
   void dispatch() {
@@ -393,6 +409,8 @@ class Coordinator {
   int results_ = 0;
   std::string pending_line_;
   int passed_over_ = 0;
+  bool live_ = train::live_terminal_output();
+  int live_block_lines_ = 0;
   std::map<int, int> trial_group_size_;  // ranks of the groups a trial's checkpoints come from  // promotions
                                          // a slower group left to a faster one
 };

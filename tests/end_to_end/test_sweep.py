@@ -69,6 +69,20 @@ def query(directory, sql, *parameters):
         connection.close()
 
 
+def mid_rung_checkpoint(directory):
+    """True when a running job's trial has a checkpoint past the start of the rung it trains."""
+    for job in query(directory, "SELECT trial_id, rung FROM jobs WHERE status = 'running'"):
+        earlier = query(directory, "SELECT steps FROM rung_results WHERE trial_id = ? AND rung = ?",
+                        job["trial_id"], job["rung"] - 1)
+        rung_start = earlier[0]["steps"] if earlier else 0
+        folder = os.path.join(directory, "trials", f"{job['trial_id']:05d}", "checkpoints")
+        names = os.listdir(folder) if os.path.isdir(folder) else []
+        steps = [int(name[5:-3]) for name in names if name.startswith("step-") and name.endswith(".h5")]
+        if any(step > rung_start for step in steps):
+            return True
+    return False
+
+
 def steps_per_epoch(batch_size):
     return TRAIN // batch_size
 
@@ -163,6 +177,7 @@ class SweepTest(unittest.TestCase, SweepChecks):
         print(f"\n4-rank sweep of {TRIALS} trials: {REFERENCE_RESULT.seconds:.1f} s", end=" ")
         self.assertIn("final top trials", REFERENCE_RESULT.stdout)
         self.assertIn("sweep done", REFERENCE_RESULT.stdout)
+        self.assertNotIn("\x1b[", REFERENCE_RESULT.stdout)  # plain lines in a log
         rows, results, done = self.check_finished_sweep(REFERENCE)
         # Four worker groups, one CPU rank each, all of which trained.
         workers = query(REFERENCE, "SELECT * FROM workers ORDER BY worker")
@@ -198,7 +213,7 @@ class SweepTest(unittest.TestCase, SweepChecks):
         command = [e2e.MPIEXEC, *e2e.MPI_FLAGS, "-np", "3", e2e.PHALANX, "sweep", SWEEP, "--sweep-dir", directory]
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    env=e2e.child_environment(), start_new_session=True)
-        # Kill while a promoted trial is training past a mid-rung checkpoint.
+        # Kill while a promoted trial is in flight and some job has passed a mid-rung checkpoint.
         deadline = time.monotonic() + 240
         seen_promotion = False
         try:
@@ -210,8 +225,7 @@ class SweepTest(unittest.TestCase, SweepChecks):
                     running = query(directory, "SELECT * FROM jobs WHERE status = 'running' AND rung > 0")
                 except sqlite3.OperationalError:
                     continue
-                if running:
-                    time.sleep(1.5)
+                if running and mid_rung_checkpoint(directory):
                     seen_promotion = True
                     break
         finally:
@@ -310,15 +324,22 @@ class SweepTest(unittest.TestCase, SweepChecks):
     def test_example_sweep_config_runs(self):
         path = os.path.join(e2e.SOURCE_DIR, "configs", "sweeps", "fmnist_asha.yaml")
         directory = os.path.join(WORK, "example")
-        result = e2e.mpirun(2, "sweep", path, "--sweep-dir", directory, "--set", f"config.data.path={DATA}",
-                            "trials=3", "budget.min=0.2", "budget.max=0.6", "config.checkpoint.every_steps=0",
-                            "config.device=cpu", timeout=300)
+        # As on a terminal: the leaderboard is redrawn in place below the event lines.
+        os.environ["PHALANX_PROGRESS"] = "bar"
+        try:
+            result = e2e.mpirun(2, "sweep", path, "--sweep-dir", directory, "--set", f"config.data.path={DATA}",
+                                "trials=3", "budget.min=0.2", "budget.max=0.6", "config.checkpoint.every_steps=0",
+                                "config.device=cpu", timeout=300)
+        finally:
+            del os.environ["PHALANX_PROGRESS"]
         print(f"\nconfigs/sweeps/fmnist_asha.yaml (3 tiny trials): {result.seconds:.1f} s", end=" ")
         self.assertEqual(result.returncode, 0, result.describe())
         rows = query(directory, "SELECT * FROM trials")
         self.assertEqual(len(rows), 3)
         self.assertEqual(len(query(directory, "SELECT * FROM rung_results WHERE rung = 1")), 1)
         self.assertTrue(os.path.exists(os.path.join(directory, "report.html")))
+        self.assertIn("\x1b[", result.stdout)
+        self.assertIn("current top trials", result.stdout)
 
 
 if __name__ == "__main__":
