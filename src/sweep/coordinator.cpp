@@ -387,8 +387,8 @@ class Coordinator {
     double busy = 0;
     for (const auto& group : groups_) busy += group.busy_seconds;
     std::printf(
-        "sweep done in %.1f s: %d trials, worker utilisation %.1f%% (busy time / (groups x wall) of this "
-        "session); %d promotions left by a slower group to a faster one\nresults: %s/results.csv, best: "
+        "sweep done in %.1f s: %d trials, worker utilisation %.1f%% (busy time / (groups x wall) since this "
+        "start); %d promotions left by a slower group to a faster one\nresults: %s/results.csv, best: "
         "%s/best, "
         "report: %s\n",
         wall, asha_.started_trials(),
