@@ -7,6 +7,8 @@ packages=(cmake ninja-build g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-de
           python3 python3-h5py python3-numpy python3-yaml)
 # The observability tests: report screenshots (chromium, python3-pil), TensorBoard read-back (a venv).
 packages+=(chromium python3-pil python3-venv)
+# Sweeps: the SQLite results database (the tests read it with Python's built-in sqlite3).
+packages+=(libsqlite3-dev)
 if [ "${PHALANX_WITH_TORCH:-0}" = 1 ]; then packages+=(python3-torch); fi
 missing=()
 for package in "${packages[@]}"; do

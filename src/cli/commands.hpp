@@ -15,5 +15,6 @@ std::function<int()> add_predict_command(CLI::App& app, int* argc, char*** argv)
 std::function<int()> add_data_command(CLI::App& app);
 std::function<int()> add_report_command(CLI::App& app);
 std::function<int()> add_bench_command(CLI::App& app, int* argc, char*** argv);
+std::function<int()> add_sweep_command(CLI::App& app, int* argc, char*** argv);
 
 }  // namespace phalanx::cli

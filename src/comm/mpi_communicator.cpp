@@ -3,7 +3,9 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
+#include <thread>
 #include <utility>
 
 #include "phalanx/comm/communicator.hpp"
@@ -27,15 +29,23 @@ MPI_Comm& comm_of(void* handle) {
 
 }  // namespace
 
-MpiSession::MpiSession(int* argc, char*** argv) {
+MpiSession::MpiSession(int* argc, char*** argv, ThreadLevel level) {
   // FUNNELED: only the main thread calls MPI (the loader thread never does), and GradSync
-  // drives progress by testing requests between layers.
+  // drives progress by testing requests between layers. A sweep asks for MULTIPLE: its
+  // coordinator thread on rank 0 talks to the workers while rank 0's own trial trains.
+  const int wanted = level == ThreadLevel::Multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
   int provided = 0;
-  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
-  PHALANX_CHECK(provided >= MPI_THREAD_FUNNELED, "MPI granted thread level ", provided, ", need FUNNELED");
+  MPI_Init_thread(argc, argv, wanted, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   set_error_rank(rank);
+  if (provided < wanted) {
+    MPI_Finalize();
+    throw_internal_error(
+        "MPI granted thread level " + std::to_string(provided) + ", need " +
+            (level == ThreadLevel::Multiple ? "MULTIPLE (a sweep's coordinator thread)" : "FUNNELED"),
+        __FILE__, __LINE__);
+  }
 }
 
 MpiSession::~MpiSession() {
@@ -206,6 +216,43 @@ Request Communicator::allreduce_sum_async(float* data, std::int64_t count) const
     check_mpi(status, "MPI_Iallreduce", __FILE__, __LINE__);
   }
   return Request(request);
+}
+
+void Communicator::send_string(const std::string& text, int destination, int tag) const {
+  PHALANX_CHECK(text.size() <= static_cast<std::size_t>(INT_MAX), "message of ", text.size(),
+                " bytes is too large");
+  PHALANX_MPI(
+      MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, destination, tag, comm_of(handle_)));
+}
+
+namespace {
+// A matched probe (MPI_Improbe + MPI_Mrecv) takes the message out of the matching queue at
+// once, so no other thread can receive it between the probe and the receive.
+bool receive_matched(MPI_Comm comm, int source, int tag, Message& message) {
+  int arrived = 0;
+  MPI_Message handle;
+  MPI_Status status;
+  PHALANX_MPI(MPI_Improbe(source, tag, comm, &arrived, &handle, &status));
+  if (!arrived) return false;
+  int length = 0;
+  PHALANX_MPI(MPI_Get_count(&status, MPI_CHAR, &length));
+  message.source = status.MPI_SOURCE;
+  message.tag = status.MPI_TAG;
+  message.text.assign(static_cast<std::size_t>(length), '\0');
+  PHALANX_MPI(MPI_Mrecv(message.text.data(), length, MPI_CHAR, &handle, MPI_STATUS_IGNORE));
+  return true;
+}
+}  // namespace
+
+bool Communicator::try_receive_string(int tag, Message& message) const {
+  return receive_matched(comm_of(handle_), MPI_ANY_SOURCE, tag, message);
+}
+
+Message Communicator::receive_string(int source, int tag, double poll_seconds) const {
+  const auto pause = std::chrono::duration<double>(poll_seconds);
+  Message message;
+  while (!receive_matched(comm_of(handle_), source, tag, message)) std::this_thread::sleep_for(pause);
+  return message;
 }
 
 }  // namespace phalanx::comm

@@ -26,15 +26,19 @@ namespace {
 // Open MPI hands every rank a pseudo-terminal even when mpirun's own output goes to a file, so
 // isatty() cannot tell; under it the launcher says what it knows through PHALANX_PROGRESS
 // (bar | lines), and plain lines are the safe default for batch logs.
-bool live_progress() {
+bool terminal_output() {
   if (const char* choice = std::getenv("PHALANX_PROGRESS")) return std::string(choice) == "bar";
   if (std::getenv("OMPI_COMM_WORLD_SIZE")) return false;
   return ::isatty(STDOUT_FILENO) == 1;
 }
 }  // namespace
 
+bool live_terminal_output() {
+  return terminal_output();
+}
+
 Progress::Progress(bool enabled, int log_every_steps)
-    : enabled_(enabled), terminal_(live_progress()), log_every_steps_(std::max(1, log_every_steps)) {}
+    : enabled_(enabled), terminal_(terminal_output()), log_every_steps_(std::max(1, log_every_steps)) {}
 
 std::string Progress::format(const ProgressState& state) {
   char text[256];

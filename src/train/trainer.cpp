@@ -157,7 +157,7 @@ nlohmann::json Trainer::run() {
   const double start_wall = start_wall_;
   run_directory_ = RunDirectory(options_.run_directory, leader, !resumed_from_.empty());
   run_directory_.write_config(options_.config_text);
-  progress_ = std::make_unique<Progress>(leader, config.train.log_every_steps);
+  progress_ = std::make_unique<Progress>(leader && !options_.quiet, config.train.log_every_steps);
   Progress& progress = *progress_;
 
   // Metrics of the machine beside the training ones (DESIGN §7): host CPU and memory on every

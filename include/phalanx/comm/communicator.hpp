@@ -10,16 +10,28 @@
 
 namespace phalanx::comm {
 
+// How many threads of the process call MPI: Funneled (only the main thread; training) or
+// Multiple (a sweep's coordinator thread beside the worker on rank 0).
+enum class ThreadLevel { Funneled, Multiple };
+
 // MPI lifetime for the process: MPI_Init_thread on construction, MPI_Finalize on destruction.
 class MpiSession {
  public:
-  MpiSession(int* argc, char*** argv);
+  // Throws when the MPI library grants less than `level`.
+  MpiSession(int* argc, char*** argv, ThreadLevel level = ThreadLevel::Funneled);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
   // Ends every rank of the job at once with `status` (used when one rank fails mid-run, where
   // waiting for the others would hang).
   [[noreturn]] static void abort(int status);
+};
+
+// A point-to-point message received whole: who sent it, its tag and its bytes.
+struct Message {
+  int source = 0;
+  int tag = 0;
+  std::string text;
 };
 
 // A non-blocking reduction in flight.
@@ -73,6 +85,16 @@ class Communicator {
   std::vector<std::string> gather_strings(const std::string& text, int root) const;
   // Non-blocking in-place float sum.
   Request allreduce_sum_async(float* data, std::int64_t count) const;
+
+  // Point-to-point strings (sweep coordination). send_string returns once the buffer may be
+  // reused; receiving is by polling, so a waiting rank sleeps instead of spinning a core
+  // that a training rank beside it needs.
+  void send_string(const std::string& text, int destination, int tag) const;
+  // A message with `tag` from any rank, if one has arrived; never blocks. Matched probes make
+  // it safe beside other threads receiving other tags on the same communicator.
+  bool try_receive_string(int tag, Message& message) const;
+  // Waits for a message with `tag` from `source` (polling every `poll_seconds`).
+  Message receive_string(int source, int tag, double poll_seconds = 0.002) const;
 
  private:
   explicit Communicator(void* handle, bool owned);

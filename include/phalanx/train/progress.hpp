@@ -35,4 +35,8 @@ class Progress {
 
 std::string format_duration(double seconds);
 
+// Whether stdout is a terminal that takes redrawn lines (PHALANX_PROGRESS=bar|lines decides under
+// mpirun, whose ranks all get a pseudo-terminal).
+bool live_terminal_output();
+
 }  // namespace phalanx::train

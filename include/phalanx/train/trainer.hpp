@@ -35,6 +35,7 @@ struct TrainerOptions {
   // Set when every rank of the job drives a GPU: gradients are then summed by NCCL on the
   // device; otherwise by MPI on host memory. Owned by the caller, outlives the Trainer.
   comm::NcclCommunicator* nccl = nullptr;
+  bool quiet = false;  // no progress lines on stdout (a sweep's trials: the leaderboard speaks)
 };
 
 // Seconds per stage of a step; `other` is what the named stages do not cover. The stages add up

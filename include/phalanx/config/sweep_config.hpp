@@ -1,0 +1,53 @@
+// The typed, validated sweep file (docs/SWEEPS.md): a base training config, a search space over
+// any of its dotted keys, the search and scheduler, the metric, the budget and the worker layout.
+// Parsed here because config is the only module that sees YAML.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "phalanx/config/config.hpp"
+
+namespace phalanx::config {
+
+// One dimension of the search space, over the training-config key `key` (e.g.
+// optimizer.learning_rate). `values` holds the YAML text of each choice.
+struct SearchParameter {
+  std::string key;
+  std::string type;  // choice | uniform | loguniform | int
+  std::vector<std::string> values;
+  double low = 0, high = 0;
+};
+
+struct SweepConfig {
+  std::string source;  // the sweep file, for messages
+  std::string name = "sweep";
+  std::uint64_t seed = 0;  // samples the space; trial seeds derive from it and the trial id
+  std::string base_path;   // training config file, relative paths resolved against the sweep file
+  std::vector<std::string> base_overrides;  // `config.KEY=VALUE` from the file's `set:` and --set
+  std::string search = "random";            // random | grid
+  std::string scheduler = "asha";           // asha | full (every trial to the maximum budget)
+  int trials = 0;                           // random: how many; grid: at most how many (0: all)
+  std::string metric = "test_accuracy";     // test_accuracy | test_loss | train_loss
+  std::string goal = "maximize";            // maximize | minimize
+  std::string budget_unit = "epochs";       // epochs | samples
+  double min_budget = 1, max_budget = 1;
+  int eta = 3;
+  int gpu_ranks_per_trial = 1;
+  bool cpu_trials = true;              // whether CPU ranks take trials
+  std::vector<SearchParameter> space;  // in file order
+  Config base;                         // the base config, validated
+  std::string base_text;               // its YAML text (as read, before overrides)
+};
+
+// Reads and validates a sweep file. `overrides` are `--set KEY=VALUE` for the sweep file itself
+// (trials=4, budget.max=3) or, prefixed with `config.`, for the base training config.
+// Every error is an InvalidInput error naming the file and key.
+SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The training config of one trial: the base with the sweep's overrides and then `assignments`
+// (KEY=VALUE of the trial's sampled values) applied, validated like any config.
+Config trial_config(const SweepConfig& sweep, const std::vector<std::string>& assignments);
+
+}  // namespace phalanx::config

@@ -1,0 +1,69 @@
+// Promotion-based ASHA (Li et al., "A System for Massively Parallel Hyperparameter Tuning",
+// MLSys 2020). Rung k trains a trial to budget r * eta^k (r = budget.min) while that stays within
+// budget.max; when r * eta^K falls short of budget.max, one more rung trains to budget.max.
+// Whenever a worker is free, a trial is promoted from the highest rung where it is in the top
+// 1/eta (floor(n / eta) of the n results that rung has recorded) and not promoted yet; otherwise
+// a new trial starts at rung 0, until the sweep's trial count is reached. Ties in the metric go
+// to the lower trial id, so the order is fully determined by the recorded results.
+// This class only decides; it holds no I/O, so it is rebuilt from the database on --resume.
+#pragma once
+
+#include <map>
+#include <set>
+#include <vector>
+
+namespace phalanx::sweep {
+
+// A unit of work: train `trial` up to rung `rung`. A new trial has trial == -1 until it is taken.
+struct Job {
+  int trial = -1;
+  int rung = 0;
+  bool new_trial() const { return trial < 0; }
+  friend bool operator==(const Job&, const Job&) = default;
+};
+
+class Asha {
+ public:
+  // `maximize` says which way the metric is better; `single_rung` gives one rung at max_budget
+  // (every trial trained fully: the `full` scheduler, plain random or grid search).
+  Asha(double min_budget, double max_budget, int eta, bool maximize, int max_trials,
+       bool single_rung = false);
+
+  int rung_count() const { return static_cast<int>(budgets_.size()); }
+  int top_rung() const { return rung_count() - 1; }
+  double budget(int rung) const { return budgets_.at(static_cast<std::size_t>(rung)); }
+  int eta() const { return eta_; }
+  int started_trials() const { return started_; }
+  int max_trials() const { return max_trials_; }
+
+  // The jobs ASHA would start now, in its order of preference: promotions from the highest rung
+  // first (best metric first within a rung), then one new trial if any are left. The scheduler
+  // around it may pass over a promotion (heterogeneous dispatch) but never reorders the list.
+  std::vector<Job> candidates() const;
+  // Takes a job: a new trial gets the next trial id (returned in the job), a promotion is marked
+  // so that it is not offered again.
+  Job take(Job job);
+  // The metric of `trial` at the end of `rung`.
+  void record(int trial, int rung, double metric);
+  // For rebuilding from the database: a trial that exists (ids 0..n-1 are then started), and
+  // one that was promoted to `rung` (whether or not that rung finished).
+  void restore_started(int trial);
+  void restore_promoted(int trial, int to_rung);
+
+  // The recorded results of one rung, best first.
+  std::vector<std::pair<int, double>> ranking(int rung) const;
+  bool promoted(int trial, int from_rung) const;
+
+ private:
+  bool better(const std::pair<int, double>& a, const std::pair<int, double>& b) const;
+
+  std::vector<double> budgets_;
+  int eta_;
+  bool maximize_;
+  int max_trials_;
+  int started_ = 0;
+  std::vector<std::map<int, double>> results_;  // per rung: trial -> metric
+  std::vector<std::set<int>> promoted_;         // per rung: trials promoted out of it
+};
+
+}  // namespace phalanx::sweep

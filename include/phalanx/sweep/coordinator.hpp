@@ -1,0 +1,28 @@
+// The coordinator: a thread on world rank 0, beside rank 0's own worker, so that no rank sits
+// idle as a pure coordinator. It owns the ASHA state and the database, hands out jobs under the
+// heterogeneous dispatch rule, prints the leaderboard, and at the end writes results.csv, best/
+// and report.html. It sleeps between polls, so it takes next to no CPU from rank 0's trial.
+#pragma once
+
+#include <string>
+
+#include "phalanx/comm/communicator.hpp"
+#include "phalanx/config/sweep_config.hpp"
+
+namespace phalanx::sweep {
+
+struct CoordinatorOptions {
+  const config::SweepConfig* sweep = nullptr;
+  std::string sweep_directory;
+  bool resume = false;
+  int groups = 1;  // worker groups that will say hello
+};
+
+// Runs the sweep to its end; every worker has been told to stop when it returns.
+void run_coordinator(const CoordinatorOptions& options, const comm::Communicator& channel);
+
+// A stable description of what the sweep searches (space, budgets, scheduler, base config),
+// stored in the database and compared on --resume.
+std::string sweep_definition(const config::SweepConfig& sweep);
+
+}  // namespace phalanx::sweep

@@ -1,0 +1,54 @@
+// Heterogeneous dispatch: which of ASHA's candidate jobs a free worker group takes. Groups differ
+// in speed (a GPU group, a 2-thread CPU rank, a 1-thread CPU rank), and ASHA alone would let the
+// slowest group grab the most expensive job, holding the top rung hostage. The rule
+// (docs/SWEEPS.md): a free group walks the candidates in ASHA's order and takes
+//   - rung-0 work (a new trial, or one requeued after a kill) always: the cheap, exploratory work, so slow
+//   groups never sit idle;
+//   - a promotion only if no faster group is expected to finish it sooner, where a faster group's
+//     finish time is the rest of its current job plus the promotions already left to it in this
+//     walk plus the job's cost at its speed.
+// Only groups of the size a trial's checkpoint was written with can continue it. When it takes
+// nothing it waits; a group passed over always leaves its job to a faster group
+// that is busy, and that group takes it when it asks next, so nothing waits forever.
+#pragma once
+
+#include <vector>
+
+#include "phalanx/sweep/asha.hpp"
+
+namespace phalanx::sweep {
+
+struct GroupState {
+  int worker = 0;
+  bool gpu = false;
+  double speed = 0;              // measured budget units per second (0: not measured yet)
+  double busy_seconds_left = 0;  // expected rest of its current job (0 when free)
+  bool busy = false;
+  int size = 1;  // ranks in the group
+};
+
+struct Candidate {
+  Job job;
+  double cost = 0;  // budget units the job trains
+  // Ranks a group needs to run it: a trial with a checkpoint resumes only on a group of the size
+  // that wrote it (its data order depends on it); 0 for a new trial, which runs anywhere.
+  int group_size = 0;
+};
+
+// The speed used for decisions: measured when known; an unmeasured GPU group counts as faster
+// than every CPU group, an unmeasured CPU group as the median of the measured CPU groups (1 when
+// none is measured), so the first jobs go out without waiting for measurements.
+double effective_speed(const GroupState& group, const std::vector<GroupState>& groups);
+
+// Why a job went where it went, stored with the job so a user (and a test) can check the rule.
+struct DispatchEstimate {
+  double own_seconds = 0;            // the chosen job's expected time on the asking group
+  double faster_group_seconds = -1;  // best expected finish on a busy faster group (-1: none)
+  int passed_over = 0;               // promotions left to faster groups before this choice
+};
+
+// Index into `candidates` of the job `groups[asking]` should take now, or -1 to wait.
+int choose_job(const std::vector<Candidate>& candidates, const std::vector<GroupState>& groups, int asking,
+               DispatchEstimate* estimate = nullptr);
+
+}  // namespace phalanx::sweep

@@ -1,0 +1,82 @@
+// The sweep database (DIR/sweep.db), written only by the coordinator. Each state change is one
+// transaction, committed before the coordinator acts on it (sends the job, decides a
+// promotion), so after a kill the database says exactly which jobs were in flight.
+// Tables (docs/SWEEPS.md has the columns):
+//   trials        one row per trial: trial_id, status, rung, budget, metric, config, parameters, ...
+//   jobs          one row per assignment of a trial to a worker group (a rung, or its rest after
+//                 a kill): steps at start and end, checkpoint resumed from, times, status
+//   rung_results  the metric of each trial at the end of each rung it reached
+//   epoch_metrics per-epoch test metrics of each trial
+//   workers       the worker groups: ranks, device, threads, measured speed
+//   sweep         key/value facts about the sweep (its definition, for --resume checks)
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "phalanx/sweep/database.hpp"
+
+namespace phalanx::sweep {
+
+struct JobStart {
+  int trial = 0;
+  int rung = 0;
+  double budget = 0;
+  int worker = 0;
+  std::string device;
+  double started = 0;  // seconds since the Unix epoch
+  bool new_trial = false;
+  // For a new trial:
+  std::string parameters;  // JSON of the sampled values
+  std::string config;      // resolved training config (YAML)
+  std::uint64_t seed = 0;
+  std::string run_dir;
+  // The dispatch rule's view when the job was given out (dispatch.hpp).
+  double estimate_seconds = 0;
+  double faster_group_seconds = -1;
+};
+
+struct JobFinish {
+  std::int64_t job_id = 0;
+  int trial = 0;
+  int rung = 0;
+  double budget = 0;
+  int worker = 0;
+  std::string device;
+  double metric = 0;
+  std::int64_t start_step = 0, end_step = 0;
+  std::string resumed_from;
+  double finished = 0;
+  double train_seconds = 0;  // inside Trainer::run
+  double images_per_sec = 0;
+  nlohmann::json history;  // summary.json's per-epoch history
+  bool completed = false;  // the top rung: the trial is done
+  double worker_speed = 0;
+};
+
+class ResultsStore {
+ public:
+  explicit ResultsStore(const std::string& path);
+  const Database& database() const { return database_; }
+
+  bool has_trials() const;
+  std::optional<std::string> meta(const std::string& key) const;
+  void set_meta(const std::string& key, const std::string& value);
+  void register_worker(int worker, const std::string& ranks, const std::string& device, int threads,
+                       const std::string& host);
+  std::int64_t start_job(const JobStart& job);
+  void finish_job(const JobFinish& job);
+  void fail_job(std::int64_t job_id, int trial, const std::string& message, double finished);
+  // --resume: jobs left running by a kill become 'interrupted' and their trials 'paused' (to be
+  // requeued). Returns the interrupted jobs as (trial, rung).
+  std::vector<std::pair<int, int>> interrupt_running(double now);
+  // The end: trials ASHA did not promote are 'stopped'.
+  void stop_paused();
+
+ private:
+  Database database_;
+};
+
+}  // namespace phalanx::sweep

@@ -1,0 +1,34 @@
+// A worker group: one or more ranks that train a sweep's trials data-parallel among themselves
+// (k GPU ranks over NCCL, or one CPU rank). Its leader asks the coordinator for jobs and reports
+// results; every rank of the group runs each trial through the same train::Trainer as
+// `phalanx train`, in process, resuming from the trial's newest checkpoint when it has one.
+#pragma once
+
+#include <string>
+
+#include "phalanx/backend/backend.hpp"
+#include "phalanx/comm/communicator.hpp"
+#include "phalanx/comm/nccl_communicator.hpp"
+#include "phalanx/config/sweep_config.hpp"
+
+namespace phalanx::sweep {
+
+struct WorkerOptions {
+  const config::SweepConfig* sweep = nullptr;
+  std::string sweep_directory;
+  int worker = 0;                               // the group's index
+  const comm::Communicator* channel = nullptr;  // the sweep communicator (coordinator is rank 0)
+  const comm::Communicator* group = nullptr;    // the ranks of this group
+  backend::Backend* backend = nullptr;
+  comm::NcclCommunicator* nccl = nullptr;  // set when the group trains over NCCL
+  int threads = 1;
+  std::string ranks;  // world ranks of the group, for the database ("2" or "0,1")
+};
+
+// The run directory of a trial inside the sweep directory.
+std::string trial_directory(const std::string& sweep_directory, int trial);
+
+// Serves jobs until the coordinator says stop.
+void run_worker(const WorkerOptions& options);
+
+}  // namespace phalanx::sweep

@@ -1,0 +1,287 @@
+// The sweep file (docs/SWEEPS.md) into a validated SweepConfig. Its keys go through the same
+// Reader as training configs, so messages name the file, the dotted key and the allowed range;
+// every value the search space can produce is checked against the training schema up front, so
+// a bad space fails before any trial runs.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "phalanx/config/sweep_config.hpp"
+#include "phalanx/core/error.hpp"
+#include "reader.hpp"
+#include "schema.hpp"
+
+namespace phalanx::config {
+namespace {
+
+// Reader::fail with the dotted key in front of the message, as the training-config errors read.
+[[noreturn]] void fail_at(const Reader& reader, const std::string& key, const std::string& message,
+                          const YAML::Node& node) {
+  reader.fail(key, key + ": " + message, node);
+}
+
+const std::vector<std::string>& sweep_keys() {
+  static const std::vector<std::string> keys = {"name",   "seed",      "config",  "set",
+                                                "search", "scheduler", "trials",  "metric",
+                                                "goal",   "budget",    "workers", "space"};
+  return keys;
+}
+const std::vector<std::string>& budget_keys() {
+  static const std::vector<std::string> keys = {"unit", "min", "max", "eta"};
+  return keys;
+}
+const std::vector<std::string>& worker_keys() {
+  static const std::vector<std::string> keys = {"gpu_ranks_per_trial", "cpu_trials"};
+  return keys;
+}
+// The dotted keys --set may name in the sweep file itself (besides config.*).
+std::vector<std::string> settable_keys() {
+  std::vector<std::string> keys;
+  for (const auto& key : sweep_keys())
+    if (key != "budget" && key != "workers" && key != "space" && key != "set") keys.push_back(key);
+  for (const auto& key : budget_keys()) keys.push_back("budget." + key);
+  for (const auto& key : worker_keys()) keys.push_back("workers." + key);
+  return keys;
+}
+
+std::string read_text_file(const std::string& path, const std::string& what) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error))
+    throw_input_error(path + ": cannot read the " + what + ": no such file");
+  if (std::filesystem::is_directory(path, error))
+    throw_input_error(path + ": cannot read the " + what + ": it is a directory");
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) throw_input_error(path + ": cannot read the " + what + ": " + std::strerror(errno));
+  std::ostringstream text;
+  text << stream.rdbuf();
+  return text.str();
+}
+
+// --set KEY=VALUE for the sweep file: `config.`-prefixed keys go to the base training config,
+// the others are written into the sweep tree before it is read.
+std::vector<std::string> apply_sweep_overrides(YAML::Node& root, const std::string& source,
+                                               const std::vector<std::string>& overrides,
+                                               std::vector<std::string>& base_overrides) {
+  std::vector<std::string> overridden;
+  for (const auto& assignment : overrides) {
+    const std::string where = source + ": --set '" + assignment + "'";
+    const auto equals = assignment.find('=');
+    if (equals == std::string::npos || equals == 0)
+      throw_input_error(where + ": expected KEY=VALUE (e.g. trials=4 or config.data.path=x.h5)");
+    const std::string key = assignment.substr(0, equals);
+    if (key.starts_with("config.")) {
+      base_overrides.push_back(assignment.substr(7));
+      continue;
+    }
+    const auto keys = settable_keys();
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      const std::string near = closest_match(key, keys);
+      throw_input_error(where + ": unknown sweep key '" + key + "'" +
+                        (near.empty() ? " (training-config keys take the prefix 'config.')"
+                                      : " (did you mean '" + near + "'?)"));
+    }
+    YAML::Node value;
+    try {
+      value = YAML::Load(assignment.substr(equals + 1));
+    } catch (const YAML::Exception& error) {
+      throw_input_error(where + ": cannot read the value as YAML: " + error.msg);
+    }
+    const auto dot = key.find('.');
+    if (dot == std::string::npos) {
+      root[key] = value;
+    } else {
+      const std::string section = key.substr(0, dot);
+      if (!root[section].IsDefined() || root[section].IsNull())
+        root[section] = YAML::Node(YAML::NodeType::Map);
+      YAML::Node mapping = root[section];
+      if (mapping.IsMap()) mapping[key.substr(dot + 1)] = value;
+    }
+    overridden.push_back(key);
+  }
+  return overridden;
+}
+
+void read_space(const Reader& reader, const YAML::Node& space, SweepConfig& sweep) {
+  if (!reader.require_mapping(space, "space"))
+    fail_at(reader, "space", "is empty: name at least one key to search", space);
+  const auto& training_keys = schema::dotted_keys();
+  for (const auto& entry : space) {
+    const std::string key = entry.first.as<std::string>();
+    const std::string where = "space." + key;
+    if (std::find(training_keys.begin(), training_keys.end(), key) == training_keys.end()) {
+      const std::string near = closest_match(key, training_keys);
+      fail_at(reader, "space",
+              "unknown training-config key '" + key + "'" +
+                  (near.empty() ? "" : " (did you mean '" + near + "'?)"),
+              entry.first);
+    }
+    for (const auto& previous : sweep.space)
+      if (previous.key == key) fail_at(reader, where, "appears twice", entry.first);
+    const YAML::Node node = entry.second;
+    if (!node.IsMap())
+      fail_at(reader, where, "expected a mapping such as {type: choice, values: [...]}", node);
+    SearchParameter parameter;
+    parameter.key = key;
+    parameter.type = reader.choice(node["type"], where + ".type", {"choice", "uniform", "loguniform", "int"});
+    if (parameter.type == "choice") {
+      reader.check_keys(node, where, {"type", "values"});
+      const YAML::Node values = node["values"];
+      if (!values.IsDefined() || !values.IsSequence())
+        fail_at(reader, where + ".values", "expected a list of values", values.IsDefined() ? values : node);
+      if (values.size() == 0)
+        fail_at(reader, where + ".values", "is empty: a choice needs at least one value", values);
+      for (const auto& value : values) {
+        YAML::Emitter emitter;
+        emitter << YAML::Flow << value;
+        parameter.values.push_back(emitter.c_str());
+      }
+    } else {
+      reader.check_keys(node, where, {"type", "low", "high"});
+      if (parameter.type == "int") {
+        parameter.low =
+            static_cast<double>(reader.integer(node["low"], where + ".low", INT32_MIN, INT32_MAX));
+        parameter.high =
+            static_cast<double>(reader.integer(node["high"], where + ".high", INT32_MIN, INT32_MAX));
+      } else {
+        const std::optional<Bound> positive =
+            parameter.type == "loguniform" ? std::optional<Bound>(Bound{0.0, false}) : std::nullopt;
+        parameter.low = reader.real(node["low"], where + ".low", positive, std::nullopt);
+        parameter.high = reader.real(node["high"], where + ".high", positive, std::nullopt);
+      }
+      if (parameter.low > parameter.high)
+        fail_at(reader, where,
+                "low (" + format_number(parameter.low) + ") is larger than high (" +
+                    format_number(parameter.high) + ")",
+                node);
+    }
+    sweep.space.push_back(std::move(parameter));
+  }
+}
+
+// Every value the space can produce, as KEY=VALUE, for the up-front check.
+std::vector<std::string> extreme_values(const SearchParameter& parameter) {
+  if (parameter.type == "choice") return parameter.values;
+  if (parameter.type == "int")
+    return {std::to_string(static_cast<long long>(parameter.low)),
+            std::to_string(static_cast<long long>(parameter.high))};
+  return {format_number(parameter.low), format_number(parameter.high)};
+}
+
+}  // namespace
+
+SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& overrides) {
+  const std::string text = read_text_file(path, "sweep file");
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& error) {
+    std::string where;
+    if (!error.mark.is_null())
+      where = "line " + std::to_string(error.mark.line + 1) + ", column " +
+              std::to_string(error.mark.column + 1) + ": ";
+    throw_input_error(path + ": " + where + "YAML syntax error: " + error.msg);
+  }
+  if (!root.IsMap())
+    throw_input_error(path + ": expected a mapping of keys at the top level (see docs/SWEEPS.md)");
+
+  SweepConfig sweep;
+  sweep.source = path;
+  std::vector<std::string> command_line_base;
+  const auto overridden = apply_sweep_overrides(root, path, overrides, command_line_base);
+  const Reader reader(path, overridden);
+  reader.check_keys(root, "", sweep_keys());
+
+  if (root["name"].IsDefined()) sweep.name = reader.text(root["name"], "name");
+  if (root["seed"].IsDefined()) sweep.seed = reader.unsigned_integer(root["seed"], "seed");
+  if (!root["config"].IsDefined())
+    fail_at(reader, "config", "is missing: name the base training config file", root);
+  sweep.base_path = reader.text(root["config"], "config");
+  if (!sweep.base_path.empty() && sweep.base_path[0] != '/')
+    sweep.base_path =
+        (std::filesystem::path(path).parent_path() / sweep.base_path).lexically_normal().string();
+  if (const YAML::Node set = root["set"]; set.IsDefined()) {
+    if (!set.IsSequence())
+      fail_at(reader, "set", "expected a list of KEY=VALUE strings for the base config", set);
+    for (const auto& item : set) sweep.base_overrides.push_back(reader.text(item, "set"));
+  }
+  for (auto& assignment : command_line_base) sweep.base_overrides.push_back(std::move(assignment));
+  if (root["search"].IsDefined()) sweep.search = reader.choice(root["search"], "search", {"random", "grid"});
+  if (root["scheduler"].IsDefined())
+    sweep.scheduler = reader.choice(root["scheduler"], "scheduler", {"asha", "full"});
+  if (root["trials"].IsDefined())
+    sweep.trials =
+        static_cast<int>(reader.integer(root["trials"], "trials", sweep.search == "grid" ? 0 : 1, 100000));
+  else if (sweep.search == "random")
+    fail_at(reader, "trials", "is missing: random search needs the number of trials", root);
+  if (root["metric"].IsDefined())
+    sweep.metric = reader.choice(root["metric"], "metric", {"test_accuracy", "test_loss", "train_loss"});
+  sweep.goal = sweep.metric == "test_accuracy" ? "maximize" : "minimize";
+  if (root["goal"].IsDefined()) sweep.goal = reader.choice(root["goal"], "goal", {"maximize", "minimize"});
+
+  if (reader.require_mapping(root["budget"], "budget")) {
+    const YAML::Node budget = root["budget"];
+    reader.check_keys(budget, "budget", budget_keys());
+    if (budget["unit"].IsDefined())
+      sweep.budget_unit = reader.choice(budget["unit"], "budget.unit", {"epochs", "samples"});
+    if (budget["min"].IsDefined())
+      sweep.min_budget = reader.real(budget["min"], "budget.min", Bound{0.0, false}, std::nullopt);
+    if (budget["max"].IsDefined())
+      sweep.max_budget = reader.real(budget["max"], "budget.max", Bound{0.0, false}, std::nullopt);
+    if (budget["eta"].IsDefined())
+      sweep.eta = static_cast<int>(reader.integer(budget["eta"], "budget.eta", 2, 1000));
+    if (sweep.min_budget > sweep.max_budget)
+      fail_at(reader, "budget.min",
+              format_number(sweep.min_budget) + " is larger than budget.max (" +
+                  format_number(sweep.max_budget) + ")",
+              budget["min"].IsDefined() ? budget["min"] : budget);
+  } else {
+    fail_at(reader, "budget", "is missing: give at least budget.max (and budget.min, budget.eta for ASHA)",
+            root);
+  }
+  if (reader.require_mapping(root["workers"], "workers")) {
+    const YAML::Node workers = root["workers"];
+    reader.check_keys(workers, "workers", worker_keys());
+    if (workers["gpu_ranks_per_trial"].IsDefined())
+      sweep.gpu_ranks_per_trial = static_cast<int>(
+          reader.integer(workers["gpu_ranks_per_trial"], "workers.gpu_ranks_per_trial", 1, 4096));
+    if (workers["cpu_trials"].IsDefined())
+      sweep.cpu_trials = reader.boolean(workers["cpu_trials"], "workers.cpu_trials");
+  }
+  if (!root["space"].IsDefined()) fail_at(reader, "space", "is missing: name the keys to search", root);
+  read_space(reader, root["space"], sweep);
+  if (sweep.search == "grid")
+    for (const auto& parameter : sweep.space)
+      if (parameter.type == "uniform" || parameter.type == "loguniform")
+        fail_at(reader, "space." + parameter.key,
+                "is " + parameter.type + ", but grid search needs values it can list (choice or int)",
+                root["space"][parameter.key]);
+
+  // The base config, then every value the space can take, through the training schema: a
+  // learning rate below zero or a batch size of 0 fails here, naming the space key.
+  sweep.base_text = read_text_file(sweep.base_path, "base training config (key 'config' of " + path + ")");
+  sweep.base = trial_config(sweep, {});
+  for (const auto& parameter : sweep.space)
+    for (const auto& value : extreme_values(parameter)) {
+      try {
+        trial_config(sweep, {parameter.key + "=" + value});
+      } catch (const Error& error) {
+        throw_input_error(path + ": space." + parameter.key + ": the value " + value +
+                          " is not valid for the training config: " + error.what());
+      }
+    }
+  return sweep;
+}
+
+Config trial_config(const SweepConfig& sweep, const std::vector<std::string>& assignments) {
+  std::vector<std::string> overrides = sweep.base_overrides;
+  overrides.insert(overrides.end(), assignments.begin(), assignments.end());
+  return parse(sweep.base_text, sweep.base_path, overrides);
+}
+
+}  // namespace phalanx::config

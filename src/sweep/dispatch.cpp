@@ -1,0 +1,58 @@
+// The heterogeneous dispatch rule (see dispatch.hpp).
+#include "phalanx/sweep/dispatch.hpp"
+
+#include <algorithm>
+
+namespace phalanx::sweep {
+
+double effective_speed(const GroupState& group, const std::vector<GroupState>& groups) {
+  if (group.speed > 0) return group.speed;
+  std::vector<double> cpu, all;
+  for (const auto& other : groups) {
+    if (other.speed <= 0) continue;
+    all.push_back(other.speed);
+    if (!other.gpu) cpu.push_back(other.speed);
+  }
+  if (group.gpu) return all.empty() ? 1e6 : 10.0 * *std::max_element(all.begin(), all.end());
+  if (cpu.empty()) return 1.0;
+  std::sort(cpu.begin(), cpu.end());
+  return cpu[cpu.size() / 2];
+}
+
+int choose_job(const std::vector<Candidate>& candidates, const std::vector<GroupState>& groups, int asking,
+               DispatchEstimate* estimate) {
+  const GroupState& self = groups.at(static_cast<std::size_t>(asking));
+  const double own_speed = effective_speed(self, groups);
+  // Work already left to each faster group during this walk, in seconds.
+  std::vector<double> reserved(groups.size(), 0.0);
+  for (std::size_t index = 0; index < candidates.size(); ++index) {
+    const Candidate& candidate = candidates[index];
+    if (candidate.group_size > 0 && candidate.group_size != self.size) continue;
+    const double own_seconds = candidate.cost / own_speed;
+    if (estimate) *estimate = DispatchEstimate{own_seconds, -1, estimate->passed_over};
+    if (candidate.job.rung == 0) return static_cast<int>(index);
+    int best_other = -1;
+    double best_finish = own_seconds;
+    for (std::size_t other = 0; other < groups.size(); ++other) {
+      if (static_cast<int>(other) == asking) continue;
+      const double speed = effective_speed(groups[other], groups);
+      // Only a busy, faster group can be waited for: a free one would have asked already.
+      if (!groups[other].busy || speed <= own_speed) continue;
+      if (candidate.group_size > 0 && candidate.group_size != groups[other].size) continue;
+      const double finish = groups[other].busy_seconds_left + reserved[other] + candidate.cost / speed;
+      if (estimate && (estimate->faster_group_seconds < 0 || finish < estimate->faster_group_seconds))
+        estimate->faster_group_seconds = finish;
+      if (finish < best_finish) {
+        best_finish = finish;
+        best_other = static_cast<int>(other);
+      }
+    }
+    if (best_other < 0) return static_cast<int>(index);
+    if (estimate) ++estimate->passed_over;
+    reserved[static_cast<std::size_t>(best_other)] +=
+        candidate.cost / effective_speed(groups[best_other], groups);
+  }
+  return -1;
+}
+
+}  // namespace phalanx::sweep

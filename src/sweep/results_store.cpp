@@ -1,0 +1,221 @@
+// The sweep database schema and its transactions (see results_store.hpp).
+#include "phalanx/sweep/results_store.hpp"
+
+namespace phalanx::sweep {
+
+ResultsStore::ResultsStore(const std::string& path) : database_(path, true) {
+  database_.execute(R"sql(
+    CREATE TABLE IF NOT EXISTS sweep (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS workers (
+      worker INTEGER PRIMARY KEY, ranks TEXT NOT NULL, device TEXT NOT NULL, threads INTEGER NOT NULL,
+      host TEXT NOT NULL, speed REAL, jobs INTEGER NOT NULL DEFAULT 0, busy_seconds REAL NOT NULL DEFAULT 0);
+    CREATE TABLE IF NOT EXISTS trials (
+      trial_id INTEGER PRIMARY KEY, status TEXT NOT NULL, rung INTEGER NOT NULL, budget REAL, metric REAL,
+      config TEXT NOT NULL, parameters TEXT NOT NULL, seed INTEGER NOT NULL, run_dir TEXT NOT NULL,
+      worker INTEGER, device TEXT, steps INTEGER NOT NULL DEFAULT 0, wall_seconds REAL NOT NULL DEFAULT 0,
+      created REAL NOT NULL, updated REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS jobs (
+      job_id INTEGER PRIMARY KEY AUTOINCREMENT, trial_id INTEGER NOT NULL REFERENCES trials(trial_id),
+      rung INTEGER NOT NULL, budget REAL NOT NULL, worker INTEGER NOT NULL, device TEXT NOT NULL,
+      status TEXT NOT NULL, start_step INTEGER, end_step INTEGER, resumed_from TEXT, started REAL NOT NULL,
+      finished REAL, wall_seconds REAL, train_seconds REAL, images_per_sec REAL, metric REAL, message TEXT,
+      estimate_seconds REAL, faster_group_seconds REAL);
+    CREATE TABLE IF NOT EXISTS rung_results (
+      trial_id INTEGER NOT NULL REFERENCES trials(trial_id), rung INTEGER NOT NULL, budget REAL NOT NULL,
+      metric REAL NOT NULL, steps INTEGER NOT NULL, worker INTEGER NOT NULL, device TEXT NOT NULL,
+      job_id INTEGER NOT NULL, finished REAL NOT NULL, PRIMARY KEY (trial_id, rung));
+    CREATE TABLE IF NOT EXISTS epoch_metrics (
+      trial_id INTEGER NOT NULL REFERENCES trials(trial_id), epoch INTEGER NOT NULL, job_id INTEGER NOT NULL,
+      test_accuracy REAL, test_loss REAL, train_loss REAL, epoch_seconds REAL, PRIMARY KEY (trial_id, epoch));
+  )sql");
+}
+
+bool ResultsStore::has_trials() const {
+  Statement statement(database_, "SELECT COUNT(*) FROM trials");
+  return statement.step() && statement.integer(0) > 0;
+}
+
+std::optional<std::string> ResultsStore::meta(const std::string& key) const {
+  Statement statement(database_, "SELECT value FROM sweep WHERE key = ?1");
+  statement.bind(1, key);
+  if (!statement.step()) return std::nullopt;
+  return statement.text(0);
+}
+
+void ResultsStore::set_meta(const std::string& key, const std::string& value) {
+  Statement(database_, "INSERT OR REPLACE INTO sweep (key, value) VALUES (?1, ?2)")
+      .bind(1, key)
+      .bind(2, value)
+      .run();
+}
+
+void ResultsStore::register_worker(int worker, const std::string& ranks, const std::string& device,
+                                   int threads, const std::string& host) {
+  Statement(database_,
+            "INSERT INTO workers (worker, ranks, device, threads, host) VALUES (?1, ?2, ?3, ?4, ?5) "
+            "ON CONFLICT (worker) DO UPDATE SET ranks = ?2, device = ?3, threads = ?4, host = ?5")
+      .bind(1, worker)
+      .bind(2, ranks)
+      .bind(3, device)
+      .bind(4, threads)
+      .bind(5, host)
+      .run();
+}
+
+std::int64_t ResultsStore::start_job(const JobStart& job) {
+  Transaction transaction(database_);
+  if (job.new_trial) {
+    Statement(
+        database_,
+        "INSERT INTO trials (trial_id, status, rung, config, parameters, seed, run_dir, worker, device, "
+        "created, updated) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)")
+        .bind(1, job.trial)
+        .bind(2, job.rung)
+        .bind(3, job.config)
+        .bind(4, job.parameters)
+        .bind(5, static_cast<std::int64_t>(job.seed))
+        .bind(6, job.run_dir)
+        .bind(7, job.worker)
+        .bind(8, job.device)
+        .bind(9, job.started)
+        .run();
+  } else {
+    Statement(database_,
+              "UPDATE trials SET status = 'running', rung = ?2, worker = ?3, device = ?4, updated = ?5 "
+              "WHERE trial_id = ?1")
+        .bind(1, job.trial)
+        .bind(2, job.rung)
+        .bind(3, job.worker)
+        .bind(4, job.device)
+        .bind(5, job.started)
+        .run();
+  }
+  Statement insert(
+      database_,
+      "INSERT INTO jobs (trial_id, rung, budget, worker, device, status, started, estimate_seconds, "
+      "faster_group_seconds) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, ?8)");
+  insert.bind(1, job.trial)
+      .bind(2, job.rung)
+      .bind(3, job.budget)
+      .bind(4, job.worker)
+      .bind(5, job.device)
+      .bind(6, job.started)
+      .bind(7, job.estimate_seconds);
+  if (job.faster_group_seconds >= 0)
+    insert.bind(8, job.faster_group_seconds);
+  else
+    insert.bind_null(8);
+  insert.run();
+  const std::int64_t job_id = database_.last_insert_id();
+  transaction.commit();
+  return job_id;
+}
+
+void ResultsStore::finish_job(const JobFinish& job) {
+  Transaction transaction(database_);
+  Statement(
+      database_,
+      "UPDATE jobs SET status = 'done', start_step = ?2, end_step = ?3, resumed_from = ?4, finished = ?5, "
+      "wall_seconds = ?5 - started, train_seconds = ?6, images_per_sec = ?7, metric = ?8 WHERE job_id = ?1")
+      .bind(1, job.job_id)
+      .bind(2, job.start_step)
+      .bind(3, job.end_step)
+      .bind(4, job.resumed_from)
+      .bind(5, job.finished)
+      .bind(6, job.train_seconds)
+      .bind(7, job.images_per_sec)
+      .bind(8, job.metric)
+      .run();
+  Statement(
+      database_,
+      "INSERT INTO rung_results (trial_id, rung, budget, metric, steps, worker, device, job_id, finished) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
+      .bind(1, job.trial)
+      .bind(2, job.rung)
+      .bind(3, job.budget)
+      .bind(4, job.metric)
+      .bind(5, job.end_step)
+      .bind(6, job.worker)
+      .bind(7, job.device)
+      .bind(8, job.job_id)
+      .bind(9, job.finished)
+      .run();
+  Statement epoch(database_,
+                  "INSERT OR REPLACE INTO epoch_metrics (trial_id, epoch, job_id, test_accuracy, test_loss, "
+                  "train_loss, epoch_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  for (const auto& entry : job.history) {
+    epoch.bind(1, job.trial)
+        .bind(2, entry.value("epoch", std::int64_t{0}))
+        .bind(3, job.job_id)
+        .bind(4, entry.value("test_accuracy", 0.0))
+        .bind(5, entry.value("test_loss", 0.0))
+        .bind(6, entry.value("train_loss", 0.0))
+        .bind(7, entry.value("epoch_seconds", 0.0))
+        .run();
+  }
+  Statement(database_,
+            "UPDATE trials SET status = ?2, rung = ?3, budget = ?4, metric = ?5, steps = ?6, "
+            "wall_seconds = wall_seconds + (?7 - (SELECT started FROM jobs WHERE job_id = ?8)), updated = ?7 "
+            "WHERE trial_id = ?1")
+      .bind(1, job.trial)
+      .bind(2, std::string(job.completed ? "completed" : "paused"))
+      .bind(3, job.rung)
+      .bind(4, job.budget)
+      .bind(5, job.metric)
+      .bind(6, job.end_step)
+      .bind(7, job.finished)
+      .bind(8, job.job_id)
+      .run();
+  Statement(
+      database_,
+      "UPDATE workers SET speed = ?2, jobs = jobs + 1, "
+      "busy_seconds = busy_seconds + (?3 - (SELECT started FROM jobs WHERE job_id = ?4)) WHERE worker = ?1")
+      .bind(1, job.worker)
+      .bind(2, job.worker_speed)
+      .bind(3, job.finished)
+      .bind(4, job.job_id)
+      .run();
+  transaction.commit();
+}
+
+void ResultsStore::fail_job(std::int64_t job_id, int trial, const std::string& message, double finished) {
+  Transaction transaction(database_);
+  Statement(database_,
+            "UPDATE jobs SET status = 'failed', message = ?2, finished = ?3, wall_seconds = ?3 - started "
+            "WHERE job_id = ?1")
+      .bind(1, job_id)
+      .bind(2, message)
+      .bind(3, finished)
+      .run();
+  Statement(database_, "UPDATE trials SET status = 'failed', updated = ?2 WHERE trial_id = ?1")
+      .bind(1, trial)
+      .bind(2, finished)
+      .run();
+  transaction.commit();
+}
+
+std::vector<std::pair<int, int>> ResultsStore::interrupt_running(double now) {
+  Transaction transaction(database_);
+  std::vector<std::pair<int, int>> interrupted;
+  {
+    Statement statement(database_,
+                        "SELECT trial_id, rung FROM jobs WHERE status = 'running' ORDER BY job_id");
+    while (statement.step())
+      interrupted.emplace_back(static_cast<int>(statement.integer(0)),
+                               static_cast<int>(statement.integer(1)));
+  }
+  Statement(database_, "UPDATE jobs SET status = 'interrupted', finished = ?1 WHERE status = 'running'")
+      .bind(1, now)
+      .run();
+  Statement(database_, "UPDATE trials SET status = 'paused', updated = ?1 WHERE status = 'running'")
+      .bind(1, now)
+      .run();
+  transaction.commit();
+  return interrupted;
+}
+
+void ResultsStore::stop_paused() {
+  database_.execute("UPDATE trials SET status = 'stopped' WHERE status = 'paused'");
+}
+
+}  // namespace phalanx::sweep

@@ -1,0 +1,119 @@
+// The worker loop (see worker.hpp). A job names a trial, the rung to reach and its budget; the
+// worker turns the budget into train.max_steps of a run whose train.epochs spans the sweep's
+// maximum budget, so every rung is a prefix of the same trajectory (the schedule included) and
+// a promoted trial continues from its checkpoint exactly as an uninterrupted run would.
+#include "phalanx/sweep/worker.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "phalanx/core/error.hpp"
+#include "phalanx/core/timer.hpp"
+#include "phalanx/data/dataset.hpp"
+#include "phalanx/data/shard_plan.hpp"
+#include "phalanx/sweep/protocol.hpp"
+#include "phalanx/train/trainer.hpp"
+
+namespace phalanx::sweep {
+namespace {
+
+// Budget -> optimizer steps for this group (its size sets the global batch).
+void set_budget(const config::SweepConfig& sweep, double budget, const comm::Communicator& group,
+                config::Config& config) {
+  const auto info = data::read_dataset_info(config.data.path);
+  const auto* split = info.find_split(config.data.train_split);
+  PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": has no split '", config.data.train_split, "'");
+  const std::int64_t global_batch = static_cast<std::int64_t>(config.train.batch_size) * group.size();
+  PHALANX_REQUIRE_INPUT(split->count >= global_batch, config.data.path, ": split '", config.data.train_split,
+                        "' has ", split->count, " samples, fewer than one global batch of ", global_batch);
+  const data::ShardPlan plan(split->count, config.train.batch_size, group.rank(), group.size(), config.seed);
+  const std::int64_t steps_per_epoch = plan.steps_per_epoch();
+  if (sweep.budget_unit == "epochs") {
+    config.train.max_steps =
+        std::max<std::int64_t>(1, std::llround(budget * static_cast<double>(steps_per_epoch)));
+    config.train.epochs = std::max(1, static_cast<int>(std::ceil(sweep.max_budget - 1e-9)));
+  } else {
+    config.train.max_steps = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil(budget / static_cast<double>(global_batch))));
+    const auto max_steps =
+        static_cast<std::int64_t>(std::ceil(sweep.max_budget / static_cast<double>(global_batch)));
+    config.train.epochs =
+        static_cast<int>(std::max<std::int64_t>(1, (max_steps + steps_per_epoch - 1) / steps_per_epoch));
+  }
+}
+
+nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job) {
+  const auto& group = *options.group;
+  const int trial = job.at("trial").get<int>();
+  auto config = config::trial_config(*options.sweep, job.at("assignments").get<std::vector<std::string>>());
+  set_budget(*options.sweep, job.at("budget").get<double>(), group, config);
+  const std::string run_directory = trial_directory(options.sweep_directory, trial);
+  // The group leader picks the checkpoint so that every rank of the group loads the same one.
+  std::string resume =
+      group.rank() == 0 ? train::RunDirectory(run_directory, false).find_latest_checkpoint() : "";
+  group.broadcast_string(resume, 0);
+
+  train::TrainerOptions trainer_options{config, config::to_yaml(config), run_directory,
+                                        resume, options.threads,         options.nccl};
+  trainer_options.quiet = true;
+  Stopwatch clock;
+  train::Trainer trainer(std::move(trainer_options), group, *options.backend);
+  const std::int64_t start_step = trainer.position().global_step;
+  const auto summary = trainer.run();
+  const std::string& metric = options.sweep->metric;
+  PHALANX_CHECK(summary.contains(metric), "the trial's summary has no '", metric, "'");
+  return {{"type", "result"},
+          {"job", job.at("job")},
+          {"worker", options.worker},
+          {"metric", summary.at(metric).get<double>()},
+          {"start_step", start_step},
+          {"end_step", summary.at("steps")},
+          {"resumed_from", resume},
+          {"train_seconds", clock.seconds()},
+          {"images_per_sec", summary.value("images_per_sec", 0.0)},
+          {"history", summary.value("history", nlohmann::json::array())}};
+}
+
+}  // namespace
+
+std::string trial_directory(const std::string& sweep_directory, int trial) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "trials/%05d", trial);
+  return sweep_directory + "/" + name;
+}
+
+void run_worker(const WorkerOptions& options) {
+  const auto& group = *options.group;
+  const auto& channel = *options.channel;
+  const bool leader = group.rank() == 0;
+  if (leader) {
+    const nlohmann::json hello = {{"type", "hello"},
+                                  {"worker", options.worker},
+                                  {"ranks", options.ranks},
+                                  {"gpu", options.backend->device_kind() == DeviceKind::Cuda},
+                                  {"device", options.backend->name()},
+                                  {"threads", options.threads},
+                                  {"host", channel.host_name()}};
+    channel.send_string(hello.dump(), 0, tag_to_coordinator);
+  }
+  for (;;) {
+    std::string text = leader ? channel.receive_string(0, tag_to_worker).text : std::string();
+    group.broadcast_string(text, 0);
+    const auto job = nlohmann::json::parse(text);
+    if (job.at("type") == "stop") return;
+    nlohmann::json report;
+    try {
+      report = run_job(options, job);
+    } catch (const Error& error) {
+      // A lone rank can report a failed trial and go on; in a larger group the other ranks may be
+      // inside a collective, so the failure ends the job (the caller aborts).
+      if (group.size() > 1) throw;
+      report = {
+          {"type", "failed"}, {"job", job.at("job")}, {"worker", options.worker}, {"message", error.what()}};
+    }
+    if (leader) channel.send_string(report.dump(), 0, tag_to_coordinator);
+  }
+}
+
+}  // namespace phalanx::sweep

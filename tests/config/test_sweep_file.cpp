@@ -1,0 +1,95 @@
+// The sweep file is validated like a training config: every bad key or value is an InvalidInput
+// error (exit status 2) naming the file and the key, with a suggestion for a misspelt key.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "config/expect_input_error.hpp"
+#include "phalanx/config/sweep_config.hpp"
+#include "support/test_support.hpp"
+
+using phalanx::config::load_sweep;
+using phalanx::testing::expect_input_error;
+
+namespace {
+
+class SweepFile : public ::testing::Test {
+ protected:
+  SweepFile() : scratch_("sweep_file") {
+    write("base.yaml",
+          "model: {preset: fmnist_cnn}\ndata: {path: data.h5}\ntrain: {epochs: 2, batch_size: 32}\n");
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(scratch_.file(name)) << text;
+    return scratch_.file(name);
+  }
+  // A valid sweep with `replace` substituted for `original` in its text.
+  std::string sweep(const std::string& original = "", const std::string& replace = "") {
+    std::string text =
+        "name: test\nconfig: base.yaml\ntrials: 4\nbudget: {min: 1, max: 9, eta: 3}\n"
+        "space:\n  optimizer.learning_rate: {type: loguniform, low: 0.001, high: 0.1}\n"
+        "  train.batch_size: {type: choice, values: [16, 32]}\n";
+    if (!original.empty()) text.replace(text.find(original), original.size(), replace);
+    return write("sweep.yaml", text);
+  }
+  phalanx::testing::ScratchDirectory scratch_;
+};
+
+}  // namespace
+
+TEST_F(SweepFile, ReadsAValidSweep) {
+  const auto sweep = load_sweep(this->sweep());
+  EXPECT_EQ(sweep.name, "test");
+  EXPECT_EQ(sweep.trials, 4);
+  EXPECT_EQ(sweep.search, "random");
+  EXPECT_EQ(sweep.scheduler, "asha");
+  EXPECT_EQ(sweep.goal, "maximize");
+  EXPECT_DOUBLE_EQ(sweep.max_budget, 9);
+  ASSERT_EQ(sweep.space.size(), 2u);
+  EXPECT_EQ(sweep.space[1].values, (std::vector<std::string>{"16", "32"}));
+  EXPECT_EQ(sweep.base.train.batch_size, 32);
+  // --set reaches both the sweep keys and, with config., the base training config.
+  const auto overridden = load_sweep(this->sweep(), {"trials=2", "budget.max=3", "config.train.epochs=5"});
+  EXPECT_EQ(overridden.trials, 2);
+  EXPECT_DOUBLE_EQ(overridden.max_budget, 3);
+  EXPECT_EQ(overridden.base.train.epochs, 5);
+}
+
+TEST_F(SweepFile, UnknownKeyInTheSpaceSuggestsTheRightOne) {
+  expect_input_error(
+      [&] { load_sweep(sweep("optimizer.learning_rate:", "optimizer.learnin_rate:")); },
+      {"sweep.yaml", "space", "optimizer.learnin_rate", "did you mean 'optimizer.learning_rate'"});
+}
+
+TEST_F(SweepFile, EmptyChoiceIsAnError) {
+  expect_input_error([&] { load_sweep(sweep("values: [16, 32]", "values: []")); },
+                     {"sweep.yaml", "space.train.batch_size.values", "empty"});
+}
+
+TEST_F(SweepFile, MinimumBudgetAboveMaximumIsAnError) {
+  expect_input_error([&] { load_sweep(sweep("min: 1, max: 9", "min: 10, max: 9")); },
+                     {"sweep.yaml", "budget.min", "larger than budget.max"});
+}
+
+TEST_F(SweepFile, EtaBelowTwoIsAnError) {
+  expect_input_error([&] { load_sweep(sweep("eta: 3", "eta: 1")); }, {"sweep.yaml", "budget.eta"});
+}
+
+TEST_F(SweepFile, OtherMistakesNameTheirKey) {
+  expect_input_error([&] { load_sweep(sweep("trials: 4", "trails: 4")); },
+                     {"sweep.yaml", "did you mean 'trials'"});
+  expect_input_error([&] { load_sweep(sweep("type: loguniform", "type: logarithmic")); },
+                     {"space.optimizer.learning_rate.type"});
+  expect_input_error([&] { load_sweep(sweep("low: 0.001", "low: 0")); },
+                     {"space.optimizer.learning_rate.low"});
+  expect_input_error([&] { load_sweep(sweep("low: 0.001, high: 0.1", "low: 0.5, high: 0.1")); },
+                     {"space.optimizer.learning_rate", "larger than high"});
+  // A value the training schema refuses fails up front, naming the space key.
+  expect_input_error([&] { load_sweep(sweep("values: [16, 32]", "values: [0, 32]")); },
+                     {"space.train.batch_size", "the value 0"});
+  expect_input_error([&] { load_sweep(sweep("base.yaml", "missing.yaml")); },
+                     {"missing.yaml", "no such file"});
+  expect_input_error([&] { load_sweep(sweep(), {"trails=3"}); }, {"--set", "did you mean 'trials'"});
+  expect_input_error([&] { load_sweep(sweep("name: test\n", "name: test\nsearch: grid\n")); },
+                     {"space.optimizer.learning_rate", "grid search"});
+}

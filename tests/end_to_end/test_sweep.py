@@ -1,0 +1,346 @@
+"""End-to-end: `phalanx sweep` through mpirun on a Fashion-MNIST subset (docs/SWEEPS.md).
+
+- A 4-rank ASHA sweep finishes; the database is consistent (one done job per rung result, the
+  promotion rule holds at the time of every promotion, step counts match the budgets and the
+  checkpoints), results.csv equals the database, best/ and report.html are there.
+- SIGKILL of the whole mpirun mid-sweep, then --resume: every trial completes exactly once,
+  interrupted jobs resume from their checkpoints (step counts), and every (trial, rung) metric
+  equals the uninterrupted sweep's (trials are deterministic wherever they run).
+- Heterogeneous ranks (2 threads vs 1): the dispatch rule's recorded estimates obey the rule.
+- Bad sweep files and bad --resume use exit with status 2 and one message naming the key.
+- configs/sweeps/fmnist_asha.yaml runs (tiny, via --set).
+"""
+
+import csv
+import fcntl
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+import unittest
+
+import e2e_common as e2e
+from e2e_common import h5py
+
+TRAIN, TEST = 2000, 500
+TRIALS = 9
+ETA = 3
+SWEEP_TEXT = """name: e2e_sweep
+seed: 5
+config: base.yaml
+search: random
+scheduler: asha
+trials: {trials}
+metric: test_accuracy
+budget: {{unit: epochs, min: 1, max: 3, eta: 3}}
+space:
+  optimizer.learning_rate: {{type: loguniform, low: 0.0005, high: 0.005}}
+  train.batch_size: {{type: choice, values: [64, 128]}}
+"""
+
+
+def setUpModule():
+    global WORK, DATA, SWEEP, REFERENCE, REFERENCE_RESULT
+    e2e.require_fashion()
+    WORK = e2e.work_dir("sweep")
+    DATA = e2e.make_fashion_subset(WORK, TRAIN, TEST)
+    config = e2e.base_config(DATA, name="sweep-base", every_steps=5, keep=2, log_every_steps=1000)
+    e2e.write_config(os.path.join(WORK, "base.yaml"), config)
+    SWEEP = write_sweep("sweep.yaml")
+    REFERENCE = os.path.join(WORK, "reference")
+    REFERENCE_RESULT = e2e.mpirun(4, "sweep", SWEEP, "--sweep-dir", REFERENCE, timeout=400)
+
+
+def write_sweep(name, trials=TRIALS, text=None):
+    path = os.path.join(WORK, name)
+    with open(path, "w") as stream:
+        stream.write(text if text is not None else SWEEP_TEXT.format(trials=trials))
+    return path
+
+
+def query(directory, sql, *parameters):
+    connection = sqlite3.connect(os.path.join(directory, "sweep.db"))
+    connection.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in connection.execute(sql, parameters)]
+    finally:
+        connection.close()
+
+
+def mid_rung_checkpoint(directory):
+    """True when a running job's trial has a checkpoint past the start of the rung it trains."""
+    for job in query(directory, "SELECT trial_id, rung FROM jobs WHERE status = 'running'"):
+        earlier = query(directory, "SELECT steps FROM rung_results WHERE trial_id = ? AND rung = ?",
+                        job["trial_id"], job["rung"] - 1)
+        rung_start = earlier[0]["steps"] if earlier else 0
+        folder = os.path.join(directory, "trials", f"{job['trial_id']:05d}", "checkpoints")
+        names = os.listdir(folder) if os.path.isdir(folder) else []
+        steps = [int(name[5:-3]) for name in names if name.startswith("step-") and name.endswith(".h5")]
+        if any(step > rung_start for step in steps):
+            return True
+    return False
+
+
+def steps_per_epoch(batch_size):
+    return TRAIN // batch_size
+
+
+class SweepChecks:
+    """Database invariants every finished sweep must satisfy."""
+
+    def check_finished_sweep(self, directory, trials=TRIALS):
+        rows = query(directory, "SELECT * FROM trials ORDER BY trial_id")
+        self.assertEqual([row["trial_id"] for row in rows], list(range(trials)))
+        for row in rows:
+            self.assertIn(row["status"], ("completed", "stopped"), row)
+        self.assertTrue(any(row["status"] == "completed" for row in rows), "no trial reached the top rung")
+        results = query(directory, "SELECT * FROM rung_results ORDER BY trial_id, rung")
+        done = query(directory, "SELECT * FROM jobs WHERE status = 'done' ORDER BY job_id")
+        # Exactly one finished job per rung result: nothing run twice, nothing lost.
+        self.assertEqual(sorted((job["trial_id"], job["rung"]) for job in done),
+                         [(result["trial_id"], result["rung"]) for result in results])
+        self.assertFalse(query(directory, "SELECT * FROM jobs WHERE status = 'running'"))
+        for row in rows:
+            params = eval_json(row["parameters"])
+            per_epoch = steps_per_epoch(params["train.batch_size"])
+            mine = [result for result in results if result["trial_id"] == row["trial_id"]]
+            self.assertEqual([result["rung"] for result in mine], list(range(row["rung"] + 1)))
+            for result in mine:
+                self.assertEqual(result["steps"], round(result["budget"] * per_epoch), result)
+            self.assertEqual(row["steps"], mine[-1]["steps"])
+            self.assertAlmostEqual(row["metric"], mine[-1]["metric"])
+            # Each rung continues from where the previous one (or an interrupted attempt) stopped.
+            jobs = [job for job in done if job["trial_id"] == row["trial_id"]]
+            jobs.sort(key=lambda job: job["rung"])
+            previous_end = 0
+            for job in jobs:
+                self.assertGreaterEqual(job["start_step"], previous_end, job)
+                self.assertGreater(job["end_step"], job["start_step"], job)
+                if job["rung"] > 0:
+                    self.assertTrue(job["resumed_from"], f"promoted job started over: {job}")
+                previous_end = job["end_step"]
+            with h5py.File(os.path.join(row["run_dir"], "checkpoints", "latest.h5"), "r") as checkpoint:
+                self.assertEqual(int(checkpoint.attrs["step"]), row["steps"])
+            epochs = query(directory, "SELECT epoch FROM epoch_metrics WHERE trial_id = ? ORDER BY epoch",
+                           row["trial_id"])
+            self.assertLessEqual(len(epochs), round(mine[-1]["budget"]))
+        # results.csv is the trials table.
+        with open(os.path.join(directory, "results.csv")) as stream:
+            table = list(csv.DictReader(stream))
+        self.assertEqual([int(line["trial_id"]) for line in table], [row["trial_id"] for row in rows])
+        for line, row in zip(table, rows):
+            self.assertEqual(line["status"], row["status"])
+            self.assertEqual(int(line["rung"]), row["rung"])
+            self.assertAlmostEqual(float(line["metric"]), row["metric"], places=9)
+        # best/ is the best trial at the highest rung.
+        best = max(rows, key=lambda row: (row["rung"], row["metric"], -row["trial_id"]))
+        best_trial = eval_json(read_text(os.path.join(directory, "best", "trial.json")))
+        self.assertEqual(best_trial["trial_id"], best["trial_id"])
+        with h5py.File(os.path.join(directory, "best", "checkpoint.h5"), "r") as checkpoint:
+            self.assertEqual(int(checkpoint.attrs["step"]), best["steps"])
+        with open(os.path.join(directory, "best", "config.yaml")) as stream:
+            self.assertEqual(stream.read(), best["config"])
+        return rows, results, done
+
+
+def eval_json(text):
+    return json.loads(text)
+
+
+def read_text(path):
+    with open(path) as stream:
+        return stream.read()
+
+
+def wait_for_lock(directory, timeout=60):
+    """Waits until no process of the killed job holds the sweep's lock (its ranks outlive
+    mpirun for a moment)."""
+    deadline = time.monotonic() + timeout
+    with open(os.path.join(directory, "sweep.lock"), "a") as stream:
+        while True:
+            try:
+                fcntl.flock(stream, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(stream, fcntl.LOCK_UN)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{directory}/sweep.lock still held {timeout} s after the kill")
+                time.sleep(0.1)
+
+
+class SweepTest(unittest.TestCase, SweepChecks):
+
+    def test_four_rank_sweep_is_consistent_and_follows_asha(self):
+        self.assertEqual(REFERENCE_RESULT.returncode, 0, REFERENCE_RESULT.describe())
+        print(f"\n4-rank sweep of {TRIALS} trials: {REFERENCE_RESULT.seconds:.1f} s", end=" ")
+        self.assertIn("final top trials", REFERENCE_RESULT.stdout)
+        self.assertIn("sweep done", REFERENCE_RESULT.stdout)
+        self.assertNotIn("\x1b[", REFERENCE_RESULT.stdout)  # plain lines in a log
+        rows, results, done = self.check_finished_sweep(REFERENCE)
+        # Four worker groups, one CPU rank each, all of which trained.
+        workers = query(REFERENCE, "SELECT * FROM workers ORDER BY worker")
+        self.assertEqual([worker["ranks"] for worker in workers], ["0", "1", "2", "3"])
+        self.assertTrue(all(worker["jobs"] > 0 and worker["speed"] > 0 for worker in workers), workers)
+        # The promotion rule at the moment of each promotion: the trial was in the top
+        # floor(n / eta) of the results its rung had recorded (ties to the lower trial id).
+        jobs = query(REFERENCE, "SELECT * FROM jobs ORDER BY job_id")
+        promotions = [job for job in jobs if job["rung"] > 0]
+        self.assertTrue(promotions, "no promotion happened")
+        for job in promotions:
+            recorded = [result for result in results
+                        if result["rung"] == job["rung"] - 1 and result["finished"] <= job["started"]]
+            recorded.sort(key=lambda result: (-result["metric"], result["trial_id"]))
+            top = [result["trial_id"] for result in recorded[:len(recorded) // ETA]]
+            self.assertIn(job["trial_id"], top, f"{job} was not in the top 1/{ETA} of {recorded}")
+        report = read_text(os.path.join(REFERENCE, "report.html"))
+        self.assertEqual(report.count("<svg"), 4)
+        for title in ("Optimisation history", "parallel coordinates", "Rung ladder", "busy"):
+            self.assertIn(title, report)
+        self.assertNotIn("<script", report)
+        self.assertNotIn("https://", report)
+        self.assertEqual(report.count("http://"), report.count("xmlns='http://www.w3.org/2000/svg'"))
+        # `phalanx report DIR` rebuilds the sweep's page from the database alone.
+        os.remove(os.path.join(REFERENCE, "report.html"))
+        result = e2e.phalanx("report", REFERENCE, timeout=60)
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.assertEqual(read_text(os.path.join(REFERENCE, "report.html")), report)
+
+    def test_kill_mid_sweep_and_resume(self):
+        self.assertEqual(REFERENCE_RESULT.returncode, 0, REFERENCE_RESULT.describe())
+        directory = os.path.join(WORK, "killed")
+        command = [e2e.MPIEXEC, *e2e.MPI_FLAGS, "-np", "3", e2e.PHALANX, "sweep", SWEEP, "--sweep-dir", directory]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   env=e2e.child_environment(), start_new_session=True)
+        # Kill while a promoted trial is in flight and some job has passed a mid-rung checkpoint.
+        deadline = time.monotonic() + 240
+        seen_promotion = False
+        try:
+            while time.monotonic() < deadline and process.poll() is None:
+                time.sleep(0.2)
+                if not os.path.exists(os.path.join(directory, "sweep.db")):
+                    continue
+                try:
+                    running = query(directory, "SELECT * FROM jobs WHERE status = 'running' AND rung > 0")
+                except sqlite3.OperationalError:
+                    continue
+                if running and mid_rung_checkpoint(directory):
+                    seen_promotion = True
+                    break
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)
+            output = process.communicate()[0].decode(errors="replace")
+        self.assertTrue(seen_promotion, "the sweep ended before a promotion was in flight:\n" + output)
+        wait_for_lock(directory)
+        killed_running = query(directory, "SELECT * FROM jobs WHERE status = 'running'")
+        self.assertTrue(killed_running, "the kill left no job in flight")
+        before = query(directory, "SELECT COUNT(*) AS n FROM rung_results")[0]["n"]
+        result = e2e.mpirun(3, "sweep", SWEEP, "--sweep-dir", directory, "--resume", timeout=400)
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.assertIn("interrupted jobs requeued", result.stdout)
+        rows, results, done = self.check_finished_sweep(directory)
+        self.assertGreater(len(results), before)
+        interrupted = query(directory, "SELECT * FROM jobs WHERE status = 'interrupted'")
+        self.assertEqual(sorted(job["job_id"] for job in interrupted), sorted(job["job_id"] for job in killed_running))
+        # Every interrupted job was redone once, from a checkpoint past the start of its rung when
+        # the kill came after one (checkpoint.every_steps = 5).
+        resumed_mid_rung = 0
+        for job in interrupted:
+            redo = [other for other in done if (other["trial_id"], other["rung"]) == (job["trial_id"], job["rung"])]
+            self.assertEqual(len(redo), 1, job)
+            earlier = [other["end_step"] for other in done
+                       if other["trial_id"] == job["trial_id"] and other["rung"] == job["rung"] - 1]
+            rung_start = earlier[0] if earlier else 0
+            self.assertGreaterEqual(redo[0]["start_step"], rung_start)
+            resumed_mid_rung += redo[0]["start_step"] > rung_start
+        self.assertGreater(resumed_mid_rung, 0, "no interrupted job resumed from a mid-rung checkpoint")
+        # Trials are deterministic wherever and however often they ran: every (trial, rung) both
+        # sweeps reached has the same metric.
+        reference = {(row["trial_id"], row["rung"]): row["metric"]
+                     for row in query(REFERENCE, "SELECT * FROM rung_results")}
+        common = [(row["trial_id"], row["rung"]) for row in results if (row["trial_id"], row["rung"]) in reference]
+        self.assertGreaterEqual(len(common), TRIALS)
+        for row in results:
+            key = (row["trial_id"], row["rung"])
+            if key in reference:
+                self.assertEqual(row["metric"], reference[key], key)
+
+    def test_heterogeneous_ranks_follow_the_dispatch_rule(self):
+        directory = os.path.join(WORK, "heterogeneous")
+        sweep = write_sweep("heterogeneous.yaml", trials=6)
+        command = [e2e.MPIEXEC, "--oversubscribe", "--bind-to", "none",
+                   "-np", "1", "-x", "OMP_NUM_THREADS=2", e2e.PHALANX, "sweep", sweep, "--sweep-dir", directory, ":",
+                   "-np", "2", "-x", "OMP_NUM_THREADS=1", e2e.PHALANX, "sweep", sweep, "--sweep-dir", directory]
+        result = e2e.run_command(command, timeout=400)
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.check_finished_sweep(directory, trials=6)
+        workers = query(directory, "SELECT * FROM workers ORDER BY worker")
+        self.assertEqual([worker["threads"] for worker in workers], [2, 1, 1])
+        self.assertTrue(all(worker["speed"] > 0 for worker in workers), workers)
+        jobs = query(directory, "SELECT * FROM jobs ORDER BY job_id")
+        # Rung-0 work goes to every group; a promotion is taken by a group only when no busy faster
+        # group was expected to finish it sooner.
+        self.assertEqual({job["worker"] for job in jobs if job["rung"] == 0}, {0, 1, 2})
+        for job in jobs:
+            self.assertGreater(job["estimate_seconds"], 0, job)
+            if job["rung"] > 0 and job["faster_group_seconds"] is not None:
+                self.assertGreaterEqual(job["faster_group_seconds"], job["estimate_seconds"], job)
+
+    def test_bad_sweep_files_exit_2_naming_the_key(self):
+        cases = {
+            "unknown space key": (("optimizer.learning_rate:", "optimizer.learnig_rate:"),
+                                  "did you mean 'optimizer.learning_rate'"),
+            "empty choice": (("values: [64, 128]", "values: []"), "space.train.batch_size.values"),
+            "min above max": (("min: 1, max: 3", "min: 4, max: 3"), "budget.min"),
+            "eta below 2": (("eta: 3", "eta: 1"), "budget.eta"),
+        }
+        for name, ((original, replacement), fragment) in cases.items():
+            with self.subTest(case=name):
+                text = SWEEP_TEXT.format(trials=TRIALS).replace(original, replacement)
+                path = write_sweep("bad.yaml", text=text)
+                directory = os.path.join(WORK, "bad-" + name.replace(" ", "-"))
+                result = e2e.phalanx("sweep", path, "--sweep-dir", directory, timeout=60)
+                self.assertEqual(result.returncode, 2, result.describe())
+                errors = result.error_lines()
+                self.assertEqual(len(errors), 1, result.describe())
+                self.assertIn("bad.yaml", errors[0])
+                self.assertIn(fragment, errors[0])
+                self.assertFalse(os.path.exists(directory), "a bad sweep file must not create the sweep directory")
+        # --resume without a sweep, and a second start in a used directory.
+        result = e2e.phalanx("sweep", SWEEP, "--sweep-dir", os.path.join(WORK, "nothing"), "--resume", timeout=60)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn("does not exist", result.stderr)
+        self.assertEqual(REFERENCE_RESULT.returncode, 0, REFERENCE_RESULT.describe())
+        result = e2e.phalanx("sweep", SWEEP, "--sweep-dir", REFERENCE, timeout=60)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn("--resume", result.stderr)
+        # --resume with a changed search space names the difference.
+        changed = write_sweep("changed.yaml", text=SWEEP_TEXT.format(trials=TRIALS).replace("0.005}", "0.006}"))
+        result = e2e.phalanx("sweep", changed, "--sweep-dir", REFERENCE, "--resume", timeout=60)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn("the sweep it started with", result.stderr)
+
+    def test_example_sweep_config_runs(self):
+        path = os.path.join(e2e.SOURCE_DIR, "configs", "sweeps", "fmnist_asha.yaml")
+        directory = os.path.join(WORK, "example")
+        # As on a terminal: the leaderboard is redrawn in place below the event lines.
+        os.environ["PHALANX_PROGRESS"] = "bar"
+        try:
+            result = e2e.mpirun(2, "sweep", path, "--sweep-dir", directory, "--set", f"config.data.path={DATA}",
+                                "trials=3", "budget.min=0.2", "budget.max=0.6", "config.checkpoint.every_steps=0",
+                                "config.device=cpu", timeout=300)
+        finally:
+            del os.environ["PHALANX_PROGRESS"]
+        print(f"\nconfigs/sweeps/fmnist_asha.yaml (3 tiny trials): {result.seconds:.1f} s", end=" ")
+        self.assertEqual(result.returncode, 0, result.describe())
+        rows = query(directory, "SELECT * FROM trials")
+        self.assertEqual(len(rows), 3)
+        self.assertEqual(len(query(directory, "SELECT * FROM rung_results WHERE rung = 1")), 1)
+        self.assertTrue(os.path.exists(os.path.join(directory, "report.html")))
+        self.assertIn("\x1b[", result.stdout)
+        self.assertIn("current top trials", result.stdout)
+
+
+if __name__ == "__main__":
+    e2e.main()

@@ -1,0 +1,137 @@
+// ASHA's promotion rule against sequences worked out by hand (docs/SWEEPS.md): the rung ladder,
+// top-1/eta promotion with floor(n / eta), highest rung first, ties to the lower trial id, rungs
+// too small to promote anyone, and the end of new trials.
+#include <gtest/gtest.h>
+
+#include "phalanx/sweep/asha.hpp"
+
+using phalanx::sweep::Asha;
+using phalanx::sweep::Job;
+
+namespace {
+std::vector<Job> jobs(std::initializer_list<Job> list) {
+  return list;
+}
+const Job new_trial{-1, 0};
+}  // namespace
+
+TEST(Asha, RungBudgetsAreMinTimesEtaToThePowerK) {
+  const Asha ladder(1, 9, 3, true, 10);
+  ASSERT_EQ(ladder.rung_count(), 3);
+  EXPECT_DOUBLE_EQ(ladder.budget(0), 1);
+  EXPECT_DOUBLE_EQ(ladder.budget(1), 3);
+  EXPECT_DOUBLE_EQ(ladder.budget(2), 9);
+  // 1, 3, 9 fall short of 10: one more rung trains to budget.max.
+  const Asha short_ladder(1, 10, 3, true, 10);
+  ASSERT_EQ(short_ladder.rung_count(), 4);
+  EXPECT_DOUBLE_EQ(short_ladder.budget(3), 10);
+  const Asha halving(0.5, 4, 2, true, 10);
+  ASSERT_EQ(halving.rung_count(), 4);
+  EXPECT_DOUBLE_EQ(halving.budget(3), 4);
+  EXPECT_EQ(Asha(2, 2, 3, true, 10).rung_count(), 1);
+  const Asha full(1, 9, 3, true, 10, true);
+  ASSERT_EQ(full.rung_count(), 1);
+  EXPECT_DOUBLE_EQ(full.budget(0), 9);
+}
+
+TEST(Asha, PromotesTheTopThirdAsSoonAsTheRungHasThreeResults) {
+  Asha asha(1, 9, 3, true, 9);
+  EXPECT_EQ(asha.candidates(), jobs({new_trial}));
+  for (int trial = 0; trial < 3; ++trial) EXPECT_EQ(asha.take(new_trial).trial, trial);
+  asha.record(0, 0, 0.50);
+  EXPECT_EQ(asha.candidates(), jobs({new_trial}));  // floor(1/3) = 0: nobody yet
+  asha.record(1, 0, 0.70);
+  EXPECT_EQ(asha.candidates(), jobs({new_trial}));  // floor(2/3) = 0
+  asha.record(2, 0, 0.60);
+  EXPECT_EQ(asha.candidates(), jobs({{1, 1}, new_trial}));  // floor(3/3) = 1: trial 1
+  EXPECT_EQ(asha.take({1, 1}), (Job{1, 1}));
+  EXPECT_EQ(asha.candidates(), jobs({new_trial}));  // promoted once only
+  // Trial 3 beats everyone: with 4 results the top is still 1 trial, now trial 3.
+  EXPECT_EQ(asha.take(new_trial).trial, 3);
+  asha.record(3, 0, 0.90);
+  EXPECT_EQ(asha.candidates(), jobs({{3, 1}, new_trial}));
+  // Two more results: floor(6/3) = 2, the top two are 3 and 1 (1 already promoted).
+  EXPECT_EQ(asha.take(new_trial).trial, 4);
+  EXPECT_EQ(asha.take(new_trial).trial, 5);
+  asha.record(4, 0, 0.10);
+  asha.record(5, 0, 0.65);
+  EXPECT_EQ(asha.candidates(), jobs({{3, 1}, new_trial}));
+  asha.take({3, 1});
+  // Rung 1 collects three results: its best goes to rung 2, before rung-0 promotions.
+  asha.record(1, 1, 0.80);
+  asha.record(3, 1, 0.85);
+  EXPECT_EQ(asha.take(new_trial).trial, 6);
+  EXPECT_EQ(asha.take(new_trial).trial, 7);
+  EXPECT_EQ(asha.take(new_trial).trial, 8);
+  asha.record(6, 0, 0.95);
+  asha.record(7, 0, 0.20);
+  asha.record(8, 0, 0.30);
+  // Rung 0 now has 9 results: top 3 are 6 (0.95), 3 (0.90), 1 (0.70); 6 is new. No trials left.
+  EXPECT_EQ(asha.candidates(), jobs({{6, 1}}));
+  asha.take({6, 1});
+  asha.record(6, 1, 0.82);
+  // Rung 1: 3 results, top 1 is trial 3 (0.85): promoted to the top rung first.
+  EXPECT_EQ(asha.candidates(), jobs({{3, 2}}));
+  asha.take({3, 2});
+  asha.record(3, 2, 0.88);
+  EXPECT_TRUE(asha.candidates().empty());
+}
+
+TEST(Asha, TiesGoToTheLowerTrialId) {
+  Asha asha(1, 3, 3, true, 6);
+  for (int trial = 0; trial < 6; ++trial) asha.take(new_trial);
+  asha.record(4, 0, 0.5);
+  asha.record(2, 0, 0.5);
+  asha.record(5, 0, 0.5);
+  EXPECT_EQ(asha.candidates(), jobs({{2, 1}}));
+  asha.record(0, 0, 0.5);
+  asha.record(1, 0, 0.5);
+  asha.record(3, 0, 0.5);
+  // Six equal results: the top two are trials 0 and 1, best (lowest id) first.
+  EXPECT_EQ(asha.candidates(), jobs({{0, 1}, {1, 1}}));
+  const auto order = asha.ranking(0);
+  ASSERT_EQ(order.size(), 6u);
+  for (int index = 0; index < 6; ++index) EXPECT_EQ(order[static_cast<std::size_t>(index)].first, index);
+}
+
+TEST(Asha, MinimizeRanksLowValuesFirst) {
+  Asha asha(1, 4, 2, false, 4);
+  for (int trial = 0; trial < 4; ++trial) asha.take(new_trial);
+  asha.record(0, 0, 0.9);
+  asha.record(1, 0, 0.3);
+  EXPECT_EQ(asha.candidates(), jobs({{1, 1}}));  // floor(2/2) = 1: trial 1 (0.3); no trials left
+  asha.record(2, 0, 0.1);
+  asha.record(3, 0, 0.5);
+  EXPECT_EQ(asha.candidates(), jobs({{2, 1}, {1, 1}}));  // floor(4/2) = 2, best first
+}
+
+TEST(Asha, SmallRungsPromoteNobody) {
+  Asha asha(1, 16, 4, true, 3);
+  for (int trial = 0; trial < 3; ++trial) asha.take(new_trial);
+  asha.record(0, 0, 0.1);
+  asha.record(1, 0, 0.9);
+  asha.record(2, 0, 0.5);
+  // floor(3/4) = 0 and no trials left: the sweep ends with every trial at rung 0.
+  EXPECT_TRUE(asha.candidates().empty());
+}
+
+TEST(Asha, RestoredStateGivesTheSameCandidates) {
+  Asha live(1, 9, 3, true, 5);
+  for (int trial = 0; trial < 4; ++trial) live.take(new_trial);
+  live.record(0, 0, 0.4);
+  live.record(1, 0, 0.8);
+  live.record(2, 0, 0.6);
+  live.take({1, 1});
+  live.record(3, 0, 0.7);
+  // As --resume rebuilds it from the trials, jobs and rung_results tables.
+  Asha restored(1, 9, 3, true, 5);
+  for (int trial = 0; trial < 4; ++trial) restored.restore_started(trial);
+  restored.restore_promoted(1, 1);
+  restored.record(0, 0, 0.4);
+  restored.record(1, 0, 0.8);
+  restored.record(2, 0, 0.6);
+  restored.record(3, 0, 0.7);
+  EXPECT_EQ(restored.candidates(), live.candidates());
+  EXPECT_EQ(restored.take(new_trial).trial, 4);
+  EXPECT_EQ(live.take(new_trial).trial, 4);
+}

@@ -1,0 +1,85 @@
+// The heterogeneous dispatch rule (docs/SWEEPS.md) with hand-set speeds: slow groups always get
+// rung-0 work, leave a promotion to a busy faster group that would finish it sooner, and take it
+// themselves when that group is too far behind.
+#include <gtest/gtest.h>
+
+#include "phalanx/sweep/dispatch.hpp"
+
+using phalanx::sweep::Candidate;
+using phalanx::sweep::choose_job;
+using phalanx::sweep::effective_speed;
+using phalanx::sweep::GroupState;
+
+namespace {
+// Group 0: a slow CPU rank (1 budget unit per second), asking. Group 1: a fast one (10 per second).
+std::vector<GroupState> slow_and_fast(double fast_seconds_left, bool fast_busy = true) {
+  return {GroupState{0, false, 1.0, 0.0, false}, GroupState{1, false, 10.0, fast_seconds_left, fast_busy}};
+}
+const Candidate promotion{{4, 2}, 6.0};    // 6 budget units: 6 s here, 0.6 s on the fast group
+const Candidate promotion_b{{7, 1}, 2.0};  // 2 units
+const Candidate new_trial{{-1, 0}, 1.0};
+}  // namespace
+
+TEST(Dispatch, RungZeroWorkGoesToWhoeverAsks) {
+  EXPECT_EQ(choose_job({new_trial}, slow_and_fast(0.1), 0), 0);
+  const Candidate requeued{{3, 0}, 1.0};  // a rung-0 job requeued after a kill
+  EXPECT_EQ(choose_job({requeued}, slow_and_fast(0.1), 0), 0);
+}
+
+TEST(Dispatch, SlowGroupLeavesAPromotionToAFasterBusyGroupThatFinishesSooner) {
+  // Fast group: 2 s left + 0.6 s = 2.6 s < 6 s here: the slow group starts a new trial instead.
+  EXPECT_EQ(choose_job({promotion, new_trial}, slow_and_fast(2.0), 0), 1);
+  // Nothing else to do: it waits rather than hold the top rung hostage.
+  EXPECT_EQ(choose_job({promotion}, slow_and_fast(2.0), 0), -1);
+}
+
+TEST(Dispatch, SlowGroupTakesThePromotionWhenTheFastGroupIsTooFarBehind) {
+  // 10 s left + 0.6 s > 6 s: waiting would finish later than doing it now.
+  EXPECT_EQ(choose_job({promotion, new_trial}, slow_and_fast(10.0), 0), 0);
+}
+
+TEST(Dispatch, WorkLeftToAFastGroupAddsUp) {
+  // First promotion left to the fast group (1 + 0.6 = 1.6 s < 6 s); the second would finish there
+  // at 1 + 0.6 + 0.2 = 1.8 s < 2 s here, so it is left too.
+  phalanx::sweep::DispatchEstimate estimate;
+  EXPECT_EQ(choose_job({promotion, promotion_b, new_trial}, slow_and_fast(1.0), 0, &estimate), 2);
+  EXPECT_EQ(estimate.passed_over, 2);
+  EXPECT_DOUBLE_EQ(estimate.own_seconds, 1.0);  // the new trial: 1 unit at 1 unit/s
+  // With 1.5 s left: 1.5 + 0.6 + 0.2 = 2.3 s > 2 s: the slow group takes the second one.
+  EXPECT_EQ(choose_job({promotion, promotion_b, new_trial}, slow_and_fast(1.5), 0), 1);
+}
+
+TEST(Dispatch, FastGroupsAndFreeGroupsAreNeverWaitedFor) {
+  // The fast group asks: it takes the promotion at once.
+  EXPECT_EQ(choose_job({promotion, new_trial}, slow_and_fast(0.0, false), 1), 0);
+  // A free faster group would have asked itself; nobody waits for it.
+  EXPECT_EQ(choose_job({promotion, new_trial}, slow_and_fast(0.0, false), 0), 0);
+  // Equal speeds: no reason to wait.
+  std::vector<GroupState> equal = {GroupState{0, false, 2.0, 0.0, false},
+                                   GroupState{1, false, 2.0, 0.1, true}};
+  EXPECT_EQ(choose_job({promotion}, equal, 0), 0);
+  EXPECT_EQ(choose_job({}, equal, 0), -1);
+}
+
+TEST(Dispatch, UnmeasuredGpuGroupsCountAsFasterThanCpuGroups) {
+  std::vector<GroupState> groups = {GroupState{0, false, 0.0, 0.0, false},
+                                    GroupState{1, true, 0.0, 0.5, true},
+                                    GroupState{2, false, 3.0, 0.0, true}};
+  EXPECT_DOUBLE_EQ(effective_speed(groups[0], groups), 3.0);   // the median measured CPU speed
+  EXPECT_DOUBLE_EQ(effective_speed(groups[1], groups), 30.0);  // ten times the fastest measured
+  // The CPU rank leaves the promotion to the busy GPU group and starts a new trial.
+  EXPECT_EQ(choose_job({promotion, new_trial}, groups, 0), 1);
+  EXPECT_DOUBLE_EQ(effective_speed(GroupState{0, false, 0.0, 0.0, false}, {}), 1.0);
+}
+
+TEST(Dispatch, ATrialResumesOnlyOnAGroupOfTheSizeThatWroteItsCheckpoint) {
+  // Group 0: one CPU rank; group 1: two GPU ranks (busy). The promotion's checkpoint was written
+  // by a 2-rank group: the CPU rank cannot continue it and starts a new trial instead.
+  std::vector<GroupState> groups = {GroupState{0, false, 1.0, 0.0, false, 1},
+                                    GroupState{1, true, 50.0, 30.0, true, 2}};
+  const Candidate two_rank_promotion{{4, 1}, 2.0, 2};
+  EXPECT_EQ(choose_job({two_rank_promotion, new_trial}, groups, 0), 1);
+  // A 1-rank trial is not left to the 2-rank group, however fast: the CPU rank takes it.
+  const Candidate one_rank_promotion{{5, 1}, 2.0, 1};
+  EXPECT_EQ(choose_job({one_rank_promotion, new_trial}, groups, 0), 0);
+}
