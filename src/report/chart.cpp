@@ -50,7 +50,9 @@ struct Axis {
   }
 };
 
-Axis make_axis(Scale scale, double minimum, double maximum, double pixel_low, double pixel_high) {
+// `whole_steps`: the data are whole numbers (ranks, epochs), so ticks never fall between them.
+Axis make_axis(Scale scale, double minimum, double maximum, double pixel_low, double pixel_high,
+               bool whole_steps = false) {
   Axis axis;
   axis.scale = scale;
   axis.pixel_low = pixel_low;
@@ -75,7 +77,8 @@ Axis make_axis(Scale scale, double minimum, double maximum, double pixel_low, do
   const double rough = (maximum - minimum) / 5;
   const double magnitude = std::pow(10.0, std::floor(std::log10(rough)));
   const double fraction = rough / magnitude;
-  const double step = (fraction < 1.5 ? 1 : fraction < 3.5 ? 2 : fraction < 7.5 ? 5 : 10) * magnitude;
+  double step = (fraction < 1.5 ? 1 : fraction < 3.5 ? 2 : fraction < 7.5 ? 5 : 10) * magnitude;
+  if (whole_steps) step = std::max(step, 1.0);
   axis.low = std::floor(minimum / step) * step;
   axis.high = std::ceil(maximum / step) * step;
   for (double tick = axis.low; tick <= axis.high + step * 0.5; tick += step)
@@ -147,10 +150,12 @@ void draw_axes(std::ostringstream& svg, const Axes& axes, const Frame& frame, bo
 Frame frame_for(const Axes& axes, const std::vector<Series>& series) {
   double x_min = std::numeric_limits<double>::infinity(), x_max = -x_min;
   double y_min = x_min, y_max = -x_min;
+  bool whole_x = true;
   for (const auto& one : series)
     for (std::size_t index = 0; index < std::min(one.x.size(), one.y.size()); ++index) {
       if (!usable(one.x[index], axes.x_scale) || !usable(one.y[index], axes.y_scale)) continue;
       x_min = std::min(x_min, one.x[index]);
+      whole_x = whole_x && one.x[index] == std::floor(one.x[index]);
       x_max = std::max(x_max, one.x[index]);
       y_min = std::min(y_min, one.y[index]);
       y_max = std::max(y_max, one.y[index]);
@@ -159,7 +164,7 @@ Frame frame_for(const Axes& axes, const std::vector<Series>& series) {
     y_min = std::min(y_min, 0.0);
     y_max = std::max(y_max, 0.0);
   }
-  return {make_axis(axes.x_scale, x_min, x_max, left_margin, axes.width - right_margin),
+  return {make_axis(axes.x_scale, x_min, x_max, left_margin, axes.width - right_margin, whole_x),
           make_axis(axes.y_scale, y_min, y_max, axes.height - bottom_margin, top_margin)};
 }
 

@@ -2,6 +2,7 @@
 // and segment is present and named, bad points are skipped, and text is escaped.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 #include <sstream>
@@ -89,6 +90,20 @@ TEST(Chart, StackedBarsStackSegmentsToTheBarTotal) {
   EXPECT_NEAR(heights[4].second / heights[3].second, 3.0, 0.01);
   // The tallest bar (40 ms) reaches at least the top tick's share of the plot: the axis covers it.
   EXPECT_GT(heights[3].second + heights[4].second, heights[0].second + heights[1].second + heights[2].second);
+}
+
+TEST(Chart, WholeNumberDataGetsWholeNumberTicks) {
+  const auto svg = scatter_chart({"per rank", "rank", "ms"}, {{"p50", {0, 1}, {10, 12}}});
+  const std::regex tick(">(-?[0-9.]+)</text>");
+  std::vector<double> labels;
+  for (std::sregex_iterator it(svg.begin(), svg.end(), tick), end; it != end; ++it)
+    labels.push_back(std::stod((*it)[1].str()));
+  ASSERT_FALSE(labels.empty());
+  // Ranks 0 and 1: no tick between them (the y ticks are 10 and up).
+  EXPECT_EQ(std::count_if(labels.begin(), labels.end(), [](double value) { return value > 0 && value < 1; }),
+            0);
+  const auto fractional = line_chart({"t", "x", "y"}, {{"s", {0, 0.5, 1}, {1, 2, 3}}});
+  EXPECT_NE(fractional.find(">0.2</text>"), std::string::npos);  // fractional data keep fine ticks
 }
 
 TEST(Chart, ScatterDrawsOnePointPerValidSample) {
