@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU check (DESIGN §8), for the few minutes a GPU machine is lent: runs the *Cuda* tests, a
-# short Fashion-MNIST training on the GPU, and evaluates a CPU-trained checkpoint on the GPU.
+# short Fashion-MNIST training on the GPU (fp32, bf16 and fp16 with device-side augmentation, auto
+# batch size), checkpoints across devices both ways, and the GPU benchmarks.
 # It writes logs and summary.txt to $OUT (default gpu-check-out/).
 #
 # Prepared here and carried there: the binaries are built on the development machine
@@ -76,3 +77,32 @@ note "exit $?"; grep -E "^(# bench|device|cpu|cuda)" "$out/bench-devices.log" | 
 note "== phalanx bench allreduce (1 rank: NCCL path only exercised, no link crossed)"
 timeout 120 "$bundle/phalanx" bench allreduce --max-bytes 16777216 > "$out/bench-allreduce.log" 2>&1
 note "exit $?"; tail -3 "$out/bench-allreduce.log" | tee -a "$summary"
+
+note "== reduced precision and device-side augmentation (fmnist_cnn, 300 steps each)"
+for precision in bf16 fp16; do
+  timeout 300 "$bundle/phalanx" train "$bundle/configs/fashion_mnist.yaml" --set device=cuda \
+    --set data.path="$bundle/fashion-mnist.h5" --set train.max_steps=300 --set train.precision=$precision \
+    --set data.augment.random_crop_padding=2 --set data.augment.horizontal_flip=true \
+    --run-dir "$out/run-$precision" > "$out/train-$precision.log" 2>&1
+  note "$precision exit $? ; $(tail -2 "$out/train-$precision.log" | head -1) ; $(grep -o '"loss_scaling": {[^}]*}' "$out/run-$precision/summary.json" 2>/dev/null)"
+done
+
+note "== train.batch_size: auto"
+timeout 300 "$bundle/phalanx" train "$bundle/configs/fashion_mnist.yaml" --set device=cuda \
+  --set data.path="$bundle/fashion-mnist.h5" --set train.max_steps=50 --set train.batch_size=auto \
+  --run-dir "$out/run-auto-batch" > "$out/train-auto-batch.log" 2>&1
+note "exit $? ; $(grep 'batch_size: auto' "$out/train-auto-batch.log")"
+
+note "== a job of one GPU rank and one CPU rank is refused (exit 2 expected; needs mpirun there)"
+if command -v mpirun > /dev/null; then
+  timeout 120 mpirun -np 2 --oversubscribe --bind-to none "$bundle/phalanx" train "$bundle/configs/fashion_mnist.yaml" \
+    --set data.path="$bundle/fashion-mnist.h5" --set train.max_steps=5 --run-dir "$out/run-mixed" > "$out/train-mixed.log" 2>&1
+  note "exit $? ; $(grep 'error' "$out/train-mixed.log" | head -1)"
+else
+  note "skipped: no mpirun on this machine"
+fi
+
+note "== GPU-trained checkpoint evaluated on the CPU"
+timeout 120 "$bundle/phalanx" eval --checkpoint "$out/run-gpu/checkpoints/latest.h5" \
+  --data "$bundle/fashion-mnist.h5" --device cpu > "$out/eval-cpu.log" 2>&1
+note "exit $? ; $(cat "$out/eval-cpu.log") ; gpu summary: $(grep -o '"test_accuracy": [0-9.]*' "$out/run-gpu/summary.json")"
