@@ -8,8 +8,8 @@
 # (launch/build.sh with CUDA on) and copied with the shared libraries the GPU machine may lack
 # (`launch/gpu-check.sh --bundle DIR` collects them, within the 64 MiB carry limit); the GPU
 # machine supplies the driver and CUDA, cuDNN and cuBLAS (PyTorch's nvidia/* wheels).
-#   here:  launch/gpu-check.sh --bundle gpu-bundle
-#   there: launch/gpu-check.sh --run gpu-bundle
+#   here:  launch/gpu-check.sh --bundle gpu-bundle      (writes gpu-bundle.tar.xz)
+#   there: launch/gpu-check.sh --run gpu-bundle         (unpacks it)
 set -uo pipefail
 mode=${1:-}
 bundle=${2:-gpu-bundle}
@@ -24,9 +24,14 @@ if [ "$mode" = --bundle ]; then
     ldd "$binary" | awk '/=> \// {print $3}' | grep -v -E 'libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|ld-linux|libcuda|libcudart|libcudnn|libcublas|libnccl|libnvidia' |
       while read -r library; do cp -n "$library" "$bundle/lib/"; done
   done
-  cp datasets/fashion-mnist.h5 "$bundle/" 2>/dev/null || true
+  # The dataset gzip-compressed inside HDF5, and everything in one xz archive: oneDNN alone is
+  # 38 MB, the carry limit 64 MiB.
+  build/src/phalanx data import-idx /usr/share/datasets/fashion-mnist -o "$bundle/fashion-mnist.h5" \
+    --classes fashion --gzip 4 > /dev/null
   cp -r configs "$bundle/"
-  du -sh "$bundle"
+  tar -cJf "$bundle.tar.xz" -C "$(dirname "$bundle")" "$(basename "$bundle")"
+  rm -rf "$bundle"
+  du -sh "$bundle.tar.xz"
   exit 0
 fi
 
@@ -36,6 +41,12 @@ if [ "$mode" != --run ]; then
 fi
 
 mkdir -p "$out"
+# --bundle leaves DIR.tar.xz: unpack it beside the outputs.
+if [ ! -d "$bundle" ] && [ -f "$bundle.tar.xz" ]; then
+  unpacked="${TMPDIR:-/tmp}/phalanx-gpu-check"
+  rm -rf "$unpacked" && mkdir -p "$unpacked" && tar -xJf "$bundle.tar.xz" -C "$unpacked"
+  bundle="$unpacked/$(basename "$bundle")"
+fi
 summary="$out/summary.txt"
 : > "$summary"
 note() { echo "$*" | tee -a "$summary"; }
