@@ -75,6 +75,8 @@ class Communicator {
   Request allreduce_sum_async(float* data, std::int64_t count) const;
 
  private:
+  friend class NodeSharedBuffer;  // splits this communicator by node
+  friend class MpiIoAccess;       // hands it to HDF5's MPI-IO driver
   explicit Communicator(void* handle, bool owned);
   void* handle_ = nullptr;  // MPI_Comm*
   bool owned_ = false;

@@ -1,6 +1,7 @@
 // Loader: a background thread that gathers this rank's samples for upcoming steps into a ring
-// of host buffers (uint8 images, int32 labels), `prefetch` batches ahead of training. It does
-// no HDF5 I/O (the split is already in memory), so it is free to run beside the main thread.
+// of host buffers (uint8 images, int32 labels), `prefetch` batches ahead of training. Samples come
+// from a SampleSource: memory (rank or node cache) or the file itself (streaming, whose HDF5 reads
+// hold the process-wide HDF5 lock).
 // Training augmentation (AugmentOptions) is applied here, per sample, while gathering.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include "phalanx/core/allocator.hpp"
 #include "phalanx/data/augmentation.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/data/sample_source.hpp"
 #include "phalanx/data/shard_plan.hpp"
 
 namespace phalanx::data {
@@ -32,6 +34,10 @@ class Loader {
   // Produces batches for epochs [first_epoch, end_epoch), starting at `first_step` of the first.
   // `allocator` provides the ring buffers (pinned host memory on GPU ranks). `augment` (default
   // off: the bytes of the split, unchanged) is drawn from (plan.seed(), epoch, sample index).
+  Loader(std::shared_ptr<SampleSource> source, ShardPlan plan, int prefetch, std::int64_t first_epoch,
+         std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator,
+         const AugmentOptions& augment = {});
+  // The same over a split in this rank's memory.
   Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch, std::int64_t first_epoch,
          std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator,
          const AugmentOptions& augment = {});
@@ -53,7 +59,7 @@ class Loader {
     std::int32_t* labels = nullptr;
   };
 
-  std::shared_ptr<const Split> split_;
+  std::shared_ptr<SampleSource> source_;
   ShardPlan plan_;
   int prefetch_;
   std::int64_t first_epoch_, first_step_, end_epoch_;
@@ -64,6 +70,7 @@ class Loader {
   std::vector<Slot> slots_;
   std::size_t slot_image_bytes_ = 0;
   std::size_t slot_label_bytes_ = 0;
+  std::vector<std::uint8_t> unaugmented_;  // the gathered batch before augmentation
 
   std::mutex mutex_;
   std::condition_variable changed_;
