@@ -1,7 +1,8 @@
 // data.cache: node under MPI. The ranks of a node fill one shared copy together; measured from
 // /proc/self/smaps_rollup, the node's ranks together hold one copy (their proportional set sizes
 // grow by one copy in total, their private memory hardly at all), where rank mode holds one per
-// rank; and every sample read from the shared copy equals the same sample read by rank mode.
+// rank; and every sample read from the shared copy equals the same sample read by rank mode. In a
+// parallel-HDF5 build both caches are filled with collective MPI-IO reads.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "phalanx/comm/communicator.hpp"
+#include "phalanx/comm/mpi_io.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/importers.hpp"
 #include "phalanx/data/training_source.hpp"
@@ -82,6 +84,10 @@ Measured open_and_touch(const comm::Communicator& world, const std::string& path
   world.barrier();
   const auto before = memory_now();
   auto source = data::open_training_source(settings, world);
+  // A parallel-HDF5 build fills the caches with collective MPI-IO reads, and says so.
+  EXPECT_EQ(source->cache_description.find("collective MPI-IO") != std::string::npos,
+            comm::MpiIoAccess::available())
+      << source->cache_description;
   // Touch every sample one at a time (as an epoch of training would), measure, and only then
   // take a full copy for the comparison, so the copy is not counted as the cache's.
   std::uint64_t sum = 0;
