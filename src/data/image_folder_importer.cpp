@@ -99,8 +99,9 @@ std::vector<Item> carve(std::vector<Item>& items, double fraction, std::uint64_t
   return carved;
 }
 
-Split decode_split(const std::string& name, std::vector<Item> items, const ImageFolderOptions& options) {
-  shuffle(items, options.seed, order_stream + name.size());
+Split decode_split(const std::string& name, std::vector<Item> items, const ImageFolderOptions& options,
+                   std::uint64_t split_number) {
+  shuffle(items, mix_seed(options.seed, split_number), order_stream);
   Split split;
   split.name = name;
   split.count = static_cast<std::int64_t>(items.size());
@@ -156,12 +157,12 @@ ImageFolderSummary import_image_folder(const std::string& directory, const std::
   if (options.validation_fraction > 0 && validation.empty())
     fail(directory, "the validation fraction leaves no images for the val split");
 
-  const Split train_split = decode_split("train", std::move(train), options);
-  const Split test_split = decode_split("test", std::move(test), options);
+  const Split train_split = decode_split("train", std::move(train), options, 0);
+  const Split test_split = decode_split("test", std::move(test), options, 1);
   std::vector<const Split*> splits = {&train_split, &test_split};
   Split validation_split;
   if (!validation.empty()) {
-    validation_split = decode_split("val", std::move(validation), options);
+    validation_split = decode_split("val", std::move(validation), options, 2);
     splits.push_back(&validation_split);
   }
   summary.train = train_split.count;

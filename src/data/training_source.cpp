@@ -92,18 +92,33 @@ std::shared_ptr<SampleSource> open_node_cache(const config::DataConfig& data,
   const std::int64_t begin = std::min(split.count, first_chunk * chunk);
   const std::int64_t end = std::min(split.count, end_chunk * chunk);
   std::exception_ptr failure;
+  std::string failure_message;
+  bool failure_is_input = true;
   try {
     reader->read(begin, end, images + begin * reader->image_bytes(), labels + begin);
-  } catch (...) {
+  } catch (const Error& error) {
     failure = std::current_exception();
+    failure_message = error.what();
+    failure_is_input = error.kind() == ErrorKind::InvalidInput;
+  } catch (const std::exception& error) {
+    failure = std::current_exception();
+    failure_message = error.what();
+    failure_is_input = false;
   }
-  // Every rank learns whether any read failed before anyone waits on the node barrier.
-  double failed = failure ? 1.0 : 0.0;
-  communicator.allreduce_max(&failed, 1);
-  if (failure) std::rethrow_exception(failure);
-  if (failed > 0)
-    throw_input_error(data.path + ": another rank could not read its share of split '" + data.train_split +
-                      "' for the node cache (its message names the sample)");
+  // Every rank learns whether a read failed before anyone waits on the node barrier, and every
+  // rank reports the failing rank's message (usually only rank 0's error reaches the user).
+  double failed_rank = failure ? communicator.rank() : -1.0;
+  communicator.allreduce_max(&failed_rank, 1);
+  if (failed_rank >= 0) {
+    const int source_rank = static_cast<int>(failed_rank);
+    double input_error = failure_is_input ? 1.0 : 0.0;
+    communicator.broadcast(&input_error, sizeof input_error, source_rank);
+    communicator.broadcast_string(failure_message, source_rank);
+    if (failure && communicator.rank() == source_rank) std::rethrow_exception(failure);
+    const std::string message = "filling the node cache: " + failure_message;
+    if (input_error > 0) throw_input_error(message);
+    throw_internal_error(message, __FILE__, __LINE__);
+  }
   copy->buffer->publish();
 
   auto source = std::make_shared<MemorySource>(split.name, split.count, split.height, split.width,

@@ -1,6 +1,7 @@
 """End-to-end: the training split's cache modes (data.cache, docs/DATA.md) through the real binary.
 - A split larger than data.max_cache_gb is streamed (auto picks `none`, and says so) and trains:
   the loss falls and the test accuracy is far above chance on learnable synthetic data.
+- A label out of range met while filling the node cache or while streaming: exit 2, naming it.
 - `node` (one shared copy per node) with 4 ranks gives bitwise the weights of `rank` mode.
 - The image-folder importer: a tree of PNG and JPEG files made here round-trips (pixels equal
   for images already at the stored size, close to Pillow's resize otherwise); a corrupt image
@@ -82,6 +83,20 @@ class CacheModesTest(unittest.TestCase):
         for name in node:
             self.assertTrue(np.array_equal(node[name].view(np.uint32), rank[name].view(np.uint32)),
                             f"/model/{name} differs between node and rank cache")
+
+    def test_label_out_of_range_found_while_filling_or_streaming_exits_2_naming_it(self):
+        data = synth_chunked(os.path.join(WORK, "badlabel.h5"), 1024, 64, 8, 64)
+        with h5py.File(data, "r+") as file:
+            file["/train/labels"][1000] = 9  # 4 classes; sample 1000 lies in the last rank's share
+        for cache in ("node", "none"):
+            config = e2e.base_config(data, name="badlabel-" + cache, batch_size=16)
+            config["model"] = {"layers": LAYERS}
+            config["data"]["cache"] = cache
+            path = e2e.write_config(os.path.join(WORK, f"badlabel-{cache}.yaml"), config)
+            result = e2e.mpirun(2, "train", path, "--run-dir", os.path.join(WORK, "badlabel-" + cache),
+                                timeout=120)
+            self.assertEqual(result.returncode, 2, result.describe())
+            self.assertIn("/train/labels[1000] = 9 is outside [0, 4)", result.stderr, cache)
 
     def test_bad_cache_value_names_the_key(self):
         data = synth_chunked(os.path.join(WORK, "small.h5"), 256, 64, 8, 64)
