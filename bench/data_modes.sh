@@ -37,3 +37,20 @@ for option in none gzip1 gzip4 lzf; do
   printf "%s: %s bytes on disk; " "$option" "$(stat -c %s "$file")"
   run 1 "$bench" "$file" --cache none --batch 256 --batches 702 | head -1
 done
+echo "== what training consumes: resnet20, 2 ranks x 1 thread, streaming (data.cache: none)"
+for setting in "$small 64 40" "$large 8 8"; do
+  set -- $setting
+  run_dir="$work/train-$(basename "$1" .h5)"
+  rm -rf "$run_dir"
+  run 2 -x OMP_NUM_THREADS=1 "$phalanx" train configs/resnet20_synth.yaml --set data.path="$1" --set data.cache=none \
+    --set train.batch_size="$2" --set train.max_steps="$3" --set checkpoint.every_steps=0 --run-dir "$run_dir" \
+    >"$run_dir.log" 2>&1
+  /usr/bin/python3 - "$run_dir" <<'PY'
+import json, sys
+summary = json.load(open(sys.argv[1] + "/summary.json"))
+breakdown = summary["time_breakdown"]
+print(f"{sys.argv[1]}: {summary['images_per_sec'] / summary['world_size']:.1f} img/s per rank, step "
+      f"{breakdown['step_ms']:.1f} ms, data wait {breakdown['data_wait']['ms_per_step']:.3f} ms "
+      f"({100 * breakdown['data_wait']['share']:.3f}% of the step)")
+PY
+done
