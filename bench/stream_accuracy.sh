@@ -6,7 +6,7 @@
 #   bench/stream_accuracy.sh [WORK_DIR] [EPOCHS] [SEEDS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-work=${1:-bench-out/stream-accuracy}
+work=${1:-build/bench-out/stream-accuracy}
 epochs=${2:-3}
 shift 2 2>/dev/null || true
 seeds=("$@")

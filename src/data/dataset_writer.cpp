@@ -17,6 +17,10 @@
 #include "phalanx/data/hdf5_lock.hpp"
 
 namespace phalanx::data {
+namespace detail {
+// lzf_filter.cpp: finds and registers the LZF plugin; empty, or why it is not usable.
+std::string register_lzf_filter();
+}  // namespace detail
 namespace {
 
 using detail::Hdf5Handle;
@@ -156,11 +160,9 @@ Hdf5Handle create_chunked_dataset(hid_t group, const char* name, hid_t file_type
                    "enabling gzip for " + dataset_name);
   }
   if (options.lzf) {
-    // A dynamically loaded filter: H5Zfilter_avail searches HDF5's plugin folder for it.
-    if (H5Zfilter_avail(static_cast<H5Z_filter_t>(lzf_filter_id)) <= 0)
-      throw_input_error(path +
-                        ": lzf compression was asked for but HDF5 finds no LZF filter plugin "
-                        "(install hdf5-plugin-lzf or set HDF5_PLUGIN_PATH)");
+    if (const std::string problem = detail::register_lzf_filter(); !problem.empty())
+      throw_input_error(path + ": lzf compression was asked for but HDF5 has no usable LZF filter plugin (" +
+                        problem + "); install a working one or point HDF5_PLUGIN_PATH at it");
     checked_status(H5Pset_filter(properties.get(), static_cast<H5Z_filter_t>(lzf_filter_id),
                                  H5Z_FLAG_MANDATORY, 0, nullptr),
                    path, "enabling lzf for " + dataset_name);
