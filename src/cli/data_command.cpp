@@ -1,4 +1,5 @@
-// `phalanx data import-idx | import-cifar | synth | inspect | preview`: dataset preparation, no MPI needed.
+// `phalanx data import-idx | import-cifar | import-images | synth | inspect | preview`: dataset
+// preparation, no MPI needed.
 #include <cstdint>
 #include <cstdio>
 
@@ -6,6 +7,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/timer.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/data/image_folder.hpp"
 #include "phalanx/data/importers.hpp"
 #include "phalanx/data/preview.hpp"
 
@@ -43,6 +45,8 @@ std::function<int()> add_data_command(CLI::App& app) {
     std::uint64_t validation_seed = 0;
     bool verify = false;
     data::PreviewOptions preview;
+    data::ImageFolderOptions images;
+    std::string size;
   };
   auto arguments = std::make_shared<Arguments>();
 
@@ -56,6 +60,7 @@ std::function<int()> add_data_command(CLI::App& app) {
                          "Class names: 'digits' (default), 'fashion', or a comma-separated list");
   import_idx->add_option("--chunk", arguments->write.chunk_samples, "Samples per HDF5 chunk (default 1024)");
   import_idx->add_option("--gzip", arguments->write.gzip_level, "gzip level 0-9 (default 0: none)");
+  import_idx->add_flag("--lzf", arguments->write.lzf, "LZF compression (needs the HDF5 LZF plugin)");
 
   auto* import_cifar = data_command->add_subcommand("import-cifar", "Import the CIFAR-10/100 binary format");
   import_cifar
@@ -75,6 +80,30 @@ std::function<int()> add_data_command(CLI::App& app) {
   import_cifar->add_option("--chunk", arguments->write.chunk_samples,
                            "Samples per HDF5 chunk (default 1024)");
   import_cifar->add_option("--gzip", arguments->write.gzip_level, "gzip level 0-9 (default 0: none)");
+  import_cifar->add_flag("--lzf", arguments->write.lzf, "LZF compression (needs the HDF5 LZF plugin)");
+
+  auto* import_images = data_command->add_subcommand(
+      "import-images",
+      "Import a folder tree of PNG/JPEG images, one folder per class (or train/ and test/ trees)");
+  import_images->add_option("directory", arguments->input, "Folder with one subfolder of images per class")
+      ->required();
+  import_images->add_option("-o,--output", arguments->output, "Output dataset (.h5)")->required();
+  import_images->add_option("--size", arguments->size, "Stored image size HxW, e.g. 64x64 (default 32x32)");
+  import_images->add_option("--channels", arguments->images.channels, "3: RGB (default), 1: grey");
+  import_images->add_option(
+      "--test-fraction", arguments->images.test_fraction,
+      "Share of each class kept for test when there is no test/ tree, in [0, 1) (default 0.2)");
+  import_images->add_option("--val-fraction", arguments->images.validation_fraction,
+                            "Share of train moved to a 'val' split, 0-0.5 (default 0: none)");
+  import_images
+      ->add_option("--seed", arguments->images.seed, "Seed of the splits and the stored order (default 0)")
+      ->check([](const std::string& text) {
+        return text.find('-') == std::string::npos ? std::string() : "must be >= 0 (got " + text + ")";
+      });
+  import_images->add_option("--chunk", arguments->write.chunk_samples,
+                            "Samples per HDF5 chunk (default 1024)");
+  import_images->add_option("--gzip", arguments->write.gzip_level, "gzip level 0-9 (default 0: none)");
+  import_images->add_flag("--lzf", arguments->write.lzf, "LZF compression (needs the HDF5 LZF plugin)");
 
   auto* synth = data_command->add_subcommand("synth", "Write a synthetic dataset of any shape");
   synth->add_option("-o,--output", arguments->output, "Output dataset (.h5)")->required();
@@ -85,6 +114,9 @@ std::function<int()> add_data_command(CLI::App& app) {
   synth->add_option("--channels", arguments->synth.channels, "Channels (default 1)");
   synth->add_option("--classes", arguments->synth.classes, "Classes (default 10)");
   synth->add_option("--seed", arguments->synth.seed, "Seed (default 0)");
+  synth->add_option("--chunk", arguments->write.chunk_samples, "Samples per HDF5 chunk (default 1024)");
+  synth->add_option("--gzip", arguments->write.gzip_level, "gzip level 0-9 (default 0: none)");
+  synth->add_flag("--lzf", arguments->write.lzf, "LZF compression (needs the HDF5 LZF plugin)");
 
   auto* inspect = data_command->add_subcommand("inspect", "Describe a dataset file");
   inspect->add_option("file", arguments->input, "Dataset (.h5)")->required();
@@ -128,6 +160,32 @@ std::function<int()> add_data_command(CLI::App& app) {
       std::printf("imported %s into %s in %.2f s\n", arguments->input.c_str(), arguments->output.c_str(),
                   stopwatch.seconds());
       std::printf("%s", data::inspect(arguments->output).c_str());
+    } else if (*import_images) {
+      PHALANX_REQUIRE_INPUT(arguments->write.gzip_level >= 0 && arguments->write.gzip_level <= 9,
+                            "--gzip must be in 0..9 (got ", arguments->write.gzip_level, ")");
+      PHALANX_REQUIRE_INPUT(arguments->write.chunk_samples >= 1, "--chunk must be >= 1");
+      PHALANX_REQUIRE_INPUT(!(arguments->write.lzf && arguments->write.gzip_level > 0),
+                            "--gzip and --lzf: choose one compression");
+      if (!arguments->size.empty()) {
+        int height = 0, width = 0;
+        char separator = 0, rest = 0;
+        PHALANX_REQUIRE_INPUT(
+            std::sscanf(arguments->size.c_str(), "%d%c%d%c", &height, &separator, &width, &rest) == 3 &&
+                separator == 'x',
+            "--size must be HxW, e.g. 64x64 (got '", arguments->size, "')");
+        arguments->images.height = height;
+        arguments->images.width = width;
+      }
+      const data::ImageFolderSummary summary =
+          data::import_image_folder(arguments->input, arguments->output, arguments->images, arguments->write);
+      std::printf("imported %s into %s in %.2f s: %zu classes, %lld train, %lld test, %lld val images",
+                  arguments->input.c_str(), arguments->output.c_str(), stopwatch.seconds(),
+                  summary.classes.size(), static_cast<long long>(summary.train),
+                  static_cast<long long>(summary.test), static_cast<long long>(summary.validation));
+      if (summary.skipped_files > 0)
+        std::printf(" (skipped %lld files that are not .png/.jpg/.jpeg)",
+                    static_cast<long long>(summary.skipped_files));
+      std::printf("\n%s", data::inspect(arguments->output).c_str());
     } else if (*synth) {
       const auto& options = arguments->synth;
       PHALANX_REQUIRE_INPUT(options.train_count >= 1 && options.test_count >= 1 && options.height >= 1 &&

@@ -79,6 +79,9 @@ std::string to_yaml(const Config& config) {
   out << YAML::Key << "horizontal_flip" << YAML::Value << data.augment.horizontal_flip;
   out << YAML::Key << "cutout" << YAML::Value << data.augment.cutout;
   out << YAML::EndMap;
+  emit_text(out, "cache", data.cache);
+  emit_number(out, "max_cache_gb", data.max_cache_gb);
+  out << YAML::Key << "stream_window_mb" << YAML::Value << data.stream_window_mb;
   out << YAML::EndMap;
 
   const OptimizerConfig& optimizer = config.optimizer;

@@ -10,7 +10,9 @@ namespace {
 const std::map<std::string, std::vector<std::string>>& sections() {
   static const std::map<std::string, std::vector<std::string>> table = {
       {"model", {"preset", "layers"}},
-      {"data", {"path", "train_split", "test_split", "prefetch_batches", "augment"}},
+      {"data",
+       {"path", "train_split", "test_split", "prefetch_batches", "augment", "cache", "max_cache_gb",
+        "stream_window_mb"}},
       // A nested section is listed under its dotted name and appears as a key of its parent.
       {"data.augment", {"random_crop_padding", "horizontal_flip", "cutout"}},
       {"optimizer",
@@ -107,6 +109,11 @@ const std::vector<std::string>& model_presets() {
 
 const std::vector<std::string>& devices() {
   static const std::vector<std::string> values = {"cpu", "cuda", "auto"};
+  return values;
+}
+
+const std::vector<std::string>& cache_modes() {
+  static const std::vector<std::string> values = {"auto", "rank", "node", "none"};
   return values;
 }
 

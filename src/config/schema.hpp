@@ -29,6 +29,7 @@ bool is_pool(const std::string& type);
 
 const std::vector<std::string>& model_presets();
 const std::vector<std::string>& devices();
+const std::vector<std::string>& cache_modes();
 const std::vector<std::string>& optimizer_types();
 const std::vector<std::string>& schedule_types();
 const std::vector<std::string>& precisions();

@@ -99,6 +99,12 @@ void read_data(const Section& section, DataConfig& data) {
     data.prefetch_batches = reader.int_value(value, section.key("prefetch_batches"), 1);
   }
   read_augment(Section(section, "augment"), data.augment);
+  if (const YAML::Node value = section["cache"]; has(value))
+    data.cache = reader.choice(value, section.key("cache"), schema::cache_modes());
+  if (const YAML::Node value = section["max_cache_gb"]; has(value))
+    data.max_cache_gb = reader.real(value, section.key("max_cache_gb"), zero_inclusive, std::nullopt);
+  if (const YAML::Node value = section["stream_window_mb"]; has(value))
+    data.stream_window_mb = reader.int_value(value, section.key("stream_window_mb"), 1);
 }
 
 void read_optimizer(const Section& section, OptimizerConfig& optimizer) {

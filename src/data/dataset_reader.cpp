@@ -12,6 +12,7 @@
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/data/hdf5_lock.hpp"
 
 namespace phalanx::data {
 namespace {
@@ -352,18 +353,21 @@ const DatasetInfo::SplitInfo* DatasetInfo::find_split(const std::string& name) c
 }
 
 DatasetInfo read_dataset_info(const std::string& path) {
+  const auto hdf5_lock = lock_hdf5();
   DatasetInfo info;
   open_and_validate(path, info);
   return info;
 }
 
 std::vector<std::int32_t> read_labels(const std::string& path, const std::string& split_name) {
+  const auto hdf5_lock = lock_hdf5();
   DatasetInfo info;
   Hdf5Handle file = open_and_validate(path, info);
   return read_validated_labels(path, file.get(), info, require_split(info, split_name));
 }
 
 Split read_split(const std::string& path, const std::string& split_name) {
+  const auto hdf5_lock = lock_hdf5();
   DatasetInfo info;
   Hdf5Handle file = open_and_validate(path, info);
   const DatasetInfo::SplitInfo& split_info = require_split(info, split_name);
@@ -386,6 +390,7 @@ Split read_split(const std::string& path, const std::string& split_name) {
 }
 
 std::string verify_checksums(const std::string& path) {
+  const auto hdf5_lock = lock_hdf5();
   DatasetInfo info;
   Hdf5Handle file = open_and_validate(path, info);
 
@@ -441,6 +446,7 @@ std::string verify_checksums(const std::string& path) {
 
 Split read_samples(const std::string& path, const std::string& split_name,
                    const std::vector<std::int64_t>& indices) {
+  const auto hdf5_lock = lock_hdf5();
   DatasetInfo info;
   Hdf5Handle file = open_and_validate(path, info);
   const DatasetInfo::SplitInfo& split_info = require_split(info, split_name);

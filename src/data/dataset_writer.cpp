@@ -14,8 +14,13 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
+#include "phalanx/data/hdf5_lock.hpp"
 
 namespace phalanx::data {
+namespace detail {
+// lzf_filter.cpp: finds and registers the LZF plugin; empty, or why it is not usable.
+std::string register_lzf_filter();
+}  // namespace detail
 namespace {
 
 using detail::Hdf5Handle;
@@ -44,6 +49,7 @@ void validate_inputs(const std::string& path, const std::vector<std::string>& cl
     fail_input(path, "chunk_samples = " + std::to_string(options.chunk_samples) + " must be at least 1");
   if (options.gzip_level < 0 || options.gzip_level > 9)
     fail_input(path, "gzip level " + std::to_string(options.gzip_level) + " is outside [0, 9]");
+  if (options.lzf && options.gzip_level > 0) fail_input(path, "choose gzip or lzf compression, not both");
 
   const Split* train = nullptr;
   bool has_test = false;
@@ -153,6 +159,14 @@ Hdf5Handle create_chunked_dataset(hid_t group, const char* name, hid_t file_type
     checked_status(H5Pset_deflate(properties.get(), static_cast<unsigned>(options.gzip_level)), path,
                    "enabling gzip for " + dataset_name);
   }
+  if (options.lzf) {
+    if (const std::string problem = detail::register_lzf_filter(); !problem.empty())
+      throw_input_error(path + ": lzf compression was asked for but HDF5 has no usable LZF filter plugin (" +
+                        problem + "); install a working one or point HDF5_PLUGIN_PATH at it");
+    checked_status(H5Pset_filter(properties.get(), static_cast<H5Z_filter_t>(lzf_filter_id),
+                                 H5Z_FLAG_MANDATORY, 0, nullptr),
+                   path, "enabling lzf for " + dataset_name);
+  }
   Hdf5Handle space = detail::dataspace_handle(
       checked(H5Screate_simple(static_cast<int>(dimensions.size()), dimensions.data(), nullptr), path,
               "creating a dataspace"));
@@ -256,6 +270,7 @@ void channel_statistics(const Split& split, std::vector<float>& mean,
 void write_dataset(const std::string& path, const std::vector<std::string>& classes,
                    const std::vector<const Split*>& splits, const WriteOptions& options) {
   detail::silence_hdf5_error_printing();
+  const auto hdf5_lock = lock_hdf5();
   validate_inputs(path, classes, splits, options);
 
   AtomicFile file(path);

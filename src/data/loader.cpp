@@ -1,9 +1,8 @@
 // Loader: gathers this rank's samples for upcoming steps on a background thread, so that training
-// never waits for a gather it could have overlapped. It only copies from the in-memory split (no
-// HDF5, which is not thread-safe here) into a ring of slots the training thread reads in order.
+// never waits for a gather it could have overlapped. It gathers from its SampleSource (memory, or
+// the file under the HDF5 lock) into a ring of slots the training thread reads in order.
 #include "phalanx/data/loader.hpp"
 
-#include <cstring>
 #include <utility>
 
 #include "phalanx/core/error.hpp"
@@ -14,7 +13,13 @@ namespace phalanx::data {
 Loader::Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch, std::int64_t first_epoch,
                std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator,
                const AugmentOptions& augment, bool augment_on_device)
-    : split_(std::move(split)),
+    : Loader(MemorySource::of_split(std::move(split)), std::move(plan), prefetch, first_epoch, first_step,
+             end_epoch, allocator, augment, augment_on_device) {}
+
+Loader::Loader(std::shared_ptr<SampleSource> source, ShardPlan plan, int prefetch, std::int64_t first_epoch,
+               std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator,
+               const AugmentOptions& augment, bool augment_on_device)
+    : source_(std::move(source)),
       plan_(std::move(plan)),
       prefetch_(prefetch),
       first_epoch_(first_epoch),
@@ -23,15 +28,12 @@ Loader::Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch,
       allocator_(allocator),
       augment_(augment),
       augment_on_device_(augment_on_device && augment.enabled()) {
-  PHALANX_CHECK(split_ != nullptr, "no split given");
+  PHALANX_CHECK(source_ != nullptr, "no sample source given");
   PHALANX_CHECK(prefetch_ >= 1, "prefetch ", prefetch_);
   PHALANX_CHECK(augment_.random_crop_padding >= 0 && augment_.cutout >= 0, "augment padding ",
                 augment_.random_crop_padding, " cutout ", augment_.cutout);
-  PHALANX_CHECK(split_->count == plan_.dataset_size(), "split ", split_->name, " has ", split_->count,
+  PHALANX_CHECK(source_->count == plan_.dataset_size(), "split ", source_->name, " has ", source_->count,
                 " samples but the shard plan is for ", plan_.dataset_size());
-  PHALANX_CHECK(split_->images.size() == static_cast<std::size_t>(split_->count * split_->image_bytes()) &&
-                    split_->labels.size() == static_cast<std::size_t>(split_->count),
-                "split ", split_->name, " is inconsistent");
   const std::int64_t steps = plan_.steps_per_epoch();
   PHALANX_CHECK(first_epoch_ >= 0 && first_step_ >= 0 && first_step_ <= steps && end_epoch_ >= first_epoch_,
                 "epochs [", first_epoch_, ", ", end_epoch_, ") from step ", first_step_, " of ", steps);
@@ -43,7 +45,8 @@ Loader::Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch,
   total_batches_ = end_epoch_ > first_epoch_ ? (end_epoch_ - first_epoch_) * steps - first_step_ : 0;
 
   slot_image_bytes_ =
-      static_cast<std::size_t>(plan_.local_batch()) * static_cast<std::size_t>(split_->image_bytes());
+      static_cast<std::size_t>(plan_.local_batch()) * static_cast<std::size_t>(source_->image_bytes());
+  if (augment_.enabled() && !augment_on_device_) unaugmented_.resize(slot_image_bytes_);
   slot_label_bytes_ = static_cast<std::size_t>(plan_.local_batch()) * sizeof(std::int32_t);
   slots_.resize(static_cast<std::size_t>(prefetch_) + 1);
   try {
@@ -96,7 +99,7 @@ const Batch* Loader::next() {
 void Loader::produce() {
   try {
     const std::int64_t steps = plan_.steps_per_epoch();
-    const auto sample_bytes = static_cast<std::size_t>(split_->image_bytes());
+    const auto sample_bytes = static_cast<std::size_t>(source_->image_bytes());
     std::int64_t epoch = first_epoch_, step = first_step_;
     std::vector<std::int64_t> permutation;
     std::int64_t permutation_epoch = -1;
@@ -108,28 +111,26 @@ void Loader::produce() {
         changed_.wait(lock, [&] { return stopping_ || batch_number < consumed_ + prefetch_; });
         if (stopping_) return;
       }
-      const double produce_begin = steady_seconds();
       if (permutation_epoch != epoch) {
         permutation = plan_.permutation(epoch);
         permutation_epoch = epoch;
       }
+      const double produce_begin = steady_seconds();
       Slot& slot = slots_[static_cast<std::size_t>(batch_number) % slots_.size()];
       const std::vector<std::int64_t> indices = plan_.rank_indices(permutation, step);
-      for (std::size_t position = 0; position < indices.size(); ++position) {
-        const auto sample = static_cast<std::size_t>(indices[position]);
-        const std::uint8_t* source = split_->images.data() + sample * sample_bytes;
-        std::uint8_t* destination = slot.images + position * sample_bytes;
-        if (augment_on_device_) {
-          std::memcpy(destination, source, sample_bytes);
-          slot.augment_draws[position] =
-              augment_draws(augment_, plan_.seed(), epoch, indices[position], split_->height, split_->width);
-        } else if (augment_.enabled()) {
-          augment_image(augment_, plan_.seed(), epoch, indices[position], source, destination, split_->height,
-                        split_->width, split_->channels);
-        } else {
-          std::memcpy(destination, source, sample_bytes);
-        }
-        slot.labels[position] = split_->labels[sample];
+      if (augment_on_device_) {
+        source_->gather(indices.data(), indices.size(), slot.images, slot.labels);
+        for (std::size_t position = 0; position < indices.size(); ++position)
+          slot.augment_draws[position] = augment_draws(augment_, plan_.seed(), epoch, indices[position],
+                                                       source_->height, source_->width);
+      } else if (augment_.enabled()) {
+        source_->gather(indices.data(), indices.size(), unaugmented_.data(), slot.labels);
+        for (std::size_t position = 0; position < indices.size(); ++position)
+          augment_image(augment_, plan_.seed(), epoch, indices[position],
+                        unaugmented_.data() + position * sample_bytes, slot.images + position * sample_bytes,
+                        source_->height, source_->width, source_->channels);
+      } else {
+        source_->gather(indices.data(), indices.size(), slot.images, slot.labels);
       }
       slot.batch.epoch = epoch;
       slot.batch.step = step;

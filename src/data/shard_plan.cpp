@@ -15,14 +15,26 @@ namespace phalanx::data {
 namespace {
 // Stream id of the data order, apart from the streams used for initialisation or augmentation.
 constexpr std::uint64_t permutation_stream = 0x5348415244ull;  // "SHARD"
+constexpr std::uint64_t chunk_stream = 0x4348554e4bull;        // "CHUNK"
+constexpr std::uint64_t window_stream = 0x57494e444full;       // "WINDO"
+
+void shuffle(std::int64_t* begin, std::int64_t* end, RandomStream& random) {
+  for (auto index = static_cast<std::size_t>(end - begin); index > 1; --index)
+    std::swap(begin[index - 1], begin[random.next_below(index)]);
+}
 }  // namespace
 
-ShardPlan::ShardPlan(std::int64_t dataset_size, int local_batch, int rank, int world_size, std::uint64_t seed)
+ShardPlan::ShardPlan(std::int64_t dataset_size, int local_batch, int rank, int world_size, std::uint64_t seed,
+                     ShardOrder order)
     : dataset_size_(dataset_size),
       local_batch_(local_batch),
       rank_(rank),
       world_size_(world_size),
-      seed_(seed) {
+      seed_(seed),
+      order_(order) {
+  PHALANX_CHECK(
+      order.kind == ShardOrder::Kind::Permutation || (order.chunk_samples >= 1 && order.window_samples >= 1),
+      "chunk ", order.chunk_samples, " window ", order.window_samples);
   PHALANX_CHECK(local_batch >= 1, "local batch ", local_batch);
   PHALANX_CHECK(world_size >= 1, "world size ", world_size);
   PHALANX_CHECK(rank >= 0 && rank < world_size, "rank ", rank, " of ", world_size);
@@ -40,6 +52,7 @@ std::int64_t ShardPlan::steps_per_epoch() const {
 
 std::vector<std::int64_t> ShardPlan::permutation(std::int64_t epoch) const {
   PHALANX_CHECK(epoch >= 0, "epoch ", epoch);
+  if (order_.kind == ShardOrder::Kind::ChunkWindows) return chunk_window_order(epoch);
   std::vector<std::int64_t> order(static_cast<std::size_t>(dataset_size_));
   std::iota(order.begin(), order.end(), std::int64_t{0});
   RandomStream random(mix_seed(seed_, static_cast<std::uint64_t>(epoch)), permutation_stream);
@@ -50,10 +63,49 @@ std::vector<std::int64_t> ShardPlan::permutation(std::int64_t epoch) const {
   return order;
 }
 
+std::vector<std::int64_t> ShardPlan::chunk_window_order(std::int64_t epoch) const {
+  const std::uint64_t epoch_seed = mix_seed(seed_, static_cast<std::uint64_t>(epoch));
+  const std::int64_t chunk = order_.chunk_samples;
+  const std::int64_t chunk_count = (dataset_size_ + chunk - 1) / chunk;
+  std::vector<std::int64_t> chunks(static_cast<std::size_t>(chunk_count));
+  std::iota(chunks.begin(), chunks.end(), std::int64_t{0});
+  RandomStream chunk_random(epoch_seed, chunk_stream);
+  shuffle(chunks.data(), chunks.data() + chunk_count, chunk_random);
+
+  // The samples of the chunks in their shuffled order; only the first steps * G are trained on.
+  const std::int64_t part = steps_per_epoch() * local_batch_, used = part * world_size_;
+  std::vector<std::int64_t> sequence;
+  sequence.reserve(static_cast<std::size_t>(dataset_size_));
+  for (const std::int64_t index : chunks)
+    for (std::int64_t sample = index * chunk; sample < std::min(dataset_size_, (index + 1) * chunk); ++sample)
+      sequence.push_back(sample);
+  sequence.resize(static_cast<std::size_t>(used));
+
+  std::vector<std::int64_t> order(static_cast<std::size_t>(used));
+  for (int rank = 0; rank < world_size_; ++rank) {
+    std::int64_t* part_begin = sequence.data() + static_cast<std::int64_t>(rank) * part;
+    for (std::int64_t window = 0; window < part; window += order_.window_samples) {
+      // Each window's stream is named by its place in the sequence: the order depends on
+      // (seed, epoch) and the world size only, never on which rank computes it.
+      RandomStream random(mix_seed(epoch_seed, static_cast<std::uint64_t>(rank * part + window)),
+                          window_stream);
+      shuffle(part_begin + window, part_begin + std::min(part, window + order_.window_samples), random);
+    }
+    for (std::int64_t position = 0; position < part; ++position) {
+      const std::int64_t step = position / local_batch_, slot = position % local_batch_;
+      order[static_cast<std::size_t>(step * global_batch() + static_cast<std::int64_t>(rank) * local_batch_ +
+                                     slot)] = part_begin[position];
+    }
+  }
+  return order;
+}
+
 std::vector<std::int64_t> ShardPlan::rank_indices(const std::vector<std::int64_t>& permutation,
                                                   std::int64_t step) const {
-  PHALANX_CHECK(static_cast<std::int64_t>(permutation.size()) == dataset_size_, "permutation of ",
-                permutation.size(), " for a dataset of ", dataset_size_);
+  const std::int64_t expected =
+      order_.kind == ShardOrder::Kind::Permutation ? dataset_size_ : steps_per_epoch() * global_batch();
+  PHALANX_CHECK(static_cast<std::int64_t>(permutation.size()) == expected, "permutation of ",
+                permutation.size(), " for an order of ", expected);
   PHALANX_CHECK(step >= 0 && step < steps_per_epoch(), "step ", step, " of ", steps_per_epoch());
   const auto begin =
       permutation.begin() + step * global_batch() + static_cast<std::int64_t>(rank_) * local_batch_;

@@ -12,6 +12,7 @@
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
+#include "phalanx/data/hdf5_lock.hpp"
 
 namespace phalanx::train {
 
@@ -171,6 +172,7 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
                       optim::Optimizer* optimizer, const TrainingPosition& position, int world_size,
                       std::uint64_t seed, const std::string& config_text,
                       const optim::LossScalerState* loss_scale) {
+  const auto hdf5_lock = data::lock_hdf5();
   silence_hdf5();
   backend.synchronize();
   AtomicFile output(path);
@@ -231,6 +233,7 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
 }
 
 CheckpointHeader read_checkpoint_header(const std::string& path) {
+  const auto hdf5_lock = data::lock_hdf5();
   silence_hdf5();
   PHALANX_REQUIRE_INPUT(std::filesystem::exists(path), path, ": no such checkpoint file");
   PHALANX_REQUIRE_INPUT(std::filesystem::file_size(path) > 0, path, ": checkpoint file is empty");
@@ -272,6 +275,7 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
 
 void load_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
                      optim::Optimizer* optimizer) {
+  const auto hdf5_lock = data::lock_hdf5();
   const CheckpointHeader header = read_checkpoint_header(path);
   Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   std::vector<float> parameters(static_cast<std::size_t>(registry.parameter_count()), 0.0f);

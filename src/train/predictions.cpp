@@ -9,6 +9,7 @@
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
+#include "phalanx/data/hdf5_lock.hpp"
 #include "phalanx/train/input_batch.hpp"
 
 namespace phalanx::train {
@@ -55,6 +56,7 @@ void write_dataset(hid_t file, const char* name, hid_t file_type, hid_t memory_t
 
 void write_predictions(const std::string& path, const Predictions& predictions,
                        const std::vector<std::string>& class_names) {
+  const auto hdf5_lock = data::lock_hdf5();
   data::detail::silence_hdf5_error_printing();
   AtomicFile output(path);
   {

@@ -13,6 +13,7 @@
 #include "phalanx/core/timer.hpp"
 #include "phalanx/data/loader.hpp"
 #include "phalanx/data/shard_plan.hpp"
+#include "phalanx/data/training_source.hpp"
 #include "phalanx/report/run_report.hpp"
 #include "phalanx/train/breakdown_table.hpp"
 #include "phalanx/train/evaluation.hpp"
@@ -67,8 +68,7 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
                         " needs a GPU rank (the CUDA backend); CPU ranks train in fp32");
   backend_.set_compute_precision(backend::compute_precision_from_name(config.train.precision));
   dataset_info_ = data::read_dataset_info(config.data.path);
-  train_split_ =
-      std::make_shared<const data::Split>(data::read_split(config.data.path, config.data.train_split));
+  train_split_ = data::open_training_source(config.data, communicator_);
   test_split_ =
       std::make_shared<const data::Split>(data::read_split(config.data.path, config.data.test_split));
   const Shape sample{train_split_->height, train_split_->width, train_split_->channels};
@@ -184,6 +184,7 @@ nlohmann::json Trainer::run() {
                 " training images, global batch " +
                 std::to_string(config.train.batch_size * communicator_.size()) + ", " +
                 std::to_string(steps_per_epoch_) + " steps per epoch");
+  progress.line("data cache: " + train_split_->cache_description);
   if (!resumed_from_.empty())
     progress.line("resumed from " + resumed_from_ + " at epoch " + std::to_string(position_.epoch + 1) +
                   ", step " + std::to_string(position_.step_in_epoch));
@@ -207,7 +208,7 @@ nlohmann::json Trainer::run() {
     grad_sync.emplace(communicator_, staged ? staged_gradients.data() : registry.gradients().data(),
                       registry.parameter_count(), bucket_bytes);
   const data::ShardPlan plan(train_split_->count, config.train.batch_size, communicator_.rank(),
-                             communicator_.size(), config.seed);
+                             communicator_.size(), config.seed, train_split_->order());
   // Training batches only: evaluation reads the split directly and never augments.
   const config::AugmentConfig& augment = config.data.augment;
   const data::AugmentOptions augment_options{augment.random_crop_padding, augment.horizontal_flip,

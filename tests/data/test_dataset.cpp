@@ -456,3 +456,43 @@ TEST(DatasetInspect, SummarisesClassesSplitsAndHistogram) {
 
 }  // namespace
 }  // namespace phalanx::data
+
+namespace phalanx::data {
+namespace {
+
+using phalanx::testing::make_split;
+using phalanx::testing::ScratchDirectory;
+
+// --lzf: with a working LZF plugin the file round-trips; without one (Debian 12's package does not
+// load) the write is an input error that says why, and leaves no file behind.
+TEST(DatasetRoundTrip, LzfRoundTripsOrIsRefusedCleanly) {
+  ScratchDirectory scratch("dataset_lzf");
+  const Split train = make_split("train", 64, 8, 8, 1, 10, 1);
+  const Split test = make_split("test", 16, 8, 8, 1, 10, 2);
+  const std::string path = scratch.file("lzf.h5");
+  try {
+    write_dataset(path, digit_classes(), {&train, &test}, {.chunk_samples = 16, .lzf = true});
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidInput);
+    EXPECT_NE(std::string(error.what()).find("no usable LZF filter plugin"), std::string::npos)
+        << error.what();
+    EXPECT_FALSE(std::filesystem::exists(path));
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(scratch.path()), {}), 0);
+    return;
+  }
+  const Split back = read_split(path, "train");
+  EXPECT_EQ(back.images, train.images);
+  EXPECT_EQ(back.labels, train.labels);
+}
+
+TEST(DatasetRoundTrip, GzipAndLzfTogetherAreRefused) {
+  ScratchDirectory scratch("dataset_gzip_lzf");
+  const Split train = make_split("train", 16, 4, 4, 1, 10, 1);
+  const Split test = make_split("test", 4, 4, 4, 1, 10, 2);
+  EXPECT_INPUT_ERROR(
+      write_dataset(scratch.file("x.h5"), digit_classes(), {&train, &test}, {.gzip_level = 4, .lzf = true}),
+      "choose gzip or lzf");
+}
+
+}  // namespace
+}  // namespace phalanx::data

@@ -155,7 +155,8 @@ TEST(Loader, RefusesInconsistentArguments) {
   expect_internal([&] { Loader(split, plan, 2, 0, 6, 1, HostAllocator::instance()); });
   expect_internal([&] { Loader(split, plan, 2, 2, 0, 1, HostAllocator::instance()); });
   expect_internal([&] { Loader(numbered_split(41), plan, 2, 0, 0, 1, HostAllocator::instance()); });
-  expect_internal([&] { Loader(nullptr, plan, 2, 0, 0, 1, HostAllocator::instance()); });
+  expect_internal(
+      [&] { Loader(std::shared_ptr<const Split>(), plan, 2, 0, 0, 1, HostAllocator::instance()); });
 }
 
 }  // namespace

@@ -97,6 +97,8 @@ class Communicator {
   Message receive_string(int source, int tag, double poll_seconds = 0.002) const;
 
  private:
+  friend class NodeSharedBuffer;  // splits this communicator by node
+  friend class MpiIoAccess;       // hands it to HDF5's MPI-IO driver
   explicit Communicator(void* handle, bool owned);
   void* handle_ = nullptr;  // MPI_Comm*
   bool owned_ = false;

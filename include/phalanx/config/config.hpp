@@ -53,6 +53,9 @@ struct DataConfig {
   std::string test_split = "test";
   int prefetch_batches = 4;  // loader ring depth
   AugmentConfig augment;
+  std::string cache = "auto";  // auto | rank | node | none (docs/DATA.md)
+  double max_cache_gb = 0;     // memory budget per node for cached splits; 0: half the node's memory
+  int stream_window_mb = 256;  // none: shuffle window per rank
 
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };

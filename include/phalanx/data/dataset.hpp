@@ -53,7 +53,11 @@ std::vector<std::int32_t> read_labels(const std::string& path, const std::string
 struct WriteOptions {
   std::int64_t chunk_samples = 1024;  // chunk size along N
   int gzip_level = 0;                 // 0: no compression
+  bool lzf = false;                   // LZF (the h5py filter, id 32000) instead; needs its HDF5 plugin
 };
+
+// HDF5 filter id of LZF, as registered by h5py and Debian's hdf5-plugin-lzf.
+inline constexpr int lzf_filter_id = 32000;
 
 // Writes a dataset file: mean and std are computed from the train split. Written to a
 // temporary name and renamed, so a failed import never leaves a half file under `path`.

@@ -1,6 +1,7 @@
 // Loader: a background thread that gathers this rank's samples for upcoming steps into a ring
-// of host buffers (uint8 images, int32 labels), `prefetch` batches ahead of training. It does
-// no HDF5 I/O (the split is already in memory), so it is free to run beside the main thread.
+// of host buffers (uint8 images, int32 labels), `prefetch` batches ahead of training. Samples come
+// from a SampleSource: memory (rank or node cache) or the file itself (streaming, whose HDF5 reads
+// hold the process-wide HDF5 lock).
 // Training augmentation (AugmentOptions) is applied here, per sample, while gathering.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include "phalanx/core/allocator.hpp"
 #include "phalanx/data/augmentation.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/data/sample_source.hpp"
 #include "phalanx/data/shard_plan.hpp"
 
 namespace phalanx::data {
@@ -41,6 +43,10 @@ class Loader {
   // off: the bytes of the split, unchanged) is drawn from (plan.seed(), epoch, sample index); with
   // `augment_on_device` the loader only draws, and the batch carries the draws instead (GPU ranks,
   // where the input kernel applies them for free).
+  Loader(std::shared_ptr<SampleSource> source, ShardPlan plan, int prefetch, std::int64_t first_epoch,
+         std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator,
+         const AugmentOptions& augment = {}, bool augment_on_device = false);
+  // The same over a split in this rank's memory.
   Loader(std::shared_ptr<const Split> split, ShardPlan plan, int prefetch, std::int64_t first_epoch,
          std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator,
          const AugmentOptions& augment = {}, bool augment_on_device = false);
@@ -63,7 +69,7 @@ class Loader {
     std::vector<AugmentDraws> augment_draws;  // filled only when augmenting on the device
   };
 
-  std::shared_ptr<const Split> split_;
+  std::shared_ptr<SampleSource> source_;
   ShardPlan plan_;
   int prefetch_;
   std::int64_t first_epoch_, first_step_, end_epoch_;
@@ -75,6 +81,7 @@ class Loader {
   std::vector<Slot> slots_;
   std::size_t slot_image_bytes_ = 0;
   std::size_t slot_label_bytes_ = 0;
+  std::vector<std::uint8_t> unaugmented_;  // the gathered batch before augmentation
 
   std::mutex mutex_;
   std::condition_variable changed_;

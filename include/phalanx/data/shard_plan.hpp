@@ -3,6 +3,16 @@
 // G = local_batch * world_size, and rank r takes the r-th slice of local_batch samples.
 // Training drops the last partial global batch; evaluation uses contiguous per-rank ranges
 // that cover every sample exactly once.
+//
+// Streaming from a file (data.cache: none) cannot afford a full permutation, which reads one
+// sample here and one there. ShardOrder::Kind::ChunkWindows draws instead, per (seed, epoch): a
+// permutation of the file's chunks; their samples in that order form one sequence, whose first
+// steps*G samples are cut into one contiguous part per rank (rank r: part r, so each rank reads
+// about 1/world_size of the file, in whole chunks); each part is shuffled within consecutive
+// windows of window_samples; rank r's batch `step` is its part's samples [step*B, (step+1)*B).
+// Each sample still appears at most once per epoch across ranks (exactly once but for fewer than
+// G dropped each epoch, which change with the chunk order), and every rank computes the same
+// global order. docs/DATA.md says what this gives up against a full permutation.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +21,21 @@
 
 namespace phalanx::data {
 
+struct ShardOrder {
+  enum class Kind { Permutation, ChunkWindows };
+  Kind kind = Kind::Permutation;
+  std::int64_t chunk_samples = 0;   // ChunkWindows: samples per storage chunk along N
+  std::int64_t window_samples = 0;  // ChunkWindows: shuffle window within each rank's part
+
+  static ShardOrder chunk_windows(std::int64_t chunk_samples, std::int64_t window_samples) {
+    return {Kind::ChunkWindows, chunk_samples, window_samples};
+  }
+};
+
 class ShardPlan {
  public:
-  ShardPlan(std::int64_t dataset_size, int local_batch, int rank, int world_size, std::uint64_t seed);
+  ShardPlan(std::int64_t dataset_size, int local_batch, int rank, int world_size, std::uint64_t seed,
+            ShardOrder order = {});
 
   std::int64_t steps_per_epoch() const;
   std::int64_t dataset_size() const { return dataset_size_; }
@@ -22,8 +44,10 @@ class ShardPlan {
   int local_batch() const { return local_batch_; }
   std::uint64_t seed() const { return seed_; }
   std::int64_t global_batch() const { return static_cast<std::int64_t>(local_batch_) * world_size_; }
+  const ShardOrder& order() const { return order_; }
 
-  // The epoch's global permutation of [0, dataset_size) (Fisher-Yates on a Philox stream).
+  // The epoch's global order: Permutation: a permutation of [0, dataset_size) (Fisher-Yates on a
+  // Philox stream); ChunkWindows: the steps_per_epoch * global_batch samples trained on, in order.
   std::vector<std::int64_t> permutation(std::int64_t epoch) const;
   // This rank's sample indices for (epoch, step), given that epoch's permutation.
   std::vector<std::int64_t> rank_indices(const std::vector<std::int64_t>& permutation,
@@ -39,6 +63,9 @@ class ShardPlan {
   int rank_;
   int world_size_;
   std::uint64_t seed_;
+  ShardOrder order_;
+
+  std::vector<std::int64_t> chunk_window_order(std::int64_t epoch) const;
 };
 
 }  // namespace phalanx::data

@@ -13,6 +13,7 @@
 #include "phalanx/comm/nccl_communicator.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/data/sample_source.hpp"
 #include "phalanx/monitor/gpu_metrics.hpp"
 #include "phalanx/monitor/host_metrics.hpp"
 #include "phalanx/nn/model.hpp"
@@ -76,7 +77,7 @@ class Trainer {
   const comm::Communicator& communicator_;
   backend::Backend& backend_;
   data::DatasetInfo dataset_info_;
-  std::shared_ptr<const data::Split> train_split_;
+  std::shared_ptr<data::SampleSource> train_split_;  // as data.cache holds it
   std::shared_ptr<const data::Split> test_split_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;

@@ -1,0 +1,49 @@
+// SplitReader: one split of a dataset file held open for reading ranges of samples, for the
+// readers that never hold the whole split in one process (the node cache fills its share of a
+// shared copy; the streaming source reads chunk by chunk). The file is opened read-only and
+// validated like read_split; every call holds the process-wide HDF5 lock, so it may be used from
+// the loader thread. Given an MpiIoAccess (a parallel-HDF5 build), the file is opened with MPI-IO
+// on its ranks and every read is collective: all of them call read() together.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "phalanx/comm/mpi_io.hpp"
+#include "phalanx/data/dataset.hpp"
+#include "phalanx/data/hdf5_handle.hpp"
+
+namespace phalanx::data {
+
+class SplitReader {
+ public:
+  SplitReader(const std::string& path, const std::string& split_name,
+              const comm::MpiIoAccess* mpi_io = nullptr);
+  ~SplitReader();
+  SplitReader(const SplitReader&) = delete;
+  SplitReader& operator=(const SplitReader&) = delete;
+
+  const std::string& path() const { return path_; }
+  const DatasetInfo& info() const { return info_; }
+  const DatasetInfo::SplitInfo& split() const { return split_; }
+  std::int64_t image_bytes() const {
+    return static_cast<std::int64_t>(split_.height) * split_.width * split_.channels;
+  }
+  // Samples per HDF5 chunk of the images (along N); a contiguous dataset reports its whole count.
+  std::int64_t chunk_samples() const { return chunk_samples_; }
+
+  // Reads samples [begin, end) into `images` (NHWC uint8) and `labels`, and checks every label
+  // against the class count. Input errors name the file, the dataset and the sample.
+  void read(std::int64_t begin, std::int64_t end, std::uint8_t* images, std::int32_t* labels) const;
+
+ private:
+  std::string path_;
+  DatasetInfo info_;
+  DatasetInfo::SplitInfo split_;
+  std::int64_t chunk_samples_ = 0;
+  const comm::MpiIoAccess* mpi_io_ = nullptr;
+  std::string images_name_, labels_name_;
+  detail::Hdf5Handle file_, images_, labels_;
+};
+
+}  // namespace phalanx::data

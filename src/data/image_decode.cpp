@@ -1,0 +1,116 @@
+// Decoding PNG (libpng's simplified API) and JPEG (TurboJPEG, the libjpeg-turbo API, which reports
+// errors by return value instead of libjpeg's longjmp). The format is recognised from the file's
+// first bytes, so a mislabelled file still decodes and a corrupt one fails with its name.
+#include <png.h>
+#include <turbojpeg.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "phalanx/core/error.hpp"
+#include "phalanx/data/image_folder.hpp"
+
+namespace phalanx::data {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw_input_error(path + ": " + what);
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) fail(path, "cannot be opened");
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (file.bad()) fail(path, "cannot be read");
+  return bytes;
+}
+
+bool is_png(const std::string& bytes) {
+  return bytes.size() >= 8 && png_sig_cmp(reinterpret_cast<png_const_bytep>(bytes.data()), 0, 8) == 0;
+}
+
+bool is_jpeg(const std::string& bytes) {
+  return bytes.size() >= 3 && static_cast<unsigned char>(bytes[0]) == 0xFF &&
+         static_cast<unsigned char>(bytes[1]) == 0xD8 && static_cast<unsigned char>(bytes[2]) == 0xFF;
+}
+
+// A decoded image larger than this is refused rather than allocated (a corrupt header can claim
+// anything).
+constexpr std::int64_t largest_pixels = std::int64_t{1} << 28;
+
+DecodedImage decode_png(const std::string& path, const std::string& bytes, int channels) {
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
+    fail(path, std::string("not a readable PNG: ") + image.message);
+  DecodedImage decoded;
+  decoded.height = static_cast<int>(image.height);
+  decoded.width = static_cast<int>(image.width);
+  decoded.channels = channels;
+  if (static_cast<std::int64_t>(image.height) * image.width > largest_pixels) {
+    png_image_free(&image);
+    fail(path,
+         "PNG of " + std::to_string(image.width) + "x" + std::to_string(image.height) + " is too large");
+  }
+  // Transparent images are composited on black, like Pillow's convert("RGB") drops alpha.
+  image.format = channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+  decoded.pixels.resize(static_cast<std::size_t>(decoded.height) * decoded.width * channels);
+  if (!png_image_finish_read(&image, nullptr, decoded.pixels.data(), 0, nullptr)) {
+    const std::string message = image.message;
+    png_image_free(&image);
+    fail(path, "corrupt PNG: " + message);
+  }
+  return decoded;
+}
+
+class TurboJpeg {
+ public:
+  TurboJpeg() : handle_(tjInitDecompress()) {}
+  ~TurboJpeg() {
+    if (handle_) tjDestroy(handle_);
+  }
+  TurboJpeg(const TurboJpeg&) = delete;
+  TurboJpeg& operator=(const TurboJpeg&) = delete;
+  tjhandle get() const { return handle_; }
+
+ private:
+  tjhandle handle_;
+};
+
+DecodedImage decode_jpeg(const std::string& path, const std::string& bytes, int channels) {
+  TurboJpeg jpeg;
+  if (!jpeg.get()) throw_internal_error("TurboJPEG could not start", __FILE__, __LINE__);
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  if (tjDecompressHeader3(jpeg.get(), data, static_cast<unsigned long>(bytes.size()), &width, &height,
+                          &subsampling, &colorspace) != 0)
+    fail(path, std::string("not a readable JPEG: ") + tjGetErrorStr2(jpeg.get()));
+  if (width <= 0 || height <= 0 || static_cast<std::int64_t>(width) * height > largest_pixels)
+    fail(path, "JPEG of " + std::to_string(width) + "x" + std::to_string(height) + " is not a usable size");
+  DecodedImage decoded;
+  decoded.height = height;
+  decoded.width = width;
+  decoded.channels = channels;
+  decoded.pixels.resize(static_cast<std::size_t>(height) * width * channels);
+  // TJFLAG_STOPONWARNING: a truncated JPEG is an error here, not a grey bottom half.
+  if (tjDecompress2(jpeg.get(), data, static_cast<unsigned long>(bytes.size()), decoded.pixels.data(), width,
+                    0, height, channels == 3 ? TJPF_RGB : TJPF_GRAY,
+                    TJFLAG_ACCURATEDCT | TJFLAG_STOPONWARNING) != 0)
+    fail(path, std::string("corrupt JPEG: ") + tjGetErrorStr2(jpeg.get()));
+  return decoded;
+}
+
+}  // namespace
+
+DecodedImage decode_image(const std::string& path, int channels) {
+  PHALANX_CHECK(channels == 1 || channels == 3, "channels ", channels);
+  const std::string bytes = read_bytes(path);
+  if (bytes.empty()) fail(path, "empty file, not an image");
+  if (is_png(bytes)) return decode_png(path, bytes, channels);
+  if (is_jpeg(bytes)) return decode_jpeg(path, bytes, channels);
+  fail(path, "neither a PNG nor a JPEG (unknown signature)");
+}
+
+}  // namespace phalanx::data

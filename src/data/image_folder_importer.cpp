@@ -1,0 +1,175 @@
+// The image-folder importer (see image_folder.hpp). Samples are stored in a seeded random order,
+// never grouped by class: streaming (data.cache: none) shuffles whole chunks and then within a
+// window, so a class-sorted file would give class-sorted batches.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "phalanx/core/error.hpp"
+#include "phalanx/core/random.hpp"
+#include "phalanx/data/image_folder.hpp"
+
+namespace phalanx::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Stream ids of the importer's draws, apart from every other stream.
+constexpr std::uint64_t test_stream = 0x494d47544553ull;   // "IMGTES"
+constexpr std::uint64_t val_stream = 0x494d4756414cull;    // "IMGVAL"
+constexpr std::uint64_t order_stream = 0x494d474f5244ull;  // "IMGORD"
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw_input_error(path + ": " + what);
+}
+
+struct Item {
+  std::string path;
+  std::int32_t label = 0;
+};
+
+bool is_image_name(const fs::path& path) {
+  std::string extension = path.extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char letter) { return static_cast<char>(std::tolower(letter)); });
+  return extension == ".png" || extension == ".jpg" || extension == ".jpeg";
+}
+
+bool hidden(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return !name.empty() && name[0] == '.';
+}
+
+std::vector<std::string> class_folders(const fs::path& tree) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(tree))
+    if (entry.is_directory() && !hidden(entry.path())) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Every image file of `tree`, labelled by its class folder's place in `classes`, in name order.
+std::vector<Item> list_items(const fs::path& tree, const std::vector<std::string>& classes,
+                             std::int64_t& skipped) {
+  std::vector<Item> items;
+  for (const std::string& folder : class_folders(tree)) {
+    const auto found = std::find(classes.begin(), classes.end(), folder);
+    if (found == classes.end())
+      fail((tree / folder).string(),
+           "class folder not present in the training tree (classes: " + std::to_string(classes.size()) + ")");
+    std::vector<std::string> files;
+    for (const auto& entry : fs::recursive_directory_iterator(tree / folder)) {
+      if (!entry.is_regular_file() || hidden(entry.path())) continue;
+      if (is_image_name(entry.path()))
+        files.push_back(entry.path().string());
+      else
+        ++skipped;
+    }
+    std::sort(files.begin(), files.end());
+    for (auto& file : files)
+      items.push_back({std::move(file), static_cast<std::int32_t>(found - classes.begin())});
+  }
+  return items;
+}
+
+void shuffle(std::vector<Item>& items, std::uint64_t seed, std::uint64_t stream) {
+  RandomStream random(seed, stream);
+  for (std::size_t index = items.size(); index > 1; --index)
+    std::swap(items[index - 1], items[static_cast<std::size_t>(random.next_below(index))]);
+}
+
+// Moves round(fraction * size) items, drawn by seed from each class in turn, out of `items`.
+std::vector<Item> carve(std::vector<Item>& items, double fraction, std::uint64_t seed, std::uint64_t stream,
+                        std::size_t class_count) {
+  std::vector<Item> kept, carved;
+  for (std::size_t label = 0; label < class_count; ++label) {
+    std::vector<Item> members;
+    for (const Item& item : items)
+      if (static_cast<std::size_t>(item.label) == label) members.push_back(item);
+    shuffle(members, mix_seed(seed, label), stream);
+    const auto count = static_cast<std::size_t>(std::llround(fraction * static_cast<double>(members.size())));
+    carved.insert(carved.end(), members.begin(), members.begin() + static_cast<std::ptrdiff_t>(count));
+    kept.insert(kept.end(), members.begin() + static_cast<std::ptrdiff_t>(count), members.end());
+  }
+  items = std::move(kept);
+  return carved;
+}
+
+Split decode_split(const std::string& name, std::vector<Item> items, const ImageFolderOptions& options,
+                   std::uint64_t split_number) {
+  shuffle(items, mix_seed(options.seed, split_number), order_stream);
+  Split split;
+  split.name = name;
+  split.count = static_cast<std::int64_t>(items.size());
+  split.height = options.height;
+  split.width = options.width;
+  split.channels = options.channels;
+  split.images.resize(static_cast<std::size_t>(split.count * split.image_bytes()));
+  split.labels.resize(items.size());
+  for (std::size_t index = 0; index < items.size(); ++index) {
+    const DecodedImage image =
+        resize_image(decode_image(items[index].path, options.channels), options.height, options.width);
+    std::copy(image.pixels.begin(), image.pixels.end(),
+              split.images.begin() +
+                  static_cast<std::ptrdiff_t>(index * static_cast<std::size_t>(split.image_bytes())));
+    split.labels[index] = items[index].label;
+  }
+  return split;
+}
+
+}  // namespace
+
+ImageFolderSummary import_image_folder(const std::string& directory, const std::string& output_path,
+                                       const ImageFolderOptions& options, const WriteOptions& write_options) {
+  PHALANX_REQUIRE_INPUT(
+      options.height >= 1 && options.width >= 1 && options.height <= 4096 && options.width <= 4096,
+      "image size ", options.height, "x", options.width, " must be within 1..4096");
+  PHALANX_REQUIRE_INPUT(options.channels == 1 || options.channels == 3, "channels must be 1 or 3 (got ",
+                        options.channels, ")");
+  PHALANX_REQUIRE_INPUT(options.test_fraction >= 0.0 && options.test_fraction < 1.0,
+                        "test fraction must be in [0, 1) (got ", options.test_fraction, ")");
+  PHALANX_REQUIRE_INPUT(options.validation_fraction >= 0.0 && options.validation_fraction <= 0.5,
+                        "validation fraction must be in [0, 0.5] (got ", options.validation_fraction, ")");
+  std::error_code error;
+  if (!fs::is_directory(directory, error)) fail(directory, "no such folder");
+  const fs::path root(directory);
+  const bool presplit = fs::is_directory(root / "train", error) && fs::is_directory(root / "test", error);
+  const fs::path train_tree = presplit ? root / "train" : root;
+
+  ImageFolderSummary summary;
+  summary.classes = class_folders(train_tree);
+  if (summary.classes.empty())
+    fail(train_tree.string(), "no class folders (expected one folder of images per class)");
+  std::vector<Item> train = list_items(train_tree, summary.classes, summary.skipped_files);
+  std::vector<Item> test =
+      presplit ? list_items(root / "test", summary.classes, summary.skipped_files)
+               : carve(train, options.test_fraction, options.seed, test_stream, summary.classes.size());
+  std::vector<Item> validation;
+  if (options.validation_fraction > 0)
+    validation = carve(train, options.validation_fraction, options.seed, val_stream, summary.classes.size());
+  if (train.empty()) fail(train_tree.string(), "no .png/.jpg/.jpeg images left for the train split");
+  if (test.empty())
+    fail(directory, "no images for the test split (add a test/ tree or raise --test-fraction)");
+  if (options.validation_fraction > 0 && validation.empty())
+    fail(directory, "the validation fraction leaves no images for the val split");
+
+  const Split train_split = decode_split("train", std::move(train), options, 0);
+  const Split test_split = decode_split("test", std::move(test), options, 1);
+  std::vector<const Split*> splits = {&train_split, &test_split};
+  Split validation_split;
+  if (!validation.empty()) {
+    validation_split = decode_split("val", std::move(validation), options, 2);
+    splits.push_back(&validation_split);
+  }
+  summary.train = train_split.count;
+  summary.test = test_split.count;
+  summary.validation = validation_split.count;
+  write_dataset(output_path, summary.classes, splits, write_options);
+  return summary;
+}
+
+}  // namespace phalanx::data

@@ -1,0 +1,196 @@
+// Choosing and opening the training split's cache (data.cache). The node cache is filled by all
+// ranks of a node together, each reading whole chunks of its share straight into the shared copy,
+// so the file is read once per node and no rank ever holds a private copy.
+#include "phalanx/data/training_source.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <utility>
+
+#include "phalanx/comm/mpi_io.hpp"
+#include "phalanx/comm/node_shared_buffer.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/data/split_reader.hpp"
+#include "phalanx/data/streaming_source.hpp"
+
+namespace phalanx::data {
+namespace {
+
+std::string megabytes(std::int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
+// Labels follow the images in the shared block, on a cache-line boundary.
+std::int64_t labels_offset(std::int64_t image_bytes) {
+  return (image_bytes + 63) / 64 * 64;
+}
+
+// Keeps the node-shared block alive for as long as any source points into it.
+struct NodeCopy {
+  std::unique_ptr<comm::NodeSharedBuffer> buffer;
+};
+
+// With parallel HDF5, the cache fills open the file with MPI-IO on all ranks and read collectively:
+// MPI-IO's aggregators then make few large requests to the (shared) filesystem for the whole job.
+std::unique_ptr<comm::MpiIoAccess> collective_access(const comm::Communicator& communicator) {
+  if (!comm::MpiIoAccess::available()) return nullptr;
+  return std::make_unique<comm::MpiIoAccess>(communicator);
+}
+
+std::string reads_text(const std::unique_ptr<comm::MpiIoAccess>& access) {
+  return access ? ", read with collective MPI-IO" : "";
+}
+
+std::shared_ptr<SampleSource> open_rank_cache(const config::DataConfig& data,
+                                              const comm::Communicator& communicator) {
+  const std::unique_ptr<comm::MpiIoAccess> access = collective_access(communicator);
+  std::shared_ptr<Split> split;
+  if (!access) {
+    split = std::make_shared<Split>(read_split(data.path, data.train_split));
+  } else {
+    const SplitReader reader(data.path, data.train_split, access.get());
+    split = std::make_shared<Split>();
+    split->name = reader.split().name;
+    split->count = reader.split().count;
+    split->height = reader.split().height;
+    split->width = reader.split().width;
+    split->channels = reader.split().channels;
+    split->images.resize(static_cast<std::size_t>(split->count * split->image_bytes()));
+    split->labels.resize(static_cast<std::size_t>(split->count));
+    reader.read(0, split->count, split->images.data(), split->labels.data());
+  }
+  auto source = MemorySource::of_split(std::move(split));
+  source->cache_description = "rank (a copy per rank" + reads_text(access) + ")";
+  return source;
+}
+
+std::shared_ptr<SampleSource> open_node_cache(const config::DataConfig& data,
+                                              const comm::Communicator& communicator) {
+  const std::unique_ptr<comm::MpiIoAccess> access = collective_access(communicator);
+  auto reader = std::make_unique<SplitReader>(data.path, data.train_split, access.get());
+  const auto& split = reader->split();
+  const std::int64_t image_total = split.count * reader->image_bytes();
+  const std::int64_t offset = labels_offset(image_total);
+  auto copy = std::make_shared<NodeCopy>();
+  copy->buffer = std::make_unique<comm::NodeSharedBuffer>(
+      communicator,
+      static_cast<std::size_t>(offset + split.count * static_cast<std::int64_t>(sizeof(std::int32_t))));
+  std::uint8_t* images = copy->buffer->data();
+  auto* labels = reinterpret_cast<std::int32_t*>(copy->buffer->data() + offset);
+
+  // Each rank of the node reads a contiguous run of whole chunks, so no chunk is read twice.
+  const std::int64_t chunk = reader->chunk_samples();
+  const std::int64_t chunk_count = (split.count + chunk - 1) / chunk;
+  const int local_rank = copy->buffer->local_rank(), local_size = copy->buffer->local_size();
+  const std::int64_t first_chunk = chunk_count * local_rank / local_size;
+  const std::int64_t end_chunk = chunk_count * (local_rank + 1) / local_size;
+  const std::int64_t begin = std::min(split.count, first_chunk * chunk);
+  const std::int64_t end = std::min(split.count, end_chunk * chunk);
+  std::exception_ptr failure;
+  std::string failure_message;
+  bool failure_is_input = true;
+  try {
+    reader->read(begin, end, images + begin * reader->image_bytes(), labels + begin);
+  } catch (const Error& error) {
+    failure = std::current_exception();
+    failure_message = error.what();
+    failure_is_input = error.kind() == ErrorKind::InvalidInput;
+  } catch (const std::exception& error) {
+    failure = std::current_exception();
+    failure_message = error.what();
+    failure_is_input = false;
+  }
+  // Every rank learns whether a read failed before anyone waits on the node barrier, and every
+  // rank reports the failing rank's message (usually only rank 0's error reaches the user).
+  double failed_rank = failure ? communicator.rank() : -1.0;
+  communicator.allreduce_max(&failed_rank, 1);
+  if (failed_rank >= 0) {
+    const int source_rank = static_cast<int>(failed_rank);
+    double input_error = failure_is_input ? 1.0 : 0.0;
+    communicator.broadcast(&input_error, sizeof input_error, source_rank);
+    communicator.broadcast_string(failure_message, source_rank);
+    if (failure && communicator.rank() == source_rank) std::rethrow_exception(failure);
+    const std::string message = "filling the node cache: " + failure_message;
+    if (input_error > 0) throw_input_error(message);
+    throw_internal_error(message, __FILE__, __LINE__);
+  }
+  copy->buffer->publish();
+
+  auto source = std::make_shared<MemorySource>(split.name, split.count, split.height, split.width,
+                                               split.channels, images, labels, copy);
+  source->cache_description = "node (one " + megabytes(offset + split.count * 4) +
+                              " copy per node, shared by " + std::to_string(local_size) + " ranks" +
+                              reads_text(access) + ")";
+  return source;
+}
+
+}  // namespace
+
+std::string cache_mode_name(CacheMode mode) {
+  switch (mode) {
+    case CacheMode::Rank: return "rank";
+    case CacheMode::Node: return "node";
+    case CacheMode::None: return "none";
+  }
+  return "?";
+}
+
+std::int64_t cache_budget_bytes(double max_cache_gb) {
+  if (max_cache_gb > 0) return static_cast<std::int64_t>(max_cache_gb * 1e9);
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return std::int64_t{4} << 30;  // unknown: a modest 4 GiB
+  return static_cast<std::int64_t>(pages) * page_size / 2;
+}
+
+CacheChoice choose_cache(const std::string& requested, std::int64_t split_bytes, int ranks_on_node,
+                         std::int64_t budget_bytes) {
+  const std::string sizes = megabytes(split_bytes) + " split, " + std::to_string(ranks_on_node) +
+                            " ranks on this node, budget " + megabytes(budget_bytes) + " per node";
+  if (requested == "rank") return {CacheMode::Rank, "data.cache: rank as configured (" + sizes + ")"};
+  if (requested == "node") return {CacheMode::Node, "data.cache: node as configured (" + sizes + ")"};
+  if (requested == "none") return {CacheMode::None, "data.cache: none as configured (" + sizes + ")"};
+  PHALANX_CHECK(requested == "auto", "cache mode ", requested);
+  if (split_bytes * std::max(1, ranks_on_node) <= budget_bytes)
+    return {CacheMode::Rank, "data.cache: auto chose rank: a copy per rank fits (" + sizes + ")"};
+  if (split_bytes <= budget_bytes)
+    return {CacheMode::Node,
+            "data.cache: auto chose node: one copy per node fits, one per rank would not (" + sizes + ")"};
+  return {CacheMode::None,
+          "data.cache: auto chose none (streaming): one copy exceeds the budget (" + sizes + ")"};
+}
+
+std::shared_ptr<SampleSource> open_training_source(const config::DataConfig& data,
+                                                   const comm::Communicator& communicator) {
+  const DatasetInfo info = read_dataset_info(data.path);
+  const DatasetInfo::SplitInfo* split = info.find_split(data.train_split);
+  PHALANX_REQUIRE_INPUT(split != nullptr, data.path, ": has no split '", data.train_split,
+                        "' (data.train_split)");
+  const std::int64_t split_bytes =
+      split->count * (static_cast<std::int64_t>(split->height) * split->width * split->channels + 4);
+  const CacheChoice choice =
+      choose_cache(data.cache, split_bytes, communicator.local_size(), cache_budget_bytes(data.max_cache_gb));
+  std::shared_ptr<SampleSource> source;
+  switch (choice.mode) {
+    case CacheMode::Rank: source = open_rank_cache(data, communicator); break;
+    case CacheMode::Node: source = open_node_cache(data, communicator); break;
+    case CacheMode::None: {
+      auto streaming =
+          std::make_shared<StreamingSource>(std::make_unique<SplitReader>(data.path, data.train_split),
+                                            std::int64_t{data.stream_window_mb} << 20);
+      streaming->cache_description = "none (streaming " + std::to_string(streaming->chunk_samples()) +
+                                     "-sample chunks, shuffle window " +
+                                     std::to_string(streaming->window_samples()) + " samples per rank)";
+      source = std::move(streaming);
+      break;
+    }
+  }
+  source->cache_description += "; " + choice.reason;
+  return source;
+}
+
+}  // namespace phalanx::data

@@ -1,0 +1,96 @@
+// Image decoding and resizing for the image-folder importer: a JPEG made here decodes to close to
+// its pixels, a truncated JPEG or a PNG with a broken body is an input error naming the file, and
+// the resize keeps flat images flat and averages when it shrinks.
+#include <turbojpeg.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "data/data_test_support.hpp"
+#include "phalanx/data/image_folder.hpp"
+#include "support/test_support.hpp"
+
+namespace phalanx::data {
+namespace {
+
+using testing::ScratchDirectory;
+
+std::string encode_jpeg(const std::vector<std::uint8_t>& rgb, int width, int height) {
+  tjhandle handle = tjInitCompress();
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  EXPECT_EQ(tjCompress2(handle, rgb.data(), width, 0, height, TJPF_RGB, &buffer, &size, TJSAMP_444, 95,
+                        TJFLAG_ACCURATEDCT),
+            0);
+  std::string bytes(reinterpret_cast<const char*>(buffer), size);
+  tjFree(buffer);
+  tjDestroy(handle);
+  return bytes;
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+TEST(ImageDecode, JpegDecodesCloseToItsPixelsAndTruncatedIsAnInputError) {
+  ScratchDirectory scratch("image_decode");
+  const int width = 24, height = 16;
+  std::vector<std::uint8_t> rgb(static_cast<std::size_t>(width * height * 3));
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      for (int channel = 0; channel < 3; ++channel)
+        rgb[static_cast<std::size_t>((y * width + x) * 3 + channel)] =
+            static_cast<std::uint8_t>(8 * x + 4 * y + 30 * channel);
+  const std::string jpeg = encode_jpeg(rgb, width, height);
+  const std::string good = scratch.file("good.jpg"), cut = scratch.file("cut.jpg");
+  write_file(good, jpeg);
+  // Cut inside the entropy-coded data, after the headers: decoding must fail, not pad with grey.
+  write_file(cut, jpeg.substr(0, jpeg.size() - 40));
+
+  const DecodedImage decoded = decode_image(good, 3);
+  ASSERT_EQ(decoded.width, width);
+  ASSERT_EQ(decoded.height, height);
+  int worst = 0;
+  for (std::size_t index = 0; index < rgb.size(); ++index)
+    worst = std::max(worst, std::abs(int(decoded.pixels[index]) - int(rgb[index])));
+  EXPECT_LE(worst, 12) << "quality-95 JPEG of a smooth ramp";
+  const DecodedImage grey = decode_image(good, 1);
+  EXPECT_EQ(grey.channels, 1);
+  EXPECT_EQ(grey.pixels.size(), static_cast<std::size_t>(width * height));
+
+  EXPECT_INPUT_ERROR(decode_image(cut, 3), cut + ": corrupt JPEG");
+}
+
+TEST(ImageDecode, UnknownAndBrokenFilesNameTheFile) {
+  ScratchDirectory scratch("image_decode_bad");
+  const std::string text = scratch.file("notes.png"), empty = scratch.file("empty.png"),
+                    broken = scratch.file("broken.png");
+  write_file(text, "hello, not an image");
+  write_file(empty, "");
+  write_file(broken, std::string("\x89PNG\r\n\x1a\n", 8) + std::string(40, '\0'));
+  EXPECT_INPUT_ERROR(decode_image(text, 3), text + ": neither a PNG nor a JPEG");
+  EXPECT_INPUT_ERROR(decode_image(empty, 3), empty + ": empty file");
+  EXPECT_INPUT_ERROR(decode_image(broken, 3), broken + ": not a readable PNG");
+}
+
+TEST(ImageResize, FlatStaysFlatAndShrinkingAverages) {
+  DecodedImage flat{40, 30, 3, std::vector<std::uint8_t>(40 * 30 * 3, 77)};
+  for (const auto& [height, width] : {std::pair{8, 8}, std::pair{80, 45}, std::pair{40, 30}}) {
+    const DecodedImage resized = resize_image(flat, height, width);
+    ASSERT_EQ(resized.pixels.size(), static_cast<std::size_t>(height * width * 3));
+    for (const auto value : resized.pixels) ASSERT_EQ(value, 77);
+  }
+  // A 1-pixel checkerboard shrunk 4x is grey (averaged), not one of the two colours (aliased).
+  DecodedImage board{16, 16, 1, {}};
+  for (int y = 0; y < 16; ++y)
+    for (int x = 0; x < 16; ++x) board.pixels.push_back((x + y) % 2 ? 200 : 0);
+  const DecodedImage small = resize_image(board, 4, 4);
+  for (const auto value : small.pixels) {
+    EXPECT_GE(value, 90);
+    EXPECT_LE(value, 110);
+  }
+}
+
+}  // namespace
+}  // namespace phalanx::data

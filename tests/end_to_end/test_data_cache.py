@@ -1,0 +1,201 @@
+"""End-to-end: the training split's cache modes (data.cache, docs/DATA.md) through the real binary.
+- A split larger than data.max_cache_gb is streamed (auto picks `none`, and says so) and trains:
+  the loss falls and the test accuracy is far above chance on learnable synthetic data.
+- A label out of range met while filling the node cache or while streaming: exit 2, naming it.
+- `node` (one shared copy per node) with 4 ranks gives bitwise the weights of `rank` mode.
+- The image-folder importer: a tree of PNG and JPEG files made here round-trips (pixels equal
+  for images already at the stored size, close to Pillow's resize otherwise); a corrupt image
+  fails with exit 2 naming the file, and leaves no output file behind."""
+
+import io
+import os
+import unittest
+
+import h5py
+import numpy as np
+
+import e2e_common as e2e
+
+try:
+    from PIL import Image
+except ImportError:  # python3-pil
+    Image = None
+
+
+def setUpModule():
+    global WORK
+    WORK = e2e.work_dir("data_cache")
+
+
+def synth_chunked(path, train, test, size, chunk):
+    result = e2e.phalanx("data", "synth", "-o", path, "--train", train, "--test", test, "--height", size,
+                         "--width", size, "--channels", 3, "--classes", 4, "--seed", 5, "--chunk", chunk,
+                         timeout=120)
+    if result.returncode != 0:
+        raise AssertionError("data synth failed\n" + result.describe())
+    return path
+
+
+LAYERS = [
+    {"type": "conv", "name": "conv1", "out_channels": 8, "kernel": 3, "padding": 1},
+    {"type": "relu"},
+    {"type": "max_pool", "kernel": 2},
+    {"type": "flatten"},
+    {"type": "linear", "name": "fc", "out_features": 4},
+]
+
+
+class CacheModesTest(unittest.TestCase):
+    def train(self, name, data_path, ranks, data_settings, epochs=1, max_steps=None, batch_size=16):
+        config = e2e.base_config(data_path, name=name, seed=7, epochs=epochs, batch_size=batch_size,
+                                 max_steps=max_steps)
+        config["model"] = {"layers": LAYERS}
+        config["data"].update(data_settings)
+        path = e2e.write_config(os.path.join(WORK, name + ".yaml"), config)
+        run_dir = os.path.join(WORK, name)
+        result = e2e.mpirun(ranks, "train", path, "--run-dir", run_dir, timeout=300)
+        self.assertEqual(result.returncode, 0, result.describe())
+        return result, run_dir
+
+    def test_a_split_larger_than_the_budget_is_streamed_and_trains(self):
+        # 4096 x 3x16x16 = 3.1 MB of images against a budget of 1 MB: auto must stream.
+        data = synth_chunked(os.path.join(WORK, "stream.h5"), 4096, 512, 16, 128)
+        result, run_dir = self.train("stream", data, 2, {"max_cache_gb": 0.001, "stream_window_mb": 1},
+                                     epochs=2)
+        self.assertIn("auto chose none", result.stdout)
+        self.assertIn("streaming 128-sample chunks", result.stdout)
+        summary = e2e.read_summary(run_dir)
+        self.assertEqual(summary["steps"], 2 * (4096 // 32))
+        losses = [event["loss"] for event in e2e.read_metrics(run_dir) if event.get("event") == "step"]
+        self.assertGreater(len(losses), 4)
+        self.assertLess(np.mean(losses[-3:]), 0.5 * np.mean(losses[:3]), f"loss did not fall: {losses}")
+        self.assertGreater(summary["test_accuracy"], 0.8, "4 classes: chance is 0.25")
+
+    def test_node_cache_trains_bitwise_like_rank_cache(self):
+        data = synth_chunked(os.path.join(WORK, "node.h5"), 2048, 128, 12, 100)
+        node_result, node_dir = self.train("node", data, 4, {"cache": "node"}, max_steps=24, batch_size=8)
+        self.assertIn("data cache: node (one", node_result.stdout)
+        self.assertIn("shared by 4 ranks", node_result.stdout)
+        _, rank_dir = self.train("rank", data, 4, {"cache": "rank"}, max_steps=24, batch_size=8)
+        node = e2e.read_checkpoint_arrays(os.path.join(node_dir, "checkpoints", "latest.h5"))["model"]
+        rank = e2e.read_checkpoint_arrays(os.path.join(rank_dir, "checkpoints", "latest.h5"))["model"]
+        self.assertEqual(sorted(node), sorted(rank))
+        for name in node:
+            self.assertTrue(np.array_equal(node[name].view(np.uint32), rank[name].view(np.uint32)),
+                            f"/model/{name} differs between node and rank cache")
+
+    def test_label_out_of_range_found_while_filling_or_streaming_exits_2_naming_it(self):
+        data = synth_chunked(os.path.join(WORK, "badlabel.h5"), 1024, 64, 8, 64)
+        with h5py.File(data, "r+") as file:
+            file["/train/labels"][1000] = 9  # 4 classes; sample 1000 lies in the last rank's share
+        for cache in ("node", "none"):
+            config = e2e.base_config(data, name="badlabel-" + cache, batch_size=16)
+            config["model"] = {"layers": LAYERS}
+            config["data"]["cache"] = cache
+            path = e2e.write_config(os.path.join(WORK, f"badlabel-{cache}.yaml"), config)
+            result = e2e.mpirun(2, "train", path, "--run-dir", os.path.join(WORK, "badlabel-" + cache),
+                                timeout=120)
+            self.assertEqual(result.returncode, 2, result.describe())
+            self.assertIn("/train/labels[1000] = 9 is outside [0, 4)", result.stderr, cache)
+
+    def test_bad_cache_value_names_the_key(self):
+        data = synth_chunked(os.path.join(WORK, "small.h5"), 256, 64, 8, 64)
+        config = e2e.base_config(data, name="badcache")
+        config["data"]["cache"] = "nodes"
+        path = e2e.write_config(os.path.join(WORK, "badcache.yaml"), config)
+        result = e2e.phalanx("train", path)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn("data.cache", result.stderr)
+
+
+@unittest.skipIf(Image is None, "needs python3-pil to make the PNG and JPEG files")
+class ImageFolderTest(unittest.TestCase):
+    def make_tree(self, root, corrupt=None):
+        rng = np.random.default_rng(3)
+        images = {}
+        for label, name in enumerate(["cat", "dog", "eel"]):
+            os.makedirs(os.path.join(root, name))
+            for index in range(10):
+                pixels = rng.integers(0, 256, size=(8, 8, 3), dtype=np.uint8)
+                file = os.path.join(root, name, f"{index:02d}.png")
+                Image.fromarray(pixels).save(file)
+                images[file] = (pixels, label)
+            # one larger JPEG per class, resized on import
+            big = np.full((40, 24, 3), 40 + 60 * label, dtype=np.uint8)
+            Image.fromarray(big).save(os.path.join(root, name, "big.jpg"), quality=95)
+        with open(os.path.join(root, "cat", "notes.txt"), "w") as stream:
+            stream.write("not an image\n")
+        if corrupt:
+            with open(os.path.join(root, "dog", corrupt), "wb") as stream:
+                stream.write(b"\x89PNG\r\n\x1a\n" + b"\x00" * 40)
+        return images
+
+    def test_round_trip_of_a_folder_of_pngs_and_jpegs(self):
+        root = os.path.join(WORK, "folder")
+        images = self.make_tree(root)
+        output = os.path.join(WORK, "folder.h5")
+        result = e2e.phalanx("data", "import-images", root, "-o", output, "--size", "8x8", "--test-fraction",
+                             "0.2", "--val-fraction", "0.25", "--seed", "4", "--chunk", "5")
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.assertIn("3 classes", result.stdout)
+        self.assertIn("skipped 1 files", result.stdout)
+        with h5py.File(output, "r") as file:
+            self.assertEqual([e2e.attr_text(name) for name in file.attrs["classes"]], ["cat", "dog", "eel"])
+            total = sum(file[f"/{split}/images"].shape[0] for split in ("train", "test", "val"))
+            self.assertEqual(total, 33)
+            self.assertEqual(file["/test/images"].shape[0], 6)  # round(0.2 * 11) = 2 per class
+            self.assertEqual(file["/train/images"].chunks[0], 5)
+            stored = {}
+            for split in ("train", "test", "val"):
+                for pixels, label in zip(file[f"/{split}/images"][...], file[f"/{split}/labels"][...]):
+                    stored.setdefault(int(label), []).append(pixels)
+        # Every 8x8 PNG is stored exactly once, bit for bit, under its class.
+        for file, (pixels, label) in images.items():
+            matches = [candidate for candidate in stored[label] if np.array_equal(candidate, pixels)]
+            self.assertEqual(len(matches), 1, file)
+        # The 40x24 JPEGs (flat colour) shrink to flat 8x8 images of the same colour (JPEG error only).
+        for label in range(3):
+            flats = [candidate for candidate in stored[label] if candidate.std() < 3]
+            self.assertEqual(len(flats), 1, f"class {label}")
+            self.assertLess(abs(float(flats[0].mean()) - (40 + 60 * label)), 3)
+        # The same seed gives the same file; another seed another split.
+        again = os.path.join(WORK, "folder-again.h5")
+        self.assertEqual(e2e.phalanx("data", "import-images", root, "-o", again, "--size", "8x8",
+                                     "--val-fraction", "0.25", "--seed", "4", "--chunk", "5").returncode, 0)
+        with h5py.File(output, "r") as first, h5py.File(again, "r") as second:
+            self.assertTrue(np.array_equal(first["/train/images"][...], second["/train/images"][...]))
+
+    def test_resize_matches_pillow(self):
+        root = os.path.join(WORK, "resize")
+        rng = np.random.default_rng(8)
+        expected = {}
+        for name in ("a", "b"):
+            os.makedirs(os.path.join(root, "train", name))
+            os.makedirs(os.path.join(root, "test", name))
+            for split in ("train", "test"):
+                pixels = rng.integers(0, 256, size=(37, 53, 3), dtype=np.uint8)
+                Image.fromarray(pixels).save(os.path.join(root, split, name, "x.png"))
+                expected[(split, name)] = np.asarray(Image.fromarray(pixels).resize((16, 12), Image.BILINEAR))
+        output = os.path.join(WORK, "resize.h5")
+        result = e2e.phalanx("data", "import-images", root, "-o", output, "--size", "12x16")
+        self.assertEqual(result.returncode, 0, result.describe())
+        with h5py.File(output, "r") as file:
+            for split in ("train", "test"):
+                for pixels, label in zip(file[f"/{split}/images"][...], file[f"/{split}/labels"][...]):
+                    reference = expected[(split, "ab"[int(label)])].astype(int)
+                    self.assertLessEqual(int(np.abs(pixels.astype(int) - reference).max()), 2)
+
+    def test_corrupt_image_fails_naming_the_file_and_writes_nothing(self):
+        root = os.path.join(WORK, "corrupt")
+        self.make_tree(root, corrupt="05-broken.png")
+        output = os.path.join(WORK, "corrupt.h5")
+        result = e2e.phalanx("data", "import-images", root, "-o", output, "--size", "8x8")
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn(os.path.join("dog", "05-broken.png"), result.stderr)
+        self.assertEqual(len(result.error_lines()), 1, result.stderr)
+        self.assertFalse(os.path.exists(output))
+        self.assertEqual([name for name in os.listdir(WORK) if name.startswith("corrupt.h5")], [])
+
+
+if __name__ == "__main__":
+    e2e.main()

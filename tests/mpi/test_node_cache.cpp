@@ -1,0 +1,148 @@
+// data.cache: node under MPI. The ranks of a node fill one shared copy together; measured from
+// /proc/self/smaps_rollup, the node's ranks together hold one copy (their proportional set sizes
+// grow by one copy in total, their private memory hardly at all), where rank mode holds one per
+// rank; and every sample read from the shared copy equals the same sample read by rank mode. In a
+// parallel-HDF5 build both caches are filled with collective MPI-IO reads.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "phalanx/comm/communicator.hpp"
+#include "phalanx/comm/mpi_io.hpp"
+#include "phalanx/data/dataset.hpp"
+#include "phalanx/data/importers.hpp"
+#include "phalanx/data/training_source.hpp"
+#include "support/test_support.hpp"
+
+namespace phalanx {
+namespace {
+
+// Fields of /proc/self/smaps_rollup in bytes (Rss, Pss, Private_Dirty, ...).
+std::map<std::string, double> memory_now() {
+  std::ifstream file("/proc/self/smaps_rollup");
+  std::map<std::string, double> fields;
+  std::string line;
+  while (std::getline(file, line)) {
+    std::istringstream words(line);
+    std::string key;
+    double kilobytes = 0;
+    if (words >> key >> kilobytes && key.back() == ':')
+      fields[key.substr(0, key.size() - 1)] = kilobytes * 1024;
+  }
+  return fields;
+}
+
+double private_bytes(const std::map<std::string, double>& fields) {
+  return fields.at("Private_Clean") + fields.at("Private_Dirty");
+}
+
+// Rank 0 writes a 3x32x32 dataset of about 25 MB; every rank gets its path.
+std::string shared_dataset(const comm::Communicator& world, const std::string& name) {
+  std::string path;
+  if (world.rank() == 0) {
+    static testing::ScratchDirectory scratch("node_cache");
+    path = scratch.file(name);
+    data::Split train;
+    train.name = "train";
+    train.count = 8192;
+    train.height = train.width = 32;
+    train.channels = 3;
+    train.images.resize(static_cast<std::size_t>(train.count * train.image_bytes()));
+    std::uint32_t state = 17;
+    for (auto& byte : train.images)
+      byte = static_cast<std::uint8_t>((state = state * 1664525u + 1013904223u) >> 24);
+    for (std::int64_t sample = 0; sample < train.count; ++sample)
+      train.labels.push_back(static_cast<std::int32_t>(sample % 10));
+    data::Split test = train;
+    test.name = "test";
+    test.count = 16;
+    test.images.resize(static_cast<std::size_t>(test.count * test.image_bytes()));
+    test.labels.resize(16);
+    data::write_dataset(path, data::digit_classes(), {&train, &test}, {.chunk_samples = 256});
+  }
+  world.broadcast_string(path, 0);
+  return path;
+}
+
+struct Measured {
+  double private_growth = 0;   // this rank
+  double node_pss_growth = 0;  // summed over the node's ranks (one node here)
+  std::vector<std::uint8_t> checksum_bytes;
+};
+
+// Opens the training split with `cache`, touches every byte (as training would over an epoch)
+// and measures the memory it added.
+Measured open_and_touch(const comm::Communicator& world, const std::string& path, const std::string& cache,
+                        std::vector<std::uint8_t>& every_image) {
+  config::DataConfig settings;
+  settings.path = path;
+  settings.cache = cache;
+  world.barrier();
+  const auto before = memory_now();
+  auto source = data::open_training_source(settings, world);
+  // A parallel-HDF5 build fills the caches with collective MPI-IO reads, and says so.
+  EXPECT_EQ(source->cache_description.find("collective MPI-IO") != std::string::npos,
+            comm::MpiIoAccess::available())
+      << source->cache_description;
+  // Touch every sample one at a time (as an epoch of training would), measure, and only then
+  // take a full copy for the comparison, so the copy is not counted as the cache's.
+  std::uint64_t sum = 0;
+  std::vector<std::uint8_t> one(static_cast<std::size_t>(source->image_bytes()));
+  for (std::int64_t index = 0; index < source->count; ++index) {
+    std::int32_t label = 0;
+    source->gather(&index, 1, one.data(), &label);
+    sum += one[0];
+  }
+  world.barrier();
+  const auto after = memory_now();
+  every_image.resize(static_cast<std::size_t>(source->count * source->image_bytes()));
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(source->count));
+  std::vector<std::int64_t> indices(static_cast<std::size_t>(source->count));
+  for (std::size_t index = 0; index < indices.size(); ++index)
+    indices[index] = static_cast<std::int64_t>(index);
+  source->gather(indices.data(), indices.size(), every_image.data(), labels.data());
+  Measured measured;
+  measured.private_growth = private_bytes(after) - private_bytes(before);
+  double pss = after.at("Pss") - before.at("Pss");
+  world.allreduce_sum(&pss, 1);
+  measured.node_pss_growth = pss;
+  EXPECT_GT(sum, 0u);
+  world.barrier();
+  return measured;
+}
+
+TEST(NodeCache, OneCopyPerNodeAndTheSameBytesAsRankMode) {
+  const auto world = comm::Communicator::world();
+  ASSERT_EQ(world.local_size(), world.size()) << "this test runs on one node";
+  const std::string path = shared_dataset(world, "node_cache.h5");
+  const double copy = 8192.0 * 3 * 32 * 32;
+
+  std::vector<std::uint8_t> from_node, from_rank;
+  const Measured node = open_and_touch(world, path, "node", from_node);
+  const Measured rank = open_and_touch(world, path, "rank", from_rank);
+  if (world.rank() == 0)
+    std::printf(
+        "node cache: %d ranks, copy %.1f MB; node mode: node Pss +%.1f MB, rank 0 private +%.1f MB; "
+        "rank mode: node Pss +%.1f MB, rank 0 private +%.1f MB\n",
+        world.size(), copy / 1e6, node.node_pss_growth / 1e6, node.private_growth / 1e6,
+        rank.node_pss_growth / 1e6, rank.private_growth / 1e6);
+  // One copy per node: the ranks' proportional shares add up to about one copy (plus a little per
+  // rank: HDF5's chunk cache, page tables), and no rank holds the data privately. A lone rank's
+  // window is ordinary private memory in Open MPI, so that part needs two ranks or more.
+  EXPECT_GT(node.node_pss_growth, 0.8 * copy);
+  EXPECT_LT(node.node_pss_growth, 1.5 * copy);
+  if (world.local_size() > 1) {
+    EXPECT_LT(node.private_growth, 0.2 * copy);
+  }
+  // Rank mode, for contrast: a private copy in every rank.
+  EXPECT_GT(rank.private_growth, 0.9 * copy);
+  EXPECT_GT(rank.node_pss_growth, 0.9 * copy * world.size());
+  EXPECT_TRUE(from_node == from_rank) << "the node copy differs from the file's bytes";
+}
+
+}  // namespace
+}  // namespace phalanx
