@@ -9,6 +9,7 @@
 #include "phalanx/comm/nccl_communicator.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/train/stop_request.hpp"
 #include "phalanx/train/trainer.hpp"
 #include "rank_setup.hpp"
 
@@ -23,6 +24,9 @@ struct TrainArguments {
 };
 
 int train(const TrainArguments& arguments, int* argc, char*** argv) {
+  // From here SIGTERM/SIGUSR1 no longer kill the rank: training stops after a step with a checkpoint
+  // (a signal during start-up stops it after the first step).
+  const train::StopRequest stop_request;
   comm::MpiSession session(argc, argv);
   const auto world = comm::Communicator::world();
 
@@ -94,7 +98,8 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
   });
   if (status) return status;
 
-  return run_or_abort(world, [&] { trainer->run(); });
+  status = run_or_abort(world, [&] { trainer->run(); });
+  return status == 0 && trainer->stopped_by_signal() ? train::preempted_exit_status : status;
 }
 
 }  // namespace
