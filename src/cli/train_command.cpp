@@ -99,7 +99,10 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
   if (status) return status;
 
   status = run_or_abort(world, [&] { trainer->run(); });
-  return status == 0 && trainer->stopped_by_signal() ? train::preempted_exit_status : status;
+  // After a stop only rank 0 reports it: mpirun tears a job down when a rank exits non-zero, and
+  // waits out its kill timeouts for ranks that are still finalising.
+  if (status == 0 && trainer->stopped_by_signal() && world.rank() == 0) return train::preempted_exit_status;
+  return status;
 }
 
 }  // namespace

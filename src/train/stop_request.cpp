@@ -1,10 +1,12 @@
-// Signal handlers of StopRequest. They store the signal number and the time in lock-free atomics,
-// which is all a handler may safely do; the training loop reads them between steps.
+// StopRequest: a thread that waits for SIGTERM/SIGUSR1 with sigtimedwait (the signals are blocked
+// everywhere else) and records the first one and its time for the training loop to read.
 #include "phalanx/train/stop_request.hpp"
 
+#include <pthread.h>
 #include <time.h>
 
 #include <atomic>
+#include <cerrno>
 
 #include "phalanx/core/error.hpp"
 
@@ -12,35 +14,47 @@ namespace phalanx::train {
 namespace {
 
 std::atomic<int> received_signal{0};
-std::atomic<long long> received_nanoseconds{0};
-static_assert(std::atomic<int>::is_always_lock_free && std::atomic<long long>::is_always_lock_free,
-              "signal handlers need lock-free atomics");
+std::atomic<double> received_time{0};
+std::atomic<bool> receiver_running{false};
 
-extern "C" void on_stop_signal(int signal_number) {
-  int expected = 0;
-  // The first signal's time is the one that counts for "signal to checkpoint" measurements.
-  if (received_signal.compare_exchange_strong(expected, signal_number)) {
-    timespec now{};
-    clock_gettime(CLOCK_REALTIME, &now);  // async-signal-safe (POSIX)
-    received_nanoseconds.store(static_cast<long long>(now.tv_sec) * 1000000000LL + now.tv_nsec);
-  }
+sigset_t stop_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
+  return signals;
+}
+
+double wall_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
 }  // namespace
 
 StopRequest::StopRequest() {
-  struct sigaction action {};
-  action.sa_handler = on_stop_signal;
-  sigemptyset(&action.sa_mask);
-  // SA_RESTART: a signal must not make an interrupted read or MPI's polling fail with EINTR.
-  action.sa_flags = SA_RESTART;
-  PHALANX_CHECK(sigaction(SIGTERM, &action, &previous_terminate_) == 0, "sigaction(SIGTERM)");
-  PHALANX_CHECK(sigaction(SIGUSR1, &action, &previous_user_) == 0, "sigaction(SIGUSR1)");
+  const sigset_t signals = stop_signals();
+  PHALANX_CHECK(pthread_sigmask(SIG_BLOCK, &signals, &previous_mask_) == 0, "pthread_sigmask");
+  receiver_running.store(true);
+  receiver_ = std::thread([signals] {
+    // A short timeout lets the destructor end the thread without sending it a signal.
+    const timespec timeout{0, 100'000'000};
+    while (receiver_running.load()) {
+      const int signal_number = sigtimedwait(&signals, nullptr, &timeout);
+      if (signal_number <= 0) continue;  // timeout or EINTR
+      int expected = 0;
+      // The first signal's time is the one that counts for "signal to checkpoint".
+      if (received_signal.compare_exchange_strong(expected, signal_number))
+        received_time.store(wall_seconds());
+    }
+  });
 }
 
 StopRequest::~StopRequest() {
-  sigaction(SIGTERM, &previous_terminate_, nullptr);
-  sigaction(SIGUSR1, &previous_user_, nullptr);
+  receiver_running.store(false);
+  receiver_.join();
+  pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
 }
 
 int StopRequest::signal_received() {
@@ -48,12 +62,12 @@ int StopRequest::signal_received() {
 }
 
 double StopRequest::signal_time() {
-  return static_cast<double>(received_nanoseconds.load()) * 1e-9;
+  return received_time.load();
 }
 
 void StopRequest::reset() {
   received_signal.store(0);
-  received_nanoseconds.store(0);
+  received_time.store(0);
 }
 
 }  // namespace phalanx::train

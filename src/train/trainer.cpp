@@ -520,6 +520,10 @@ void Trainer::stop_on_signal() {
   if (every_steps <= 0 || position_.global_step % every_steps != 0) save_checkpoint(false);
   run_control_->report_stop(position_.global_step, run_directory_.checkpoint_path(position_.global_step),
                             run_directory_, *progress_);
+  // All ranks leave together, after the checkpoint: a launcher that tears the job down when the
+  // first rank exits must not kill rank 0 while it writes.
+  run_control_->enter("stop checkpoint", position_.global_step, comm::StageKind::Collective);
+  communicator_.barrier();
   stopped_by_signal_ = true;
 }
 

@@ -1,10 +1,11 @@
 // StopRequest: SIGTERM or SIGUSR1 (what Slurm sends before a preemption or the time limit) asks
 // the training job to stop at the end of the current step with a checkpoint, instead of dying
-// mid-step. The handler only sets a flag; the ranks agree on it collectively once per step, so
-// they all stop after the same step even when the signal reaches them at different times.
+// mid-step. The ranks agree on it collectively once per step, so they all stop after the same
+// step even when the signal reaches them at different times (or reaches only some of them).
 #pragma once
 
 #include <csignal>
+#include <thread>
 
 namespace phalanx::train {
 
@@ -14,14 +15,17 @@ constexpr int preempted_exit_status = 75;
 
 class StopRequest {
  public:
-  // Installs the handlers for SIGTERM and SIGUSR1; the destructor restores the previous ones.
-  // Signal dispositions belong to the process, so at most one StopRequest may exist at a time.
+  // Blocks SIGTERM and SIGUSR1 in the calling thread, and so in every thread it starts later (MPI's,
+  // OpenMP's, the data loader's), and receives them on a thread of its own with sigtimedwait. No
+  // thread is ever interrupted by them: a handler that interrupts a blocking call in a library
+  // (poll, nanosleep) can break code that does not expect EINTR. Construct it before any other
+  // thread exists; the destructor stops the thread and restores the previous signal mask.
   StopRequest();
   ~StopRequest();
   StopRequest(const StopRequest&) = delete;
   StopRequest& operator=(const StopRequest&) = delete;
 
-  // The signal that arrived (0 if none); async-signal-safe state read from normal code.
+  // The signal that arrived (0 if none).
   static int signal_received();
   // Wall-clock seconds (since the epoch) when the first signal arrived; 0 if none.
   static double signal_time();
@@ -29,8 +33,8 @@ class StopRequest {
   static void reset();
 
  private:
-  struct sigaction previous_terminate_ {};
-  struct sigaction previous_user_ {};
+  sigset_t previous_mask_{};
+  std::thread receiver_;
 };
 
 }  // namespace phalanx::train
