@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-dev libyaml-cpp-dev libgtest-dev
           libbenchmark-dev libdnnl-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libpng-dev dataset-fashion-mnist
-          python3 python3-h5py python3-numpy python3-yaml)
+          python3 python3-h5py python3-numpy python3-yaml slurm-wlm munge iproute2)
 if [ "${PHALANX_WITH_TORCH:-0}" = 1 ]; then packages+=(python3-torch); fi
 missing=()
 for package in "${packages[@]}"; do

@@ -84,6 +84,7 @@ Watchdog::~Watchdog() {
   if (thread_.joinable()) thread_.join();
   if (file_ >= 0) ::close(file_);
   ::unlink(heartbeat_path(folder_, rank_).c_str());
+  ::rmdir(folder_.c_str());  // the last rank to finish removes the folder; the others fail harmlessly
 }
 
 void Watchdog::enter(const char* stage, std::int64_t step, StageKind kind) {

@@ -47,6 +47,7 @@ TEST(Watchdog, HeartbeatFileFollowsTheMainThreadsStage) {
   }
   EXPECT_FALSE(std::filesystem::exists(Watchdog::heartbeat_path(folder, 3)))
       << "a finished rank removes its file";
+  EXPECT_FALSE(std::filesystem::exists(folder)) << "and the last one the empty folder";
 }
 
 TEST(Watchdog, DiagnosisNamesTheRankWhoseHeartbeatStopped) {
