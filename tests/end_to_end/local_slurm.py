@@ -66,7 +66,9 @@ SlurmctldPort={_free_port()}
 SlurmdPort={_free_port()}
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket={self.munge_socket}
+# A requeued job may start again only when its old credential has expired (cred_expire + 1 s;
+# Slurm's default is 120 s): 10 s keeps the requeue test short.
+AuthInfo=socket={self.munge_socket},cred_expire=10
 SlurmUser=root
 SlurmdUser=root
 StateSaveLocation={self.folder}/state
