@@ -32,6 +32,14 @@ def _binary(name):
 
 class LocalSlurm:
     def __init__(self, folder, gpus=0, extra_config=""):
+        self.processes = []
+        try:
+            self._start_cluster(folder, gpus, extra_config)
+        except BaseException:
+            self.close()  # no daemon outlives a failed start
+            raise
+
+    def _start_cluster(self, folder, gpus, extra_config):
         self.folder = os.path.abspath(folder)
         shutil.rmtree(self.folder, ignore_errors=True)
         for sub in ("state", "spool", "log", "munge"):
@@ -39,7 +47,6 @@ class LocalSlurm:
         os.chmod(os.path.join(self.folder, "munge"), 0o700)
         self.host = socket.gethostname().split(".")[0]
         self.cpus = os.cpu_count() or 1
-        self.processes = []
         self.munge_socket = os.path.join(self.folder, "munge", "munge.socket")
         key = os.path.join(self.folder, "munge", "munge.key")
         with open(key, "wb") as stream:
@@ -153,7 +160,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
         raise AssertionError(f"job {job_id} still {state!r} after {timeout} s, expected {states}\n{self.logs()}")
 
     def close(self):
-        if self.processes and self.processes[-1].poll() is None:
+        if len(self.processes) == 3 and self.processes[-1].poll() is None:
             self.run(["scancel", "--full", "--state=RUNNING", "--signal=KILL", "-u", "root"], check=False)
         for process in reversed(self.processes):
             if process.poll() is None:
