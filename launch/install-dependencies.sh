@@ -10,6 +10,8 @@ packages=(cmake ninja-build g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-de
 packages+=(chromium python3-pil python3-venv)
 # Sweeps: the SQLite results database (the tests read it with Python's built-in sqlite3).
 packages+=(libsqlite3-dev)
+# Cluster launch tests: a real local Slurm (slurmctld, slurmd, munge) and network namespaces.
+packages+=(slurm-wlm munge iproute2)
 if [ "${PHALANX_WITH_TORCH:-0}" = 1 ]; then packages+=(python3-torch); fi
 missing=()
 for package in "${packages[@]}"; do

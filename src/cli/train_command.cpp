@@ -12,6 +12,7 @@
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/train/batch_size_search.hpp"
 #include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/stop_request.hpp"
 #include "phalanx/train/trainer.hpp"
 #include "rank_setup.hpp"
 
@@ -61,6 +62,9 @@ int resolve_auto_batch_size(config::Config& config, const std::string& resume, b
 }
 
 int train(const TrainArguments& arguments, int* argc, char*** argv) {
+  // From here SIGTERM/SIGUSR1 no longer kill the rank: training stops after a step with a checkpoint
+  // (a signal during start-up stops it after the first step).
+  const train::StopRequest stop_request;
   comm::MpiSession session(argc, argv);
   const auto world = comm::Communicator::world();
 
@@ -145,7 +149,11 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
   });
   if (status) return status;
 
-  return run_or_abort(world, [&] { trainer->run(); });
+  status = run_or_abort(world, [&] { trainer->run(); });
+  // After a stop only rank 0 reports it: mpirun tears a job down when a rank exits non-zero, and
+  // waits out its kill timeouts for ranks that are still finalising.
+  if (status == 0 && trainer->stopped_by_signal() && world.rank() == 0) return train::preempted_exit_status;
+  return status;
 }
 
 }  // namespace

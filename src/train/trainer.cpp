@@ -19,6 +19,7 @@
 #include "phalanx/train/evaluation.hpp"
 #include "phalanx/train/input_batch.hpp"
 #include "phalanx/train/progress.hpp"
+#include "phalanx/train/run_control.hpp"
 #include "phalanx/train/step_time_statistics.hpp"
 #include "phalanx/train/trace_recorder.hpp"
 
@@ -157,6 +158,8 @@ nlohmann::json Trainer::run() {
   const double start_wall = start_wall_;
   run_directory_ = RunDirectory(options_.run_directory, leader, !resumed_from_.empty());
   run_directory_.write_config(options_.config_text);
+  run_control_ =
+      std::make_unique<RunControl>(communicator_, options_.run_directory, config.distributed.timeout_s);
   progress_ = std::make_unique<Progress>(leader && !options_.quiet, config.train.log_every_steps);
   Progress& progress = *progress_;
 
@@ -242,6 +245,7 @@ nlohmann::json Trainer::run() {
     StageTimes step;
     const double step_start = steady_seconds();
     Stopwatch step_clock, stage_clock;
+    run_control_->enter("forward and backward", position_.global_step + 1, comm::StageKind::Local);
 
     // 1. data: the loader thread has (usually) prepared this batch already.
     const data::Batch* batch = loader.next();
@@ -283,6 +287,7 @@ nlohmann::json Trainer::run() {
     backend_.synchronize();  // device backends queue work: the stage ends when the device is done
     step.backward = stage_clock.seconds();
     stage_clock.restart();
+    run_control_->enter("gradient all-reduce", position_.global_step + 1, comm::StageKind::Collective);
     if (use_nccl) {
       nccl_sync->wait();  // orders the optimizer after the sums on the device; the host goes on
     } else {
@@ -294,6 +299,7 @@ nlohmann::json Trainer::run() {
     }
 
     // 4. update (skipped when dynamic loss scaling finds an overflow in the summed gradients)
+    run_control_->enter("optimizer", position_.global_step + 1, comm::StageKind::Local);
     stage_clock.restart();
     const bool update = !loss_scaler_ || loss_scaler_->unscale_or_skip(backend_, registry.gradients().data(),
                                                                        registry.parameter_count());
@@ -386,7 +392,17 @@ nlohmann::json Trainer::run() {
     }
     if (config.checkpoint.every_steps > 0 && position_.global_step % config.checkpoint.every_steps == 0)
       save_checkpoint(false);
+    // 6. a stop signal (preemption) reached a rank: all stop here with a checkpoint (unless this
+    // was the last step, when finishing costs less than a requeue).
+    if (position_.global_step < last_step &&
+        run_control_->end_of_step(position_.global_step, step.total - step.allreduce_wait,
+                                  position_.global_step % config.train.log_every_steps == 0, run_directory_,
+                                  progress)) {
+      stop_on_signal();
+      return {{"stopped_by_signal", true}, {"steps", position_.global_step}};
+    }
   }
+  run_control_->enter("final evaluation and summary", position_.global_step, comm::StageKind::Collective);
 
   // A run stopped mid-epoch (train.max_steps) still reports test metrics for what it trained.
   if (!evaluated_at_end) {
@@ -519,6 +535,7 @@ std::vector<std::pair<std::string, double>> Trainer::close_metrics_interval(doub
 
 void Trainer::end_of_epoch(std::int64_t epoch, double epoch_seconds, const StageTimes& epoch_times,
                            std::int64_t epoch_steps, double loss_sum, std::int64_t loss_samples) {
+  run_control_->enter("evaluation", position_.global_step, comm::StageKind::Collective);
   // The epoch's machine metrics end before evaluation, so they describe training.
   const auto machine_metrics = close_metrics_interval(epoch_seconds);
   synchronise_buffers();
@@ -581,6 +598,18 @@ void Trainer::print_breakdown_table(const nlohmann::json& breakdown) {
   std::vector<nlohmann::json> breakdowns;
   for (const auto& text : gathered) breakdowns.push_back(nlohmann::json::parse(text));
   progress_->line("time per step by rank (ms):\n" + breakdown_table(breakdowns));
+}
+
+void Trainer::stop_on_signal() {
+  const auto every_steps = options_.config.checkpoint.every_steps;
+  if (every_steps <= 0 || position_.global_step % every_steps != 0) save_checkpoint(false);
+  run_control_->report_stop(position_.global_step, run_directory_.checkpoint_path(position_.global_step),
+                            run_directory_, *progress_);
+  // All ranks leave together, after the checkpoint: a launcher that tears the job down when the
+  // first rank exits must not kill rank 0 while it writes.
+  run_control_->enter("stop checkpoint", position_.global_step, comm::StageKind::Collective);
+  communicator_.barrier();
+  stopped_by_signal_ = true;
 }
 
 void Trainer::save_checkpoint(bool final) {

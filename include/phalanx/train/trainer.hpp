@@ -26,6 +26,7 @@
 namespace phalanx::train {
 
 class Progress;
+class RunControl;
 
 struct TrainerOptions {
   config::Config config;
@@ -59,6 +60,9 @@ class Trainer {
   nn::Model& model() { return *model_; }
   // Where training starts (after a resume) or stands.
   const TrainingPosition& position() const { return position_; }
+  // True when run() returned early because a stop signal (SIGTERM, SIGUSR1) reached a rank; the
+  // checkpoint of the last step is written.
+  bool stopped_by_signal() const { return stopped_by_signal_; }
 
  private:
   void end_of_epoch(std::int64_t epoch, double epoch_seconds, const StageTimes& epoch_times,
@@ -66,6 +70,7 @@ class Trainer {
   void save_checkpoint(bool final);
   void print_breakdown_table(const nlohmann::json& breakdown);
   void write_report(Progress& progress);  // report.html (rank 0)
+  void stop_on_signal();
   void broadcast_from_root(Tensor& tensor);
   void synchronise_buffers();
   // Host (and GPU) metrics of the interval since the last call, for one epoch event; also folded
@@ -96,6 +101,8 @@ class Trainer {
   std::unique_ptr<monitor::GpuSampler> gpu_sampler_;
   std::map<std::string, double> run_metrics_;  // whole-run totals, peaks and time-weighted means
   double run_metrics_seconds_ = 0;
+  std::unique_ptr<RunControl> run_control_;  // watchdog, straggler report, stop agreement
+  bool stopped_by_signal_ = false;
 };
 
 }  // namespace phalanx::train

@@ -1,0 +1,173 @@
+"""A real single-node Slurm cluster for tests: munged, slurmctld and slurmd from Debian's slurm-wlm,
+started in a scratch folder with their own key, socket, ports and slurm.conf (nothing under /etc
+is read or changed), and stopped again by close(). Commands run with SLURM_CONF pointing at it."""
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import unittest
+
+DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel")
+
+
+def require_slurm():
+    missing = [name for name in DAEMONS if not shutil.which(name) and not os.path.exists(f"/usr/sbin/{name}")]
+    if missing:
+        raise unittest.SkipTest(f"Slurm/munge not installed ({', '.join(missing)}; Debian: slurm-wlm munge)")
+    if os.geteuid() != 0:
+        raise unittest.SkipTest("the local Slurm cluster runs its daemons as root (slurmd starts jobs as any user)")
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _binary(name):
+    return shutil.which(name) or f"/usr/sbin/{name}"
+
+
+class LocalSlurm:
+    def __init__(self, folder, gpus=0, extra_config=""):
+        self.processes = []
+        try:
+            self._start_cluster(folder, gpus, extra_config)
+        except BaseException:
+            self.close()  # no daemon outlives a failed start
+            raise
+
+    def _start_cluster(self, folder, gpus, extra_config):
+        self.folder = os.path.abspath(folder)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        for sub in ("state", "spool", "log", "munge"):
+            os.makedirs(os.path.join(self.folder, sub))
+        os.chmod(os.path.join(self.folder, "munge"), 0o700)
+        self.host = socket.gethostname().split(".")[0]
+        self.cpus = os.cpu_count() or 1
+        self.munge_socket = os.path.join(self.folder, "munge", "munge.socket")
+        key = os.path.join(self.folder, "munge", "munge.key")
+        with open(key, "wb") as stream:
+            stream.write(os.urandom(1024))
+        os.chmod(key, 0o400)
+        self._start([_binary("munged"), "--foreground", "--force", f"--socket={self.munge_socket}",
+                     f"--key-file={key}", f"--pid-file={self.folder}/munge/munged.pid",
+                     f"--log-file={self.folder}/log/munged.log", f"--seed-file={self.folder}/munge/seed"])
+        self._wait_for(lambda: os.path.exists(self.munge_socket), "munged socket")
+        self.config = os.path.join(self.folder, "slurm.conf")
+        gres = ""
+        if gpus:
+            # Stand-in GPUs: character devices that exist everywhere, enough for the scheduler to
+            # accept --gpus requests (`sbatch --test-only`); nothing may run on them.
+            gres = f" Gres=gpu:{gpus}"
+            devices = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"][:gpus]
+            with open(os.path.join(self.folder, "gres.conf"), "w") as stream:
+                for device in devices:
+                    stream.write(f"NodeName={self.host} Name=gpu File={device}\n")
+        with open(self.config, "w") as stream:
+            stream.write(f"""ClusterName=phalanxtest
+SlurmctldHost={self.host}(127.0.0.1)
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
+AuthType=auth/munge
+CredType=cred/munge
+# A requeued job may start again only when its old credential has expired (cred_expire + 1 s;
+# Slurm's default is 120 s): 10 s keeps the requeue test short.
+AuthInfo=socket={self.munge_socket},cred_expire=10
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation={self.folder}/state
+SlurmdSpoolDir={self.folder}/spool
+SlurmctldPidFile={self.folder}/slurmctld.pid
+SlurmdPidFile={self.folder}/slurmd.pid
+SlurmctldLogFile={self.folder}/log/slurmctld.log
+SlurmdLogFile={self.folder}/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+JobRequeue=1
+KillWait=30
+SchedulerParameters=sched_interval=1
+{"GresTypes=gpu" if gpus else ""}
+NodeName={self.host} NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN{gres}
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+{extra_config}
+""")
+        self.environment = dict(os.environ, SLURM_CONF=self.config)
+        self._start([_binary("slurmctld"), "-D", "-i", "-f", self.config])
+        self._start([_binary("slurmd"), "-D", "-f", self.config])
+        self._wait_for(self._node_ready, "the node to be idle", timeout=60)
+
+    def _start(self, command):
+        log = open(os.path.join(self.folder, "log", os.path.basename(command[0]) + ".out"), "w")
+        self.processes.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                               env=dict(os.environ, SLURM_CONF=getattr(self, "config", ""))))
+        log.close()
+
+    def _wait_for(self, ready, what, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            for process in self.processes:
+                if process.poll() is not None:
+                    raise AssertionError(f"{process.args[0]} exited with {process.returncode} while waiting for "
+                                         f"{what}\n{self.logs()}")
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what}\n{self.logs()}")
+
+    def _node_ready(self):
+        result = self.run(["sinfo", "-h", "-o", "%t"], check=False)
+        return result.returncode == 0 and result.stdout.strip() in ("idle", "mix", "alloc")
+
+    def logs(self):
+        text = []
+        for name in sorted(os.listdir(os.path.join(self.folder, "log"))):
+            with open(os.path.join(self.folder, "log", name), errors="replace") as stream:
+                text.append(f"--- {name} ---\n" + "\n".join(stream.read().splitlines()[-30:]))
+        return "\n".join(text)
+
+    def run(self, command, check=True, timeout=60, env=None):
+        environment = dict(self.environment, **(env or {}))
+        result = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"$ {' '.join(command)}\nexit {result.returncode}\n{result.stdout}\n{result.stderr}")
+        return result
+
+    def job_field(self, job_id, field):
+        """A field of `scontrol show job` (e.g. JobState, Restarts, ExitCode), '' once it is forgotten."""
+        result = self.run(["scontrol", "show", "job", str(job_id)], check=False)
+        for word in result.stdout.split():
+            if word.startswith(field + "="):
+                return word.split("=", 1)[1]
+        return ""
+
+    def wait_for_state(self, job_id, states, timeout):
+        deadline = time.monotonic() + timeout
+        state = ""
+        while time.monotonic() < deadline:
+            state = self.job_field(job_id, "JobState")
+            if state in states:
+                return state
+            time.sleep(0.25)
+        raise AssertionError(f"job {job_id} still {state!r} after {timeout} s, expected {states}\n{self.logs()}")
+
+    def close(self):
+        if len(self.processes) == 3 and self.processes[-1].poll() is None:
+            self.run(["scancel", "--full", "--state=RUNNING", "--signal=KILL", "-u", "root"], check=False)
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        self.processes = []

@@ -1,0 +1,119 @@
+"""End-to-end on a real Slurm: a single-node cluster (munged, slurmctld, slurmd from slurm-wlm,
+configured in a scratch folder) runs the real launch/slurm/train.sbatch with a tiny config. One
+job runs through; a second one is told to stop with `scancel --batch --signal=USR1` (what
+`--signal=B:USR1@T` does before the time limit): phalanx writes a checkpoint and exits 75, the
+script requeues the job, the requeued job resumes from the checkpoint in the run directory named
+after the job id, and its final weights equal the first job's bit for bit. sweep.sbatch, a
+heterogeneous job (GPU and CPU components), is checked with `sbatch --test-only`."""
+
+import os
+import time
+import unittest
+
+import cluster_jobs as jobs
+import e2e_common as e2e
+import local_slurm
+
+RANKS, BATCH, EPOCHS = 2, 32, 2
+TRAIN, TEST = 4096, 256
+TOTAL_STEPS = EPOCHS * TRAIN // (RANKS * BATCH)  # 128
+
+
+def setUpModule():
+    global WORK, CONFIG_PATH, SLURM
+    local_slurm.require_slurm()
+    e2e.require_fashion()
+    WORK = e2e.work_dir("slurm")
+    data = e2e.make_fashion_subset(WORK, TRAIN, TEST)
+    config = e2e.base_config(
+        data, name="slurm", seed=13, epochs=EPOCHS, batch_size=BATCH, log_every_steps=2,
+        optimizer={"type": "sgd", "learning_rate": 0.05, "momentum": 0.9})
+    CONFIG_PATH = e2e.write_config(os.path.join(WORK, "slurm.yaml"), config)
+    SLURM = local_slurm.LocalSlurm(os.path.join(WORK, "cluster"), gpus=2)
+
+
+def tearDownModule():
+    if "SLURM" in globals():
+        SLURM.close()
+
+
+def script(name):
+    return os.path.join(e2e.SOURCE_DIR, "launch", "slurm", name)
+
+
+def submit_training(name):
+    environment = ",".join([
+        "ALL", f"PHALANX={e2e.PHALANX}", f"PHALANX_MPIRUN={os.path.join(e2e.SOURCE_DIR, 'launch', 'phalanx-mpirun')}",
+        f"PHALANX_RUNS={os.path.join(WORK, 'runs')}", f"PHALANX_CPU_RANKS_PER_NODE={RANKS}", "OMP_NUM_THREADS=1"])
+    result = SLURM.run(["sbatch", "--parsable", f"--job-name={name}", "--nodes=1", f"--ntasks-per-node={RANKS}",
+                        "--cpus-per-task=1", "--gpus-per-node=0", "--time=10",
+                        f"--output={os.path.join(WORK, name)}-%j.out", f"--export={environment}",
+                        script("train.sbatch"), CONFIG_PATH], env=e2e.child_environment())
+    job_id = result.stdout.strip().split(";")[0]
+    return job_id, os.path.join(WORK, "runs", f"{name}-{job_id}"), os.path.join(WORK, f"{name}-{job_id}.out")
+
+
+def read(path):
+    with open(path, errors="replace") as stream:
+        return stream.read()
+
+
+class SlurmTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.straight_id, cls.straight_dir, cls.straight_log = submit_training("straight")
+        cls.straight_state = SLURM.wait_for_state(cls.straight_id, ("COMPLETED", "FAILED", "CANCELLED"), 300)
+
+    def test_uninterrupted_job_writes_its_run_directory(self):
+        self.assertEqual(self.straight_state, "COMPLETED", read(self.straight_log) + SLURM.logs())
+        self.assertEqual(e2e.read_summary(self.straight_dir)["steps"], TOTAL_STEPS)
+        self.assertTrue(os.path.isfile(os.path.join(self.straight_dir, "checkpoints", "latest.h5")))
+        log = read(self.straight_log)
+        self.assertIn(f"phalanx job {self.straight_id} (start 1)", log)
+        self.assertIn("phalanx-mpirun: 2 ranks on 1 node(s)", log)
+        self.assertIn("finished with status 0", log)
+
+    def test_signalled_job_requeues_and_resumes_bitwise(self):
+        job_id, run_dir, log_path = submit_training("preempted")
+        SLURM.wait_for_state(job_id, ("RUNNING",), 120)
+        deadline = time.monotonic() + 180
+        while jobs.last_logged_step(run_dir) < 20:
+            self.assertLess(time.monotonic(), deadline, read(log_path) if os.path.exists(log_path) else "no log")
+            time.sleep(0.05)
+        signalled = time.monotonic()
+        SLURM.run(["scancel", "--batch", "--signal=USR1", job_id])
+        deadline = time.monotonic() + 240
+        while SLURM.job_field(job_id, "Restarts") in ("", "0"):
+            self.assertLess(time.monotonic(), deadline, read(log_path) + SLURM.logs())
+            time.sleep(0.25)
+        requeued = time.monotonic() - signalled
+        state = SLURM.wait_for_state(job_id, ("COMPLETED", "FAILED", "CANCELLED"), 300)
+        log = read(log_path)
+        self.assertEqual(state, "COMPLETED", log + SLURM.logs())
+        self.assertIn("stopped with a checkpoint (USR1); requeueing", log)
+        self.assertIn(f"phalanx job {job_id} (start 2)", log)
+        stops = jobs.events(run_dir, "preempted")
+        self.assertEqual(len(stops), 1, log)
+        self.assertIn(f"resumed from {run_dir}/checkpoints/step-{stops[0]['step']}.h5", log)
+        self.assertEqual(e2e.read_summary(run_dir)["steps"], TOTAL_STEPS)
+        differences = jobs.checkpoint_differences(os.path.join(self.straight_dir, "checkpoints", "latest.h5"),
+                                                  os.path.join(run_dir, "checkpoints", "latest.h5"))
+        self.assertEqual(differences, [], "the requeued job ends with other weights than the uninterrupted one")
+        print(f"\nSlurm: USR1 -> stop after step {stops[0]['step']}, checkpoint "
+              f"{stops[0]['signal_to_checkpoint_seconds']:.3f} s after the signal, requeued after {requeued:.1f} s")
+
+    def test_sweep_script_is_a_valid_heterogeneous_job(self):
+        sweep = os.path.join(e2e.SOURCE_DIR, "configs", "sweeps")
+        sweep_file = os.path.join(sweep, sorted(os.listdir(sweep))[0]) if os.path.isdir(sweep) else CONFIG_PATH
+        result = SLURM.run(["sbatch", "--test-only", "--time=10", "--gpus-per-node=1", "--ntasks-per-node=1",
+                            "--cpus-per-task=1", ":", "--nodes=1", "--ntasks-per-node=2", "--cpus-per-task=1",
+                            script("sweep.sbatch"), sweep_file], check=False)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertRegex(result.stderr, r"sbatch: Job \d+ to start at", result.stderr)
+        plain = SLURM.run(["sbatch", "--test-only", script("sweep.sbatch"), sweep_file], check=False)
+        # unchanged knobs ask for more than this one small node has: Slurm refuses, it does not queue
+        self.assertNotEqual(plain.returncode, 0, plain.stderr)
+
+
+if __name__ == "__main__":
+    e2e.main()

@@ -1,0 +1,99 @@
+"""End-to-end: two "nodes" on one machine. Two network namespaces joined by a veth pair act as two
+hosts with their own addresses; mpirun runs in the first and starts the second host's Open MPI
+daemon through an rsh agent that runs commands with `ip netns exec`, so the two ranks talk over
+TCP across the veth link (shared memory is switched off). The 2-node run must give bitwise the
+same weights as the same two ranks on one node."""
+
+import os
+import shutil
+import subprocess
+import unittest
+
+import cluster_jobs as jobs
+import e2e_common as e2e
+
+RANKS, BATCH, STEPS = 2, 32, 40
+TRAIN, TEST = 2048, 256
+NAMESPACES = (f"phx-a-{os.getpid()}", f"phx-b-{os.getpid()}")
+ADDRESSES = ("10.231.7.1", "10.231.7.2")
+VETH = (f"phxa{os.getpid() % 100000}", f"phxb{os.getpid() % 100000}")
+
+
+def ip(*args, check=True):
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
+
+
+def setUpModule():
+    global WORK, CONFIG_PATH, AGENT
+    e2e.require_fashion()
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        raise unittest.SkipTest("network namespaces need root and iproute2 (ip)")
+    probe = ip("netns", "add", NAMESPACES[0], check=False)
+    if probe.returncode != 0:
+        raise unittest.SkipTest(f"network namespaces are not permitted here: {probe.stderr.strip()}")
+    try:
+        ip("netns", "add", NAMESPACES[1])
+        ip("link", "add", VETH[0], "type", "veth", "peer", "name", VETH[1])
+        for namespace, device, address in zip(NAMESPACES, VETH, ADDRESSES):
+            ip("link", "set", device, "netns", namespace)
+            ip("-n", namespace, "addr", "add", f"{address}/24", "dev", device)
+            ip("-n", namespace, "link", "set", device, "up")
+            ip("-n", namespace, "link", "set", "lo", "up")
+    except subprocess.CalledProcessError as error:
+        tearDownModule()
+        raise AssertionError(f"setting up the namespaces failed: {error.stderr}") from None
+    WORK = e2e.work_dir("two_nodes")
+    data = e2e.make_fashion_subset(WORK, TRAIN, TEST)
+    config = e2e.base_config(data, name="two-nodes", seed=17, epochs=2, batch_size=BATCH, max_steps=STEPS)
+    CONFIG_PATH = e2e.write_config(os.path.join(WORK, "two-nodes.yaml"), config)
+    AGENT = os.path.join(WORK, "netns-agent")
+    with open(AGENT, "w") as stream:
+        stream.write("#!/bin/sh\n# rsh agent for Open MPI: AGENT HOST COMMAND... runs COMMAND in HOST's namespace\n"
+                     "host=$1; shift\ncase \"$host\" in\n")
+        for namespace, address in zip(NAMESPACES, ADDRESSES):
+            stream.write(f"  {address}) namespace={namespace} ;;\n")
+        stream.write("  *) echo \"netns agent: unknown host $host\" >&2; exit 1 ;;\nesac\n"
+                     "exec ip netns exec \"$namespace\" /bin/sh -c \"$*\"\n")
+    os.chmod(AGENT, 0o755)
+
+
+def tearDownModule():
+    for namespace in NAMESPACES:  # deleting a namespace also deletes its end of the veth pair
+        ip("netns", "delete", namespace, check=False)
+
+
+class TwoNodeTest(unittest.TestCase):
+    def test_two_hosts_over_tcp_equal_one_host(self):
+        subnet = ADDRESSES[0].rsplit(".", 1)[0] + ".0/24"
+        two_nodes = os.path.join(WORK, "two-nodes")
+        command = ["ip", "netns", "exec", NAMESPACES[0], e2e.MPIEXEC, "--allow-run-as-root",
+                   "--mca", "plm_rsh_agent", AGENT, "--mca", "btl", "tcp,self",
+                   "--mca", "btl_tcp_if_include", subnet, "--mca", "oob_tcp_if_include", subnet,
+                   "--host", f"{ADDRESSES[0]}:1,{ADDRESSES[1]}:1", "-np", str(RANKS), "--bind-to", "none",
+                   "-x", "OMP_NUM_THREADS=1", "-x", "PATH",
+                   e2e.PHALANX, "train", CONFIG_PATH, "--run-dir", two_nodes]
+        # the same launch, first with a command that says where each rank runs
+        where = e2e.run_command(command[:command.index(e2e.PHALANX)] +
+                                ["sh", "-c", "echo rank $OMPI_COMM_WORLD_RANK local $OMPI_COMM_WORLD_LOCAL_RANK "
+                                 "in $(ip netns identify $$)"], timeout=120)
+        self.assertEqual(where.returncode, 0, where.describe())
+        self.assertEqual(sorted(where.stdout.split("\n")[:-1]),
+                         [f"rank {rank} local 0 in {NAMESPACES[rank]}" for rank in range(RANKS)], where.describe())
+        result = e2e.run_command(command, timeout=300)
+        self.assertEqual(result.returncode, 0, result.describe())
+        # each rank is local rank 0 of its own host: two nodes as far as MPI is concerned
+        summary = e2e.read_summary(two_nodes)
+        self.assertEqual(summary["world_size"], RANKS)
+        self.assertEqual(summary["steps"], STEPS)
+        self.assertIn("rank 1, host", result.stdout)
+
+        one_node = os.path.join(WORK, "one-node")
+        single = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", one_node, timeout=300)
+        self.assertEqual(single.returncode, 0, single.describe())
+        differences = jobs.checkpoint_differences(os.path.join(one_node, "checkpoints", "latest.h5"),
+                                                  os.path.join(two_nodes, "checkpoints", "latest.h5"))
+        self.assertEqual(differences, [], "two nodes over TCP train other weights than one node")
+
+
+if __name__ == "__main__":
+    e2e.main()
