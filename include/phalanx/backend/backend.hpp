@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "phalanx/backend/geometry.hpp"
 #include "phalanx/core/allocator.hpp"
@@ -23,6 +24,38 @@ enum class ComputePrecision { Float32, BFloat16, Float16 };
 
 // "fp32" | "bf16" | "fp16" (train.precision) -> ComputePrecision; anything else is an internal error.
 ComputePrecision compute_precision_from_name(const std::string& name);
+
+// One block of host memory copied to the device by an Upload.
+struct UploadPart {
+  void* device_destination = nullptr;
+  const void* host_source = nullptr;
+  std::size_t bytes = 0;
+};
+
+// What an Upload cost: the copy's own time, and the part of it the compute work waited for (the
+// rest was hidden behind earlier compute).
+struct UploadTiming {
+  double copy_seconds = 0;
+  double exposed_seconds = 0;
+  std::size_t bytes = 0;
+};
+
+// One host-to-device copy beside the compute work: the input pipeline uploads the next batch while
+// the current step computes. GPU backends copy on a copy stream and order the compute stream after
+// it with an event (the host does not wait, the device is never synchronised as a whole) and time it
+// with events; the CPU backend copies in start(), where the data already is host memory.
+class Upload {
+ public:
+  virtual ~Upload() = default;
+  // Enqueues the copies and returns; the host buffers stay untouched until wait_host() returns.
+  virtual void start(const std::vector<UploadPart>& parts) = 0;
+  // Compute work queued from now on runs after the copy.
+  virtual void order_compute_after() = 0;
+  // Blocks until the copy has read its host buffers (they may then be reused).
+  virtual void wait_host() = 0;
+  // Of the upload, once the compute work ordered after it has finished (the backend synchronised).
+  virtual UploadTiming timing() = 0;
+};
 
 struct DeviceMemory {
   std::size_t free_bytes = 0;
@@ -66,6 +99,8 @@ class Backend : public Allocator {
   // Free and total memory of the device, where the backend has a memory of its own (GPUs);
   // nullopt on the CPU backend.
   virtual std::optional<DeviceMemory> device_memory() { return std::nullopt; }
+  // An Upload for this backend (see Upload). The base version copies with copy_from_host.
+  virtual std::unique_ptr<Upload> make_upload();
 
   // ---- memory -----------------------------------------------------------------------------
   virtual void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) = 0;

@@ -1,15 +1,22 @@
-// InputBatch: one batch of input on the device: the uint8 images and int32 labels copied from
-// host memory, and the normalised float images the model reads, (x / 255 - mean) / std with the
+// InputBatch: batches of input on the device: the uint8 images and int32 labels copied from host
+// memory, and the normalised float images the model reads, (x / 255 - mean) / std with the
 // dataset file's own statistics (DESIGN §4). Training, evaluation and prediction share it, so the
 // normalisation lives in one place and only uint8 bytes cross to a GPU.
+//
+// Two staging buffers, each with its own backend::Upload, let training overlap the copy of the
+// next batch with the current step (start_upload during the step, prepare at the next one); on a
+// GPU the copy runs on the backend's copy stream and the compute stream waits for it by event.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/core/tensor.hpp"
 #include "phalanx/data/augmentation.hpp"
+#include "phalanx/data/loader.hpp"
 
 namespace phalanx::train {
 
@@ -20,18 +27,43 @@ class InputBatch {
 
   // Copies `size` (<= capacity) samples from host memory and normalises them on the device. With
   // `augment_draws` (one per sample, host memory), the crop/flip/cutout they describe is applied
-  // in the same pass (`cutout` is the square's side), so the loader ships plain bytes.
+  // in the same pass (`cutout` is the square's side), so the loader ships plain bytes. The host
+  // memory may be reused when it returns.
   void load(const std::uint8_t* host_images, const std::int32_t* host_labels, int size,
             const data::AugmentDraws* augment_draws = nullptr, int cutout = 0);
 
-  const Tensor& input() const { return input_; }                                  // [size, H, W, C] float
-  const std::int32_t* labels() const { return labels_.data_as<std::int32_t>(); }  // device memory
+  // The overlapped path. start_upload queues the copy of a loader batch (images, labels, draws)
+  // into the staging buffer the current input does not use, and returns; wait_upload_host blocks
+  // until that copy has read the batch's host memory (before the loader may reuse it); prepare
+  // makes the device's compute work wait for the oldest started upload and normalises (augments)
+  // it into input().
+  void start_upload(const data::Batch& batch);
+  void wait_upload_host();
+  void prepare(int cutout);
+  // Of the upload prepare() last used, once the work after it has finished (after a synchronize).
+  backend::UploadTiming last_upload_timing();
+
+  const Tensor& input() const { return input_; }  // [size, H, W, C] float
+  const std::int32_t* labels() const { return staging_[current_].labels.data_as<std::int32_t>(); }  // device
   int size() const { return static_cast<int>(input_.shape()[0]); }
 
  private:
+  struct Staging {
+    Tensor images, labels, augment_draws;
+    std::unique_ptr<backend::Upload> upload;
+    int size = 0;
+    bool augmented = false;
+  };
+  void start(int slot, const std::uint8_t* host_images, const std::int32_t* host_labels, int size,
+             const data::AugmentDraws* augment_draws);
+
   backend::Backend& backend_;
   Shape full_shape_;
-  Tensor images_, input_, labels_, mean_, standard_deviation_, augment_draws_;
+  Tensor input_, mean_, standard_deviation_;
+  std::array<Staging, 2> staging_;
+  int current_ = 0;        // the staging buffer input() was made from
+  int next_upload_ = 0;    // where start_upload writes next
+  int uploads_ahead_ = 0;  // started uploads prepare() has not used yet (0 or 1)
 };
 
 }  // namespace phalanx::train

@@ -46,6 +46,8 @@ struct TrainerOptions {
 struct StageTimes {
   double data_wait = 0, forward = 0, backward = 0, allreduce_wait = 0, optimizer = 0, other = 0, total = 0;
   double host_to_device = 0, allreduce_total = 0;
+  // The input copy's own time (host_to_device is its exposed part) and its bytes.
+  double host_to_device_total = 0, host_to_device_bytes = 0;
   void add(const StageTimes& step);
   nlohmann::json to_json(std::int64_t steps) const;  // mean milliseconds per step and shares
 };

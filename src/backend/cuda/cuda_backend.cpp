@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "augment.hpp"
+#include "cuda_upload.hpp"
 #include "elementwise.hpp"
 #include "finite_check.hpp"
 #include "optimizers.hpp"
@@ -132,6 +133,10 @@ void CudaBackend::deallocate(void* pointer, std::size_t) noexcept {
 void CudaBackend::set_compute_precision(ComputePrecision precision) {
   convolutions_.set_precision(precision);
   linears_.set_precision(precision);
+}
+
+std::unique_ptr<Upload> CudaBackend::make_upload() {
+  return std::make_unique<CudaUpload>(device_, copy_stream_.get(), stream_.get());
 }
 
 std::optional<DeviceMemory> CudaBackend::device_memory() {

@@ -39,6 +39,7 @@ class CudaBackend final : public Backend {
   Allocator& staging_allocator() override { return staging_allocator_; }
   void set_compute_precision(ComputePrecision precision) override;
   std::optional<DeviceMemory> device_memory() override;
+  std::unique_ptr<Upload> make_upload() override;
 
   void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) override;
   void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) override;
@@ -112,6 +113,7 @@ class CudaBackend final : public Backend {
   int device_;  // first member: the constructor selects the device before any handle exists
   std::string name_;
   Stream stream_;
+  Stream copy_stream_;  // input uploads (CudaUpload), beside the compute stream
   CudnnHandle cudnn_;
   CublasHandle cublas_;
   ColumnSums column_sums_;

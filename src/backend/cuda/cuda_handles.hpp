@@ -1,5 +1,6 @@
 // Move-only owners of the library handles and the stream a CudaBackend runs on: a CUDA stream,
-// a cuDNN handle and a cuBLAS handle, plus the cuDNN descriptors (tensor, filter, convolution).
+// a cuDNN handle and a cuBLAS handle, the cuDNN descriptors (tensor, filter, convolution), and
+// CUDA events.
 // Construction throws on failure; destruction only logs.
 #pragma once
 
@@ -70,11 +71,28 @@ struct StreamTraits {
   static void destroy(Handle handle) noexcept { PHALANX_CUDA_LOG(cudaStreamDestroy(handle)); }
 };
 
+// Ordering events skip timing (cheaper to record and wait on); timing events keep it for
+// cudaEventElapsedTime.
+struct OrderingEventTraits {
+  using Handle = cudaEvent_t;
+  static void create(Handle* handle) {
+    PHALANX_CUDA(cudaEventCreateWithFlags(handle, cudaEventDisableTiming));
+  }
+  static void destroy(Handle handle) noexcept { PHALANX_CUDA_LOG(cudaEventDestroy(handle)); }
+};
+struct TimingEventTraits {
+  using Handle = cudaEvent_t;
+  static void create(Handle* handle) { PHALANX_CUDA(cudaEventCreateWithFlags(handle, cudaEventDefault)); }
+  static void destroy(Handle handle) noexcept { PHALANX_CUDA_LOG(cudaEventDestroy(handle)); }
+};
+
 using CudnnHandle = LibraryObject<CudnnHandleTraits>;
 using CublasHandle = LibraryObject<CublasHandleTraits>;
 using TensorDescriptor = LibraryObject<TensorDescriptorTraits>;
 using FilterDescriptor = LibraryObject<FilterDescriptorTraits>;
 using ConvolutionDescriptor = LibraryObject<ConvolutionDescriptorTraits>;
 using Stream = LibraryObject<StreamTraits>;
+using OrderingEvent = LibraryObject<OrderingEventTraits>;
+using TimingEvent = LibraryObject<TimingEventTraits>;
 
 }  // namespace phalanx::backend::cuda
