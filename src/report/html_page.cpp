@@ -2,6 +2,9 @@
 // has no scripts, so it renders the same in a browser, a mail client or a headless screenshot.
 #include "phalanx/report/html_page.hpp"
 
+#include <cmath>
+#include <cstdio>
+
 namespace phalanx::report {
 
 std::string escape_html(std::string_view text) {
@@ -18,6 +21,16 @@ std::string escape_html(std::string_view text) {
     }
   }
   return result;
+}
+
+std::string format_number(double value) {
+  if (!std::isfinite(value)) return "-";
+  char text[32];
+  if (value != 0 && (std::fabs(value) >= 1e6 || std::fabs(value) < 1e-3))
+    std::snprintf(text, sizeof(text), "%.3g", value);
+  else
+    std::snprintf(text, sizeof(text), "%.4g", value);
+  return text;
 }
 
 HtmlPage::HtmlPage(std::string title) : title_(std::move(title)) {}

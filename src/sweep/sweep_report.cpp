@@ -1,4 +1,7 @@
-// report.html of a sweep (see sweep_report.hpp): four inline SVG charts drawn from sweep.db.
+// report.html of a sweep (see sweep_report.hpp): reads sweep.db and hands the numbers to the
+// report module (html_page.hpp, chart.hpp, parallel_coordinates_chart.hpp, interval_chart.hpp),
+// which draws every chart; this file only decides what is plotted. Rung r has the palette's
+// colour r in every chart, so a reader follows a rung from one chart to the next.
 #include "phalanx/sweep/sweep_report.hpp"
 
 #include <algorithm>
@@ -6,297 +9,249 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <sstream>
+#include <set>
 
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/report/chart.hpp"
+#include "phalanx/report/html_page.hpp"
+#include "phalanx/report/interval_chart.hpp"
+#include "phalanx/report/parallel_coordinates_chart.hpp"
 #include "phalanx/sweep/database.hpp"
 
 namespace phalanx::sweep {
 namespace {
 
-constexpr int chart_width = 900, chart_height = 320, margin = 50;
-const char* const rung_colours[] = {"#9aa5b1", "#4c78a8", "#f58518", "#54a24b",
-                                    "#e45756", "#b279a2", "#72b7b2"};
+using nlohmann::json;
 
-std::string colour_of_rung(std::int64_t rung) {
-  return rung_colours[static_cast<std::size_t>(rung) % (sizeof(rung_colours) / sizeof(rung_colours[0]))];
+constexpr int chart_width = 900, chart_height = 340;
+
+report::Axes axes_of(std::string title, std::string x_label, std::string y_label, int height = chart_height) {
+  report::Axes axes{std::move(title), std::move(x_label), std::move(y_label)};
+  axes.width = chart_width;
+  axes.height = height;
+  return axes;
 }
 
-std::string escape(const std::string& text) {
-  std::string result;
-  for (const char character : text) {
-    switch (character) {
-      case '<': result += "&lt;"; break;
-      case '>': result += "&gt;"; break;
-      case '&': result += "&amp;"; break;
-      case '"': result += "&quot;"; break;
-      default: result += character;
-    }
-  }
-  return result;
+std::string rung_name(std::int64_t rung) {
+  return "rung " + std::to_string(rung);
 }
 
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.4g", value);
-  return text;
+std::string result_title(const json& row) {
+  return "trial " + row["trial_id"].dump() + " rung " + row["rung"].dump() + ": " +
+         report::format_number(row["metric"].get<double>());
 }
 
-struct Range {
-  double low = 0, high = 1;
-  void widen() {
-    if (high - low < 1e-12) {
-      low -= 0.5;
-      high += 0.5;
-    }
-  }
-  double at(double value, double pixels_low, double pixels_high) const {
-    return pixels_low + (value - low) / (high - low) * (pixels_high - pixels_low);
-  }
-};
-
-Range range_of(const std::vector<double>& values) {
-  Range range;
-  if (!values.empty()) {
-    range.low = *std::min_element(values.begin(), values.end());
-    range.high = *std::max_element(values.begin(), values.end());
-  }
-  range.widen();
-  return range;
-}
-
-std::string svg_open(int height = chart_height) {
-  return "<svg xmlns='http://www.w3.org/2000/svg' width='" + std::to_string(chart_width) + "' height='" +
-         std::to_string(height) + "' font-family='sans-serif' font-size='11'>";
-}
-
-std::string axis_labels(const Range& y, const std::string& y_label, const std::string& x_label, double x_low,
-                        double x_high) {
-  std::ostringstream svg;
-  const int bottom = chart_height - margin;
-  svg << "<line x1='" << margin << "' y1='" << bottom << "' x2='" << chart_width - 20 << "' y2='" << bottom
-      << "' stroke='#333'/><line x1='" << margin << "' y1='20' x2='" << margin << "' y2='" << bottom
-      << "' stroke='#333'/>";
-  for (int tick = 0; tick <= 4; ++tick) {
-    const double value = y.low + (y.high - y.low) * tick / 4.0;
-    const double pixel = y.at(value, bottom, 20);
-    svg << "<text x='" << margin - 4 << "' y='" << pixel + 4 << "' text-anchor='end'>" << number(value)
-        << "</text><line x1='" << margin << "' y1='" << pixel << "' x2='" << chart_width - 20 << "' y2='"
-        << pixel << "' stroke='#eee'/>";
-  }
-  svg << "<text x='" << margin << "' y='" << chart_height - 15 << "'>" << number(x_low) << "</text><text x='"
-      << chart_width - 20 << "' y='" << chart_height - 15 << "' text-anchor='end'>" << number(x_high)
-      << "</text><text x='" << chart_width / 2 << "' y='" << chart_height - 15 << "' text-anchor='middle'>"
-      << escape(x_label) << "</text><text x='12' y='14'>" << escape(y_label) << "</text>";
-  return svg.str();
-}
-
-// Every rung result over time, coloured by rung, with the best-so-far line.
-std::string optimisation_history(const nlohmann::json& results, double origin, const std::string& metric,
+// Every rung result over time as a point coloured by its rung, and the best-so-far staircase.
+std::string optimisation_history(const json& results, double origin, const std::string& metric,
                                  bool maximize) {
-  std::vector<double> times, metrics;
+  std::vector<report::Series> series;
+  report::Series best{"best so far", {}, {}, report::Mark::Line, "#222222"};
+  double best_metric = maximize ? -INFINITY : INFINITY;
   for (const auto& row : results) {
-    times.push_back(row["finished"].get<double>() - origin);
-    metrics.push_back(row["metric"].get<double>());
-  }
-  const Range x = range_of(times), y = range_of(metrics);
-  std::ostringstream svg;
-  svg << svg_open() << axis_labels(y, metric, "seconds since the sweep started", x.low, x.high);
-  const int bottom = chart_height - margin;
-  std::string best_path;
-  double best = maximize ? -INFINITY : INFINITY;
-  for (std::size_t index = 0; index < results.size(); ++index) {
-    const double px = x.at(times[index], margin, chart_width - 20), py = y.at(metrics[index], bottom, 20);
-    svg << "<circle cx='" << px << "' cy='" << py << "' r='3.5' fill='"
-        << colour_of_rung(results[index]["rung"]) << "'><title>trial " << results[index]["trial_id"]
-        << " rung " << results[index]["rung"] << ": " << number(metrics[index]) << "</title></circle>";
-    const double updated = maximize ? std::max(best, metrics[index]) : std::min(best, metrics[index]);
-    if (updated != best || best_path.empty()) {
-      if (!best_path.empty()) best_path += " L" + number(px) + "," + number(y.at(best, bottom, 20));
-      best = updated;
-      best_path += (best_path.empty() ? "M" : " L") + number(px) + "," + number(y.at(best, bottom, 20));
+    const auto rung = static_cast<std::size_t>(row["rung"].get<std::int64_t>());
+    while (series.size() <= rung)
+      series.push_back({rung_name(static_cast<std::int64_t>(series.size())),
+                        {},
+                        {},
+                        report::Mark::Points,
+                        report::palette_colour(series.size())});
+    const double time = row["finished"].get<double>() - origin, value = row["metric"].get<double>();
+    series[rung].x.push_back(time);
+    series[rung].y.push_back(value);
+    series[rung].point_titles.push_back(result_title(row));
+    if (maximize ? value > best_metric : value < best_metric) {
+      if (!best.x.empty()) {  // hold the previous best until this moment, then step
+        best.x.push_back(time);
+        best.y.push_back(best_metric);
+      }
+      best_metric = value;
+      best.x.push_back(time);
+      best.y.push_back(value);
     }
   }
-  if (!best_path.empty())
-    svg << "<path d='" << best_path << " L" << chart_width - 20 << "," << number(y.at(best, bottom, 20))
-        << "' fill='none' stroke='#222' stroke-width='1.5'/>";
-  svg << "</svg>";
-  return svg.str();
+  if (!results.empty()) {  // the best holds to the last result
+    best.x.push_back(results.back()["finished"].get<double>() - origin);
+    best.y.push_back(best_metric);
+  }
+  series.push_back(std::move(best));
+  return report::xy_chart(
+      axes_of("Every rung result and the best so far", "seconds since the sweep started", metric), series);
 }
 
-// One axis per hyperparameter plus the metric; one line per trial at its highest rung.
-std::string parallel_coordinates(const nlohmann::json& trials, const nlohmann::json& space,
-                                 const std::string& metric, bool maximize) {
-  std::vector<std::string> keys;
-  std::map<std::string, bool> logarithmic;
-  for (const auto& parameter : space) {
-    keys.push_back(parameter["key"]);
-    logarithmic[parameter["key"]] = parameter["type"] == "loguniform";
-  }
-  const std::size_t axes = keys.size() + 1;
-  const int top = 30, bottom = chart_height - margin;
-  auto axis_x = [&](std::size_t axis) {
-    // Wider side margins than the other charts: the outer axes' names are centred on them.
-    return 2 * margin + (chart_width - 4.0 * margin) * static_cast<double>(axis) /
-                        static_cast<double>(std::max<std::size_t>(axes - 1, 1));
-  };
-  // Numeric axes map values (log10 for loguniform); other values get evenly spaced categories.
-  std::vector<std::map<std::string, double>> categories(keys.size());
-  std::vector<Range> ranges(keys.size());
-  for (std::size_t axis = 0; axis < keys.size(); ++axis) {
-    std::vector<double> values;
-    for (const auto& trial : trials) {
-      const auto parameters = nlohmann::json::parse(trial["parameters"].get<std::string>());
-      if (!parameters.contains(keys[axis])) continue;
-      const auto& value = parameters[keys[axis]];
-      if (value.is_number())
-        values.push_back(logarithmic[keys[axis]] ? std::log10(value.get<double>()) : value.get<double>());
-      else
-        categories[axis].emplace(value.dump(), 0.0);
-    }
-    double position = 0;
-    for (auto& [name, slot] : categories[axis]) slot = position++;
-    if (!categories[axis].empty()) values.push_back(position - 1), values.push_back(0);
-    ranges[axis] = range_of(values);
-  }
-  std::vector<double> metrics;
+// One axis per hyperparameter (logarithmic for loguniform, categories for non-numeric values)
+// plus the metric; one line per trial at its highest rung, better trials stronger.
+std::string parallel_coordinates(const json& trials, const json& space, const std::string& metric,
+                                 bool maximize) {
+  std::vector<json> finished;
   for (const auto& trial : trials)
-    if (!trial["metric"].is_null()) metrics.push_back(trial["metric"].get<double>());
-  const Range metric_range = range_of(metrics);
-  std::ostringstream svg;
-  svg << svg_open();
-  for (const auto& trial : trials) {
-    if (trial["metric"].is_null()) continue;
-    const auto parameters = nlohmann::json::parse(trial["parameters"].get<std::string>());
-    std::string path;
-    for (std::size_t axis = 0; axis < keys.size(); ++axis) {
-      if (!parameters.contains(keys[axis])) continue;
-      const auto& value = parameters[keys[axis]];
-      const double position = value.is_number() ? (logarithmic[keys[axis]] ? std::log10(value.get<double>())
-                                                                           : value.get<double>())
-                                                : categories[axis][value.dump()];
-      path += (path.empty() ? "M" : " L") + number(axis_x(axis)) + "," +
-              number(ranges[axis].at(position, bottom, top));
-    }
+    if (!trial["metric"].is_null()) finished.push_back(trial);
+  std::vector<json> parameters;
+  for (const auto& trial : finished)
+    parameters.push_back(json::parse(trial["parameters"].get<std::string>()));
+
+  std::vector<report::Dimension> dimensions;
+  std::vector<std::map<std::string, double>> slots;
+  for (const auto& parameter : space) {
+    const std::string key = parameter["key"];
+    report::Dimension dimension{
+        key, parameter["type"] == "loguniform" ? report::Scale::Logarithmic : report::Scale::Linear};
+    std::set<std::string> names;
+    bool numeric = true;
+    for (const auto& values : parameters)
+      if (values.contains(key)) {
+        numeric = numeric && values[key].is_number();
+        names.insert(values[key].dump());
+      }
+    std::map<std::string, double> slot;
+    if (!numeric)
+      for (const auto& name : names) {
+        slot.emplace(name, static_cast<double>(dimension.categories.size()));
+        dimension.categories.push_back(name);
+      }
+    dimensions.push_back(std::move(dimension));
+    slots.push_back(std::move(slot));
+  }
+  dimensions.push_back({metric});
+
+  double low = INFINITY, high = -INFINITY;
+  for (const auto& trial : finished) {
+    low = std::min(low, trial["metric"].get<double>());
+    high = std::max(high, trial["metric"].get<double>());
+  }
+  std::vector<report::Profile> profiles;
+  for (std::size_t index = 0; index < finished.size(); ++index) {
+    const auto& trial = finished[index];
     const double value = trial["metric"].get<double>();
-    path += " L" + number(axis_x(keys.size())) + "," + number(metric_range.at(value, bottom, top));
-    // Better trials are darker and drawn bolder.
-    double quality = (value - metric_range.low) / (metric_range.high - metric_range.low);
-    if (!maximize) quality = 1 - quality;
-    char colour[32];
-    std::snprintf(colour, sizeof(colour), "rgb(%d,%d,%d)", static_cast<int>(220 - 180 * quality),
-                  static_cast<int>(120 - 60 * quality), static_cast<int>(60 + 120 * quality));
-    svg << "<path d='" << path << "' fill='none' stroke='" << colour
-        << "' stroke-opacity='0.75' stroke-width='" << number(1 + 1.5 * quality) << "'><title>trial "
-        << trial["trial_id"] << ": " << number(value) << "</title></path>";
-  }
-  for (std::size_t axis = 0; axis < axes; ++axis) {
-    const double px = axis_x(axis);
-    const bool is_metric = axis == keys.size();
-    const std::string name = is_metric ? metric : keys[axis] + (logarithmic[keys[axis]] ? " (log10)" : "");
-    const Range& range = is_metric ? metric_range : ranges[axis];
-    svg << "<line x1='" << px << "' y1='" << top << "' x2='" << px << "' y2='" << bottom
-        << "' stroke='#333'/>"
-        << "<text x='" << px << "' y='" << bottom + 16 << "' text-anchor='middle'>" << escape(name)
-        << "</text>";
-    if (!is_metric && !categories[axis].empty()) {
-      for (const auto& [label, slot] : categories[axis])
-        svg << "<text x='" << px + 4 << "' y='" << range.at(slot, bottom, top) + 4 << "'>" << escape(label)
-            << "</text>";
-    } else {
-      svg << "<text x='" << px + 4 << "' y='" << top - 4 << "'>" << number(range.high) << "</text><text x='"
-          << px + 4 << "' y='" << bottom + 28 << "'>" << number(range.low) << "</text>";
+    report::Profile profile{"trial " + trial["trial_id"].dump() + " (rung " + trial["rung"].dump() +
+                                "): " + report::format_number(value),
+                            {}};
+    for (std::size_t axis = 0; axis + 1 < dimensions.size(); ++axis) {
+      const std::string& key = dimensions[axis].name;
+      if (!parameters[index].contains(key))
+        profile.values.push_back(NAN);
+      else if (slots[axis].empty())
+        profile.values.push_back(parameters[index][key].get<double>());
+      else
+        profile.values.push_back(slots[axis].at(parameters[index][key].dump()));
     }
+    profile.values.push_back(value);
+    const double quality = high > low ? (value - low) / (high - low) : 1.0;
+    profile.strength = maximize ? quality : 1 - quality;
+    profiles.push_back(std::move(profile));
   }
-  svg << "</svg>";
-  return svg.str();
+  return report::parallel_coordinates_chart(
+      axes_of("Hyperparameters and " + metric + " of each trial", "", ""), dimensions, profiles);
 }
 
-// Rungs left to right, each trial's metric at each rung it reached, joined across promotions.
-std::string rung_ladder(const nlohmann::json& results, const std::string& metric) {
-  std::int64_t rungs = 1;
-  std::vector<double> metrics;
-  std::map<std::int64_t, std::vector<std::pair<std::int64_t, double>>> by_trial;
+// Rungs left to right: each trial's metric at every rung it reached, joined across promotions.
+std::string rung_ladder(const json& results, const std::string& metric) {
+  std::map<std::int64_t, report::Series> trial_lines;
+  std::map<std::int64_t, report::Series> rung_points;
   std::map<std::int64_t, double> budgets;
   for (const auto& row : results) {
-    rungs = std::max<std::int64_t>(rungs, row["rung"].get<std::int64_t>() + 1);
-    metrics.push_back(row["metric"].get<double>());
-    by_trial[row["trial_id"].get<std::int64_t>()].emplace_back(row["rung"].get<std::int64_t>(),
-                                                               row["metric"].get<double>());
-    budgets[row["rung"].get<std::int64_t>()] = row["budget"].get<double>();
+    const auto trial = row["trial_id"].get<std::int64_t>(), rung = row["rung"].get<std::int64_t>();
+    auto& line = trial_lines[trial];
+    line.name = "trial " + std::to_string(trial);
+    line.colour = "#bbbbbb";
+    line.in_legend = false;
+    line.x.push_back(static_cast<double>(rung));
+    line.y.push_back(row["metric"].get<double>());
+    auto& points = rung_points[rung];
+    points.mark = report::Mark::Points;
+    points.colour = report::palette_colour(static_cast<std::size_t>(rung));
+    points.x.push_back(static_cast<double>(rung));
+    points.y.push_back(row["metric"].get<double>());
+    points.point_titles.push_back(result_title(row));
+    budgets[rung] = row["budget"].get<double>();
   }
-  const Range y = range_of(metrics);
-  const int bottom = chart_height - margin;
-  auto rung_x = [&](std::int64_t rung) {
-    return margin + 40 +
-           (chart_width - 2.0 * margin - 80) * static_cast<double>(rung) /
-               static_cast<double>(std::max<std::int64_t>(rungs - 1, 1));
-  };
-  std::ostringstream svg;
-  svg << svg_open() << axis_labels(y, metric, "rung", 0, static_cast<double>(rungs - 1));
-  for (auto& [trial, points] : by_trial) {
-    std::sort(points.begin(), points.end());
-    std::string path;
-    for (const auto& [rung, value] : points)
-      path += (path.empty() ? "M" : " L") + number(rung_x(rung)) + "," + number(y.at(value, bottom, 20));
-    if (points.size() > 1) svg << "<path d='" << path << "' fill='none' stroke='#999' stroke-width='1'/>";
-    for (const auto& [rung, value] : points)
-      svg << "<circle cx='" << rung_x(rung) << "' cy='" << y.at(value, bottom, 20) << "' r='4' fill='"
-          << colour_of_rung(rung) << "'><title>trial " << trial << " rung " << rung << ": " << number(value)
-          << "</title></circle>";
+  std::vector<report::Series> series;
+  for (auto& [trial, line] : trial_lines) {
+    if (line.x.size() < 2) continue;  // a trial that stopped at rung 0 has nothing to join
+    std::vector<std::size_t> order(line.x.size());
+    for (std::size_t index = 0; index < order.size(); ++index) order[index] = index;
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return line.x[a] < line.x[b]; });
+    report::Series sorted{line.name, {}, {}, report::Mark::Line, line.colour, false};
+    for (const std::size_t index : order) {
+      sorted.x.push_back(line.x[index]);
+      sorted.y.push_back(line.y[index]);
+    }
+    series.push_back(std::move(sorted));
   }
-  for (const auto& [rung, budget] : budgets) {
-    std::size_t count = 0;
-    for (const auto& row : results) count += row["rung"].get<std::int64_t>() == rung ? 1 : 0;
-    svg << "<text x='" << rung_x(rung) << "' y='" << bottom + 16 << "' text-anchor='middle'>rung " << rung
-        << " (" << number(budget) << "): " << count << " trials</text>";
+  for (auto& [rung, points] : rung_points) {
+    points.name = rung_name(rung) + " (budget " + report::format_number(budgets[rung]) +
+                  "): " + std::to_string(points.x.size()) + " trials";
+    series.push_back(std::move(points));
   }
-  svg << "</svg>";
-  return svg.str();
+  return report::xy_chart(axes_of("Each trial's " + metric + " at every rung it reached", "rung", metric),
+                          series);
 }
 
-// One row per worker group: a bar per job (coloured by rung), gaps are idle time.
-std::string worker_timeline(const nlohmann::json& jobs, const nlohmann::json& workers, double origin,
-                            double end, std::string& utilisation_text) {
-  const int row_height = 26, top = 20;
-  const int height = top + row_height * static_cast<int>(std::max<std::size_t>(workers.size(), 1)) + 40;
-  const Range x{0, std::max(end - origin, 1e-9)};
-  std::ostringstream svg;
-  svg << svg_open(height);
+// One row per worker group, one bar per job coloured by its rung; the gaps are idle time.
+std::string worker_timeline(const json& jobs, const json& workers, double origin, double end,
+                            std::string& utilisation_text) {
+  std::int64_t rungs = 1;
+  bool cut_short = false;
+  for (const auto& job : jobs) {
+    rungs = std::max<std::int64_t>(rungs, job["rung"].get<std::int64_t>() + 1);
+    cut_short = cut_short || (!job["finished"].is_null() && job["status"] != "done");
+  }
+  std::vector<std::string> segments;
+  for (std::int64_t rung = 0; rung < rungs; ++rung) segments.push_back(rung_name(rung));
+  if (cut_short) segments.push_back("cut short by a kill, requeued");
+  const double span = std::max(end - origin, 1e-9);
   double busy_total = 0;
-  for (std::size_t row = 0; row < workers.size(); ++row) {
-    const auto worker = workers[row]["worker"].get<std::int64_t>();
-    const double y = top + row_height * static_cast<double>(row);
+  std::vector<report::IntervalRow> rows;
+  for (const auto& worker_row : workers) {
+    const auto worker = worker_row["worker"].get<std::int64_t>();
+    report::IntervalRow row;
     double busy = 0;
     for (const auto& job : jobs) {
       if (job["worker"].get<std::int64_t>() != worker || job["finished"].is_null()) continue;
       const double start = job["started"].get<double>() - origin,
                    stop = job["finished"].get<double>() - origin;
       busy += stop - start;
-      const double x0 = x.at(start, 150, chart_width - 20), x1 = x.at(stop, 150, chart_width - 20);
       const bool done = job["status"] == "done";
-      svg << "<rect x='" << x0 << "' y='" << y << "' width='" << std::max(0.5, x1 - x0) << "' height='"
-          << row_height - 6 << "' fill='" << (done ? colour_of_rung(job["rung"]) : "#d62728")
-          << "' stroke='#fff'"
-          << " stroke-width='0.5'><title>trial " << job["trial_id"] << " rung " << job["rung"] << " ("
-          << job["status"] << "): " << number(stop - start) << " s</title></rect>";
+      row.intervals.push_back(
+          {start, stop,
+           done ? static_cast<std::size_t>(job["rung"].get<std::int64_t>()) : segments.size() - 1,
+           "trial " + job["trial_id"].dump() + " rung " + job["rung"].dump() + " (" +
+               job["status"].get<std::string>() + "): " + report::format_number(stop - start) + " s"});
     }
     busy_total += busy;
-    svg << "<text x='4' y='" << y + 14 << "'>worker " << worker << " "
-        << escape(workers[row]["device"].get<std::string>().substr(0, 3)) << " x" << workers[row]["threads"]
-        << " " << number(100.0 * busy / (x.high - x.low)) << "% busy</text>";
+    row.label = "worker " + std::to_string(worker) + " " +
+                worker_row["device"].get<std::string>().substr(0, 3) + " x" + worker_row["threads"].dump() +
+                " " + report::format_number(100.0 * busy / span) + "% busy";
+    rows.push_back(std::move(row));
   }
-  svg << "<text x='150' y='" << height - 12 << "'>0 s</text><text x='" << chart_width - 20 << "' y='"
-      << height - 12 << "' text-anchor='end'>" << number(x.high) << " s</text></svg>";
   char text[160];
-  std::snprintf(
-      text, sizeof(text), "%.1f%% over %zu worker groups and %.1f s (idle time is the gaps)",
-      100.0 * busy_total /
-          std::max(1e-9, (x.high - x.low) * static_cast<double>(std::max<std::size_t>(workers.size(), 1))),
-      workers.size(), x.high - x.low);
+  std::snprintf(text, sizeof(text), "%.1f%% over %zu worker groups and %.1f s (idle time is the gaps)",
+                100.0 * busy_total / (span * static_cast<double>(std::max<std::size_t>(workers.size(), 1))),
+                workers.size(), span);
   utilisation_text = text;
-  return svg.str();
+  const int height = 96 + 30 * static_cast<int>(std::max<std::size_t>(workers.size(), 1));
+  return report::interval_chart(
+      axes_of("Jobs of each worker group", "seconds since the sweep started", "", height), segments, rows);
+}
+
+std::vector<std::vector<std::string>> top_trials(const json& trials, bool maximize) {
+  std::vector<json> ranked;
+  for (const auto& trial : trials)
+    if (!trial["metric"].is_null()) ranked.push_back(trial);
+  // Further rungs first (more budget), then by metric.
+  std::sort(ranked.begin(), ranked.end(), [&](const json& a, const json& b) {
+    if (a["rung"] != b["rung"]) return a["rung"].get<int>() > b["rung"].get<int>();
+    return maximize ? a["metric"].get<double>() > b["metric"].get<double>()
+                    : a["metric"].get<double>() < b["metric"].get<double>();
+  });
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t index = 0; index < std::min<std::size_t>(ranked.size(), 10); ++index)
+    rows.push_back({ranked[index]["trial_id"].dump(), ranked[index]["status"].get<std::string>(),
+                    ranked[index]["rung"].dump(),
+                    report::format_number(ranked[index]["metric"].get<double>()),
+                    ranked[index]["parameters"].get<std::string>()});
+  return rows;
 }
 
 }  // namespace
@@ -308,9 +263,9 @@ bool is_sweep_directory(const std::string& directory) {
 std::string write_sweep_report(const std::string& directory) {
   PHALANX_REQUIRE_INPUT(is_sweep_directory(directory), directory, ": not a sweep directory (no sweep.db)");
   const Database database(directory + "/sweep.db", false);
-  nlohmann::json definition = nlohmann::json::object();
+  json definition = json::object();
   for (const auto& row : database.rows("SELECT value FROM sweep WHERE key = 'definition'"))
-    definition = nlohmann::json::parse(row["value"].get<std::string>());
+    definition = json::parse(row["value"].get<std::string>());
   const std::string metric = definition.value("metric", std::string("metric"));
   const bool maximize = definition.value("goal", std::string("maximize")) == "maximize";
   const auto results =
@@ -328,41 +283,28 @@ std::string write_sweep_report(const std::string& directory) {
   std::string utilisation;
   const std::string timeline = worker_timeline(jobs, workers, origin, end, utilisation);
 
-  std::ostringstream html;
-  html << "<!DOCTYPE html><html><head><meta charset='utf-8'><title>phalanx sweep report</title><style>"
-          "body{font-family:sans-serif;margin:24px;color:#222}h2{margin-top:28px}table{border-collapse:"
-          "collapse}"
-          "td,th{border:1px solid #ccc;padding:3px 8px;font-size:12px}</style></head><body>"
-       << "<h1>Sweep report</h1><p>" << escape(directory) << ": " << trials.size() << " trials, "
-       << results.size() << " rung results, metric " << escape(metric) << " ("
-       << (maximize ? "higher" : "lower")
-       << " is better). Colours: rung 0 grey, 1 blue, 2 orange, 3 green.</p>"
-       << "<h2>Optimisation history</h2>" << optimisation_history(results, origin, metric, maximize)
-       << "<h2>Hyperparameters (parallel coordinates, each trial at its highest rung)</h2>"
-       << parallel_coordinates(trials, definition.value("space", nlohmann::json::array()), metric, maximize)
-       << "<h2>Rung ladder</h2>" << rung_ladder(results, metric)
-       << "<h2>Workers: busy and idle time</h2><p>Utilisation " << escape(utilisation)
-       << "; red bars are jobs cut short by a kill and requeued.</p>" << timeline
-       << "<h2>Top trials</h2><table><tr><th>trial</th><th>status</th><th>rung</th><th>" << escape(metric)
-       << "</th><th>parameters</th></tr>";
-  auto ranked = trials;
-  std::vector<nlohmann::json> rows(ranked.begin(), ranked.end());
-  rows.erase(
-      std::remove_if(rows.begin(), rows.end(), [](const auto& row) { return row["metric"].is_null(); }),
-      rows.end());
-  std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
-    if (a["rung"] != b["rung"]) return a["rung"].template get<int>() > b["rung"].template get<int>();
-    return maximize ? a["metric"].template get<double>() > b["metric"].template get<double>()
-                    : a["metric"].template get<double>() < b["metric"].template get<double>();
-  });
-  for (std::size_t index = 0; index < std::min<std::size_t>(rows.size(), 10); ++index)
-    html << "<tr><td>" << rows[index]["trial_id"] << "</td><td>"
-         << escape(rows[index]["status"].get<std::string>()) << "</td><td>" << rows[index]["rung"]
-         << "</td><td>" << number(rows[index]["metric"].get<double>()) << "</td><td>"
-         << escape(rows[index]["parameters"].get<std::string>()) << "</td></tr>";
-  html << "</table></body></html>\n";
+  // The sweep's folder names the page: a sweep definition has no name of its own.
+  std::filesystem::path folder = std::filesystem::path(directory).lexically_normal();
+  if (folder.filename().empty()) folder = folder.parent_path();
+  report::HtmlPage page("phalanx sweep " + folder.filename().string());
+  page.paragraph(directory + ": " + std::to_string(trials.size()) + " trials, " +
+                 std::to_string(results.size()) + " rung results, metric " + metric + " (" +
+                 (maximize ? "higher" : "lower") + " is better). Rung r has the same colour in every chart.");
+  page.heading("Optimisation history");
+  page.figure(optimisation_history(results, origin, metric, maximize), "history-chart");
+  page.heading("Hyperparameters (parallel coordinates, each trial at its highest rung)");
+  page.figure(parallel_coordinates(trials, definition.value("space", json::array()), metric, maximize),
+              "parameters-chart");
+  page.heading("Rung ladder");
+  page.figure(rung_ladder(results, metric), "ladder-chart");
+  page.heading("Workers: busy and idle time");
+  page.paragraph("Utilisation " + utilisation + ".");
+  page.figure(timeline, "workers-chart");
+  page.heading("Top trials");
+  page.table({"trial", "status", "rung", metric, "parameters"}, top_trials(trials, maximize),
+             "top-trials-table");
   const std::string path = directory + "/report.html";
-  write_file_atomically(path, html.str());
+  write_file_atomically(path, page.render());
   return path;
 }
 

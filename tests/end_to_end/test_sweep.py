@@ -206,7 +206,7 @@ class SweepTest(unittest.TestCase, SweepChecks):
             self.assertIn(title, report)
         self.assertNotIn("<script", report)
         self.assertNotIn("https://", report)
-        self.assertEqual(report.count("http://"), report.count("xmlns='http://www.w3.org/2000/svg'"))
+        self.assertEqual(report.count("http://"), report.count('xmlns="http://www.w3.org/2000/svg"'))
         # `phalanx report DIR` rebuilds the sweep's page from the database alone.
         os.remove(os.path.join(REFERENCE, "report.html"))
         result = e2e.phalanx("report", REFERENCE, timeout=60)
@@ -346,6 +346,85 @@ class SweepTest(unittest.TestCase, SweepChecks):
         self.assertTrue(os.path.exists(os.path.join(directory, "report.html")))
         self.assertIn("\x1b[", result.stdout)
         self.assertIn("current top trials", result.stdout)
+
+    def test_report_renders_one_mark_per_result_and_job_in_headless_chromium(self):
+        import shutil
+        from html.parser import HTMLParser
+        self.assertEqual(REFERENCE_RESULT.returncode, 0, REFERENCE_RESULT.describe())
+        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+        if not chromium:
+            self.skipTest("chromium is not installed (Debian package chromium)")
+        page = "file://" + os.path.join(REFERENCE, "report.html")
+        browser = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+                   "--user-data-dir=" + os.path.join(WORK, "chromium-profile")]
+        dom = subprocess.run([*browser, "--dump-dom", page], capture_output=True, text=True, timeout=120)
+        self.assertEqual(dom.returncode, 0, dom.stderr[-2000:])
+
+        class Elements(HTMLParser):
+            """Start tags with their attributes and the id of the figure they are in."""
+            def __init__(self):
+                super().__init__()
+                self.found, self.figure = [], None
+
+            def handle_starttag(self, tag, attributes):
+                attributes = dict(attributes)
+                if tag == "figure":
+                    self.figure = attributes.get("id")
+                self.found.append((self.figure, tag, attributes))
+
+            def handle_endtag(self, tag):
+                if tag == "figure":
+                    self.figure = None
+        parser = Elements()
+        parser.feed(dom.stdout)
+
+        def elements(figure, tag, css_class):
+            return [attributes for inside, name, attributes in parser.found
+                    if inside == figure and name == tag and attributes.get("class") == css_class]
+        results = query(REFERENCE, "SELECT * FROM rung_results")
+        trials = query(REFERENCE, "SELECT * FROM trials WHERE metric IS NOT NULL")
+        jobs = query(REFERENCE, "SELECT * FROM jobs WHERE finished IS NOT NULL")
+        rungs = sorted({result["rung"] for result in results})
+        self.assertGreaterEqual(len(rungs), 2)  # promotions happened (checked above)
+        for figure in ("history-chart", "ladder-chart"):
+            # One point per rung result, grouped by rung, with a legend entry per rung.
+            points = elements(figure, "circle", "point")
+            self.assertEqual(len(points), len(results), figure)
+            groups = {group["data-series"].split(" (")[0]: int(group["data-points"])
+                      for group in elements(figure, "g", "series")}
+            self.assertEqual(groups, {f"rung {rung}": sum(1 for result in results if result["rung"] == rung)
+                                      for rung in rungs}, figure)
+            self.assertEqual(len(elements(figure, "g", "legend")), len(rungs) + (figure == "history-chart"))
+        best = [line for line in elements("history-chart", "polyline", "series")
+                if line["data-series"] == "best so far"]
+        self.assertEqual(len(best), 1)
+        # The ladder joins the rungs of every promoted trial.
+        promoted = {result["trial_id"] for result in results if result["rung"] > 0}
+        self.assertEqual(len(elements("ladder-chart", "polyline", "series")), len(promoted))
+        # One line per finished trial across the hyperparameter axes and the metric.
+        profiles = elements("parameters-chart", "polyline", "profile")
+        self.assertEqual(len(profiles), len(trials))
+        self.assertTrue(all(int(profile["data-points"]) == 3 for profile in profiles), profiles)
+        self.assertEqual([axis["data-dimension"] for axis in elements("parameters-chart", "g", "dimension")],
+                         ["optimizer.learning_rate", "train.batch_size", "test_accuracy"])
+        # One row per worker group, one bar per job it ran.
+        rows = elements("workers-chart", "g", "row")
+        self.assertEqual(len(rows), 4)
+        self.assertEqual(len(elements("workers-chart", "rect", "interval")), len(jobs))
+        table_rows = [tag for inside, tag, attributes in parser.found if tag == "tr"]
+        self.assertEqual(len(table_rows), 1 + min(10, len(trials)))
+
+        screenshot = os.path.join(WORK, "sweep-report.png")
+        shot = subprocess.run([*browser, "--screenshot=" + screenshot, "--window-size=1000,2400", page],
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(shot.returncode, 0, shot.stderr[-2000:])
+        from PIL import Image
+        counts = {colour: count for count, colour in Image.open(screenshot).convert("RGB").getcolors(1 << 20)}
+        # Rungs 0 and 1 (palette colours 1 and 2) are drawn: points and timeline bars cover many pixels.
+        for expected in ((0x1f, 0x77, 0xb4), (0xff, 0x7f, 0x0e)):
+            near = sum(count for colour, count in counts.items()
+                       if all(abs(a - b) <= 8 for a, b in zip(colour, expected)))
+            self.assertGreater(near, 500, f"colour {expected} barely on the screenshot")
 
 
 if __name__ == "__main__":

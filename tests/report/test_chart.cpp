@@ -113,6 +113,41 @@ TEST(Chart, ScatterDrawsOnePointPerValidSample) {
   EXPECT_EQ(count(svg, "class=\"point\""), 4);
 }
 
+TEST(Chart, XyChartDrawsEachSeriesByItsMarkWithItsOwnColourAndTitles) {
+  std::vector<Series> series{
+      {"trial 1", {0, 1}, {0.5, 0.7}, Mark::Line, "#bbbbbb", false},
+      {"rung 0", {0, 0, 0}, {0.5, 0.6, 0.4}, Mark::Points, "#123456", true, {"trial 1 <a>", "trial 2"}},
+      {"best so far", {0, 1}, {0.6, 0.7}}};
+  const auto svg = xy_chart({"ladder", "rung", "accuracy"}, series);
+  EXPECT_EQ(svg.find("data-kind=\"xy\""), svg.find("data-kind="));
+  EXPECT_EQ(count(svg, "<polyline"), 2);                // the two Line series
+  EXPECT_EQ(count(svg, "<circle class=\"point\""), 3);  // the three points of the Points series
+  EXPECT_EQ(count(svg, "fill=\"#123456\""), 4);         // its points and its legend entry
+  EXPECT_NE(svg.find("stroke=\"#bbbbbb\""), std::string::npos);
+  EXPECT_EQ(count(svg, "class=\"legend\""), 2);  // "trial 1" stays out of the legend
+  EXPECT_EQ(svg.find("data-series=\"trial 1\"><rect"), std::string::npos);
+  EXPECT_NE(svg.find("<title>trial 1 &lt;a&gt;</title>"), std::string::npos);
+  EXPECT_NE(svg.find("<title>trial 2</title>"), std::string::npos);
+  EXPECT_NE(svg.find("<title>rung 0: 0, 0.4</title>"), std::string::npos);  // no title given: name: x, y
+  // A series without a colour takes the palette colour of its position (third: index 2).
+  EXPECT_NE(
+      svg.find("data-series=\"best so far\" data-points=\"2\" fill=\"none\" stroke=\"" + palette_colour(2)),
+      std::string::npos);
+  // line_chart and scatter_chart override the mark the series carries.
+  EXPECT_EQ(count(scatter_chart({"t", "x", "y"}, series), "<polyline"), 0);
+  EXPECT_EQ(count(line_chart({"t", "x", "y"}, series), "<polyline"), 3);
+}
+
+TEST(HtmlPage, FormatsNumbersWithFourSignificantDigits) {
+  EXPECT_EQ(format_number(0.123456), "0.1235");
+  EXPECT_EQ(format_number(1234.56), "1235");
+  EXPECT_EQ(format_number(0), "0");
+  EXPECT_EQ(format_number(2.5e7), "2.5e+07");
+  EXPECT_EQ(format_number(-4e-5), "-4e-05");
+  EXPECT_EQ(format_number(std::nan("")), "-");
+  EXPECT_EQ(format_number(INFINITY), "-");
+}
+
 TEST(HtmlPage, EscapesTextAndKeepsChartsAsMarkup) {
   HtmlPage page("run <a & b>");
   page.paragraph("x < y & \"z\"");

@@ -1,6 +1,6 @@
 // SVG charts for self-contained HTML reports (run reports, sweep reports): line charts with
-// several series, stacked bars and scatter plots, rendered to inline <svg> text with no scripts,
-// fonts or network references, so a report opens anywhere, offline, years later.
+// several series, scatter plots, both mixed in one chart, and stacked bars, rendered to inline <svg> text
+// with no scripts, fonts or network references, so a report opens anywhere, offline, years later.
 //
 // Every element carries a class (and data-* attributes naming its series) so that tests and
 // users can find the plotted things in the page's DOM.
@@ -24,12 +24,19 @@ struct Axes {
   bool y_from_zero = false;  // include 0 in the y range (throughput, shares)
 };
 
+// How xy_chart draws a series: a line through its points, or the points alone.
+enum class Mark { Line, Points };
+
 // One named series of (x, y) points; non-finite points (and, on a logarithmic axis,
 // non-positive ones) are skipped.
 struct Series {
   std::string name;
   std::vector<double> x;
   std::vector<double> y;
+  Mark mark = Mark::Line;                   // xy_chart only; line_chart and scatter_chart set it themselves
+  std::string colour{};                     // empty: the palette colour of the series' position
+  bool in_legend = true;                    // false for many unnamed lines of one kind (a sweep's trials)
+  std::vector<std::string> point_titles{};  // hover text of point i; "name: x, y" where missing
 };
 
 // One bar of a stacked bar chart: its label and one value per segment (same order as the
@@ -43,6 +50,8 @@ struct StackedBar {
 std::string line_chart(const Axes& axes, const std::vector<Series>& series);
 // Points only (e.g. a sweep's trials: learning rate against accuracy).
 std::string scatter_chart(const Axes& axes, const std::vector<Series>& series);
+// Each series drawn by its own mark, in the order given (later ones on top).
+std::string xy_chart(const Axes& axes, const std::vector<Series>& series);
 // Vertical bars, each split into segments stacked from the bottom in `segment_names` order.
 std::string stacked_bar_chart(const Axes& axes, const std::vector<std::string>& segment_names,
                               const std::vector<StackedBar>& bars);

@@ -12,6 +12,10 @@ namespace phalanx::report {
 // &, <, >, " and ' as entities.
 std::string escape_html(std::string_view text);
 
+// A number for a reader: four significant digits, exponent form only for very large or very
+// small magnitudes; "-" for a value that is not finite (a missing measurement).
+std::string format_number(double value);
+
 class HtmlPage {
  public:
   explicit HtmlPage(std::string title);
