@@ -8,20 +8,12 @@
 #include <thread>
 #include <utility>
 
+#include "mpi_check.hpp"
 #include "phalanx/comm/communicator.hpp"
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::comm {
 namespace {
-
-void check_mpi(int result, const char* call, const char* file, int line) {
-  if (result == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(result, text, &length);
-  throw_internal_error(std::string(call) + " failed: " + std::string(text, length), file, line);
-}
-#define PHALANX_MPI(call) check_mpi((call), #call, __FILE__, __LINE__)
 
 MPI_Comm& comm_of(void* handle) {
   return *static_cast<MPI_Comm*>(handle);
