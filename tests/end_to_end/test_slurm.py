@@ -47,7 +47,7 @@ def setUpModule():
         data, name="slurm", seed=13, epochs=EPOCHS, batch_size=BATCH, log_every_steps=2,
         optimizer={"type": "sgd", "learning_rate": 0.05, "momentum": 0.9})
     CONFIG_PATH = e2e.write_config(os.path.join(WORK, "slurm.yaml"), config)
-    SLURM = local_slurm.LocalSlurm(os.path.join(WORK, "cluster"), gpus=2)
+    SLURM = local_slurm.LocalSlurm(os.path.join(WORK, "cluster"), gpus=2, cpu_node=True)
 
 
 def tearDownModule():
@@ -72,15 +72,23 @@ def submit_training(name):
 
 
 def submit_sweep(name, sweep_file):
-    """sweep.sbatch as a heterogeneous job on the one node: a component with one (stand-in) GPU
-    rank and a component with one CPU rank."""
-    environment = ",".join([
+    """sweep.sbatch as a heterogeneous job: a component with one (stand-in) GPU rank in the default
+    partition and a component with one CPU rank on the `cpu` partition's node. That node is this
+    machine under a second name, which Open MPI cannot reach by itself: it takes the hosts from
+    --host rather than from Slurm (whose allocation it reads only for the first component) and
+    starts the daemon for the second name through a local rsh agent."""
+    agent = os.path.join(WORK, "local-agent")
+    with open(agent, "w") as stream:
+        stream.write("#!/bin/sh\n# rsh agent for Open MPI: AGENT HOST COMMAND... runs COMMAND here\n"
+                     "shift\nexec /bin/sh -c \"$*\"\n")
+    os.chmod(agent, 0o755)
+    environment = ",".join(["OMPI_MCA_ras=^slurm", "OMPI_MCA_plm=rsh", f"OMPI_MCA_plm_rsh_agent={agent}",
         "ALL", f"PHALANX={e2e.PHALANX}", f"PHALANX_MPIRUN={os.path.join(e2e.SOURCE_DIR, 'launch', 'phalanx-mpirun')}",
         f"PHALANX_RUNS={os.path.join(WORK, 'runs')}", "OMP_NUM_THREADS=1"])
     result = SLURM.run(["sbatch", "--parsable", f"--job-name={name}", "--time=10",
                         f"--output={os.path.join(WORK, name)}-%j.out", f"--export={environment}",
                         "--nodes=1", "--gpus-per-node=1", "--ntasks-per-node=1", "--cpus-per-task=1", ":",
-                        "--nodes=1", "--ntasks-per-node=1", "--cpus-per-task=1",
+                        "--partition=cpu", "--nodes=1", "--ntasks-per-node=1", "--cpus-per-task=1",
                         script("sweep.sbatch"), sweep_file], env=e2e.child_environment())
     job_id = result.stdout.strip().split(";")[0].split("+")[0]
     return job_id, os.path.join(WORK, "runs", f"{name}-{job_id}"), os.path.join(WORK, f"{name}-{job_id}.out")
