@@ -1,6 +1,7 @@
 """A real single-node Slurm cluster for tests: munged, slurmctld and slurmd from Debian's slurm-wlm,
 started in a scratch folder with their own key, socket, ports and slurm.conf (nothing under /etc
-is read or changed), and stopped again by close(). Commands run with SLURM_CONF pointing at it."""
+is read or changed), and stopped again by close(). Commands run with SLURM_CONF pointing at it.
+Optionally a second node name for this machine, in a partition `cpu`, for heterogeneous jobs."""
 
 import os
 import shutil
