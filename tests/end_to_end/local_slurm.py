@@ -51,6 +51,8 @@ class LocalSlurm:
         os.chmod(os.path.join(self.folder, "munge"), 0o700)
         self.host = socket.gethostname().split(".")[0]
         self.cpu_host = self.host + "cpu" if cpu_node else ""
+        for host in filter(None, (self.host, self.cpu_host)):
+            os.makedirs(os.path.join(self.folder, "spool", host))
         self.cpus = os.cpu_count() or 1
         self.munge_socket = os.path.join(self.folder, "munge", "munge.socket")
         key = os.path.join(self.folder, "munge", "munge.key")
@@ -98,8 +100,9 @@ AccountingStorageType=accounting_storage/none
 ReturnToService=2
 JobRequeue=1
 KillWait=30
-# Heterogeneous jobs are started only by the backfill scheduler (every bf_interval s, 30 by default).
-SchedulerParameters=sched_interval=1,bf_interval=1,bf_hetjob_immediate
+# Heterogeneous jobs are started only by the backfill scheduler (every bf_interval s, 30 by
+# default, planning in steps of bf_resolution s, 60 by default).
+SchedulerParameters=sched_interval=1,bf_interval=1,bf_resolution=1,bf_hetjob_immediate
 {"GresTypes=gpu" if gpus else ""}
 NodeName={self.host} NodeAddr=127.0.0.1 Port={_free_port()} CPUs={self.cpus} State=UNKNOWN{gres}
 PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
@@ -168,6 +171,22 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP Over
                 return state
             time.sleep(0.25)
         raise AssertionError(f"job {job_id} still {state!r} after {timeout} s, expected {states}\n{self.logs()}")
+
+    def wait_for_requeued_start(self, job_id, timeout):
+        """Waits until a requeued heterogeneous job runs again. Only the backfill scheduler starts
+        such jobs, and it skips its cycle when no job, node or partition changed since the last
+        one: a job that merely became eligible (its BeginTime passed) changes nothing, so on an
+        idle test cluster it would wait for the next node ping (~2 min). Touching the job's
+        comment every 2 s is the change a busy cluster makes by itself."""
+        deadline = time.monotonic() + timeout
+        state = ""
+        while time.monotonic() < deadline:
+            state = self.job_field(job_id, "JobState")
+            if state != "PENDING":
+                return state
+            self.run(["scontrol", "update", f"JobId={job_id}", "Comment=requeued"], check=False)
+            time.sleep(2)
+        raise AssertionError(f"requeued job {job_id} still PENDING after {timeout} s\n{self.logs()}")
 
     def close(self):
         if len(self.processes) >= 3 and self.processes[-1].poll() is None:

@@ -189,6 +189,8 @@ class SlurmTest(unittest.TestCase):
             time.sleep(0.25)
         requeued = time.monotonic() - signalled
         interrupted = query(sweep_dir, "SELECT * FROM jobs WHERE status = 'interrupted' ORDER BY job_id")
+        SLURM.wait_for_requeued_start(job_id, 240)
+        restarted = time.monotonic() - signalled
         state = SLURM.wait_for_state(job_id, ("COMPLETED", "FAILED", "CANCELLED"), 300)
         log = read(log_path)
         self.assertEqual(state, "COMPLETED", log + SLURM.logs())
@@ -217,7 +219,7 @@ class SlurmTest(unittest.TestCase):
         self.assertTrue(os.path.isfile(os.path.join(sweep_dir, "results.csv")))
         self.assertTrue(os.path.isfile(os.path.join(sweep_dir, "best", "checkpoint.h5")))
         print(f"\nSlurm sweep: USR1 -> {len(interrupted)} job(s) interrupted, requeued after {requeued:.1f} s, "
-              "resumed and finished", end=" ")
+              f"running again after {restarted:.1f} s, resumed and finished", end=" ")
 
 
 if __name__ == "__main__":
