@@ -16,6 +16,7 @@
 #include "phalanx/sweep/results_store.hpp"
 #include "phalanx/sweep/sweep_lock.hpp"
 #include "phalanx/sweep/worker.hpp"
+#include "phalanx/train/stop_request.hpp"
 #include "rank_setup.hpp"
 
 namespace phalanx::cli {
@@ -57,6 +58,9 @@ void check_sweep_directory(const SweepArguments& arguments, const config::SweepC
 }
 
 int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
+  // From here SIGTERM/SIGUSR1 (a preemption) no longer kill the rank: the coordinator hands out no
+  // more jobs, running trials stop after a step with a checkpoint, rank 0 exits with 75.
+  const train::StopRequest stop_request;
   // The coordinator thread on rank 0 calls MPI beside rank 0's own trial.
   comm::MpiSession session(argc, argv, comm::ThreadLevel::Multiple);
   const auto world = comm::Communicator::world();
@@ -132,7 +136,8 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
   });
   if (status) return status;
 
-  return run_or_abort(world, [&] {
+  bool stopped_by_signal = false;
+  status = run_or_abort(world, [&] {
     std::thread coordinator;
     if (world.rank() == 0) {
       coordinator = std::thread([&] {
@@ -140,7 +145,7 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
         try {
           sweep::CoordinatorOptions options{&sweep, directory, arguments.resume,
                                             static_cast<int>(members.size())};
-          sweep::run_coordinator(options, channel);
+          stopped_by_signal = sweep::run_coordinator(options, channel);
           return;
         } catch (const Error& error) {
           std::fprintf(stderr, "phalanx: error: %s\n", error.what());
@@ -172,6 +177,10 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
       channel.receive_string(0, sweep::tag_to_worker, 0.05);
     }
   });
+  // As for `phalanx train`, only rank 0 reports the stop: mpirun tears a job down when a rank exits
+  // non-zero.
+  if (status == 0 && stopped_by_signal && world.rank() == 0) return train::preempted_exit_status;
+  return status;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include "phalanx/sweep/sweep_report.hpp"
 #include "phalanx/sweep/worker.hpp"
 #include "phalanx/train/progress.hpp"
+#include "phalanx/train/stop_request.hpp"
 
 namespace phalanx::sweep {
 namespace {
@@ -61,7 +63,8 @@ class Coordinator {
         store_(options.sweep_directory + "/sweep.db"),
         groups_(static_cast<std::size_t>(options.groups)) {}
 
-  void run() {
+  // True when a stop signal ended the sweep early.
+  bool run() {
     start_ = wall_seconds_since_epoch();
     if (options_.resume) restore();
     store_.set_meta("definition", sweep_definition(sweep_));
@@ -69,31 +72,43 @@ class Coordinator {
     print_header();
     comm::Message message;
     for (;;) {
+      // The signal reaches rank 0's process on StopRequest's thread; the workers see it at their
+      // next step. From then on no job is handed out: the sweep ends when the busy groups have
+      // reported (their trials interrupted with a checkpoint, or finished if at their last step).
+      if (!stopping_ && train::StopRequest::signal_received())
+        begin_stop(train::StopRequest::signal_received());
       if (!channel_.try_receive_string(tag_to_coordinator, message)) {
+        if (stopping_ && finished()) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         continue;
       }
       handle(nlohmann::json::parse(message.text));
-      dispatch();
+      if (!stopping_) dispatch();
       print_pending_line();
       if (finished()) break;
     }
-    store_.stop_paused();
     erase_live_block();
     store_.set_meta("promotions_left_to_faster_groups",
                     std::to_string(passed_over_ +
                                    std::stoi(store_.meta("promotions_left_to_faster_groups").value_or("0"))));
-    print_leaderboard(true);
-    write_outputs();
+    if (stopping_) {
+      print_leaderboard(false);
+      print_stop();
+    } else {
+      store_.stop_paused();
+      print_leaderboard(true);
+      write_outputs();
+    }
     for (std::size_t worker = 0; worker < groups_.size(); ++worker)
       send(static_cast<int>(worker), {{"type", "stop"}});
+    return stopping_;
   }
 
  private:
   // --resume: jobs a kill left running are requeued (their trials resume from their newest
   // checkpoint); ASHA's rungs and promotions are rebuilt from what the database recorded.
   void restore() {
-    const auto interrupted = store_.interrupt_running(wall_seconds_since_epoch());
+    store_.interrupt_running(wall_seconds_since_epoch());
     const auto& database = store_.database();
     for (const auto& row : database.rows("SELECT trial_id FROM trials"))
       asha_.restore_started(row["trial_id"].get<int>());
@@ -104,7 +119,8 @@ class Coordinator {
       trial_group_size_.emplace(row["trial_id"].get<int>(), rank_count(row["ranks"].get<std::string>()));
     for (const auto& row : database.rows("SELECT trial_id, rung, metric FROM rung_results"))
       asha_.record(row["trial_id"].get<int>(), row["rung"].get<int>(), row["metric"].get<double>());
-    for (const auto& [trial, rung] : interrupted)
+    // Jobs a kill left running, and jobs a stop signal interrupted (in this or an earlier stop).
+    for (const auto& [trial, rung] : store_.interrupted_jobs())
       if (std::find(requeued_.begin(), requeued_.end(), Job{trial, rung}) == requeued_.end())
         requeued_.push_back(Job{trial, rung});
     std::printf("resuming %s: %d trials started, %zu interrupted jobs requeued\n",
@@ -153,6 +169,21 @@ class Coordinator {
     const double seconds = now - group.started;
     group.busy = false;
     group.busy_seconds += seconds;
+    if (type == "interrupted") {
+      const std::int64_t start_step = message.at("start_step"), end_step = message.at("end_step");
+      store_.interrupt_job(group.job_id, group.job.trial, start_step, end_step, message.at("resumed_from"),
+                           now);  // committed before the sweep ends
+      ++interrupted_;
+      // The signal reached this worker's ranks but maybe not rank 0: the whole sweep stops.
+      if (!stopping_) begin_stop(message.at("signal").get<int>());
+      char line[256];
+      std::snprintf(
+          line, sizeof(line),
+          "[%7.1f s] trial %3d rung %d interrupted after step %lld (checkpoint written) on worker %d",
+          now - start_, group.job.trial, group.job.rung, static_cast<long long>(end_step), worker);
+      pending_line_ = line;
+      return;
+    }
     if (type == "failed") {
       store_.fail_job(group.job_id, group.job.trial, message.at("message"), now);
       std::printf("[%7.1f s] trial %d failed on worker %d: %s\n", now - start_, group.job.trial, worker,
@@ -371,6 +402,39 @@ class Coordinator {
                   {"assignments", parameters.assignments()}});
   }
 
+  void begin_stop(int signal_number) {
+    stopping_ = true;
+    stop_signal_ = signal_number;
+    erase_live_block();
+    int busy = 0;
+    for (const auto& group : groups_) busy += group.busy ? 1 : 0;
+    std::printf("[%7.1f s] %s: no new jobs; waiting for %d running trial(s) to stop with a checkpoint\n",
+                wall_seconds_since_epoch() - start_, signal_name(signal_number), busy);
+    std::fflush(stdout);
+  }
+
+  static const char* signal_name(int signal_number) {
+    switch (signal_number) {
+      case SIGTERM: return "SIGTERM";
+      case SIGUSR1: return "SIGUSR1";
+      default: return "a stop signal";
+    }
+  }
+
+  void print_stop() const {
+    const double signal_time = train::StopRequest::signal_time();
+    char after[64] = "";
+    if (signal_time > 0)
+      std::snprintf(after, sizeof(after), " %.2f s after the signal",
+                    wall_seconds_since_epoch() - signal_time);
+    std::printf(
+        "sweep stopped by %s%s: %d running trial(s) interrupted with a checkpoint, %zu job(s) waiting; "
+        "continue with --resume (exit status %d)\n",
+        signal_name(stop_signal_), after, interrupted_, store_.interrupted_jobs().size(),
+        train::preempted_exit_status);
+    std::fflush(stdout);
+  }
+
   bool finished() const {
     for (const auto& group : groups_)
       if (!group.known || group.busy) return false;
@@ -411,6 +475,9 @@ class Coordinator {
   int passed_over_ = 0;
   bool live_ = train::live_terminal_output();
   int live_block_lines_ = 0;
+  bool stopping_ = false;  // a stop signal arrived: no new jobs, end when the busy groups reported
+  int stop_signal_ = 0;
+  int interrupted_ = 0;                  // jobs stopped by the signal in this run
   std::map<int, int> trial_group_size_;  // ranks of the groups a trial's checkpoints come from  // promotions
                                          // a slower group left to a faster one
 };
@@ -441,8 +508,8 @@ std::string sweep_definition(const config::SweepConfig& sweep) {
   return definition.dump(1);
 }
 
-void run_coordinator(const CoordinatorOptions& options, const comm::Communicator& channel) {
-  Coordinator(options, channel).run();
+bool run_coordinator(const CoordinatorOptions& options, const comm::Communicator& channel) {
+  return Coordinator(options, channel).run();
 }
 
 }  // namespace phalanx::sweep

@@ -214,6 +214,35 @@ std::vector<std::pair<int, int>> ResultsStore::interrupt_running(double now) {
   return interrupted;
 }
 
+void ResultsStore::interrupt_job(std::int64_t job_id, int trial, std::int64_t start_step,
+                                 std::int64_t end_step, const std::string& resumed_from, double finished) {
+  Transaction transaction(database_);
+  Statement(database_,
+            "UPDATE jobs SET status = 'interrupted', start_step = ?2, end_step = ?3, resumed_from = ?4, "
+            "finished = ?5, wall_seconds = ?5 - started WHERE job_id = ?1")
+      .bind(1, job_id)
+      .bind(2, start_step)
+      .bind(3, end_step)
+      .bind(4, resumed_from)
+      .bind(5, finished)
+      .run();
+  Statement(database_, "UPDATE trials SET status = 'paused', updated = ?2 WHERE trial_id = ?1")
+      .bind(1, trial)
+      .bind(2, finished)
+      .run();
+  transaction.commit();
+}
+
+std::vector<std::pair<int, int>> ResultsStore::interrupted_jobs() const {
+  std::vector<std::pair<int, int>> jobs;
+  Statement statement(database_,
+                      "SELECT trial_id, rung FROM jobs WHERE status = 'interrupted' AND job_id IN "
+                      "(SELECT MAX(job_id) FROM jobs GROUP BY trial_id) ORDER BY job_id");
+  while (statement.step())
+    jobs.emplace_back(static_cast<int>(statement.integer(0)), static_cast<int>(statement.integer(1)));
+  return jobs;
+}
+
 void ResultsStore::stop_paused() {
   database_.execute("UPDATE trials SET status = 'stopped' WHERE status = 'paused'");
 }

@@ -13,6 +13,7 @@
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/shard_plan.hpp"
 #include "phalanx/sweep/protocol.hpp"
+#include "phalanx/train/stop_request.hpp"
 #include "phalanx/train/trainer.hpp"
 
 namespace phalanx::sweep {
@@ -61,6 +62,13 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job) 
   train::Trainer trainer(std::move(trainer_options), group, *options.backend);
   const std::int64_t start_step = trainer.position().global_step;
   const auto summary = trainer.run();
+  // A stop signal ended the trial early with a checkpoint: the coordinator records the job as
+  // interrupted and --resume continues it from that checkpoint.
+  if (summary.value("stopped_by_signal", false))
+    return {{"type", "interrupted"},    {"job", job.at("job")},
+            {"worker", options.worker}, {"signal", train::StopRequest::signal_received()},
+            {"start_step", start_step}, {"end_step", summary.at("steps")},
+            {"resumed_from", resume},   {"train_seconds", clock.seconds()}};
   const std::string& metric = options.sweep->metric;
   PHALANX_CHECK(summary.contains(metric), "the trial's summary has no '", metric, "'");
   return {{"type", "result"},

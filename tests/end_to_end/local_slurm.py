@@ -1,6 +1,7 @@
 """A real single-node Slurm cluster for tests: munged, slurmctld and slurmd from Debian's slurm-wlm,
 started in a scratch folder with their own key, socket, ports and slurm.conf (nothing under /etc
-is read or changed), and stopped again by close(). Commands run with SLURM_CONF pointing at it."""
+is read or changed), and stopped again by close(). Commands run with SLURM_CONF pointing at it.
+Optionally a second node name for this machine, in a partition `cpu`, for heterogeneous jobs."""
 
 import os
 import shutil
@@ -31,21 +32,27 @@ def _binary(name):
 
 
 class LocalSlurm:
-    def __init__(self, folder, gpus=0, extra_config=""):
+    def __init__(self, folder, gpus=0, extra_config="", cpu_node=False):
+        """cpu_node: a second node, `<host>cpu` in partition `cpu`, served by a second slurmd on
+        this machine (`slurmd -N`): a heterogeneous job needs its components on different nodes,
+        because the backfill scheduler, the only one that starts such jobs, plans whole nodes."""
         self.processes = []
         try:
-            self._start_cluster(folder, gpus, extra_config)
+            self._start_cluster(folder, gpus, extra_config, cpu_node)
         except BaseException:
             self.close()  # no daemon outlives a failed start
             raise
 
-    def _start_cluster(self, folder, gpus, extra_config):
+    def _start_cluster(self, folder, gpus, extra_config, cpu_node):
         self.folder = os.path.abspath(folder)
         shutil.rmtree(self.folder, ignore_errors=True)
         for sub in ("state", "spool", "log", "munge"):
             os.makedirs(os.path.join(self.folder, sub))
         os.chmod(os.path.join(self.folder, "munge"), 0o700)
         self.host = socket.gethostname().split(".")[0]
+        self.cpu_host = self.host + "cpu" if cpu_node else ""
+        for host in filter(None, (self.host, self.cpu_host)):
+            os.makedirs(os.path.join(self.folder, "spool", host))
         self.cpus = os.cpu_count() or 1
         self.munge_socket = os.path.join(self.folder, "munge", "munge.socket")
         key = os.path.join(self.folder, "munge", "munge.key")
@@ -70,7 +77,6 @@ class LocalSlurm:
             stream.write(f"""ClusterName=phalanxtest
 SlurmctldHost={self.host}(127.0.0.1)
 SlurmctldPort={_free_port()}
-SlurmdPort={_free_port()}
 AuthType=auth/munge
 CredType=cred/munge
 # A requeued job may start again only when its old credential has expired (cred_expire + 1 s;
@@ -79,11 +85,11 @@ AuthInfo=socket={self.munge_socket},cred_expire=10
 SlurmUser=root
 SlurmdUser=root
 StateSaveLocation={self.folder}/state
-SlurmdSpoolDir={self.folder}/spool
+SlurmdSpoolDir={self.folder}/spool/%n
 SlurmctldPidFile={self.folder}/slurmctld.pid
-SlurmdPidFile={self.folder}/slurmd.pid
+SlurmdPidFile={self.folder}/slurmd-%n.pid
 SlurmctldLogFile={self.folder}/log/slurmctld.log
-SlurmdLogFile={self.folder}/log/slurmd.log
+SlurmdLogFile={self.folder}/log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -94,19 +100,25 @@ AccountingStorageType=accounting_storage/none
 ReturnToService=2
 JobRequeue=1
 KillWait=30
-SchedulerParameters=sched_interval=1
+# Heterogeneous jobs are started only by the backfill scheduler (every bf_interval s, 30 by
+# default, planning in steps of bf_resolution s, 60 by default).
+SchedulerParameters=sched_interval=1,bf_interval=1,bf_resolution=1,bf_hetjob_immediate
 {"GresTypes=gpu" if gpus else ""}
-NodeName={self.host} NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN{gres}
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+NodeName={self.host} NodeAddr=127.0.0.1 Port={_free_port()} CPUs={self.cpus} State=UNKNOWN{gres}
+PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+{f"NodeName={self.cpu_host} NodeHostname={self.host} NodeAddr=127.0.0.1 Port={_free_port()} CPUs={self.cpus} State=UNKNOWN" if cpu_node else ""}
+{f"PartitionName=cpu Nodes={self.cpu_host} MaxTime=INFINITE State=UP OverSubscribe=YES" if cpu_node else ""}
 {extra_config}
 """)
         self.environment = dict(os.environ, SLURM_CONF=self.config)
         self._start([_binary("slurmctld"), "-D", "-i", "-f", self.config])
-        self._start([_binary("slurmd"), "-D", "-f", self.config])
+        self._start([_binary("slurmd"), "-D", "-f", self.config, "-N", self.host])
+        if cpu_node:
+            self._start([_binary("slurmd"), "-D", "-f", self.config, "-N", self.cpu_host], "slurmd-cpu")
         self._wait_for(self._node_ready, "the node to be idle", timeout=60)
 
-    def _start(self, command):
-        log = open(os.path.join(self.folder, "log", os.path.basename(command[0]) + ".out"), "w")
+    def _start(self, command, name=None):
+        log = open(os.path.join(self.folder, "log", (name or os.path.basename(command[0])) + ".out"), "w")
         self.processes.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                                env=dict(os.environ, SLURM_CONF=getattr(self, "config", ""))))
         log.close()
@@ -125,7 +137,8 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
 
     def _node_ready(self):
         result = self.run(["sinfo", "-h", "-o", "%t"], check=False)
-        return result.returncode == 0 and result.stdout.strip() in ("idle", "mix", "alloc")
+        states = result.stdout.split()
+        return result.returncode == 0 and states and all(state in ("idle", "mix", "alloc") for state in states)
 
     def logs(self):
         text = []
@@ -159,8 +172,24 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
             time.sleep(0.25)
         raise AssertionError(f"job {job_id} still {state!r} after {timeout} s, expected {states}\n{self.logs()}")
 
+    def wait_for_requeued_start(self, job_id, timeout):
+        """Waits until a requeued heterogeneous job runs again. Only the backfill scheduler starts
+        such jobs, and it skips its cycle when no job, node or partition changed since the last
+        one: a job that merely became eligible (its BeginTime passed) changes nothing, so on an
+        idle test cluster it would wait for the next node ping (~2 min). Touching the job's
+        comment every 2 s is the change a busy cluster makes by itself."""
+        deadline = time.monotonic() + timeout
+        state = ""
+        while time.monotonic() < deadline:
+            state = self.job_field(job_id, "JobState")
+            if state != "PENDING":
+                return state
+            self.run(["scontrol", "update", f"JobId={job_id}", "Comment=requeued"], check=False)
+            time.sleep(2)
+        raise AssertionError(f"requeued job {job_id} still PENDING after {timeout} s\n{self.logs()}")
+
     def close(self):
-        if len(self.processes) == 3 and self.processes[-1].poll() is None:
+        if len(self.processes) >= 3 and self.processes[-1].poll() is None:
             self.run(["scancel", "--full", "--state=RUNNING", "--signal=KILL", "-u", "root"], check=False)
         for process in reversed(self.processes):
             if process.poll() is None:

@@ -4,9 +4,14 @@ job runs through; a second one is told to stop with `scancel --batch --signal=US
 `--signal=B:USR1@T` does before the time limit): phalanx writes a checkpoint and exits 75, the
 script requeues the job, the requeued job resumes from the checkpoint in the run directory named
 after the job id, and its final weights equal the first job's bit for bit. sweep.sbatch, a
-heterogeneous job (GPU and CPU components), is checked with `sbatch --test-only`."""
+heterogeneous job (GPU and CPU components), is checked with `sbatch --test-only` and then run for
+real with a tiny sweep on one rank per component (the GPU component's stand-in GPU trains on the
+CPU): stopped with USR1 mid-sweep, it exits 75, requeues itself, and the requeued job finishes the
+sweep with --resume, every (trial, rung) run once and each interrupted job continued from its
+stop step."""
 
 import os
+import sqlite3
 import time
 import unittest
 
@@ -19,6 +24,19 @@ TRAIN, TEST = 4096, 256
 TOTAL_STEPS = EPOCHS * TRAIN // (RANKS * BATCH)  # 128
 
 
+SWEEP_TEXT = """name: slurm_sweep
+seed: 3
+config: slurm.yaml
+search: random
+scheduler: asha
+trials: 4
+metric: test_accuracy
+budget: {unit: epochs, min: 1, max: 3, eta: 3}
+space:
+  optimizer.learning_rate: {type: loguniform, low: 0.01, high: 0.1}
+"""
+
+
 def setUpModule():
     global WORK, CONFIG_PATH, SLURM
     local_slurm.require_slurm()
@@ -29,7 +47,7 @@ def setUpModule():
         data, name="slurm", seed=13, epochs=EPOCHS, batch_size=BATCH, log_every_steps=2,
         optimizer={"type": "sgd", "learning_rate": 0.05, "momentum": 0.9})
     CONFIG_PATH = e2e.write_config(os.path.join(WORK, "slurm.yaml"), config)
-    SLURM = local_slurm.LocalSlurm(os.path.join(WORK, "cluster"), gpus=2)
+    SLURM = local_slurm.LocalSlurm(os.path.join(WORK, "cluster"), gpus=2, cpu_node=True)
 
 
 def tearDownModule():
@@ -51,6 +69,38 @@ def submit_training(name):
                         script("train.sbatch"), CONFIG_PATH], env=e2e.child_environment())
     job_id = result.stdout.strip().split(";")[0]
     return job_id, os.path.join(WORK, "runs", f"{name}-{job_id}"), os.path.join(WORK, f"{name}-{job_id}.out")
+
+
+def submit_sweep(name, sweep_file):
+    """sweep.sbatch as a heterogeneous job: a component with one (stand-in) GPU rank in the default
+    partition and a component with one CPU rank on the `cpu` partition's node. That node is this
+    machine under a second name, which Open MPI cannot reach by itself: it takes the hosts from
+    --host rather than from Slurm (whose allocation it reads only for the first component) and
+    starts the daemon for the second name through a local rsh agent."""
+    agent = os.path.join(WORK, "local-agent")
+    with open(agent, "w") as stream:
+        stream.write("#!/bin/sh\n# rsh agent for Open MPI: AGENT HOST COMMAND... runs COMMAND here\n"
+                     "shift\nexec /bin/sh -c \"$*\"\n")
+    os.chmod(agent, 0o755)
+    environment = ",".join(["OMPI_MCA_ras=^slurm", "OMPI_MCA_plm=rsh", f"OMPI_MCA_plm_rsh_agent={agent}",
+        "ALL", f"PHALANX={e2e.PHALANX}", f"PHALANX_MPIRUN={os.path.join(e2e.SOURCE_DIR, 'launch', 'phalanx-mpirun')}",
+        f"PHALANX_RUNS={os.path.join(WORK, 'runs')}", "OMP_NUM_THREADS=1"])
+    result = SLURM.run(["sbatch", "--parsable", f"--job-name={name}", "--time=10",
+                        f"--output={os.path.join(WORK, name)}-%j.out", f"--export={environment}",
+                        "--nodes=1", "--gpus-per-node=1", "--ntasks-per-node=1", "--cpus-per-task=1", ":",
+                        "--partition=cpu", "--nodes=1", "--ntasks-per-node=1", "--cpus-per-task=1",
+                        script("sweep.sbatch"), sweep_file], env=e2e.child_environment())
+    job_id = result.stdout.strip().split(";")[0].split("+")[0]
+    return job_id, os.path.join(WORK, "runs", f"{name}-{job_id}"), os.path.join(WORK, f"{name}-{job_id}.out")
+
+
+def query(directory, sql, *parameters):
+    connection = sqlite3.connect(os.path.join(directory, "sweep.db"), timeout=10)
+    connection.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in connection.execute(sql, parameters)]
+    finally:
+        connection.close()
 
 
 def read(path):
@@ -113,6 +163,63 @@ class SlurmTest(unittest.TestCase):
         plain = SLURM.run(["sbatch", "--test-only", script("sweep.sbatch"), sweep_file], check=False)
         # unchanged knobs ask for more than this one small node has: Slurm refuses, it does not queue
         self.assertNotEqual(plain.returncode, 0, plain.stderr)
+
+    def test_sweep_script_runs_stops_requeues_and_resumes(self):
+        sweep_file = os.path.join(WORK, "slurm_sweep.yaml")
+        with open(sweep_file, "w") as stream:
+            stream.write(SWEEP_TEXT)
+        job_id, sweep_dir, log_path = submit_sweep("sweep", sweep_file)
+        SLURM.wait_for_state(job_id, ("RUNNING",), 120)
+        # Signal once a rung result is in and a job is in flight past a checkpoint-free start.
+        deadline = time.monotonic() + 240
+        while True:
+            self.assertLess(time.monotonic(), deadline, read(log_path) if os.path.exists(log_path) else "no log")
+            time.sleep(0.2)
+            try:
+                if (query(sweep_dir, "SELECT * FROM rung_results")
+                        and query(sweep_dir, "SELECT * FROM jobs WHERE status = 'running'")):
+                    break
+            except sqlite3.OperationalError:
+                continue  # no database yet
+        signalled = time.monotonic()
+        SLURM.run(["scancel", "--batch", "--signal=USR1", job_id])
+        deadline = time.monotonic() + 240
+        while SLURM.job_field(job_id, "Restarts") in ("", "0"):
+            self.assertLess(time.monotonic(), deadline, read(log_path) + SLURM.logs())
+            time.sleep(0.25)
+        requeued = time.monotonic() - signalled
+        interrupted = query(sweep_dir, "SELECT * FROM jobs WHERE status = 'interrupted' ORDER BY job_id")
+        SLURM.wait_for_requeued_start(job_id, 240)
+        restarted = time.monotonic() - signalled
+        state = SLURM.wait_for_state(job_id, ("COMPLETED", "FAILED", "CANCELLED"), 300)
+        log = read(log_path)
+        self.assertEqual(state, "COMPLETED", log + SLURM.logs())
+        self.assertIn(f"phalanx sweep job {job_id} (start 1)", log)
+        self.assertIn("sweep stopped by SIGUSR1", log)
+        self.assertIn("stopped with its state saved (USR1); requeueing", log)
+        self.assertIn(f"phalanx sweep job {job_id} (start 2)", log)
+        self.assertIn(f"{len(interrupted)} interrupted jobs requeued", log)
+        self.assertIn("sweep done", log)
+        self.assertIn("finished with status 0", log)
+        self.assertTrue(interrupted, log)
+        # Two worker groups, one per component.
+        self.assertEqual([worker["ranks"] for worker in query(sweep_dir, "SELECT * FROM workers ORDER BY worker")],
+                         ["0", "1"])
+        trials = query(sweep_dir, "SELECT * FROM trials ORDER BY trial_id")
+        self.assertEqual([trial["trial_id"] for trial in trials], [0, 1, 2, 3])
+        self.assertTrue(all(trial["status"] in ("completed", "stopped") for trial in trials), trials)
+        done = query(sweep_dir, "SELECT * FROM jobs WHERE status = 'done'")
+        results = query(sweep_dir, "SELECT * FROM rung_results ORDER BY trial_id, rung")
+        self.assertEqual(sorted((job["trial_id"], job["rung"]) for job in done),
+                         [(result["trial_id"], result["rung"]) for result in results])
+        for job in interrupted:
+            redo = [other for other in done if (other["trial_id"], other["rung"]) == (job["trial_id"], job["rung"])]
+            self.assertEqual(len(redo), 1, job)
+            self.assertEqual(redo[0]["start_step"], job["end_step"], (job, redo[0]))
+        self.assertTrue(os.path.isfile(os.path.join(sweep_dir, "results.csv")))
+        self.assertTrue(os.path.isfile(os.path.join(sweep_dir, "best", "checkpoint.h5")))
+        print(f"\nSlurm sweep: USR1 -> {len(interrupted)} job(s) interrupted, requeued after {requeued:.1f} s, "
+              f"running again after {restarted:.1f} s, resumed and finished", end=" ")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@
 - SIGKILL of the whole mpirun mid-sweep, then --resume: every trial completes exactly once,
   interrupted jobs resume from their checkpoints (step counts), and every (trial, rung) metric
   equals the uninterrupted sweep's (trials are deterministic wherever they run).
+- SIGUSR1 to mpirun mid-sweep: the running trials stop with checkpoints, exit status 75;
+  --resume continues each interrupted job from its stop step and ends with the reference's results.
 - Heterogeneous ranks (2 threads vs 1): the dispatch rule's recorded estimates obey the rule.
 - Bad sweep files and bad --resume use exit with status 2 and one message naming the key.
 - configs/sweeps/fmnist_asha.yaml runs (tiny, via --set).
@@ -271,6 +273,79 @@ class SweepTest(unittest.TestCase, SweepChecks):
             key = (row["trial_id"], row["rung"])
             if key in reference:
                 self.assertEqual(row["metric"], reference[key], key)
+
+    def test_signal_mid_sweep_stops_with_75_and_resumes(self):
+        """SIGUSR1 to mpirun (what a preemption sends): no new jobs, every running trial stops
+        after a step with a checkpoint, the jobs are recorded as interrupted, exit status 75;
+        --resume continues each from its stop step, nothing lost or redone."""
+        self.assertEqual(REFERENCE_RESULT.returncode, 0, REFERENCE_RESULT.describe())
+        directory = os.path.join(WORK, "signalled")
+        command = [e2e.MPIEXEC, *e2e.MPI_FLAGS, "-np", "3", e2e.PHALANX, "sweep", SWEEP, "--sweep-dir", directory]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   env=e2e.child_environment(), start_new_session=True)
+        # Signal while a promoted trial is in flight past a mid-rung checkpoint, as the kill test.
+        deadline = time.monotonic() + 240
+        ready = False
+        try:
+            while time.monotonic() < deadline and process.poll() is None:
+                time.sleep(0.2)
+                if not os.path.exists(os.path.join(directory, "sweep.db")):
+                    continue
+                try:
+                    running = query(directory, "SELECT * FROM jobs WHERE status = 'running' AND rung > 0")
+                except sqlite3.OperationalError:
+                    continue
+                if running and mid_rung_checkpoint(directory):
+                    ready = True
+                    break
+            in_flight = query(directory, "SELECT * FROM jobs WHERE status = 'running'") if ready else []
+            signalled = time.monotonic()
+            process.send_signal(signal.SIGUSR1)  # to mpirun only: it forwards the signal to the ranks
+            output = process.communicate(timeout=120)[0].decode(errors="replace")
+            stop_seconds = time.monotonic() - signalled
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+        self.assertTrue(ready, "the sweep ended before a promotion was in flight:\n" + output)
+        self.assertEqual(process.returncode, 75, output)
+        self.assertIn("sweep stopped by SIGUSR1", output)
+        self.assertNotIn("sweep done", output)
+        self.assertFalse(query(directory, "SELECT * FROM jobs WHERE status IN ('running', 'failed')"))
+        interrupted = query(directory, "SELECT * FROM jobs WHERE status = 'interrupted' ORDER BY job_id")
+        self.assertTrue(interrupted, output)
+        # Every interrupted job was one in flight at the signal (a job at its last step may finish
+        # instead); its checkpoint is at the step it stopped after.
+        self.assertLessEqual({job["job_id"] for job in interrupted}, {job["job_id"] for job in in_flight})
+        for job in interrupted:
+            self.assertGreater(job["end_step"], job["start_step"], job)
+            trial = query(directory, "SELECT * FROM trials WHERE trial_id = ?", job["trial_id"])[0]
+            self.assertEqual(trial["status"], "paused", trial)
+            checkpoint = os.path.join(trial["run_dir"], "checkpoints", f"step-{job['end_step']}.h5")
+            self.assertTrue(os.path.isfile(checkpoint), checkpoint)
+        self.assertFalse(os.path.exists(os.path.join(directory, "results.csv")))
+        before = query(directory, "SELECT COUNT(*) AS n FROM rung_results")[0]["n"]
+
+        result = e2e.mpirun(3, "sweep", SWEEP, "--sweep-dir", directory, "--resume", timeout=400)
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.assertIn(f"{len(interrupted)} interrupted jobs requeued", result.stdout)
+        rows, results, done = self.check_finished_sweep(directory)
+        self.assertGreater(len(results), before)
+        # Each interrupted job ran again exactly once, from the step it stopped after: no step redone.
+        for job in interrupted:
+            redo = [other for other in done if (other["trial_id"], other["rung"]) == (job["trial_id"], job["rung"])]
+            self.assertEqual(len(redo), 1, job)
+            self.assertEqual(redo[0]["start_step"], job["end_step"], (job, redo[0]))
+        reference = {(row["trial_id"], row["rung"]): row["metric"]
+                     for row in query(REFERENCE, "SELECT * FROM rung_results")}
+        # Which trials ASHA promotes depends on the order results arrive (3 groups here, 4 in the
+        # reference); every (trial, rung) both reached has the same metric.
+        common = [row for row in results if (row["trial_id"], row["rung"]) in reference]
+        self.assertGreaterEqual(len(common), TRIALS)
+        for row in common:
+            self.assertEqual(row["metric"], reference[(row["trial_id"], row["rung"])], row)
+        print(f"\nsweep: SIGUSR1 -> exit 75 in {stop_seconds:.2f} s, {len(interrupted)} trial(s) interrupted, "
+              "0 steps redone on --resume", end=" ")
 
     def test_heterogeneous_ranks_follow_the_dispatch_rule(self):
         directory = os.path.join(WORK, "heterogeneous")

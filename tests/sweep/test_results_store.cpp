@@ -86,3 +86,52 @@ TEST(ResultsStore, UncommittedTransactionLeavesNothing) {
   }
   EXPECT_FALSE(store.meta("half").has_value());
 }
+
+// A stop signal commits the jobs it ended as interrupted (with the step of their checkpoint);
+// --resume requeues each trial whose latest job is interrupted, however it got there, and no
+// trial whose interrupted job has already been run again.
+TEST(ResultsStore, InterruptedJobsAreTheTrialsWhoseLatestJobWasInterrupted) {
+  phalanx::testing::ScratchDirectory scratch("results_store_interrupted");
+  ResultsStore store(scratch.file("sweep.db"));
+  store.register_worker(0, "0", "cpu", 1, "host");
+  const auto stopped = store.start_job(new_trial_job(0));
+  const auto stopped_then_done = store.start_job(new_trial_job(1));
+  store.start_job(new_trial_job(2));
+  store.interrupt_job(stopped, 0, 0, 7, "", 110);
+  store.interrupt_job(stopped_then_done, 1, 0, 4, "", 110);
+  // Trial 1 ran again from its checkpoint and finished; trial 2 was left running by a kill.
+  JobStart again;
+  again.trial = 1;
+  again.rung = 0;
+  again.budget = 1;
+  again.device = "cpu";
+  again.started = 120;
+  const auto redone = store.start_job(again);
+  JobFinish finish;
+  finish.job_id = redone;
+  finish.trial = 1;
+  finish.budget = 1;
+  finish.device = "cpu";
+  finish.metric = 0.5;
+  finish.start_step = 4;
+  finish.end_step = 15;
+  finish.finished = 130;
+  finish.history = nlohmann::json::array();
+  store.finish_job(finish);
+  store.interrupt_running(140);
+
+  const auto requeue = store.interrupted_jobs();
+  ASSERT_EQ(requeue.size(), 2u);
+  EXPECT_EQ(requeue[0], std::make_pair(0, 0));
+  EXPECT_EQ(requeue[1], std::make_pair(2, 0));
+  const auto job = store.database().rows("SELECT status, start_step, end_step FROM jobs WHERE job_id = " +
+                                         std::to_string(stopped));
+  EXPECT_EQ(job[0]["status"], "interrupted");
+  EXPECT_EQ(job[0]["end_step"], 7);
+  const auto trials = store.database().rows("SELECT trial_id, status FROM trials ORDER BY trial_id");
+  EXPECT_EQ(trials[0]["status"], "paused");
+  EXPECT_EQ(trials[1]["status"], "paused");  // finished rung 0, not promoted (yet)
+  EXPECT_EQ(trials[2]["status"], "paused");
+  // Stopped again before it ran: still the one job to requeue for trial 0.
+  EXPECT_EQ(store.interrupted_jobs(), requeue);
+}

@@ -18,8 +18,11 @@ struct CoordinatorOptions {
   int groups = 1;  // worker groups that will say hello
 };
 
-// Runs the sweep to its end; every worker has been told to stop when it returns.
-void run_coordinator(const CoordinatorOptions& options, const comm::Communicator& channel);
+// Runs the sweep to its end, or until a stop signal (SIGTERM, SIGUSR1) reaches rank 0 or a worker
+// reports a trial it stopped on one: then no job is handed out any more, the running trials stop
+// after a step with a checkpoint and are recorded as interrupted. Every worker has been told to
+// stop when it returns; returns true when a signal stopped the sweep (--resume continues it).
+bool run_coordinator(const CoordinatorOptions& options, const comm::Communicator& channel);
 
 // A stable description of what the sweep searches (space, budgets, scheduler, base config),
 // stored in the database and compared on --resume.

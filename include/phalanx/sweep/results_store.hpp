@@ -72,6 +72,13 @@ class ResultsStore {
   // --resume: jobs left running by a kill become 'interrupted' and their trials 'paused' (to be
   // requeued). Returns the interrupted jobs as (trial, rung).
   std::vector<std::pair<int, int>> interrupt_running(double now);
+  // A job that a stop signal ended early with a checkpoint at `end_step`: 'interrupted', its trial
+  // 'paused', so that --resume requeues it like a job a kill left running.
+  void interrupt_job(std::int64_t job_id, int trial, std::int64_t start_step, std::int64_t end_step,
+                     const std::string& resumed_from, double finished);
+  // --resume: the interrupted jobs that are their trial's latest (not yet taken up again), as
+  // (trial, rung) in job order. A job can stay interrupted over several stops before it runs again.
+  std::vector<std::pair<int, int>> interrupted_jobs() const;
   // The end: trials ASHA did not promote are 'stopped'.
   void stop_paused();
 
