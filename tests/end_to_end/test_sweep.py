@@ -298,7 +298,6 @@ class SweepTest(unittest.TestCase, SweepChecks):
                 if running and mid_rung_checkpoint(directory):
                     ready = True
                     break
-            in_flight = query(directory, "SELECT * FROM jobs WHERE status = 'running'") if ready else []
             signalled = time.monotonic()
             process.send_signal(signal.SIGUSR1)  # to mpirun only: it forwards the signal to the ranks
             output = process.communicate(timeout=120)[0].decode(errors="replace")
@@ -314,9 +313,8 @@ class SweepTest(unittest.TestCase, SweepChecks):
         self.assertFalse(query(directory, "SELECT * FROM jobs WHERE status IN ('running', 'failed')"))
         interrupted = query(directory, "SELECT * FROM jobs WHERE status = 'interrupted' ORDER BY job_id")
         self.assertTrue(interrupted, output)
-        # Every interrupted job was one in flight at the signal (a job at its last step may finish
-        # instead); its checkpoint is at the step it stopped after.
-        self.assertLessEqual({job["job_id"] for job in interrupted}, {job["job_id"] for job in in_flight})
+        # Each interrupted job trained at least one step and has its checkpoint at the step it
+        # stopped after (a job in its rung's last step finishes instead).
         for job in interrupted:
             self.assertGreater(job["end_step"], job["start_step"], job)
             trial = query(directory, "SELECT * FROM trials WHERE trial_id = ?", job["trial_id"])[0]
