@@ -178,6 +178,30 @@ def wait_for_lock(directory, timeout=60):
                 time.sleep(0.1)
 
 
+def start_sweep(directory):
+    """`mpirun -np 3 phalanx sweep SWEEP --sweep-dir DIRECTORY` in its own process group."""
+    command = [e2e.MPIEXEC, *e2e.MPI_FLAGS, "-np", "3", e2e.PHALANX, "sweep", SWEEP, "--sweep-dir", directory]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=e2e.child_environment(), start_new_session=True)
+
+
+def wait_for_promotion_past_a_checkpoint(process, directory, timeout=240):
+    """True once a promoted trial is in flight and some job has passed a mid-rung checkpoint;
+    False when the sweep ended (or the time ran out) first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.2)
+        if not os.path.exists(os.path.join(directory, "sweep.db")):
+            continue
+        try:
+            running = query(directory, "SELECT * FROM jobs WHERE status = 'running' AND rung > 0")
+        except sqlite3.OperationalError:
+            continue
+        if running and mid_rung_checkpoint(directory):
+            return True
+    return False
+
+
 class SweepTest(unittest.TestCase, SweepChecks):
 
     def test_four_rank_sweep_is_consistent_and_follows_asha(self):
@@ -218,24 +242,10 @@ class SweepTest(unittest.TestCase, SweepChecks):
     def test_kill_mid_sweep_and_resume(self):
         self.assertEqual(REFERENCE_RESULT.returncode, 0, REFERENCE_RESULT.describe())
         directory = os.path.join(WORK, "killed")
-        command = [e2e.MPIEXEC, *e2e.MPI_FLAGS, "-np", "3", e2e.PHALANX, "sweep", SWEEP, "--sweep-dir", directory]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   env=e2e.child_environment(), start_new_session=True)
+        process = start_sweep(directory)
         # Kill while a promoted trial is in flight and some job has passed a mid-rung checkpoint.
-        deadline = time.monotonic() + 240
-        seen_promotion = False
         try:
-            while time.monotonic() < deadline and process.poll() is None:
-                time.sleep(0.2)
-                if not os.path.exists(os.path.join(directory, "sweep.db")):
-                    continue
-                try:
-                    running = query(directory, "SELECT * FROM jobs WHERE status = 'running' AND rung > 0")
-                except sqlite3.OperationalError:
-                    continue
-                if running and mid_rung_checkpoint(directory):
-                    seen_promotion = True
-                    break
+            seen_promotion = wait_for_promotion_past_a_checkpoint(process, directory)
         finally:
             os.killpg(process.pid, signal.SIGKILL)
             output = process.communicate()[0].decode(errors="replace")
@@ -280,24 +290,10 @@ class SweepTest(unittest.TestCase, SweepChecks):
         --resume continues each from its stop step, nothing lost or redone."""
         self.assertEqual(REFERENCE_RESULT.returncode, 0, REFERENCE_RESULT.describe())
         directory = os.path.join(WORK, "signalled")
-        command = [e2e.MPIEXEC, *e2e.MPI_FLAGS, "-np", "3", e2e.PHALANX, "sweep", SWEEP, "--sweep-dir", directory]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   env=e2e.child_environment(), start_new_session=True)
+        process = start_sweep(directory)
         # Signal while a promoted trial is in flight past a mid-rung checkpoint, as the kill test.
-        deadline = time.monotonic() + 240
-        ready = False
         try:
-            while time.monotonic() < deadline and process.poll() is None:
-                time.sleep(0.2)
-                if not os.path.exists(os.path.join(directory, "sweep.db")):
-                    continue
-                try:
-                    running = query(directory, "SELECT * FROM jobs WHERE status = 'running' AND rung > 0")
-                except sqlite3.OperationalError:
-                    continue
-                if running and mid_rung_checkpoint(directory):
-                    ready = True
-                    break
+            ready = wait_for_promotion_past_a_checkpoint(process, directory)
             signalled = time.monotonic()
             process.send_signal(signal.SIGUSR1)  # to mpirun only: it forwards the signal to the ranks
             output = process.communicate(timeout=120)[0].decode(errors="replace")
