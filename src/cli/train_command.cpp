@@ -9,7 +9,6 @@
 #include "phalanx/comm/nccl_communicator.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/data/dataset.hpp"
 #include "phalanx/train/batch_size_search.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/stop_request.hpp"
@@ -37,11 +36,7 @@ int resolve_auto_batch_size(config::Config& config, const std::string& resume, b
       choice.batch_size = config::parse(header.config_text, resume + ":/config").train.batch_size;
       return;
     }
-    const auto info = data::read_dataset_info(config.data.path);
-    const auto* split = info.find_split(config.data.train_split);
-    PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": no split '", config.data.train_split,
-                          "' (data.train_split)");
-    choice = train::find_batch_size(config, backend, split->count / world.size());
+    choice = train::find_batch_size(config, backend, world.size());
   });
   if (status) return status;
   const auto answers = world.allgather(static_cast<std::uint64_t>(choice.batch_size));

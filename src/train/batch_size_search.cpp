@@ -43,15 +43,16 @@ std::optional<std::size_t> probe(const config::Config& config, backend::Backend&
 
 }  // namespace
 
-BatchSizeChoice find_batch_size(const config::Config& config, backend::Backend& backend,
-                                std::int64_t largest_useful) {
+BatchSizeChoice find_batch_size(const config::Config& config, backend::Backend& backend, int world_size) {
   const auto memory = backend.device_memory();
   PHALANX_REQUIRE_INPUT(memory.has_value(),
                         "train.batch_size: auto sizes the batch to a GPU's memory, but this ",
                         "rank trains on ", backend.name(), "; give train.batch_size a number");
   const data::DatasetInfo info = data::read_dataset_info(config.data.path);
   const auto* split = info.find_split(config.data.train_split);
-  PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": no split '", config.data.train_split, "'");
+  PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": no split '", config.data.train_split,
+                        "' (data.train_split)");
+  const std::int64_t largest_useful = split->count / std::max(world_size, 1);
   const Shape sample{split->height, split->width, split->channels};
   const int classes = static_cast<int>(info.classes.size());
   const auto budget =

@@ -23,10 +23,9 @@ struct BatchSizeChoice {
 // what a probe does not see (allocator fragmentation, the evaluation batch, NCCL buffers).
 constexpr double batch_size_memory_fraction = 0.85;
 
-// Searches batch sizes 2^k up to `largest_useful` (the split's samples per rank), then bisects
-// between the last that fitted and the first that did not. InvalidInput when `backend` has no
-// device memory to measure (CPU ranks) or not even a batch of 1 fits.
-BatchSizeChoice find_batch_size(const config::Config& config, backend::Backend& backend,
-                                std::int64_t largest_useful);
+// Searches batch sizes 2^k up to the training split's samples per rank (`world_size` ranks), then
+// bisects between the last that fitted and the first that did not. InvalidInput when `backend` has
+// no device memory to measure (CPU ranks), the split is missing, or not even a batch of 1 fits.
+BatchSizeChoice find_batch_size(const config::Config& config, backend::Backend& backend, int world_size);
 
 }  // namespace phalanx::train
