@@ -37,7 +37,7 @@ void load(const EvaluateArguments& arguments, const comm::Communicator& world, L
   const auto header = train::read_checkpoint_header(arguments.checkpoint);
   const auto config = config::parse(header.config_text, arguments.checkpoint + ":/config");
   loaded.info = data::read_dataset_info(arguments.data);
-  loaded.split = data::read_split(arguments.data, arguments.split);
+  loaded.split = train::read_evaluation_part(arguments.data, arguments.split, world);
   loaded.resources = make_rank_resources(arguments.device, config.threads, world);
   const Shape sample{loaded.split.height, loaded.split.width, loaded.split.channels};
   loaded.model =

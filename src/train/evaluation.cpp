@@ -6,18 +6,36 @@
 
 #include "phalanx/core/timer.hpp"
 #include "phalanx/data/shard_plan.hpp"
+#include "phalanx/data/split_reader.hpp"
 #include "phalanx/train/input_batch.hpp"
 
 namespace phalanx::train {
 
-EvaluationResult evaluate(nn::Model& model, const data::Split& split, const std::vector<float>& mean,
+data::Split read_evaluation_part(const std::string& path, const std::string& split_name,
+                                 const comm::Communicator& communicator) {
+  const data::SplitReader reader(path, split_name);
+  const auto& info = reader.split();
+  const auto [begin, end] =
+      data::ShardPlan::evaluation_range(info.count, communicator.rank(), communicator.size());
+  data::Split part;
+  part.name = info.name;
+  part.count = end - begin;
+  part.height = info.height;
+  part.width = info.width;
+  part.channels = info.channels;
+  part.images.resize(static_cast<std::size_t>(part.count * part.image_bytes()));
+  part.labels.resize(static_cast<std::size_t>(part.count));
+  reader.read(begin, end, part.images.data(), part.labels.data());
+  return part;
+}
+
+EvaluationResult evaluate(nn::Model& model, const data::Split& part, const std::vector<float>& mean,
                           const std::vector<float>& standard_deviation,
                           const comm::Communicator& communicator, int batch_size) {
   Stopwatch stopwatch;
   auto& backend = model.backend();
-  const auto [begin, end] =
-      data::ShardPlan::evaluation_range(split.count, communicator.rank(), communicator.size());
-  InputBatch inputs(backend, batch_size, split.height, split.width, split.channels, mean, standard_deviation);
+  const std::int64_t begin = 0, end = part.count;
+  InputBatch inputs(backend, batch_size, part.height, part.width, part.channels, mean, standard_deviation);
   double sums[2] = {0, 0};  // loss sum, correct
   std::int64_t count = 0;
   nn::ForwardContext context;
@@ -25,7 +43,7 @@ EvaluationResult evaluate(nn::Model& model, const data::Split& split, const std:
   context.rank = communicator.rank();
   for (std::int64_t first = begin; first < end; first += batch_size) {
     const int size = static_cast<int>(std::min<std::int64_t>(batch_size, end - first));
-    inputs.load(split.images.data() + first * split.image_bytes(), split.labels.data() + first, size);
+    inputs.load(part.images.data() + first * part.image_bytes(), part.labels.data() + first, size);
     const Tensor& logits = model.forward(inputs.input(), context);
     const auto totals = backend.softmax_cross_entropy(size, model.classes(), logits.data(), inputs.labels(),
                                                       0.0f, 1.0f, nullptr);

@@ -77,8 +77,8 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
   backend_.set_compute_precision(backend::compute_precision_from_name(config.train.precision));
   dataset_info_ = data::read_dataset_info(config.data.path);
   train_split_ = data::open_training_source(config.data, communicator_);
-  test_split_ =
-      std::make_shared<const data::Split>(data::read_split(config.data.path, config.data.test_split));
+  test_split_ = std::make_shared<const data::Split>(
+      read_evaluation_part(config.data.path, config.data.test_split, communicator_));
   const Shape sample{train_split_->height, train_split_->width, train_split_->channels};
   model_ = std::make_unique<nn::Model>(config.model, sample, static_cast<int>(dataset_info_.classes.size()),
                                        backend_, config.seed);

@@ -1,8 +1,11 @@
-// Evaluation over a split: each rank takes a contiguous range, sums are all-reduced, so every
-// sample counts exactly once and the metrics are exact (no padding, no dropped tail).
+// Evaluation over a split: each rank reads and evaluates only its contiguous range, sums are
+// all-reduced, so every sample counts exactly once and the metrics are exact (no padding, no
+// dropped tail), and no rank holds the whole split (a large validation split would otherwise cost
+// every rank its full size in memory and every node that many reads of the file).
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "phalanx/comm/communicator.hpp"
 #include "phalanx/data/dataset.hpp"
@@ -17,7 +20,14 @@ struct EvaluationResult {
   double seconds = 0;
 };
 
-EvaluationResult evaluate(nn::Model& model, const data::Split& split, const std::vector<float>& mean,
+// This rank's part of the split: the range ShardPlan::evaluation_range gives it (empty when the
+// split has fewer samples than there are ranks).
+data::Split read_evaluation_part(const std::string& path, const std::string& split_name,
+                                 const comm::Communicator& communicator);
+
+// Evaluates every sample of `part` (this rank's, from read_evaluation_part) and all-reduces the
+// sums over `communicator`, so every rank returns the metrics of the whole split.
+EvaluationResult evaluate(nn::Model& model, const data::Split& part, const std::vector<float>& mean,
                           const std::vector<float>& standard_deviation,
                           const comm::Communicator& communicator, int batch_size);
 
