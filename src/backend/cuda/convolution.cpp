@@ -12,6 +12,8 @@
 // cuDNN off TF32 tensor cores on Ampere and Hopper (CUDNN_DEFAULT_MATH would allow TF32 there,
 // with 10-bit mantissas: relative errors near 1e-3 instead of 1e-6). The bf16/fp16 precisions take
 // the tensor cores deliberately (CUDNN_TENSOR_OP_MATH on bf16/fp16 operands, fp32 accumulation).
+// cuDNN selects a kernel by algorithm and math type together, so each call runs with the math type
+// its algorithm was timed with (Find may time a tensor-op candidate without tensor cores).
 #include "convolution.hpp"
 
 #include <algorithm>
@@ -60,14 +62,21 @@ std::string describe(const ConvolutionGeometry& g) {
                         g.in_width);
 }
 
-// Find returns the candidates fastest first: take the first deterministic success.
+// The math type a precision asks cuDNN for: FMA only in fp32 (never TF32), tensor cores otherwise.
+cudnnMathType_t requested_math_type(ComputePrecision precision) {
+  return precision == ComputePrecision::Float32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+}
+
+// Find returns the candidates fastest first: take the first deterministic success. An fp32 candidate
+// timed with any math type but FMA (TF32 tensor cores) is never taken, whatever cuDNN reports.
 template <typename Performance>
 Performance choose_algorithm(const std::vector<Performance>& results, int returned, const char* direction,
-                             const ConvolutionGeometry& geometry) {
+                             const ConvolutionGeometry& geometry, ComputePrecision precision) {
   const Performance* fastest = nullptr;
   for (int i = 0; i < returned; ++i) {
     const Performance& result = results[i];
     if (result.status != CUDNN_STATUS_SUCCESS) continue;
+    if (precision == ComputePrecision::Float32 && result.mathType != CUDNN_FMA_MATH) continue;
     if (result.determinism == CUDNN_DETERMINISTIC) return result;
     if (!fastest) fastest = &result;
   }
@@ -90,9 +99,18 @@ struct Convolutions::Plan {
   cudnnConvolutionBwdDataAlgo_t backward_data_algorithm{};
   cudnnConvolutionBwdFilterAlgo_t backward_filter_algorithm{};
   std::size_t forward_workspace = 0, backward_data_workspace = 0, backward_filter_workspace = 0;
+  // cuDNN picks a kernel from the algorithm *and* the descriptor's math type, and the three
+  // directions share one descriptor: each call sets the math type its algorithm was timed with.
+  cudnnMathType_t forward_math = CUDNN_FMA_MATH, backward_data_math = CUDNN_FMA_MATH,
+                  backward_filter_math = CUDNN_FMA_MATH;
+  ComputePrecision compute_precision;
+  // Before a search: the math type of the precision, so cuDNN times the candidates it allows.
+  void request_math_type() const;
+  void use_math_type(cudnnMathType_t math_type) const;
 };
 
-Convolutions::Plan::Plan(const ConvolutionGeometry& g, ComputePrecision precision) {
+Convolutions::Plan::Plan(const ConvolutionGeometry& g, ComputePrecision precision)
+    : compute_precision(precision) {
   const cudnnDataType_t type = operand_type(precision);
   PHALANX_CUDNN(cudnnSetTensor4dDescriptor(input.get(), CUDNN_TENSOR_NHWC, type, g.batch, g.in_channels,
                                            g.in_height, g.in_width));
@@ -104,8 +122,7 @@ Convolutions::Plan::Plan(const ConvolutionGeometry& g, ComputePrecision precisio
   // fp32 in every precision: bf16/fp16 operands, fp32 accumulation.
   PHALANX_CUDNN(cudnnSetConvolution2dDescriptor(convolution.get(), g.padding, g.padding, g.stride, g.stride,
                                                 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  PHALANX_CUDNN(cudnnSetConvolutionMathType(
-      convolution.get(), precision == ComputePrecision::Float32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  request_math_type();
   int dims[4] = {};
   PHALANX_CUDNN(cudnnGetConvolution2dForwardOutputDim(convolution.get(), input.get(), filter.get(), &dims[0],
                                                       &dims[1], &dims[2], &dims[3]));
@@ -113,6 +130,14 @@ Convolutions::Plan::Plan(const ConvolutionGeometry& g, ComputePrecision precisio
                     dims[3] == g.out_width(),
                 "cuDNN's output shape ", dims[0], "x", dims[1], "x", dims[2], "x", dims[3],
                 " differs from the geometry's for the convolution ", describe(g));
+}
+
+void Convolutions::Plan::request_math_type() const {
+  use_math_type(requested_math_type(compute_precision));
+}
+
+void Convolutions::Plan::use_math_type(cudnnMathType_t math_type) const {
+  PHALANX_CUDNN(cudnnSetConvolutionMathType(convolution.get(), math_type));
 }
 
 Convolutions::Convolutions(cudnnHandle_t cudnn, cudaStream_t stream, ColumnSums& column_sums)
@@ -171,18 +196,21 @@ void Convolutions::forward(const ConvolutionGeometry& geometry, const float* inp
   void* y = result_buffer(output, output_count(geometry), output_operand_);
   if (!plan.has_forward) {
     const std::size_t limit = prepare_search_workspace();
+    plan.request_math_type();
     int capacity = 0, returned = 0;
     PHALANX_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_, &capacity));
     std::vector<cudnnConvolutionFwdAlgoPerf_t> results(std::max(capacity, 1));
     PHALANX_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
         cudnn_, plan.input.get(), x, plan.filter.get(), filter, plan.convolution.get(), plan.output.get(), y,
         static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
-    const auto chosen = choose_algorithm(results, returned, "forward", geometry);
+    const auto chosen = choose_algorithm(results, returned, "forward", geometry, precision_);
     plan.forward_algorithm = chosen.algo;
     plan.forward_workspace = chosen.memory;
+    plan.forward_math = chosen.mathType;
     plan.has_forward = true;
   }
   workspace_.ensure(plan.forward_workspace);
+  plan.use_math_type(plan.forward_math);
   const float one = 1.0f, zero = 0.0f;
   PHALANX_CUDNN(cudnnConvolutionForward(cudnn_, &one, plan.input.get(), x, plan.filter.get(), filter,
                                         plan.convolution.get(), plan.forward_algorithm, workspace_.data(),
@@ -202,18 +230,21 @@ void Convolutions::backward_data(const ConvolutionGeometry& geometry, const floa
   void* dx = result_buffer(grad_input, input_count(geometry), input_operand_);
   if (!plan.has_backward_data) {
     const std::size_t limit = prepare_search_workspace();
+    plan.request_math_type();
     int capacity = 0, returned = 0;
     PHALANX_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnn_, &capacity));
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(std::max(capacity, 1));
     PHALANX_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
         cudnn_, plan.filter.get(), filter, plan.output.get(), dy, plan.convolution.get(), plan.input.get(),
         dx, static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
-    const auto chosen = choose_algorithm(results, returned, "backward-data", geometry);
+    const auto chosen = choose_algorithm(results, returned, "backward-data", geometry, precision_);
     plan.backward_data_algorithm = chosen.algo;
     plan.backward_data_workspace = chosen.memory;
+    plan.backward_data_math = chosen.mathType;
     plan.has_backward_data = true;
   }
   workspace_.ensure(plan.backward_data_workspace);
+  plan.use_math_type(plan.backward_data_math);
   const float one = 1.0f, zero = 0.0f;
   PHALANX_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, plan.filter.get(), filter, plan.output.get(), dy,
                                              plan.convolution.get(), plan.backward_data_algorithm,
@@ -235,18 +266,21 @@ void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const f
   void* dw = result_buffer(filter_gradient, weight_count(geometry), filter_operand_);
   if (!plan.has_backward_filter) {
     const std::size_t limit = prepare_search_workspace();
+    plan.request_math_type();
     int capacity = 0, returned = 0;
     PHALANX_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnn_, &capacity));
     std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(std::max(capacity, 1));
     PHALANX_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
         cudnn_, plan.input.get(), x, plan.output.get(), dy, plan.convolution.get(), plan.filter.get(), dw,
         static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
-    const auto chosen = choose_algorithm(results, returned, "backward-filter", geometry);
+    const auto chosen = choose_algorithm(results, returned, "backward-filter", geometry, precision_);
     plan.backward_filter_algorithm = chosen.algo;
     plan.backward_filter_workspace = chosen.memory;
+    plan.backward_filter_math = chosen.mathType;
     plan.has_backward_filter = true;
   }
   workspace_.ensure(plan.backward_filter_workspace);
+  plan.use_math_type(plan.backward_filter_math);
   const float one = 1.0f, zero = 0.0f;
   PHALANX_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, plan.input.get(), x, plan.output.get(), dy,
                                                plan.convolution.get(), plan.backward_filter_algorithm,
