@@ -765,6 +765,42 @@ TEST(CudaParity, NetworkForwardAndBackward) {
   expect_parity(chain_case());
 }
 
+// Identical outputs, bit for bit, from two runs of `op` on the CUDA backend.
+void expect_same_bits_twice(const OpCase& op, const Outputs& first) {
+  const Outputs second = op.run(cuda_backend());
+  ASSERT_EQ(first.size(), second.size());
+  for (std::size_t output = 0; output < first.size(); ++output) {
+    std::size_t worst = 0;
+    EXPECT_EQ(scaled_max_difference(second[output].values, first[output].values, worst), 0.0)
+        << op.name << ": output '" << first[output].name << "' changed between runs, first at index "
+        << worst;
+  }
+}
+
+// The same inputs give the same bits on every step: deterministic convolution algorithms, fixed
+// summation orders in the column sums, loss totals and pooling backward. The first run also
+// searches the algorithms; the second reuses them.
+TEST(CudaDeterminism, NetworkForwardAndBackwardTwiceGiveTheSameBits) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  const OpCase chain = chain_case();
+  expect_same_bits_twice(chain, chain.run(cuda_backend()));
+}
+
+// Plans and algorithm choices are cached per precision: an fp32 call after bf16 and fp16 calls of
+// the same shapes must give the fp32 bits of before, not run a reduced-precision plan.
+TEST(CudaDeterminism, PrecisionSwitchKeepsCachedPlansApart) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  using backend::ComputePrecision;
+  std::vector<OpCase> cases = convolution_cases();
+  for (OpCase& op : linear_cases()) cases.push_back(std::move(op));
+  for (const OpCase& op : cases) {
+    const Outputs full = op.run(cuda_backend());
+    for (const ComputePrecision precision : {ComputePrecision::BFloat16, ComputePrecision::Float16})
+      in_precision({op}, precision, 0).front().run(cuda_backend());
+    expect_same_bits_twice(op, full);
+  }
+}
+
 // The masks are a pure function of (seed, stream, index): compared byte for byte over a million
 // elements and several seeds, streams and probabilities, with a mask length that ends mid-block.
 TEST(CudaParity, DropoutMasksIdenticalToCpu) {
