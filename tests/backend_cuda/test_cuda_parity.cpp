@@ -711,12 +711,26 @@ TEST(CudaParity, ReducedPrecisionConvolutionAndLinear) {
   expect_parity(in_precision(convolution_cases(), ComputePrecision::Float16, 5e-3));
   expect_parity(in_precision(linear_cases(), ComputePrecision::BFloat16, 3e-2));
   expect_parity(in_precision(linear_cases(), ComputePrecision::Float16, 5e-3));
-  // And the reduced precision is really in effect: bf16 results are not the fp32 ones.
-  for (const OpCase& op : {convolution_cases().front(), linear_cases().front()}) {
+  // And the reduced precision is really in effect: bf16 results are not the fp32 ones, in every
+  // direction of a 32- and a 64-channel convolution and in a GEMM. Layers of 1 or 3 input channels
+  // may run in fp32 where cuDNN has no bf16 kernel for them (see convolution.hpp): recorded, not
+  // required.
+  std::vector<OpCase> cases;
+  for (OpCase& op : convolution_cases()) cases.push_back(std::move(op));
+  cases.push_back(linear_cases().front());
+  for (const OpCase& op : cases) {
     const Outputs full = op.run(cuda_backend());
     const Outputs reduced = in_precision({op}, ComputePrecision::BFloat16, 0).front().run(cuda_backend());
     std::size_t worst = 0;
-    EXPECT_GT(scaled_max_difference(reduced.front().values, full.front().values, worst), 1e-5) << op.name;
+    const double difference = scaled_max_difference(reduced.front().values, full.front().values, worst);
+    const bool required = op.name.find("fmnist_conv2_b64") != std::string::npos ||
+                          op.name.find("resnet_3x3_64_64") != std::string::npos ||
+                          op.name.rfind("linear_", 0) == 0;
+    if (required) {
+      EXPECT_GT(difference, 1e-5) << op.name << " gave the fp32 result in bf16";
+    } else if (difference == 0) {
+      RecordProperty(op.name + "_bf16", "ran in fp32 (no bf16 algorithm)");
+    }
   }
 }
 

@@ -17,6 +17,8 @@
 #include "convolution.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "elementwise.hpp"
@@ -69,9 +71,10 @@ cudnnMathType_t requested_math_type(ComputePrecision precision) {
 
 // Find returns the candidates fastest first: take the first deterministic success. An fp32 candidate
 // timed with any math type but FMA (TF32 tensor cores) is never taken, whatever cuDNN reports.
+// Nothing when no candidate ran.
 template <typename Performance>
-Performance choose_algorithm(const std::vector<Performance>& results, int returned, const char* direction,
-                             const ConvolutionGeometry& geometry, ComputePrecision precision) {
+std::optional<Performance> choose_algorithm(const std::vector<Performance>& results, int returned,
+                                            ComputePrecision precision) {
   const Performance* fastest = nullptr;
   for (int i = 0; i < returned; ++i) {
     const Performance& result = results[i];
@@ -81,12 +84,32 @@ Performance choose_algorithm(const std::vector<Performance>& results, int return
     if (!fastest) fastest = &result;
   }
   if (fastest) return *fastest;
-  throw_internal_error(detail::concat("cuDNN has no ", direction, " algorithm for the convolution ",
-                                      describe(geometry), " within the workspace limit"),
-                       __FILE__, __LINE__);
+  return std::nullopt;
 }
 
 }  // namespace
+
+// One direction's cached choice. cuDNN picks a kernel from the algorithm *and* the descriptor's math
+// type, and the three directions share one descriptor: each call sets the math type its algorithm
+// was timed with.
+template <typename Algorithm>
+struct Convolutions::Choice {
+  bool searched = false;
+  // bf16/fp16 only: cuDNN had no algorithm for this shape in the reduced precision (it may lack
+  // reduced-precision kernels for a first layer's 1 or 3 channels), so the direction runs in fp32.
+  bool in_float32 = false;
+  Algorithm algorithm{};
+  std::size_t workspace = 0;
+  cudnnMathType_t math_type = CUDNN_FMA_MATH;
+
+  template <typename Performance>
+  void take(const Performance& chosen) {
+    algorithm = chosen.algo;
+    workspace = chosen.memory;
+    math_type = chosen.mathType;
+    searched = true;
+  }
+};
 
 struct Convolutions::Plan {
   Plan(const ConvolutionGeometry& geometry, ComputePrecision precision);
@@ -94,15 +117,9 @@ struct Convolutions::Plan {
   TensorDescriptor input, output;
   FilterDescriptor filter;
   ConvolutionDescriptor convolution;
-  bool has_forward = false, has_backward_data = false, has_backward_filter = false;
-  cudnnConvolutionFwdAlgo_t forward_algorithm{};
-  cudnnConvolutionBwdDataAlgo_t backward_data_algorithm{};
-  cudnnConvolutionBwdFilterAlgo_t backward_filter_algorithm{};
-  std::size_t forward_workspace = 0, backward_data_workspace = 0, backward_filter_workspace = 0;
-  // cuDNN picks a kernel from the algorithm *and* the descriptor's math type, and the three
-  // directions share one descriptor: each call sets the math type its algorithm was timed with.
-  cudnnMathType_t forward_math = CUDNN_FMA_MATH, backward_data_math = CUDNN_FMA_MATH,
-                  backward_filter_math = CUDNN_FMA_MATH;
+  Choice<cudnnConvolutionFwdAlgo_t> forward;
+  Choice<cudnnConvolutionBwdDataAlgo_t> backward_data;
+  Choice<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
   ComputePrecision compute_precision;
   // Before a search: the math type of the precision, so cuDNN times the candidates it allows.
   void request_math_type() const;
@@ -138,6 +155,34 @@ void Convolutions::Plan::request_math_type() const {
 
 void Convolutions::Plan::use_math_type(cudnnMathType_t math_type) const {
   PHALANX_CUDNN(cudnnSetConvolutionMathType(convolution.get(), math_type));
+}
+
+// Runs the calls within it in fp32, whatever the backend's precision: the fallback of a direction
+// without a reduced-precision algorithm.
+class Convolutions::Float32Scope {
+ public:
+  explicit Float32Scope(ComputePrecision& precision)
+      : precision_(precision), saved_(std::exchange(precision, ComputePrecision::Float32)) {}
+  ~Float32Scope() { precision_ = saved_; }
+  Float32Scope(const Float32Scope&) = delete;
+  Float32Scope& operator=(const Float32Scope&) = delete;
+
+ private:
+  ComputePrecision& precision_;
+  ComputePrecision saved_;
+};
+
+// After a search that found nothing: an error in fp32; in bf16/fp16 the direction falls back to
+// fp32 from now on (true: the caller reruns the call in fp32).
+template <typename Algorithm>
+bool Convolutions::fall_back_to_float32(Choice<Algorithm>& choice, const char* direction,
+                                        const ConvolutionGeometry& geometry) const {
+  if (precision_ == ComputePrecision::Float32)
+    throw_internal_error(detail::concat("cuDNN has no ", direction, " algorithm for the convolution ",
+                                        describe(geometry), " within the workspace limit"),
+                         __FILE__, __LINE__);
+  choice.in_float32 = true;
+  return true;
 }
 
 Convolutions::Convolutions(cudnnHandle_t cudnn, cudaStream_t stream, ColumnSums& column_sums)
@@ -190,11 +235,25 @@ std::size_t Convolutions::prepare_search_workspace() {
 void Convolutions::forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
                            const float* bias, float* output) {
   PHALANX_CHECK(!geometry.has_bias || bias != nullptr, "convolution with a bias needs its bias");
+  run_forward(geometry, input, weight, output);
+  if (geometry.has_bias)
+    launch_add_bias_rows(
+        stream_, static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
+        geometry.out_channels, bias, output);
+}
+
+void Convolutions::run_forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
+                               float* output) {
   Plan& plan = this->plan(geometry);
+  if (plan.forward.in_float32) {
+    const Float32Scope float32(precision_);
+    run_forward(geometry, input, weight, output);
+    return;
+  }
   const void* filter = operand(filter_for_cudnn(geometry, weight), weight_count(geometry), filter_operand_);
   const void* x = operand(input, input_count(geometry), input_operand_);
   void* y = result_buffer(output, output_count(geometry), output_operand_);
-  if (!plan.has_forward) {
+  if (!plan.forward.searched) {
     const std::size_t limit = prepare_search_workspace();
     plan.request_math_type();
     int capacity = 0, returned = 0;
@@ -203,32 +262,34 @@ void Convolutions::forward(const ConvolutionGeometry& geometry, const float* inp
     PHALANX_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
         cudnn_, plan.input.get(), x, plan.filter.get(), filter, plan.convolution.get(), plan.output.get(), y,
         static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
-    const auto chosen = choose_algorithm(results, returned, "forward", geometry, precision_);
-    plan.forward_algorithm = chosen.algo;
-    plan.forward_workspace = chosen.memory;
-    plan.forward_math = chosen.mathType;
-    plan.has_forward = true;
+    const auto chosen = choose_algorithm(results, returned, precision_);
+    if (!chosen && fall_back_to_float32(plan.forward, "forward", geometry)) {
+      run_forward(geometry, input, weight, output);
+      return;
+    }
+    plan.forward.take(*chosen);
   }
-  workspace_.ensure(plan.forward_workspace);
-  plan.use_math_type(plan.forward_math);
+  workspace_.ensure(plan.forward.workspace);
+  plan.use_math_type(plan.forward.math_type);
   const float one = 1.0f, zero = 0.0f;
   PHALANX_CUDNN(cudnnConvolutionForward(cudnn_, &one, plan.input.get(), x, plan.filter.get(), filter,
-                                        plan.convolution.get(), plan.forward_algorithm, workspace_.data(),
-                                        plan.forward_workspace, &zero, plan.output.get(), y));
+                                        plan.convolution.get(), plan.forward.algorithm, workspace_.data(),
+                                        plan.forward.workspace, &zero, plan.output.get(), y));
   finish_result(y, output, output_count(geometry));
-  if (geometry.has_bias)
-    launch_add_bias_rows(
-        stream_, static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
-        geometry.out_channels, bias, output);
 }
 
 void Convolutions::backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
                                  const float* weight, float* grad_input) {
   Plan& plan = this->plan(geometry);
+  if (plan.backward_data.in_float32) {
+    const Float32Scope float32(precision_);
+    backward_data(geometry, grad_output, weight, grad_input);
+    return;
+  }
   const void* filter = operand(filter_for_cudnn(geometry, weight), weight_count(geometry), filter_operand_);
   const void* dy = operand(grad_output, output_count(geometry), output_operand_);
   void* dx = result_buffer(grad_input, input_count(geometry), input_operand_);
-  if (!plan.has_backward_data) {
+  if (!plan.backward_data.searched) {
     const std::size_t limit = prepare_search_workspace();
     plan.request_math_type();
     int capacity = 0, returned = 0;
@@ -237,25 +298,40 @@ void Convolutions::backward_data(const ConvolutionGeometry& geometry, const floa
     PHALANX_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
         cudnn_, plan.filter.get(), filter, plan.output.get(), dy, plan.convolution.get(), plan.input.get(),
         dx, static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
-    const auto chosen = choose_algorithm(results, returned, "backward-data", geometry, precision_);
-    plan.backward_data_algorithm = chosen.algo;
-    plan.backward_data_workspace = chosen.memory;
-    plan.backward_data_math = chosen.mathType;
-    plan.has_backward_data = true;
+    const auto chosen = choose_algorithm(results, returned, precision_);
+    if (!chosen && fall_back_to_float32(plan.backward_data, "backward-data", geometry)) {
+      backward_data(geometry, grad_output, weight, grad_input);
+      return;
+    }
+    plan.backward_data.take(*chosen);
   }
-  workspace_.ensure(plan.backward_data_workspace);
-  plan.use_math_type(plan.backward_data_math);
+  workspace_.ensure(plan.backward_data.workspace);
+  plan.use_math_type(plan.backward_data.math_type);
   const float one = 1.0f, zero = 0.0f;
   PHALANX_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, plan.filter.get(), filter, plan.output.get(), dy,
-                                             plan.convolution.get(), plan.backward_data_algorithm,
-                                             workspace_.data(), plan.backward_data_workspace, &zero,
+                                             plan.convolution.get(), plan.backward_data.algorithm,
+                                             workspace_.data(), plan.backward_data.workspace, &zero,
                                              plan.input.get(), dx));
   finish_result(dx, grad_input, input_count(geometry));
 }
 
 void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const float* input,
                                     const float* grad_output, float* grad_weight, float* grad_bias) {
+  run_backward_filter(geometry, input, grad_output, grad_weight);
+  if (geometry.has_bias && grad_bias)
+    column_sums_.sum(stream_,
+                     static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
+                     geometry.out_channels, grad_output, grad_bias);
+}
+
+void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, const float* input,
+                                       const float* grad_output, float* grad_weight) {
   Plan& plan = this->plan(geometry);
+  if (plan.backward_filter.in_float32) {
+    const Float32Scope float32(precision_);
+    run_backward_filter(geometry, input, grad_output, grad_weight);
+    return;
+  }
   // cuDNN writes the gradient in its own layout: straight into grad_weight when the layouts
   // coincide, else into scratch, transposed into grad_weight below.
   const bool transpose = !layouts_coincide(geometry);
@@ -264,7 +340,7 @@ void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const f
   const void* x = operand(input, input_count(geometry), input_operand_);
   const void* dy = operand(grad_output, output_count(geometry), output_operand_);
   void* dw = result_buffer(filter_gradient, weight_count(geometry), filter_operand_);
-  if (!plan.has_backward_filter) {
+  if (!plan.backward_filter.searched) {
     const std::size_t limit = prepare_search_workspace();
     plan.request_math_type();
     int capacity = 0, returned = 0;
@@ -273,27 +349,24 @@ void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const f
     PHALANX_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
         cudnn_, plan.input.get(), x, plan.output.get(), dy, plan.convolution.get(), plan.filter.get(), dw,
         static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
-    const auto chosen = choose_algorithm(results, returned, "backward-filter", geometry, precision_);
-    plan.backward_filter_algorithm = chosen.algo;
-    plan.backward_filter_workspace = chosen.memory;
-    plan.backward_filter_math = chosen.mathType;
-    plan.has_backward_filter = true;
+    const auto chosen = choose_algorithm(results, returned, precision_);
+    if (!chosen && fall_back_to_float32(plan.backward_filter, "backward-filter", geometry)) {
+      run_backward_filter(geometry, input, grad_output, grad_weight);
+      return;
+    }
+    plan.backward_filter.take(*chosen);
   }
-  workspace_.ensure(plan.backward_filter_workspace);
-  plan.use_math_type(plan.backward_filter_math);
+  workspace_.ensure(plan.backward_filter.workspace);
+  plan.use_math_type(plan.backward_filter.math_type);
   const float one = 1.0f, zero = 0.0f;
   PHALANX_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, plan.input.get(), x, plan.output.get(), dy,
-                                               plan.convolution.get(), plan.backward_filter_algorithm,
-                                               workspace_.data(), plan.backward_filter_workspace, &zero,
+                                               plan.convolution.get(), plan.backward_filter.algorithm,
+                                               workspace_.data(), plan.backward_filter.workspace, &zero,
                                                plan.filter.get(), dw));
   finish_result(dw, filter_gradient, weight_count(geometry));
   if (transpose)
     launch_transpose_samples(stream_, geometry.out_channels, geometry.kernel_height * geometry.kernel_width,
                              geometry.in_channels, filter_gradient, grad_weight);
-  if (geometry.has_bias && grad_bias)
-    column_sums_.sum(stream_,
-                     static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
-                     geometry.out_channels, grad_output, grad_bias);
 }
 
 }  // namespace phalanx::backend::cuda
