@@ -69,6 +69,20 @@ cudnnMathType_t requested_math_type(ComputePrecision precision) {
   return precision == ComputePrecision::Float32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
 }
 
+// How many candidates a search returned. A search that cuDNN refuses as unsupported for the shape,
+// data type or layout found none in bf16/fp16 (the direction then falls back to fp32); any other
+// failure, and every failure in fp32, is an error.
+int searched_candidates(cudnnStatus_t status, int returned, ComputePrecision precision, const char* call,
+                        int line) {
+  if (status == CUDNN_STATUS_SUCCESS) return returned;
+  const bool unsupported_here =
+      status == CUDNN_STATUS_NOT_SUPPORTED || status == CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN ||
+      status == CUDNN_STATUS_NOT_SUPPORTED_SHAPE || status == CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE ||
+      status == CUDNN_STATUS_NOT_SUPPORTED_LAYOUT || status == CUDNN_STATUS_NOT_SUPPORTED_PADDING;
+  if (precision != ComputePrecision::Float32 && unsupported_here) return 0;
+  throw_cudnn_error(status, call, __FILE__, line);
+}
+
 // Find returns the candidates fastest first: take the first deterministic success. An fp32 candidate
 // timed with any math type but FMA (TF32 tensor cores) is never taken, whatever cuDNN reports.
 // Nothing when no candidate ran.
@@ -259,9 +273,11 @@ void Convolutions::run_forward(const ConvolutionGeometry& geometry, const float*
     int capacity = 0, returned = 0;
     PHALANX_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_, &capacity));
     std::vector<cudnnConvolutionFwdAlgoPerf_t> results(std::max(capacity, 1));
-    PHALANX_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
+    const cudnnStatus_t status = cudnnFindConvolutionForwardAlgorithmEx(
         cudnn_, plan.input.get(), x, plan.filter.get(), filter, plan.convolution.get(), plan.output.get(), y,
-        static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
+        static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit);
+    returned =
+        searched_candidates(status, returned, precision_, "cudnnFindConvolutionForwardAlgorithmEx", __LINE__);
     const auto chosen = choose_algorithm(results, returned, precision_);
     if (!chosen && fall_back_to_float32(plan.forward, "forward", geometry)) {
       run_forward(geometry, input, weight, output);
@@ -295,9 +311,11 @@ void Convolutions::backward_data(const ConvolutionGeometry& geometry, const floa
     int capacity = 0, returned = 0;
     PHALANX_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnn_, &capacity));
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(std::max(capacity, 1));
-    PHALANX_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
+    const cudnnStatus_t status = cudnnFindConvolutionBackwardDataAlgorithmEx(
         cudnn_, plan.filter.get(), filter, plan.output.get(), dy, plan.convolution.get(), plan.input.get(),
-        dx, static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
+        dx, static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit);
+    returned = searched_candidates(status, returned, precision_,
+                                   "cudnnFindConvolutionBackwardDataAlgorithmEx", __LINE__);
     const auto chosen = choose_algorithm(results, returned, precision_);
     if (!chosen && fall_back_to_float32(plan.backward_data, "backward-data", geometry)) {
       backward_data(geometry, grad_output, weight, grad_input);
@@ -346,9 +364,11 @@ void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, cons
     int capacity = 0, returned = 0;
     PHALANX_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnn_, &capacity));
     std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(std::max(capacity, 1));
-    PHALANX_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+    const cudnnStatus_t status = cudnnFindConvolutionBackwardFilterAlgorithmEx(
         cudnn_, plan.input.get(), x, plan.output.get(), dy, plan.convolution.get(), plan.filter.get(), dw,
-        static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
+        static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit);
+    returned = searched_candidates(status, returned, precision_,
+                                   "cudnnFindConvolutionBackwardFilterAlgorithmEx", __LINE__);
     const auto chosen = choose_algorithm(results, returned, precision_);
     if (!chosen && fall_back_to_float32(plan.backward_filter, "backward-filter", geometry)) {
       run_backward_filter(geometry, input, grad_output, grad_weight);
