@@ -12,9 +12,13 @@
 // cuDNN off TF32 tensor cores on Ampere and Hopper (CUDNN_DEFAULT_MATH would allow TF32 there,
 // with 10-bit mantissas: relative errors near 1e-3 instead of 1e-6). The bf16/fp16 precisions take
 // the tensor cores deliberately (CUDNN_TENSOR_OP_MATH on bf16/fp16 operands, fp32 accumulation).
+// cuDNN selects a kernel by algorithm and math type together, so each call runs with the math type
+// its algorithm was timed with (Find may time a tensor-op candidate without tensor cores).
 #include "convolution.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "elementwise.hpp"
@@ -60,24 +64,66 @@ std::string describe(const ConvolutionGeometry& g) {
                         g.in_width);
 }
 
-// Find returns the candidates fastest first: take the first deterministic success.
+// The math type a precision asks cuDNN for: FMA only in fp32 (never TF32), tensor cores otherwise.
+cudnnMathType_t requested_math_type(ComputePrecision precision) {
+  return precision == ComputePrecision::Float32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+}
+
+// How many candidates a search returned. A search that cuDNN refuses as unsupported for the shape,
+// data type or layout found none in bf16/fp16 (the direction then falls back to fp32); any other
+// failure, and every failure in fp32, is an error.
+int searched_candidates(cudnnStatus_t status, int returned, ComputePrecision precision, const char* call,
+                        int line) {
+  if (status == CUDNN_STATUS_SUCCESS) return returned;
+  const bool unsupported_here =
+      status == CUDNN_STATUS_NOT_SUPPORTED || status == CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN ||
+      status == CUDNN_STATUS_NOT_SUPPORTED_SHAPE || status == CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE ||
+      status == CUDNN_STATUS_NOT_SUPPORTED_LAYOUT || status == CUDNN_STATUS_NOT_SUPPORTED_PADDING;
+  if (precision != ComputePrecision::Float32 && unsupported_here) return 0;
+  throw_cudnn_error(status, call, __FILE__, line);
+}
+
+// Find returns the candidates fastest first: take the first deterministic success. An fp32 candidate
+// timed with any math type but FMA (TF32 tensor cores) is never taken, whatever cuDNN reports.
+// Nothing when no candidate ran.
 template <typename Performance>
-Performance choose_algorithm(const std::vector<Performance>& results, int returned, const char* direction,
-                             const ConvolutionGeometry& geometry) {
+std::optional<Performance> choose_algorithm(const std::vector<Performance>& results, int returned,
+                                            ComputePrecision precision) {
   const Performance* fastest = nullptr;
   for (int i = 0; i < returned; ++i) {
     const Performance& result = results[i];
     if (result.status != CUDNN_STATUS_SUCCESS) continue;
+    if (precision == ComputePrecision::Float32 && result.mathType != CUDNN_FMA_MATH) continue;
     if (result.determinism == CUDNN_DETERMINISTIC) return result;
     if (!fastest) fastest = &result;
   }
   if (fastest) return *fastest;
-  throw_internal_error(detail::concat("cuDNN has no ", direction, " algorithm for the convolution ",
-                                      describe(geometry), " within the workspace limit"),
-                       __FILE__, __LINE__);
+  return std::nullopt;
 }
 
 }  // namespace
+
+// One direction's cached choice. cuDNN picks a kernel from the algorithm *and* the descriptor's math
+// type, and the three directions share one descriptor: each call sets the math type its algorithm
+// was timed with.
+template <typename Algorithm>
+struct Convolutions::Choice {
+  bool searched = false;
+  // bf16/fp16 only: cuDNN had no algorithm for this shape in the reduced precision (it may lack
+  // reduced-precision kernels for a first layer's 1 or 3 channels), so the direction runs in fp32.
+  bool in_float32 = false;
+  Algorithm algorithm{};
+  std::size_t workspace = 0;
+  cudnnMathType_t math_type = CUDNN_FMA_MATH;
+
+  template <typename Performance>
+  void take(const Performance& chosen) {
+    algorithm = chosen.algo;
+    workspace = chosen.memory;
+    math_type = chosen.mathType;
+    searched = true;
+  }
+};
 
 struct Convolutions::Plan {
   Plan(const ConvolutionGeometry& geometry, ComputePrecision precision);
@@ -85,14 +131,17 @@ struct Convolutions::Plan {
   TensorDescriptor input, output;
   FilterDescriptor filter;
   ConvolutionDescriptor convolution;
-  bool has_forward = false, has_backward_data = false, has_backward_filter = false;
-  cudnnConvolutionFwdAlgo_t forward_algorithm{};
-  cudnnConvolutionBwdDataAlgo_t backward_data_algorithm{};
-  cudnnConvolutionBwdFilterAlgo_t backward_filter_algorithm{};
-  std::size_t forward_workspace = 0, backward_data_workspace = 0, backward_filter_workspace = 0;
+  Choice<cudnnConvolutionFwdAlgo_t> forward;
+  Choice<cudnnConvolutionBwdDataAlgo_t> backward_data;
+  Choice<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
+  ComputePrecision compute_precision;
+  // Before a search: the math type of the precision, so cuDNN times the candidates it allows.
+  void request_math_type() const;
+  void use_math_type(cudnnMathType_t math_type) const;
 };
 
-Convolutions::Plan::Plan(const ConvolutionGeometry& g, ComputePrecision precision) {
+Convolutions::Plan::Plan(const ConvolutionGeometry& g, ComputePrecision precision)
+    : compute_precision(precision) {
   const cudnnDataType_t type = operand_type(precision);
   PHALANX_CUDNN(cudnnSetTensor4dDescriptor(input.get(), CUDNN_TENSOR_NHWC, type, g.batch, g.in_channels,
                                            g.in_height, g.in_width));
@@ -104,8 +153,7 @@ Convolutions::Plan::Plan(const ConvolutionGeometry& g, ComputePrecision precisio
   // fp32 in every precision: bf16/fp16 operands, fp32 accumulation.
   PHALANX_CUDNN(cudnnSetConvolution2dDescriptor(convolution.get(), g.padding, g.padding, g.stride, g.stride,
                                                 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  PHALANX_CUDNN(cudnnSetConvolutionMathType(
-      convolution.get(), precision == ComputePrecision::Float32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  request_math_type();
   int dims[4] = {};
   PHALANX_CUDNN(cudnnGetConvolution2dForwardOutputDim(convolution.get(), input.get(), filter.get(), &dims[0],
                                                       &dims[1], &dims[2], &dims[3]));
@@ -113,6 +161,42 @@ Convolutions::Plan::Plan(const ConvolutionGeometry& g, ComputePrecision precisio
                     dims[3] == g.out_width(),
                 "cuDNN's output shape ", dims[0], "x", dims[1], "x", dims[2], "x", dims[3],
                 " differs from the geometry's for the convolution ", describe(g));
+}
+
+void Convolutions::Plan::request_math_type() const {
+  use_math_type(requested_math_type(compute_precision));
+}
+
+void Convolutions::Plan::use_math_type(cudnnMathType_t math_type) const {
+  PHALANX_CUDNN(cudnnSetConvolutionMathType(convolution.get(), math_type));
+}
+
+// Runs the calls within it in fp32, whatever the backend's precision: the fallback of a direction
+// without a reduced-precision algorithm.
+class Convolutions::Float32Scope {
+ public:
+  explicit Float32Scope(ComputePrecision& precision)
+      : precision_(precision), saved_(std::exchange(precision, ComputePrecision::Float32)) {}
+  ~Float32Scope() { precision_ = saved_; }
+  Float32Scope(const Float32Scope&) = delete;
+  Float32Scope& operator=(const Float32Scope&) = delete;
+
+ private:
+  ComputePrecision& precision_;
+  ComputePrecision saved_;
+};
+
+// After a search that found nothing: an error in fp32; in bf16/fp16 the direction falls back to
+// fp32 from now on (true: the caller reruns the call in fp32).
+template <typename Algorithm>
+bool Convolutions::fall_back_to_float32(Choice<Algorithm>& choice, const char* direction,
+                                        const ConvolutionGeometry& geometry) const {
+  if (precision_ == ComputePrecision::Float32)
+    throw_internal_error(detail::concat("cuDNN has no ", direction, " algorithm for the convolution ",
+                                        describe(geometry), " within the workspace limit"),
+                         __FILE__, __LINE__);
+  choice.in_float32 = true;
+  return true;
 }
 
 Convolutions::Convolutions(cudnnHandle_t cudnn, cudaStream_t stream, ColumnSums& column_sums)
@@ -165,66 +249,107 @@ std::size_t Convolutions::prepare_search_workspace() {
 void Convolutions::forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
                            const float* bias, float* output) {
   PHALANX_CHECK(!geometry.has_bias || bias != nullptr, "convolution with a bias needs its bias");
-  Plan& plan = this->plan(geometry);
-  const void* filter = operand(filter_for_cudnn(geometry, weight), weight_count(geometry), filter_operand_);
-  const void* x = operand(input, input_count(geometry), input_operand_);
-  void* y = result_buffer(output, output_count(geometry), output_operand_);
-  if (!plan.has_forward) {
-    const std::size_t limit = prepare_search_workspace();
-    int capacity = 0, returned = 0;
-    PHALANX_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_, &capacity));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> results(std::max(capacity, 1));
-    PHALANX_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
-        cudnn_, plan.input.get(), x, plan.filter.get(), filter, plan.convolution.get(), plan.output.get(), y,
-        static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
-    const auto chosen = choose_algorithm(results, returned, "forward", geometry);
-    plan.forward_algorithm = chosen.algo;
-    plan.forward_workspace = chosen.memory;
-    plan.has_forward = true;
-  }
-  workspace_.ensure(plan.forward_workspace);
-  const float one = 1.0f, zero = 0.0f;
-  PHALANX_CUDNN(cudnnConvolutionForward(cudnn_, &one, plan.input.get(), x, plan.filter.get(), filter,
-                                        plan.convolution.get(), plan.forward_algorithm, workspace_.data(),
-                                        plan.forward_workspace, &zero, plan.output.get(), y));
-  finish_result(y, output, output_count(geometry));
+  run_forward(geometry, input, weight, output);
   if (geometry.has_bias)
     launch_add_bias_rows(
         stream_, static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
         geometry.out_channels, bias, output);
 }
 
+void Convolutions::run_forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
+                               float* output) {
+  Plan& plan = this->plan(geometry);
+  if (plan.forward.in_float32) {
+    const Float32Scope float32(precision_);
+    run_forward(geometry, input, weight, output);
+    return;
+  }
+  const void* filter = operand(filter_for_cudnn(geometry, weight), weight_count(geometry), filter_operand_);
+  const void* x = operand(input, input_count(geometry), input_operand_);
+  void* y = result_buffer(output, output_count(geometry), output_operand_);
+  if (!plan.forward.searched) {
+    const std::size_t limit = prepare_search_workspace();
+    plan.request_math_type();
+    int capacity = 0, returned = 0;
+    PHALANX_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_, &capacity));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> results(std::max(capacity, 1));
+    const cudnnStatus_t status = cudnnFindConvolutionForwardAlgorithmEx(
+        cudnn_, plan.input.get(), x, plan.filter.get(), filter, plan.convolution.get(), plan.output.get(), y,
+        static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit);
+    returned =
+        searched_candidates(status, returned, precision_, "cudnnFindConvolutionForwardAlgorithmEx", __LINE__);
+    const auto chosen = choose_algorithm(results, returned, precision_);
+    if (!chosen && fall_back_to_float32(plan.forward, "forward", geometry)) {
+      run_forward(geometry, input, weight, output);
+      return;
+    }
+    plan.forward.take(*chosen);
+  }
+  workspace_.ensure(plan.forward.workspace);
+  plan.use_math_type(plan.forward.math_type);
+  const float one = 1.0f, zero = 0.0f;
+  PHALANX_CUDNN(cudnnConvolutionForward(cudnn_, &one, plan.input.get(), x, plan.filter.get(), filter,
+                                        plan.convolution.get(), plan.forward.algorithm, workspace_.data(),
+                                        plan.forward.workspace, &zero, plan.output.get(), y));
+  finish_result(y, output, output_count(geometry));
+}
+
 void Convolutions::backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
                                  const float* weight, float* grad_input) {
   Plan& plan = this->plan(geometry);
+  if (plan.backward_data.in_float32) {
+    const Float32Scope float32(precision_);
+    backward_data(geometry, grad_output, weight, grad_input);
+    return;
+  }
   const void* filter = operand(filter_for_cudnn(geometry, weight), weight_count(geometry), filter_operand_);
   const void* dy = operand(grad_output, output_count(geometry), output_operand_);
   void* dx = result_buffer(grad_input, input_count(geometry), input_operand_);
-  if (!plan.has_backward_data) {
+  if (!plan.backward_data.searched) {
     const std::size_t limit = prepare_search_workspace();
+    plan.request_math_type();
     int capacity = 0, returned = 0;
     PHALANX_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnn_, &capacity));
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(std::max(capacity, 1));
-    PHALANX_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
+    const cudnnStatus_t status = cudnnFindConvolutionBackwardDataAlgorithmEx(
         cudnn_, plan.filter.get(), filter, plan.output.get(), dy, plan.convolution.get(), plan.input.get(),
-        dx, static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
-    const auto chosen = choose_algorithm(results, returned, "backward-data", geometry);
-    plan.backward_data_algorithm = chosen.algo;
-    plan.backward_data_workspace = chosen.memory;
-    plan.has_backward_data = true;
+        dx, static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit);
+    returned = searched_candidates(status, returned, precision_,
+                                   "cudnnFindConvolutionBackwardDataAlgorithmEx", __LINE__);
+    const auto chosen = choose_algorithm(results, returned, precision_);
+    if (!chosen && fall_back_to_float32(plan.backward_data, "backward-data", geometry)) {
+      backward_data(geometry, grad_output, weight, grad_input);
+      return;
+    }
+    plan.backward_data.take(*chosen);
   }
-  workspace_.ensure(plan.backward_data_workspace);
+  workspace_.ensure(plan.backward_data.workspace);
+  plan.use_math_type(plan.backward_data.math_type);
   const float one = 1.0f, zero = 0.0f;
   PHALANX_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, plan.filter.get(), filter, plan.output.get(), dy,
-                                             plan.convolution.get(), plan.backward_data_algorithm,
-                                             workspace_.data(), plan.backward_data_workspace, &zero,
+                                             plan.convolution.get(), plan.backward_data.algorithm,
+                                             workspace_.data(), plan.backward_data.workspace, &zero,
                                              plan.input.get(), dx));
   finish_result(dx, grad_input, input_count(geometry));
 }
 
 void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const float* input,
                                     const float* grad_output, float* grad_weight, float* grad_bias) {
+  run_backward_filter(geometry, input, grad_output, grad_weight);
+  if (geometry.has_bias && grad_bias)
+    column_sums_.sum(stream_,
+                     static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
+                     geometry.out_channels, grad_output, grad_bias);
+}
+
+void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, const float* input,
+                                       const float* grad_output, float* grad_weight) {
   Plan& plan = this->plan(geometry);
+  if (plan.backward_filter.in_float32) {
+    const Float32Scope float32(precision_);
+    run_backward_filter(geometry, input, grad_output, grad_weight);
+    return;
+  }
   // cuDNN writes the gradient in its own layout: straight into grad_weight when the layouts
   // coincide, else into scratch, transposed into grad_weight below.
   const bool transpose = !layouts_coincide(geometry);
@@ -233,33 +358,35 @@ void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const f
   const void* x = operand(input, input_count(geometry), input_operand_);
   const void* dy = operand(grad_output, output_count(geometry), output_operand_);
   void* dw = result_buffer(filter_gradient, weight_count(geometry), filter_operand_);
-  if (!plan.has_backward_filter) {
+  if (!plan.backward_filter.searched) {
     const std::size_t limit = prepare_search_workspace();
+    plan.request_math_type();
     int capacity = 0, returned = 0;
     PHALANX_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnn_, &capacity));
     std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(std::max(capacity, 1));
-    PHALANX_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+    const cudnnStatus_t status = cudnnFindConvolutionBackwardFilterAlgorithmEx(
         cudnn_, plan.input.get(), x, plan.output.get(), dy, plan.convolution.get(), plan.filter.get(), dw,
-        static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit));
-    const auto chosen = choose_algorithm(results, returned, "backward-filter", geometry);
-    plan.backward_filter_algorithm = chosen.algo;
-    plan.backward_filter_workspace = chosen.memory;
-    plan.has_backward_filter = true;
+        static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit);
+    returned = searched_candidates(status, returned, precision_,
+                                   "cudnnFindConvolutionBackwardFilterAlgorithmEx", __LINE__);
+    const auto chosen = choose_algorithm(results, returned, precision_);
+    if (!chosen && fall_back_to_float32(plan.backward_filter, "backward-filter", geometry)) {
+      run_backward_filter(geometry, input, grad_output, grad_weight);
+      return;
+    }
+    plan.backward_filter.take(*chosen);
   }
-  workspace_.ensure(plan.backward_filter_workspace);
+  workspace_.ensure(plan.backward_filter.workspace);
+  plan.use_math_type(plan.backward_filter.math_type);
   const float one = 1.0f, zero = 0.0f;
   PHALANX_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, plan.input.get(), x, plan.output.get(), dy,
-                                               plan.convolution.get(), plan.backward_filter_algorithm,
-                                               workspace_.data(), plan.backward_filter_workspace, &zero,
+                                               plan.convolution.get(), plan.backward_filter.algorithm,
+                                               workspace_.data(), plan.backward_filter.workspace, &zero,
                                                plan.filter.get(), dw));
   finish_result(dw, filter_gradient, weight_count(geometry));
   if (transpose)
     launch_transpose_samples(stream_, geometry.out_channels, geometry.kernel_height * geometry.kernel_width,
                              geometry.in_channels, filter_gradient, grad_weight);
-  if (geometry.has_bias && grad_bias)
-    column_sums_.sum(stream_,
-                     static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
-                     geometry.out_channels, grad_output, grad_bias);
 }
 
 }  // namespace phalanx::backend::cuda

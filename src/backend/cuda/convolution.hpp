@@ -8,7 +8,9 @@
 // Reduced precision (set_precision: bf16/fp16): the fp32 operands are cast into scratch, cuDNN runs
 // the convolution on them with fp32 accumulation (the PSEUDO_HALF / PSEUDO_BFLOAT16 configurations,
 // tensor-core math), and its result is cast back to the caller's fp32 buffer. Plans and algorithm
-// choices are cached per precision.
+// choices are cached per precision. A direction for which cuDNN offers no reduced-precision
+// algorithm at a shape runs that shape in fp32 instead (it can lack them for a first layer's 1 or 3
+// input channels): slower there, never an error.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -40,8 +42,19 @@ class Convolutions {
                         float* grad_weight, float* grad_bias);
 
  private:
+  template <typename Algorithm>
+  struct Choice;
   struct Plan;
+  class Float32Scope;
   Plan& plan(const ConvolutionGeometry& geometry);
+  // The cuDNN calls (the bias parts stay in forward and backward_weights, always fp32).
+  void run_forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
+                   float* output);
+  void run_backward_filter(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,
+                           float* grad_weight);
+  template <typename Algorithm>
+  bool fall_back_to_float32(Choice<Algorithm>& choice, const char* direction,
+                            const ConvolutionGeometry& geometry) const;
   // The weights in cuDNN's layout: `weight` itself, or its transpose in weight_scratch_.
   const float* filter_for_cudnn(const ConvolutionGeometry& geometry, const float* weight);
   // Makes the workspace large enough for an algorithm search and returns its size.

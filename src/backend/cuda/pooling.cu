@@ -5,6 +5,7 @@
 #include "launch.hpp"
 #include "phalanx/core/error.hpp"
 #include "pooling.hpp"
+#include "pooling_windows.hpp"
 
 namespace phalanx::backend::cuda {
 
@@ -37,10 +38,10 @@ __global__ void max_pooling_forward_kernel(PoolingShape shape, const float* inpu
     float best = -INFINITY;
     int best_position = -1;
     for (int kernel_row = 0; kernel_row < shape.kernel; ++kernel_row) {
-      const int row = out_row * shape.stride - shape.padding + kernel_row;
+      const int row = window_start(out_row, shape.stride, shape.padding) + kernel_row;
       if (row < 0 || row >= shape.in_height) continue;
       for (int kernel_column = 0; kernel_column < shape.kernel; ++kernel_column) {
-        const int column = out_column * shape.stride - shape.padding + kernel_column;
+        const int column = window_start(out_column, shape.stride, shape.padding) + kernel_column;
         if (column < 0 || column >= shape.in_width) continue;
         const int position = row * shape.in_width + column;
         const float value = sample_input[static_cast<std::int64_t>(position) * shape.channels + channel];
@@ -73,10 +74,10 @@ __global__ void average_pooling_forward_kernel(PoolingShape shape, const float* 
     const float* sample_input = input + sample * shape.in_height * shape.in_width * shape.channels;
     float sum = 0.0f;
     for (int kernel_row = 0; kernel_row < shape.kernel; ++kernel_row) {
-      const int row = out_row * shape.stride - shape.padding + kernel_row;
+      const int row = window_start(out_row, shape.stride, shape.padding) + kernel_row;
       if (row < 0 || row >= shape.in_height) continue;
       for (int kernel_column = 0; kernel_column < shape.kernel; ++kernel_column) {
-        const int column = out_column * shape.stride - shape.padding + kernel_column;
+        const int column = window_start(out_column, shape.stride, shape.padding) + kernel_column;
         if (column < 0 || column >= shape.in_width) continue;
         sum += sample_input[(static_cast<std::int64_t>(row) * shape.in_width + column) * shape.channels +
                             channel];
@@ -84,16 +85,6 @@ __global__ void average_pooling_forward_kernel(PoolingShape shape, const float* 
     }
     output[index] = sum / divisor;
   }
-}
-
-// The output rows whose windows cover input row `position`: first..last inclusive (may be empty).
-__device__ inline void covering_range(int position, int padding, int kernel, int stride, int out_size,
-                                      int& first, int& last) {
-  const int padded = position + padding;
-  // out * stride <= padded <= out * stride + kernel - 1
-  first = padded - kernel + 1 <= 0 ? 0 : (padded - kernel + 1 + stride - 1) / stride;
-  last = padded / stride;
-  if (last > out_size - 1) last = out_size - 1;
 }
 
 __global__ void pooling_backward_kernel(PoolingShape shape, bool is_max, const float* grad_output,
@@ -111,9 +102,9 @@ __global__ void pooling_backward_kernel(PoolingShape shape, bool is_max, const f
     const std::int64_t sample = rest / shape.in_height;
     const int position = row * shape.in_width + column;
     int first_row, last_row, first_column, last_column;
-    covering_range(row, shape.padding, shape.kernel, shape.stride, shape.out_height, first_row, last_row);
-    covering_range(column, shape.padding, shape.kernel, shape.stride, shape.out_width, first_column,
-                   last_column);
+    covering_outputs(row, shape.padding, shape.kernel, shape.stride, shape.out_height, first_row, last_row);
+    covering_outputs(column, shape.padding, shape.kernel, shape.stride, shape.out_width, first_column,
+                     last_column);
     const std::int64_t sample_offset = sample * shape.out_height * shape.out_width * shape.channels + channel;
     float sum = 0.0f;
     for (int out_row = first_row; out_row <= last_row; ++out_row)
