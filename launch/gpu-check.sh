@@ -108,7 +108,8 @@ started=$SECONDS
 note() { echo "$*" | tee -a "$summary"; }
 
 # step NAME TIMEOUT COMMAND...: runs COMMAND with its output in $work/NAME.log, bounded by TIMEOUT
-# and by what is left of the budget; appends the log's tail to steps.log. Sets step_status.
+# and by what is left of the budget, with LD_LIBRARY_PATH=$step_library_path; appends the log's
+# tail to steps.log. Sets step_status.
 step() {
   local name=$1 limit=$2
   shift 2
@@ -120,7 +121,7 @@ step() {
   fi
   [ "$limit" -le "$left" ] || limit=$left
   local begin=$SECONDS
-  timeout --kill-after=5 "$limit" "$@" >"$work/$name.log" 2>&1
+  timeout --kill-after=5 "$limit" env LD_LIBRARY_PATH="$step_library_path" "$@" >"$work/$name.log" 2>&1
   step_status=$?
   local reason=""
   [ "$step_status" -eq 124 ] || [ "$step_status" -eq 137 ] && reason=" (timed out after ${limit} s)"
@@ -145,22 +146,26 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 # 1. Libraries first: CUDA, cuDNN, cuBLAS and NCCL from the system or PyTorch's wheels, the rest
 # from the bundle; a library still missing is searched for once and its folder added.
 torch_libraries=$(python3 -c 'import nvidia, os; base = os.path.dirname(nvidia.__path__[0]) + "/nvidia"; print(":".join(os.path.join(base, d, "lib") for d in sorted(os.listdir(base))))' 2>/dev/null || true)
-export LD_LIBRARY_PATH="$bundle/lib:${torch_libraries}:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+# Only the bundled binaries get this path: Debian's libstdc++ and friends in it are older than
+# what the machine's Python and PyTorch need.
+bundle_library_path="$bundle/lib:${torch_libraries}:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+step_library_path=$bundle_library_path
 export OMPI_MCA_mca_base_component_path="$bundle/mpi/openmpi" PMIX_MCA_mca_base_component_path="$bundle/mpi/pmix"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
 note "== libraries (ldd of the bundled binaries)"
-for library in $(ldd "$bundle/phalanx" "$bundle/phalanx_backend_cuda_tests" "$bundle/phalanx_comm_nccl_tests" 2>&1 |
+for library in $(LD_LIBRARY_PATH="$bundle_library_path" ldd "$bundle/phalanx" "$bundle/phalanx_backend_cuda_tests" "$bundle/phalanx_comm_nccl_tests" 2>&1 |
   awk '/not found/ {print $1}' | sort -u); do
   found=$(timeout 30 find /usr /opt /lib /usr/local -name "$library" -print -quit 2>/dev/null)
   if [ -n "$found" ]; then
-    LD_LIBRARY_PATH="$(dirname "$found"):$LD_LIBRARY_PATH"
+    bundle_library_path="$(dirname "$found"):$bundle_library_path"
     note "  $library: found at $found"
   else
     note "  $library: NOT FOUND anywhere"
   fi
 done
-ldd "$bundle/phalanx" | grep -E 'libcudart|libcudnn\.|libcublas\.|libnccl|not found' | tee -a "$summary"
-if ldd "$bundle/phalanx" "$bundle/phalanx_backend_cuda_tests" | grep -q "not found"; then
+step_library_path=$bundle_library_path
+LD_LIBRARY_PATH="$bundle_library_path" ldd "$bundle/phalanx" | grep -E 'libcudart|libcudnn\.|libcublas\.|libnccl|not found' | tee -a "$summary"
+if LD_LIBRARY_PATH="$bundle_library_path" ldd "$bundle/phalanx" "$bundle/phalanx_backend_cuda_tests" | grep -q "not found"; then
   note "FAILED: libraries are missing (above); nothing can run"
   exit 3
 fi
@@ -208,7 +213,7 @@ result="$work/run-resnet50/summary.json"
 phalanx_rate=$(json "$result" 'round(d["images_per_sec"], 1)')
 note "  phalanx: $phalanx_rate images/s, step p50 $(json "$result" 'd["ranks"][0]["step_time_ms"]["p50_ms"]') ms, peak memory $(json "$result" 'd.get("machine", {}).get("gpu_memory_peak_mib")') MiB"
 note "  breakdown ms/step: $(json "$result" '", ".join("%s %.1f" % (k, v["ms_per_step"]) for k, v in d["time_breakdown"].items() if isinstance(v, dict) and "ms_per_step" in v)')"
-step torch-resnet50 240 "${PYTHON:-python3}" "$bundle/torch_resnet50.py" --batch-size $resnet_batch --image-size $resnet_image \
+step_library_path=${LD_LIBRARY_PATH:-} step torch-resnet50 240 "${PYTHON:-python3}" "$bundle/torch_resnet50.py" --batch-size $resnet_batch --image-size $resnet_image \
   --steps $resnet_steps --warmup $((resnet_steps / 3)) --device $device
 tail -n 1 "$work/torch-resnet50.log" >"$out/torch-resnet50.json"
 torch_rate=$(json "$out/torch-resnet50.json" 'round(d["images_per_sec"], 1)')
