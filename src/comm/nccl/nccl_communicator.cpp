@@ -97,8 +97,10 @@ Clock::time_point deadline_after(double seconds) {
 }  // namespace
 
 NcclCommunicator::State::~State() {
+  // The device first, also for an aborted communicator: the compression buffer below is freed on
+  // this device's stream.
+  select_device();
   if (communicator) {
-    select_device();
     ncclResult_t state = ncclSuccess;
     const ncclResult_t query = ncclCommGetAsyncError(communicator, &state);
     bool finished = false;
