@@ -152,6 +152,7 @@ bundle_library_path="$bundle/lib:${torch_libraries}:/usr/local/cuda/lib64:/usr/l
 step_library_path=$bundle_library_path
 export OMPI_MCA_mca_base_component_path="$bundle/mpi/openmpi" PMIX_MCA_mca_base_component_path="$bundle/mpi/pmix"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}  # NCCL's own reason for a failure, in the step's log
 note "== libraries (ldd of the bundled binaries)"
 for library in $(LD_LIBRARY_PATH="$bundle_library_path" ldd "$bundle/phalanx" "$bundle/phalanx_backend_cuda_tests" "$bundle/phalanx_comm_nccl_tests" 2>&1 |
   awk '/not found/ {print $1}' | sort -u); do
