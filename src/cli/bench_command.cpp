@@ -84,9 +84,10 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
       if (device == "cuda") {
         resources.backend = backend::make_cuda_backend(world.local_rank());
         resources.threads = 1;
-        if (world.size() > 1)
-          nccl = std::make_unique<comm::NcclCommunicator>(world, *resources.backend,
-                                                          config.distributed.timeout_s);
+        // As `phalanx train` does at any size: without a communicator the trainer would stage the
+        // gradients through host memory and MPI every step, a path train never takes on GPUs.
+        nccl =
+            std::make_unique<comm::NcclCommunicator>(world, *resources.backend, config.distributed.timeout_s);
       } else {
         resources = make_rank_resources("cpu", config.threads, world);
       }

@@ -50,16 +50,19 @@ NvmlLibrary::NvmlLibrary(const GpuDeviceId& device, const std::string& library_p
   resolve(library_handle_, "nvmlInit_v2", functions_.init, missing);
   resolve(library_handle_, "nvmlShutdown", functions_.shutdown, missing);
   resolve(library_handle_, "nvmlDeviceGetHandleByIndex_v2", functions_.get_handle_by_index, missing);
-  resolve(library_handle_, "nvmlDeviceGetUtilizationRates", functions_.get_utilization_rates, missing);
-  resolve(library_handle_, "nvmlDeviceGetMemoryInfo", functions_.get_memory_info, missing);
-  resolve(library_handle_, "nvmlDeviceGetPowerUsage", functions_.get_power_usage, missing);
-  resolve(library_handle_, "nvmlDeviceGetTemperature", functions_.get_temperature, missing);
-  resolve(library_handle_, "nvmlDeviceGetClockInfo", functions_.get_clock_info, missing);
-  resolve(library_handle_, "nvmlDeviceGetTotalEnergyConsumption", functions_.get_total_energy_consumption,
-          missing);
-  resolve(library_handle_, "nvmlDeviceGetName", functions_.get_name, missing);
-  std::string optional_missing;  // nvmlErrorString only improves messages
+  // The readings are optional one by one: a driver that drops or renames one (NVML deprecates
+  // calls in favour of versioned ones) loses that quantity, not the whole monitor.
+  std::string optional_missing;
   resolve(library_handle_, "nvmlErrorString", functions_.error_string, optional_missing);
+  resolve(library_handle_, "nvmlDeviceGetUtilizationRates", functions_.get_utilization_rates,
+          optional_missing);
+  resolve(library_handle_, "nvmlDeviceGetMemoryInfo", functions_.get_memory_info, optional_missing);
+  resolve(library_handle_, "nvmlDeviceGetPowerUsage", functions_.get_power_usage, optional_missing);
+  resolve(library_handle_, "nvmlDeviceGetTemperature", functions_.get_temperature, optional_missing);
+  resolve(library_handle_, "nvmlDeviceGetClockInfo", functions_.get_clock_info, optional_missing);
+  resolve(library_handle_, "nvmlDeviceGetTotalEnergyConsumption", functions_.get_total_energy_consumption,
+          optional_missing);
+  resolve(library_handle_, "nvmlDeviceGetName", functions_.get_name, optional_missing);
   resolve(library_handle_, "nvmlDeviceGetHandleByPciBusId_v2", functions_.get_handle_by_pci_bus_id,
           device_id_.pci_bus_id.empty() ? optional_missing : missing);
   if (!missing.empty()) {
@@ -71,11 +74,8 @@ NvmlLibrary::NvmlLibrary(const GpuDeviceId& device, const std::string& library_p
 
 NvmlLibrary::NvmlLibrary(const GpuDeviceId& device, const NvmlFunctions& functions)
     : device_id_(device), functions_(functions) {
-  const bool complete =
-      functions_.init && functions_.shutdown && functions_.get_handle_by_index &&
-      functions_.get_utilization_rates && functions_.get_memory_info && functions_.get_power_usage &&
-      functions_.get_temperature && functions_.get_clock_info && functions_.get_total_energy_consumption &&
-      functions_.get_name && (device_id_.pci_bus_id.empty() || functions_.get_handle_by_pci_bus_id);
+  const bool complete = functions_.init && functions_.shutdown && functions_.get_handle_by_index &&
+                        (device_id_.pci_bus_id.empty() || functions_.get_handle_by_pci_bus_id);
   if (!complete) {
     reason_ = "NVML (libnvidia-ml) function table is incomplete";
     return;
@@ -107,7 +107,7 @@ void NvmlLibrary::open_device() {
     return;
   }
   char name[nvml::device_name_buffer_size] = {};
-  if (functions_.get_name(device, name, sizeof(name)) == nvml::success) {
+  if (functions_.get_name && functions_.get_name(device, name, sizeof(name)) == nvml::success) {
     name[sizeof(name) - 1] = '\0';  // never trust a C string to be terminated
     device_name_ = name;
   }
@@ -129,24 +129,28 @@ GpuSample NvmlLibrary::read() const {
   sample.seconds = steady_seconds();
   if (device_ == nullptr) return sample;
   nvml::Utilization utilization{};
-  if (functions_.get_utilization_rates(device_, &utilization) == nvml::success)
+  if (functions_.get_utilization_rates &&
+      functions_.get_utilization_rates(device_, &utilization) == nvml::success)
     sample.utilization_percent = utilization.gpu;
   nvml::Memory memory{};
-  if (functions_.get_memory_info(device_, &memory) == nvml::success) {
+  if (functions_.get_memory_info && functions_.get_memory_info(device_, &memory) == nvml::success) {
     sample.memory_used_mib = static_cast<double>(memory.used) / bytes_per_mib;
     sample.memory_total_mib = static_cast<double>(memory.total) / bytes_per_mib;
   }
   unsigned int milliwatts = 0;
-  if (functions_.get_power_usage(device_, &milliwatts) == nvml::success)
+  if (functions_.get_power_usage && functions_.get_power_usage(device_, &milliwatts) == nvml::success)
     sample.power_watts = milliwatts / 1000.0;
   unsigned int celsius = 0;
-  if (functions_.get_temperature(device_, nvml::temperature_sensor_gpu, &celsius) == nvml::success)
+  if (functions_.get_temperature &&
+      functions_.get_temperature(device_, nvml::temperature_sensor_gpu, &celsius) == nvml::success)
     sample.temperature_celsius = celsius;
   unsigned int megahertz = 0;
-  if (functions_.get_clock_info(device_, nvml::clock_type_sm, &megahertz) == nvml::success)
+  if (functions_.get_clock_info &&
+      functions_.get_clock_info(device_, nvml::clock_type_sm, &megahertz) == nvml::success)
     sample.sm_clock_mhz = megahertz;
   unsigned long long millijoules = 0;
-  if (functions_.get_total_energy_consumption(device_, &millijoules) == nvml::success)
+  if (functions_.get_total_energy_consumption &&
+      functions_.get_total_energy_consumption(device_, &millijoules) == nvml::success)
     sample.energy_millijoules = static_cast<double>(millijoules);
   return sample;
 }

@@ -53,6 +53,26 @@ config::LayerSpec basic_block(const std::string& name, int in_channels, int out_
   return block;
 }
 
+// torchvision's Bottleneck (ResNet v1.5: the stride sits on the 3x3 conv), expansion 4, with the
+// 1x1 conv + BN projection named `downsample` as torchvision names it.
+config::LayerSpec bottleneck_block(const std::string& name, int in_channels, int width, int stride) {
+  const int out_channels = width * 4;
+  config::LayerSpec block = simple("residual", name);
+  block.main = {conv(name + "/conv1", width, 1, 1, 0, false),
+                simple("batch_norm", name + "/bn1"),
+                simple("relu", name + "/relu1"),
+                conv(name + "/conv2", width, 3, stride, 1, false),
+                simple("batch_norm", name + "/bn2"),
+                simple("relu", name + "/relu2"),
+                conv(name + "/conv3", out_channels, 1, 1, 0, false),
+                simple("batch_norm", name + "/bn3")};
+  if (stride != 1 || in_channels != out_channels)
+    block.shortcut = {conv(name + "/downsample/0", out_channels, 1, stride, 0, false),
+                      simple("batch_norm", name + "/downsample/1")};
+  block.relu_after = true;
+  return block;
+}
+
 }  // namespace
 
 std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Shape& sample_shape,
@@ -113,7 +133,34 @@ std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Sh
     layers.push_back(linear("fc", classes));
     return layers;
   }
-  throw_input_error("model.preset: unknown preset '" + preset + "' (known: fmnist_cnn, lenet5, resnet20)");
+  if (preset == "resnet50") {
+    // torchvision's resnet50 (ImageNet stem: 7x7/2 conv, 3x3/2 max pool; 3, 4, 6, 3 bottlenecks),
+    // 25.6M parameters at 1000 classes; parameter names match its state_dict.
+    PHALANX_REQUIRE_INPUT(height >= 32 && width >= 32,
+                          "model.preset resnet50 needs images of at least 32x32, the data has ", height, "x",
+                          width);
+    config::LayerSpec pool = max_pool("maxpool", 3);
+    pool.stride = 2;
+    pool.padding = 1;
+    std::vector<config::LayerSpec> layers = {conv("conv1", 64, 7, 2, 3, false), simple("batch_norm", "bn1"),
+                                             simple("relu", "relu"), pool};
+    int in_channels = 64;
+    const int stage_widths[4] = {64, 128, 256, 512};
+    const int stage_blocks[4] = {3, 4, 6, 3};
+    for (int stage = 0; stage < 4; ++stage) {
+      for (int block = 0; block < stage_blocks[stage]; ++block) {
+        const int stride = (stage > 0 && block == 0) ? 2 : 1;
+        layers.push_back(bottleneck_block("layer" + std::to_string(stage + 1) + "/" + std::to_string(block),
+                                          in_channels, stage_widths[stage], stride));
+        in_channels = stage_widths[stage] * 4;
+      }
+    }
+    layers.push_back(simple("global_avg_pool", "avgpool"));
+    layers.push_back(linear("fc", classes));
+    return layers;
+  }
+  throw_input_error("model.preset: unknown preset '" + preset +
+                    "' (known: fmnist_cnn, lenet5, resnet20, resnet50)");
 }
 
 }  // namespace phalanx::nn

@@ -1,6 +1,8 @@
 // Host-to-device copies and normalisation of input batches (see input_batch.hpp).
 #include "phalanx/train/input_batch.hpp"
 
+#include <cstring>
+
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::train {
@@ -37,9 +39,15 @@ void InputBatch::start(int slot, const std::uint8_t* host_images, const std::int
   std::vector<backend::UploadPart> parts = {
       {staging.images.data_as<void>(), host_images, image_bytes},
       {staging.labels.data_as<void>(), host_labels, static_cast<std::size_t>(size) * sizeof(std::int32_t)}};
-  if (augment_draws)
-    parts.push_back({staging.augment_draws.data_as<void>(), augment_draws,
-                     static_cast<std::size_t>(size) * sizeof(data::AugmentDraws)});
+  if (augment_draws) {
+    const auto draw_bytes = static_cast<std::size_t>(size) * sizeof(data::AugmentDraws);
+    staging.upload->wait_host();  // this slot's previous copy has read the staged draws
+    // Allocated at the first augmented batch: evaluation never augments and never pays for it.
+    staging.host_augment_draws.ensure(backend_.staging_allocator(), Shape{full_shape_[0], 5}, DType::Int32);
+    std::memcpy(staging.host_augment_draws.data_as<void>(), augment_draws, draw_bytes);
+    parts.push_back(
+        {staging.augment_draws.data_as<void>(), staging.host_augment_draws.data_as<void>(), draw_bytes});
+  }
   staging.upload->start(parts);
 }
 
@@ -56,7 +64,12 @@ void InputBatch::wait_upload_host() {
 
 void InputBatch::prepare(int cutout) {
   PHALANX_CHECK(uploads_ahead_ == 1, "prepare() without a started upload");
+  // Everything queued so far (the previous step, up to its loss) is the last reader of the
+  // buffer the previous input came from; its next upload must wait for that work on the device.
+  const int previous = current_;
   current_ = 1 - next_upload_;
+  if (previous != current_)
+    staging_[static_cast<std::size_t>(previous)].upload->order_next_start_after_compute();
   uploads_ahead_ = 0;
   Staging& staging = staging_[static_cast<std::size_t>(current_)];
   staging.upload->order_compute_after();

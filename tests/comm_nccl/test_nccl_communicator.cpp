@@ -3,8 +3,11 @@
 // rounding when compressed; split and the bounded wait work on the same device.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "nccl_test_support.hpp"
 #include "phalanx/comm/nccl_communicator.hpp"
@@ -92,6 +95,28 @@ TEST(NcclCommunicatorCuda, MovedCommunicatorKeepsWorking) {
   Tensor buffer = upload_floats(*cuda, input);
   second.allreduce_sum(buffer.data_as<float>(), 512);
   second.wait(60);
+  EXPECT_EQ(download_floats(*cuda, buffer), input);
+}
+
+TEST(NcclCommunicatorCuda, ReleasedWhileAnExceptionUnwindsIsAbortedAndANewOneWorks) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  const auto cuda = backend::make_cuda_backend(0);
+  // This rank fails elsewhere with an all-reduce queued: the communicator must be aborted on the
+  // way out (finalizing would wait for peers that may never join), leaving the device usable.
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    comm::NcclCommunicator communicator(mpi_world(), *cuda, 60);
+    Tensor buffer = upload_floats(*cuda, random_floats(1 << 20, 3));
+    communicator.allreduce_sum(buffer.data_as<float>(), 1 << 20);
+    throw std::runtime_error("a failure elsewhere on this rank");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);
+  comm::NcclCommunicator communicator(mpi_world(), *cuda, 60);
+  const std::vector<float> input = random_floats(2048, 13);
+  Tensor buffer = upload_floats(*cuda, input);
+  communicator.allreduce_sum(buffer.data_as<float>(), 2048);
+  communicator.wait(60);
   EXPECT_EQ(download_floats(*cuda, buffer), input);
 }
 

@@ -119,7 +119,9 @@ TEST(NvmlLibrary, LibraryWithoutNvmlSymbolsNamesTheMissingOnes) {
   const NvmlLibrary library(0, "libc.so.6");
   EXPECT_FALSE(library.available());
   EXPECT_NE(library.reason().find("nvmlInit_v2"), std::string::npos) << library.reason();
-  EXPECT_NE(library.reason().find("nvmlDeviceGetTotalEnergyConsumption"), std::string::npos)
+  EXPECT_NE(library.reason().find("nvmlDeviceGetHandleByIndex_v2"), std::string::npos) << library.reason();
+  // The reading functions are optional and not listed as missing.
+  EXPECT_EQ(library.reason().find("nvmlDeviceGetTotalEnergyConsumption"), std::string::npos)
       << library.reason();
 }
 
@@ -165,10 +167,26 @@ TEST(NvmlLibrary, DeviceByPciBusIdIsFoundOrNamedInTheReason) {
 
 TEST(NvmlLibrary, IncompleteFunctionTableIsUnavailable) {
   NvmlFunctions functions = fake_functions();
-  functions.get_clock_info = nullptr;
+  functions.get_handle_by_index = nullptr;
   const NvmlLibrary library(GpuDeviceId{}, functions);
   EXPECT_FALSE(library.available());
   EXPECT_NE(library.reason().find("libnvidia-ml"), std::string::npos);
+}
+
+TEST(NvmlLibrary, MissingReadingFunctionsLeaveOnlyTheirQuantitiesEmpty) {
+  // A driver without the energy counter or the clock query still reports the rest.
+  NvmlFunctions functions = fake_functions();
+  functions.get_total_energy_consumption = nullptr;
+  functions.get_clock_info = nullptr;
+  functions.get_name = nullptr;
+  const NvmlLibrary library(GpuDeviceId{}, functions);
+  ASSERT_TRUE(library.available()) << library.reason();
+  EXPECT_EQ(library.device_name(), "");
+  const GpuSample sample = library.read();
+  EXPECT_FALSE(sample.energy_millijoules.has_value());
+  EXPECT_FALSE(sample.sm_clock_mhz.has_value());
+  EXPECT_DOUBLE_EQ(sample.power_watts.value_or(0.0), 250.0);
+  EXPECT_DOUBLE_EQ(sample.temperature_celsius.value_or(0.0), 45.0);
 }
 
 // Runs everywhere (the name has no "Cuda"): without a driver the sampler must say why and give

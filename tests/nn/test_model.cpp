@@ -3,9 +3,12 @@
 // and the "model does not fit the data" errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/model.hpp"
@@ -194,6 +197,26 @@ TEST(ModelPreset, ResNet20HasTheCifarParameterCount) {
   EXPECT_LT(total, 278000);
   EXPECT_TRUE(has_shortcut);
   EXPECT_EQ(model.registry().buffers_info().front().name, "bn1/running_mean");
+}
+
+TEST(ModelPreset, ResNet50MatchesTorchvision) {
+  auto backend = backend::make_cpu_backend(1);
+  config::ModelConfig config;
+  config.preset = "resnet50";
+  // 64x64 keeps the activations small; the parameters do not depend on the image size.
+  Model model(config, Shape{64, 64, 3}, 1000, *backend, 0);
+  std::int64_t total = 0;
+  std::vector<std::string> names;
+  for (const auto& info : model.registry().parameters_info()) {
+    total += info.count;
+    names.push_back(info.name);
+  }
+  // torchvision.models.resnet50(): sum(p.numel() for p in model.parameters()) == 25557032.
+  EXPECT_EQ(total, 25557032);
+  for (const std::string expected : {"conv1/weight", "layer1/0/downsample/0/weight", "layer3/5/conv3/weight",
+                                     "layer4/2/bn3/bias", "fc/weight", "fc/bias"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  EXPECT_EQ(std::find(names.begin(), names.end(), "layer1/1/downsample/0/weight"), names.end());
 }
 
 TEST(ModelErrors, PresetOnTheWrongImageShapeIsAnInputError) {

@@ -55,6 +55,10 @@ class Upload {
   virtual void wait_host() = 0;
   // Of the upload, once the compute work ordered after it has finished (the backend synchronised).
   virtual UploadTiming timing() = 0;
+  // The compute work queued so far is the last to read this upload's device buffers: the next
+  // start() writes them only after that work has run. GPU backends make the copy stream wait for
+  // an event (the host does not wait); where copies are synchronous there is nothing to order.
+  virtual void order_next_start_after_compute() {}
 };
 
 struct DeviceMemory {

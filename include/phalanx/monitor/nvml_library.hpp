@@ -41,7 +41,8 @@ using GetNameFunction = Return (*)(Device device, char* name, unsigned int lengt
 using ErrorStringFunction = const char* (*)(Return result);
 }  // namespace nvml
 
-// The entry points phalanx uses. All are required except error_string (only for messages).
+// The entry points phalanx uses. init, shutdown and a handle lookup are required; a missing
+// reading function leaves its quantity empty, and error_string only improves messages.
 struct NvmlFunctions {
   nvml::InitFunction init = nullptr;                             // nvmlInit_v2
   nvml::ShutdownFunction shutdown = nullptr;                     // nvmlShutdown

@@ -50,6 +50,9 @@ class InputBatch {
  private:
   struct Staging {
     Tensor images, labels, augment_draws;
+    // The draws in the backend's staging memory (page-locked on a GPU): the loader keeps them in
+    // pageable memory, from which an asynchronous copy is staged by the driver and may block.
+    Tensor host_augment_draws;
     std::unique_ptr<backend::Upload> upload;
     int size = 0;
     bool augmented = false;

@@ -90,7 +90,8 @@ CudaBackend::CudaBackend(int device)
       name_(describe_device(device_)),
       convolutions_(cudnn_.get(), stream_.get(), column_sums_),
       batch_norms_(cudnn_.get(), stream_.get()),
-      linears_(cublas_.get(), stream_.get(), column_sums_) {
+      linears_(cublas_.get(), stream_.get(), column_sums_),
+      staging_allocator_(device_) {
   PHALANX_CUDNN(cudnnSetStream(cudnn_.get(), stream_.get()));
   PHALANX_CUBLAS(cublasSetStream(cublas_.get(), stream_.get()));
   // Full fp32 GEMMs (no TF32), for parity with the CPU backend; see linear.cpp.
@@ -98,9 +99,10 @@ CudaBackend::CudaBackend(int device)
 }
 
 CudaBackend::~CudaBackend() {
-  // Queued work may still use scratch buffers and handles that the members release next.
+  // Queued work on either stream may still use buffers and handles that are released next.
   PHALANX_CUDA_LOG(cudaSetDevice(device_));
   PHALANX_CUDA_LOG(cudaStreamSynchronize(stream_.get()));
+  PHALANX_CUDA_LOG(cudaStreamSynchronize(copy_stream_.get()));
 }
 
 void CudaBackend::make_current() const {
@@ -114,6 +116,9 @@ void* CudaBackend::allocate(std::size_t bytes) {
   const cudaError_t status = cudaMalloc(&pointer, bytes);
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
+    // Only "out of memory" is a memory error: a sticky fault from an earlier kernel also fails
+    // cudaMalloc, and the batch size probe must not take that for a batch that does not fit.
+    if (status != cudaErrorMemoryAllocation) throw_cuda_error(status, "cudaMalloc", __FILE__, __LINE__);
     std::size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
     throw Error(ErrorKind::DeviceMemory, detail::concat("device allocation of ", bytes, " bytes on ", name_,

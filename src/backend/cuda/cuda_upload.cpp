@@ -15,6 +15,10 @@ CudaUpload::CudaUpload(int device, cudaStream_t copy_stream, cudaStream_t comput
 void CudaUpload::start(const std::vector<UploadPart>& parts) {
   PHALANX_CUDA(cudaSetDevice(device_));
   bytes_ = 0;
+  // The destination buffers may still be read by kernels queued before the release: the copy
+  // waits for them on the device, so a staging buffer is never overwritten under a reader.
+  if (release_pending_) PHALANX_CUDA(cudaStreamWaitEvent(copy_stream_, compute_released_.get(), 0));
+  release_pending_ = false;
   PHALANX_CUDA(cudaEventRecord(copy_started_.get(), copy_stream_));
   for (const UploadPart& part : parts) {
     if (part.bytes == 0) continue;
@@ -35,6 +39,12 @@ void CudaUpload::order_compute_after() {
   PHALANX_CUDA(cudaEventRecord(compute_ready_.get(), compute_stream_));
   PHALANX_CUDA(cudaStreamWaitEvent(compute_stream_, copy_finished_.get(), 0));
   ordered_ = true;
+}
+
+void CudaUpload::order_next_start_after_compute() {
+  PHALANX_CUDA(cudaSetDevice(device_));
+  PHALANX_CUDA(cudaEventRecord(compute_released_.get(), compute_stream_));
+  release_pending_ = true;
 }
 
 void CudaUpload::wait_host() {

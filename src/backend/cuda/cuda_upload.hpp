@@ -18,12 +18,14 @@ class CudaUpload final : public Upload {
   void order_compute_after() override;
   void wait_host() override;
   UploadTiming timing() override;
+  void order_next_start_after_compute() override;
 
  private:
   int device_;
   cudaStream_t copy_stream_, compute_stream_;
   TimingEvent copy_started_, copy_finished_, compute_ready_;
-  bool started_ = false, ordered_ = false;
+  OrderingEvent compute_released_;  // the compute stream has read the destination buffers
+  bool started_ = false, ordered_ = false, release_pending_ = false;
   std::size_t bytes_ = 0;
 };
 

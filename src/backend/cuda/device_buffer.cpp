@@ -2,6 +2,7 @@
 // cudaMallocHost/cudaFreeHost behind move-only owners.
 #include "device_buffer.hpp"
 
+#include <string>
 #include <utility>
 
 #include "cuda_check.hpp"
@@ -36,9 +37,12 @@ void DeviceBuffer::ensure(std::size_t bytes) {
   const cudaError_t status = cudaMalloc(&pointer, bytes);
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
-    throw_internal_error(
-        detail::concat("cudaMalloc of ", bytes, " bytes of scratch failed: ", cudaGetErrorString(status)),
-        __FILE__, __LINE__);
+    const std::string message =
+        detail::concat("cudaMalloc of ", bytes, " bytes of scratch failed: ", cudaGetErrorString(status));
+    // Out of memory is the kind the automatic batch size probes for: a scratch buffer (a
+    // convolution workspace) that does not fit means the batch does not fit, like an activation.
+    if (status == cudaErrorMemoryAllocation) throw Error(ErrorKind::DeviceMemory, message);
+    throw_internal_error(message, __FILE__, __LINE__);
   }
   data_ = pointer;
   bytes_ = bytes;

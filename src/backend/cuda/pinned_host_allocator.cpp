@@ -11,6 +11,7 @@ namespace phalanx::backend::cuda {
 
 void* PinnedHostAllocator::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
+  PHALANX_CUDA(cudaSetDevice(device_));
   void* pointer = nullptr;
   const cudaError_t status = cudaHostAlloc(&pointer, bytes, cudaHostAllocPortable);
   if (status != cudaSuccess) {
@@ -23,7 +24,9 @@ void* PinnedHostAllocator::allocate(std::size_t bytes) {
 }
 
 void PinnedHostAllocator::deallocate(void* pointer, std::size_t) noexcept {
-  if (pointer) PHALANX_CUDA_LOG(cudaFreeHost(pointer));
+  if (!pointer) return;
+  PHALANX_CUDA_LOG(cudaSetDevice(device_));
+  PHALANX_CUDA_LOG(cudaFreeHost(pointer));
 }
 
 }  // namespace phalanx::backend::cuda

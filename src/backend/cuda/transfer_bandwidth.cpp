@@ -8,6 +8,8 @@
 #include <memory>
 
 #include "cuda_check.hpp"
+#include "cuda_handles.hpp"
+#include "device_buffer.hpp"
 #include "phalanx/backend/cuda_transfer.hpp"
 #include "phalanx/core/error.hpp"
 
@@ -16,49 +18,17 @@ namespace {
 
 constexpr int warmup_copies = 3;
 
-struct PinnedBuffer {
-  explicit PinnedBuffer(std::size_t bytes) { PHALANX_CUDA(cudaMallocHost(&data, bytes)); }
-  ~PinnedBuffer() { cuda::log_cuda_error(cudaFreeHost(data), "cudaFreeHost"); }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  void* data = nullptr;
-};
-
-struct DeviceBuffer {
-  explicit DeviceBuffer(std::size_t bytes) { PHALANX_CUDA(cudaMalloc(&data, bytes)); }
-  ~DeviceBuffer() { cuda::log_cuda_error(cudaFree(data), "cudaFree"); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* data = nullptr;
-};
-
-struct Stream {
-  Stream() { PHALANX_CUDA(cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking)); }
-  ~Stream() { cuda::log_cuda_error(cudaStreamDestroy(handle), "cudaStreamDestroy"); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t handle = nullptr;
-};
-
-struct Event {
-  Event() { PHALANX_CUDA(cudaEventCreate(&handle)); }
-  ~Event() { cuda::log_cuda_error(cudaEventDestroy(handle), "cudaEventDestroy"); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  cudaEvent_t handle = nullptr;
-};
-
 double median_copy_seconds(void* device, const void* host, std::size_t bytes, int iterations,
                            cudaStream_t stream) {
-  Event start, stop;
+  cuda::TimingEvent start, stop;
   std::vector<double> times;
   for (int iteration = 0; iteration < warmup_copies + iterations; ++iteration) {
-    PHALANX_CUDA(cudaEventRecord(start.handle, stream));
+    PHALANX_CUDA(cudaEventRecord(start.get(), stream));
     PHALANX_CUDA(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
-    PHALANX_CUDA(cudaEventRecord(stop.handle, stream));
-    PHALANX_CUDA(cudaEventSynchronize(stop.handle));
+    PHALANX_CUDA(cudaEventRecord(stop.get(), stream));
+    PHALANX_CUDA(cudaEventSynchronize(stop.get()));
     float milliseconds = 0;
-    PHALANX_CUDA(cudaEventElapsedTime(&milliseconds, start.handle, stop.handle));
+    PHALANX_CUDA(cudaEventElapsedTime(&milliseconds, start.get(), stop.get()));
     if (iteration >= warmup_copies) times.push_back(milliseconds / 1000.0);
   }
   std::sort(times.begin(), times.end());
@@ -79,19 +49,20 @@ std::vector<TransferResult> measure_host_to_device(int device, const std::vector
   PHALANX_REQUIRE_INPUT(iterations >= 1, "--iterations must be >= 1 (got ", iterations, ")");
   PHALANX_CUDA(cudaSetDevice(device));
   const std::size_t largest = sizes.empty() ? 1 : *std::max_element(sizes.begin(), sizes.end());
-  PinnedBuffer pinned(largest);
+  cuda::PinnedBuffer pinned(largest);
   std::unique_ptr<unsigned char[]> pageable(new unsigned char[largest]);
-  std::memset(pinned.data, 1, largest);
+  std::memset(pinned.data(), 1, largest);
   std::memset(pageable.get(), 1, largest);  // touch every page: no first-touch faults in the timing
-  DeviceBuffer target(largest);
-  Stream stream;
+  cuda::DeviceBuffer target(largest);
+  cuda::Stream stream;
   std::vector<TransferResult> results;
   for (const std::size_t bytes : sizes) {
     TransferResult result;
     result.bytes = bytes;
-    result.pinned_seconds = median_copy_seconds(target.data, pinned.data, bytes, iterations, stream.handle);
+    result.pinned_seconds =
+        median_copy_seconds(target.data(), pinned.data(), bytes, iterations, stream.get());
     result.pageable_seconds =
-        median_copy_seconds(target.data, pageable.get(), bytes, iterations, stream.handle);
+        median_copy_seconds(target.data(), pageable.get(), bytes, iterations, stream.get());
     result.pinned_bandwidth = result.pinned_seconds > 0 ? bytes / result.pinned_seconds : 0;
     result.pageable_bandwidth = result.pageable_seconds > 0 ? bytes / result.pageable_seconds : 0;
     results.push_back(result);

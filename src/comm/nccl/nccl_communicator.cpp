@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <thread>
 #include <utility>
@@ -96,12 +97,17 @@ Clock::time_point deadline_after(double seconds) {
 }  // namespace
 
 NcclCommunicator::State::~State() {
+  // The device first, also for an aborted communicator: the compression buffer below is freed on
+  // this device's stream.
+  select_device();
   if (communicator) {
-    select_device();
     ncclResult_t state = ncclSuccess;
     const ncclResult_t query = ncclCommGetAsyncError(communicator, &state);
     bool finished = false;
-    if (query == ncclSuccess && state == ncclSuccess) {
+    // While an exception unwinds (this rank failed, say on bad input), the peers may never join
+    // the work still queued: finalizing would wait the whole timeout for them, so abort at once.
+    const bool unwinding = std::uncaught_exceptions() > 0;
+    if (!unwinding && query == ncclSuccess && state == ncclSuccess) {
       // Finalize flushes outstanding work; in non-blocking mode it is polled like any other call.
       ncclResult_t result = ncclCommFinalize(communicator);
       const auto deadline = deadline_after(timeout_seconds);
@@ -119,10 +125,8 @@ NcclCommunicator::State::~State() {
         std::fprintf(stderr, "phalanx: warning: rank %d: ncclCommDestroy failed: %s\n", rank,
                      ncclGetErrorString(result));
     } else {
-      std::fprintf(
-          stderr,
-          "phalanx: warning: rank %d: NCCL communicator in an error state or not quiescent; aborting it\n",
-          rank);
+      std::fprintf(stderr, "phalanx: warning: rank %d: NCCL communicator %s; aborting it\n", rank,
+                   unwinding ? "released during an error" : "in an error state or not quiescent");
       const ncclResult_t result = ncclCommAbort(communicator);
       if (result != ncclSuccess)
         std::fprintf(stderr, "phalanx: warning: rank %d: ncclCommAbort failed: %s\n", rank,
