@@ -29,4 +29,17 @@ void Backend::transpose_samples(std::int64_t batch, std::int64_t rows, std::int6
   }
 }
 
+void Backend::softmax_cross_entropy_deferred(int batch, int classes, const float* logits,
+                                             const std::int32_t* labels, float label_smoothing,
+                                             float gradient_scale, float* grad_logits) {
+  deferred_loss_totals_.push_back(
+      softmax_cross_entropy(batch, classes, logits, labels, label_smoothing, gradient_scale, grad_logits));
+}
+
+std::vector<LossTotals> Backend::take_deferred_loss_totals() {
+  std::vector<LossTotals> totals;
+  totals.swap(deferred_loss_totals_);
+  return totals;
+}
+
 }  // namespace phalanx::backend

@@ -156,5 +156,48 @@ TEST(CpuLossGradient, MatchesFiniteDifferences) {
   }
 }
 
+// The deferred loss of training steps: each step's entry is exactly what the synchronous call
+// returns for the same input, in call order, its gradient is the same bits, and a take empties the
+// record (so the trainer's sums over a log interval or an epoch equal the per-step sums).
+TEST(CpuLossDeferred, TotalsEqualThePerStepSums) {
+  auto backend = make_test_backend();
+  const int batch = 29, classes = 7;
+  std::vector<std::vector<float>> step_logits;
+  std::vector<std::vector<std::int32_t>> step_labels;
+  for (std::uint64_t step = 0; step < 5; ++step) {
+    step_logits.push_back(random_values(std::size_t(batch) * classes, 10 + step, -3.0f, 3.0f));
+    step_labels.push_back(random_labels(batch, classes, 20 + step));
+  }
+  EXPECT_TRUE(backend->take_deferred_loss_totals().empty());
+  std::vector<backend::LossTotals> expected;
+  double expected_loss_sum = 0;
+  std::int64_t expected_correct = 0;
+  for (std::size_t step = 0; step < step_logits.size(); ++step) {
+    std::vector<float> grad_deferred(step_logits[step].size(), NAN), grad_now(step_logits[step].size(), NAN);
+    backend->softmax_cross_entropy_deferred(batch, classes, step_logits[step].data(),
+                                            step_labels[step].data(), 0.1f, 1.0f / 64, grad_deferred.data());
+    expected.push_back(backend->softmax_cross_entropy(batch, classes, step_logits[step].data(),
+                                                      step_labels[step].data(), 0.1f, 1.0f / 64,
+                                                      grad_now.data()));
+    EXPECT_EQ(grad_deferred, grad_now) << "step " << step;
+    expected_loss_sum += expected.back().loss_sum;
+    expected_correct += expected.back().correct;
+  }
+  const std::vector<backend::LossTotals> taken = backend->take_deferred_loss_totals();
+  ASSERT_EQ(taken.size(), expected.size());
+  double loss_sum = 0;
+  std::int64_t correct = 0;
+  for (std::size_t step = 0; step < taken.size(); ++step) {
+    EXPECT_EQ(taken[step].loss_sum, expected[step].loss_sum) << "step " << step;
+    EXPECT_EQ(taken[step].correct, expected[step].correct) << "step " << step;
+    EXPECT_GT(taken[step].loss_sum, 0.0);
+    loss_sum += taken[step].loss_sum;
+    correct += taken[step].correct;
+  }
+  EXPECT_EQ(loss_sum, expected_loss_sum);
+  EXPECT_EQ(correct, expected_correct);
+  EXPECT_TRUE(backend->take_deferred_loss_totals().empty()) << "a take forgets what it handed over";
+}
+
 }  // namespace
 }  // namespace phalanx::testing

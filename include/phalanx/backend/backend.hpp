@@ -61,6 +61,19 @@ class Upload {
   virtual void order_next_start_after_compute() {}
 };
 
+// A point in the backend's work, for timing stages of a step without making the host wait: GPU
+// backends record a timing event on the compute stream (the host goes on at once), the CPU
+// backend reads the host's steady clock (its ops have finished when they return).
+class TimingMarker {
+ public:
+  virtual ~TimingMarker() = default;
+  // Marks the point the device reaches once the work queued so far has run.
+  virtual void record() = 0;
+  // Seconds from `earlier` (recorded first, by the same backend) to this marker. Waits until the
+  // device has reached this marker, so callers read markers of work that has long finished.
+  virtual double seconds_since(TimingMarker& earlier) = 0;
+};
+
 struct DeviceMemory {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
@@ -105,6 +118,8 @@ class Backend : public Allocator {
   virtual std::optional<DeviceMemory> device_memory() { return std::nullopt; }
   // An Upload for this backend (see Upload). The base version copies with copy_from_host.
   virtual std::unique_ptr<Upload> make_upload();
+  // A TimingMarker for this backend (see TimingMarker). The base version reads the host clock.
+  virtual std::unique_ptr<TimingMarker> make_timing_marker();
 
   // ---- memory -----------------------------------------------------------------------------
   virtual void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) = 0;
@@ -202,6 +217,17 @@ class Backend : public Allocator {
   virtual LossTotals softmax_cross_entropy(int batch, int classes, const float* logits,
                                            const std::int32_t* labels, float label_smoothing,
                                            float gradient_scale, float* grad_logits) = 0;
+  // The same loss for a training step whose totals the host needs only now and then (a log
+  // interval, an epoch's end, a stop): the backend keeps each call's totals where it computed them
+  // and returns without waiting for the device. take_deferred_loss_totals waits for them and hands
+  // over one entry per call since the last take, oldest first, so the host adds exactly the values
+  // softmax_cross_entropy would have returned, in the same order. A label outside [0, classes) is
+  // reported by the take. The base version (the CPU backend) computes synchronously and keeps the
+  // totals in host memory.
+  virtual void softmax_cross_entropy_deferred(int batch, int classes, const float* logits,
+                                              const std::int32_t* labels, float label_smoothing,
+                                              float gradient_scale, float* grad_logits);
+  virtual std::vector<LossTotals> take_deferred_loss_totals();
   // Arg-max per row (predictions) and the softmax probabilities (may be null).
   virtual void predict(int batch, int classes, const float* logits, std::int32_t* predicted_class,
                        float* probabilities) = 0;
@@ -211,6 +237,9 @@ class Backend : public Allocator {
                         const float* gradients, float* momentum_buffer) = 0;
   virtual void adamw_step(std::int64_t count, const AdamWHyperparameters& hyperparameters, float* parameters,
                           const float* gradients, float* first_moment, float* second_moment) = 0;
+
+ private:
+  std::vector<LossTotals> deferred_loss_totals_;  // the base version's (host) record
 };
 
 // The CPU backend (oneDNN + OpenMP). `threads` <= 0 keeps OpenMP's default.

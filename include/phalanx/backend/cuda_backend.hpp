@@ -3,6 +3,7 @@
 // and asking for a device is a usage error, so callers need no #ifdef. No CUDA headers here.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -21,8 +22,9 @@ int cuda_device_count() noexcept;
 // phalanx::Error when that device does not exist or cannot be initialised.
 //
 // Its ops run asynchronously on one non-blocking stream, in call order; synchronize() waits.
-// Host-visible results come back only through copy_to_host and softmax_cross_entropy, both of
-// which wait for the stream. copy_from_host returns once the host buffer may be reused.
+// Host-visible results come back only through copy_to_host, softmax_cross_entropy,
+// take_deferred_loss_totals and all_finite, which wait for the stream. copy_from_host returns
+// once the host buffer may be reused.
 // Numerics: full fp32 (no TF32) so that results match the CPU backend within float rounding.
 // Like the CPU backend, one instance serves one training thread; it makes its device current on
 // the calling thread at every call, so that thread may differ from the constructing one.
@@ -33,6 +35,11 @@ std::unique_ptr<Backend> make_cuda_backend(int device);
 CUstream_st* cuda_stream(Backend& backend);
 // The device index `backend` runs on. Throws when it is not a CUDA backend.
 int cuda_device(const Backend& backend);
+// How many times an op of `backend` has made the host wait for the device so far (synchronize,
+// copies to the host, a synchronous loss, a take of deferred loss totals, finite checks): tests
+// count them to show that a training step queues its work without waiting. Throws when `backend`
+// is not a CUDA backend.
+std::int64_t cuda_host_waits(const Backend& backend);
 // Its PCI bus id ("0000:3B:00.0"): what NVML matches on, since NVML numbers all of a node's GPUs
 // and ignores CUDA_VISIBLE_DEVICES. Throws when `backend` is not a CUDA backend.
 std::string cuda_pci_bus_id(const Backend& backend);

@@ -43,6 +43,10 @@ int cuda_device(const Backend& backend) {
   return as_cuda_backend(backend).device();
 }
 
+std::int64_t cuda_host_waits(const Backend& backend) {
+  return as_cuda_backend(backend).host_waits();
+}
+
 std::string cuda_pci_bus_id(const Backend& backend) {
   char bus_id[32] = {};
   const cudaError_t status = cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), as_cuda_backend(backend).device());
@@ -140,6 +144,39 @@ void CudaBackend::set_compute_precision(ComputePrecision precision) {
   linears_.set_precision(precision);
 }
 
+namespace {
+
+// A timing event on the compute stream: record() queues it and returns; the host waits only when
+// it reads a marker, which the trainer does a step later, when the device has passed it.
+class CudaTimingMarker final : public TimingMarker {
+ public:
+  CudaTimingMarker(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+  void record() override {
+    PHALANX_CUDA(cudaSetDevice(device_));
+    PHALANX_CUDA(cudaEventRecord(event_.get(), stream_));
+  }
+  double seconds_since(TimingMarker& earlier) override {
+    PHALANX_CUDA(cudaSetDevice(device_));
+    PHALANX_CUDA(cudaEventSynchronize(event_.get()));
+    float milliseconds = 0;
+    PHALANX_CUDA(cudaEventElapsedTime(&milliseconds, static_cast<CudaTimingMarker&>(earlier).event_.get(),
+                                      event_.get()));
+    return milliseconds / 1000.0;
+  }
+
+ private:
+  int device_;
+  cudaStream_t stream_;
+  TimingEvent event_;
+};
+
+}  // namespace
+
+std::unique_ptr<TimingMarker> CudaBackend::make_timing_marker() {
+  make_current();
+  return std::make_unique<CudaTimingMarker>(device_, stream_.get());
+}
+
 std::unique_ptr<Upload> CudaBackend::make_upload() {
   return std::make_unique<CudaUpload>(device_, copy_stream_.get(), stream_.get());
 }
@@ -154,6 +191,7 @@ std::optional<DeviceMemory> CudaBackend::device_memory() {
 void CudaBackend::synchronize() {
   make_current();
   PHALANX_CUDA(cudaStreamSynchronize(stream_.get()));
+  ++host_waits_;
 }
 
 void CudaBackend::copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) {
@@ -166,8 +204,10 @@ void CudaBackend::copy_from_host(void* device_destination, const void* host_sour
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, host_source) != cudaSuccess)
     (void)cudaGetLastError();
-  else if (attributes.type == cudaMemoryTypeHost)
+  else if (attributes.type == cudaMemoryTypeHost) {
     PHALANX_CUDA(cudaStreamSynchronize(stream_.get()));
+    ++host_waits_;
+  }
 }
 
 void CudaBackend::copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) {
@@ -176,6 +216,7 @@ void CudaBackend::copy_to_host(void* host_destination, const void* device_source
   PHALANX_CUDA(
       cudaMemcpyAsync(host_destination, device_source, bytes, cudaMemcpyDeviceToHost, stream_.get()));
   PHALANX_CUDA(cudaStreamSynchronize(stream_.get()));  // the caller reads the host bytes next
+  ++host_waits_;
 }
 
 void CudaBackend::copy(void* device_destination, const void* device_source, std::size_t bytes) {
@@ -303,6 +344,7 @@ void CudaBackend::scale(std::int64_t count, float factor, float* data) {
 
 bool CudaBackend::all_finite(std::int64_t count, const float* data) {
   make_current();
+  if (count > 0) ++host_waits_;  // the check reads its flag back on the host
   return finite_check_.all_finite(stream_.get(), count, data);
 }
 
@@ -344,6 +386,23 @@ LossTotals CudaBackend::softmax_cross_entropy(int batch, int classes, const floa
   make_current();
   return cross_entropy_.softmax_cross_entropy(stream_.get(), batch, classes, logits, labels, label_smoothing,
                                               gradient_scale, grad_logits);
+}
+
+void CudaBackend::softmax_cross_entropy_deferred(int batch, int classes, const float* logits,
+                                                 const std::int32_t* labels, float label_smoothing,
+                                                 float gradient_scale, float* grad_logits) {
+  make_current();
+  cross_entropy_.softmax_cross_entropy_deferred(stream_.get(), batch, classes, logits, labels,
+                                                label_smoothing, gradient_scale, grad_logits);
+}
+
+std::vector<LossTotals> CudaBackend::take_deferred_loss_totals() {
+  make_current();
+  return cross_entropy_.take_deferred(stream_.get());
+}
+
+std::int64_t CudaBackend::host_waits() const {
+  return host_waits_ + cross_entropy_.host_waits();
 }
 
 void CudaBackend::predict(int batch, int classes, const float* logits, std::int32_t* predicted_class,

@@ -40,6 +40,7 @@ class CudaBackend final : public Backend {
   void set_compute_precision(ComputePrecision precision) override;
   std::optional<DeviceMemory> device_memory() override;
   std::unique_ptr<Upload> make_upload() override;
+  std::unique_ptr<TimingMarker> make_timing_marker() override;
 
   void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) override;
   void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) override;
@@ -98,6 +99,10 @@ class CudaBackend final : public Backend {
 
   LossTotals softmax_cross_entropy(int batch, int classes, const float* logits, const std::int32_t* labels,
                                    float label_smoothing, float gradient_scale, float* grad_logits) override;
+  void softmax_cross_entropy_deferred(int batch, int classes, const float* logits, const std::int32_t* labels,
+                                      float label_smoothing, float gradient_scale,
+                                      float* grad_logits) override;
+  std::vector<LossTotals> take_deferred_loss_totals() override;
   void predict(int batch, int classes, const float* logits, std::int32_t* predicted_class,
                float* probabilities) override;
 
@@ -105,6 +110,9 @@ class CudaBackend final : public Backend {
                 const float* gradients, float* momentum_buffer) override;
   void adamw_step(std::int64_t count, const AdamWHyperparameters& hyperparameters, float* parameters,
                   const float* gradients, float* first_moment, float* second_moment) override;
+
+  // How often an op of this backend has made the host wait for its device (see cuda_host_waits).
+  std::int64_t host_waits() const;
 
  private:
   // Makes this backend's device current on the calling thread (cheap when it already is).
@@ -124,6 +132,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer copy_scratch_;  // bounce buffer for copies between overlapping ranges
   PinnedHostAllocator staging_allocator_;
   FiniteCheck finite_check_;
+  std::int64_t host_waits_ = 0;  // synchronize, copies back to the host, finite checks
 };
 
 }  // namespace phalanx::backend::cuda

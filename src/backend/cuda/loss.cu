@@ -153,14 +153,19 @@ unsigned int row_blocks(int batch) {
 
 }  // namespace
 
-CrossEntropy::CrossEntropy() : device_totals_(sizeof(Totals)), host_totals_(sizeof(Totals)) {}
+// Enough steps for any log interval in practice; a longer one drains the slots once per this many
+// steps (one small wait), never more often.
+constexpr int deferred_slot_count = 1024;
 
-LossTotals CrossEntropy::softmax_cross_entropy(cudaStream_t stream, int batch, int classes,
-                                               const float* logits, const std::int32_t* labels,
-                                               float label_smoothing, float gradient_scale,
-                                               float* grad_logits) {
-  PHALANX_CHECK(classes > 0, "softmax cross-entropy needs at least one class");
-  if (batch <= 0) return {};
+CrossEntropy::CrossEntropy()
+    : device_totals_(sizeof(Totals)),
+      host_totals_(sizeof(Totals)),
+      deferred_slots_(sizeof(Totals) * deferred_slot_count),
+      deferred_host_slots_(sizeof(Totals) * deferred_slot_count) {}
+
+void CrossEntropy::enqueue(cudaStream_t stream, int batch, int classes, const float* logits,
+                           const std::int32_t* labels, float label_smoothing, float gradient_scale,
+                           float* grad_logits, void* destination) {
   sample_loss_.ensure(sizeof(double) * static_cast<std::size_t>(batch));
   sample_outcome_.ensure(static_cast<std::size_t>(batch));
   cross_entropy_rows_kernel<<<row_blocks(batch), rows_per_block * warp_size, 0, stream>>>(
@@ -169,15 +174,71 @@ LossTotals CrossEntropy::softmax_cross_entropy(cudaStream_t stream, int batch, i
   PHALANX_CUDA_LAUNCHED("cross_entropy_rows_kernel");
   cross_entropy_totals_kernel<<<1, totals_threads, 0, stream>>>(batch, sample_loss_.as<double>(),
                                                                 sample_outcome_.as<std::uint8_t>(), labels,
-                                                                device_totals_.as<Totals>());
+                                                                static_cast<Totals*>(destination));
   PHALANX_CUDA_LAUNCHED("cross_entropy_totals_kernel");
+}
+
+LossTotals CrossEntropy::softmax_cross_entropy(cudaStream_t stream, int batch, int classes,
+                                               const float* logits, const std::int32_t* labels,
+                                               float label_smoothing, float gradient_scale,
+                                               float* grad_logits) {
+  PHALANX_CHECK(classes > 0, "softmax cross-entropy needs at least one class");
+  if (batch <= 0) return {};
+  enqueue(stream, batch, classes, logits, labels, label_smoothing, gradient_scale, grad_logits,
+          device_totals_.data());
   PHALANX_CUDA(cudaMemcpyAsync(host_totals_.data(), device_totals_.data(), sizeof(Totals),
                                cudaMemcpyDeviceToHost, stream));
   PHALANX_CUDA(cudaStreamSynchronize(stream));
+  ++host_waits_;
   const Totals& totals = *host_totals_.as<Totals>();
   PHALANX_CHECK(totals.first_invalid_row == INT_MAX, "label ", totals.invalid_label, " of sample ",
                 totals.first_invalid_row, " is outside [0, ", classes, ")");
   return {totals.loss_sum, static_cast<std::int64_t>(totals.correct)};
+}
+
+void CrossEntropy::softmax_cross_entropy_deferred(cudaStream_t stream, int batch, int classes,
+                                                  const float* logits, const std::int32_t* labels,
+                                                  float label_smoothing, float gradient_scale,
+                                                  float* grad_logits) {
+  PHALANX_CHECK(classes > 0, "softmax cross-entropy needs at least one class");
+  // A bad label is reported with the classes of its own call: drain before the count changes.
+  if (deferred_filled_ == deferred_slot_count || (deferred_filled_ > 0 && classes != deferred_classes_))
+    drain_slots(stream);
+  deferred_classes_ = classes;
+  Totals* slot = deferred_slots_.as<Totals>() + deferred_filled_;
+  ++deferred_filled_;
+  if (batch <= 0) {
+    // An empty batch still has its entry, as the synchronous call returns one: the totals kernel
+    // alone writes zero totals (it reads no sample).
+    cross_entropy_totals_kernel<<<1, totals_threads, 0, stream>>>(0, nullptr, nullptr, labels, slot);
+    PHALANX_CUDA_LAUNCHED("cross_entropy_totals_kernel");
+    return;
+  }
+  enqueue(stream, batch, classes, logits, labels, label_smoothing, gradient_scale, grad_logits, slot);
+}
+
+void CrossEntropy::drain_slots(cudaStream_t stream) {
+  if (deferred_filled_ == 0) return;
+  const std::size_t bytes = sizeof(Totals) * static_cast<std::size_t>(deferred_filled_);
+  PHALANX_CUDA(cudaMemcpyAsync(deferred_host_slots_.data(), deferred_slots_.data(), bytes,
+                               cudaMemcpyDeviceToHost, stream));
+  PHALANX_CUDA(cudaStreamSynchronize(stream));
+  ++host_waits_;
+  const Totals* slots = deferred_host_slots_.as<Totals>();
+  const int filled = deferred_filled_;
+  deferred_filled_ = 0;
+  for (int index = 0; index < filled; ++index) {
+    PHALANX_CHECK(slots[index].first_invalid_row == INT_MAX, "label ", slots[index].invalid_label,
+                  " of sample ", slots[index].first_invalid_row, " is outside [0, ", deferred_classes_, ")");
+    deferred_drained_.push_back({slots[index].loss_sum, static_cast<std::int64_t>(slots[index].correct)});
+  }
+}
+
+std::vector<LossTotals> CrossEntropy::take_deferred(cudaStream_t stream) {
+  drain_slots(stream);
+  std::vector<LossTotals> totals;
+  totals.swap(deferred_drained_);
+  return totals;
 }
 
 void CrossEntropy::predict(cudaStream_t stream, int batch, int classes, const float* logits,

@@ -25,6 +25,10 @@ int cuda_device(const Backend& backend) {
   throw_internal_error(backend.name() + " is not a CUDA backend", __FILE__, __LINE__);
 }
 
+std::int64_t cuda_host_waits(const Backend& backend) {
+  throw_internal_error(backend.name() + " is not a CUDA backend", __FILE__, __LINE__);
+}
+
 std::string cuda_pci_bus_id(const Backend& backend) {
   throw_internal_error(backend.name() + " is not a CUDA backend", __FILE__, __LINE__);
 }
