@@ -16,6 +16,7 @@
 #include "phalanx/data/training_source.hpp"
 #include "phalanx/report/run_report.hpp"
 #include "phalanx/train/breakdown_table.hpp"
+#include "phalanx/train/device_stage_timer.hpp"
 #include "phalanx/train/evaluation.hpp"
 #include "phalanx/train/input_batch.hpp"
 #include "phalanx/train/progress.hpp"
@@ -260,6 +261,52 @@ nlohmann::json Trainer::run() {
     return BatchFacts{batch.epoch, batch.step, batch.produce_begin, batch.produce_end};
   };
   std::optional<BatchFacts> uploading;  // the next batch, its upload in flight (GPU ranks)
+  // Adds the loss totals of the steps since the last take, step by step in order, so the sums are
+  // the same bits whenever they are taken.
+  double last_step_loss = 0;
+  const auto take_loss_totals = [&] {
+    for (const backend::LossTotals& totals : backend_.take_deferred_loss_totals()) {
+      epoch_loss_sum += totals.loss_sum;
+      interval_loss += totals.loss_sum / local_batch;
+      interval_correct += totals.correct;
+      last_step_loss = totals.loss_sum / local_batch;
+    }
+  };
+  // GPU ranks that sum gradients with NCCL time their stages on the device and settle a step's
+  // times a step later (DeviceStageTimer), so no step waits for the device to measure itself;
+  // CPU ranks, and GPU ranks that stage gradients through host memory, time each stage on the host.
+  std::optional<DeviceStageTimer> device_timer;
+  if (use_nccl) device_timer.emplace(backend_);
+  struct UnsettledStep {
+    StageTimes times;  // host-measured parts (data, total, input copy); the rest comes from the device
+    std::int64_t run_step = 0, global_step = 0;
+    double start = 0, produce_begin = 0, produce_end = 0;
+    bool communication_read = false;
+  };
+  std::optional<UnsettledStep> unsettled;
+  const auto read_communication = [&](UnsettledStep& held) {
+    held.times.allreduce_wait = nccl_sync->last_exposed_seconds();
+    held.times.allreduce_total = nccl_sync->last_communication_seconds();
+    held.communication_read = true;
+  };
+  const auto settle = [&](const DeviceStageSeconds& device) {
+    UnsettledStep& held = *unsettled;
+    if (!held.communication_read) read_communication(held);
+    StageTimes& step = held.times;
+    step.forward = std::max(0.0, device.forward - step.host_to_device);
+    step.backward = device.backward;
+    // The optimizer's device time began with the wait for the all-reduce's exposed tail.
+    step.optimizer = std::max(0.0, device.optimizer - step.allreduce_wait);
+    step.other = std::max(0.0, step.total - step.data_wait - step.host_to_device - step.forward -
+                                   step.backward - step.allreduce_wait - step.optimizer);
+    run_times.add(step);
+    epoch_times.add(step);
+    if (trace.sampled(held.run_step))
+      trace.record({held.global_step, held.start, step.data_wait, step.host_to_device, step.forward,
+                    step.backward, step.allreduce_wait, step.optimizer, step.allreduce_total,
+                    held.produce_begin, held.produce_end});
+    unsettled.reset();
+  };
 
   while (position_.global_step < last_step) {
     StageTimes step;
@@ -284,6 +331,7 @@ nlohmann::json Trainer::run() {
 
     // 2. host to device (the compute work waits for the upload: on a GPU by event, its cost comes
     // from the events below), then forward and loss.
+    if (device_timer) device_timer->mark(StageBoundary::Begin);
     inputs.prepare(augment.cutout);
     step.host_to_device = stage_clock.seconds();
     stage_clock.restart();
@@ -291,15 +339,19 @@ nlohmann::json Trainer::run() {
     nn::ForwardContext context{nn::Mode::Training, config.seed, position_.global_step, communicator_.rank()};
     const Tensor& logits = model_->forward(input, context);
     const float loss_scale = loss_scaler_ ? static_cast<float>(loss_scaler_->scale()) : 1.0f;
-    const auto totals = backend_.softmax_cross_entropy(
-        local_batch, model_->classes(), logits.data(), inputs.labels(),
-        static_cast<float>(config.train.label_smoothing), gradient_scale * loss_scale, grad_logits.data());
+    // The loss totals stay where they were computed until the bookkeeping below needs them.
+    backend_.softmax_cross_entropy_deferred(local_batch, model_->classes(), logits.data(), inputs.labels(),
+                                            static_cast<float>(config.train.label_smoothing),
+                                            gradient_scale * loss_scale, grad_logits.data());
+    if (device_timer) device_timer->mark(StageBoundary::ForwardEnd);
     step.forward = stage_clock.seconds();
 
     // 3. backward; each finished bucket of gradients starts its all-reduce right away.
     stage_clock.restart();
     if (use_nccl) {
       nccl_sync->begin_step();
+      // The previous step's all-reduce has finished (begin_step waited for it): its times are free.
+      if (unsettled) read_communication(*unsettled);
       model_->backward(input, grad_logits, [&](std::int64_t offset) { nccl_sync->gradients_ready(offset); });
     } else {
       grad_sync->begin_step();
@@ -312,6 +364,7 @@ nlohmann::json Trainer::run() {
                               staged_gradients.size() * sizeof(float));
       }
     }
+    if (device_timer) device_timer->mark(StageBoundary::BackwardEnd);
     double fetch_seconds = 0;
     if (overlap_upload && position_.global_step + 1 < last_step) {
       // Backward is queued on the device: fetch the next batch and start its upload meanwhile.
@@ -323,7 +376,8 @@ nlohmann::json Trainer::run() {
       }
       fetch_seconds = fetch_clock.seconds();
     }
-    backend_.synchronize();  // device backends queue work: the stage ends when the device is done
+    // Device backends queue work: a stage timed on the host ends when the device is done.
+    if (!device_timer) backend_.synchronize();
     step.backward = stage_clock.seconds() - fetch_seconds;
     step.data_wait += fetch_seconds;
     stage_clock.restart();
@@ -347,15 +401,11 @@ nlohmann::json Trainer::run() {
     const std::int64_t updates =
         position_.global_step + 1 - (loss_scaler_ ? loss_scaler_->state().skipped_steps : 0);
     if (update) optimizer_->step(registry, schedule_->learning_rate(position_.global_step), updates);
-    backend_.synchronize();
+    if (device_timer)
+      device_timer->mark(StageBoundary::OptimizerEnd);  // NCCL's events time the all-reduce (settle)
+    else
+      backend_.synchronize();
     step.optimizer = stage_clock.seconds();
-    if (use_nccl) {
-      // The device waited for the all-reduce tail inside the optimizer's synchronize: CUDA events
-      // say how much of it was not hidden behind backward.
-      step.allreduce_wait = nccl_sync->last_exposed_seconds();
-      step.allreduce_total = nccl_sync->last_communication_seconds();
-      step.optimizer = std::max(0.0, step.optimizer - step.allreduce_wait);
-    }
     // The input copy: on a GPU it ran on the copy stream, and CUDA events say how long it took and
     // how much of it the compute stream still waited for (that wait showed in the forward stage's
     // host time, which read the loss); the rest was hidden behind the previous step. On a CPU rank
@@ -389,10 +439,18 @@ nlohmann::json Trainer::run() {
                                   position_.global_step % config.train.log_every_steps == 0, run_directory_,
                                   progress);
     step.total = step_clock.seconds();
-    step.other = std::max(0.0, step.total - step.data_wait - step.host_to_device - step.forward -
-                                   step.backward - step.allreduce_wait - step.optimizer);
-    run_times.add(step);
-    epoch_times.add(step);
+    if (device_timer) {
+      // The step before has run to its end on the device meanwhile: settle it, hold this one.
+      DeviceStageSeconds previous;
+      if (unsettled && device_timer->read_previous(previous)) settle(previous);
+      unsettled = UnsettledStep{step,       run_steps,           position_.global_step,
+                                step_start, batch.produce_begin, batch.produce_end};
+    } else {
+      step.other = std::max(0.0, step.total - step.data_wait - step.host_to_device - step.forward -
+                                     step.backward - step.allreduce_wait - step.optimizer);
+      run_times.add(step);
+      epoch_times.add(step);
+    }
     ++run_steps;
     ++epoch_steps;
     if (run_steps > throughput_warmup_steps) {
@@ -400,23 +458,28 @@ nlohmann::json Trainer::run() {
       ++measured_steps;
       step_statistics.add(step.total);
     }
-    if (trace.sampled(run_steps - 1))
+    if (!device_timer && trace.sampled(run_steps - 1))
       trace.record({position_.global_step, step_start, step.data_wait, step.host_to_device, step.forward,
                     step.backward, step.allreduce_wait, step.optimizer, step.allreduce_total,
                     batch.produce_begin, batch.produce_end});
-    epoch_loss_sum += totals.loss_sum;
     epoch_loss_samples += local_batch;
-    interval_loss += totals.loss_sum / local_batch;
-    interval_correct += totals.correct;
     ++interval_steps;
+    // A GPU rank's totals come back (one wait) only where a line, a metrics event or an epoch's
+    // end reads them; a CPU rank's are host values already and are taken every step.
+    if (!overlap_upload || position_.global_step % config.train.log_every_steps == 0 || epoch_done ||
+        (batch.step + 1) % config.train.log_every_steps == 0 || position_.global_step == last_step ||
+        stop_requested) {
+      take_loss_totals();
+      if (unsettled) settle(device_timer->read_current());  // the host waits for the device here anyway
+    }
 
-    const double step_average = run_times.total / static_cast<double>(run_steps);
+    const double step_average = run_times.total / static_cast<double>(std::max<std::int64_t>(run_steps, 1));
     ProgressState state{batch.epoch,
                         config.train.epochs,
                         batch.step,
                         steps_per_epoch_,
                         static_cast<double>(plan.global_batch()) / std::max(step.total, 1e-9),
-                        totals.loss_sum / local_batch,
+                        last_step_loss,
                         step_average * static_cast<double>(last_step - position_.global_step)};
     progress.update(state);
     if (position_.global_step % config.train.log_every_steps == 0) {
@@ -459,6 +522,8 @@ nlohmann::json Trainer::run() {
     }
   }
   run_control_->enter("final evaluation and summary", position_.global_step, comm::StageKind::Collective);
+  take_loss_totals();  // a run whose data ended early
+  if (unsettled) settle(device_timer->read_current());
 
   // A run stopped mid-epoch (train.max_steps) still reports test metrics for what it trained.
   if (!evaluated_at_end) {
