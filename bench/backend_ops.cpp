@@ -273,6 +273,32 @@ void BM_InputNormalize(benchmark::State& state) {
   }
 }
 
+// A training step's loss as the trainer takes it: {0, threads} the synchronous call that returns
+// the totals, {1, threads} the deferred call and the take a CPU rank makes every step (the totals
+// kept in host memory); the difference is the deferred path's cost on CPU ranks.
+void BM_TrainingLoss(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const int classes = 10;
+  Buffer logits(*backend, std::size_t(batch) * classes), grad_logits(*backend, std::size_t(batch) * classes);
+  std::vector<std::int32_t> labels(batch);
+  for (int sample = 0; sample < batch; ++sample) labels[sample] = sample % classes;
+  const bool deferred = state.range(0) != 0;
+  double loss_sum = 0;
+  for (auto _ : state) {
+    if (deferred) {
+      backend->softmax_cross_entropy_deferred(batch, classes, logits.data(), labels.data(), 0.1f,
+                                              1.0f / batch, grad_logits.data());
+      for (const auto& totals : backend->take_deferred_loss_totals()) loss_sum += totals.loss_sum;
+    } else {
+      loss_sum += backend
+                      ->softmax_cross_entropy(batch, classes, logits.data(), labels.data(), 0.1f,
+                                              1.0f / batch, grad_logits.data())
+                      .loss_sum;
+    }
+  }
+  benchmark::DoNotOptimize(loss_sum);
+}
+
 // Arguments: {layer (0 first, 1 second), threads}.
 void layers_and_threads(benchmark::internal::Benchmark* benchmark) {
   benchmark->ArgNames({"layer", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -298,6 +324,12 @@ BENCHMARK(BM_BatchNormBackward)->Apply(layers_and_threads);
 BENCHMARK(BM_ReluForwardBackward)->Apply(threads_only);
 BENCHMARK(BM_SgdNesterovStep)->Apply(threads_only);
 BENCHMARK(BM_AdamWStep)->Apply(threads_only);
+BENCHMARK(BM_TrainingLoss)
+    ->ArgNames({"deferred", "threads"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime()
+    ->Args({0, 1})
+    ->Args({1, 1});
 BENCHMARK(BM_LossScaleCheckAndUnscale)->Apply(threads_only);
 // Arguments: {augment (0: plain normalisation, 1: crop+flip+cutout fused), threads}.
 BENCHMARK(BM_InputNormalize)

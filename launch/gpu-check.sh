@@ -204,6 +204,7 @@ result="$work/run-gpu/summary.json"
 note "  test_accuracy $(json "$result" 'd["test_accuracy"]'), seconds_to_0.92 $(json "$result" 'd["seconds_to_accuracy"].get("0.92")'), wall $(json "$result" 'round(d["wall_seconds"], 1)') s, images/s $(json "$result" 'round(d["images_per_sec"])')"
 note "  H2D hidden share $(json "$result" 'round(d["time_breakdown"]["host_to_device_total"]["hidden_share"], 4)'), step p50 $(json "$result" 'd["ranks"][0]["step_time_ms"]["p50_ms"]') ms"
 note "  breakdown ms/step: $(json "$result" '", ".join("%s %.3f" % (k, v["ms_per_step"]) for k, v in d["time_breakdown"].items() if isinstance(v, dict) and "ms_per_step" in v)')"
+note "  device stages (events, no host syncs) $(json "$result" 'round(sum(d["time_breakdown"][k]["ms_per_step"] for k in ("host_to_device", "forward", "backward", "allreduce_wait", "optimizer")), 3)') of $(json "$result" 'round(d["time_breakdown"]["step_ms"], 3)') ms/step"
 
 # 5. ResNet-50, bf16, batch 256 per GPU, synthetic 224x224: phalanx against PyTorch eager.
 note "== resnet50 bf16 batch 256, synthetic 224x224: phalanx vs PyTorch (goal >= 1.0x)"
