@@ -104,85 +104,108 @@ TEST(CudaLossDeferred, ABadLabelIsReportedByTheTake) {
   EXPECT_TRUE(cuda.take_deferred_loss_totals().empty());
 }
 
-// A two-layer network's training step through the backend, as the trainer issues it: no call
-// makes the host wait (cuda_host_waits counts every synchronisation of the backend), and the one
-// take afterwards returns the step's loss, equal to the CPU's.
+// A two-layer network's training step through the backend, as the trainer issues it: forward,
+// the deferred loss, backward, an SGD step.
+class TwoLayerStep {
+ public:
+  TwoLayerStep(backend::Backend& backend, int batch, int in_features, int hidden, int classes)
+      : backend_(backend),
+        first_{batch, in_features, hidden},
+        second_{batch, hidden, classes},
+        input_(upload(backend, random_floats(std::size_t(batch) * in_features, 1, -1.0f, 1.0f))),
+        labels_(upload(backend, random_classes(batch, classes, 4))),
+        weight1_(upload(backend, random_floats(std::size_t(hidden) * in_features, 2, -0.05f, 0.05f))),
+        bias1_(upload(backend, std::vector<float>(hidden, 0.01f))),
+        weight2_(upload(backend, random_floats(std::size_t(classes) * hidden, 3, -0.05f, 0.05f))),
+        bias2_(upload(backend, std::vector<float>(classes, 0.0f))),
+        hidden_output_(empty_floats(backend, std::int64_t(batch) * hidden)),
+        activated_(empty_floats(backend, std::int64_t(batch) * hidden)),
+        logits_(empty_floats(backend, std::int64_t(batch) * classes)),
+        grad_logits_(empty_floats(backend, std::int64_t(batch) * classes)),
+        grad_activated_(empty_floats(backend, std::int64_t(batch) * hidden)),
+        grad_hidden_(empty_floats(backend, std::int64_t(batch) * hidden)),
+        grad_weight1_(empty_floats(backend, std::int64_t(hidden) * in_features)),
+        grad_bias1_(empty_floats(backend, hidden)),
+        grad_weight2_(empty_floats(backend, std::int64_t(classes) * hidden)),
+        grad_bias2_(empty_floats(backend, classes)),
+        momentum1_(upload(backend, std::vector<float>(std::size_t(hidden) * in_features, 0.0f))) {}
+
+  void run() {
+    const std::int64_t hidden_count = std::int64_t(first_.batch) * first_.out_features;
+    backend_.linear_forward(first_, input_.data(), weight1_.data(), bias1_.data(), hidden_output_.data());
+    backend_.relu_forward(hidden_count, hidden_output_.data(), activated_.data());
+    backend_.linear_forward(second_, activated_.data(), weight2_.data(), bias2_.data(), logits_.data());
+    backend_.softmax_cross_entropy_deferred(first_.batch, second_.out_features, logits_.data(),
+                                            labels_.data_as<std::int32_t>(), 0.1f, 1.0f / first_.batch,
+                                            grad_logits_.data());
+    backend_.linear_backward(second_, activated_.data(), weight2_.data(), grad_logits_.data(),
+                             grad_activated_.data(), grad_weight2_.data(), grad_bias2_.data());
+    backend_.relu_backward(hidden_count, activated_.data(), grad_activated_.data(), grad_hidden_.data());
+    backend_.linear_backward(first_, input_.data(), weight1_.data(), grad_hidden_.data(), nullptr,
+                             grad_weight1_.data(), grad_bias1_.data());
+    backend_.sgd_step(std::int64_t(first_.out_features) * first_.in_features,
+                      backend::SgdHyperparameters{0.1f, 0.9f, 0.0f, false}, weight1_.data(),
+                      grad_weight1_.data(), momentum1_.data());
+  }
+
+ private:
+  backend::Backend& backend_;
+  backend::LinearGeometry first_, second_;
+  Tensor input_, labels_, weight1_, bias1_, weight2_, bias2_, hidden_output_, activated_, logits_,
+      grad_logits_, grad_activated_, grad_hidden_, grad_weight1_, grad_bias1_, grad_weight2_, grad_bias2_,
+      momentum1_;
+};
+
+// No call of the step makes the host wait (cuda_host_waits counts every synchronisation of the
+// backend), and the one take afterwards returns the step's loss, equal to the CPU's.
 TEST(CudaTrainingStep, ForwardLossBackwardAndOptimizerQueueWithoutAHostWait) {
   PHALANX_SKIP_WITHOUT_CUDA();
   const auto cuda_owner = backend::make_cuda_backend(0);
   backend::Backend& cuda = *cuda_owner;
   backend::Backend& cpu = cpu_backend();
-  const int batch = 512, in_features = 256, hidden = 512, classes = 10;
-  const auto input_values = random_floats(std::size_t(batch) * in_features, 1, -1.0f, 1.0f);
-  const auto weight1_values = random_floats(std::size_t(hidden) * in_features, 2, -0.05f, 0.05f);
-  const auto weight2_values = random_floats(std::size_t(classes) * hidden, 3, -0.05f, 0.05f);
-  const auto label_values = random_classes(batch, classes, 4);
-
-  struct Step {
-    Tensor input, labels, weight1, bias1, weight2, bias2, hidden_output, activated, logits, grad_logits,
-        grad_activated, grad_hidden, grad_weight1, grad_bias1, grad_weight2, grad_bias2, momentum1;
-  };
-  const auto make_step = [&](backend::Backend& backend) {
-    return Step{upload(backend, input_values),
-                upload(backend, label_values),
-                upload(backend, weight1_values),
-                upload(backend, std::vector<float>(hidden, 0.01f)),
-                upload(backend, weight2_values),
-                upload(backend, std::vector<float>(classes, 0.0f)),
-                empty_floats(backend, std::int64_t(batch) * hidden),
-                empty_floats(backend, std::int64_t(batch) * hidden),
-                empty_floats(backend, std::int64_t(batch) * classes),
-                empty_floats(backend, std::int64_t(batch) * classes),
-                empty_floats(backend, std::int64_t(batch) * hidden),
-                empty_floats(backend, std::int64_t(batch) * hidden),
-                empty_floats(backend, std::int64_t(hidden) * in_features),
-                empty_floats(backend, hidden),
-                empty_floats(backend, std::int64_t(classes) * hidden),
-                empty_floats(backend, classes),
-                upload(backend, std::vector<float>(std::size_t(hidden) * in_features, 0.0f))};
-  };
-  const auto run_step = [&](backend::Backend& backend, Step& step) {
-    const backend::LinearGeometry first{batch, in_features, hidden}, second{batch, hidden, classes};
-    backend.linear_forward(first, step.input.data(), step.weight1.data(), step.bias1.data(),
-                           step.hidden_output.data());
-    backend.relu_forward(std::int64_t(batch) * hidden, step.hidden_output.data(), step.activated.data());
-    backend.linear_forward(second, step.activated.data(), step.weight2.data(), step.bias2.data(),
-                           step.logits.data());
-    backend.softmax_cross_entropy_deferred(batch, classes, step.logits.data(),
-                                           step.labels.data_as<std::int32_t>(), 0.1f, 1.0f / batch,
-                                           step.grad_logits.data());
-    backend.linear_backward(second, step.activated.data(), step.weight2.data(), step.grad_logits.data(),
-                            step.grad_activated.data(), step.grad_weight2.data(), step.grad_bias2.data());
-    backend.relu_backward(std::int64_t(batch) * hidden, step.activated.data(), step.grad_activated.data(),
-                          step.grad_hidden.data());
-    backend.linear_backward(first, step.input.data(), step.weight1.data(), step.grad_hidden.data(), nullptr,
-                            step.grad_weight1.data(), step.grad_bias1.data());
-    backend.sgd_step(std::int64_t(hidden) * in_features, backend::SgdHyperparameters{0.1f, 0.9f, 0.0f, false},
-                     step.weight1.data(), step.grad_weight1.data(), step.momentum1.data());
-  };
-
-  Step on_cuda = make_step(cuda);
-  (void)cuda.take_deferred_loss_totals();
-  run_step(cuda, on_cuda);  // the first step chooses cuBLAS plans and may allocate
+  TwoLayerStep on_cuda(cuda, 512, 256, 512, 10);
+  on_cuda.run();  // the first step chooses cuBLAS plans and may allocate
   (void)cuda.take_deferred_loss_totals();
   cuda.synchronize();
   const std::int64_t waits_before = backend::cuda_host_waits(cuda);
-  run_step(cuda, on_cuda);
+  on_cuda.run();
   EXPECT_EQ(backend::cuda_host_waits(cuda), waits_before)
       << "a training step's backend calls made the host wait for the device";
   const auto taken = cuda.take_deferred_loss_totals();
   EXPECT_EQ(backend::cuda_host_waits(cuda), waits_before + 1) << "the take is the one wait";
   ASSERT_EQ(taken.size(), 1u);
 
-  Step on_cpu = make_step(cpu);
+  TwoLayerStep on_cpu(cpu, 512, 256, 512, 10);
   (void)cpu.take_deferred_loss_totals();
-  run_step(cpu, on_cpu);
-  run_step(cpu, on_cpu);
+  on_cpu.run();
+  on_cpu.run();
   const auto cpu_taken = cpu.take_deferred_loss_totals();
   ASSERT_EQ(cpu_taken.size(), 2u);
   EXPECT_TRUE(std::isfinite(taken[0].loss_sum));
   EXPECT_NEAR(taken[0].loss_sum, cpu_taken[1].loss_sum, 1e-4 * cpu_taken[1].loss_sum);
   EXPECT_NEAR(static_cast<double>(taken[0].correct), static_cast<double>(cpu_taken[1].correct), 2.0);
+}
+
+// What the counter cannot see (an implicit synchronisation inside a library call) shows here: ten
+// steps of large GEMMs (fp32, about 35 GFLOP each) are queued and the host gets back while the
+// device is still working on them.
+TEST(CudaTrainingStep, TheHostReturnsWhileTheDeviceStillWorks) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  const auto cuda_owner = backend::make_cuda_backend(0);
+  backend::Backend& cuda = *cuda_owner;
+  TwoLayerStep step(cuda, 2048, 2048, 2048, 10);
+  step.run();
+  (void)cuda.take_deferred_loss_totals();
+  const std::int64_t waits_before = backend::cuda_host_waits(cuda);
+  const int steps = 10;
+  for (int index = 0; index < steps; ++index) step.run();
+  EXPECT_TRUE(backend::cuda_work_pending(cuda))
+      << "the device finished ten steps before the host queued them";
+  EXPECT_EQ(backend::cuda_host_waits(cuda), waits_before);
+  const auto taken = cuda.take_deferred_loss_totals();
+  ASSERT_EQ(taken.size(), std::size_t(steps));
+  EXPECT_FALSE(backend::cuda_work_pending(cuda));
+  for (const auto& totals : taken) EXPECT_TRUE(std::isfinite(totals.loss_sum));
 }
 
 }  // namespace

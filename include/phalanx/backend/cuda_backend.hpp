@@ -40,6 +40,10 @@ int cuda_device(const Backend& backend);
 // count them to show that a training step queues its work without waiting. Throws when `backend`
 // is not a CUDA backend.
 std::int64_t cuda_host_waits(const Backend& backend);
+// Whether work queued on `backend`'s compute stream has not finished yet (cudaStreamQuery; never
+// waits): with cuda_host_waits, how a test sees that the host returned before the device was done.
+// Throws when `backend` is not a CUDA backend.
+bool cuda_work_pending(Backend& backend);
 // Its PCI bus id ("0000:3B:00.0"): what NVML matches on, since NVML numbers all of a node's GPUs
 // and ignores CUDA_VISIBLE_DEVICES. Throws when `backend` is not a CUDA backend.
 std::string cuda_pci_bus_id(const Backend& backend);

@@ -47,6 +47,15 @@ std::int64_t cuda_host_waits(const Backend& backend) {
   return as_cuda_backend(backend).host_waits();
 }
 
+bool cuda_work_pending(Backend& backend) {
+  cuda::CudaBackend& cuda_backend = as_cuda_backend(backend);
+  PHALANX_CUDA(cudaSetDevice(cuda_backend.device()));
+  const cudaError_t status = cudaStreamQuery(cuda_backend.stream());
+  if (status == cudaErrorNotReady) return true;
+  PHALANX_CUDA(status);
+  return false;
+}
+
 std::string cuda_pci_bus_id(const Backend& backend) {
   char bus_id[32] = {};
   const cudaError_t status = cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), as_cuda_backend(backend).device());

@@ -29,6 +29,10 @@ std::int64_t cuda_host_waits(const Backend& backend) {
   throw_internal_error(backend.name() + " is not a CUDA backend", __FILE__, __LINE__);
 }
 
+bool cuda_work_pending(Backend& backend) {
+  throw_internal_error(backend.name() + " is not a CUDA backend", __FILE__, __LINE__);
+}
+
 std::string cuda_pci_bus_id(const Backend& backend) {
   throw_internal_error(backend.name() + " is not a CUDA backend", __FILE__, __LINE__);
 }
