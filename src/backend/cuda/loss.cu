@@ -227,11 +227,15 @@ void CrossEntropy::drain_slots(cudaStream_t stream) {
   const Totals* slots = deferred_host_slots_.as<Totals>();
   const int filled = deferred_filled_;
   deferred_filled_ = 0;
-  for (int index = 0; index < filled; ++index) {
-    PHALANX_CHECK(slots[index].first_invalid_row == INT_MAX, "label ", slots[index].invalid_label,
-                  " of sample ", slots[index].first_invalid_row, " is outside [0, ", deferred_classes_, ")");
+  for (int index = 0; index < filled; ++index)
+    if (slots[index].first_invalid_row != INT_MAX) {
+      deferred_drained_.clear();  // nothing of a failed batch of steps is handed over later
+      PHALANX_CHECK(slots[index].first_invalid_row == INT_MAX, "label ", slots[index].invalid_label,
+                    " of sample ", slots[index].first_invalid_row, " is outside [0, ", deferred_classes_,
+                    ")");
+    }
+  for (int index = 0; index < filled; ++index)
     deferred_drained_.push_back({slots[index].loss_sum, static_cast<std::int64_t>(slots[index].correct)});
-  }
 }
 
 std::vector<LossTotals> CrossEntropy::take_deferred(cudaStream_t stream) {
