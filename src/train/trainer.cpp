@@ -433,9 +433,13 @@ nlohmann::json Trainer::run() {
     // straggler report every log interval), so part of the step's time. Acted on below, after the
     // epoch's evaluation and the periodic checkpoint, unless this was the last step (finishing
     // costs less than a requeue).
+    // The step's time waiting for the other ranks; a GPU rank knows its exposed all-reduce a step
+    // late (device events), so it counts the previous step's, read at this step's begin_step.
+    const double waited_for_other_ranks =
+        device_timer ? (unsettled ? unsettled->times.allreduce_wait : 0.0) : step.allreduce_wait;
     const bool stop_requested =
         position_.global_step < last_step &&
-        run_control_->end_of_step(position_.global_step, step_clock.seconds() - step.allreduce_wait,
+        run_control_->end_of_step(position_.global_step, step_clock.seconds() - waited_for_other_ranks,
                                   position_.global_step % config.train.log_every_steps == 0, run_directory_,
                                   progress);
     step.total = step_clock.seconds();

@@ -53,7 +53,8 @@ class Upload {
   virtual void order_compute_after() = 0;
   // Blocks until the copy has read its host buffers (they may then be reused).
   virtual void wait_host() = 0;
-  // Of the upload, once the compute work ordered after it has finished (the backend synchronised).
+  // Of the upload, after order_compute_after. Waits only for the copy's end and for the compute
+  // work to reach the point where it needs the data, never for the device as a whole.
   virtual UploadTiming timing() = 0;
   // The compute work queued so far is the last to read this upload's device buffers: the next
   // start() writes them only after that work has run. GPU backends make the copy stream wait for

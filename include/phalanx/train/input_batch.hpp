@@ -40,7 +40,7 @@ class InputBatch {
   void start_upload(const data::Batch& batch);
   void wait_upload_host();
   void prepare(int cutout);
-  // Of the upload prepare() last used, once the work after it has finished (after a synchronize).
+  // Of the upload prepare() last used (backend::Upload::timing: waits for its own events only).
   backend::UploadTiming last_upload_timing();
 
   const Tensor& input() const { return input_; }  // [size, H, W, C] float
