@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <vector>
 
 #include "phalanx/core/atomic_file.hpp"
@@ -74,6 +75,20 @@ void write_int64(hid_t file, const std::string& name, std::int64_t value, const 
                 path, name);
 }
 
+void write_int64_list(hid_t file, const std::string& name, const std::vector<int>& values,
+                      const std::string& path) {
+  ensure_parent_groups(file, name);
+  const std::vector<std::int64_t> wide(values.begin(), values.end());
+  const hsize_t count = wide.size();
+  Hdf5Handle space(H5Screate_simple(1, &count, nullptr), H5Sclose);
+  Hdf5Handle dataset(
+      H5Dcreate2(file, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, untimed().get(), H5P_DEFAULT),
+      H5Dclose);
+  require_write(dataset.valid() && H5Dwrite(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                            wide.data()) >= 0,
+                path, name);
+}
+
 void write_attribute_int64(hid_t object, const char* name, std::int64_t value, const std::string& path) {
   Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
   Hdf5Handle attribute(H5Acreate2(object, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
@@ -135,6 +150,27 @@ std::int64_t read_int64(hid_t file, const std::string& name, const std::string& 
   return value;
 }
 
+// A 1-D list of positive ints (the batch split), `expected` entries long.
+std::vector<int> read_positive_int_list(hid_t file, const std::string& name, std::size_t expected,
+                                        const std::string& path) {
+  Hdf5Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+  PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
+  Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
+  hsize_t count = 0;
+  PHALANX_REQUIRE_INPUT(H5Sget_simple_extent_ndims(space.get()) == 1 &&
+                            H5Sget_simple_extent_dims(space.get(), &count, nullptr) == 1 && count == expected,
+                        path, ": ", name, ": expected a list of ", expected,
+                        " local batch sizes (one per rank)");
+  std::vector<std::int64_t> wide(expected);
+  PHALANX_REQUIRE_INPUT(
+      H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, wide.data()) >= 0, path, ": ",
+      name, ": unreadable");
+  for (const std::int64_t value : wide)
+    PHALANX_REQUIRE_INPUT(value >= 1 && value <= std::numeric_limits<int>::max(), path, ": ", name,
+                          ": local batch ", value, " is out of range");
+  return std::vector<int>(wide.begin(), wide.end());
+}
+
 bool link_exists(hid_t file, const std::string& name) {
   // H5Lexists checks one level; walk the path so a missing group is "missing", not an error.
   std::size_t position = 0;
@@ -171,7 +207,7 @@ std::vector<float> to_host(backend::Backend& backend, const Tensor& tensor, std:
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
                       optim::Optimizer* optimizer, const TrainingPosition& position, int world_size,
                       std::uint64_t seed, const std::string& config_text,
-                      const optim::LossScalerState* loss_scale) {
+                      const optim::LossScalerState* loss_scale, const std::vector<int>& local_batches) {
   const auto hdf5_lock = data::lock_hdf5();
   silence_hdf5();
   backend.synchronize();
@@ -219,6 +255,8 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
     write_int64(file.get(), "/state/samples_seen", position.samples_seen, path);
     // Randomness is counter-based on (seed, step): the seed is the whole RNG state.
     write_int64(file.get(), "/state/rng_seed", static_cast<std::int64_t>(seed), path);
+    // The batch split: a resumed run continues with it rather than measuring again.
+    if (!local_batches.empty()) write_int64_list(file.get(), "/state/local_batches", local_batches, path);
     if (loss_scale) {
       // Scales are powers of two: the exponent is the exact value.
       write_int64(file.get(), "/state/loss_scale_log2", std::ilogb(loss_scale->scale), path);
@@ -258,6 +296,9 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
   header.position.step_in_epoch = read_int64(file.get(), "/state/step_in_epoch", path);
   header.position.samples_seen = read_int64(file.get(), "/state/samples_seen", path);
   header.seed = static_cast<std::uint64_t>(read_int64(file.get(), "/state/rng_seed", path));
+  if (link_exists(file.get(), "/state/local_batches"))
+    header.local_batches = read_positive_int_list(
+        file.get(), "/state/local_batches", static_cast<std::size_t>(std::max(header.world_size, 0)), path);
   if (link_exists(file.get(), "/state/loss_scale_log2")) {
     const std::int64_t exponent = read_int64(file.get(), "/state/loss_scale_log2", path);
     PHALANX_REQUIRE_INPUT(exponent >= -126 && exponent <= 126, path, ": /state/loss_scale_log2 is ", exponent,
