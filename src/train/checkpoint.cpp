@@ -75,18 +75,16 @@ void write_int64(hid_t file, const std::string& name, std::int64_t value, const 
                 path, name);
 }
 
-void write_int64_list(hid_t file, const std::string& name, const std::vector<int>& values,
-                      const std::string& path) {
-  ensure_parent_groups(file, name);
+// A 1-D int64 attribute (the batch split: one local batch per rank).
+void write_attribute_int64_list(hid_t object, const char* name, const std::vector<int>& values,
+                                const std::string& path) {
   const std::vector<std::int64_t> wide(values.begin(), values.end());
   const hsize_t count = wide.size();
   Hdf5Handle space(H5Screate_simple(1, &count, nullptr), H5Sclose);
-  Hdf5Handle dataset(
-      H5Dcreate2(file, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, untimed().get(), H5P_DEFAULT),
-      H5Dclose);
-  require_write(dataset.valid() && H5Dwrite(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                                            wide.data()) >= 0,
-                path, name);
+  Hdf5Handle attribute(H5Acreate2(object, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                       H5Aclose);
+  require_write(attribute.valid() && H5Awrite(attribute.get(), H5T_NATIVE_INT64, wide.data()) >= 0, path,
+                name);
 }
 
 void write_attribute_int64(hid_t object, const char* name, std::int64_t value, const std::string& path) {
@@ -150,24 +148,23 @@ std::int64_t read_int64(hid_t file, const std::string& name, const std::string& 
   return value;
 }
 
-// A 1-D list of positive ints (the batch split), `expected` entries long.
-std::vector<int> read_positive_int_list(hid_t file, const std::string& name, std::size_t expected,
-                                        const std::string& path) {
-  Hdf5Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
-  PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
-  Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
+// The batch split attribute: `expected` positive ints (one per rank).
+std::vector<int> read_attribute_local_batches(hid_t object, const char* name, std::size_t expected,
+                                              const std::string& path) {
+  Hdf5Handle attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
+  PHALANX_REQUIRE_INPUT(attribute.valid(), path, ": checkpoint attribute '", name, "' is unreadable");
+  Hdf5Handle space(H5Aget_space(attribute.get()), H5Sclose);
   hsize_t count = 0;
   PHALANX_REQUIRE_INPUT(H5Sget_simple_extent_ndims(space.get()) == 1 &&
                             H5Sget_simple_extent_dims(space.get(), &count, nullptr) == 1 && count == expected,
-                        path, ": ", name, ": expected a list of ", expected,
+                        path, ": checkpoint attribute '", name, "' must hold ", expected,
                         " local batch sizes (one per rank)");
   std::vector<std::int64_t> wide(expected);
-  PHALANX_REQUIRE_INPUT(
-      H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, wide.data()) >= 0, path, ": ",
-      name, ": unreadable");
+  PHALANX_REQUIRE_INPUT(H5Aread(attribute.get(), H5T_NATIVE_INT64, wide.data()) >= 0, path,
+                        ": checkpoint attribute '", name, "' is unreadable");
   for (const std::int64_t value : wide)
-    PHALANX_REQUIRE_INPUT(value >= 1 && value <= std::numeric_limits<int>::max(), path, ": ", name,
-                          ": local batch ", value, " is out of range");
+    PHALANX_REQUIRE_INPUT(value >= 1 && value <= std::numeric_limits<int>::max(), path,
+                          ": checkpoint attribute '", name, "': local batch ", value, " is out of range");
   return std::vector<int>(wide.begin(), wide.end());
 }
 
@@ -223,6 +220,8 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
     write_attribute_int64(root.get(), "epoch", position.epoch, path);
     write_attribute_int64(root.get(), "samples_seen", position.samples_seen, path);
     write_attribute_int64(root.get(), "world_size", world_size, path);
+    // The batch split: a resumed run continues with it rather than measuring again.
+    if (!local_batches.empty()) write_attribute_int64_list(root.get(), "local_batches", local_batches, path);
     write_attribute_string(root.get(), "config", config_text, path);
     write_attribute_string(root.get(), "optimizer", optimizer ? optimizer->type() : "", path);
 
@@ -255,8 +254,6 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
     write_int64(file.get(), "/state/samples_seen", position.samples_seen, path);
     // Randomness is counter-based on (seed, step): the seed is the whole RNG state.
     write_int64(file.get(), "/state/rng_seed", static_cast<std::int64_t>(seed), path);
-    // The batch split: a resumed run continues with it rather than measuring again.
-    if (!local_batches.empty()) write_int64_list(file.get(), "/state/local_batches", local_batches, path);
     if (loss_scale) {
       // Scales are powers of two: the exponent is the exact value.
       write_int64(file.get(), "/state/loss_scale_log2", std::ilogb(loss_scale->scale), path);
@@ -296,9 +293,9 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
   header.position.step_in_epoch = read_int64(file.get(), "/state/step_in_epoch", path);
   header.position.samples_seen = read_int64(file.get(), "/state/samples_seen", path);
   header.seed = static_cast<std::uint64_t>(read_int64(file.get(), "/state/rng_seed", path));
-  if (link_exists(file.get(), "/state/local_batches"))
-    header.local_batches = read_positive_int_list(
-        file.get(), "/state/local_batches", static_cast<std::size_t>(std::max(header.world_size, 0)), path);
+  if (H5Aexists(root.get(), "local_batches") > 0)
+    header.local_batches = read_attribute_local_batches(
+        root.get(), "local_batches", static_cast<std::size_t>(std::max(header.world_size, 0)), path);
   if (link_exists(file.get(), "/state/loss_scale_log2")) {
     const std::int64_t exponent = read_int64(file.get(), "/state/loss_scale_log2", path);
     PHALANX_REQUIRE_INPUT(exponent >= -126 && exponent <= 126, path, ": /state/loss_scale_log2 is ", exponent,

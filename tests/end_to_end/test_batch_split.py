@@ -95,7 +95,7 @@ class BatchSplitTest(unittest.TestCase):
         split = self.measured_split()
         for name in (f"step-{STEPS // 2}.h5", "latest.h5"):
             with h5py.File(os.path.join(self.run_dir, "checkpoints", name), "r") as file:
-                self.assertEqual(list(file["state/local_batches"][()]), split["local_batches"], name)
+                self.assertEqual(list(file.attrs["local_batches"]), split["local_batches"], name)
 
     def test_resume_reuses_the_split_bitwise(self):
         split = self.measured_split()["local_batches"]

@@ -31,7 +31,7 @@ struct CheckpointHeader {
   std::string optimizer_type;
   std::string config_text;                           // the resolved YAML of the run that wrote it
   std::optional<optim::LossScalerState> loss_scale;  // present when the run scaled its loss
-  std::vector<int> local_batches;                    // the batch split, one per rank (empty: not stored)
+  std::vector<int> local_batches;                    // attribute: the batch split, one per rank (empty: none)
 };
 
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
