@@ -262,7 +262,7 @@ nlohmann::json Trainer::run() {
   StageTimes run_times, epoch_times;
   std::int64_t run_steps = 0, epoch_steps = 0, measured_steps = 0;
   double measured_seconds = 0, epoch_loss_sum = 0, interval_loss = 0;
-  std::int64_t epoch_loss_samples = 0, interval_steps = 0, interval_correct = 0;
+  std::int64_t epoch_loss_samples = 0, interval_samples = 0, interval_correct = 0;
   Stopwatch epoch_clock;
   bool evaluated_at_end = false;
   // Observability: step-time percentiles of this rank, and a timeline of sampled steps after warm-up.
@@ -417,9 +417,9 @@ nlohmann::json Trainer::run() {
                     batch.produce_begin, batch.produce_end});
     epoch_loss_sum += totals.loss_sum;
     epoch_loss_samples += local_batch;
-    interval_loss += totals.loss_sum / local_batch;
+    interval_loss += totals.loss_sum;
     interval_correct += totals.correct;
-    ++interval_steps;
+    interval_samples += local_batch;
 
     const double step_average = run_times.total / static_cast<double>(run_steps);
     ProgressState state{batch.epoch,
@@ -431,12 +431,17 @@ nlohmann::json Trainer::run() {
                         step_average * static_cast<double>(last_step - position_.global_step)};
     progress.update(state);
     if (position_.global_step % config.train.log_every_steps == 0) {
+      // Loss and accuracy of the interval over every rank's samples, weighted by sample counts
+      // (local batches may differ between ranks).
+      run_control_->enter("step metrics", position_.global_step, comm::StageKind::Collective);
+      double interval[3] = {interval_loss, static_cast<double>(interval_correct),
+                            static_cast<double>(interval_samples)};
+      communicator_.allreduce_sum(interval, 3);
       nlohmann::json step_event = {{"event", "step"},
                                    {"step", position_.global_step},
                                    {"epoch", batch.epoch},
-                                   {"loss", interval_loss / static_cast<double>(interval_steps)},
-                                   {"accuracy", static_cast<double>(interval_correct) /
-                                                    static_cast<double>(interval_steps * local_batch)},
+                                   {"loss", interval[0] / interval[2]},
+                                   {"accuracy", interval[1] / interval[2]},
                                    {"learning_rate", schedule_->learning_rate(position_.global_step - 1)},
                                    {"images_per_sec", state.images_per_second},
                                    {"time", wall_seconds_since_epoch() - start_wall}};
@@ -446,7 +451,7 @@ nlohmann::json Trainer::run() {
       }
       run_directory_.append_metrics(step_event);
       interval_loss = 0;
-      interval_steps = 0;
+      interval_samples = 0;
       interval_correct = 0;
     }
     if (epoch_done) {

@@ -105,6 +105,11 @@ class BatchSplitTest(unittest.TestCase):
                                f"distributed.local_batches=[{split[0]}, {split[1]}]")
         self.assertEqual(result.returncode, 0, result.describe())
         self.assertIn(f"batch split: rank 0 cpu {split[0]}, rank 1 cpu {split[1]}\n", result.stdout)
+        # Step events weigh every rank's samples: their 3 intervals of 4 steps cover the whole run
+        # (12 steps within the first epoch), so their mean is the run's train loss over all samples.
+        losses = [event["loss"] for event in e2e.read_metrics(straight) if event["event"] == "step"]
+        self.assertEqual(len(losses), STEPS // 4)
+        self.assertAlmostEqual(sum(losses) / len(losses), e2e.read_summary(straight)["train_loss"], places=6)
         # ...and the measured run resumed from its middle checkpoint, measuring nothing.
         resumed = os.path.join(WORK, "resumed")
         checkpoint = os.path.join(self.run_dir, "checkpoints", f"step-{STEPS // 2}.h5")
