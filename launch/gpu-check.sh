@@ -272,6 +272,11 @@ if command -v mpirun >/dev/null; then
   step train-mixed 90 mpirun -np 2 --oversubscribe --bind-to none "$bundle/phalanx" train "$config" \
     --set data.path="$data" --set train.max_steps=5 --run-dir "$work/run-mixed"
   note "  $(grep -m1 'error' "$work/train-mixed.log")"
+  note "== the same job asking for a batch split by throughput trains (GPU rank stages its gradients over MPI)"
+  step train-mixed-split 120 mpirun -np 2 --oversubscribe --bind-to none "$bundle/phalanx" train "$config" \
+    --set data.path="$data" --set train.max_steps=50 --set distributed.batch_split=throughput \
+    --run-dir "$work/run-mixed-split"
+  note "  $(grep -m1 'batch split' "$work/train-mixed-split.log"); test_accuracy $(json "$work/run-mixed-split/summary.json" 'd["test_accuracy"]')"
 else
   note "  skipped: no mpirun on this machine (Open MPI's launcher is not carried)"
 fi

@@ -71,7 +71,8 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
   }
 
   std::vector<std::string> devices{"cpu"};
-  const bool gpus = every_rank(world, backend::cuda_device_count() > world.local_rank());
+  const LocalGpu gpu = find_local_gpu(world);
+  const bool gpus = every_rank(world, gpu.device >= 0);
   if (gpus) devices.push_back("cuda");
   std::vector<DeviceRun> runs;
   for (const auto& device : devices) {
@@ -82,7 +83,7 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
     const std::string run_directory = run_root + "/" + device;
     status = agree(world, [&] {
       if (device == "cuda") {
-        resources.backend = backend::make_cuda_backend(world.local_rank());
+        resources.backend = backend::make_cuda_backend(gpu.device);
         resources.threads = 1;
         // As `phalanx train` does at any size: without a communicator the trainer would stage the
         // gradients through host memory and MPI every step, a path train never takes on GPUs.
@@ -158,12 +159,13 @@ int bench_allreduce(const BenchArguments& arguments, int* argc, char*** argv) {
   });
   if (status) return status;
 
-  const bool gpus = every_rank(world, backend::cuda_device_count() > world.local_rank());
+  const LocalGpu gpu = find_local_gpu(world);
+  const bool gpus = every_rank(world, gpu.device >= 0);
   if (gpus) {
     std::unique_ptr<backend::Backend> backend;
     std::unique_ptr<comm::NcclCommunicator> nccl;
     status = agree(world, [&] {
-      backend = backend::make_cuda_backend(world.local_rank());
+      backend = backend::make_cuda_backend(gpu.device);
       nccl = std::make_unique<comm::NcclCommunicator>(world, *backend);
     });
     if (status) return status;

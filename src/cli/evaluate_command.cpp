@@ -25,19 +25,30 @@ struct EvaluateArguments {
 };
 
 struct LoadedModel {
+  config::Config config;
   RankResources resources;
   data::DatasetInfo info;
   data::Split split;
   std::unique_ptr<nn::Model> model;
 };
 
-void load(const EvaluateArguments& arguments, const comm::Communicator& world, LoadedModel& loaded) {
+// Two steps, each agreed across the ranks: reading the inputs may fail on some ranks only, and the
+// device choice that follows is collective over each node.
+// `whole_split`: this rank needs every sample (predict writes them all from one rank); otherwise
+// it reads only its evaluation part.
+void load(const EvaluateArguments& arguments, const comm::Communicator& world, bool whole_split,
+          LoadedModel& loaded) {
   PHALANX_REQUIRE_INPUT(arguments.batch_size >= 1, "--batch-size must be >= 1 (got ", arguments.batch_size,
                         ")");
   const auto header = train::read_checkpoint_header(arguments.checkpoint);
-  const auto config = config::parse(header.config_text, arguments.checkpoint + ":/config");
+  loaded.config = config::parse(header.config_text, arguments.checkpoint + ":/config");
   loaded.info = data::read_dataset_info(arguments.data);
-  loaded.split = train::read_evaluation_part(arguments.data, arguments.split, world);
+  loaded.split = whole_split ? data::read_split(arguments.data, arguments.split)
+                             : train::read_evaluation_part(arguments.data, arguments.split, world);
+}
+
+void build_model(const EvaluateArguments& arguments, const comm::Communicator& world, LoadedModel& loaded) {
+  const auto& config = loaded.config;
   loaded.resources = make_rank_resources(arguments.device, config.threads, world);
   const Shape sample{loaded.split.height, loaded.split.width, loaded.split.channels};
   loaded.model =
@@ -50,7 +61,8 @@ int evaluate(const EvaluateArguments& arguments, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
   const auto world = comm::Communicator::world();
   LoadedModel loaded;
-  if (int status = agree(world, [&] { load(arguments, world, loaded); })) return status;
+  if (int status = agree(world, [&] { load(arguments, world, false, loaded); })) return status;
+  if (int status = agree(world, [&] { build_model(arguments, world, loaded); })) return status;
   const auto result = train::evaluate(*loaded.model, loaded.split, loaded.info.mean,
                                       loaded.info.standard_deviation, world, arguments.batch_size);
   if (world.rank() == 0)
@@ -65,7 +77,8 @@ int predict(const EvaluateArguments& arguments, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
   const auto world = comm::Communicator::world();
   LoadedModel loaded;
-  if (int status = agree(world, [&] { load(arguments, world, loaded); })) return status;
+  if (int status = agree(world, [&] { load(arguments, world, world.rank() == 0, loaded); })) return status;
+  if (int status = agree(world, [&] { build_model(arguments, world, loaded); })) return status;
   if (world.rank() != 0) return 0;  // one writer; inference of a split is cheap next to training
   return run_or_abort(world, [&] {
     const auto predictions = train::predict_split(*loaded.model, loaded.split, loaded.info.mean,

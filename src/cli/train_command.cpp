@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "batch_split_setup.hpp"
 #include "commands.hpp"
 #include "phalanx/comm/communicator.hpp"
 #include "phalanx/comm/nccl_communicator.hpp"
@@ -113,17 +114,23 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
     if (status) return status;
     config_text = config::to_yaml(config);
   }
+  // Local batches per rank (DESIGN §3): measured, given, or stored in the checkpoint.
+  train::BatchSplit batch_split;
+  status = resolve_batch_split(config, resume, *resources.backend, world, batch_split);
+  if (status) return status;
   // When every rank drives a GPU, gradients are summed by NCCL on the devices. A synchronous job
-  // of GPU and CPU ranks would run every step at the CPU ranks' pace: refused (sweeps use both).
+  // of GPU and CPU ranks with equal batches would run every step at the CPU ranks' pace: refused
+  // unless the config sizes each rank's batch to its speed (then gradients go over MPI).
   status = agree(world, [&] {
     const auto gpu_ranks =
         world.allgather(static_cast<std::uint64_t>(resources.backend->device_kind() == DeviceKind::Cuda));
     const auto gpu_count = std::count(gpu_ranks.begin(), gpu_ranks.end(), std::uint64_t{1});
     PHALANX_REQUIRE_INPUT(
-        gpu_count == 0 || gpu_count == world.size(), gpu_count, " of the ", world.size(),
-        " ranks drive a GPU and the others train on the CPU (device: ", config.device,
-        "): a training job runs on one kind of device, or its slowest rank paces every step. "
-        "Start one rank per GPU, or set device: cpu; phalanx sweep puts GPU and CPU ranks to "
+        gpu_count == 0 || gpu_count == world.size() || asks_for_split(config), gpu_count, " of the ",
+        world.size(), " ranks drive a GPU and the others train on the CPU (device: ", config.device,
+        "): with equal local batches the slowest rank paces every step. Set "
+        "distributed.batch_split: throughput (or distributed.local_batches) to size each rank's batch to "
+        "its speed, start one rank per GPU, or set device: cpu; phalanx sweep puts GPU and CPU ranks to "
         "work side by side");
     if (std::all_of(gpu_ranks.begin(), gpu_ranks.end(), [](std::uint64_t gpu) { return gpu == 1; }))
       nccl =
@@ -132,6 +139,7 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
   if (status) return status;
   status = agree(world, [&] {
     train::TrainerOptions options{config, config_text, run_directory, resume, resources.threads, nccl.get()};
+    options.batch_split = batch_split;
     trainer = std::make_unique<train::Trainer>(std::move(options), world, *resources.backend);
   });
   if (status) return status;

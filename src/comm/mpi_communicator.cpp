@@ -134,6 +134,12 @@ Communicator Communicator::split(int color, int key) const {
   return Communicator(result, true);
 }
 
+Communicator Communicator::node() const {
+  auto* result = new MPI_Comm;
+  PHALANX_MPI(MPI_Comm_split_type(comm_of(handle_), MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, result));
+  return Communicator(result, true);
+}
+
 void Communicator::barrier() const {
   PHALANX_MPI(MPI_Barrier(comm_of(handle_)));
 }

@@ -139,6 +139,8 @@ std::string to_yaml(const Config& config) {
   emit_number(out, "bucket_mb", config.distributed.bucket_mb);
   emit_number(out, "timeout_s", config.distributed.timeout_s);
   emit_text(out, "grad_dtype", config.distributed.grad_dtype);
+  emit_text(out, "batch_split", config.distributed.batch_split);
+  out << YAML::Key << "local_batches" << YAML::Value << YAML::Flow << config.distributed.local_batches;
   out << YAML::EndMap;
 
   out << YAML::Key << "trace" << YAML::Value << YAML::BeginMap;

@@ -24,7 +24,7 @@ const std::map<std::string, std::vector<std::string>>& sections() {
        {"epochs", "max_steps", "batch_size", "label_smoothing", "log_every_steps", "precision", "loss_scale",
         "loss_scale_initial"}},
       {"checkpoint", {"every_steps", "keep"}},
-      {"distributed", {"bucket_mb", "timeout_s", "grad_dtype"}},
+      {"distributed", {"bucket_mb", "timeout_s", "grad_dtype", "batch_split", "local_batches"}},
       {"trace", {"steps"}},
   };
   return table;
@@ -134,6 +134,11 @@ const std::vector<std::string>& precisions() {
 
 const std::vector<std::string>& gradient_dtypes() {
   static const std::vector<std::string> values = {"fp32", "bf16"};
+  return values;
+}
+
+const std::vector<std::string>& batch_splits() {
+  static const std::vector<std::string> values = {"equal", "throughput"};
   return values;
 }
 

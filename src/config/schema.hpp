@@ -35,5 +35,6 @@ const std::vector<std::string>& schedule_types();
 const std::vector<std::string>& precisions();
 const std::vector<std::string>& loss_scales();
 const std::vector<std::string>& gradient_dtypes();
+const std::vector<std::string>& batch_splits();
 
 }  // namespace phalanx::config::schema

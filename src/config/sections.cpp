@@ -203,6 +203,17 @@ void read_checkpoint(const Section& section, CheckpointConfig& checkpoint) {
   }
 }
 
+// A list of local batch sizes, one per rank (its length is checked against the world size at start).
+std::vector<int> read_local_batches(const Reader& reader, const YAML::Node& list, const std::string& key) {
+  if (!list.IsSequence())
+    reader.fail(key, key + ": expected a list of local batch sizes, one per rank, got " + describe(list),
+                list);
+  std::vector<int> sizes;
+  for (std::size_t index = 0; index < list.size(); ++index)
+    sizes.push_back(reader.int_value(list[index], key + "[" + std::to_string(index) + "]", 1));
+  return sizes;
+}
+
 void read_distributed(const Section& section, DistributedConfig& distributed) {
   const Reader& reader = section.reader();
   if (const YAML::Node value = section["bucket_mb"]; has(value)) {
@@ -213,6 +224,12 @@ void read_distributed(const Section& section, DistributedConfig& distributed) {
   }
   if (const YAML::Node value = section["grad_dtype"]; has(value)) {
     distributed.grad_dtype = reader.choice(value, section.key("grad_dtype"), schema::gradient_dtypes());
+  }
+  if (const YAML::Node value = section["batch_split"]; has(value)) {
+    distributed.batch_split = reader.choice(value, section.key("batch_split"), schema::batch_splits());
+  }
+  if (const YAML::Node value = section["local_batches"]; has(value)) {
+    distributed.local_batches = read_local_batches(reader, value, section.key("local_batches"));
   }
 }
 

@@ -26,24 +26,43 @@ void shuffle(std::int64_t* begin, std::int64_t* end, RandomStream& random) {
 
 ShardPlan::ShardPlan(std::int64_t dataset_size, int local_batch, int rank, int world_size, std::uint64_t seed,
                      ShardOrder order)
+    : ShardPlan(dataset_size,
+                std::vector<int>(static_cast<std::size_t>(std::max(world_size, 0)), local_batch), rank, seed,
+                order) {
+  PHALANX_CHECK(world_size >= 1, "world size ", world_size);
+}
+
+ShardPlan::ShardPlan(std::int64_t dataset_size, std::vector<int> local_batches, int rank, std::uint64_t seed,
+                     ShardOrder order)
     : dataset_size_(dataset_size),
-      local_batch_(local_batch),
+      local_batches_(std::move(local_batches)),
       rank_(rank),
-      world_size_(world_size),
+      world_size_(static_cast<int>(local_batches_.size())),
       seed_(seed),
       order_(order) {
   PHALANX_CHECK(
       order.kind == ShardOrder::Kind::Permutation || (order.chunk_samples >= 1 && order.window_samples >= 1),
       "chunk ", order.chunk_samples, " window ", order.window_samples);
-  PHALANX_CHECK(local_batch >= 1, "local batch ", local_batch);
-  PHALANX_CHECK(world_size >= 1, "world size ", world_size);
-  PHALANX_CHECK(rank >= 0 && rank < world_size, "rank ", rank, " of ", world_size);
+  PHALANX_CHECK(world_size_ >= 1, "world size ", world_size_);
+  PHALANX_CHECK(rank >= 0 && rank < world_size_, "rank ", rank, " of ", world_size_);
   PHALANX_CHECK(dataset_size >= 0, "dataset size ", dataset_size);
-  if (dataset_size < global_batch())
+  for (const int batch : local_batches_) {
+    PHALANX_CHECK(batch >= 1, "local batch ", batch);
+    offsets_.push_back(global_batch_);
+    global_batch_ += batch;
+  }
+  if (dataset_size < global_batch()) {
+    const bool equal = std::all_of(local_batches_.begin(), local_batches_.end(),
+                                   [&](int batch) { return batch == local_batches_[0]; });
+    std::string split;
+    for (const int batch : local_batches_) split += (split.empty() ? "" : ", ") + std::to_string(batch);
     throw_input_error("the training data has " + std::to_string(dataset_size) +
-                      " samples, fewer than one global batch of " + std::to_string(global_batch()) +
-                      " (local batch " + std::to_string(local_batch) + " x " + std::to_string(world_size) +
-                      " ranks): lower the batch size or use more data");
+                      " samples, fewer than one global batch of " + std::to_string(global_batch()) + " (" +
+                      (equal ? "local batch " + std::to_string(local_batches_[0]) + " x " +
+                                   std::to_string(world_size_) + " ranks"
+                             : "local batches [" + split + "]") +
+                      "): lower the batch size or use more data");
+  }
 }
 
 std::int64_t ShardPlan::steps_per_epoch() const {
@@ -73,7 +92,7 @@ std::vector<std::int64_t> ShardPlan::chunk_window_order(std::int64_t epoch) cons
   shuffle(chunks.data(), chunks.data() + chunk_count, chunk_random);
 
   // The samples of the chunks in their shuffled order; only the first steps * G are trained on.
-  const std::int64_t part = steps_per_epoch() * local_batch_, used = part * world_size_;
+  const std::int64_t steps = steps_per_epoch(), used = steps * global_batch();
   std::vector<std::int64_t> sequence;
   sequence.reserve(static_cast<std::size_t>(dataset_size_));
   for (const std::int64_t index : chunks)
@@ -83,18 +102,20 @@ std::vector<std::int64_t> ShardPlan::chunk_window_order(std::int64_t epoch) cons
 
   std::vector<std::int64_t> order(static_cast<std::size_t>(used));
   for (int rank = 0; rank < world_size_; ++rank) {
-    std::int64_t* part_begin = sequence.data() + static_cast<std::int64_t>(rank) * part;
+    const std::int64_t batch = local_batch(rank), part = steps * batch,
+                       part_offset = steps * batch_offset(rank);
+    std::int64_t* part_begin = sequence.data() + part_offset;
     for (std::int64_t window = 0; window < part; window += order_.window_samples) {
       // Each window's stream is named by its place in the sequence: the order depends on
-      // (seed, epoch) and the world size only, never on which rank computes it.
-      RandomStream random(mix_seed(epoch_seed, static_cast<std::uint64_t>(rank * part + window)),
+      // (seed, epoch) and the split only, never on which rank computes it.
+      RandomStream random(mix_seed(epoch_seed, static_cast<std::uint64_t>(part_offset + window)),
                           window_stream);
       shuffle(part_begin + window, part_begin + std::min(part, window + order_.window_samples), random);
     }
     for (std::int64_t position = 0; position < part; ++position) {
-      const std::int64_t step = position / local_batch_, slot = position % local_batch_;
-      order[static_cast<std::size_t>(step * global_batch() + static_cast<std::int64_t>(rank) * local_batch_ +
-                                     slot)] = part_begin[position];
+      const std::int64_t step = position / batch, slot = position % batch;
+      order[static_cast<std::size_t>(step * global_batch() + batch_offset(rank) + slot)] =
+          part_begin[position];
     }
   }
   return order;
@@ -107,9 +128,8 @@ std::vector<std::int64_t> ShardPlan::rank_indices(const std::vector<std::int64_t
   PHALANX_CHECK(static_cast<std::int64_t>(permutation.size()) == expected, "permutation of ",
                 permutation.size(), " for an order of ", expected);
   PHALANX_CHECK(step >= 0 && step < steps_per_epoch(), "step ", step, " of ", steps_per_epoch());
-  const auto begin =
-      permutation.begin() + step * global_batch() + static_cast<std::int64_t>(rank_) * local_batch_;
-  return std::vector<std::int64_t>(begin, begin + local_batch_);
+  const auto begin = permutation.begin() + step * global_batch() + batch_offset(rank_);
+  return std::vector<std::int64_t>(begin, begin + local_batch());
 }
 
 std::pair<std::int64_t, std::int64_t> ShardPlan::evaluation_range(std::int64_t dataset_size, int rank,

@@ -1,6 +1,6 @@
-// One probe builds the configured model and optimizer on the device, runs a training step (forward,
-// loss, backward, update) on a zero batch and reads the device's memory in use; everything it
-// allocated is freed before the next probe (RAII), so probes do not add up.
+// One probe (ProbeStep) builds the configured model and optimizer on the device, runs a training
+// step on a zero batch and reads the device's memory in use; everything it allocated is freed
+// before the next probe (RAII), so probes do not add up.
 #include "phalanx/train/batch_size_search.hpp"
 
 #include <algorithm>
@@ -9,8 +9,7 @@
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/dataset.hpp"
-#include "phalanx/nn/model.hpp"
-#include "phalanx/optim/optimizer.hpp"
+#include "phalanx/train/probe_step.hpp"
 
 namespace phalanx::train {
 namespace {
@@ -19,20 +18,8 @@ namespace {
 std::optional<std::size_t> probe(const config::Config& config, backend::Backend& backend, const Shape& sample,
                                  int classes, int batch) {
   try {
-    nn::Model model(config.model, sample, classes, backend, config.seed);
-    auto optimizer = optim::make_optimizer(config.optimizer, backend, model.registry().parameter_count());
-    Tensor input(backend, sample.batched(batch));
-    backend.fill(input.data(), input.elements(), 0.0f);
-    Tensor labels(backend, Shape{batch}, DType::Int32);
-    const std::vector<std::int32_t> zero_labels(static_cast<std::size_t>(batch), 0);
-    backend.copy_from_host(labels.data_as<void>(), zero_labels.data(), labels.bytes());
-    Tensor grad_logits(backend, Shape{batch, classes});
-    const Tensor& logits = model.forward(input, nn::ForwardContext{nn::Mode::Training, config.seed, 0, 0});
-    backend.softmax_cross_entropy(batch, classes, logits.data(), labels.data_as<std::int32_t>(), 0.0f,
-                                  1.0f / static_cast<float>(batch), grad_logits.data());
-    model.backward(input, grad_logits, {});
-    optimizer->step(model.registry(), 1e-3, 1);
-    backend.synchronize();
+    ProbeStep step(config, backend, sample, classes, batch);
+    step.run();
     const auto memory = backend.device_memory();
     return memory->total_bytes - memory->free_bytes;
   } catch (const Error& error) {

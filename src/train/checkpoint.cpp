@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <vector>
 
 #include "phalanx/core/atomic_file.hpp"
@@ -74,6 +75,18 @@ void write_int64(hid_t file, const std::string& name, std::int64_t value, const 
                 path, name);
 }
 
+// A 1-D int64 attribute (the batch split: one local batch per rank).
+void write_attribute_int64_list(hid_t object, const char* name, const std::vector<int>& values,
+                                const std::string& path) {
+  const std::vector<std::int64_t> wide(values.begin(), values.end());
+  const hsize_t count = wide.size();
+  Hdf5Handle space(H5Screate_simple(1, &count, nullptr), H5Sclose);
+  Hdf5Handle attribute(H5Acreate2(object, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                       H5Aclose);
+  require_write(attribute.valid() && H5Awrite(attribute.get(), H5T_NATIVE_INT64, wide.data()) >= 0, path,
+                name);
+}
+
 void write_attribute_int64(hid_t object, const char* name, std::int64_t value, const std::string& path) {
   Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
   Hdf5Handle attribute(H5Acreate2(object, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
@@ -135,6 +148,26 @@ std::int64_t read_int64(hid_t file, const std::string& name, const std::string& 
   return value;
 }
 
+// The batch split attribute: `expected` positive ints (one per rank).
+std::vector<int> read_attribute_local_batches(hid_t object, const char* name, std::size_t expected,
+                                              const std::string& path) {
+  Hdf5Handle attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
+  PHALANX_REQUIRE_INPUT(attribute.valid(), path, ": checkpoint attribute '", name, "' is unreadable");
+  Hdf5Handle space(H5Aget_space(attribute.get()), H5Sclose);
+  hsize_t count = 0;
+  PHALANX_REQUIRE_INPUT(H5Sget_simple_extent_ndims(space.get()) == 1 &&
+                            H5Sget_simple_extent_dims(space.get(), &count, nullptr) == 1 && count == expected,
+                        path, ": checkpoint attribute '", name, "' must hold ", expected,
+                        " local batch sizes (one per rank)");
+  std::vector<std::int64_t> wide(expected);
+  PHALANX_REQUIRE_INPUT(H5Aread(attribute.get(), H5T_NATIVE_INT64, wide.data()) >= 0, path,
+                        ": checkpoint attribute '", name, "' is unreadable");
+  for (const std::int64_t value : wide)
+    PHALANX_REQUIRE_INPUT(value >= 1 && value <= std::numeric_limits<int>::max(), path,
+                          ": checkpoint attribute '", name, "': local batch ", value, " is out of range");
+  return std::vector<int>(wide.begin(), wide.end());
+}
+
 bool link_exists(hid_t file, const std::string& name) {
   // H5Lexists checks one level; walk the path so a missing group is "missing", not an error.
   std::size_t position = 0;
@@ -171,7 +204,7 @@ std::vector<float> to_host(backend::Backend& backend, const Tensor& tensor, std:
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
                       optim::Optimizer* optimizer, const TrainingPosition& position, int world_size,
                       std::uint64_t seed, const std::string& config_text,
-                      const optim::LossScalerState* loss_scale) {
+                      const optim::LossScalerState* loss_scale, const std::vector<int>& local_batches) {
   const auto hdf5_lock = data::lock_hdf5();
   silence_hdf5();
   backend.synchronize();
@@ -187,6 +220,8 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
     write_attribute_int64(root.get(), "epoch", position.epoch, path);
     write_attribute_int64(root.get(), "samples_seen", position.samples_seen, path);
     write_attribute_int64(root.get(), "world_size", world_size, path);
+    // The batch split: a resumed run continues with it rather than measuring again.
+    if (!local_batches.empty()) write_attribute_int64_list(root.get(), "local_batches", local_batches, path);
     write_attribute_string(root.get(), "config", config_text, path);
     write_attribute_string(root.get(), "optimizer", optimizer ? optimizer->type() : "", path);
 
@@ -258,6 +293,9 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
   header.position.step_in_epoch = read_int64(file.get(), "/state/step_in_epoch", path);
   header.position.samples_seen = read_int64(file.get(), "/state/samples_seen", path);
   header.seed = static_cast<std::uint64_t>(read_int64(file.get(), "/state/rng_seed", path));
+  if (H5Aexists(root.get(), "local_batches") > 0)
+    header.local_batches = read_attribute_local_batches(
+        root.get(), "local_batches", static_cast<std::size_t>(std::max(header.world_size, 0)), path);
   if (link_exists(file.get(), "/state/loss_scale_log2")) {
     const std::int64_t exponent = read_int64(file.get(), "/state/loss_scale_log2", path);
     PHALANX_REQUIRE_INPUT(exponent >= -126 && exponent <= 126, path, ": /state/loss_scale_log2 is ", exponent,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 
 #include "phalanx/backend/cuda_backend.hpp"
@@ -91,14 +92,21 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
                         "distributed.grad_dtype: ", config.distributed.grad_dtype,
                         " compresses the NCCL all-reduce of jobs whose ranks all drive a GPU; this job sums "
                         "gradients with MPI on host memory (use fp32)");
-  const std::int64_t global_batch = static_cast<std::int64_t>(config.train.batch_size) * communicator_.size();
-  PHALANX_REQUIRE_INPUT(train_split_->count >= global_batch, config.data.path, ": split '",
+  local_batches_ = options_.batch_split.local_batches;
+  if (local_batches_.empty())
+    local_batches_.assign(static_cast<std::size_t>(communicator_.size()), config.train.batch_size);
+  PHALANX_CHECK(static_cast<int>(local_batches_.size()) == communicator_.size(), local_batches_.size(),
+                " local batches for ", communicator_.size(), " ranks");
+  global_batch_ = std::accumulate(local_batches_.begin(), local_batches_.end(), std::int64_t{0});
+  PHALANX_REQUIRE_INPUT(train_split_->count >= global_batch_, config.data.path, ": split '",
                         config.data.train_split, "' has ", train_split_->count,
-                        " samples, fewer than one global batch of ", global_batch, " (train.batch_size ",
-                        config.train.batch_size, " x ", communicator_.size(),
-                        " ranks): lower train.batch_size or use more data");
-  const data::ShardPlan plan(train_split_->count, config.train.batch_size, communicator_.rank(),
-                             communicator_.size(), config.seed);
+                        " samples, fewer than one global batch of ", global_batch_, " (",
+                        options_.batch_split.local_batches.empty()
+                            ? "train.batch_size " + std::to_string(config.train.batch_size) + " x " +
+                                  std::to_string(communicator_.size()) + " ranks"
+                            : "local batches " + options_.batch_split.description(),
+                        "): lower the batch size or use more data");
+  const data::ShardPlan plan(train_split_->count, local_batches_, communicator_.rank(), config.seed);
   steps_per_epoch_ = plan.steps_per_epoch();
   schedule_ = std::make_unique<optim::Schedule>(config.schedule, config.optimizer.learning_rate,
                                                 steps_per_epoch_, steps_per_epoch_ * config.train.epochs);
@@ -113,6 +121,10 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
     PHALANX_REQUIRE_INPUT(header.world_size == communicator_.size(), checkpoint, ": written by ",
                           header.world_size, " ranks; resume it with the same number of ranks (now ",
                           communicator_.size(), ") so the data order continues exactly");
+    PHALANX_REQUIRE_INPUT(header.local_batches.empty() || header.local_batches == local_batches_, checkpoint,
+                          ": trained with another batch split than this run's (", local_batches_.size(),
+                          " ranks, global batch ", global_batch_,
+                          "); a resumed run keeps the split it was trained with");
     load_checkpoint(checkpoint, backend_, model_->registry(), optimizer_.get());
     if (loss_scaler_ && header.loss_scale) loss_scaler_->restore(*header.loss_scale);
     position_ = header.position;
@@ -192,22 +204,24 @@ nlohmann::json Trainer::run() {
       0);
   for (const auto& line : rank_lines) progress.line(line);
   progress.line(model_->summary() + "; " + std::to_string(train_split_->count) +
-                " training images, global batch " +
-                std::to_string(config.train.batch_size * communicator_.size()) + ", " +
+                " training images, global batch " + std::to_string(global_batch_) + ", " +
                 std::to_string(steps_per_epoch_) + " steps per epoch");
+  if (!options_.batch_split.local_batches.empty())
+    progress.line("batch split: " + options_.batch_split.description() +
+                  (options_.batch_split.stored_in.empty()
+                       ? std::string()
+                       : " (as stored in " + options_.batch_split.stored_in + ")"));
   progress.line("data cache: " + train_split_->cache_description);
   if (!resumed_from_.empty())
     progress.line("resumed from " + resumed_from_ + " at epoch " + std::to_string(position_.epoch + 1) +
                   ", step " + std::to_string(position_.step_in_epoch));
 
   // Gradient all-reduce: NCCL on the device when every rank has a GPU; otherwise MPI, which
-  // reads host memory only, so a GPU rank in a mixed job stages its gradients through a host copy
-  // after backward (no overlap).
+  // reads host memory only, so a GPU rank in a mixed job stages each bucket through a host copy
+  // as backward finishes it (comm::HostStaging), and MPI still overlaps the rest of backward.
   const std::size_t bucket_bytes = static_cast<std::size_t>(config.distributed.bucket_mb * 1024 * 1024);
   const bool use_nccl = options_.nccl != nullptr;
-  const bool host_gradients = backend_.device_kind() == DeviceKind::Cpu;
-  const bool staged = !use_nccl && !host_gradients;
-  std::vector<float> staged_gradients(staged ? static_cast<std::size_t>(registry.parameter_count()) : 0);
+  const bool staged = !use_nccl && backend_.device_kind() != DeviceKind::Cpu;
   std::optional<comm::GradSync> grad_sync;
   std::optional<comm::NcclGradSync> nccl_sync;
   if (use_nccl)
@@ -215,11 +229,18 @@ nlohmann::json Trainer::run() {
         *options_.nccl, registry.gradients().data(), registry.parameter_count(), bucket_bytes,
         std::size_t{1} << 20,
         config.distributed.grad_dtype == "bf16" ? comm::WireType::BFloat16 : comm::WireType::Float32, true);
+  else if (staged)
+    grad_sync.emplace(communicator_, registry.gradients().data(), registry.parameter_count(), bucket_bytes,
+                      comm::HostStaging{[this](float* host, const float* device, std::int64_t count) {
+                                          backend_.copy_to_host(host, device, count * sizeof(float));
+                                        },
+                                        [this](float* device, const float* host, std::int64_t count) {
+                                          backend_.copy_from_host(device, host, count * sizeof(float));
+                                        }});
   else
-    grad_sync.emplace(communicator_, staged ? staged_gradients.data() : registry.gradients().data(),
-                      registry.parameter_count(), bucket_bytes);
-  const data::ShardPlan plan(train_split_->count, config.train.batch_size, communicator_.rank(),
-                             communicator_.size(), config.seed, train_split_->order());
+    grad_sync.emplace(communicator_, registry.gradients().data(), registry.parameter_count(), bucket_bytes);
+  const data::ShardPlan plan(train_split_->count, local_batches_, communicator_.rank(), config.seed,
+                             train_split_->order());
   // Training batches only: evaluation reads the split directly and never augments.
   const config::AugmentConfig& augment = config.data.augment;
   const data::AugmentOptions augment_options{augment.random_crop_padding, augment.horizontal_flip,
@@ -230,7 +251,7 @@ nlohmann::json Trainer::run() {
                       position_.step_in_epoch, config.train.epochs, backend_.staging_allocator(),
                       augment_options, augment_on_device);
 
-  const int local_batch = config.train.batch_size;
+  const int local_batch = plan.local_batch();
   InputBatch inputs(backend_, local_batch, train_split_->height, train_split_->width, train_split_->channels,
                     dataset_info_.mean, dataset_info_.standard_deviation);
   Tensor grad_logits(backend_, Shape{local_batch, model_->classes()});
@@ -242,7 +263,7 @@ nlohmann::json Trainer::run() {
   StageTimes run_times, epoch_times;
   std::int64_t run_steps = 0, epoch_steps = 0, measured_steps = 0;
   double measured_seconds = 0, epoch_loss_sum = 0, interval_loss = 0;
-  std::int64_t epoch_loss_samples = 0, interval_steps = 0, interval_correct = 0;
+  std::int64_t epoch_loss_samples = 0, interval_samples = 0, interval_correct = 0;
   Stopwatch epoch_clock;
   bool evaluated_at_end = false;
   // Observability: step-time percentiles of this rank, and a timeline of sampled steps after warm-up.
@@ -267,7 +288,7 @@ nlohmann::json Trainer::run() {
   const auto take_loss_totals = [&] {
     for (const backend::LossTotals& totals : backend_.take_deferred_loss_totals()) {
       epoch_loss_sum += totals.loss_sum;
-      interval_loss += totals.loss_sum / local_batch;
+      interval_loss += totals.loss_sum;
       interval_correct += totals.correct;
       last_step_loss = totals.loss_sum / local_batch;
     }
@@ -355,14 +376,7 @@ nlohmann::json Trainer::run() {
       model_->backward(input, grad_logits, [&](std::int64_t offset) { nccl_sync->gradients_ready(offset); });
     } else {
       grad_sync->begin_step();
-      if (host_gradients) {
-        model_->backward(input, grad_logits,
-                         [&](std::int64_t offset) { grad_sync->gradients_ready(offset); });
-      } else {
-        model_->backward(input, grad_logits, {});
-        backend_.copy_to_host(staged_gradients.data(), registry.gradients().data(),
-                              staged_gradients.size() * sizeof(float));
-      }
+      model_->backward(input, grad_logits, [&](std::int64_t offset) { grad_sync->gradients_ready(offset); });
     }
     if (device_timer) device_timer->mark(StageBoundary::BackwardEnd);
     double fetch_seconds = 0;
@@ -387,9 +401,6 @@ nlohmann::json Trainer::run() {
     } else {
       step.allreduce_wait = grad_sync->wait();
       step.allreduce_total = grad_sync->last_communication_seconds();
-      if (staged)
-        backend_.copy_from_host(registry.gradients().data(), staged_gradients.data(),
-                                staged_gradients.size() * sizeof(float));
     }
 
     // 4. update (skipped when dynamic loss scaling finds an overflow in the summed gradients)
@@ -467,7 +478,7 @@ nlohmann::json Trainer::run() {
                     step.backward, step.allreduce_wait, step.optimizer, step.allreduce_total,
                     batch.produce_begin, batch.produce_end});
     epoch_loss_samples += local_batch;
-    ++interval_steps;
+    interval_samples += local_batch;
     // A GPU rank's totals come back (one wait) only where a line, a metrics event or an epoch's
     // end reads them; a CPU rank's are host values already and are taken every step.
     if (!overlap_upload || position_.global_step % config.train.log_every_steps == 0 || epoch_done ||
@@ -487,12 +498,17 @@ nlohmann::json Trainer::run() {
                         step_average * static_cast<double>(last_step - position_.global_step)};
     progress.update(state);
     if (position_.global_step % config.train.log_every_steps == 0) {
+      // Loss and accuracy of the interval over every rank's samples, weighted by sample counts
+      // (local batches may differ between ranks).
+      run_control_->enter("step metrics", position_.global_step, comm::StageKind::Collective);
+      double interval[3] = {interval_loss, static_cast<double>(interval_correct),
+                            static_cast<double>(interval_samples)};
+      communicator_.allreduce_sum(interval, 3);
       nlohmann::json step_event = {{"event", "step"},
                                    {"step", position_.global_step},
                                    {"epoch", batch.epoch},
-                                   {"loss", interval_loss / static_cast<double>(interval_steps)},
-                                   {"accuracy", static_cast<double>(interval_correct) /
-                                                    static_cast<double>(interval_steps * local_batch)},
+                                   {"loss", interval[0] / interval[2]},
+                                   {"accuracy", interval[1] / interval[2]},
                                    {"learning_rate", schedule_->learning_rate(position_.global_step - 1)},
                                    {"images_per_sec", state.images_per_second},
                                    {"time", wall_seconds_since_epoch() - start_wall}};
@@ -502,7 +518,7 @@ nlohmann::json Trainer::run() {
       }
       run_directory_.append_metrics(step_event);
       interval_loss = 0;
-      interval_steps = 0;
+      interval_samples = 0;
       interval_correct = 0;
     }
     if (epoch_done) {
@@ -572,6 +588,12 @@ nlohmann::json Trainer::run() {
   summary["epochs"] = static_cast<double>(position_.global_step) / static_cast<double>(steps_per_epoch_);
   summary["steps"] = position_.global_step;
   summary["global_batch"] = plan.global_batch();
+  BatchSplit split = options_.batch_split;
+  if (split.local_batches.empty()) {
+    split.method = "equal";
+    split.local_batches = local_batches_;
+  }
+  summary["batch_split"] = split.to_json();
   summary["world_size"] = communicator_.size();
   summary["images_per_sec"] = overall_rate;
   summary["wall_seconds"] = wall_seconds_since_epoch() - start_wall;
@@ -671,10 +693,9 @@ void Trainer::end_of_epoch(std::int64_t epoch, double epoch_seconds, const Stage
   const double train_loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
   last_evaluation_ = {
       {"test_accuracy", result.accuracy}, {"test_loss", result.loss}, {"train_loss", train_loss}};
-  const double images_per_sec = epoch_seconds > 0
-                                    ? static_cast<double>(epoch_steps) * options_.config.train.batch_size *
-                                          communicator_.size() / epoch_seconds
-                                    : 0.0;
+  const double images_per_sec = epoch_seconds > 0 ? static_cast<double>(epoch_steps) *
+                                                        static_cast<double>(global_batch_) / epoch_seconds
+                                                  : 0.0;
   const double elapsed = wall_seconds_since_epoch() - start_wall_;
   history_.push_back({{"epoch", epoch + 1},
                       {"elapsed_seconds", elapsed},
@@ -744,7 +765,7 @@ void Trainer::save_checkpoint(bool final) {
                                    : run_directory_.checkpoint_path(position_.global_step);
     write_checkpoint(path, backend_, model_->registry(), optimizer_.get(), position_, communicator_.size(),
                      options_.config.seed, options_.config_text,
-                     loss_scaler_ ? &loss_scaler_->state() : nullptr);
+                     loss_scaler_ ? &loss_scaler_->state() : nullptr, local_batches_);
     if (!final) run_directory_.prune_checkpoints(options_.config.checkpoint.keep);
   }
 }

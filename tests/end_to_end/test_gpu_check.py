@@ -127,6 +127,9 @@ class RunWithoutGpuTest(unittest.TestCase):
             self.assertRegex(summary, rf"{step}: exit \d+", step)
         self.assertRegex(summary, r"train-fmnist: exit 0 ")
         self.assertRegex(summary, r"train-resnet50: exit 0 ")
+        # Without a GPU both ranks are CPU ranks; the batch split by throughput still trains.
+        self.assertRegex(summary, r"train-mixed-split: exit 0 ")
+        self.assertRegex(summary, r"batch split: rank 0 cpu \d+ \(")
         with open(os.path.join(out, "fmnist-summary.json")) as file:
             fmnist = json.load(file)
         self.assertGreater(fmnist["test_accuracy"], 0.6)

@@ -244,7 +244,8 @@ class TrainLearnsTest(unittest.TestCase):
         self.assertIn(f"({TEST} samples", evaluated.stdout)
 
         output = os.path.join(WORK, "predictions.h5")
-        predicted = e2e.mpirun(1, "predict", "--checkpoint", checkpoint, "--data", DATA, "--output", output)
+        # Under several ranks too: one rank writes every sample, not only its evaluation part.
+        predicted = e2e.mpirun(RANKS, "predict", "--checkpoint", checkpoint, "--data", DATA, "--output", output)
         self.assertEqual(predicted.returncode, 0, predicted.describe())
         with h5py.File(output, "r") as file, h5py.File(DATA, "r") as data:
             predictions = file["/predictions"][()]

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -15,6 +14,7 @@
 #include "phalanx/data/shard_plan.hpp"
 #include "phalanx/nn/model.hpp"
 #include "phalanx/train/evaluation.hpp"
+#include "small_training.hpp"
 #include "support/test_support.hpp"
 
 namespace phalanx {
@@ -23,46 +23,18 @@ namespace {
 // 103 test samples: not a multiple of 2 or 4 ranks, so the parts differ in size.
 constexpr std::int64_t test_count = 103;
 
-data::Split random_split(const std::string& name, std::int64_t count, std::uint32_t seed) {
-  data::Split split;
-  split.name = name;
-  split.count = count;
-  split.height = split.width = 8;
-  split.channels = 1;
-  std::mt19937 generator(seed);
-  split.images.resize(static_cast<std::size_t>(count * split.image_bytes()));
-  for (auto& pixel : split.images) pixel = static_cast<std::uint8_t>(generator() % 256);
-  for (std::int64_t index = 0; index < count; ++index)
-    split.labels.push_back(static_cast<int>(generator() % 10));
-  return split;
-}
-
 // Rank 0 writes the file; every rank gets its path.
 std::string shared_dataset(const comm::Communicator& world) {
   std::string path;
   if (world.rank() == 0) {
     static testing::ScratchDirectory scratch("evaluation_part");
     path = scratch.file("eval.h5");
-    const auto train = random_split("train", 64, 1), test = random_split("test", test_count, 2);
+    const auto train = testing::random_split("train", 64, 1),
+               test = testing::random_split("test", test_count, 2);
     data::write_dataset(path, data::digit_classes(), {&train, &test}, {.chunk_samples = 16});
   }
   world.broadcast_string(path, 0);
   return path;
-}
-
-config::ModelConfig small_cnn() {
-  config::ModelConfig config;
-  config::LayerSpec conv, relu, flatten, linear;
-  conv.type = "conv";
-  conv.out_channels = 4;
-  conv.kernel = 3;
-  conv.padding = 1;
-  relu.type = "relu";
-  flatten.type = "flatten";
-  linear.type = "linear";
-  linear.out_features = 10;
-  config.layers = {conv, relu, flatten, linear};
-  return config;
 }
 
 TEST(DistributedEvaluation, EachRankReadsOnlyItsPart) {
@@ -89,7 +61,7 @@ TEST(DistributedEvaluation, NRanksGiveTheMetricsOfOneRank) {
   const auto path = shared_dataset(world);
   const auto info = data::read_dataset_info(path);
   auto backend = backend::make_cpu_backend(1);
-  nn::Model model(small_cnn(), Shape{8, 8, 1}, 10, *backend, 7);
+  nn::Model model(testing::small_cnn(), Shape{8, 8, 1}, 10, *backend, 7);
   const auto distributed = train::evaluate(model, train::read_evaluation_part(path, "test", world), info.mean,
                                            info.standard_deviation, world, 16);
   const auto alone = world.split(world.rank(), 0);

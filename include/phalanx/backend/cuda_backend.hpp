@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "phalanx/backend/backend.hpp"
 
@@ -17,6 +18,9 @@ namespace phalanx::backend {
 // Number of usable CUDA devices; 0 when the runtime reports any error (no driver, "driver version
 // is insufficient" on a machine without a GPU, no device). Never throws, never aborts.
 int cuda_device_count() noexcept;
+// The PCI bus ids of the usable CUDA devices, in CUDA's order (device 0 first); empty whenever
+// cuda_device_count() is 0. Never throws.
+std::vector<std::string> cuda_visible_devices() noexcept;
 
 // A backend on device `device` (0-based, as CUDA numbers the visible devices). Throws
 // phalanx::Error when that device does not exist or cannot be initialised.

@@ -71,6 +71,9 @@ class Communicator {
 
   // Sub-groups: ranks with the same color form one communicator, ordered by key.
   Communicator split(int color, int key) const;
+  // The ranks of this node (MPI_COMM_TYPE_SHARED) in this communicator's order: the new
+  // communicator's rank() is this one's local_rank(). Collective.
+  Communicator node() const;
 
   void barrier() const;
   void broadcast(void* data, std::size_t bytes, int root) const;

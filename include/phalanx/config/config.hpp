@@ -112,6 +112,10 @@ struct DistributedConfig {
   double bucket_mb = 25.0;
   double timeout_s = 300.0;
   std::string grad_dtype = "fp32";  // fp32 | bf16: what gradients travel as over NCCL
+  // How the global batch is cut into local batches (docs/CONFIG.md): equal (train.batch_size per
+  // rank) or throughput (measured at start); local_batches, when given, is the split itself.
+  std::string batch_split = "equal";  // equal | throughput
+  std::vector<int> local_batches;     // one per rank, each >= 1; empty: by batch_split
 
   friend bool operator==(const DistributedConfig&, const DistributedConfig&) = default;
 };

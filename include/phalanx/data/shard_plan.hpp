@@ -1,15 +1,18 @@
 // ShardPlan: which samples each rank trains on. Each epoch has one global permutation, a pure
 // function of (seed, epoch); global batch `step` is permutation[step*G .. (step+1)*G) with
-// G = local_batch * world_size, and rank r takes the r-th slice of local_batch samples.
+// G = b_0 + ... + b_{W-1} (the ranks' local batches; b_r = local_batch for all r in the equal
+// split), and rank r takes the slice [offset_r, offset_r + b_r) of it, offset_r = b_0 + ... +
+// b_{r-1}. Ranks of unequal speed (DESIGN §3) get unequal b_r.
 // Training drops the last partial global batch; evaluation uses contiguous per-rank ranges
 // that cover every sample exactly once.
 //
 // Streaming from a file (data.cache: none) cannot afford a full permutation, which reads one
 // sample here and one there. ShardOrder::Kind::ChunkWindows draws instead, per (seed, epoch): a
 // permutation of the file's chunks; their samples in that order form one sequence, whose first
-// steps*G samples are cut into one contiguous part per rank (rank r: part r, so each rank reads
-// about 1/world_size of the file, in whole chunks); each part is shuffled within consecutive
-// windows of window_samples; rank r's batch `step` is its part's samples [step*B, (step+1)*B).
+// steps*G samples are cut into one contiguous part per rank (rank r: steps*b_r samples from
+// steps*offset_r, so each rank reads about b_r/G of the file, in whole chunks); each part is
+// shuffled within consecutive windows of window_samples; rank r's batch `step` is its part's
+// samples [step*b_r, (step+1)*b_r).
 // Each sample still appears at most once per epoch across ranks (exactly once but for fewer than
 // G dropped each epoch, which change with the chunk order), and every rank computes the same
 // global order. docs/DATA.md says what this gives up against a full permutation.
@@ -34,16 +37,25 @@ struct ShardOrder {
 
 class ShardPlan {
  public:
+  // The equal split: every rank takes `local_batch`.
   ShardPlan(std::int64_t dataset_size, int local_batch, int rank, int world_size, std::uint64_t seed,
+            ShardOrder order = {});
+  // One local batch per rank (world_size = local_batches.size(), each >= 1).
+  ShardPlan(std::int64_t dataset_size, std::vector<int> local_batches, int rank, std::uint64_t seed,
             ShardOrder order = {});
 
   std::int64_t steps_per_epoch() const;
   std::int64_t dataset_size() const { return dataset_size_; }
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
-  int local_batch() const { return local_batch_; }
+  // This rank's local batch, and any rank's.
+  int local_batch() const { return local_batches_[static_cast<std::size_t>(rank_)]; }
+  int local_batch(int rank) const { return local_batches_[static_cast<std::size_t>(rank)]; }
+  const std::vector<int>& local_batches() const { return local_batches_; }
+  // Where `rank`'s slice starts within a global batch.
+  std::int64_t batch_offset(int rank) const { return offsets_[static_cast<std::size_t>(rank)]; }
   std::uint64_t seed() const { return seed_; }
-  std::int64_t global_batch() const { return static_cast<std::int64_t>(local_batch_) * world_size_; }
+  std::int64_t global_batch() const { return global_batch_; }
   const ShardOrder& order() const { return order_; }
 
   // The epoch's global order: Permutation: a permutation of [0, dataset_size) (Fisher-Yates on a
@@ -59,7 +71,9 @@ class ShardPlan {
 
  private:
   std::int64_t dataset_size_;
-  int local_batch_;
+  std::vector<int> local_batches_;
+  std::vector<std::int64_t> offsets_;  // prefix sums of local_batches_
+  std::int64_t global_batch_ = 0;
   int rank_;
   int world_size_;
   std::uint64_t seed_;

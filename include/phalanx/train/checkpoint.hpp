@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "phalanx/nn/parameter_registry.hpp"
 #include "phalanx/optim/loss_scaler.hpp"
@@ -30,12 +31,14 @@ struct CheckpointHeader {
   std::string optimizer_type;
   std::string config_text;                           // the resolved YAML of the run that wrote it
   std::optional<optim::LossScalerState> loss_scale;  // present when the run scaled its loss
+  std::vector<int> local_batches;                    // attribute: the batch split, one per rank (empty: none)
 };
 
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
                       optim::Optimizer* optimizer, const TrainingPosition& position, int world_size,
                       std::uint64_t seed, const std::string& config_text,
-                      const optim::LossScalerState* loss_scale = nullptr);
+                      const optim::LossScalerState* loss_scale = nullptr,
+                      const std::vector<int>& local_batches = {});
 
 // Validates the file (HDF5, format, version, attributes) and reads the header; InvalidInput
 // naming the file on any problem, e.g. a truncated file.

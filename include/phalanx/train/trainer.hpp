@@ -20,6 +20,7 @@
 #include "phalanx/optim/loss_scaler.hpp"
 #include "phalanx/optim/optimizer.hpp"
 #include "phalanx/optim/schedule.hpp"
+#include "phalanx/train/batch_split.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/run_directory.hpp"
 
@@ -38,6 +39,8 @@ struct TrainerOptions {
   // device; otherwise by MPI on host memory. Owned by the caller, outlives the Trainer.
   comm::NcclCommunicator* nccl = nullptr;
   bool quiet = false;  // no progress lines on stdout (a sweep's trials: the leaderboard speaks)
+  // The ranks' local batches (DESIGN §3); with none given, train.batch_size on every rank.
+  BatchSplit batch_split{};
 };
 
 // Seconds per stage of a step; `other` is what the named stages do not cover. The stages add up
@@ -91,6 +94,8 @@ class Trainer {
   std::unique_ptr<optim::Schedule> schedule_;
   std::unique_ptr<optim::LossScaler> loss_scaler_;  // dynamic loss scaling, when enabled
   std::int64_t steps_per_epoch_ = 0;
+  std::vector<int> local_batches_;  // every rank's, from options_.batch_split
+  std::int64_t global_batch_ = 0;
   TrainingPosition position_;
   std::string resumed_from_;
   RunDirectory run_directory_;

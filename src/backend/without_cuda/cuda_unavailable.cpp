@@ -11,6 +11,10 @@ int cuda_device_count() noexcept {
   return 0;
 }
 
+std::vector<std::string> cuda_visible_devices() noexcept {
+  return {};
+}
+
 std::unique_ptr<Backend> make_cuda_backend(int) {
   throw_input_error(
       "device: cuda was asked for, but this phalanx build has no CUDA backend (configure with the CUDA "

@@ -1,0 +1,58 @@
+// Heterogeneous data-parallel (DESIGN §3): how one global batch is cut into the ranks' local
+// batches. Equal: train.batch_size each. Throughput: the global batch stays train.batch_size x
+// world size, and each rank's share follows its training throughput measured at start with probe
+// steps, so ranks of unequal speed (a GPU and CPUs, or CPU ranks with unequal cores) finish their
+// local steps at about the same time. Explicit: distributed.local_batches. The gradient of each
+// rank is its local sum scaled by 1/G, so the summed update equals one step at the global batch.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "phalanx/backend/backend.hpp"
+#include "phalanx/config/config.hpp"
+
+namespace phalanx::train {
+
+struct BatchSplit {
+  std::string method = "equal";           // equal | throughput | explicit
+  std::vector<int> local_batches;         // one per rank; empty: train.batch_size each
+  std::vector<std::string> devices;       // per rank, "cpu" or "cuda" (for the log line)
+  std::vector<double> images_per_second;  // measured per rank (a fresh throughput split only)
+  double probe_seconds = 0;               // the slowest rank's probe time (0: no probe)
+  std::string stored_in;                  // the checkpoint a resumed run took the split from
+
+  std::int64_t global_batch() const;
+  // "rank 0 cuda 230 (9100 img/s), rank 1 cpu 26 (1020 img/s)"
+  std::string description() const;
+  nlohmann::json to_json() const;
+};
+
+// The split of `global_batch` in proportion to `rates` (one per rank): each rank's exact share
+// rounded down, the samples left over going to the largest remainders (the lower rank on ties),
+// then every rank raised to at least 1 by taking from the largest batch. A pure function: every
+// rank computes the same split from the same gathered rates. Needs global_batch >= rates.size().
+std::vector<int> split_by_throughput(std::int64_t global_batch, const std::vector<double>& rates);
+
+struct ThroughputProbe {
+  double images_per_second = 0;
+  double seconds = 0;  // the probe's whole time, warm-up included
+  int timed_steps = 0;
+};
+
+// This rank's training throughput: probe steps (ProbeStep, the run's weights untouched) at
+// `batch` on `backend`, warm-up first, then at least `minimum_steps` and `minimum_seconds` timed.
+ThroughputProbe measure_throughput(const config::Config& config, backend::Backend& backend, int batch,
+                                   int minimum_steps = 5, double minimum_seconds = 0.5);
+
+// The split a resumed run must keep: what `checkpoint` stored (its header's local batches, or
+// train.batch_size each when it stored none), checked against the world size and an explicit
+// distributed.local_batches (InvalidInput naming the checkpoint on a mismatch).
+std::vector<int> stored_split(const std::string& checkpoint, const config::Config& config, int world_size);
+
+// distributed.local_batches checked against the world size (InvalidInput naming the key).
+void require_split_fits(const config::Config& config, int world_size);
+
+}  // namespace phalanx::train

@@ -1,0 +1,63 @@
+// Three phases, so that no rank waits in a collective that another rank left with an error: each
+// rank reads what it needs (a checkpoint) or measures (probe steps) on its own, agreed; then the
+// ranks gather rates and devices; then every rank computes the same split from the same numbers.
+#include "batch_split_setup.hpp"
+
+#include <algorithm>
+
+#include "phalanx/core/error.hpp"
+#include "rank_setup.hpp"
+
+namespace phalanx::cli {
+
+bool asks_for_split(const config::Config& config) {
+  return config.distributed.batch_split == "throughput" || !config.distributed.local_batches.empty();
+}
+
+int resolve_batch_split(const config::Config& config, const std::string& resume, backend::Backend& backend,
+                        const comm::Communicator& world, train::BatchSplit& split) {
+  split = train::BatchSplit{};
+  std::vector<int> stored;
+  train::ThroughputProbe probe;
+  const bool measure = resume.empty() && config.distributed.local_batches.empty() &&
+                       config.distributed.batch_split == "throughput";
+  int status = agree(world, [&] {
+    train::require_split_fits(config, world.size());
+    if (!resume.empty())
+      stored = train::stored_split(resume, config, world.size());
+    else if (measure)
+      probe = train::measure_throughput(config, backend, config.train.batch_size);
+  });
+  if (status) return status;
+
+  const auto kinds = world.allgather(static_cast<std::uint64_t>(backend.device_kind() == DeviceKind::Cuda));
+  const auto rates = world.allgather(probe.images_per_second);
+  double probe_seconds = probe.seconds;
+  world.allreduce_max(&probe_seconds, 1);
+
+  return agree(world, [&] {
+    if (!resume.empty()) {
+      // Stored splits of equal runs need no mention; anything else is reused as stored.
+      if (std::all_of(stored.begin(), stored.end(), [&](int batch) { return batch == stored[0]; }) &&
+          !asks_for_split(config))
+        return;
+      split.method = config.distributed.local_batches.empty() ? config.distributed.batch_split : "explicit";
+      split.local_batches = stored;
+      split.stored_in = resume;
+    } else if (!config.distributed.local_batches.empty()) {
+      split.method = "explicit";
+      split.local_batches = config.distributed.local_batches;
+    } else if (measure) {
+      split.method = "throughput";
+      split.local_batches = train::split_by_throughput(
+          static_cast<std::int64_t>(config.train.batch_size) * world.size(), rates);
+      split.images_per_second = rates;
+      split.probe_seconds = probe_seconds;
+    } else {
+      return;
+    }
+    for (const auto kind : kinds) split.devices.push_back(kind ? "cuda" : "cpu");
+  });
+}
+
+}  // namespace phalanx::cli
