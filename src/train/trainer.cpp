@@ -285,6 +285,9 @@ nlohmann::json Trainer::run() {
   // Adds the loss totals of the steps since the last take, step by step in order, so the sums are
   // the same bits whenever they are taken.
   double last_step_loss = 0;
+  // A backend that served an earlier run in this process (a sweep's trials) may still hold the
+  // totals of steps that run never took (it ended with an error): they are not this run's.
+  (void)backend_.take_deferred_loss_totals();
   const auto take_loss_totals = [&] {
     for (const backend::LossTotals& totals : backend_.take_deferred_loss_totals()) {
       epoch_loss_sum += totals.loss_sum;
