@@ -187,6 +187,9 @@ std::unique_ptr<TimingMarker> CudaBackend::make_timing_marker() {
 }
 
 std::unique_ptr<Upload> CudaBackend::make_upload() {
+  // The upload's events are created in its constructor, on the calling thread's current device;
+  // recording them on this backend's streams fails unless that device is this backend's.
+  make_current();
   return std::make_unique<CudaUpload>(device_, copy_stream_.get(), stream_.get());
 }
 
