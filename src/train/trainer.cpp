@@ -308,8 +308,12 @@ nlohmann::json Trainer::run() {
     bool communication_read = false;
   };
   std::optional<UnsettledStep> unsettled;
+  // The exposed all-reduce last read: the step before's, whether read at this step's begin_step
+  // or already at that step's own end (a log line, an epoch's end settled it there).
+  double previous_allreduce_wait = 0;
   const auto read_communication = [&](UnsettledStep& held) {
     held.times.allreduce_wait = nccl_sync->last_exposed_seconds();
+    previous_allreduce_wait = held.times.allreduce_wait;
     held.times.allreduce_total = nccl_sync->last_communication_seconds();
     held.communication_read = true;
   };
@@ -448,9 +452,8 @@ nlohmann::json Trainer::run() {
     // epoch's evaluation and the periodic checkpoint, unless this was the last step (finishing
     // costs less than a requeue).
     // The step's time waiting for the other ranks; a GPU rank knows its exposed all-reduce a step
-    // late (device events), so it counts the previous step's, read at this step's begin_step.
-    const double waited_for_other_ranks =
-        device_timer ? (unsettled ? unsettled->times.allreduce_wait : 0.0) : step.allreduce_wait;
+    // late (device events), so it counts the previous step's (previous_allreduce_wait).
+    const double waited_for_other_ranks = device_timer ? previous_allreduce_wait : step.allreduce_wait;
     const bool stop_requested =
         position_.global_step < last_step &&
         run_control_->end_of_step(position_.global_step, step_clock.seconds() - waited_for_other_ranks,
