@@ -2,6 +2,7 @@
 // upload's ordering against the compute stream (a staging buffer is never overwritten while a
 // queued kernel still reads it), and out-of-memory surfacing as the error kind the automatic batch
 // size recovers from, with the backend still usable afterwards.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -57,6 +58,29 @@ TEST(CudaUpload, NextStartWaitsUntilQueuedComputeHasReadTheBuffer) {
   EXPECT_EQ(timing.bytes, bytes);
   EXPECT_GT(timing.copy_seconds, 0.0);
   EXPECT_LE(timing.exposed_seconds, timing.copy_seconds);
+}
+
+// The upload's events are created when it is made: with another device current on the calling
+// thread they would live there, and recording them on the backend's streams would fail.
+TEST(CudaUpload, MadeWhileAnotherDeviceIsCurrentUploadsToItsBackend) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  if (backend::cuda_device_count() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  const auto cuda = backend::make_cuda_backend(1);
+  const std::int64_t count = 4096;
+  const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
+  Tensor destination(*cuda, Shape{count});
+  Tensor source(cuda->staging_allocator(), Shape{count});
+  std::fill(source.data(), source.data() + count, 5.0f);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const auto upload = cuda->make_upload();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  upload->start({{destination.data_as<void>(), source.data_as<void>(), bytes}});
+  upload->wait_host();
+  upload->order_compute_after();
+  std::vector<float> values(static_cast<std::size_t>(count));
+  cuda->copy_to_host(values.data(), destination.data(), bytes);
+  EXPECT_EQ(std::count(values.begin(), values.end(), 5.0f), count);
+  EXPECT_EQ(upload->timing().bytes, bytes);
 }
 
 TEST(CudaDevice, AllocationBeyondMemoryIsADeviceMemoryErrorAndTheBackendRecovers) {
