@@ -7,16 +7,10 @@
 #include <vector>
 
 #include "phalanx/comm/grad_sync.hpp"
+#include "phalanx/core/median.hpp"
 #include "phalanx/core/timer.hpp"
 
-namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-}  // namespace
+using phalanx::median;
 
 int main(int argc, char** argv) {
   phalanx::comm::MpiSession session(&argc, &argv);

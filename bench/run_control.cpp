@@ -11,16 +11,10 @@
 
 #include "phalanx/comm/communicator.hpp"
 #include "phalanx/comm/watchdog.hpp"
+#include "phalanx/core/median.hpp"
 #include "phalanx/core/timer.hpp"
 
-namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-}  // namespace
+using phalanx::median;
 
 int main(int argc, char** argv) {
   phalanx::comm::MpiSession session(&argc, &argv);

@@ -8,15 +8,11 @@
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/tensor.hpp"
+#include "phalanx/core/median.hpp"
 #include "phalanx/core/timer.hpp"
 
 namespace phalanx::benchmark {
 namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 AllreduceResult result_of(std::size_t bytes, double seconds, int ranks) {
   AllreduceResult result{bytes, seconds, 0, 0};
