@@ -29,6 +29,11 @@ void Backend::transpose_samples(std::int64_t batch, std::int64_t rows, std::int6
   }
 }
 
+void Backend::add_relu(std::int64_t count, const float* a, const float* b, float* output) {
+  add(count, a, b, output);
+  relu_forward(count, output, output);
+}
+
 void Backend::softmax_cross_entropy_deferred(int batch, int classes, const float* logits,
                                              const std::int32_t* labels, float label_smoothing,
                                              float gradient_scale, float* grad_logits) {

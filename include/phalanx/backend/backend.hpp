@@ -142,6 +142,11 @@ class Backend : public Allocator {
                                         const float* standard_deviation, float* output) = 0;
 
   // ---- convolution (input NHWC, weight [out,in,kh,kw], output NHWC) ------------------------
+  // With geometry.activation == Relu the output is ReLU(convolution + bias), written in the same
+  // pass (likewise linear_forward and batch_norm_forward_*): bitwise relu_forward of the plain
+  // result on every value that is not NaN. Where a backend fuses it into a library kernel
+  // (oneDNN post-ops) the ReLU is max(x, 0), which turns a NaN result into 0; where it cannot
+  // fuse, it runs relu_forward in place after the op.
   virtual void convolution_forward(const ConvolutionGeometry& geometry, const float* input,
                                    const float* weight, const float* bias, float* output) = 0;
   virtual void convolution_backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
@@ -182,6 +187,9 @@ class Backend : public Allocator {
                              float* grad_input) = 0;
   // output = a + b
   virtual void add(std::int64_t count, const float* a, const float* b, float* output) = 0;
+  // output = ReLU(a + b) in one pass (a residual block's sum); bitwise add then relu_forward, NaN
+  // stays NaN. The base version runs exactly those two.
+  virtual void add_relu(std::int64_t count, const float* a, const float* b, float* output);
   // destination += source
   virtual void accumulate(std::int64_t count, const float* source, float* destination) = 0;
   virtual void scale(std::int64_t count, float factor, float* data) = 0;

@@ -8,6 +8,12 @@
 
 namespace phalanx::backend {
 
+// An activation an op applies to its result as it writes it, instead of a pass of its own over
+// memory afterwards (a producer and the ReLU after it fused). It belongs to the forward op only:
+// backward ops ignore it. Part of the geometries' equality and hashes, so primitive caches keep
+// fused and plain variants apart.
+enum class FusedActivation { None, Relu };
+
 struct ConvolutionGeometry {
   int batch = 0;
   int in_channels = 0, in_height = 0, in_width = 0;
@@ -16,6 +22,7 @@ struct ConvolutionGeometry {
   int stride = 1;
   int padding = 0;
   bool has_bias = true;
+  FusedActivation activation = FusedActivation::None;
 
   int out_height() const { return (in_height + 2 * padding - kernel_height) / stride + 1; }
   int out_width() const { return (in_width + 2 * padding - kernel_width) / stride + 1; }
@@ -51,6 +58,7 @@ struct BatchNormGeometry {
   int channels = 0;
   int spatial = 1;  // height * width (1 after a linear layer)
   float epsilon = 1e-5f;
+  FusedActivation activation = FusedActivation::None;
   bool operator==(const BatchNormGeometry&) const = default;
 };
 
@@ -58,6 +66,7 @@ struct LinearGeometry {
   int batch = 0;
   int in_features = 0;
   int out_features = 0;
+  FusedActivation activation = FusedActivation::None;
   bool operator==(const LinearGeometry&) const = default;
 };
 

@@ -29,6 +29,7 @@
 
 #include <optional>
 
+#include "elementwise.hpp"
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::backend::cpu {
@@ -63,6 +64,15 @@ struct Convolutions::Primitives {
   dnnl::memory forward_scratchpad;
   std::unordered_map<int, dnnl::memory> forward_arguments;
 
+  // The forward with the ReLU after it as a oneDNN post-op (see forward_with_relu).
+  std::optional<dnnl::convolution_forward::desc> forward_operation;
+  dnnl::convolution_forward::primitive_desc forward_primitive_descriptor;
+  bool forward_with_relu_tried = false;
+  std::optional<dnnl::convolution_forward> forward_relu;
+  dnnl::memory forward_relu_scratchpad;
+  std::unordered_map<int, dnnl::memory> forward_relu_arguments;
+  dnnl::convolution_forward* forward_with_relu(DnnlContext& context);
+
   dnnl::convolution_backward_data backward_data;
   LayoutBridge grad_output_for_backward_data, weight_for_backward_data, grad_input_from_backward_data;
   dnnl::memory backward_data_scratchpad;
@@ -79,6 +89,7 @@ namespace {
 
 // The three primitive descriptors of one convolution, all with the same algorithm.
 struct ConvolutionDescriptors {
+  std::optional<dnnl::convolution_forward::desc> forward_operation;
   dnnl::convolution_forward::primitive_desc forward;
   dnnl::convolution_backward_data::primitive_desc backward_data;
   dnnl::convolution_backward_weights::primitive_desc backward_weights;
@@ -118,6 +129,7 @@ std::optional<ConvolutionDescriptors> describe(const ConvolutionGeometry& geomet
                                             weight_descriptor, output_descriptor, strides, padding,
                                             padding_right);
   ConvolutionDescriptors descriptors;
+  descriptors.forward_operation = forward_descriptor;
   descriptors.forward =
       dnnl::convolution_forward::primitive_desc(forward_descriptor, attributes, engine, allow_empty);
   if (!descriptors.forward) return std::nullopt;
@@ -173,6 +185,8 @@ Convolutions::Primitives::Primitives(const ConvolutionGeometry& geometry, DnnlCo
   PHALANX_CHECK(descriptors.has_value(), "oneDNN has no direct convolution for this geometry");
 
   const auto& forward_primitive = descriptors->forward;
+  forward_operation = descriptors->forward_operation;
+  forward_primitive_descriptor = forward_primitive;
   forward = dnnl::convolution_forward(forward_primitive);
   input_for_forward = LayoutBridge::into(input, forward_primitive.src_desc());
   weight_for_forward = LayoutBridge::into(weight, forward_primitive.weights_desc());
@@ -215,12 +229,42 @@ Convolutions::Primitives::Primitives(const ConvolutionGeometry& geometry, DnnlCo
   if (geometry.has_bias) backward_weights_arguments.emplace(DNNL_ARG_DIFF_BIAS, grad_bias);
 }
 
+// Made on the first fused call, and only when oneDNN picks the very implementation and layouts of
+// the plain forward for it: the same kernel with max(x, 0) applied in its epilogue, so fused
+// results are the plain ones bit for bit (NaN aside, see backend.hpp). Otherwise (null) the
+// caller runs the plain forward and relu_forward in place.
+dnnl::convolution_forward* Convolutions::Primitives::forward_with_relu(DnnlContext& context) {
+  const auto& plain = forward_primitive_descriptor;
+  if (forward_with_relu_tried) return forward_relu ? &*forward_relu : nullptr;
+  forward_with_relu_tried = true;
+  dnnl::primitive_attr attributes = DnnlContext::primitive_attributes();
+  dnnl::post_ops operations;
+  operations.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  attributes.set_post_ops(operations);
+  constexpr bool allow_empty = true;
+  const dnnl::convolution_forward::primitive_desc fused(*forward_operation, attributes, context.engine,
+                                                        allow_empty);
+  if (!fused || std::string(fused.impl_info_str()) != plain.impl_info_str() ||
+      fused.src_desc() != plain.src_desc() || fused.weights_desc() != plain.weights_desc() ||
+      fused.dst_desc() != plain.dst_desc())
+    return nullptr;
+  forward_relu = dnnl::convolution_forward(fused);
+  forward_relu_scratchpad = context.scratchpad_memory(fused);
+  forward_relu_arguments = forward_arguments;
+  forward_relu_arguments[DNNL_ARG_SCRATCHPAD] = forward_relu_scratchpad;
+  return &*forward_relu;
+}
+
 Convolutions::Convolutions(DnnlContext& context) : context_(context) {}
 Convolutions::~Convolutions() = default;
 
 Convolutions::Primitives& Convolutions::primitives(const ConvolutionGeometry& geometry) {
+  // One entry per shape: the fused forward lives beside the plain one (backward ignores the
+  // activation), so a fused layer builds no second set of backward primitives.
+  ConvolutionGeometry shape = geometry;
+  shape.activation = FusedActivation::None;
   try {
-    return cache_.find_or_create(geometry, context_);
+    return cache_.find_or_create(shape, context_);
   } catch (const dnnl::error& error) {
     throw_dnnl_error(error,
                      detail::concat("create convolution ", geometry.in_channels, "->", geometry.out_channels,
@@ -235,17 +279,33 @@ void Convolutions::forward(const ConvolutionGeometry& geometry, const float* inp
                            const float* bias, float* output) {
   PHALANX_CHECK(!geometry.has_bias || bias != nullptr, "convolution with a bias needs its bias");
   Primitives& primitives = this->primitives(geometry);
+  dnnl::convolution_forward* with_relu = nullptr;
+  if (geometry.activation == FusedActivation::Relu) {
+    try {
+      with_relu = primitives.forward_with_relu(context_);
+    } catch (const dnnl::error& error) {
+      throw_dnnl_error(error, "create convolution forward with ReLU", __FILE__, __LINE__);
+    }
+  }
   primitives.input.set_data_handle(mutable_pointer(input));
   primitives.weight.set_data_handle(mutable_pointer(weight));
   if (geometry.has_bias) primitives.bias.set_data_handle(mutable_pointer(bias));
   primitives.output.set_data_handle(output);
-  context_.bind_scratchpad(primitives.forward_scratchpad);
+  context_.bind_scratchpad(with_relu ? primitives.forward_relu_scratchpad : primitives.forward_scratchpad);
   context_.bind_transient(
       {&primitives.input_for_forward, &primitives.weight_for_forward, &primitives.output_from_forward});
   primitives.input_for_forward.run(context_.stream);
   primitives.weight_for_forward.run(context_.stream);
-  primitives.forward.execute(context_.stream, primitives.forward_arguments);
+  if (with_relu)
+    with_relu->execute(context_.stream, primitives.forward_relu_arguments);
+  else
+    primitives.forward.execute(context_.stream, primitives.forward_arguments);
   primitives.output_from_forward.run(context_.stream);
+  if (geometry.activation == FusedActivation::Relu && !with_relu) {
+    const std::int64_t count = static_cast<std::int64_t>(geometry.batch) * geometry.out_channels *
+                               geometry.out_height() * geometry.out_width();
+    relu_forward(count, output, output);
+  }
 }
 
 void Convolutions::backward_data(const ConvolutionGeometry& geometry, const float* grad_output,

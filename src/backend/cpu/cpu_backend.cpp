@@ -136,6 +136,10 @@ void CpuBackend::add(std::int64_t count, const float* a, const float* b, float* 
   cpu::add(count, a, b, output);
 }
 
+void CpuBackend::add_relu(std::int64_t count, const float* a, const float* b, float* output) {
+  cpu::add_relu(count, a, b, output);
+}
+
 void CpuBackend::accumulate(std::int64_t count, const float* source, float* destination) {
   cpu::accumulate(count, source, destination);
 }

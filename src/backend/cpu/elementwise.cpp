@@ -49,6 +49,14 @@ void add(std::int64_t count, const float* a, const float* b, float* output) {
   for (std::int64_t i = 0; i < count; ++i) output[i] = a[i] + b[i];
 }
 
+void add_relu(std::int64_t count, const float* a, const float* b, float* output) {
+#pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float sum = a[i] + b[i];
+    output[i] = sum < 0.0f ? 0.0f : sum;
+  }
+}
+
 void accumulate(std::int64_t count, const float* source, float* destination) {
 #pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
   for (std::int64_t i = 0; i < count; ++i) destination[i] += source[i];

@@ -15,6 +15,8 @@ void normalize_images(const std::uint8_t* images, std::int64_t pixels, int chann
 void relu_forward(std::int64_t count, const float* input, float* output);
 void relu_backward(std::int64_t count, const float* output, const float* grad_output, float* grad_input);
 void add(std::int64_t count, const float* a, const float* b, float* output);
+// ReLU(a + b), bitwise add followed by relu_forward.
+void add_relu(std::int64_t count, const float* a, const float* b, float* output);
 void accumulate(std::int64_t count, const float* source, float* destination);
 void scale(std::int64_t count, float factor, float* data);
 bool all_finite(std::int64_t count, const float* data);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 
+#include "elementwise.hpp"
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::backend::cpu {
@@ -31,6 +32,15 @@ struct Linears::Primitives {
   LayoutBridge weight_for_forward;
   dnnl::memory forward_scratchpad;
   std::unordered_map<int, dnnl::memory> forward_arguments;
+
+  // The forward with the ReLU after it as a oneDNN post-op (see forward_with_relu).
+  std::optional<dnnl::inner_product_forward::desc> forward_operation;
+  dnnl::inner_product_forward::primitive_desc forward_primitive_descriptor;
+  bool forward_with_relu_tried = false;
+  std::optional<dnnl::inner_product_forward> forward_relu;
+  dnnl::memory forward_relu_scratchpad;
+  std::unordered_map<int, dnnl::memory> forward_relu_arguments;
+  dnnl::inner_product_forward* forward_with_relu(DnnlContext& context);
 
   dnnl::inner_product_backward_data backward_data;
   LayoutBridge weight_for_backward_data;
@@ -70,6 +80,8 @@ Linears::Primitives::Primitives(const LinearGeometry& geometry, DnnlContext& con
                                                              bias_descriptor, output_descriptor);
   const dnnl::inner_product_forward::primitive_desc forward_primitive(forward_descriptor, attributes, engine);
   forward = dnnl::inner_product_forward(forward_primitive);
+  forward_operation = forward_descriptor;
+  forward_primitive_descriptor = forward_primitive;
   weight_for_forward = LayoutBridge::into(weight, forward_primitive.weights_desc());
   context.reserve_transient({&weight_for_forward});
   forward_scratchpad = context.scratchpad_memory(forward_primitive);
@@ -108,12 +120,41 @@ Linears::Primitives::Primitives(const LinearGeometry& geometry, DnnlContext& con
                                 {DNNL_ARG_SCRATCHPAD, backward_weights_scratchpad}};
 }
 
+// Made on the first fused call, and only when oneDNN picks the very implementation and layouts of
+// the plain forward for it, so fused results are the plain ones bit for bit (NaN aside, see
+// backend.hpp). Otherwise (null) the caller runs the plain forward and relu_forward in place.
+dnnl::inner_product_forward* Linears::Primitives::forward_with_relu(DnnlContext& context) {
+  if (forward_with_relu_tried) return forward_relu ? &*forward_relu : nullptr;
+  forward_with_relu_tried = true;
+  const auto& plain = forward_primitive_descriptor;
+  dnnl::primitive_attr attributes = DnnlContext::primitive_attributes();
+  dnnl::post_ops operations;
+  operations.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  attributes.set_post_ops(operations);
+  constexpr bool allow_empty = true;
+  const dnnl::inner_product_forward::primitive_desc fused(*forward_operation, attributes, context.engine,
+                                                          allow_empty);
+  if (!fused || std::string(fused.impl_info_str()) != plain.impl_info_str() ||
+      fused.src_desc() != plain.src_desc() || fused.weights_desc() != plain.weights_desc() ||
+      fused.dst_desc() != plain.dst_desc())
+    return nullptr;
+  forward_relu = dnnl::inner_product_forward(fused);
+  forward_relu_scratchpad = context.scratchpad_memory(fused);
+  forward_relu_arguments = forward_arguments;
+  forward_relu_arguments[DNNL_ARG_SCRATCHPAD] = forward_relu_scratchpad;
+  return &*forward_relu;
+}
+
 Linears::Linears(DnnlContext& context) : context_(context) {}
 Linears::~Linears() = default;
 
 Linears::Primitives& Linears::primitives(const LinearGeometry& geometry) {
+  // One entry per shape: the fused forward lives beside the plain one (backward ignores the
+  // activation).
+  LinearGeometry shape = geometry;
+  shape.activation = FusedActivation::None;
   try {
-    return cache_.find_or_create(geometry, context_);
+    return cache_.find_or_create(shape, context_);
   } catch (const dnnl::error& error) {
     throw_dnnl_error(error,
                      detail::concat("create linear ", geometry.in_features, "->", geometry.out_features,
@@ -125,14 +166,27 @@ Linears::Primitives& Linears::primitives(const LinearGeometry& geometry) {
 void Linears::forward(const LinearGeometry& geometry, const float* input, const float* weight,
                       const float* bias, float* output) {
   Primitives& primitives = this->primitives(geometry);
+  dnnl::inner_product_forward* with_relu = nullptr;
+  if (geometry.activation == FusedActivation::Relu) {
+    try {
+      with_relu = primitives.forward_with_relu(context_);
+    } catch (const dnnl::error& error) {
+      throw_dnnl_error(error, "create linear forward with ReLU", __FILE__, __LINE__);
+    }
+  }
   primitives.input.set_data_handle(mutable_pointer(input));
   primitives.weight.set_data_handle(mutable_pointer(weight));
   primitives.bias.set_data_handle(bias ? mutable_pointer(bias) : primitives.zero_bias.get_data_handle());
   primitives.output.set_data_handle(output);
-  context_.bind_scratchpad(primitives.forward_scratchpad);
+  context_.bind_scratchpad(with_relu ? primitives.forward_relu_scratchpad : primitives.forward_scratchpad);
   context_.bind_transient({&primitives.weight_for_forward});
   primitives.weight_for_forward.run(context_.stream);
-  primitives.forward.execute(context_.stream, primitives.forward_arguments);
+  if (with_relu)
+    with_relu->execute(context_.stream, primitives.forward_relu_arguments);
+  else
+    primitives.forward.execute(context_.stream, primitives.forward_arguments);
+  if (geometry.activation == FusedActivation::Relu && !with_relu)
+    relu_forward(static_cast<std::int64_t>(geometry.batch) * geometry.out_features, output, output);
 }
 
 void Linears::backward(const LinearGeometry& geometry, const float* input, const float* weight,
