@@ -27,7 +27,8 @@ backend::BatchNormGeometry BatchNorm::geometry(std::int64_t batch) const {
 
 void BatchNorm::forward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
                         Tensor& output, const ForwardContext& context) {
-  const auto shape = geometry(input.shape()[0]);
+  auto shape = geometry(input.shape()[0]);
+  if (fused_relu_) shape.activation = backend::FusedActivation::Relu;
   if (context.mode == Mode::Training) {
     saved_mean_.ensure(backend, Shape{channels_});
     saved_inverse_std_.ensure(backend, Shape{channels_});

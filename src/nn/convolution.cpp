@@ -51,7 +51,9 @@ backend::ConvolutionGeometry Convolution::geometry(std::int64_t batch) const {
 
 void Convolution::forward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
                           Tensor& output, const ForwardContext&) {
-  backend.convolution_forward(geometry(input.shape()[0]), input.data(), registry.parameter(weight_),
+  auto shape = geometry(input.shape()[0]);
+  if (fused_relu_) shape.activation = backend::FusedActivation::Relu;
+  backend.convolution_forward(shape, input.data(), registry.parameter(weight_),
                               bias_ ? registry.parameter(bias_index_) : nullptr, output.data());
 }
 

@@ -13,7 +13,7 @@ backend::PoolingKind pooling_kind(const std::string& type) {
   return type == "max_pool" ? backend::PoolingKind::Max : backend::PoolingKind::Average;
 }
 
-LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name) {
+LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name, ReluFusion fusion) {
   if (spec.type == "conv")
     return std::make_unique<Convolution>(name, spec.out_channels, spec.kernel, spec.stride, spec.padding,
                                          spec.bias);
@@ -31,18 +31,18 @@ LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name)
   if (spec.type == "flatten") return std::make_unique<Flatten>(name);
   if (spec.type == "residual") {
     PHALANX_REQUIRE_INPUT(!spec.main.empty(), "layer '", name, "': a residual block needs a main path");
-    auto main = build_layers(spec.main, name);
-    auto shortcut = spec.shortcut.empty() ? nullptr : build_layers(spec.shortcut, name + "/shortcut");
-    return std::make_unique<Residual>(name, std::move(main), std::move(shortcut), spec.relu_after);
+    auto main = build_layers(spec.main, name, fusion);
+    auto shortcut = spec.shortcut.empty() ? nullptr : build_layers(spec.shortcut, name + "/shortcut", fusion);
+    return std::make_unique<Residual>(name, std::move(main), std::move(shortcut), spec.relu_after, fusion);
   }
   throw_input_error("model.layers: unknown layer type '" + spec.type + "'");
 }
 
 }  // namespace
 
-std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& specs,
-                                         const std::string& name) {
-  auto sequential = std::make_unique<Sequential>(name);
+std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& specs, const std::string& name,
+                                         ReluFusion fusion) {
+  auto sequential = std::make_unique<Sequential>(name, fusion);
   std::map<std::string, int> counts;
   for (const auto& spec : specs) {
     std::string layer_name = spec.name;
@@ -50,18 +50,18 @@ std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& s
       layer_name = spec.type + std::to_string(++counts[spec.type]);
       if (!name.empty() && name != "model") layer_name = name + "/" + layer_name;
     }
-    sequential->add(build_layer(spec, layer_name));
+    sequential->add(build_layer(spec, layer_name, fusion));
   }
   return sequential;
 }
 
 Model::Model(const config::ModelConfig& model_config, const Shape& sample_shape, int classes,
-             backend::Backend& backend, std::uint64_t seed)
+             backend::Backend& backend, std::uint64_t seed, ReluFusion fusion)
     : backend_(backend), sample_shape_(sample_shape), classes_(classes) {
   const auto specs = model_config.preset.empty() ? model_config.layers
                                                  : preset_layers(model_config.preset, sample_shape, classes);
   PHALANX_REQUIRE_INPUT(!specs.empty(), "model: no layers (set model.preset or model.layers)");
-  network_ = build_layers(specs, "model");
+  network_ = build_layers(specs, "model", fusion);
   const Shape output = network_->configure(sample_shape, registry_);
   PHALANX_REQUIRE_INPUT(output.elements() == classes, "model: the last layer gives ", output.to_string(),
                         " outputs per sample but the data has ", classes,

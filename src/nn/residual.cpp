@@ -7,11 +7,12 @@
 namespace phalanx::nn {
 
 Residual::Residual(std::string name, std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
-                   bool relu_after)
+                   bool relu_after, ReluFusion fusion)
     : Layer(std::move(name)),
       main_(std::move(main)),
       shortcut_(std::move(shortcut)),
-      relu_after_(relu_after) {}
+      relu_after_(relu_after),
+      fusion_(fusion) {}
 
 Shape Residual::configure(const Shape& sample_input, ParameterRegistry& registry) {
   Shape shortcut_shape = sample_input;
@@ -36,6 +37,10 @@ void Residual::forward(backend::Backend& backend, ParameterRegistry& registry, c
     shortcut_output_.ensure(backend, output.shape());
     shortcut_->forward(backend, registry, input, shortcut_output_, context);
     shortcut_value = &shortcut_output_;
+  }
+  if (relu_after_ && fusion_ == ReluFusion::Fused) {
+    backend.add_relu(output.elements(), main_output_.data(), shortcut_value->data(), output.data());
+    return;
   }
   backend.add(output.elements(), main_output_.data(), shortcut_value->data(), output.data());
   if (relu_after_) backend.relu_forward(output.elements(), output.data(), output.data());

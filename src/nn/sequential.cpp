@@ -1,5 +1,6 @@
 // Sequential container: runs its layers in order, keeping each intermediate activation for
-// backward, and reports gradients as final layer by layer in reverse order.
+// backward, and reports gradients as final layer by layer in reverse order. A relu fused into
+// the layer before it shares that layer's output buffer (see layers.hpp).
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/layers.hpp"
 
@@ -9,14 +10,37 @@ Shape Sequential::configure(const Shape& sample_input, ParameterRegistry& regist
   PHALANX_CHECK(!layers_.empty(), "empty sequential '", name(), "'");
   Shape shape = sample_input;
   sample_shapes_.clear();
-  for (auto& layer : layers_) {
+  fused_into_previous_.assign(layers_.size(), false);
+  for (std::size_t index = 0; index < layers_.size(); ++index) {
+    auto& layer = layers_[index];
     shape = layer->configure(shape, registry);
     sample_shapes_.push_back(shape);
     first_parameter_offset_ = std::min(first_parameter_offset_, layer->first_parameter_offset());
+    if (index > 0 && layers_[index - 1]->can_fuse_relu()) {
+      const bool fused = fusion_ == ReluFusion::Fused && dynamic_cast<const Relu*>(layer.get()) != nullptr;
+      fused_into_previous_[index] = fused;
+      layers_[index - 1]->set_fused_relu(fused);
+    }
   }
   activations_.resize(layers_.size() - 1);
   gradients_.resize(2);
   return shape;
+}
+
+std::size_t Sequential::output_slot(std::size_t index) const {
+  return index + 1 < layers_.size() && fused_into_previous_[index + 1] ? index + 1 : index;
+}
+
+int Sequential::fused_relu_count() const {
+  int count = 0;
+  for (const bool fused : fused_into_previous_) count += fused ? 1 : 0;
+  return count;
+}
+
+std::size_t Sequential::activation_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& activation : activations_) bytes += activation.capacity_bytes();
+  return bytes;
 }
 
 void Sequential::forward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
@@ -24,10 +48,13 @@ void Sequential::forward(backend::Backend& backend, ParameterRegistry& registry,
   const std::int64_t batch = input.shape()[0];
   const Tensor* current = &input;
   for (std::size_t index = 0; index < layers_.size(); ++index) {
+    // Its producer has written ReLU(x) into this layer's output already, and `current` is it.
+    if (fused_into_previous_[index]) continue;
+    const std::size_t slot = output_slot(index);
     Tensor* destination = &output;
-    if (index + 1 < layers_.size()) {
-      activations_[index].ensure(backend, sample_shapes_[index].batched(batch));
-      destination = &activations_[index];
+    if (slot + 1 < layers_.size()) {
+      activations_[slot].ensure(backend, sample_shapes_[slot].batched(batch));
+      destination = &activations_[slot];
     }
     layers_[index]->forward(backend, registry, *current, *destination, context);
     current = destination;
@@ -37,10 +64,14 @@ void Sequential::forward(backend::Backend& backend, ParameterRegistry& registry,
 void Sequential::backward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
                           const Tensor& output, const Tensor& grad_output, Tensor* grad_input,
                           const GradientsReady& gradients_ready) {
+  const auto stored_output = [&](std::size_t index) -> const Tensor& {
+    const std::size_t slot = output_slot(index);
+    return slot + 1 == layers_.size() ? output : activations_[slot];
+  };
   const Tensor* current_gradient = &grad_output;
   for (std::size_t reverse = layers_.size(); reverse-- > 0;) {
-    const Tensor& layer_input = reverse == 0 ? input : activations_[reverse - 1];
-    const Tensor& layer_output = reverse + 1 == layers_.size() ? output : activations_[reverse];
+    const Tensor& layer_input = reverse == 0 ? input : stored_output(reverse - 1);
+    const Tensor& layer_output = stored_output(reverse);
     Tensor* destination = nullptr;
     if (reverse == 0) {
       destination = grad_input;

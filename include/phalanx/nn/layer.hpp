@@ -18,6 +18,13 @@ namespace phalanx::nn {
 
 enum class Mode { Training, Evaluation };
 
+// Whether a ReLU is computed by the op before it: a conv, linear or batch_norm directly followed by
+// a relu layer in a Sequential writes ReLU(result) itself (the relu layer's output is that same
+// buffer, one activation buffer fewer), and a residual block adds and applies its ReLU in one pass.
+// Results are the same bit for bit (backend.hpp says where NaN differs); Separate runs every layer
+// on its own, to compare.
+enum class ReluFusion { Fused, Separate };
+
 struct ForwardContext {
   Mode mode = Mode::Training;
   std::uint64_t seed = 0;  // run seed, for dropout masks
@@ -51,6 +58,11 @@ class Layer {
   virtual void backward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
                         const Tensor& output, const Tensor& grad_output, Tensor* grad_input,
                         const GradientsReady& gradients_ready) = 0;
+
+  // Whether forward can apply the ReLU of a relu layer that follows it (conv, linear, batch_norm).
+  virtual bool can_fuse_relu() const { return false; }
+  // From now on forward writes ReLU(result); the Sequential then skips the relu layer's forward.
+  virtual void set_fused_relu(bool) {}
 
   // Lowest flat offset of this layer's parameters (INT64_MAX when it has none).
   std::int64_t first_parameter_offset() const { return first_parameter_offset_; }

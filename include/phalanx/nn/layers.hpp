@@ -12,6 +12,8 @@ class Convolution final : public Layer {
  public:
   Convolution(std::string name, int out_channels, int kernel, int stride, int padding, bool bias);
   std::string type() const override { return "conv"; }
+  bool can_fuse_relu() const override { return true; }
+  void set_fused_relu(bool fused) override { fused_relu_ = fused; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
@@ -21,6 +23,7 @@ class Convolution final : public Layer {
   backend::ConvolutionGeometry geometry(std::int64_t batch) const;
   int out_channels_, kernel_, stride_, padding_;
   bool bias_;
+  bool fused_relu_ = false;
   int in_channels_ = 0, in_height_ = 0, in_width_ = 0;
   int weight_ = -1, bias_index_ = -1;
 };
@@ -29,6 +32,8 @@ class Linear final : public Layer {
  public:
   Linear(std::string name, int out_features, bool bias);
   std::string type() const override { return "linear"; }
+  bool can_fuse_relu() const override { return true; }
+  void set_fused_relu(bool fused) override { fused_relu_ = fused; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
@@ -37,6 +42,7 @@ class Linear final : public Layer {
  private:
   int out_features_;
   bool bias_;
+  bool fused_relu_ = false;
   int in_features_ = 0;
   int weight_ = -1, bias_index_ = -1;
 };
@@ -74,6 +80,8 @@ class BatchNorm final : public Layer {
  public:
   explicit BatchNorm(std::string name, float momentum = 0.1f, float epsilon = 1e-5f);
   std::string type() const override { return "batch_norm"; }
+  bool can_fuse_relu() const override { return true; }
+  void set_fused_relu(bool fused) override { fused_relu_ = fused; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
@@ -82,6 +90,7 @@ class BatchNorm final : public Layer {
  private:
   backend::BatchNormGeometry geometry(std::int64_t batch) const;
   float momentum_, epsilon_;
+  bool fused_relu_ = false;
   int channels_ = 0, spatial_ = 1;
   int gamma_ = -1, beta_ = -1, running_mean_ = -1, running_variance_ = -1;
   Tensor saved_mean_, saved_inverse_std_, scratch_gradient_;
@@ -116,10 +125,14 @@ class Flatten final : public Layer {
   int height_ = 0, width_ = 0, channels_ = 0;
 };
 
-// Layers in order; keeps the activations between them for backward.
+// Layers in order; keeps the activations between them for backward. With ReluFusion::Fused a relu
+// layer right after a conv, linear or batch_norm is computed by that layer into the relu's output
+// buffer, which then is both layers' output (ReLU backward reads only its output; the producers'
+// backward never read theirs).
 class Sequential final : public Layer {
  public:
-  explicit Sequential(std::string name) : Layer(std::move(name)) {}
+  explicit Sequential(std::string name, ReluFusion fusion = ReluFusion::Fused)
+      : Layer(std::move(name)), fusion_(fusion) {}
   std::string type() const override { return "sequential"; }
   void add(LayerPointer layer) { layers_.push_back(std::move(layer)); }
   bool empty() const { return layers_.empty(); }
@@ -128,9 +141,20 @@ class Sequential final : public Layer {
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
                 const GradientsReady&) override;
+  // Relu layers whose producer computes them (none with ReluFusion::Separate).
+  int fused_relu_count() const;
+  // Bytes of the intermediate activations this Sequential holds (not those of nested blocks):
+  // each fused pair holds one buffer instead of two.
+  std::size_t activation_bytes() const;
 
  private:
+  // The index of the tensor layer `index` writes: its own, or its fused relu's.
+  std::size_t output_slot(std::size_t index) const;
+
+  ReluFusion fusion_;
   std::vector<LayerPointer> layers_;
+  // Per layer: a relu its producer computes.
+  std::vector<bool> fused_into_previous_;
   std::vector<Shape> sample_shapes_;  // output shape of each layer
   std::vector<Tensor> activations_;   // outputs of all but the last layer
   std::vector<Tensor> gradients_;     // two ping-pong buffers for input gradients
@@ -140,7 +164,7 @@ class Sequential final : public Layer {
 class Residual final : public Layer {
  public:
   Residual(std::string name, std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
-           bool relu_after);
+           bool relu_after, ReluFusion fusion = ReluFusion::Fused);
   std::string type() const override { return "residual"; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
@@ -150,6 +174,7 @@ class Residual final : public Layer {
  private:
   std::unique_ptr<Sequential> main_, shortcut_;
   bool relu_after_;
+  ReluFusion fusion_;
   Tensor main_output_, shortcut_output_, sum_gradient_, path_gradient_;
 };
 

@@ -15,9 +15,10 @@ namespace phalanx::nn {
 class Model {
  public:
   // `sample_shape` is one image [H, W, C]. Throws InvalidInput (naming the layer) when the model
-  // does not fit the data, e.g. its last layer does not give `classes` outputs.
+  // does not fit the data, e.g. its last layer does not give `classes` outputs. `fusion`: see
+  // ReluFusion (names, parameters and checkpoints are the same either way).
   Model(const config::ModelConfig& model_config, const Shape& sample_shape, int classes,
-        backend::Backend& backend, std::uint64_t seed);
+        backend::Backend& backend, std::uint64_t seed, ReluFusion fusion = ReluFusion::Fused);
 
   // input [batch, H, W, C] -> logits [batch, classes] (kept until the next forward).
   const Tensor& forward(const Tensor& input, const ForwardContext& context);
@@ -47,7 +48,7 @@ std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Sh
                                              int classes);
 
 // Builds layers from specs; unnamed layers get "<type><n>" names under `prefix`.
-std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& specs,
-                                         const std::string& name);
+std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& specs, const std::string& name,
+                                         ReluFusion fusion = ReluFusion::Fused);
 
 }  // namespace phalanx::nn
