@@ -3,6 +3,7 @@
 // the same memory whether spatial came from an image (H * W) or is 1 after a linear layer.
 #include "batch_norm.hpp"
 
+#include "elementwise.hpp"
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::backend::cuda {
@@ -32,8 +33,10 @@ BatchNorms::BatchNorms(cudnnHandle_t cudnn, cudaStream_t stream) : cudnn_(cudnn)
 BatchNorms::~BatchNorms() = default;
 
 BatchNorms::Plan& BatchNorms::plan(const BatchNormGeometry& geometry) {
-  auto found = plans_.find(geometry);
-  if (found == plans_.end()) found = plans_.emplace(geometry, std::make_unique<Plan>(geometry)).first;
+  BatchNormGeometry shape = geometry;  // the descriptors do not depend on the fused activation
+  shape.activation = FusedActivation::None;
+  auto found = plans_.find(shape);
+  if (found == plans_.end()) found = plans_.emplace(shape, std::make_unique<Plan>(shape)).first;
   return *found->second;
 }
 
@@ -45,6 +48,16 @@ float* BatchNorms::output_target(const BatchNormGeometry& geometry, float* desti
 }
 
 void BatchNorms::finish_output(const BatchNormGeometry& geometry, float* destination, const float* written) {
+  // cuDNN fuses an activation into batch norm only for fp16 NHWC data in its persistent mode
+  // (cudnnBatchNormalizationForwardTrainingEx, CUDNN_BATCHNORM_OPS_BN_ACTIVATION), whose sums
+  // would differ from the plain mode's; these activations are fp32. So the ReLU follows cuDNN: in
+  // place, or as the copy out of the scratch an aliasing call wrote to (one pass either way).
+  if (geometry.activation == FusedActivation::Relu) {
+    launch_relu_forward(stream_,
+                        static_cast<std::int64_t>(geometry.batch) * geometry.spatial * geometry.channels,
+                        written, destination);
+    return;
+  }
   if (written != destination)
     PHALANX_CUDA(
         cudaMemcpyAsync(destination, written, activation_bytes(geometry), cudaMemcpyDeviceToDevice, stream_));

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "elementwise.hpp"
+#include "forward_epilogue.hpp"
 #include "phalanx/core/error.hpp"
 #include "precision_conversion.hpp"
 
@@ -205,10 +206,13 @@ Convolutions::Convolutions(cudnnHandle_t cudnn, cudaStream_t stream, ColumnSums&
 Convolutions::~Convolutions() = default;
 
 Convolutions::Plan& Convolutions::plan(const ConvolutionGeometry& geometry) {
+  // The fused ReLU is the epilogue's, not cuDNN's: fused and plain forward share one plan (and so
+  // one algorithm, which keeps their results the same bit for bit).
+  ConvolutionGeometry shape = geometry;
+  shape.activation = FusedActivation::None;
   auto& plans = plans_[static_cast<std::size_t>(precision_)];
-  auto found = plans.find(geometry);
-  if (found == plans.end())
-    found = plans.emplace(geometry, std::make_unique<Plan>(geometry, precision_)).first;
+  auto found = plans.find(shape);
+  if (found == plans.end()) found = plans.emplace(shape, std::make_unique<Plan>(shape, precision_)).first;
   return *found->second;
 }
 
@@ -249,19 +253,15 @@ std::size_t Convolutions::prepare_search_workspace() {
 void Convolutions::forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
                            const float* bias, float* output) {
   PHALANX_CHECK(!geometry.has_bias || bias != nullptr, "convolution with a bias needs its bias");
-  run_forward(geometry, input, weight, output);
-  if (geometry.has_bias)
-    launch_add_bias_rows(
-        stream_, static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
-        geometry.out_channels, bias, output);
+  run_forward(geometry, input, weight, bias, output);
 }
 
 void Convolutions::run_forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
-                               float* output) {
+                               const float* bias, float* output) {
   Plan& plan = this->plan(geometry);
   if (plan.forward.in_float32) {
     const Float32Scope float32(precision_);
-    run_forward(geometry, input, weight, output);
+    run_forward(geometry, input, weight, bias, output);
     return;
   }
   const void* filter = operand(filter_for_cudnn(geometry, weight), weight_count(geometry), filter_operand_);
@@ -280,7 +280,7 @@ void Convolutions::run_forward(const ConvolutionGeometry& geometry, const float*
         searched_candidates(status, returned, precision_, "cudnnFindConvolutionForwardAlgorithmEx", __LINE__);
     const auto chosen = choose_algorithm(results, returned, precision_);
     if (!chosen && fall_back_to_float32(plan.forward, "forward", geometry)) {
-      run_forward(geometry, input, weight, output);
+      run_forward(geometry, input, weight, bias, output);
       return;
     }
     plan.forward.take(*chosen);
@@ -291,7 +291,11 @@ void Convolutions::run_forward(const ConvolutionGeometry& geometry, const float*
   PHALANX_CUDNN(cudnnConvolutionForward(cudnn_, &one, plan.input.get(), x, plan.filter.get(), filter,
                                         plan.convolution.get(), plan.forward.algorithm, workspace_.data(),
                                         plan.forward.workspace, &zero, plan.output.get(), y));
-  finish_result(y, output, output_count(geometry));
+  // Conversion to fp32, bias and fused ReLU in one pass over the output.
+  launch_forward_epilogue(
+      stream_, precision_, y,
+      static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
+      geometry.out_channels, geometry.has_bias ? bias : nullptr, geometry.activation, output);
 }
 
 void Convolutions::backward_data(const ConvolutionGeometry& geometry, const float* grad_output,

@@ -47,9 +47,9 @@ class Convolutions {
   struct Plan;
   class Float32Scope;
   Plan& plan(const ConvolutionGeometry& geometry);
-  // The cuDNN calls (the bias parts stay in forward and backward_weights, always fp32).
+  // The cuDNN calls (the bias parts stay in fp32: forward's epilogue and backward_weights).
   void run_forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
-                   float* output);
+                   const float* bias, float* output);
   void run_backward_filter(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,
                            float* grad_weight);
   template <typename Algorithm>

@@ -344,6 +344,11 @@ void CudaBackend::add(std::int64_t count, const float* a, const float* b, float*
   launch_add(stream_.get(), count, a, b, output);
 }
 
+void CudaBackend::add_relu(std::int64_t count, const float* a, const float* b, float* output) {
+  make_current();
+  launch_add_relu(stream_.get(), count, a, b, output);
+}
+
 void CudaBackend::accumulate(std::int64_t count, const float* source, float* destination) {
   make_current();
   launch_accumulate(stream_.get(), count, source, destination);

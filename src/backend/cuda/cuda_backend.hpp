@@ -81,6 +81,7 @@ class CudaBackend final : public Backend {
   void relu_backward(std::int64_t count, const float* output, const float* grad_output,
                      float* grad_input) override;
   void add(std::int64_t count, const float* a, const float* b, float* output) override;
+  void add_relu(std::int64_t count, const float* a, const float* b, float* output) override;
   void accumulate(std::int64_t count, const float* source, float* destination) override;
   void scale(std::int64_t count, float factor, float* data) override;
   bool all_finite(std::int64_t count, const float* data) override;

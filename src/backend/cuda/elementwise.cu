@@ -48,6 +48,14 @@ __global__ void add_kernel(std::int64_t count, const float* a, const float* b, f
   for (std::int64_t i = first_index(); i < count; i += index_stride()) output[i] = a[i] + b[i];
 }
 
+// The sum rounded to float first, then `x < 0 ? 0 : x`: add_kernel and relu_forward_kernel in one.
+__global__ void add_relu_kernel(std::int64_t count, const float* a, const float* b, float* output) {
+  for (std::int64_t i = first_index(); i < count; i += index_stride()) {
+    const float sum = a[i] + b[i];
+    output[i] = sum < 0.0f ? 0.0f : sum;
+  }
+}
+
 __global__ void accumulate_kernel(std::int64_t count, const float* source, float* destination) {
   for (std::int64_t i = first_index(); i < count; i += index_stride()) destination[i] += source[i];
 }
@@ -96,6 +104,12 @@ void launch_add(cudaStream_t stream, std::int64_t count, const float* a, const f
   if (count <= 0) return;
   add_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(count, a, b, output);
   PHALANX_CUDA_LAUNCHED("add_kernel");
+}
+
+void launch_add_relu(cudaStream_t stream, std::int64_t count, const float* a, const float* b, float* output) {
+  if (count <= 0) return;
+  add_relu_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(count, a, b, output);
+  PHALANX_CUDA_LAUNCHED("add_relu_kernel");
 }
 
 void launch_accumulate(cudaStream_t stream, std::int64_t count, const float* source, float* destination) {

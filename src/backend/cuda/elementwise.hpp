@@ -17,6 +17,8 @@ void launch_relu_forward(cudaStream_t stream, std::int64_t count, const float* i
 void launch_relu_backward(cudaStream_t stream, std::int64_t count, const float* output,
                           const float* grad_output, float* grad_input);
 void launch_add(cudaStream_t stream, std::int64_t count, const float* a, const float* b, float* output);
+// ReLU(a + b) in one pass (a residual block's sum and its ReLU).
+void launch_add_relu(cudaStream_t stream, std::int64_t count, const float* a, const float* b, float* output);
 void launch_accumulate(cudaStream_t stream, std::int64_t count, const float* source, float* destination);
 void launch_scale(cudaStream_t stream, std::int64_t count, float factor, float* data);
 // data[row, column] += bias[column] over a row-major [rows, columns] matrix (conv and linear bias).

@@ -5,6 +5,7 @@
 #include "linear.hpp"
 
 #include "elementwise.hpp"
+#include "forward_epilogue.hpp"
 
 namespace phalanx::backend::cuda {
 
@@ -30,7 +31,9 @@ void Linears::forward(const LinearGeometry& geometry, const float* input, const 
   const int batch = geometry.batch, in = geometry.in_features, out = geometry.out_features;
   if (batch <= 0 || out <= 0) return;
   gemm(CUBLAS_OP_T, CUBLAS_OP_N, out, batch, in, weight, in, input, in, output, out);
-  if (bias) launch_add_bias_rows(stream_, batch, out, bias, output);
+  // The GEMM writes fp32 (fp32 accumulation also under bf16/fp16); bias and fused ReLU in one pass.
+  launch_forward_epilogue(stream_, ComputePrecision::Float32, output, batch, out, bias, geometry.activation,
+                          output);
 }
 
 void Linears::backward(const LinearGeometry& geometry, const float* input, const float* weight,
