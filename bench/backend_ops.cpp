@@ -1,6 +1,7 @@
 // Google Benchmark timings of the CPU backend's hot ops at the fmnist_cnn shapes, batch 64:
 // conv 1->32 3x3 pad 1 on 28x28, conv 32->64 3x3 pad 1 on 14x14, 2x2 max pooling and batch norm
-// after each, linear 3136->128 and 128->10, ReLU, and optimizer steps over all parameters. Run:
+// after each, linear 3136->128 and 128->10, ReLU (alone and fused into the op before it), and
+// optimizer steps over all parameters. Run:
 // OMP_NUM_THREADS=1 ./phalanx_bench_backend_ops (the second argument of each benchmark is the backend's
 // thread count, so 1 and 2 threads run side by side).
 #include <benchmark/benchmark.h>
@@ -209,6 +210,80 @@ void BM_ReluForwardBackward(benchmark::State& state) {
   }
 }
 
+// A producer and the ReLU after it: {layer, threads, 0} the op then relu_forward in place (what a
+// model without fusion runs), {layer, threads, 1} the op with geometry.activation = Relu. Layer 0
+// and 1 are the fmnist_cnn convolutions and linear layers; batch norm runs at the convolutions'
+// output shapes, and add + ReLU (a residual block's end) over the same counts.
+void BM_ConvolutionRelu(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  ConvolutionGeometry geometry = convolution_layer(static_cast<int>(state.range(0)));
+  const bool fused = state.range(2) != 0;
+  if (fused) geometry.activation = phalanx::backend::FusedActivation::Relu;
+  const auto count = static_cast<std::int64_t>(output_count(geometry));
+  Buffer input(*backend, input_count(geometry)), weight(*backend, weight_count(geometry)),
+      bias(*backend, geometry.out_channels), output(*backend, output_count(geometry));
+  for (auto _ : state) {
+    backend->convolution_forward(geometry, input.data(), weight.data(), bias.data(), output.data());
+    if (!fused) backend->relu_forward(count, output.data(), output.data());
+    backend->synchronize();
+  }
+}
+
+void BM_LinearRelu(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  LinearGeometry geometry = linear_layer(static_cast<int>(state.range(0)));
+  const bool fused = state.range(2) != 0;
+  if (fused) geometry.activation = phalanx::backend::FusedActivation::Relu;
+  const std::int64_t count = std::int64_t{geometry.batch} * geometry.out_features;
+  Buffer input(*backend, std::size_t(geometry.batch) * geometry.in_features),
+      weight(*backend, std::size_t(geometry.out_features) * geometry.in_features),
+      bias(*backend, geometry.out_features), output(*backend, count);
+  for (auto _ : state) {
+    backend->linear_forward(geometry, input.data(), weight.data(), bias.data(), output.data());
+    if (!fused) backend->relu_forward(count, output.data(), output.data());
+    backend->synchronize();
+  }
+}
+
+void BM_BatchNormRelu(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const ConvolutionGeometry convolution = convolution_layer(static_cast<int>(state.range(0)));
+  BatchNormGeometry geometry{batch, convolution.out_channels,
+                             convolution.out_height() * convolution.out_width()};
+  const bool fused = state.range(2) != 0;
+  if (fused) geometry.activation = phalanx::backend::FusedActivation::Relu;
+  const auto count = static_cast<std::int64_t>(output_count(convolution));
+  Buffer input(*backend, count), output(*backend, count), gamma(*backend, geometry.channels),
+      beta(*backend, geometry.channels), running_mean(*backend, geometry.channels),
+      running_variance(*backend, geometry.channels), saved_mean(*backend, geometry.channels),
+      saved_inverse_std(*backend, geometry.channels);
+  backend->fill(running_variance.data(), geometry.channels, 1.0f);
+  for (auto _ : state) {
+    backend->batch_norm_forward_training(geometry, input.data(), gamma.data(), beta.data(), output.data(),
+                                         running_mean.data(), running_variance.data(), 0.1f,
+                                         saved_mean.data(), saved_inverse_std.data());
+    if (!fused) backend->relu_forward(count, output.data(), output.data());
+    backend->synchronize();
+  }
+}
+
+void BM_AddRelu(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const auto count =
+      static_cast<std::int64_t>(output_count(convolution_layer(static_cast<int>(state.range(0)))));
+  const bool fused = state.range(2) != 0;
+  Buffer a(*backend, count), b(*backend, count), output(*backend, count);
+  for (auto _ : state) {
+    if (fused) {
+      backend->add_relu(count, a.data(), b.data(), output.data());
+    } else {
+      backend->add(count, a.data(), b.data(), output.data());
+      backend->relu_forward(count, output.data(), output.data());
+    }
+    backend->synchronize();
+  }
+}
+
 // One optimizer step over fmnist_cnn's 421,642 parameters.
 constexpr std::int64_t fashion_parameters = 320 + 18496 + 401536 + 1290;
 
@@ -307,6 +382,13 @@ void layers_and_threads(benchmark::internal::Benchmark* benchmark) {
 }
 
 // Arguments: {unused, threads} for ops without layers.
+// Both layers, 1 thread, plain then fused.
+void layers_and_fusion(benchmark::internal::Benchmark* benchmark) {
+  for (const int layer : {0, 1})
+    for (const int fused : {0, 1}) benchmark->Args({layer, 1, fused});
+  benchmark->ArgNames({"layer", "threads", "fused"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
 void threads_only(benchmark::internal::Benchmark* benchmark) {
   benchmark->ArgNames({"", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
   for (int threads : {1, 2}) benchmark->Args({0, threads});
@@ -322,6 +404,10 @@ BENCHMARK(BM_LinearBackward)->Apply(layers_and_threads);
 BENCHMARK(BM_BatchNormForwardTraining)->Apply(layers_and_threads);
 BENCHMARK(BM_BatchNormBackward)->Apply(layers_and_threads);
 BENCHMARK(BM_ReluForwardBackward)->Apply(threads_only);
+BENCHMARK(BM_ConvolutionRelu)->Apply(layers_and_fusion);
+BENCHMARK(BM_LinearRelu)->Apply(layers_and_fusion);
+BENCHMARK(BM_BatchNormRelu)->Apply(layers_and_fusion);
+BENCHMARK(BM_AddRelu)->Apply(layers_and_fusion);
 BENCHMARK(BM_SgdNesterovStep)->Apply(threads_only);
 BENCHMARK(BM_AdamWStep)->Apply(threads_only);
 BENCHMARK(BM_TrainingLoss)
