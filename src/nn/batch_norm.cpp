@@ -28,7 +28,7 @@ backend::BatchNormGeometry BatchNorm::geometry(std::int64_t batch) const {
 void BatchNorm::forward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
                         Tensor& output, const ForwardContext& context) {
   auto shape = geometry(input.shape()[0]);
-  if (fused_relu_) shape.activation = backend::FusedActivation::Relu;
+  shape.activation = fused_activation_;
   if (context.mode == Mode::Training) {
     saved_mean_.ensure(backend, Shape{channels_});
     saved_inverse_std_.ensure(backend, Shape{channels_});

@@ -52,7 +52,7 @@ backend::ConvolutionGeometry Convolution::geometry(std::int64_t batch) const {
 void Convolution::forward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
                           Tensor& output, const ForwardContext&) {
   auto shape = geometry(input.shape()[0]);
-  if (fused_relu_) shape.activation = backend::FusedActivation::Relu;
+  shape.activation = fused_activation_;
   backend.convolution_forward(shape, input.data(), registry.parameter(weight_),
                               bias_ ? registry.parameter(bias_index_) : nullptr, output.data());
 }

@@ -30,7 +30,7 @@ Shape Linear::configure(const Shape& sample_input, ParameterRegistry& registry) 
 void Linear::forward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
                      Tensor& output, const ForwardContext&) {
   backend::LinearGeometry geometry{static_cast<int>(input.shape()[0]), in_features_, out_features_};
-  if (fused_relu_) geometry.activation = backend::FusedActivation::Relu;
+  geometry.activation = fused_activation_;
   backend.linear_forward(geometry, input.data(), registry.parameter(weight_),
                          bias_ ? registry.parameter(bias_index_) : nullptr, output.data());
 }

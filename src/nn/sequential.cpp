@@ -19,7 +19,8 @@ Shape Sequential::configure(const Shape& sample_input, ParameterRegistry& regist
     if (index > 0 && layers_[index - 1]->can_fuse_relu()) {
       const bool fused = fusion_ == ReluFusion::Fused && dynamic_cast<const Relu*>(layer.get()) != nullptr;
       fused_into_previous_[index] = fused;
-      layers_[index - 1]->set_fused_relu(fused);
+      layers_[index - 1]->set_fused_activation(fused ? backend::FusedActivation::Relu
+                                                     : backend::FusedActivation::None);
     }
   }
   activations_.resize(layers_.size() - 1);

@@ -61,8 +61,9 @@ class Layer {
 
   // Whether forward can apply the ReLU of a relu layer that follows it (conv, linear, batch_norm).
   virtual bool can_fuse_relu() const { return false; }
-  // From now on forward writes ReLU(result); the Sequential then skips the relu layer's forward.
-  virtual void set_fused_relu(bool) {}
+  // From now on forward applies `activation` to its result (Relu: the Sequential then skips the relu
+  // layer's forward).
+  virtual void set_fused_activation(backend::FusedActivation) {}
 
   // Lowest flat offset of this layer's parameters (INT64_MAX when it has none).
   std::int64_t first_parameter_offset() const { return first_parameter_offset_; }

@@ -13,7 +13,7 @@ class Convolution final : public Layer {
   Convolution(std::string name, int out_channels, int kernel, int stride, int padding, bool bias);
   std::string type() const override { return "conv"; }
   bool can_fuse_relu() const override { return true; }
-  void set_fused_relu(bool fused) override { fused_relu_ = fused; }
+  void set_fused_activation(backend::FusedActivation activation) override { fused_activation_ = activation; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
@@ -23,7 +23,7 @@ class Convolution final : public Layer {
   backend::ConvolutionGeometry geometry(std::int64_t batch) const;
   int out_channels_, kernel_, stride_, padding_;
   bool bias_;
-  bool fused_relu_ = false;
+  backend::FusedActivation fused_activation_ = backend::FusedActivation::None;
   int in_channels_ = 0, in_height_ = 0, in_width_ = 0;
   int weight_ = -1, bias_index_ = -1;
 };
@@ -33,7 +33,7 @@ class Linear final : public Layer {
   Linear(std::string name, int out_features, bool bias);
   std::string type() const override { return "linear"; }
   bool can_fuse_relu() const override { return true; }
-  void set_fused_relu(bool fused) override { fused_relu_ = fused; }
+  void set_fused_activation(backend::FusedActivation activation) override { fused_activation_ = activation; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
@@ -42,7 +42,7 @@ class Linear final : public Layer {
  private:
   int out_features_;
   bool bias_;
-  bool fused_relu_ = false;
+  backend::FusedActivation fused_activation_ = backend::FusedActivation::None;
   int in_features_ = 0;
   int weight_ = -1, bias_index_ = -1;
 };
@@ -81,7 +81,7 @@ class BatchNorm final : public Layer {
   explicit BatchNorm(std::string name, float momentum = 0.1f, float epsilon = 1e-5f);
   std::string type() const override { return "batch_norm"; }
   bool can_fuse_relu() const override { return true; }
-  void set_fused_relu(bool fused) override { fused_relu_ = fused; }
+  void set_fused_activation(backend::FusedActivation activation) override { fused_activation_ = activation; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
@@ -90,7 +90,7 @@ class BatchNorm final : public Layer {
  private:
   backend::BatchNormGeometry geometry(std::int64_t batch) const;
   float momentum_, epsilon_;
-  bool fused_relu_ = false;
+  backend::FusedActivation fused_activation_ = backend::FusedActivation::None;
   int channels_ = 0, spatial_ = 1;
   int gamma_ = -1, beta_ = -1, running_mean_ = -1, running_variance_ = -1;
   Tensor saved_mean_, saved_inverse_std_, scratch_gradient_;
