@@ -150,6 +150,13 @@ class Backend : public Allocator {
   virtual void convolution_backward_weights(const ConvolutionGeometry& geometry, const float* input,
                                             const float* grad_output, float* grad_weight,
                                             float* grad_bias) = 0;
+  // Both backward directions of one convolution over the same grad_output: the weight (and bias)
+  // gradients, and grad_input unless it is null (the first layer needs none). Backends whose
+  // operands are converted per call (bf16/fp16 on a GPU) convert grad_output once for both. The
+  // base version calls convolution_backward_weights, then convolution_backward_data.
+  virtual void convolution_backward(const ConvolutionGeometry& geometry, const float* input,
+                                    const float* grad_output, const float* weight, float* grad_input,
+                                    float* grad_weight, float* grad_bias);
 
   // ---- pooling (NHWC). `workspace` holds what backward needs (max indices); its size in
   // bytes comes from pooling_workspace_bytes. Global average pooling is Average with

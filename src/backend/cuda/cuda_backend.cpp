@@ -286,6 +286,13 @@ void CudaBackend::convolution_backward_weights(const ConvolutionGeometry& geomet
   convolutions_.backward_weights(geometry, input, grad_output, grad_weight, grad_bias);
 }
 
+void CudaBackend::convolution_backward(const ConvolutionGeometry& geometry, const float* input,
+                                       const float* grad_output, const float* weight, float* grad_input,
+                                       float* grad_weight, float* grad_bias) {
+  make_current();
+  convolutions_.backward(geometry, input, grad_output, weight, grad_input, grad_weight, grad_bias);
+}
+
 std::size_t CudaBackend::pooling_workspace_bytes(const PoolingGeometry& geometry) {
   return cuda::pooling_workspace_bytes(geometry);
 }

@@ -59,6 +59,9 @@ class CudaBackend final : public Backend {
                                  const float* weight, float* grad_input) override;
   void convolution_backward_weights(const ConvolutionGeometry& geometry, const float* input,
                                     const float* grad_output, float* grad_weight, float* grad_bias) override;
+  void convolution_backward(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,
+                            const float* weight, float* grad_input, float* grad_weight,
+                            float* grad_bias) override;
 
   std::size_t pooling_workspace_bytes(const PoolingGeometry& geometry) override;
   void pooling_forward(const PoolingGeometry& geometry, const float* input, float* output,
