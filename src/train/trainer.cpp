@@ -308,18 +308,24 @@ nlohmann::json Trainer::run() {
     bool communication_read = false;
   };
   std::optional<UnsettledStep> unsettled;
-  // The exposed all-reduce last read: the step before's, whether read at this step's begin_step
-  // or already at that step's own end (a log line, an epoch's end settled it there).
+  // The exposed all-reduce last read: the step before's, whether read once this step's optimizer
+  // was queued or already at that step's own end (a log line, an epoch's end settled it there).
   double previous_allreduce_wait = 0;
-  const auto read_communication = [&](UnsettledStep& held) {
-    held.times.allreduce_wait = nccl_sync->last_exposed_seconds();
+  const auto read_communication = [&](UnsettledStep& held, const comm::CommunicationSeconds& seconds) {
+    held.times.allreduce_wait = seconds.exposed;
     previous_allreduce_wait = held.times.allreduce_wait;
-    held.times.allreduce_total = nccl_sync->last_communication_seconds();
+    held.times.allreduce_total = seconds.total;
     held.communication_read = true;
+  };
+  // Before a wait for the device without a bound (a take, the markers): the held step's all-reduce
+  // is waited for with NCCL's error state polled, so a stuck peer ends in an error, not a hang.
+  const auto read_held_communication = [&] {
+    if (unsettled && !unsettled->communication_read)
+      read_communication(*unsettled, nccl_sync->read_current());
   };
   const auto settle = [&](const DeviceStageSeconds& device) {
     UnsettledStep& held = *unsettled;
-    if (!held.communication_read) read_communication(held);
+    if (!held.communication_read) read_communication(held, nccl_sync->read_current());
     StageTimes& step = held.times;
     step.forward = std::max(0.0, device.forward - step.host_to_device);
     step.backward = device.backward;
@@ -378,8 +384,6 @@ nlohmann::json Trainer::run() {
     stage_clock.restart();
     if (use_nccl) {
       nccl_sync->begin_step();
-      // The previous step's all-reduce has finished (begin_step waited for it): its times are free.
-      if (unsettled) read_communication(*unsettled);
       model_->backward(input, grad_logits, [&](std::int64_t offset) { nccl_sync->gradients_ready(offset); });
     } else {
       grad_sync->begin_step();
@@ -423,6 +427,9 @@ nlohmann::json Trainer::run() {
       device_timer->mark(StageBoundary::OptimizerEnd);  // NCCL's events time the all-reduce (settle)
     else
       backend_.synchronize();
+    // The previous step's all-reduce, read now that this whole step is queued behind it: the host
+    // waits (if at all) while the device has work, never in front of an empty queue.
+    if (use_nccl && unsettled) read_communication(*unsettled, nccl_sync->read_previous());
     step.optimizer = stage_clock.seconds();
     // The input copy: on a GPU it ran on the copy stream, and CUDA events say how long it took and
     // how much of it the compute stream still waited for (that wait showed in the forward stage's
@@ -490,6 +497,7 @@ nlohmann::json Trainer::run() {
     if (!overlap_upload || position_.global_step % config.train.log_every_steps == 0 || epoch_done ||
         (batch.step + 1) % config.train.log_every_steps == 0 || position_.global_step == last_step ||
         stop_requested) {
+      read_held_communication();
       take_loss_totals();
       if (unsettled) settle(device_timer->read_current());  // the host waits for the device here anyway
     }
@@ -548,6 +556,7 @@ nlohmann::json Trainer::run() {
     }
   }
   run_control_->enter("final evaluation and summary", position_.global_step, comm::StageKind::Collective);
+  read_held_communication();
   take_loss_totals();  // a run whose data ended early
   if (unsettled) settle(device_timer->read_current());
 
