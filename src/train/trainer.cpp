@@ -16,6 +16,7 @@
 #include "phalanx/data/shard_plan.hpp"
 #include "phalanx/data/training_source.hpp"
 #include "phalanx/report/run_report.hpp"
+#include "phalanx/train/backend_host_staging.hpp"
 #include "phalanx/train/breakdown_table.hpp"
 #include "phalanx/train/device_stage_timer.hpp"
 #include "phalanx/train/evaluation.hpp"
@@ -231,12 +232,7 @@ nlohmann::json Trainer::run() {
         config.distributed.grad_dtype == "bf16" ? comm::WireType::BFloat16 : comm::WireType::Float32, true);
   else if (staged)
     grad_sync.emplace(communicator_, registry.gradients().data(), registry.parameter_count(), bucket_bytes,
-                      comm::HostStaging{[this](float* host, const float* device, std::int64_t count) {
-                                          backend_.copy_to_host(host, device, count * sizeof(float));
-                                        },
-                                        [this](float* device, const float* host, std::int64_t count) {
-                                          backend_.copy_from_host(device, host, count * sizeof(float));
-                                        }});
+                      std::make_unique<BackendHostStaging>(backend_));
   else
     grad_sync.emplace(communicator_, registry.gradients().data(), registry.parameter_count(), bucket_bytes);
   const data::ShardPlan plan(train_split_->count, local_batches_, communicator_.rank(), config.seed,

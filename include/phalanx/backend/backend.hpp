@@ -75,6 +75,28 @@ class TimingMarker {
   virtual double seconds_since(TimingMarker& earlier) = 0;
 };
 
+// One block of device memory taken to host memory and brought back (a gradient bucket of a GPU
+// rank summed over MPI, which reads host memory), stopping the host only where it reads the bytes.
+// GPU backends copy to the host on a stream of their own after an event that marks the work
+// queued so far (the kernels that made the block final), and back on the compute stream; the host
+// buffer should then come from staging_allocator() (page-locked), or the driver stages the copy
+// synchronously. The base version (the CPU backend) copies synchronously.
+class StagedCopy {
+ public:
+  virtual ~StagedCopy() = default;
+  // Enqueues the copy of `bytes` at device_source to host_destination, after the work queued so
+  // far, and returns.
+  virtual void start_to_host(void* host_destination, const void* device_source, std::size_t bytes) = 0;
+  // Whether that copy has landed in host memory; never waits.
+  virtual bool landed() = 0;
+  // Blocks until it has landed.
+  virtual void wait_landed() = 0;
+  // Enqueues the copy of the host bytes back to device_destination, before any work queued from
+  // now on, and returns. The host bytes are read later: the caller leaves them as they are until
+  // the next start_to_host of this object has landed (which is ordered after this copy).
+  virtual void start_to_device(void* device_destination, const void* host_source, std::size_t bytes) = 0;
+};
+
 struct DeviceMemory {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
@@ -121,6 +143,9 @@ class Backend : public Allocator {
   virtual std::unique_ptr<Upload> make_upload();
   // A TimingMarker for this backend (see TimingMarker). The base version reads the host clock.
   virtual std::unique_ptr<TimingMarker> make_timing_marker();
+  // A StagedCopy for this backend (see StagedCopy). The base version copies with copy_to_host and
+  // copy_from_host.
+  virtual std::unique_ptr<StagedCopy> make_staged_copy();
 
   // ---- memory -----------------------------------------------------------------------------
   virtual void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) = 0;

@@ -41,6 +41,7 @@ class CudaBackend final : public Backend {
   std::optional<DeviceMemory> device_memory() override;
   std::unique_ptr<Upload> make_upload() override;
   std::unique_ptr<TimingMarker> make_timing_marker() override;
+  std::unique_ptr<StagedCopy> make_staged_copy() override;
 
   void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) override;
   void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) override;
@@ -125,6 +126,7 @@ class CudaBackend final : public Backend {
   std::string name_;
   Stream stream_;
   Stream copy_stream_;  // input uploads (CudaUpload), beside the compute stream
+  Stream staging_stream_;  // gradient buckets to the host (CudaStagedCopy), beside both
   CudnnHandle cudnn_;
   CublasHandle cublas_;
   ColumnSums column_sums_;
