@@ -413,6 +413,8 @@ nlohmann::json Trainer::run() {
     // 4. update (skipped when dynamic loss scaling finds an overflow in the summed gradients)
     run_control_->enter("optimizer", position_.global_step + 1, comm::StageKind::Local);
     stage_clock.restart();
+    // The finite check waits for the summed gradients without a bound: a stuck peer is caught first.
+    if (use_nccl && loss_scaler_) nccl_sync->wait_current();
     const bool update = !loss_scaler_ || loss_scaler_->unscale_or_skip(backend_, registry.gradients().data(),
                                                                        registry.parameter_count());
     // The optimizer counts the updates it made (AdamW's bias correction), as GradScaler's do.

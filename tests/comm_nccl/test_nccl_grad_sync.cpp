@@ -35,6 +35,7 @@ TEST(NcclGradSyncCuda, SeveralBucketsLeaveOneRankGradientsUnchanged) {
         sync.gradients_ready(std::max<std::int64_t>(0, offset - 70000));
     const double waited = sync.wait();
     EXPECT_GE(waited, 0.0);
+    sync.wait_current();
     const comm::CommunicationSeconds current = sync.read_current();
     EXPECT_GE(current.exposed, 0.0);
     EXPECT_GE(current.total, current.exposed - 1e-3);
@@ -123,6 +124,7 @@ TEST(NcclGradSyncCuda, OneRankThatSkipsItsSumQueuesNothing) {
     sync.begin_step();
     sync.gradients_ready(35000);
     EXPECT_GE(sync.wait(), 0.0);
+    sync.wait_current();
     EXPECT_FALSE(backend::cuda_work_pending(*cuda)) << "a skipped sum queued work";
     EXPECT_EQ(sync.read_current().total, 0.0);
     EXPECT_EQ(sync.read_previous().exposed, 0.0);

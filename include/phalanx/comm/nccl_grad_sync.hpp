@@ -53,12 +53,14 @@ class NcclGradSync {
 
   std::size_t bucket_count() const { return buckets_.size(); }
   // With measure_exposed_time: the step begun last (zeros before its wait()), and the step begun
-  // before it (zeros when there is none); the events of both stay readable until the next
-  // begin_step() but one. Each waits, bounded by the timeout with NCCL's error state polled, for
-  // that step's all-reduces only, never for work queued after them. A one-rank world that skips
-  // its sum reads zeros.
+  // before it (zeros when there is none; the next begin_step() reuses its events). Each waits,
+  // bounded by the timeout with NCCL's error state polled, for that step's all-reduces only, never
+  // for work queued after them. A one-rank world that skips its sum reads zeros.
   CommunicationSeconds read_current();
   CommunicationSeconds read_previous();
+  // Waits as read_current() does, without measuring: for a caller about to wait for the device
+  // without a bound (the fp16 finite check reads a flag computed from the sums).
+  void wait_current();
 
   struct Step;   // one step's CUDA events (src/comm/nccl)
   struct Steps;  // the ring of them

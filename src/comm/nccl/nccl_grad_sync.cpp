@@ -135,6 +135,14 @@ CommunicationSeconds NcclGradSync::read_previous() {
   return read(1);
 }
 
+void NcclGradSync::wait_current() {
+  if (skip_ || !steps_->has_step(0)) return;
+  Step& step = steps_->step(0);
+  if (step.waited)
+    communicator_.wait_for(step.communication_end.get(), communicator_.timeout_seconds(),
+                           "wait for all-reduce");
+}
+
 CommunicationSeconds NcclGradSync::read(std::size_t steps_back) {
   PHALANX_CHECK(measure_, "NcclGradSync was built without measure_exposed_time");
   if (skip_ || !steps_->has_step(steps_back)) return {};
