@@ -108,6 +108,20 @@ void BM_ConvolutionBackwardWeights(benchmark::State& state) {
   }
 }
 
+// Both directions in one call, as nn::Convolution makes it (the CPU backend runs the two ops above).
+void BM_ConvolutionBackward(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  const ConvolutionGeometry geometry = convolution_layer(static_cast<int>(state.range(0)));
+  Buffer input(*backend, input_count(geometry)), grad_output(*backend, output_count(geometry)),
+      weight(*backend, weight_count(geometry)), grad_input(*backend, input_count(geometry)),
+      grad_weight(*backend, weight_count(geometry)), grad_bias(*backend, geometry.out_channels);
+  for (auto _ : state) {
+    backend->convolution_backward(geometry, input.data(), grad_output.data(), weight.data(),
+                                  grad_input.data(), grad_weight.data(), grad_bias.data());
+    backend->synchronize();
+  }
+}
+
 void BM_MaxPoolingForward(benchmark::State& state) {
   auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
   const PoolingGeometry geometry = pooling_layer(static_cast<int>(state.range(0)));
@@ -397,6 +411,7 @@ void threads_only(benchmark::internal::Benchmark* benchmark) {
 BENCHMARK(BM_ConvolutionForward)->Apply(layers_and_threads);
 BENCHMARK(BM_ConvolutionBackwardData)->Apply(layers_and_threads);
 BENCHMARK(BM_ConvolutionBackwardWeights)->Apply(layers_and_threads);
+BENCHMARK(BM_ConvolutionBackward)->Apply(layers_and_threads);
 BENCHMARK(BM_MaxPoolingForward)->Apply(layers_and_threads);
 BENCHMARK(BM_MaxPoolingBackward)->Apply(layers_and_threads);
 BENCHMARK(BM_LinearForward)->Apply(layers_and_threads);

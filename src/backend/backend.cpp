@@ -17,6 +17,13 @@ void Backend::set_compute_precision(ComputePrecision precision) {
                         " computes in fp32 only; bf16 and fp16 need a GPU rank (the CUDA backend)");
 }
 
+void Backend::convolution_backward(const ConvolutionGeometry& geometry, const float* input,
+                                   const float* grad_output, const float* weight, float* grad_input,
+                                   float* grad_weight, float* grad_bias) {
+  convolution_backward_weights(geometry, input, grad_output, grad_weight, grad_bias);
+  if (grad_input) convolution_backward_data(geometry, grad_output, weight, grad_input);
+}
+
 void Backend::transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,
                                 const float* input, float* output) {
   PHALANX_CHECK(device_kind() == DeviceKind::Cpu, name(), " must override transpose_samples");

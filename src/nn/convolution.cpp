@@ -60,12 +60,10 @@ void Convolution::forward(backend::Backend& backend, ParameterRegistry& registry
 void Convolution::backward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
                            const Tensor&, const Tensor& grad_output, Tensor* grad_input,
                            const GradientsReady&) {
-  const auto shape = geometry(input.shape()[0]);
-  backend.convolution_backward_weights(shape, input.data(), grad_output.data(), registry.gradient(weight_),
-                                       bias_ ? registry.gradient(bias_index_) : nullptr);
-  if (grad_input)
-    backend.convolution_backward_data(shape, grad_output.data(), registry.parameter(weight_),
-                                      grad_input->data());
+  // One call for both directions: a GPU backend computing in bf16/fp16 converts grad_output once.
+  backend.convolution_backward(geometry(input.shape()[0]), input.data(), grad_output.data(),
+                               registry.parameter(weight_), grad_input ? grad_input->data() : nullptr,
+                               registry.gradient(weight_), bias_ ? registry.gradient(bias_index_) : nullptr);
 }
 
 }  // namespace phalanx::nn

@@ -16,6 +16,7 @@
 #include "phalanx/data/shard_plan.hpp"
 #include "phalanx/data/training_source.hpp"
 #include "phalanx/report/run_report.hpp"
+#include "phalanx/train/backend_host_staging.hpp"
 #include "phalanx/train/breakdown_table.hpp"
 #include "phalanx/train/device_stage_timer.hpp"
 #include "phalanx/train/evaluation.hpp"
@@ -231,12 +232,7 @@ nlohmann::json Trainer::run() {
         config.distributed.grad_dtype == "bf16" ? comm::WireType::BFloat16 : comm::WireType::Float32, true);
   else if (staged)
     grad_sync.emplace(communicator_, registry.gradients().data(), registry.parameter_count(), bucket_bytes,
-                      comm::HostStaging{[this](float* host, const float* device, std::int64_t count) {
-                                          backend_.copy_to_host(host, device, count * sizeof(float));
-                                        },
-                                        [this](float* device, const float* host, std::int64_t count) {
-                                          backend_.copy_from_host(device, host, count * sizeof(float));
-                                        }});
+                      std::make_unique<BackendHostStaging>(backend_));
   else
     grad_sync.emplace(communicator_, registry.gradients().data(), registry.parameter_count(), bucket_bytes);
   const data::ShardPlan plan(train_split_->count, local_batches_, communicator_.rank(), config.seed,
@@ -308,18 +304,24 @@ nlohmann::json Trainer::run() {
     bool communication_read = false;
   };
   std::optional<UnsettledStep> unsettled;
-  // The exposed all-reduce last read: the step before's, whether read at this step's begin_step
-  // or already at that step's own end (a log line, an epoch's end settled it there).
+  // The exposed all-reduce last read: the step before's, whether read once this step's optimizer
+  // was queued or already at that step's own end (a log line, an epoch's end settled it there).
   double previous_allreduce_wait = 0;
-  const auto read_communication = [&](UnsettledStep& held) {
-    held.times.allreduce_wait = nccl_sync->last_exposed_seconds();
+  const auto read_communication = [&](UnsettledStep& held, const comm::CommunicationSeconds& seconds) {
+    held.times.allreduce_wait = seconds.exposed;
     previous_allreduce_wait = held.times.allreduce_wait;
-    held.times.allreduce_total = nccl_sync->last_communication_seconds();
+    held.times.allreduce_total = seconds.total;
     held.communication_read = true;
+  };
+  // Before a wait for the device without a bound (a take, the markers): the held step's all-reduce
+  // is waited for with NCCL's error state polled, so a stuck peer ends in an error, not a hang.
+  const auto read_held_communication = [&] {
+    if (unsettled && !unsettled->communication_read)
+      read_communication(*unsettled, nccl_sync->read_current());
   };
   const auto settle = [&](const DeviceStageSeconds& device) {
     UnsettledStep& held = *unsettled;
-    if (!held.communication_read) read_communication(held);
+    if (!held.communication_read) read_communication(held, nccl_sync->read_current());
     StageTimes& step = held.times;
     step.forward = std::max(0.0, device.forward - step.host_to_device);
     step.backward = device.backward;
@@ -378,8 +380,6 @@ nlohmann::json Trainer::run() {
     stage_clock.restart();
     if (use_nccl) {
       nccl_sync->begin_step();
-      // The previous step's all-reduce has finished (begin_step waited for it): its times are free.
-      if (unsettled) read_communication(*unsettled);
       model_->backward(input, grad_logits, [&](std::int64_t offset) { nccl_sync->gradients_ready(offset); });
     } else {
       grad_sync->begin_step();
@@ -413,6 +413,8 @@ nlohmann::json Trainer::run() {
     // 4. update (skipped when dynamic loss scaling finds an overflow in the summed gradients)
     run_control_->enter("optimizer", position_.global_step + 1, comm::StageKind::Local);
     stage_clock.restart();
+    // The finite check waits for the summed gradients without a bound: a stuck peer is caught first.
+    if (use_nccl && loss_scaler_) nccl_sync->wait_current();
     const bool update = !loss_scaler_ || loss_scaler_->unscale_or_skip(backend_, registry.gradients().data(),
                                                                        registry.parameter_count());
     // The optimizer counts the updates it made (AdamW's bias correction), as GradScaler's do.
@@ -423,6 +425,9 @@ nlohmann::json Trainer::run() {
       device_timer->mark(StageBoundary::OptimizerEnd);  // NCCL's events time the all-reduce (settle)
     else
       backend_.synchronize();
+    // The previous step's all-reduce, read now that this whole step is queued behind it: the host
+    // waits (if at all) while the device has work, never in front of an empty queue.
+    if (use_nccl && unsettled) read_communication(*unsettled, nccl_sync->read_previous());
     step.optimizer = stage_clock.seconds();
     // The input copy: on a GPU it ran on the copy stream, and CUDA events say how long it took and
     // how much of it the compute stream still waited for (that wait showed in the forward stage's
@@ -490,6 +495,7 @@ nlohmann::json Trainer::run() {
     if (!overlap_upload || position_.global_step % config.train.log_every_steps == 0 || epoch_done ||
         (batch.step + 1) % config.train.log_every_steps == 0 || position_.global_step == last_step ||
         stop_requested) {
+      read_held_communication();
       take_loss_totals();
       if (unsettled) settle(device_timer->read_current());  // the host waits for the device here anyway
     }
@@ -548,6 +554,7 @@ nlohmann::json Trainer::run() {
     }
   }
   run_control_->enter("final evaluation and summary", position_.global_step, comm::StageKind::Collective);
+  read_held_communication();
   take_loss_totals();  // a run whose data ended early
   if (unsettled) settle(device_timer->read_current());
 

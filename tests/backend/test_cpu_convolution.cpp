@@ -205,6 +205,59 @@ TEST(CpuConvolutionBackward, NullGradBiasIsAllowedWithBias) {
   EXPECT_LT(max_error(grad_weight, reference_backward_weights(geometry, input, grad_output)), 1e-4);
 }
 
+// convolution_backward (both directions in one call, as nn::Convolution calls it) computes exactly
+// what the two separate ops compute, bit for bit, with and without a bias and its gradient.
+TEST(CpuConvolutionBackward, CombinedEqualsTheSeparateOpsBitwise) {
+  auto backend = make_test_backend();
+  const ConvolutionGeometry geometries[] = {make_geometry(2, 3, 9, 7, 8, 3, 3, 1, 1, true),
+                                            make_geometry(3, 16, 8, 8, 16, 1, 1, 2, 0, false),
+                                            make_geometry(2, 8, 11, 11, 4, 5, 5, 2, 2, true)};
+  std::uint64_t stream = 40;
+  for (const auto& geometry : geometries) {
+    SCOPED_TRACE(::testing::Message() << geometry.in_channels << "->" << geometry.out_channels << " kernel "
+                                      << geometry.kernel_height << " stride " << geometry.stride);
+    const auto input = random_values(input_count(geometry), ++stream);
+    const auto weight = random_values(weight_count(geometry), ++stream);
+    const auto grad_output = random_values(output_count(geometry), ++stream);
+    std::vector<float> separate_input(input_count(geometry), NAN),
+        separate_weight(weight_count(geometry), NAN), separate_bias(geometry.out_channels, NAN);
+    backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), separate_weight.data(),
+                                          geometry.has_bias ? separate_bias.data() : nullptr);
+    backend->convolution_backward_data(geometry, grad_output.data(), weight.data(), separate_input.data());
+    std::vector<float> combined_input(input_count(geometry), NAN),
+        combined_weight(weight_count(geometry), NAN), combined_bias(geometry.out_channels, NAN);
+    backend->convolution_backward(geometry, input.data(), grad_output.data(), weight.data(),
+                                  combined_input.data(), combined_weight.data(),
+                                  geometry.has_bias ? combined_bias.data() : nullptr);
+    EXPECT_EQ(combined_input, separate_input);
+    EXPECT_EQ(combined_weight, separate_weight);
+    if (geometry.has_bias) {
+      EXPECT_EQ(combined_bias, separate_bias);
+    }
+    // The results are right, not only equal: against the double reference.
+    EXPECT_LT(max_error(combined_input, reference_backward_data(geometry, grad_output, weight)), 1e-4);
+  }
+}
+
+// The first layer passes no grad_input: the call computes the weight and bias gradients alone (and
+// never hands oneDNN a null destination).
+TEST(CpuConvolutionBackward, CombinedWithoutGradInputComputesTheWeightGradientsOnly) {
+  auto backend = make_test_backend();
+  const auto geometry = make_geometry(2, 1, 12, 12, 6, 3, 3, 1, 1, true);
+  const auto input = random_values(input_count(geometry), 60);
+  const auto weight = random_values(weight_count(geometry), 61);
+  const auto grad_output = random_values(output_count(geometry), 62);
+  std::vector<float> grad_weight(weight_count(geometry), NAN), grad_bias(geometry.out_channels, NAN);
+  backend->convolution_backward(geometry, input.data(), grad_output.data(), weight.data(), nullptr,
+                                grad_weight.data(), grad_bias.data());
+  std::vector<float> expected_weight(weight_count(geometry)), expected_bias(geometry.out_channels);
+  backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), expected_weight.data(),
+                                        expected_bias.data());
+  EXPECT_EQ(grad_weight, expected_weight);
+  EXPECT_EQ(grad_bias, expected_bias);
+  EXPECT_LT(max_error(grad_weight, reference_backward_weights(geometry, input, grad_output)), 1e-4);
+}
+
 // Finite differences of objective = sum(output * probe) in double over the float forward.
 // The convolution is linear in each argument, so central differences are exact up to float
 // rounding of the objective (~1e-6 relative); eps 1e-2 and tolerance 1e-2 leave a wide margin

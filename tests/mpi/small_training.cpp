@@ -11,6 +11,7 @@
 #include "phalanx/data/shard_plan.hpp"
 #include "phalanx/nn/model.hpp"
 #include "phalanx/optim/optimizer.hpp"
+#include "phalanx/train/backend_host_staging.hpp"
 
 namespace phalanx::testing {
 
@@ -61,14 +62,8 @@ std::vector<float> train_small_cnn(const comm::Communicator& communicator, const
   const std::size_t bucket_bytes = 256 * sizeof(float);  // several all-reduces per step
   auto sync = training.staging == Staging::InPlace
                   ? comm::GradSync(communicator, gradients, count, bucket_bytes)
-                  : comm::GradSync(
-                        communicator, gradients, count, bucket_bytes,
-                        comm::HostStaging{[&](float* host, const float* device, std::int64_t elements) {
-                                            backend->copy_to_host(host, device, elements * sizeof(float));
-                                          },
-                                          [&](float* device, const float* host, std::int64_t elements) {
-                                            backend->copy_from_host(device, host, elements * sizeof(float));
-                                          }});
+                  : comm::GradSync(communicator, gradients, count, bucket_bytes,
+                                   std::make_unique<train::BackendHostStaging>(*backend));
   const float gradient_scale = training.weighting == Weighting::ShareOfGlobalBatch
                                    ? 1.0f / static_cast<float>(plan.global_batch())
                                    : 1.0f / static_cast<float>(local_batch * communicator.size());

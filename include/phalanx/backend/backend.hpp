@@ -75,6 +75,28 @@ class TimingMarker {
   virtual double seconds_since(TimingMarker& earlier) = 0;
 };
 
+// One block of device memory taken to host memory and brought back (a gradient bucket of a GPU
+// rank summed over MPI, which reads host memory), stopping the host only where it reads the bytes.
+// GPU backends copy to the host on a stream of their own after an event that marks the work
+// queued so far (the kernels that made the block final), and back on the compute stream; the host
+// buffer should then come from staging_allocator() (page-locked), or the driver stages the copy
+// synchronously. The base version (the CPU backend) copies synchronously.
+class StagedCopy {
+ public:
+  virtual ~StagedCopy() = default;
+  // Enqueues the copy of `bytes` at device_source to host_destination, after the work queued so
+  // far, and returns.
+  virtual void start_to_host(void* host_destination, const void* device_source, std::size_t bytes) = 0;
+  // Whether that copy has landed in host memory; never waits.
+  virtual bool landed() = 0;
+  // Blocks until it has landed.
+  virtual void wait_landed() = 0;
+  // Enqueues the copy of the host bytes back to device_destination, before any work queued from
+  // now on, and returns. The host bytes are read later: the caller leaves them as they are until
+  // the next start_to_host of this object has landed (which is ordered after this copy).
+  virtual void start_to_device(void* device_destination, const void* host_source, std::size_t bytes) = 0;
+};
+
 struct DeviceMemory {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
@@ -121,6 +143,9 @@ class Backend : public Allocator {
   virtual std::unique_ptr<Upload> make_upload();
   // A TimingMarker for this backend (see TimingMarker). The base version reads the host clock.
   virtual std::unique_ptr<TimingMarker> make_timing_marker();
+  // A StagedCopy for this backend (see StagedCopy). The base version copies with copy_to_host and
+  // copy_from_host.
+  virtual std::unique_ptr<StagedCopy> make_staged_copy();
 
   // ---- memory -----------------------------------------------------------------------------
   virtual void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) = 0;
@@ -155,6 +180,13 @@ class Backend : public Allocator {
   virtual void convolution_backward_weights(const ConvolutionGeometry& geometry, const float* input,
                                             const float* grad_output, float* grad_weight,
                                             float* grad_bias) = 0;
+  // Both backward directions of one convolution over the same grad_output: the weight (and bias)
+  // gradients, and grad_input unless it is null (the first layer needs none). Backends whose
+  // operands are converted per call (bf16/fp16 on a GPU) convert grad_output once for both. The
+  // base version calls convolution_backward_weights, then convolution_backward_data.
+  virtual void convolution_backward(const ConvolutionGeometry& geometry, const float* input,
+                                    const float* grad_output, const float* weight, float* grad_input,
+                                    float* grad_weight, float* grad_bias);
 
   // ---- pooling (NHWC). `workspace` holds what backward needs (max indices); its size in
   // bytes comes from pooling_workspace_bytes. Global average pooling is Average with

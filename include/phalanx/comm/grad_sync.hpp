@@ -4,7 +4,7 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <vector>
 
 #include "phalanx/comm/communicator.hpp"
@@ -12,13 +12,29 @@
 namespace phalanx::comm {
 
 // How the gradients of a rank whose buffer is in device memory reach MPI, which reads host memory
-// only (no CUDA-aware MPI assumed): each bucket is copied to a host buffer when backward finishes
-// it, summed there, and copied back once its sum is done. A GPU rank in a job with CPU ranks
-// (heterogeneous data-parallel, where NCCL cannot reach every rank) syncs this way; the copies are
-// the Backend's, so the same code runs on a CPU backend too.
-struct HostStaging {
-  std::function<void(float* host_destination, const float* device_source, std::int64_t count)> to_host;
-  std::function<void(float* device_destination, const float* host_source, std::int64_t count)> to_device;
+// only (no CUDA-aware MPI assumed): each bucket's copy to a host buffer starts when backward
+// finishes it, the host waits for that copy only right before the bucket's MPI call, and the sum
+// goes back once it is done. A GPU rank in a job with CPU ranks (heterogeneous data-parallel,
+// where NCCL cannot reach every rank) syncs this way. The copies are the device's
+// (train::BackendHostStaging: the Backend's StagedCopy), so the same code runs on a CPU backend too.
+class HostStaging {
+ public:
+  virtual ~HostStaging() = default;
+  // The host copy of the whole gradient buffer, `elements` floats (called once, before any copy);
+  // owned by this object.
+  virtual float* host_buffer(std::int64_t elements) = 0;
+  // Starts copying bucket `bucket`'s `count` floats to the host after the work that made them
+  // final, and returns (at once where the device allows).
+  virtual void start_to_host(std::size_t bucket, float* host_destination, const float* device_source,
+                             std::int64_t count) = 0;
+  // Whether bucket `bucket`'s copy to the host has landed; never waits.
+  virtual bool landed(std::size_t bucket) = 0;
+  // Blocks until it has landed.
+  virtual void wait_landed(std::size_t bucket) = 0;
+  // Starts copying the bucket's sum back, before the device work queued from now on (the
+  // optimizer); the host bytes stay untouched until the bucket's next copy to the host has landed.
+  virtual void start_to_device(std::size_t bucket, float* device_destination, const float* host_source,
+                               std::int64_t count) = 0;
 };
 
 class GradSync {
@@ -31,7 +47,7 @@ class GradSync {
            std::size_t bucket_bytes, std::size_t first_bucket_bytes = std::size_t{1} << 20);
   // The same over `staging` (see HostStaging): `gradients` is then device memory.
   GradSync(const Communicator& communicator, float* gradients, std::int64_t elements,
-           std::size_t bucket_bytes, HostStaging staging,
+           std::size_t bucket_bytes, std::unique_ptr<HostStaging> staging,
            std::size_t first_bucket_bytes = std::size_t{1} << 20);
 
   // Start of a step: no bucket has been launched.
@@ -51,21 +67,26 @@ class GradSync {
     std::int64_t begin, end;  // element range in the gradient buffer
     Request request;
     bool launched = false;
+    bool copying = false;  // staged: its copy to the host was started, its all-reduce not yet
   };
-  void launch(Bucket& bucket);
+  void launch(std::size_t index);
+  // Staged: starts the all-reduces of launched buckets whose copies have landed, in bucket order
+  // (every rank must start its non-blocking collectives in the same order); with `wait`, blocks
+  // for each copy instead of stopping at the first still in flight.
+  void start_landed_allreduces(bool wait);
   void progress();
   // Where the all-reduce of `bucket` reads and writes: the gradients, or their host copy.
   float* reduced(const Bucket& bucket) {
-    return (staging_.to_host ? host_gradients_.data() : gradients_) + bucket.begin;
+    return (host_gradients_ ? host_gradients_ : gradients_) + bucket.begin;
   }
-  void stage_to_host(const Bucket& bucket);
-  void stage_to_device(const Bucket& bucket);
+  bool staging() const { return host_gradients_ != nullptr; }
+  void stage_to_device(std::size_t index);
 
   const Communicator& communicator_;
   float* gradients_;
-  HostStaging staging_;                // empty: gradients_ is host memory, reduced in place
-  std::vector<float> host_gradients_;  // the host copy when staging
-  std::vector<Bucket> buckets_;        // ordered from the end of the buffer towards its start
+  std::unique_ptr<HostStaging> staging_;  // null: gradients_ is host memory, reduced in place
+  float* host_gradients_ = nullptr;       // the host copy when staging over more than one rank
+  std::vector<Bucket> buckets_;           // ordered from the end of the buffer towards its start
   std::size_t next_bucket_ = 0;
   double first_launch_time_ = 0;
   double last_communication_seconds_ = 0;

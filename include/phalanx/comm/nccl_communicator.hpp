@@ -9,8 +9,10 @@
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/comm/communicator.hpp"
 
-// cudaStream_t is `CUstream_st*`; naming the struct keeps CUDA headers out of this header.
+// cudaStream_t is `CUstream_st*` and cudaEvent_t `CUevent_st*`; naming the structs keeps CUDA
+// headers out of this header.
 struct CUstream_st;
+struct CUevent_st;
 
 namespace phalanx::comm {
 
@@ -52,6 +54,9 @@ class NcclCommunicator {
   // `timeout_seconds` the communicator is aborted and phalanx::Error names the rank and the
   // operation. Afterwards every call throws.
   void wait(double timeout_seconds);
+  // The same bounded wait for one event recorded on this communicator's streams (the end of one
+  // step's all-reduces), not for everything enqueued since.
+  void wait_for(CUevent_st* event, double timeout_seconds, const char* operation);
   // Throws (after aborting) when NCCL has reported an asynchronous error; cheap, never blocks.
   void check_async_error(const char* operation);
 

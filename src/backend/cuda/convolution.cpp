@@ -300,14 +300,21 @@ void Convolutions::run_forward(const ConvolutionGeometry& geometry, const float*
 
 void Convolutions::backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
                                  const float* weight, float* grad_input) {
+  run_backward_data(geometry, grad_output, nullptr, weight, grad_input);
+}
+
+void Convolutions::run_backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
+                                     const void* grad_output_operand, const float* weight,
+                                     float* grad_input) {
   Plan& plan = this->plan(geometry);
   if (plan.backward_data.in_float32) {
     const Float32Scope float32(precision_);
-    backward_data(geometry, grad_output, weight, grad_input);
+    run_backward_data(geometry, grad_output, nullptr, weight, grad_input);
     return;
   }
   const void* filter = operand(filter_for_cudnn(geometry, weight), weight_count(geometry), filter_operand_);
-  const void* dy = operand(grad_output, output_count(geometry), output_operand_);
+  const void* dy = grad_output_operand ? grad_output_operand
+                                       : operand(grad_output, output_count(geometry), output_operand_);
   void* dx = result_buffer(grad_input, input_count(geometry), input_operand_);
   if (!plan.backward_data.searched) {
     const std::size_t limit = prepare_search_workspace();
@@ -322,7 +329,7 @@ void Convolutions::backward_data(const ConvolutionGeometry& geometry, const floa
                                    "cudnnFindConvolutionBackwardDataAlgorithmEx", __LINE__);
     const auto chosen = choose_algorithm(results, returned, precision_);
     if (!chosen && fall_back_to_float32(plan.backward_data, "backward-data", geometry)) {
-      backward_data(geometry, grad_output, weight, grad_input);
+      run_backward_data(geometry, grad_output, nullptr, weight, grad_input);
       return;
     }
     plan.backward_data.take(*chosen);
@@ -339,19 +346,43 @@ void Convolutions::backward_data(const ConvolutionGeometry& geometry, const floa
 
 void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const float* input,
                                     const float* grad_output, float* grad_weight, float* grad_bias) {
-  run_backward_filter(geometry, input, grad_output, grad_weight);
+  run_backward_filter(geometry, input, grad_output, nullptr, grad_weight);
   if (geometry.has_bias && grad_bias)
     column_sums_.sum(stream_,
                      static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
                      geometry.out_channels, grad_output, grad_bias);
 }
 
+// The separate calls cast grad_output once each: two passes over the largest tensor of a layer's
+// backward (ResNet-50 has 53 convolutions). Here one cast serves both. Nothing else is shared:
+// backward-data alone reads the filter (transposed and cast), backward-filter alone the input.
+// The cast lives in output_operand_, which neither direction writes when handed the cast: they
+// cast the input and write their results in input_operand_ and filter_operand_, in stream order.
+// The cast is made afresh by every call, never looked up by pointer: gradient buffers are reused
+// by layer after layer.
+void Convolutions::backward(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,
+                            const float* weight, float* grad_input, float* grad_weight, float* grad_bias) {
+  const Plan& plan = this->plan(geometry);
+  // Nothing to share in fp32 (cuDNN reads grad_output itself), for the first layer (one direction),
+  // or where both directions of this shape fell back to fp32.
+  const bool share = precision_ != ComputePrecision::Float32 && grad_input != nullptr &&
+                     !(plan.backward_filter.in_float32 && plan.backward_data.in_float32);
+  const void* dy = share ? operand(grad_output, output_count(geometry), output_operand_) : nullptr;
+  run_backward_filter(geometry, input, grad_output, dy, grad_weight);
+  if (geometry.has_bias && grad_bias)
+    column_sums_.sum(stream_,
+                     static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
+                     geometry.out_channels, grad_output, grad_bias);
+  if (grad_input) run_backward_data(geometry, grad_output, dy, weight, grad_input);
+}
+
 void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, const float* input,
-                                       const float* grad_output, float* grad_weight) {
+                                       const float* grad_output, const void* grad_output_operand,
+                                       float* grad_weight) {
   Plan& plan = this->plan(geometry);
   if (plan.backward_filter.in_float32) {
     const Float32Scope float32(precision_);
-    run_backward_filter(geometry, input, grad_output, grad_weight);
+    run_backward_filter(geometry, input, grad_output, nullptr, grad_weight);
     return;
   }
   // cuDNN writes the gradient in its own layout: straight into grad_weight when the layouts
@@ -360,7 +391,8 @@ void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, cons
   if (transpose) weight_scratch_.ensure(sizeof(float) * weight_count(geometry));
   float* filter_gradient = transpose ? weight_scratch_.as<float>() : grad_weight;
   const void* x = operand(input, input_count(geometry), input_operand_);
-  const void* dy = operand(grad_output, output_count(geometry), output_operand_);
+  const void* dy = grad_output_operand ? grad_output_operand
+                                       : operand(grad_output, output_count(geometry), output_operand_);
   void* dw = result_buffer(filter_gradient, weight_count(geometry), filter_operand_);
   if (!plan.backward_filter.searched) {
     const std::size_t limit = prepare_search_workspace();
@@ -375,7 +407,7 @@ void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, cons
                                    "cudnnFindConvolutionBackwardFilterAlgorithmEx", __LINE__);
     const auto chosen = choose_algorithm(results, returned, precision_);
     if (!chosen && fall_back_to_float32(plan.backward_filter, "backward-filter", geometry)) {
-      run_backward_filter(geometry, input, grad_output, grad_weight);
+      run_backward_filter(geometry, input, grad_output, nullptr, grad_weight);
       return;
     }
     plan.backward_filter.take(*chosen);

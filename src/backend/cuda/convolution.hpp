@@ -40,6 +40,10 @@ class Convolutions {
                      float* grad_input);
   void backward_weights(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,
                         float* grad_weight, float* grad_bias);
+  // Both directions (grad_input may be null: then only the weights'). In bf16/fp16 grad_output, the
+  // largest operand of the pair, is cast once and both cuDNN calls read that cast.
+  void backward(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,
+                const float* weight, float* grad_input, float* grad_weight, float* grad_bias);
 
  private:
   template <typename Algorithm>
@@ -50,8 +54,12 @@ class Convolutions {
   // The cuDNN calls (the bias parts stay in fp32: forward's epilogue and backward_weights).
   void run_forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
                    const float* bias, float* output);
+  // `grad_output_operand`, when not null, is grad_output already cast to the current precision
+  // (backward's shared cast); a direction that runs in fp32 reads grad_output instead.
+  void run_backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
+                         const void* grad_output_operand, const float* weight, float* grad_input);
   void run_backward_filter(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,
-                           float* grad_weight);
+                           const void* grad_output_operand, float* grad_weight);
   template <typename Algorithm>
   bool fall_back_to_float32(Choice<Algorithm>& choice, const char* direction,
                             const ConvolutionGeometry& geometry) const;

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "augment.hpp"
+#include "cuda_staged_copy.hpp"
 #include "cuda_upload.hpp"
 #include "elementwise.hpp"
 #include "finite_check.hpp"
@@ -116,6 +117,7 @@ CudaBackend::~CudaBackend() {
   PHALANX_CUDA_LOG(cudaSetDevice(device_));
   PHALANX_CUDA_LOG(cudaStreamSynchronize(stream_.get()));
   PHALANX_CUDA_LOG(cudaStreamSynchronize(copy_stream_.get()));
+  PHALANX_CUDA_LOG(cudaStreamSynchronize(staging_stream_.get()));
 }
 
 void CudaBackend::make_current() const {
@@ -191,6 +193,11 @@ std::unique_ptr<Upload> CudaBackend::make_upload() {
   // recording them on this backend's streams fails unless that device is this backend's.
   make_current();
   return std::make_unique<CudaUpload>(device_, copy_stream_.get(), stream_.get());
+}
+
+std::unique_ptr<StagedCopy> CudaBackend::make_staged_copy() {
+  make_current();  // the copy's events belong to this backend's device
+  return std::make_unique<CudaStagedCopy>(device_, staging_stream_.get(), stream_.get());
 }
 
 std::optional<DeviceMemory> CudaBackend::device_memory() {
@@ -284,6 +291,13 @@ void CudaBackend::convolution_backward_weights(const ConvolutionGeometry& geomet
                                                float* grad_bias) {
   make_current();
   convolutions_.backward_weights(geometry, input, grad_output, grad_weight, grad_bias);
+}
+
+void CudaBackend::convolution_backward(const ConvolutionGeometry& geometry, const float* input,
+                                       const float* grad_output, const float* weight, float* grad_input,
+                                       float* grad_weight, float* grad_bias) {
+  make_current();
+  convolutions_.backward(geometry, input, grad_output, weight, grad_input, grad_weight, grad_bias);
 }
 
 std::size_t CudaBackend::pooling_workspace_bytes(const PoolingGeometry& geometry) {

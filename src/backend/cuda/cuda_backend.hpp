@@ -41,6 +41,7 @@ class CudaBackend final : public Backend {
   std::optional<DeviceMemory> device_memory() override;
   std::unique_ptr<Upload> make_upload() override;
   std::unique_ptr<TimingMarker> make_timing_marker() override;
+  std::unique_ptr<StagedCopy> make_staged_copy() override;
 
   void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) override;
   void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) override;
@@ -59,6 +60,9 @@ class CudaBackend final : public Backend {
                                  const float* weight, float* grad_input) override;
   void convolution_backward_weights(const ConvolutionGeometry& geometry, const float* input,
                                     const float* grad_output, float* grad_weight, float* grad_bias) override;
+  void convolution_backward(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,
+                            const float* weight, float* grad_input, float* grad_weight,
+                            float* grad_bias) override;
 
   std::size_t pooling_workspace_bytes(const PoolingGeometry& geometry) override;
   void pooling_forward(const PoolingGeometry& geometry, const float* input, float* output,
@@ -123,6 +127,7 @@ class CudaBackend final : public Backend {
   std::string name_;
   Stream stream_;
   Stream copy_stream_;  // input uploads (CudaUpload), beside the compute stream
+  Stream staging_stream_;  // gradient buckets to the host (CudaStagedCopy), beside both
   CudnnHandle cudnn_;
   CublasHandle cublas_;
   ColumnSums column_sums_;

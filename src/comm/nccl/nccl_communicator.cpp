@@ -345,6 +345,13 @@ void NcclCommunicator::wait(double timeout_seconds) {
   self.wait_for_event(self.communication_done.get(), timeout_seconds, "wait for all-reduce");
 }
 
+void NcclCommunicator::wait_for(CUevent_st* event, double timeout_seconds, const char* operation) {
+  State& self = state();
+  self.require_usable(operation);
+  self.select_device();
+  self.wait_for_event(event, timeout_seconds, operation);
+}
+
 void NcclCommunicator::check_async_error(const char* operation) {
   state().check_async_error(operation);
 }

@@ -1,6 +1,7 @@
 // NcclGradSync: GradSync's bucket plan over device memory. Buckets go to NCCL on the communication
 // stream while backward still runs; the optimizer waits for them through an event on the device,
-// so the host never blocks on communication within a step.
+// and the host's bounded wait for them lags a step behind, so the host never drains the device's
+// queue to wait for communication.
 #include "phalanx/comm/nccl_grad_sync.hpp"
 
 #include <algorithm>
@@ -8,20 +9,26 @@
 
 #include "../../backend/cuda/cuda_check.hpp"
 #include "cuda_events.hpp"
+#include "phalanx/comm/step_ring.hpp"
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::comm {
 
-// Events of one step's measurement: communication_start on the compute stream when the first
-// bucket became final, backward_end on the compute stream at wait(), communication_end on the
-// communication stream after the last bucket.
-struct NcclGradSync::Timing {
+// The events of one step. communication_end (on the communication stream, after the step's last
+// bucket) is what begin_step two steps later waits for; with measurement, communication_start (on
+// the compute stream when the first bucket became final) and backward_end (on the compute stream
+// at wait()) time it.
+struct NcclGradSync::Step {
   nccl::TimingEvent communication_start;
   nccl::TimingEvent backward_end;
   nccl::TimingEvent communication_end;
-  bool started = false;   // communication_start recorded in the current step
-  bool recorded = false;  // a waited step's three events are recorded
+  bool started = false;  // communication_start recorded in this step
+  bool waited = false;   // wait() ran in this step: its events are recorded
 };
+
+// Two slots: the current step's and the previous step's, which is read (and its all-reduces waited
+// for) only while the current step's work is queued behind them.
+struct NcclGradSync::Steps : StepRing<Step, 2> {};
 
 namespace {
 
@@ -33,8 +40,12 @@ double now() {
 
 NcclGradSync::NcclGradSync(NcclCommunicator& communicator, float* gradients, std::int64_t elements,
                            std::size_t bucket_bytes, std::size_t first_bucket_bytes, WireType wire,
-                           bool measure_exposed_time)
-    : communicator_(communicator), gradients_(gradients), wire_(wire) {
+                           bool measure_exposed_time, OneRankSum one_rank)
+    : communicator_(communicator),
+      gradients_(gradients),
+      wire_(wire),
+      measure_(measure_exposed_time),
+      skip_(communicator.size() == 1 && one_rank == OneRankSum::Skip) {
   PHALANX_CHECK(elements >= 0, "negative gradient count ", elements);
   const auto to_elements = [](std::size_t bytes) {
     return std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes / sizeof(float)));
@@ -48,31 +59,40 @@ NcclGradSync::NcclGradSync(NcclCommunicator& communicator, float* gradients, std
     buckets_.push_back(Bucket{begin, end, false});
     end = begin;
   }
-  if (measure_exposed_time) {
-    PHALANX_CUDA(cudaSetDevice(communicator_.device()));
-    timing_ = std::make_unique<Timing>();
-  }
+  // The events belong to the communicator's device.
+  PHALANX_CUDA(cudaSetDevice(communicator_.device()));
+  steps_ = std::make_unique<Steps>();
 }
 
 NcclGradSync::~NcclGradSync() = default;
 
 void NcclGradSync::begin_step() {
-  // The previous step's sums must be done before this step's forward can use the updated
-  // weights anyway; waiting here, with NCCL's error state polled, bounds a stuck peer.
-  if (step_waited_) communicator_.wait(communicator_.timeout_seconds());
+  // This step reuses the events of the step before the previous one. Its sums were needed before
+  // the previous step's forward on the device anyway, so the host normally finds them finished
+  // (the trainer reads the previous step a step late); waiting here, with NCCL's error state
+  // polled, bounds a stuck peer without draining the device's queue.
+  if (steps_->reuses_older_step()) {
+    Step& older = steps_->step(1);
+    if (older.waited && !skip_)
+      communicator_.wait_for(older.communication_end.get(), communicator_.timeout_seconds(),
+                             "wait for all-reduce");
+  }
+  Step& step = steps_->begin_step();
+  step.started = false;
+  step.waited = false;
   next_bucket_ = 0;
-  step_waited_ = false;
-  if (timing_) timing_->started = false;
   for (auto& bucket : buckets_) bucket.launched = false;
 }
 
 void NcclGradSync::launch(Bucket& bucket) {
-  if (timing_ && !timing_->started) {
-    PHALANX_CUDA(cudaSetDevice(communicator_.device()));
-    PHALANX_CUDA(cudaEventRecord(timing_->communication_start.get(), communicator_.compute_stream()));
-    timing_->started = true;
-  }
   bucket.launched = true;
+  if (skip_) return;
+  Step& step = steps_->step(0);
+  if (measure_ && !step.started) {
+    PHALANX_CUDA(cudaSetDevice(communicator_.device()));
+    PHALANX_CUDA(cudaEventRecord(step.communication_start.get(), communicator_.compute_stream()));
+    step.started = true;
+  }
   // A single rank has nothing to compress for: its sum is its own gradient, kept exact.
   const WireType wire = communicator_.size() > 1 ? wire_ : WireType::Float32;
   communicator_.allreduce_sum(gradients_ + bucket.begin, bucket.end - bucket.begin, wire);
@@ -87,43 +107,57 @@ void NcclGradSync::gradients_ready(std::int64_t first_final_offset) {
 
 double NcclGradSync::wait() {
   const double start = now();
+  PHALANX_CHECK(steps_->steps_begun() > 0, "NcclGradSync::wait before begin_step");
+  Step& step = steps_->step(0);
+  if (skip_) {
+    for (; next_bucket_ < buckets_.size(); ++next_bucket_) buckets_[next_bucket_].launched = true;
+    step.waited = true;
+    return now() - start;
+  }
   communicator_.check_async_error("gradient all-reduce");
   PHALANX_CUDA(cudaSetDevice(communicator_.device()));
-  if (timing_) PHALANX_CUDA(cudaEventRecord(timing_->backward_end.get(), communicator_.compute_stream()));
+  if (measure_) PHALANX_CUDA(cudaEventRecord(step.backward_end.get(), communicator_.compute_stream()));
   for (; next_bucket_ < buckets_.size(); ++next_bucket_) launch(buckets_[next_bucket_]);
-  if (timing_) {
-    // A step without gradients starts its (empty) communication where backward ends.
-    if (!timing_->started)
-      PHALANX_CUDA(cudaEventRecord(timing_->communication_start.get(), communicator_.compute_stream()));
-    PHALANX_CUDA(cudaEventRecord(timing_->communication_end.get(), communicator_.communication_stream()));
-    timing_->recorded = true;
-  }
+  // A step without gradients starts its (empty) communication where backward ends.
+  if (measure_ && !step.started)
+    PHALANX_CUDA(cudaEventRecord(step.communication_start.get(), communicator_.compute_stream()));
+  PHALANX_CUDA(cudaEventRecord(step.communication_end.get(), communicator_.communication_stream()));
   communicator_.order_compute_after_communication();
-  step_waited_ = true;
+  step.waited = true;
   return now() - start;
 }
 
-double NcclGradSync::last_exposed_seconds() {
-  PHALANX_CHECK(timing_ != nullptr, "NcclGradSync was built without measure_exposed_time");
-  if (!timing_->recorded) return 0;
-  // Communication first, with NCCL's error state polled; backward_end depends on compute alone.
-  communicator_.wait(communicator_.timeout_seconds());
-  PHALANX_CUDA(cudaEventSynchronize(timing_->backward_end.get()));
-  float milliseconds = 0;
-  PHALANX_CUDA(
-      cudaEventElapsedTime(&milliseconds, timing_->backward_end.get(), timing_->communication_end.get()));
-  return std::max(0.0, static_cast<double>(milliseconds) / 1e3);
+CommunicationSeconds NcclGradSync::read_current() {
+  return read(0);
 }
 
-double NcclGradSync::last_communication_seconds() {
-  PHALANX_CHECK(timing_ != nullptr, "NcclGradSync was built without measure_exposed_time");
-  if (!timing_->recorded) return 0;
-  communicator_.wait(communicator_.timeout_seconds());
-  PHALANX_CUDA(cudaEventSynchronize(timing_->communication_start.get()));
-  float milliseconds = 0;
-  PHALANX_CUDA(cudaEventElapsedTime(&milliseconds, timing_->communication_start.get(),
-                                    timing_->communication_end.get()));
-  return std::max(0.0, static_cast<double>(milliseconds) / 1e3);
+CommunicationSeconds NcclGradSync::read_previous() {
+  return read(1);
+}
+
+void NcclGradSync::wait_current() {
+  if (skip_ || !steps_->has_step(0)) return;
+  Step& step = steps_->step(0);
+  if (step.waited)
+    communicator_.wait_for(step.communication_end.get(), communicator_.timeout_seconds(),
+                           "wait for all-reduce");
+}
+
+CommunicationSeconds NcclGradSync::read(std::size_t steps_back) {
+  PHALANX_CHECK(measure_, "NcclGradSync was built without measure_exposed_time");
+  if (skip_ || !steps_->has_step(steps_back)) return {};
+  Step& step = steps_->step(steps_back);
+  if (!step.waited) return {};
+  // Communication first, with NCCL's error state polled; the compute-stream events depend on
+  // compute alone (and precede this step's optimizer, which waits for the communication).
+  communicator_.wait_for(step.communication_end.get(), communicator_.timeout_seconds(),
+                         "wait for all-reduce");
+  PHALANX_CUDA(cudaEventSynchronize(step.backward_end.get()));
+  PHALANX_CUDA(cudaEventSynchronize(step.communication_start.get()));
+  float exposed = 0, total = 0;
+  PHALANX_CUDA(cudaEventElapsedTime(&exposed, step.backward_end.get(), step.communication_end.get()));
+  PHALANX_CUDA(cudaEventElapsedTime(&total, step.communication_start.get(), step.communication_end.get()));
+  return {std::max(0.0, static_cast<double>(exposed) / 1e3), std::max(0.0, static_cast<double>(total) / 1e3)};
 }
 
 }  // namespace phalanx::comm

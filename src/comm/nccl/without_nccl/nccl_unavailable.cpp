@@ -10,7 +10,7 @@ namespace phalanx::comm {
 
 // Nothing to hold: no communicator can be constructed in this build.
 struct NcclCommunicator::State {};
-struct NcclGradSync::Timing {};
+struct NcclGradSync::Steps {};
 
 namespace {
 
@@ -54,6 +54,9 @@ void NcclCommunicator::order_compute_after_communication() {
 void NcclCommunicator::wait(double) {
   no_nccl();
 }
+void NcclCommunicator::wait_for(CUevent_st*, double, const char*) {
+  no_nccl();
+}
 void NcclCommunicator::check_async_error(const char*) {
   no_nccl();
 }
@@ -68,7 +71,7 @@ CUstream_st* NcclCommunicator::communication_stream() const {
 }
 
 NcclGradSync::NcclGradSync(NcclCommunicator& communicator, float* gradients, std::int64_t, std::size_t,
-                           std::size_t, WireType wire, bool)
+                           std::size_t, WireType wire, bool, OneRankSum)
     : communicator_(communicator), gradients_(gradients), wire_(wire) {
   no_nccl();
 }
@@ -82,10 +85,16 @@ void NcclGradSync::gradients_ready(std::int64_t) {
 double NcclGradSync::wait() {
   no_nccl();
 }
-double NcclGradSync::last_exposed_seconds() {
+CommunicationSeconds NcclGradSync::read_current() {
   no_nccl();
 }
-double NcclGradSync::last_communication_seconds() {
+CommunicationSeconds NcclGradSync::read_previous() {
+  no_nccl();
+}
+void NcclGradSync::wait_current() {
+  no_nccl();
+}
+CommunicationSeconds NcclGradSync::read(std::size_t) {
   no_nccl();
 }
 void NcclGradSync::launch(Bucket&) {
