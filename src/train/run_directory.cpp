@@ -79,6 +79,34 @@ std::string RunDirectory::find_latest_checkpoint() const {
   return best;
 }
 
+void prepare_run_directory(const std::string& path, bool resuming) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path checkpoints = fs::path(path) / "checkpoints";
+  if (!resuming && fs::is_directory(path, error)) {
+    std::vector<std::string> held;
+    if (fs::exists(fs::path(path) / "metrics.jsonl", error)) held.push_back("metrics.jsonl");
+    int checkpoint_count = 0;
+    if (fs::is_directory(checkpoints, error))
+      for (const auto& entry : fs::directory_iterator(checkpoints, error))
+        checkpoint_count += entry.path().extension() == ".h5";
+    if (checkpoint_count) held.push_back(std::to_string(checkpoint_count) + " checkpoint(s)");
+    if (!held.empty()) {
+      std::string listing;
+      for (const auto& item : held) listing += (listing.empty() ? "" : ", ") + item;
+      throw_input_error("--run-dir " + path + ": already holds a run (" + listing +
+                        "); continue it with --resume auto, or choose another --run-dir");
+    }
+  }
+  fs::create_directories(checkpoints, error);
+  if (error) throw_input_error("--run-dir " + path + ": cannot create it (" + error.message() + ")");
+  if (::access(path.c_str(), W_OK | X_OK) != 0) throw_input_error("--run-dir " + path + ": not writable");
+  if (!resuming) return;
+  for (const auto& entry : fs::directory_iterator(checkpoints, error))
+    if (entry.path().filename().string().find(".h5.tmp-") != std::string::npos)
+      fs::remove(entry.path(), error);
+}
+
 std::string default_run_directory(const std::string& name) {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm local{};
