@@ -214,8 +214,10 @@ void read_floats(hid_t file, const std::string& name, const Shape& shape, float*
   if (H5Aexists(dataset.get(), data::checksum_attribute) <= 0) return;
   const std::string stored = read_attribute_string(dataset.get(), data::checksum_attribute, path);
   const std::string computed = float_checksum(values, static_cast<std::size_t>(shape.elements()));
-  PHALANX_REQUIRE_INPUT(stored == computed, path, ": ", name, ": checksum mismatch (stored ", stored,
-                        ", computed ", computed, "): the checkpoint file is damaged");
+  PHALANX_REQUIRE_INPUT(
+      stored == computed, path, ": ", name, ": checksum mismatch (stored ", stored, ", computed ", computed,
+      "): the checkpoint file is damaged (after an edit on purpose, e.g. with h5py, delete the "
+      "edited datasets' 'checksum' attributes)");
 }
 
 std::vector<float> to_host(backend::Backend& backend, const Tensor& tensor, std::int64_t count) {

@@ -132,6 +132,8 @@ class ResumeTest(unittest.TestCase):
         with h5py.File(checkpoint, "r+") as file:
             for name in e2e.datasets_under(file, "optimizer"):
                 file["optimizer"][name][...] = 0.0
+                # edited on purpose: without its checksum the dataset loads unverified
+                del file["optimizer"][name].attrs["checksum"]
         run_dir = os.path.join(WORK, "no-momentum")
         resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint, timeout=300)
         self.assertEqual(resumed.returncode, 0, resumed.describe())
