@@ -89,7 +89,7 @@ void prepare_run_directory(const std::string& path, bool resuming) {
     int checkpoint_count = 0;
     if (fs::is_directory(checkpoints, error))
       for (const auto& entry : fs::directory_iterator(checkpoints, error))
-        checkpoint_count += entry.path().extension() == ".h5";
+        checkpoint_count += entry.path().extension() == ".h5" && entry.is_regular_file(error);
     if (checkpoint_count) held.push_back(std::to_string(checkpoint_count) + " checkpoint(s)");
     if (!held.empty()) {
       std::string listing;
