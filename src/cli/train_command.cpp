@@ -155,7 +155,9 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
 
   // Created now that the run passed every check, so a refused run leaves no folder behind.
   status = agree(world, [&] {
-    if (world.rank() == 0) train::prepare_run_directory(run_directory, !arguments.resume.empty());
+    if (world.rank() == 0)
+      train::prepare_run_directory(run_directory, !arguments.resume.empty(),
+                                   resume.empty() ? -1 : trainer->position().global_step);
   });
   if (status) return status;
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <vector>
 
@@ -79,7 +80,31 @@ std::string RunDirectory::find_latest_checkpoint() const {
   return best;
 }
 
-void prepare_run_directory(const std::string& path, bool resuming) {
+namespace {
+
+// Keeps the events up to `last_step` (and those without a step); a line cut short by a kill is
+// dropped too. Rewritten atomically, and only when something goes.
+void drop_metrics_after(const std::string& metrics_path, std::int64_t last_step) {
+  std::ifstream input(metrics_path);
+  if (!input) return;
+  std::string kept, line;
+  bool dropped = false;
+  while (std::getline(input, line)) {
+    if (line.empty()) continue;
+    const auto event = nlohmann::json::parse(line, nullptr, false);
+    const bool later = !event.is_object() || (event.contains("step") && event["step"].is_number_integer() &&
+                                              event["step"].get<std::int64_t>() > last_step);
+    if (later)
+      dropped = true;
+    else
+      kept += line + '\n';
+  }
+  if (dropped) write_file_atomically(metrics_path, kept);
+}
+
+}  // namespace
+
+void prepare_run_directory(const std::string& path, bool resuming, std::int64_t resume_step) {
   namespace fs = std::filesystem;
   std::error_code error;
   const fs::path checkpoints = fs::path(path) / "checkpoints";
@@ -105,6 +130,7 @@ void prepare_run_directory(const std::string& path, bool resuming) {
   for (const auto& entry : fs::directory_iterator(checkpoints, error))
     if (entry.path().filename().string().find(".h5.tmp-") != std::string::npos)
       fs::remove(entry.path(), error);
+  if (resume_step >= 0) drop_metrics_after(path + "/metrics.jsonl", resume_step);
 }
 
 std::string default_run_directory(const std::string& name) {
