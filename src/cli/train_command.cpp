@@ -12,6 +12,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/train/batch_size_search.hpp"
 #include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/run_directory.hpp"
 #include "phalanx/train/stop_request.hpp"
 #include "phalanx/train/trainer.hpp"
 #include "rank_setup.hpp"
@@ -149,6 +150,14 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
       PHALANX_REQUIRE_INPUT(steps[rank] == steps[0], resume, ": rank ", rank, " resumes at step ",
                             steps[rank], " but rank 0 at step ", steps[0],
                             " (is the run directory shared by all ranks?)");
+  });
+  if (status) return status;
+
+  // Created now that the run passed every check, so a refused run leaves no folder behind.
+  status = agree(world, [&] {
+    if (world.rank() == 0)
+      train::prepare_run_directory(run_directory, !arguments.resume.empty(),
+                                   resume.empty() ? -1 : trainer->position().global_step);
   });
   if (status) return status;
 

@@ -62,7 +62,9 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   AtomicFile file(path);
   {
     std::ofstream stream(file.temporary_path(), std::ios::trunc | std::ios::binary);
-    if (!stream) throw_internal_error("cannot write " + file.temporary_path(), __FILE__, __LINE__);
+    // A folder that takes no new files is the user's to fix (as a folder in the way, below): usage.
+    if (!stream)
+      throw_input_error(path + ": cannot create " + file.temporary_path() + " (is the folder writable?)");
     stream << content;
     stream.flush();
     if (!stream) throw_internal_error("writing " + file.temporary_path() + " failed", __FILE__, __LINE__);

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <bit>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -12,6 +13,7 @@
 
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 
@@ -51,6 +53,21 @@ void ensure_parent_groups(hid_t file, const std::string& name) {
   }
 }
 
+void write_attribute_string(hid_t object, const char* name, const std::string& value,
+                            const std::string& path);
+
+// The "xxh64:<hex>" checksum of float values as little-endian bytes, the dataset files' rule
+// (data/dataset.hpp): damage inside a weight's bytes leaves HDF5's own structure intact, so without
+// it a damaged checkpoint would load as wrong weights instead of being refused.
+std::string float_checksum(const float* values, std::size_t count) {
+  if constexpr (std::endian::native == std::endian::little)
+    return data::checksum_text(values, count * sizeof(float));
+  std::vector<std::uint32_t> little_endian(count);
+  for (std::size_t index = 0; index < count; ++index)
+    little_endian[index] = __builtin_bswap32(std::bit_cast<std::uint32_t>(values[index]));
+  return data::checksum_text(little_endian.data(), count * sizeof(std::uint32_t));
+}
+
 void write_floats(hid_t file, const std::string& name, const Shape& shape, const float* values,
                   const std::string& path) {
   ensure_parent_groups(file, name);
@@ -62,6 +79,8 @@ void write_floats(hid_t file, const std::string& name, const Shape& shape, const
   require_write(dataset.valid(), path, name);
   require_write(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0, path,
                 name);
+  write_attribute_string(dataset.get(), data::checksum_attribute,
+                         float_checksum(values, static_cast<std::size_t>(shape.elements())), path);
 }
 
 void write_int64(hid_t file, const std::string& name, std::int64_t value, const std::string& path) {
@@ -191,6 +210,14 @@ void read_floats(hid_t file, const std::string& name, const Shape& shape, float*
                         " does not match the model's ", shape.to_string());
   PHALANX_REQUIRE_INPUT(H5Dread(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0,
                         path, ": ", name, ": unreadable (truncated file?)");
+  // Checkpoints written before checksums were stored have none; those load unverified.
+  if (H5Aexists(dataset.get(), data::checksum_attribute) <= 0) return;
+  const std::string stored = read_attribute_string(dataset.get(), data::checksum_attribute, path);
+  const std::string computed = float_checksum(values, static_cast<std::size_t>(shape.elements()));
+  PHALANX_REQUIRE_INPUT(
+      stored == computed, path, ": ", name, ": checksum mismatch (stored ", stored, ", computed ", computed,
+      "): the checkpoint file is damaged (after an edit on purpose, e.g. with h5py, delete the "
+      "edited datasets' 'checksum' attributes)");
 }
 
 std::vector<float> to_host(backend::Backend& backend, const Tensor& tensor, std::int64_t count) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <vector>
 
@@ -77,6 +78,59 @@ std::string RunDirectory::find_latest_checkpoint() const {
     }
   }
   return best;
+}
+
+namespace {
+
+// Keeps the events up to `last_step` (and those without a step); a line cut short by a kill is
+// dropped too. Rewritten atomically, and only when something goes.
+void drop_metrics_after(const std::string& metrics_path, std::int64_t last_step) {
+  std::ifstream input(metrics_path);
+  if (!input) return;
+  std::string kept, line;
+  bool dropped = false;
+  while (std::getline(input, line)) {
+    if (line.empty()) continue;
+    const auto event = nlohmann::json::parse(line, nullptr, false);
+    const bool later = !event.is_object() || (event.contains("step") && event["step"].is_number_integer() &&
+                                              event["step"].get<std::int64_t>() > last_step);
+    if (later)
+      dropped = true;
+    else
+      kept += line + '\n';
+  }
+  if (dropped) write_file_atomically(metrics_path, kept);
+}
+
+}  // namespace
+
+void prepare_run_directory(const std::string& path, bool resuming, std::int64_t resume_step) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path checkpoints = fs::path(path) / "checkpoints";
+  if (!resuming && fs::is_directory(path, error)) {
+    std::vector<std::string> held;
+    if (fs::exists(fs::path(path) / "metrics.jsonl", error)) held.push_back("metrics.jsonl");
+    int checkpoint_count = 0;
+    if (fs::is_directory(checkpoints, error))
+      for (const auto& entry : fs::directory_iterator(checkpoints, error))
+        checkpoint_count += entry.path().extension() == ".h5" && entry.is_regular_file(error);
+    if (checkpoint_count) held.push_back(std::to_string(checkpoint_count) + " checkpoint(s)");
+    if (!held.empty()) {
+      std::string listing;
+      for (const auto& item : held) listing += (listing.empty() ? "" : ", ") + item;
+      throw_input_error("--run-dir " + path + ": already holds a run (" + listing +
+                        "); continue it with --resume auto, or choose another --run-dir");
+    }
+  }
+  fs::create_directories(checkpoints, error);
+  if (error) throw_input_error("--run-dir " + path + ": cannot create it (" + error.message() + ")");
+  if (::access(path.c_str(), W_OK | X_OK) != 0) throw_input_error("--run-dir " + path + ": not writable");
+  if (!resuming) return;
+  for (const auto& entry : fs::directory_iterator(checkpoints, error))
+    if (entry.path().filename().string().find(".h5.tmp-") != std::string::npos)
+      fs::remove(entry.path(), error);
+  if (resume_step >= 0) drop_metrics_after(path + "/metrics.jsonl", resume_step);
 }
 
 std::string default_run_directory(const std::string& name) {

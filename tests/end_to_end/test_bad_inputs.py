@@ -14,6 +14,7 @@ import e2e_common as e2e
 from e2e_common import h5py
 
 RANKS = 2
+TRAINED_RUN = None  # (config path, run directory) of the one short run some tests share
 TRAIN_ERROR_LINE = re.compile(r"^phalanx: error: rank \d+: ")
 
 
@@ -252,12 +253,21 @@ class BadInputsTest(unittest.TestCase):
 
     # ----- checkpoints and ranks ------------------------------------------------------------
 
+    def trained_run(self):
+        """(config path, run directory) of one short finished run, trained once for the tests that
+        need a real checkpoint or a run directory that holds a run."""
+        global TRAINED_RUN
+        if TRAINED_RUN is None:
+            source_dir = os.path.join(WORK, "runs", "checkpoint-source")
+            config_path = self.write("checkpoint-source", self.config())
+            trained = e2e.mpirun(RANKS, "train", config_path, "--run-dir", source_dir, timeout=180)
+            self.assertEqual(trained.returncode, 0, "a short training run to get a real checkpoint failed\n" +
+                             trained.describe())
+            TRAINED_RUN = (config_path, source_dir)
+        return TRAINED_RUN
+
     def test_truncated_checkpoint_on_resume(self):
-        source_dir = os.path.join(WORK, "runs", "checkpoint-source")
-        config_path = self.write("checkpoint-source", self.config())
-        trained = e2e.mpirun(RANKS, "train", config_path, "--run-dir", source_dir, timeout=180)
-        self.assertEqual(trained.returncode, 0, "a short training run to get a real checkpoint failed\n" +
-                         trained.describe())
+        config_path, source_dir = self.trained_run()
         checkpoint = os.path.join(source_dir, "checkpoints", "latest.h5")
         truncated = os.path.join(WORK, "truncated-checkpoint.h5")
         with open(checkpoint, "rb") as stream:
@@ -266,6 +276,58 @@ class BadInputsTest(unittest.TestCase):
             stream.write(content[:len(content) // 2])
         self.train_refused("truncated-checkpoint", config_path, "truncated-checkpoint.h5",
                            extra=("--resume", truncated))
+
+    def test_damaged_checkpoint_is_refused_by_eval_predict_and_resume(self):
+        # Bytes changed inside a weight's data leave HDF5's structure intact: without checksums the
+        # checkpoint would load, and eval/predict would report on wrong weights with exit status 0.
+        config_path, source_dir = self.trained_run()
+        damaged = os.path.join(WORK, "damaged-checkpoint.h5")
+        shutil.copyfile(os.path.join(source_dir, "checkpoints", "latest.h5"), damaged)
+        with h5py.File(damaged, "r") as file:
+            weight = file["/model/conv1/weight"]
+            offset, size = weight.id.get_offset(), weight.id.get_storage_size()
+        self.assertIsNotNone(offset, "/model/conv1/weight is not stored contiguously")
+        with open(damaged, "r+b") as stream:
+            stream.seek(offset + size // 2)
+            original = stream.read(64)
+            stream.seek(offset + size // 2)
+            stream.write(bytes(byte ^ 0x40 for byte in original))
+        error_format = re.compile(r"^phalanx: error: rank 0: ")
+        result = e2e.phalanx("eval", "--checkpoint", damaged, "--data", DATA)
+        self.check_refused(result, None, damaged, "/model/conv1/weight", "checksum", error_format=error_format)
+        output = os.path.join(WORK, "damaged-predictions.h5")
+        result = e2e.mpirun(RANKS, "predict", "--checkpoint", damaged, "--data", DATA, "--output", output)
+        self.check_refused(result, None, damaged, "/model/conv1/weight", error_format=error_format)
+        self.assertEqual([name for name in os.listdir(WORK) if name.startswith("damaged-predictions")], [])
+        self.train_refused("damaged-checkpoint", config_path, damaged, "checksum", extra=("--resume", damaged))
+
+    def test_run_directory_that_cannot_be_created(self):
+        in_the_way = os.path.join(WORK, "a-file-in-the-way")
+        with open(in_the_way, "w") as stream:
+            stream.write("not a folder\n")
+        run_dir = os.path.join(in_the_way, "run")
+        result = e2e.mpirun(RANKS, "train", self.write("uncreatable-run-dir", self.config()), "--run-dir", run_dir,
+                            timeout=120)
+        self.check_refused(result, run_dir, run_dir)
+
+    def test_run_directory_that_holds_a_run_needs_resume(self):
+        # A fresh run there would truncate the old metrics and mix its checkpoints with the old ones.
+        config_path, source_dir = self.trained_run()
+        before = {}
+        for folder, _, files in os.walk(source_dir):
+            for name in files:
+                with open(os.path.join(folder, name), "rb") as stream:
+                    before[os.path.relpath(os.path.join(folder, name), source_dir)] = stream.read()
+        result = e2e.mpirun(RANKS, "train", config_path, "--run-dir", source_dir, timeout=120)
+        line = self.check_refused(result, None, source_dir, "--resume auto")
+        self.assertIn("metrics.jsonl", line)
+        after = {}
+        for folder, _, files in os.walk(source_dir):
+            for name in files:
+                with open(os.path.join(folder, name), "rb") as stream:
+                    after[os.path.relpath(os.path.join(folder, name), source_dir)] = stream.read()
+        self.assertEqual(sorted(after), sorted(before), "files of the old run were added or removed")
+        self.assertTrue(all(after[name] == before[name] for name in before), "a file of the old run changed")
 
     def test_resume_from_a_missing_checkpoint(self):
         config_path = self.write("missing-checkpoint", self.config())

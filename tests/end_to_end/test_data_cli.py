@@ -182,6 +182,15 @@ class SynthTest(unittest.TestCase):
             self.assertFalse(np.array_equal(a["/train/images"][()], c["/train/images"][()]),
                              "a different --seed should give different images")
 
+    def test_preview_into_a_folder_that_takes_no_files_exits_2_naming_it(self):
+        # /proc refuses new files even to root, who may write anywhere else.
+        data = e2e.make_synth(os.path.join(WORK, "synth-preview.h5"), train=32, test=8)
+        output = "/proc/phalanx-preview.png"
+        result = e2e.phalanx("data", "preview", data, "-o", output)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertEqual(len(result.error_lines()), 1, result.describe())
+        self.assertRegex(result.error_lines()[0], r"^phalanx: error: rank 0: /proc/phalanx-preview\.png: ")
+
     def test_inspect_of_a_missing_file_exits_2_naming_it(self):
         path = os.path.join(WORK, "no-such-dataset.h5")
         result = e2e.phalanx("data", "inspect", path)

@@ -109,6 +109,37 @@ class ResumeTest(unittest.TestCase):
             if event["event"] == "step" and event["step"] > STEPS_PER_EPOCH:
                 self.assertEqual(event["loss"], straight_losses[event["step"]], event)
 
+    def test_resume_after_a_kill_during_a_checkpoint_write(self):
+        # What kill -9 (a node failure) leaves when it hits rank 0 while it writes the checkpoint of
+        # step 16: step-8.h5, a temporary file cut short, metrics.jsonl up to step 16, no latest.h5
+        # or summary. (A real kill lands at a random moment; tests the same state deterministically.)
+        run_dir = os.path.join(WORK, "killed")
+        first = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir,
+                           "--set", f"train.max_steps={2 * EVERY_STEPS}", timeout=300)
+        self.assertEqual(first.returncode, 0, first.describe())
+        checkpoints = os.path.join(run_dir, "checkpoints")
+        with open(os.path.join(checkpoints, f"step-{2 * EVERY_STEPS}.h5"), "rb") as stream:
+            cut_short = stream.read()[:4096]
+        for name in (f"step-{2 * EVERY_STEPS}.h5", "latest.h5"):
+            os.remove(os.path.join(checkpoints, name))
+        os.remove(os.path.join(run_dir, "summary.json"))
+        temporary = os.path.join(checkpoints, f"step-{2 * EVERY_STEPS}.h5.tmp-4242")
+        with open(temporary, "wb") as stream:
+            stream.write(cut_short)
+        logged = [event["step"] for event in e2e.read_metrics(run_dir) if event["event"] == "step"]
+        self.assertGreater(max(logged), EVERY_STEPS, "the killed run should have logged past its checkpoint")
+
+        resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto", timeout=300)
+        self.assertEqual(resumed.returncode, 0, resumed.describe())
+        self.assertIn(f"resumed from {checkpoints}/step-{EVERY_STEPS}.h5", resumed.stdout)
+        self.assert_same_checkpoint(latest(STRAIGHT), latest(run_dir))
+        self.assertFalse(os.path.exists(temporary), "the cut-short temporary file is still there")
+        # the steps after the checkpoint are trained again: logged once, as in the straight run
+        steps = [event["step"] for event in e2e.read_metrics(run_dir) if event["event"] == "step"]
+        straight_steps = [event["step"] for event in e2e.read_metrics(STRAIGHT) if event["event"] == "step"]
+        self.assertEqual(steps, straight_steps)
+        self.assertEqual(e2e.read_summary(run_dir)["test_accuracy"], e2e.read_summary(STRAIGHT)["test_accuracy"])
+
     def test_resume_from_an_explicit_checkpoint(self):
         checkpoint = os.path.join(STRAIGHT, "checkpoints", f"step-{EVERY_STEPS}.h5")  # mid-epoch: step 8 of 16
         run_dir = os.path.join(WORK, "from-path")
@@ -132,6 +163,8 @@ class ResumeTest(unittest.TestCase):
         with h5py.File(checkpoint, "r+") as file:
             for name in e2e.datasets_under(file, "optimizer"):
                 file["optimizer"][name][...] = 0.0
+                # edited on purpose: without its checksum the dataset loads unverified
+                del file["optimizer"][name].attrs["checksum"]
         run_dir = os.path.join(WORK, "no-momentum")
         resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint, timeout=300)
         self.assertEqual(resumed.returncode, 0, resumed.describe())

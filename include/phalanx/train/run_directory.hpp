@@ -42,6 +42,17 @@ class RunDirectory {
   std::unique_ptr<TensorBoardWriter> tensorboard_;  // the same events as TensorBoard scalars
 };
 
+// Called on rank 0 once a run has passed every other check, before any rank writes: creates the
+// folder and checkpoints/, so that a path that cannot be created fails as one usage error (exit 2)
+// instead of on every rank at once mid-start. Without --resume (`resuming` false) a folder that
+// already holds a run (metrics.jsonl or checkpoints) is refused: the fresh run would truncate its
+// metrics and mix its checkpoints with the old ones, and a later --resume auto could pick the old
+// run's newest. When resuming, removes the temporary files of a checkpoint write that a kill cut
+// short (they are never read, see find_latest_checkpoint), and, for a run resumed at
+// `resume_step` (>= 0), drops the metrics.jsonl events of later steps: a run killed after its last
+// checkpoint logged steps that the resumed run trains and logs again.
+void prepare_run_directory(const std::string& path, bool resuming, std::int64_t resume_step = -1);
+
 // runs/<name>-<YYYYmmdd-HHMMSS>
 std::string default_run_directory(const std::string& name);
 

@@ -1,0 +1,74 @@
+// What the checkpoint checksums cost: writing and loading a ResNet-50 checkpoint with AdamW state
+// (weights, buffers, two optimizer states: about 300 MB), against XXH64 alone over the same bytes,
+// which the writer and the loader each compute once. Prints medians over repeats.
+//   ./phalanx_bench_checkpoint [FOLDER] [REPEATS]
+#include "phalanx/train/checkpoint.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "phalanx/backend/backend.hpp"
+#include "phalanx/config/config.hpp"
+#include "phalanx/core/median.hpp"
+#include "phalanx/core/timer.hpp"
+#include "phalanx/data/dataset.hpp"
+#include "phalanx/nn/model.hpp"
+#include "phalanx/optim/optimizer.hpp"
+
+using namespace phalanx;
+
+int main(int argc, char** argv) {
+  const std::string folder = argc > 1 ? argv[1] : std::filesystem::temp_directory_path().string();
+  const int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
+  const std::string path = folder + "/phalanx-bench-checkpoint-" + std::to_string(::getpid()) + ".h5";
+  auto backend = backend::make_cpu_backend(1);
+  config::ModelConfig model_config;
+  model_config.preset = "resnet50";
+  nn::Model model(model_config, Shape{224, 224, 3}, 1000, *backend, 1);
+  config::OptimizerConfig optimizer_config;
+  optimizer_config.type = "adamw";
+  auto& registry = model.registry();
+  auto optimizer = optim::make_optimizer(optimizer_config, *backend, registry.parameter_count());
+
+  // The bytes the checksums cover, in host memory as the writer holds them.
+  std::vector<float> host(static_cast<std::size_t>(registry.parameter_count() * 3 + registry.buffer_count()));
+  std::size_t filled = 0;
+  auto append = [&](const Tensor& tensor, std::int64_t count) {
+    backend->copy_to_host(host.data() + filled, tensor.data(),
+                          static_cast<std::size_t>(count) * sizeof(float));
+    filled += static_cast<std::size_t>(count);
+  };
+  append(registry.parameters(), registry.parameter_count());
+  append(registry.buffers(), registry.buffer_count());
+  for (const auto& name : optimizer->state_names())
+    append(optimizer->state(name), registry.parameter_count());
+
+  std::vector<double> write_seconds, load_seconds, hash_seconds;
+  const train::TrainingPosition position{};
+  for (int repeat = 0; repeat < repeats; ++repeat) {
+    Stopwatch write_clock;
+    train::write_checkpoint(path, *backend, registry, optimizer.get(), position, 1, 1, "bench");
+    write_seconds.push_back(write_clock.seconds());
+    Stopwatch load_clock;
+    train::load_checkpoint(path, *backend, registry, optimizer.get());
+    load_seconds.push_back(load_clock.seconds());
+    Stopwatch hash_clock;
+    const auto checksum = data::checksum_text(host.data(), filled * sizeof(float));
+    hash_seconds.push_back(hash_clock.seconds());
+    if (checksum.empty()) return 1;
+  }
+  std::filesystem::remove(path);
+  const double megabytes = static_cast<double>(filled * sizeof(float)) / 1e6;
+  const double hash = median(hash_seconds);
+  std::printf("resnet50 + AdamW checkpoint: %.1f MB of float datasets, %d repeats (medians)\n", megabytes,
+              repeats);
+  std::printf("write %.3f s  load %.3f s  xxh64 over the same bytes %.3f s (%.0f MB/s)\n",
+              median(write_seconds), median(load_seconds), hash, megabytes / hash);
+  std::printf("checksum share: %.1f%% of a write, %.1f%% of a load\n", 100 * hash / median(write_seconds),
+              100 * hash / median(load_seconds));
+  return 0;
+}
