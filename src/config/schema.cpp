@@ -103,7 +103,7 @@ bool is_pool(const std::string& type) {
 }
 
 const std::vector<std::string>& model_presets() {
-  static const std::vector<std::string> presets = {"fmnist_cnn", "lenet5", "resnet20", "resnet50"};
+  static const std::vector<std::string> presets = {"fmnist_cnn", "lenet5", "resnet20", "resnet18", "resnet50"};
   return presets;
 }
 

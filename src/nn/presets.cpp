@@ -39,16 +39,17 @@ config::LayerSpec linear(const std::string& name, int out_features) {
   return spec;
 }
 
-// torchvision-style BasicBlock for CIFAR ResNets, with a 1x1 conv + BN projection shortcut
-// when the shape changes.
-config::LayerSpec basic_block(const std::string& name, int in_channels, int out_channels, int stride) {
+// torchvision-style BasicBlock, with a 1x1 conv + BN projection shortcut when the shape changes,
+// named `shortcut` in the CIFAR ResNets and `downsample` as torchvision's ImageNet ResNets name it.
+config::LayerSpec basic_block(const std::string& name, int in_channels, int out_channels, int stride,
+                              const std::string& shortcut_name = "shortcut") {
   config::LayerSpec block = simple("residual", name);
   block.main = {conv(name + "/conv1", out_channels, 3, stride, 1, false), simple("batch_norm", name + "/bn1"),
                 simple("relu", name + "/relu1"), conv(name + "/conv2", out_channels, 3, 1, 1, false),
                 simple("batch_norm", name + "/bn2")};
   if (stride != 1 || in_channels != out_channels)
-    block.shortcut = {conv(name + "/shortcut/0", out_channels, 1, stride, 0, false),
-                      simple("batch_norm", name + "/shortcut/1")};
+    block.shortcut = {conv(name + "/" + shortcut_name + "/0", out_channels, 1, stride, 0, false),
+                      simple("batch_norm", name + "/" + shortcut_name + "/1")};
   block.relu_after = true;
   return block;
 }
@@ -71,6 +72,14 @@ config::LayerSpec bottleneck_block(const std::string& name, int in_channels, int
                       simple("batch_norm", name + "/downsample/1")};
   block.relu_after = true;
   return block;
+}
+
+// The stem of torchvision's ImageNet ResNets: 7x7/2 conv, BN, ReLU, 3x3/2 max pool.
+std::vector<config::LayerSpec> imagenet_stem() {
+  config::LayerSpec pool = max_pool("maxpool", 3);
+  pool.stride = 2;
+  pool.padding = 1;
+  return {conv("conv1", 64, 7, 2, 3, false), simple("batch_norm", "bn1"), simple("relu", "relu"), pool};
 }
 
 }  // namespace
@@ -133,17 +142,34 @@ std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Sh
     layers.push_back(linear("fc", classes));
     return layers;
   }
+  if (preset == "resnet18") {
+    // torchvision's resnet18 (ImageNet stem: 7x7/2 conv, 3x3/2 max pool; 2, 2, 2, 2 basic blocks),
+    // 11.7M parameters at 1000 classes; parameter names match its state_dict.
+    PHALANX_REQUIRE_INPUT(height >= 32 && width >= 32,
+                          "model.preset resnet18 needs images of at least 32x32, the data has ", height, "x",
+                          width);
+    std::vector<config::LayerSpec> layers = imagenet_stem();
+    int in_channels = 64;
+    const int stage_channels[4] = {64, 128, 256, 512};
+    for (int stage = 0; stage < 4; ++stage) {
+      for (int block = 0; block < 2; ++block) {
+        const int stride = (stage > 0 && block == 0) ? 2 : 1;
+        layers.push_back(basic_block("layer" + std::to_string(stage + 1) + "/" + std::to_string(block),
+                                     in_channels, stage_channels[stage], stride, "downsample"));
+        in_channels = stage_channels[stage];
+      }
+    }
+    layers.push_back(simple("global_avg_pool", "avgpool"));
+    layers.push_back(linear("fc", classes));
+    return layers;
+  }
   if (preset == "resnet50") {
     // torchvision's resnet50 (ImageNet stem: 7x7/2 conv, 3x3/2 max pool; 3, 4, 6, 3 bottlenecks),
     // 25.6M parameters at 1000 classes; parameter names match its state_dict.
     PHALANX_REQUIRE_INPUT(height >= 32 && width >= 32,
                           "model.preset resnet50 needs images of at least 32x32, the data has ", height, "x",
                           width);
-    config::LayerSpec pool = max_pool("maxpool", 3);
-    pool.stride = 2;
-    pool.padding = 1;
-    std::vector<config::LayerSpec> layers = {conv("conv1", 64, 7, 2, 3, false), simple("batch_norm", "bn1"),
-                                             simple("relu", "relu"), pool};
+    std::vector<config::LayerSpec> layers = imagenet_stem();
     int in_channels = 64;
     const int stage_widths[4] = {64, 128, 256, 512};
     const int stage_blocks[4] = {3, 4, 6, 3};
@@ -160,7 +186,7 @@ std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Sh
     return layers;
   }
   throw_input_error("model.preset: unknown preset '" + preset +
-                    "' (known: fmnist_cnn, lenet5, resnet20, resnet50)");
+                    "' (known: fmnist_cnn, lenet5, resnet20, resnet18, resnet50)");
 }
 
 }  // namespace phalanx::nn

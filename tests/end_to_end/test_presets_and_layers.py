@@ -1,6 +1,6 @@
 """End-to-end: short runs of the other model presets and of an explicit layer list: lenet5 on the
 Fashion-MNIST subset (2 ranks), resnet20 on synthetic 16x16x3 data with 4 ranks
-(oversubscribed, with data.augment on), and a custom list with a residual block, batch_norm,
+(oversubscribed, with data.augment on), resnet18 on synthetic 32x32x3 data, and a custom list with a residual block, batch_norm,
 dropout and avg_pool.
 Each exits 0, writes summary.json with finite losses, and a checkpoint with the model's
 parameters in PyTorch layouts."""
@@ -104,6 +104,18 @@ class PresetsAndLayersTest(unittest.TestCase):
         conv_weights = [key for key in arrays if key.endswith("weight") and arrays[key].ndim == 4]
         self.assertEqual(len(conv_weights), 1 + 18 + 2, "resnet20: stem, 9 blocks x 2 convs, 2 projections")
         self.assertEqual(len(summary["ranks"]), 4)
+
+    def test_resnet18_on_synthetic_rgb(self):
+        data = e2e.make_synth(os.path.join(WORK, "synth-32x32x3.h5"), train=256, test=64, height=32, width=32,
+                              channels=3, classes=10)
+        summary, losses, arrays = self.train("resnet18", data, 1, {"preset": "resnet18"}, batch_size=4)
+        # torchvision's resnet18 names and layouts, so the checkpoint loads into it.
+        self.assertEqual(arrays["conv1/weight"].shape, (64, 3, 7, 7))
+        self.assertEqual(arrays["layer2/0/downsample/0/weight"].shape, (128, 64, 1, 1))
+        self.assertEqual(arrays["layer4/1/conv2/weight"].shape, (512, 512, 3, 3))
+        self.assertEqual(arrays["fc/weight"].shape, (10, 512))
+        conv_weights = [key for key in arrays if key.endswith("weight") and arrays[key].ndim == 4]
+        self.assertEqual(len(conv_weights), 1 + 16 + 3, "resnet18: stem, 8 blocks x 2 convs, 3 projections")
 
     def test_custom_layers_with_residual_batch_norm_dropout_avg_pool(self):
         data = e2e.make_synth(os.path.join(WORK, "synth-12x12x3.h5"), train=1024, test=128, height=12, width=12,

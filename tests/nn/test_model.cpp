@@ -219,6 +219,30 @@ TEST(ModelPreset, ResNet50MatchesTorchvision) {
   EXPECT_EQ(std::find(names.begin(), names.end(), "layer1/1/downsample/0/weight"), names.end());
 }
 
+TEST(ModelPreset, ResNet18MatchesTorchvision) {
+  auto backend = backend::make_cpu_backend(1);
+  config::ModelConfig config;
+  config.preset = "resnet18";
+  Model model(config, Shape{64, 64, 3}, 1000, *backend, 0);
+  std::int64_t total = 0;
+  std::vector<std::string> names;
+  for (const auto& info : model.registry().parameters_info()) {
+    total += info.count;
+    names.push_back(info.name);
+  }
+  // torchvision.models.resnet18(): sum(p.numel() for p in model.parameters()) == 11689512.
+  EXPECT_EQ(total, 11689512);
+  for (const std::string expected :
+       {"conv1/weight", "layer2/0/downsample/0/weight", "layer2/0/downsample/1/bias", "layer4/1/conv2/weight",
+        "layer4/1/bn2/weight", "fc/weight", "fc/bias"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  // Only the first block of stages 2-4 changes shape: no projection in layer1 or in second blocks.
+  for (const std::string absent : {"layer1/0/downsample/0/weight", "layer3/1/downsample/0/weight"})
+    EXPECT_EQ(std::find(names.begin(), names.end(), absent), names.end()) << absent;
+  // Running mean and variance of 20 batch norms: the stem's, 2 in each of 8 blocks, 3 projections'.
+  EXPECT_EQ(model.registry().buffers_info().size(), 2u * 20u);
+}
+
 TEST(ModelErrors, PresetOnTheWrongImageShapeIsAnInputError) {
   auto backend = backend::make_cpu_backend(1);
   config::ModelConfig config;
