@@ -37,6 +37,10 @@ void RunDirectory::write_config(const std::string& yaml_text) {
   if (writer_) write_file_atomically(path_ + "/config.yaml", yaml_text);
 }
 
+void RunDirectory::start_session(std::int64_t first_step, const std::string& resumed_from) {
+  if (writer_) tensorboard_->session_start(first_step, wall_seconds_since_epoch(), resumed_from);
+}
+
 void RunDirectory::append_metrics(const nlohmann::json& event) {
   if (!writer_) return;
   metrics_ << event.dump() << '\n';

@@ -1,15 +1,20 @@
 // TensorBoard event files by hand. Protobuf wire format (protobuf.dev/programming-guides/encoding):
 // a field is a varint key (number << 3 | wire type) and its value: varint (0), little-endian
 // 64-bit (1), length-delimited (2) or little-endian 32-bit (5). The messages used:
-//   Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
+//   Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5;
+//             SessionLog session_log = 7; }
 //   Summary { repeated Value value = 1; }   Value { string tag = 1; float simple_value = 2; }
+//   SessionLog { SessionStatus status = 1 (START = 1); string checkpoint_path = 2; }
 #include "phalanx/train/tensorboard_writer.hpp"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 
 #include "phalanx/core/crc32c.hpp"
 #include "phalanx/core/error.hpp"
@@ -60,13 +65,32 @@ void flatten(const nlohmann::json& value, const std::string& tag,
   }
 }
 
+// The largest <unix seconds> in the names of FOLDER's event files, or -1.
+long long newest_event_file_seconds(const std::string& folder) {
+  static const std::string prefix = "events.out.tfevents.";
+  long long newest = -1;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    char* end = nullptr;
+    const long long seconds = std::strtoll(name.c_str() + prefix.size(), &end, 10);
+    if (end != name.c_str() + prefix.size()) newest = std::max(newest, seconds);
+  }
+  return newest;
+}
+
 }  // namespace
 
 TensorBoardWriter::TensorBoardWriter(const std::string& folder) {
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
-  path_ = folder + "/events.out.tfevents." + std::to_string(static_cast<long long>(std::time(nullptr))) +
-          "." + host + "." + std::to_string(getpid());
+  // A run killed within a second of its start and resumed at once would otherwise share the
+  // seconds and be ordered by pid, which may put the resumed file first.
+  const long long seconds =
+      std::max(static_cast<long long>(std::time(nullptr)), newest_event_file_seconds(folder) + 1);
+  path_ = folder + "/events.out.tfevents." + std::to_string(seconds) + "." + host + "." +
+          std::to_string(getpid());
   file_.open(path_, std::ios::binary | std::ios::trunc);
   if (!file_) throw_input_error(path_ + ": cannot write the TensorBoard event file");
   std::string event = event_header(static_cast<double>(std::time(nullptr)), 0);
@@ -88,6 +112,18 @@ void TensorBoardWriter::write_record(const std::string& bytes) {
 
 void TensorBoardWriter::scalar(const std::string& tag, std::int64_t step, double value, double wall_time) {
   write_scalar(tag, step, value, wall_time);
+  file_.flush();
+}
+
+void TensorBoardWriter::session_start(std::int64_t first_step, double wall_time,
+                                      const std::string& checkpoint) {
+  std::string session_log;
+  key(session_log, 1, 0);
+  varint(session_log, 1);  // SessionLog.START
+  if (!checkpoint.empty()) length_delimited(session_log, 2, checkpoint);
+  std::string event = event_header(wall_time, first_step);
+  length_delimited(event, 7, session_log);
+  write_record(event);
   file_.flush();
 }
 

@@ -178,6 +178,7 @@ nlohmann::json Trainer::run() {
   start_wall_ = wall_seconds_since_epoch();
   const double start_wall = start_wall_;
   run_directory_ = RunDirectory(options_.run_directory, leader, !resumed_from_.empty());
+  run_directory_.start_session(position_.global_step + 1, resumed_from_);
   run_directory_.write_config(options_.config_text);
   run_control_ =
       std::make_unique<RunControl>(communicator_, options_.run_directory, config.distributed.timeout_s);

@@ -282,6 +282,97 @@ def read_metrics(run_dir):
     return events
 
 
+def _protobuf_fields(message):
+    """(field number, wire type, value) of a protobuf message: an int for varints, bytes for the
+    rest (https://protobuf.dev/programming-guides/encoding)."""
+    at = 0
+
+    def varint():
+        nonlocal at
+        value, shift = 0, 0
+        while True:
+            byte = message[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+    while at < len(message):
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            yield field, wire, varint()
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            yield field, wire, message[at:at + size]
+            at += size
+        elif wire == 2:
+            size = varint()
+            yield field, wire, message[at:at + size]
+            at += size
+        else:
+            raise AssertionError(f"protobuf wire type {wire} in a TensorBoard event")
+
+
+def read_tensorboard_files(run_dir):
+    """[(file name, [event])] of the run directory's TensorBoard event files in name order (the
+    order TensorBoard reads them). An event is a dict with step, wall_time and, as present,
+    file_version, scalars {tag: value}, session_status (SessionLog; START = 1), checkpoint_path.
+    Decodes the TFRecord framing and the few Event fields phalanx writes (tensorboard_writer.cpp)."""
+    files = []
+    for name in sorted(n for n in os.listdir(run_dir) if n.startswith("events.out.tfevents.")):
+        with open(os.path.join(run_dir, name), "rb") as stream:
+            data = stream.read()
+        events, at = [], 0
+        while at < len(data):
+            (length,) = struct.unpack_from("<Q", data, at)
+            record = data[at + 12:at + 12 + length]
+            if len(record) != length or at + 16 + length > len(data):
+                raise AssertionError(f"{name}: record at byte {at} is cut short")
+            at += 16 + length
+            event = {"step": 0, "wall_time": 0.0}
+            for field, _, value in _protobuf_fields(record):
+                if field == 1:
+                    (event["wall_time"],) = struct.unpack("<d", value)
+                elif field == 2:
+                    event["step"] = value
+                elif field == 3:
+                    event["file_version"] = value.decode()
+                elif field == 5:  # Summary { repeated Value value = 1 }
+                    for _, _, summary_value in _protobuf_fields(value):
+                        parts = {number: part for number, _, part in _protobuf_fields(summary_value)}
+                        event.setdefault("scalars", {})[parts[1].decode()] = struct.unpack("<f", parts[2])[0]
+                elif field == 7:  # SessionLog { status = 1; checkpoint_path = 2 }
+                    for number, _, part in _protobuf_fields(value):
+                        if number == 1:
+                            event["session_status"] = part
+                        elif number == 2:
+                            event["checkpoint_path"] = part.decode()
+            events.append(event)
+        files.append((name, events))
+    return files
+
+
+SESSION_START = 1
+
+
+def tensorboard_scalars(files):
+    """{tag: [(step, value)]} as TensorBoard shows the files of read_tensorboard_files: its
+    event accumulator treats every SessionLog START after the run's first as a restart and drops
+    the points it read before whose step is >= the START's step."""
+    scalars, seen_start = {}, False
+    for _, events in files:
+        for event in events:
+            if event.get("session_status") == SESSION_START:
+                if seen_start:
+                    for tag in scalars:
+                        scalars[tag] = [(step, value) for step, value in scalars[tag] if step < event["step"]]
+                seen_start = True
+            for tag, value in event.get("scalars", {}).items():
+                scalars.setdefault(tag, []).append((event["step"], value))
+    return scalars
+
+
 def finite(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 

@@ -139,6 +139,28 @@ class ResumeTest(unittest.TestCase):
         straight_steps = [event["step"] for event in e2e.read_metrics(STRAIGHT) if event["event"] == "step"]
         self.assertEqual(steps, straight_steps)
         self.assertEqual(e2e.read_summary(run_dir)["test_accuracy"], e2e.read_summary(STRAIGHT)["test_accuracy"])
+        self.assert_tensorboard_shows_each_step_once(run_dir, f"{checkpoints}/step-{EVERY_STEPS}.h5")
+
+    def assert_tensorboard_shows_each_step_once(self, run_dir, resumed_from):
+        # The killed run's event file keeps its steps past the checkpoint (event files are
+        # append-only); the resumed run's file starts with a SessionLog START at the step after the
+        # checkpoint, and TensorBoard's rule for it leaves each step once, as in metrics.jsonl.
+        files = e2e.read_tensorboard_files(run_dir)
+        self.assertEqual(len(files), 2, [name for name, _ in files])
+        starts = [[(event["step"], event.get("checkpoint_path", "")) for event in events
+                   if event.get("session_status") == e2e.SESSION_START] for _, events in files]
+        self.assertEqual(starts, [[(1, "")], [(EVERY_STEPS + 1, resumed_from)]])
+        written = [event["step"] for _, events in files for event in events
+                   if "step/loss" in event.get("scalars", {})]
+        self.assertGreater(len(written), len(set(written)), "the killed run's file should repeat steps")
+        shown = e2e.tensorboard_scalars(files)
+        metrics = e2e.read_metrics(run_dir)
+        for kind, key in (("step", "loss"), ("epoch", "train_loss"), ("eval", "test_accuracy")):
+            expected = [(event["step"], event[key]) for event in metrics if event["event"] == kind]
+            got = shown[f"{kind}/{key}"]
+            self.assertEqual([step for step, _ in got], [step for step, _ in expected], kind)
+            for (_, value), (_, logged) in zip(got, expected):
+                self.assertAlmostEqual(value, logged, delta=1e-6 * max(1.0, abs(logged)), msg=kind)
 
     def test_resume_from_an_explicit_checkpoint(self):
         checkpoint = os.path.join(STRAIGHT, "checkpoints", f"step-{EVERY_STEPS}.h5")  # mid-epoch: step 8 of 16

@@ -1,6 +1,7 @@
 // TensorBoard event files decoded by hand here (independent of the writer's encoder): TFRecord
 // framing with valid masked CRC-32C, the version record, and scalar Events with the right
-// wall time, step, tag and value. The end-to-end test reads the same files with TensorBoard.
+// wall time, step, tag and value; the SessionLog START that marks where a resumed run's steps
+// begin. The end-to-end tests read the same files with TensorBoard and with their own decoder.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -22,6 +23,8 @@ struct Scalar {
   std::string tag;
   float value = 0;
   std::string file_version;
+  std::uint64_t session_status = 0;  // SessionLog.status; START = 1
+  std::string checkpoint_path;       // SessionLog.checkpoint_path
 };
 
 std::uint64_t varint(const std::string& bytes, std::size_t& at) {
@@ -33,8 +36,8 @@ std::uint64_t varint(const std::string& bytes, std::size_t& at) {
   }
 }
 
-// The length-delimited fields of a message by field number; the numeric fields of an Event or a
-// Summary.Value go into `scalar`.
+// The length-delimited fields of a message by field number; the numeric fields of an Event, a
+// Summary.Value or a SessionLog go into `scalar` (only SessionLog has a varint field 1).
 std::map<int, std::string> fields(const std::string& message, Scalar* scalar = nullptr) {
   std::map<int, std::string> found;
   std::size_t at = 0;
@@ -44,6 +47,7 @@ std::map<int, std::string> fields(const std::string& message, Scalar* scalar = n
     if (wire == 0) {
       const std::uint64_t value = varint(message, at);
       if (scalar && field == 2) scalar->step = static_cast<std::int64_t>(value);
+      if (scalar && field == 1) scalar->session_status = value;
     } else if (wire == 1) {
       if (scalar && field == 1) std::memcpy(&scalar->wall_time, message.data() + at, 8);
       at += 8;
@@ -82,6 +86,10 @@ std::vector<Scalar> read_events(const std::string& path) {
       const auto value = fields(event_fields.at(5)).at(1);  // Summary.value
       const auto value_fields = fields(value, &event);
       event.tag = value_fields.at(1);
+    }
+    if (event_fields.count(7)) {
+      const auto log_fields = fields(event_fields.at(7), &event);  // Event.session_log
+      if (log_fields.count(2)) event.checkpoint_path = log_fields.at(2);
     }
     events.push_back(event);
   }
@@ -123,6 +131,45 @@ TEST(TensorBoardWriter, WritesFramedScalarEvents) {
   EXPECT_EQ(tags.size(), 2u);
   EXPECT_FLOAT_EQ(tags["eval/test_accuracy"], 0.875f);
   EXPECT_FLOAT_EQ(tags["eval/breakdown/forward/ms"], 2.5f);
+}
+
+TEST(TensorBoardWriter, SessionStartMarksTheFirstStepOfASession) {
+  testing::ScratchDirectory folder("tensorboard_session");
+  std::string path;
+  {
+    TensorBoardWriter writer(folder.path().string());
+    path = writer.path();
+    writer.session_start(9, 1700000002.25, "run/checkpoints/step-8.h5");
+    writer.scalar("step/loss", 9, 0.5, 1700000003.0);
+  }
+  const auto events = read_events(path);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[1].session_status, 1u);  // START
+  EXPECT_EQ(events[1].step, 9);
+  EXPECT_DOUBLE_EQ(events[1].wall_time, 1700000002.25);
+  EXPECT_EQ(events[1].checkpoint_path, "run/checkpoints/step-8.h5");
+  EXPECT_TRUE(events[1].tag.empty());
+  EXPECT_EQ(events[2].session_status, 0u);
+  EXPECT_EQ(events[2].tag, "step/loss");
+}
+
+TEST(TensorBoardWriter, ALaterWriterSortsAfterTheFilesAlreadyThere) {
+  // TensorBoard reads a folder's event files in name order; a resumed session's START must come
+  // after the events it replaces, even when both writers start within the same second.
+  testing::ScratchDirectory folder("tensorboard_order");
+  std::string first_path;
+  {
+    TensorBoardWriter first(folder.path().string());
+    first_path = first.path();
+    first.scalar("step/loss", 3, 1.0, 1700000000.0);
+  }
+  TensorBoardWriter second(folder.path().string());
+  second.session_start(2, 1700000001.0, "");
+  EXPECT_NE(second.path(), first_path);
+  EXPECT_GT(second.path(), first_path);
+  const auto first_events = read_events(first_path);  // not truncated by the second writer
+  ASSERT_EQ(first_events.size(), 2u);
+  EXPECT_EQ(first_events[1].tag, "step/loss");
 }
 
 }  // namespace

@@ -26,6 +26,10 @@ class RunDirectory {
   bool writer() const { return writer_; }
 
   void write_config(const std::string& yaml_text);
+  // Marks in the TensorBoard event file where this session's steps begin (the step after the
+  // checkpoint it resumed from, else 1), so that TensorBoard drops what a killed run had logged
+  // past its checkpoint, as prepare_run_directory does in metrics.jsonl.
+  void start_session(std::int64_t first_step, const std::string& resumed_from);
   // Appends one event line and flushes, so a killed run keeps every event it logged.
   void append_metrics(const nlohmann::json& event);
   // Written atomically (temp + rename).
