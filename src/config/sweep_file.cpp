@@ -173,6 +173,62 @@ std::vector<std::string> extreme_values(const SearchParameter& parameter) {
   return {format_number(parameter.low), format_number(parameter.high)};
 }
 
+// The training-config keys a sweep decides per trial or per rank, which the user's own value
+// would not survive: refused with the reason instead of being replaced silently. The base config
+// file's train.epochs and seed are not among them: a base config is an ordinary training config,
+// and docs/SWEEPS.md says that the budget and the sweep's seed set them.
+std::string set_by_the_sweep(const std::string& key) {
+  if (key == "train.max_steps")
+    return "the budget sets each trial's train.max_steps (budget.unit, budget.min, budget.max)";
+  if (key == "train.epochs")
+    return "the budget sets each trial's train.epochs to span budget.max, so that every rung is a prefix of "
+           "one learning-rate schedule";
+  if (key == "seed")
+    return "each trial's seed derives from the sweep's seed and the trial id (to give every trial one seed, "
+           "search it: space: {seed: {type: choice, values: [N]}})";
+  if (key == "device" || key == "threads")
+    return "each rank's device and threads come from the base config once for the whole sweep";
+  return "";
+}
+
+std::string trimmed_key(const std::string& assignment) {
+  const std::string key = assignment.substr(0, assignment.find('='));
+  const auto first = key.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return key.substr(first, key.find_last_not_of(" \t") - first + 1);
+}
+
+// `file_set_count` of sweep.base_overrides come from the file's `set:`, the rest from --set.
+void refuse_keys_the_sweep_sets(const Reader& reader, const YAML::Node& root, const SweepConfig& sweep,
+                                std::size_t file_set_count) {
+  for (const auto& parameter : sweep.space)
+    if (parameter.key == "train.max_steps" || parameter.key == "train.epochs" || parameter.key == "device" ||
+        parameter.key == "threads")
+      fail_at(reader, "space." + parameter.key, "cannot be searched: " + set_by_the_sweep(parameter.key),
+              root["space"][parameter.key]);
+  // train.max_steps may come from the base file too; `set: [train.max_steps=null]` removes it there.
+  std::size_t max_steps_origin = sweep.base_overrides.size();
+  for (std::size_t index = 0; index < sweep.base_overrides.size(); ++index) {
+    const std::string& assignment = sweep.base_overrides[index];
+    const std::string key = trimmed_key(assignment);
+    if (key == "train.max_steps") max_steps_origin = index;
+    if (key != "train.epochs" && key != "seed") continue;
+    const std::string reason = "'" + assignment + "': " + set_by_the_sweep(key);
+    if (index < file_set_count) fail_at(reader, "set", reason, root["set"]);
+    throw_input_error(sweep.source + ": --set 'config." + assignment + "': " + set_by_the_sweep(key));
+  }
+  if (!sweep.base.train.max_steps) return;
+  const std::string reason = set_by_the_sweep("train.max_steps");
+  if (max_steps_origin == sweep.base_overrides.size())
+    throw_input_error(sweep.base_path + ": train.max_steps: " + reason + "; remove it from the base config " +
+                      "(named by key 'config' of " + sweep.source + "), or add train.max_steps=null to the " +
+                      "sweep's set:");
+  const std::string& assignment = sweep.base_overrides[max_steps_origin];
+  if (max_steps_origin < file_set_count)
+    fail_at(reader, "set", "'" + assignment + "': " + reason, root["set"]);
+  throw_input_error(sweep.source + ": --set 'config." + assignment + "': " + reason);
+}
+
 }  // namespace
 
 SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& overrides) {
@@ -210,6 +266,7 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
       fail_at(reader, "set", "expected a list of KEY=VALUE strings for the base config", set);
     for (const auto& item : set) sweep.base_overrides.push_back(reader.text(item, "set"));
   }
+  const std::size_t file_set_count = sweep.base_overrides.size();
   for (auto& assignment : command_line_base) sweep.base_overrides.push_back(std::move(assignment));
   if (root["search"].IsDefined()) sweep.search = reader.choice(root["search"], "search", {"random", "grid"});
   if (root["scheduler"].IsDefined())
@@ -266,6 +323,7 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
   // learning rate below zero or a batch size of 0 fails here, naming the space key.
   sweep.base_text = read_text_file(sweep.base_path, "base training config (key 'config' of " + path + ")");
   sweep.base = trial_config(sweep, {});
+  refuse_keys_the_sweep_sets(reader, root, sweep, file_set_count);
   for (const auto& parameter : sweep.space)
     for (const auto& value : extreme_values(parameter)) {
       try {

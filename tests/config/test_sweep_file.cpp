@@ -49,10 +49,11 @@ TEST_F(SweepFile, ReadsAValidSweep) {
   EXPECT_EQ(sweep.space[1].values, (std::vector<std::string>{"16", "32"}));
   EXPECT_EQ(sweep.base.train.batch_size, 32);
   // --set reaches both the sweep keys and, with config., the base training config.
-  const auto overridden = load_sweep(this->sweep(), {"trials=2", "budget.max=3", "config.train.epochs=5"});
+  const auto overridden =
+      load_sweep(this->sweep(), {"trials=2", "budget.max=3", "config.train.log_every_steps=5"});
   EXPECT_EQ(overridden.trials, 2);
   EXPECT_DOUBLE_EQ(overridden.max_budget, 3);
-  EXPECT_EQ(overridden.base.train.epochs, 5);
+  EXPECT_EQ(overridden.base.train.log_every_steps, 5);
 }
 
 TEST_F(SweepFile, UnknownKeyInTheSpaceSuggestsTheRightOne) {
@@ -92,4 +93,56 @@ TEST_F(SweepFile, OtherMistakesNameTheirKey) {
   expect_input_error([&] { load_sweep(sweep(), {"trails=3"}); }, {"--set", "did you mean 'trials'"});
   expect_input_error([&] { load_sweep(sweep("name: test\n", "name: test\nsearch: grid\n")); },
                      {"space.optimizer.learning_rate", "grid search"});
+}
+
+// The budget sets each trial's train.max_steps and train.epochs, the sweep's seed each trial's
+// seed, the base config each rank's device and threads: a value the user writes for them where it
+// would be replaced is refused, naming where it was written, instead of being dropped silently.
+TEST_F(SweepFile, MaxStepsInTheBaseConfigIsRefusedUnlessTheSweepRemovesIt) {
+  write("base.yaml",
+        "model: {preset: fmnist_cnn}\ndata: {path: data.h5}\ntrain: {epochs: 2, batch_size: 32, max_steps: "
+        "40}\n");
+  expect_input_error(
+      [&] { load_sweep(sweep()); },
+      {"base.yaml: train.max_steps", "the budget sets each trial's train.max_steps", "train.max_steps=null"});
+  const auto removed = load_sweep(sweep("trials: 4\n", "trials: 4\nset: [train.max_steps=null]\n"));
+  EXPECT_FALSE(removed.base.train.max_steps.has_value());
+  const auto removed_on_the_command_line = load_sweep(sweep(), {"config.train.max_steps=null"});
+  EXPECT_FALSE(removed_on_the_command_line.base.train.max_steps.has_value());
+}
+
+TEST_F(SweepFile, SettingAKeyTheSweepSetsIsRefused) {
+  expect_input_error([&] { load_sweep(sweep("trials: 4\n", "trials: 4\nset: [train.max_steps=30]\n")); },
+                     {"sweep.yaml: set: 'train.max_steps=30'", "budget", "(line 4)"});
+  expect_input_error([&] { load_sweep(sweep("trials: 4\n", "trials: 4\nset: [train.epochs=4]\n")); },
+                     {"sweep.yaml: set: 'train.epochs=4'", "span budget.max"});
+  expect_input_error([&] { load_sweep(sweep("trials: 4\n", "trials: 4\nset: [seed=3]\n")); },
+                     {"sweep.yaml: set: 'seed=3'", "sweep's seed and the trial id", "type: choice"});
+  expect_input_error([&] { load_sweep(sweep(), {"config.train.max_steps=7"}); },
+                     {"sweep.yaml: --set 'config.train.max_steps=7'", "budget"});
+  expect_input_error([&] { load_sweep(sweep(), {"config.train.epochs=5"}); },
+                     {"sweep.yaml: --set 'config.train.epochs=5'", "budget"});
+  expect_input_error([&] { load_sweep(sweep(), {"config.seed=5"}); },
+                     {"sweep.yaml: --set 'config.seed=5'", "trial id"});
+  // The base file's own train.epochs and seed are the sweep's to set (docs/SWEEPS.md): a base
+  // config is an ordinary training config.
+  write("base.yaml", "seed: 9\nmodel: {preset: fmnist_cnn}\ndata: {path: data.h5}\ntrain: {epochs: 2}\n");
+  EXPECT_EQ(load_sweep(sweep()).base.seed, 9u);
+}
+
+TEST_F(SweepFile, SearchingAKeyTheSweepSetsIsRefused) {
+  for (const std::string key : {"train.max_steps", "train.epochs", "threads", "device"}) {
+    const std::string values = key == "device" ? "[cpu, auto]" : "[2, 4]";
+    expect_input_error(
+        [&] {
+          load_sweep(sweep("  train.batch_size:",
+                           "  " + key + ": {type: choice, values: " + values + "}\n  train.batch_size:"));
+        },
+        {"sweep.yaml: space." + key + ": cannot be searched"});
+  }
+  // The seed may be searched: the trial then trains with the searched value.
+  const auto seeded =
+      load_sweep(sweep("  train.batch_size:", "  seed: {type: choice, values: [3]}\n  train.batch_size:"));
+  ASSERT_EQ(seeded.space.size(), 3u);
+  EXPECT_EQ(seeded.space[1].key, "seed");
 }

@@ -369,7 +369,16 @@ class SweepTest(unittest.TestCase, SweepChecks):
             "empty choice": (("values: [64, 128]", "values: []"), "space.train.batch_size.values"),
             "min above max": (("min: 1, max: 3", "min: 4, max: 3"), "budget.min"),
             "eta below 2": (("eta: 3", "eta: 1"), "budget.eta"),
+            # keys the sweep sets per trial: refused rather than replaced silently
+            "max_steps the budget sets": (("scheduler: asha\n", "scheduler: asha\nset: [train.max_steps=5]\n"),
+                                          "set: 'train.max_steps=5': the budget sets each trial's train.max_steps"),
+            "max_steps in the base config": (("config: base.yaml", "config: capped.yaml"),
+                                             "capped.yaml: train.max_steps: the budget sets"),
+            "epochs searched": (("space:\n", "space:\n  train.epochs: {type: choice, values: [1, 2]}\n"),
+                                "space.train.epochs: cannot be searched"),
         }
+        capped = e2e.base_config(DATA, name="sweep-base", max_steps=40)
+        e2e.write_config(os.path.join(WORK, "capped.yaml"), capped)
         for name, ((original, replacement), fragment) in cases.items():
             with self.subTest(case=name):
                 text = SWEEP_TEXT.format(trials=TRIALS).replace(original, replacement)
