@@ -33,7 +33,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-STAGES = ["data_wait", "forward", "backward", "allreduce_wait", "optimizer", "other"]
+STAGES = ["data_wait", "forward", "backward", "allreduce_wait", "optimizer", "sync_wait", "other"]
 
 # name -> (ranks, threads per rank, batch per rank)
 PAIRINGS = {

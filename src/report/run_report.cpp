@@ -20,10 +20,11 @@ namespace {
 
 using nlohmann::json;
 
-const char* const stage_names[] = {"data_wait",      "host_to_device", "forward", "backward",
-                                   "allreduce_wait", "optimizer",      "other"};
+const char* const stage_names[] = {"data_wait",      "host_to_device", "forward",   "backward",
+                                   "allreduce_wait", "optimizer",      "sync_wait", "other"};
 const char* const stage_labels[] = {
-    "data wait", "host to device", "forward", "backward", "all-reduce (exposed)", "optimizer", "other"};
+    "data wait", "host to device",    "forward", "backward", "all-reduce (exposed)",
+    "optimizer", "sync wait (peers)", "other"};
 
 std::string read_text(const std::string& path) {
   std::ifstream stream(path, std::ios::binary);

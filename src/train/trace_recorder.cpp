@@ -14,7 +14,7 @@
 namespace phalanx::train {
 namespace {
 
-constexpr int events_per_step = 8;
+constexpr int events_per_step = 9;
 constexpr int clock_rounds = 7;
 
 const char* track_name(int track) {
@@ -46,6 +46,7 @@ void TraceRecorder::record(const StepTimeline& timeline) {
   stage(TraceTrack::Compute, "backward", timeline.backward);
   stage(TraceTrack::Compute, "all-reduce wait", timeline.allreduce_wait);
   stage(TraceTrack::Compute, "optimizer", timeline.optimizer);
+  stage(TraceTrack::Compute, "sync wait", timeline.sync_wait);
   const double communication_end = timeline.start + timeline.data_wait + timeline.host_to_device +
                                    timeline.forward + timeline.backward + timeline.allreduce_wait;
   add(TraceTrack::Communication, "all-reduce", timeline.step, communication_end - timeline.allreduce_total,

@@ -39,6 +39,7 @@ void StageTimes::add(const StageTimes& step) {
   backward += step.backward;
   allreduce_wait += step.allreduce_wait;
   optimizer += step.optimizer;
+  sync_wait += step.sync_wait;
   other += step.other;
   total += step.total;
   host_to_device += step.host_to_device;
@@ -52,8 +53,10 @@ nlohmann::json StageTimes::to_json(std::int64_t steps) const {
   const double whole = total > 0 ? total : 1.0;
   nlohmann::json result;
   const std::pair<const char*, double> stages[] = {
-      {"data_wait", data_wait},           {"forward", forward},     {"backward", backward},
-      {"allreduce_wait", allreduce_wait}, {"optimizer", optimizer}, {"other", other}};
+      {"data_wait", data_wait}, {"forward", forward},
+      {"backward", backward},   {"allreduce_wait", allreduce_wait},
+      {"optimizer", optimizer}, {"sync_wait", sync_wait},
+      {"other", other}};
   for (const auto& [name, seconds] : stages)
     result[name] = {{"ms_per_step", 1000.0 * seconds / count}, {"share", seconds / whole}};
   result["host_to_device"] = {{"ms_per_step", 1000.0 * host_to_device / count},
@@ -329,12 +332,12 @@ nlohmann::json Trainer::run() {
     // The optimizer's device time began with the wait for the all-reduce's exposed tail.
     step.optimizer = std::max(0.0, device.optimizer - step.allreduce_wait);
     step.other = std::max(0.0, step.total - step.data_wait - step.host_to_device - step.forward -
-                                   step.backward - step.allreduce_wait - step.optimizer);
+                                   step.backward - step.allreduce_wait - step.optimizer - step.sync_wait);
     run_times.add(step);
     epoch_times.add(step);
     if (trace.sampled(held.run_step))
       trace.record({held.global_step, held.start, step.data_wait, step.host_to_device, step.forward,
-                    step.backward, step.allreduce_wait, step.optimizer, step.allreduce_total,
+                    step.backward, step.allreduce_wait, step.optimizer, step.sync_wait, step.allreduce_total,
                     held.produce_begin, held.produce_end});
     unsettled.reset();
   };
@@ -460,11 +463,16 @@ nlohmann::json Trainer::run() {
     // The step's time waiting for the other ranks; a GPU rank knows its exposed all-reduce a step
     // late (device events), so it counts the previous step's (previous_allreduce_wait).
     const double waited_for_other_ranks = device_timer ? previous_allreduce_wait : step.allreduce_wait;
+    // The first collective after the gradient all-reduce: a rank that left the all-reduce before a
+    // slower peer (or whose peer was descheduled meanwhile) waits for it here, so its time is a
+    // stage of its own (sync_wait), not `other`.
+    stage_clock.restart();
     const bool stop_requested =
         position_.global_step < last_step &&
         run_control_->end_of_step(position_.global_step, step_clock.seconds() - waited_for_other_ranks,
                                   position_.global_step % config.train.log_every_steps == 0, run_directory_,
                                   progress);
+    step.sync_wait = stage_clock.seconds();
     step.total = step_clock.seconds();
     if (device_timer) {
       // The step before has run to its end on the device meanwhile: settle it, hold this one.
@@ -474,7 +482,7 @@ nlohmann::json Trainer::run() {
                                 step_start, batch.produce_begin, batch.produce_end};
     } else {
       step.other = std::max(0.0, step.total - step.data_wait - step.host_to_device - step.forward -
-                                     step.backward - step.allreduce_wait - step.optimizer);
+                                     step.backward - step.allreduce_wait - step.optimizer - step.sync_wait);
       run_times.add(step);
       epoch_times.add(step);
     }
@@ -487,7 +495,7 @@ nlohmann::json Trainer::run() {
     }
     if (!device_timer && trace.sampled(run_steps - 1))
       trace.record({position_.global_step, step_start, step.data_wait, step.host_to_device, step.forward,
-                    step.backward, step.allreduce_wait, step.optimizer, step.allreduce_total,
+                    step.backward, step.allreduce_wait, step.optimizer, step.sync_wait, step.allreduce_total,
                     batch.produce_begin, batch.produce_end});
     epoch_loss_samples += local_batch;
     interval_samples += local_batch;

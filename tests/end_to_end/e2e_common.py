@@ -59,7 +59,7 @@ IDX_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
 FASHION_CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
 ERROR_LINE = re.compile(r"^phalanx: error", re.MULTILINE)
-STAGES = ("data_wait", "host_to_device", "forward", "backward", "allreduce_wait", "optimizer", "other")
+STAGES = ("data_wait", "host_to_device", "forward", "backward", "allreduce_wait", "optimizer", "sync_wait", "other")
 
 
 def child_environment():

@@ -61,6 +61,7 @@ nlohmann::json summary() {
          {"time_breakdown",
           {{"forward", {{"ms_per_step", 3.0}}},
            {"backward", {{"ms_per_step", 6.0 + rank}}},
+           {"sync_wait", {{"ms_per_step", 0.5}}},
            {"step_ms", 10.0}}},
          {"step_time_ms", {{"p50_ms", 10.0 + rank}, {"p90_ms", 12.0}, {"p99_ms", 13.0}, {"max_ms", 14.0}}},
          {"machine", {{"gpu_energy_joules", 1800.0}}}});
@@ -91,6 +92,8 @@ TEST(RunReport, ChartsHoldTheRunsSeries) {
   EXPECT_EQ(points(html, "test"), 2);
   EXPECT_EQ(points(html, "step"), 4);  // throughput
   EXPECT_NE(html.find("id=\"breakdown-chart\""), std::string::npos);
+  // Waiting for peers after the optimizer is a stage of its own in the stacked bars.
+  EXPECT_NE(html.find("data-segment=\"sync wait (peers)\""), std::string::npos);
   for (const char* bar : {"rank 0", "rank 1", "rank 2"})
     EXPECT_NE(html.find(std::string("data-bar=\"") + bar + "\""), std::string::npos) << bar;
   EXPECT_NE(html.find("Slowest rank 2"), std::string::npos);

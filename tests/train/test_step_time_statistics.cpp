@@ -42,12 +42,18 @@ TEST(BreakdownTable, OneRowPerRankWithTheStageMilliseconds) {
   const nlohmann::json breakdown = {{"step_ms", 12.5},
                                     {"forward", {{"ms_per_step", 3.25}}},
                                     {"allreduce_wait", {{"ms_per_step", 0.5}}},
-                                    {"allreduce_total", {{"ms_per_step", 2.0}}}};
+                                    {"allreduce_total", {{"ms_per_step", 2.0}}},
+                                    {"optimizer", {{"ms_per_step", 0.25}}},
+                                    {"sync_wait", {{"ms_per_step", 1.75}}},
+                                    {"other", {{"ms_per_step", 0.5}}}};
   const auto table = breakdown_table({breakdown, breakdown});
   EXPECT_NE(table.find("\n     0      12.50"), std::string::npos) << table;
   EXPECT_NE(table.find("\n     1      12.50"), std::string::npos) << table;
   EXPECT_NE(table.find("3.25"), std::string::npos);
   EXPECT_NE(table.find("0.50 / 2.00"), std::string::npos) << table;
+  // The last three columns: optimizer, the wait for peers after it (sync), other.
+  EXPECT_NE(table.find("0.25   1.75   0.50\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("optimizer   sync  other"), std::string::npos) << table;
 }
 
 }  // namespace

@@ -45,9 +45,12 @@ struct TrainerOptions {
 
 // Seconds per stage of a step; `other` is what the named stages do not cover. The stages add up
 // to `total`; `allreduce_total` is not a stage: it is the whole all-reduce window, of which only
-// `allreduce_wait` (exposed) was not hidden behind backward.
+// `allreduce_wait` (exposed) was not hidden behind backward. `sync_wait` is the step's time in the
+// run-control collectives after the optimizer (stop agreement, straggler report): mostly waiting
+// for a peer that left the gradient all-reduce later.
 struct StageTimes {
   double data_wait = 0, forward = 0, backward = 0, allreduce_wait = 0, optimizer = 0, other = 0, total = 0;
+  double sync_wait = 0;
   double host_to_device = 0, allreduce_total = 0;
   // The input copy's own time (host_to_device is its exposed part) and its bytes.
   double host_to_device_total = 0, host_to_device_bytes = 0;
