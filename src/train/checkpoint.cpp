@@ -331,6 +331,8 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
                       std::uint64_t seed, const std::string& config_text,
                       const optim::LossScalerState* loss_scale, const std::vector<int>& local_batches,
                       const std::vector<RunningTotals>& running_totals) {
+  PHALANX_CHECK(running_totals.empty() || running_totals.size() == static_cast<std::size_t>(world_size),
+                running_totals.size(), " running loss totals for ", world_size, " ranks");
   const auto hdf5_lock = data::lock_hdf5();
   silence_hdf5();
   backend.synchronize();
