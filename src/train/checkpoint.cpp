@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "phalanx/core/atomic_file.hpp"
@@ -220,6 +221,103 @@ void read_floats(hid_t file, const std::string& name, const Shape& shape, float*
       "edited datasets' 'checksum' attributes)");
 }
 
+// A loss sum's float64 values get the same "xxh64:<hex>" checksum rule as the float32 datasets.
+std::string double_checksum(const double* values, std::size_t count) {
+  if constexpr (std::endian::native == std::endian::little)
+    return data::checksum_text(values, count * sizeof(double));
+  std::vector<std::uint64_t> little_endian(count);
+  for (std::size_t index = 0; index < count; ++index)
+    little_endian[index] = __builtin_bswap64(std::bit_cast<std::uint64_t>(values[index]));
+  return data::checksum_text(little_endian.data(), count * sizeof(std::uint64_t));
+}
+
+// A 1-D dataset with one value per rank (the running loss totals).
+template <typename Value>
+void write_per_rank(hid_t file, const std::string& name, const std::vector<Value>& values,
+                    const std::string& path) {
+  ensure_parent_groups(file, name);
+  const hsize_t count = values.size();
+  Hdf5Handle space(H5Screate_simple(1, &count, nullptr), H5Sclose);
+  const hid_t file_type = std::is_same_v<Value, double> ? H5T_IEEE_F64LE : H5T_STD_I64LE;
+  const hid_t memory_type = std::is_same_v<Value, double> ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64;
+  Hdf5Handle dataset(
+      H5Dcreate2(file, name.c_str(), file_type, space.get(), H5P_DEFAULT, untimed().get(), H5P_DEFAULT),
+      H5Dclose);
+  require_write(dataset.valid() &&
+                    H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
+                path, name);
+  if constexpr (std::is_same_v<Value, double>)
+    write_attribute_string(dataset.get(), data::checksum_attribute,
+                           double_checksum(values.data(), values.size()), path);
+}
+
+template <typename Value>
+std::vector<Value> read_per_rank(hid_t file, const std::string& name, std::size_t ranks,
+                                 const std::string& path) {
+  PHALANX_REQUIRE_INPUT(H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0, path, ": ", name,
+                        ": missing (the checkpoint holds some of the running loss totals but not all)");
+  Hdf5Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+  PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
+  Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
+  hsize_t count = 0;
+  PHALANX_REQUIRE_INPUT(H5Sget_simple_extent_ndims(space.get()) == 1 &&
+                            H5Sget_simple_extent_dims(space.get(), &count, nullptr) == 1 && count == ranks,
+                        path, ": ", name, " must hold ", ranks, " values (one per rank)");
+  std::vector<Value> values(ranks);
+  const hid_t memory_type = std::is_same_v<Value, double> ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64;
+  PHALANX_REQUIRE_INPUT(
+      H5Dread(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0, path, ": ",
+      name, ": unreadable (truncated file?)");
+  if constexpr (std::is_same_v<Value, double>) {
+    if (H5Aexists(dataset.get(), data::checksum_attribute) > 0) {
+      const std::string stored = read_attribute_string(dataset.get(), data::checksum_attribute, path);
+      const std::string computed = double_checksum(values.data(), values.size());
+      PHALANX_REQUIRE_INPUT(stored == computed, path, ": ", name, ": checksum mismatch (stored ", stored,
+                            ", computed ", computed, "): the checkpoint file is damaged");
+    }
+  }
+  return values;
+}
+
+// Every rank's running loss totals, or none in a checkpoint written before they were stored.
+void write_running_totals(hid_t file, const std::vector<RunningTotals>& totals, const std::string& path) {
+  std::vector<double> epoch_loss_sums, interval_loss_sums;
+  std::vector<std::int64_t> epoch_samples, interval_correct, interval_samples;
+  for (const RunningTotals& rank : totals) {
+    epoch_loss_sums.push_back(rank.epoch_loss_sum);
+    epoch_samples.push_back(rank.epoch_samples);
+    interval_loss_sums.push_back(rank.interval_loss_sum);
+    interval_correct.push_back(rank.interval_correct);
+    interval_samples.push_back(rank.interval_samples);
+  }
+  write_per_rank(file, "/state/epoch_loss_sum", epoch_loss_sums, path);
+  write_per_rank(file, "/state/epoch_samples", epoch_samples, path);
+  write_per_rank(file, "/state/interval_loss_sum", interval_loss_sums, path);
+  write_per_rank(file, "/state/interval_correct", interval_correct, path);
+  write_per_rank(file, "/state/interval_samples", interval_samples, path);
+}
+
+std::vector<RunningTotals> read_running_totals(hid_t file, std::size_t ranks, const std::string& path) {
+  if (!link_exists(file, "/state/epoch_loss_sum")) return {};
+  const auto epoch_loss_sums = read_per_rank<double>(file, "/state/epoch_loss_sum", ranks, path);
+  const auto epoch_samples = read_per_rank<std::int64_t>(file, "/state/epoch_samples", ranks, path);
+  const auto interval_loss_sums = read_per_rank<double>(file, "/state/interval_loss_sum", ranks, path);
+  const auto interval_correct = read_per_rank<std::int64_t>(file, "/state/interval_correct", ranks, path);
+  const auto interval_samples = read_per_rank<std::int64_t>(file, "/state/interval_samples", ranks, path);
+  std::vector<RunningTotals> totals(ranks);
+  for (std::size_t rank = 0; rank < ranks; ++rank) {
+    PHALANX_REQUIRE_INPUT(epoch_samples[rank] >= 0 && interval_samples[rank] >= 0, path,
+                          ": /state/epoch_samples and /state/interval_samples must not be negative (rank ",
+                          rank, ")");
+    PHALANX_REQUIRE_INPUT(interval_correct[rank] >= 0 && interval_correct[rank] <= interval_samples[rank],
+                          path, ": /state/interval_correct of rank ", rank, " is ", interval_correct[rank],
+                          ", outside [0, /state/interval_samples = ", interval_samples[rank], "]");
+    totals[rank] = {epoch_loss_sums[rank], epoch_samples[rank], interval_loss_sums[rank],
+                    interval_correct[rank], interval_samples[rank]};
+  }
+  return totals;
+}
+
 std::vector<float> to_host(backend::Backend& backend, const Tensor& tensor, std::int64_t count) {
   std::vector<float> host(static_cast<std::size_t>(count));
   if (count) backend.copy_to_host(host.data(), tensor.data(), host.size() * sizeof(float));
@@ -231,7 +329,10 @@ std::vector<float> to_host(backend::Backend& backend, const Tensor& tensor, std:
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
                       optim::Optimizer* optimizer, const TrainingPosition& position, int world_size,
                       std::uint64_t seed, const std::string& config_text,
-                      const optim::LossScalerState* loss_scale, const std::vector<int>& local_batches) {
+                      const optim::LossScalerState* loss_scale, const std::vector<int>& local_batches,
+                      const std::vector<RunningTotals>& running_totals) {
+  PHALANX_CHECK(running_totals.empty() || running_totals.size() == static_cast<std::size_t>(world_size),
+                running_totals.size(), " running loss totals for ", world_size, " ranks");
   const auto hdf5_lock = data::lock_hdf5();
   silence_hdf5();
   backend.synchronize();
@@ -281,6 +382,7 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
     write_int64(file.get(), "/state/samples_seen", position.samples_seen, path);
     // Randomness is counter-based on (seed, step): the seed is the whole RNG state.
     write_int64(file.get(), "/state/rng_seed", static_cast<std::int64_t>(seed), path);
+    if (!running_totals.empty()) write_running_totals(file.get(), running_totals, path);
     if (loss_scale) {
       // Scales are powers of two: the exponent is the exact value.
       write_int64(file.get(), "/state/loss_scale_log2", std::ilogb(loss_scale->scale), path);
@@ -323,6 +425,8 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
   if (H5Aexists(root.get(), "local_batches") > 0)
     header.local_batches = read_attribute_local_batches(
         root.get(), "local_batches", static_cast<std::size_t>(std::max(header.world_size, 0)), path);
+  header.running_totals =
+      read_running_totals(file.get(), static_cast<std::size_t>(std::max(header.world_size, 0)), path);
   if (link_exists(file.get(), "/state/loss_scale_log2")) {
     const std::int64_t exponent = read_int64(file.get(), "/state/loss_scale_log2", path);
     PHALANX_REQUIRE_INPUT(exponent >= -126 && exponent <= 126, path, ": /state/loss_scale_log2 is ", exponent,

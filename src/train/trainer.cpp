@@ -132,6 +132,7 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
     load_checkpoint(checkpoint, backend_, model_->registry(), optimizer_.get());
     if (loss_scaler_ && header.loss_scale) loss_scaler_->restore(*header.loss_scale);
     position_ = header.position;
+    if (!header.running_totals.empty()) resumed_totals_ = header.running_totals[communicator_.rank()];
     resumed_from_ = checkpoint;
   }
 }
@@ -264,6 +265,23 @@ nlohmann::json Trainer::run() {
   std::int64_t run_steps = 0, epoch_steps = 0, measured_steps = 0;
   double measured_seconds = 0, epoch_loss_sum = 0, interval_loss = 0;
   std::int64_t epoch_loss_samples = 0, interval_samples = 0, interval_correct = 0;
+  // A resumed run continues the epoch's and the log interval's sums where the checkpoint left them.
+  if (resumed_totals_) {
+    epoch_loss_sum = resumed_totals_->epoch_loss_sum;
+    epoch_loss_samples = resumed_totals_->epoch_samples;
+    interval_loss = resumed_totals_->interval_loss_sum;
+    interval_correct = resumed_totals_->interval_correct;
+    interval_samples = resumed_totals_->interval_samples;
+  } else if (!resumed_from_.empty() &&
+             (position_.step_in_epoch > 0 || position_.global_step % config.train.log_every_steps != 0)) {
+    progress.line("the checkpoint holds no running loss totals (written by an earlier version): epoch " +
+                  std::to_string(position_.epoch + 1) +
+                  "'s train_loss and the next step event's loss count the steps after the resume only");
+  }
+  const auto running_totals = [&] {
+    return RunningTotals{epoch_loss_sum, epoch_loss_samples, interval_loss, interval_correct,
+                         interval_samples};
+  };
   Stopwatch epoch_clock;
   bool evaluated_at_end = false;
   // Observability: step-time percentiles of this rank, and a timeline of sampled steps after warm-up.
@@ -499,11 +517,13 @@ nlohmann::json Trainer::run() {
                     batch.produce_begin, batch.produce_end});
     epoch_loss_samples += local_batch;
     interval_samples += local_batch;
-    // A GPU rank's totals come back (one wait) only where a line, a metrics event or an epoch's
-    // end reads them; a CPU rank's are host values already and are taken every step.
+    // A GPU rank's totals come back (one wait) only where a line, a metrics event, an epoch's end
+    // or a checkpoint reads them; a CPU rank's are host values already and are taken every step.
+    const bool checkpoint_due =
+        config.checkpoint.every_steps > 0 && position_.global_step % config.checkpoint.every_steps == 0;
     if (!overlap_upload || position_.global_step % config.train.log_every_steps == 0 || epoch_done ||
         (batch.step + 1) % config.train.log_every_steps == 0 || position_.global_step == last_step ||
-        stop_requested) {
+        stop_requested || checkpoint_due) {
       read_held_communication();
       take_loss_totals();
       if (unsettled) settle(device_timer->read_current());  // the host waits for the device here anyway
@@ -554,11 +574,10 @@ nlohmann::json Trainer::run() {
     } else {
       evaluated_at_end = false;
     }
-    if (config.checkpoint.every_steps > 0 && position_.global_step % config.checkpoint.every_steps == 0)
-      save_checkpoint(false);
+    if (checkpoint_due) save_checkpoint(false, running_totals());
     // 6. a stop signal reached a rank: all stop here with a checkpoint.
     if (stop_requested) {
-      stop_on_signal();
+      stop_on_signal(running_totals());
       return {{"stopped_by_signal", true}, {"steps", position_.global_step}};
     }
   }
@@ -585,7 +604,7 @@ nlohmann::json Trainer::run() {
                                    {"test_loss", result.loss},
                                    {"time", wall_seconds_since_epoch() - start_wall}});
   }
-  save_checkpoint(true);
+  save_checkpoint(true, running_totals());
   trace.write_merged(communicator_, run_directory_.path() + "/trace.json",
                      "rank " + std::to_string(communicator_.rank()) + " (" + communicator_.host_name() +
                          ", " + backend_.name() + ")");
@@ -768,9 +787,9 @@ void Trainer::print_breakdown_table(const nlohmann::json& breakdown) {
   progress_->line("time per step by rank (ms):\n" + breakdown_table(breakdowns));
 }
 
-void Trainer::stop_on_signal() {
+void Trainer::stop_on_signal(const RunningTotals& totals) {
   const auto every_steps = options_.config.checkpoint.every_steps;
-  if (every_steps <= 0 || position_.global_step % every_steps != 0) save_checkpoint(false);
+  if (every_steps <= 0 || position_.global_step % every_steps != 0) save_checkpoint(false, totals);
   run_control_->report_stop(position_.global_step, run_directory_.checkpoint_path(position_.global_step),
                             run_directory_, *progress_);
   // All ranks leave together, after the checkpoint: a launcher that tears the job down when the
@@ -780,14 +799,15 @@ void Trainer::stop_on_signal() {
   stopped_by_signal_ = true;
 }
 
-void Trainer::save_checkpoint(bool final) {
+void Trainer::save_checkpoint(bool final, const RunningTotals& totals) {
   synchronise_buffers();
+  const auto every_rank_totals = gather_running_totals(communicator_, totals);
   if (communicator_.rank() == 0) {
     const std::string path = final ? run_directory_.latest_checkpoint_path()
                                    : run_directory_.checkpoint_path(position_.global_step);
     write_checkpoint(path, backend_, model_->registry(), optimizer_.get(), position_, communicator_.size(),
                      options_.config.seed, options_.config_text,
-                     loss_scaler_ ? &loss_scaler_->state() : nullptr, local_batches_);
+                     loss_scaler_ ? &loss_scaler_->state() : nullptr, local_batches_, every_rank_totals);
     if (!final) run_directory_.prune_checkpoints(options_.config.checkpoint.keep);
   }
 }

@@ -2,7 +2,9 @@
 and /optimizer datasets as one epoch (train.max_steps = the steps of one epoch, epochs: 2)
 followed by `--resume auto` in the same run directory, and as `--resume PATH` from an explicit
 step checkpoint into a new run directory. SGD with momentum and a cosine schedule with warm-up
-make the optimizer state and the schedule position matter."""
+make the optimizer state and the schedule position matter. A run resumed in the middle of an epoch
+and of a log interval reports the same train_loss (epoch events, summary.json) and step losses as
+the straight run, bit for bit; a checkpoint without the running loss totals still resumes."""
 
 import os
 import unittest
@@ -39,6 +41,18 @@ def setUpModule():
 
 def latest(run_dir):
     return os.path.join(run_dir, "checkpoints", "latest.h5")
+
+
+RUNNING_TOTALS = ("epoch_loss_sum", "epoch_samples", "interval_loss_sum", "interval_correct", "interval_samples")
+
+
+def epoch_losses(run_dir):
+    return {event["epoch"]: event["train_loss"] for event in e2e.read_metrics(run_dir) if event["event"] == "epoch"}
+
+
+def step_metrics(run_dir):
+    return {event["step"]: (event["loss"], event["accuracy"])
+            for event in e2e.read_metrics(run_dir) if event["event"] == "step"}
 
 
 class ResumeTest(unittest.TestCase):
@@ -174,6 +188,62 @@ class ResumeTest(unittest.TestCase):
         names = set(os.listdir(os.path.join(run_dir, "checkpoints")))
         self.assertEqual(names, {f"step-{step}.h5" for step in range(2 * EVERY_STEPS, TOTAL_STEPS + 1, EVERY_STEPS)}
                          | {"latest.h5"}, "the resumed run writes the checkpoints after its start only")
+        # the first epoch's train_loss counts the steps before the resume too, as the straight run's
+        self.assertEqual(epoch_losses(run_dir), epoch_losses(STRAIGHT))
+
+    def test_a_resume_mid_epoch_and_mid_log_interval_reports_the_straight_losses(self):
+        # A kill after step 20 of a run that checkpoints every 6 steps: the resume starts at step 18,
+        # step 2 of the second (last) epoch and halfway through the log interval of steps 17-20.
+        every = 6
+        run_dir = os.path.join(WORK, "killed-mid-interval")
+        first = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--set", "train.max_steps=20",
+                           "--set", f"checkpoint.every_steps={every}", timeout=300)
+        self.assertEqual(first.returncode, 0, first.describe())
+        for name in ("checkpoints/latest.h5", "summary.json"):
+            os.remove(os.path.join(run_dir, name))
+        checkpoint = os.path.join(run_dir, "checkpoints", "step-18.h5")
+        with h5py.File(checkpoint, "r") as file:
+            self.assertEqual(int(file["state/step_in_epoch"][()]), 18 - STEPS_PER_EPOCH)
+            self.assertEqual(file["state/epoch_loss_sum"].shape, (RANKS,))
+            # two steps of the interval are behind the checkpoint, on each rank
+            self.assertEqual(list(file["state/interval_samples"][()]), [2 * BATCH] * RANKS)
+            self.assertTrue(all(file["state/epoch_loss_sum"][()] > 0))
+
+        resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto",
+                             "--set", f"checkpoint.every_steps={every}", timeout=300)
+        self.assertEqual(resumed.returncode, 0, resumed.describe())
+        self.assertIn(f"resumed from {checkpoint}", resumed.stdout)
+        self.assertNotIn("no running loss totals", resumed.stdout)
+        self.assertEqual(epoch_losses(run_dir), epoch_losses(STRAIGHT))
+        self.assertEqual(step_metrics(run_dir), step_metrics(STRAIGHT))
+        summary, straight_summary = e2e.read_summary(run_dir), e2e.read_summary(STRAIGHT)
+        for key in ("train_loss", "test_loss", "test_accuracy", "steps"):
+            self.assertEqual(summary[key], straight_summary[key], key)
+        # the resumed run's history holds the epochs it evaluated: the last one
+        self.assertEqual(summary["history"][-1]["train_loss"], straight_summary["history"][-1]["train_loss"])
+
+    def test_a_checkpoint_without_running_totals_still_resumes(self):
+        # A checkpoint as written before the totals were stored, in the middle of the last epoch (and
+        # at a log interval's end): it resumes to the same weights, says what it cannot restore, and
+        # the epoch's train_loss covers the steps after the resume only.
+        checkpoint = os.path.join(WORK, "step-24-without-totals.h5")
+        with open(os.path.join(STRAIGHT, "checkpoints", "step-24.h5"), "rb") as source, \
+                open(checkpoint, "wb") as copy:
+            copy.write(source.read())
+        with h5py.File(checkpoint, "r+") as file:
+            for name in RUNNING_TOTALS:
+                del file["state"][name]
+        run_dir = os.path.join(WORK, "without-totals")
+        resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint, timeout=300)
+        self.assertEqual(resumed.returncode, 0, resumed.describe())
+        self.assertIn("no running loss totals", resumed.stdout)
+        self.assert_same_checkpoint(latest(STRAIGHT), latest(run_dir))
+        # steps 25-32 in two log intervals of equal size: their mean is the epoch's loss over them
+        after_resume = [loss for step, (loss, _) in sorted(step_metrics(run_dir).items()) if step > 24]
+        self.assertEqual(len(after_resume), 2)
+        train_loss = epoch_losses(run_dir)[2]
+        self.assertAlmostEqual(train_loss, sum(after_resume) / 2, delta=1e-12 * train_loss)
+        self.assertNotEqual(train_loss, epoch_losses(STRAIGHT)[2])
 
     def test_the_comparison_would_see_lost_optimizer_state(self):
         # Guards the two tests above: resuming from a copy of the checkpoint whose momentum buffers

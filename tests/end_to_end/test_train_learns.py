@@ -219,12 +219,19 @@ class TrainLearnsTest(unittest.TestCase):
                 self.assertTrue((optimizer["fc1/weight/exp_avg_sq"] >= 0).all())
                 self.assertGreater(np.abs(optimizer["fc1/weight/exp_avg"]).max(), 0.0, "Adam state was trained")
 
-                state = {key: int(value) for key, value in e2e.datasets_under(file, "state").items()}
+                state_datasets = e2e.datasets_under(file, "state")
+                state = {key: int(value) for key, value in state_datasets.items() if np.ndim(value) == 0}
                 self.assertEqual(state["global_step"], step)
                 self.assertEqual(state["epoch"], step // STEPS_PER_EPOCH)
                 self.assertEqual(state["step_in_epoch"], step % STEPS_PER_EPOCH)
                 self.assertEqual(state["samples_seen"], step * RANKS * BATCH)
                 self.assertEqual(state["rng_seed"], SEED)
+                # every rank's running loss totals of the epoch so far (docs/CHECKPOINTS.md)
+                for key in ("epoch_loss_sum", "epoch_samples", "interval_loss_sum", "interval_correct",
+                            "interval_samples"):
+                    self.assertEqual(state_datasets[key].shape, (RANKS,), key)
+                self.assertEqual(list(state_datasets["epoch_samples"]), [(step % STEPS_PER_EPOCH) * BATCH] * RANKS)
+                self.assertEqual(list(state_datasets["epoch_loss_sum"] > 0), [step % STEPS_PER_EPOCH > 0] * RANKS)
         # the config attribute is the run directory's config.yaml
         with open(os.path.join(RUN_DIR, "config.yaml")) as stream:
             self.assertEqual(config_text.strip(), stream.read().strip())

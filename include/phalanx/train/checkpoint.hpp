@@ -10,6 +10,7 @@
 #include "phalanx/nn/parameter_registry.hpp"
 #include "phalanx/optim/loss_scaler.hpp"
 #include "phalanx/optim/optimizer.hpp"
+#include "phalanx/train/running_totals.hpp"
 
 namespace phalanx::train {
 
@@ -32,13 +33,16 @@ struct CheckpointHeader {
   std::string config_text;                           // the resolved YAML of the run that wrote it
   std::optional<optim::LossScalerState> loss_scale;  // present when the run scaled its loss
   std::vector<int> local_batches;                    // attribute: the batch split, one per rank (empty: none)
+  // One per rank; empty: a checkpoint written before the totals were stored.
+  std::vector<RunningTotals> running_totals;
 };
 
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
                       optim::Optimizer* optimizer, const TrainingPosition& position, int world_size,
                       std::uint64_t seed, const std::string& config_text,
                       const optim::LossScalerState* loss_scale = nullptr,
-                      const std::vector<int>& local_batches = {});
+                      const std::vector<int>& local_batches = {},
+                      const std::vector<RunningTotals>& running_totals = {});
 
 // Validates the file (HDF5, format, version, attributes) and reads the header; InvalidInput
 // naming the file on any problem, e.g. a truncated file.

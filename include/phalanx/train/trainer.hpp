@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "phalanx/backend/backend.hpp"
@@ -75,10 +76,10 @@ class Trainer {
  private:
   void end_of_epoch(std::int64_t epoch, double epoch_seconds, const StageTimes& epoch_times,
                     std::int64_t epoch_steps, double loss_sum, std::int64_t loss_samples);
-  void save_checkpoint(bool final);
+  void save_checkpoint(bool final, const RunningTotals& totals);
   void print_breakdown_table(const nlohmann::json& breakdown);
   void write_report(Progress& progress);  // report.html (rank 0)
-  void stop_on_signal();
+  void stop_on_signal(const RunningTotals& totals);
   void broadcast_from_root(Tensor& tensor);
   void synchronise_buffers();
   // Host (and GPU) metrics of the interval since the last call, for one epoch event; also folded
@@ -101,6 +102,7 @@ class Trainer {
   std::int64_t global_batch_ = 0;
   TrainingPosition position_;
   std::string resumed_from_;
+  std::optional<RunningTotals> resumed_totals_;  // this rank's, from the checkpoint (older ones: none)
   RunDirectory run_directory_;
   nlohmann::json last_evaluation_;
   nlohmann::json history_;
