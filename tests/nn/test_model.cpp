@@ -199,48 +199,54 @@ TEST(ModelPreset, ResNet20HasTheCifarParameterCount) {
   EXPECT_EQ(model.registry().buffers_info().front().name, "bn1/running_mean");
 }
 
-TEST(ModelPreset, ResNet50MatchesTorchvision) {
-  auto backend = backend::make_cpu_backend(1);
-  config::ModelConfig config;
-  config.preset = "resnet50";
-  // 64x64 keeps the activations small; the parameters do not depend on the image size.
-  Model model(config, Shape{64, 64, 3}, 1000, *backend, 0);
+// What a torchvision ImageNet preset declares at 1000 classes. 64x64 images keep the activations
+// small; the parameters do not depend on the image size.
+struct PresetParameters {
   std::int64_t total = 0;
   std::vector<std::string> names;
-  for (const auto& info : model.registry().parameters_info()) {
-    total += info.count;
-    names.push_back(info.name);
+  std::size_t buffers = 0;
+  bool has(const std::string& name) const {
+    return std::find(names.begin(), names.end(), name) != names.end();
   }
+};
+
+PresetParameters imagenet_preset_parameters(const std::string& preset) {
+  auto backend = backend::make_cpu_backend(1);
+  config::ModelConfig config;
+  config.preset = preset;
+  Model model(config, Shape{64, 64, 3}, 1000, *backend, 0);
+  PresetParameters parameters;
+  for (const auto& info : model.registry().parameters_info()) {
+    parameters.total += info.count;
+    parameters.names.push_back(info.name);
+  }
+  parameters.buffers = model.registry().buffers_info().size();
+  return parameters;
+}
+
+TEST(ModelPreset, ResNet50MatchesTorchvision) {
+  const PresetParameters parameters = imagenet_preset_parameters("resnet50");
   // torchvision.models.resnet50(): sum(p.numel() for p in model.parameters()) == 25557032.
-  EXPECT_EQ(total, 25557032);
+  EXPECT_EQ(parameters.total, 25557032);
   for (const std::string expected : {"conv1/weight", "layer1/0/downsample/0/weight", "layer3/5/conv3/weight",
                                      "layer4/2/bn3/bias", "fc/weight", "fc/bias"})
-    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
-  EXPECT_EQ(std::find(names.begin(), names.end(), "layer1/1/downsample/0/weight"), names.end());
+    EXPECT_TRUE(parameters.has(expected)) << expected;
+  EXPECT_FALSE(parameters.has("layer1/1/downsample/0/weight"));
 }
 
 TEST(ModelPreset, ResNet18MatchesTorchvision) {
-  auto backend = backend::make_cpu_backend(1);
-  config::ModelConfig config;
-  config.preset = "resnet18";
-  Model model(config, Shape{64, 64, 3}, 1000, *backend, 0);
-  std::int64_t total = 0;
-  std::vector<std::string> names;
-  for (const auto& info : model.registry().parameters_info()) {
-    total += info.count;
-    names.push_back(info.name);
-  }
+  const PresetParameters parameters = imagenet_preset_parameters("resnet18");
   // torchvision.models.resnet18(): sum(p.numel() for p in model.parameters()) == 11689512.
-  EXPECT_EQ(total, 11689512);
+  EXPECT_EQ(parameters.total, 11689512);
   for (const std::string expected :
        {"conv1/weight", "layer2/0/downsample/0/weight", "layer2/0/downsample/1/bias", "layer4/1/conv2/weight",
         "layer4/1/bn2/weight", "fc/weight", "fc/bias"})
-    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+    EXPECT_TRUE(parameters.has(expected)) << expected;
   // Only the first block of stages 2-4 changes shape: no projection in layer1 or in second blocks.
   for (const std::string absent : {"layer1/0/downsample/0/weight", "layer3/1/downsample/0/weight"})
-    EXPECT_EQ(std::find(names.begin(), names.end(), absent), names.end()) << absent;
+    EXPECT_FALSE(parameters.has(absent)) << absent;
   // Running mean and variance of 20 batch norms: the stem's, 2 in each of 8 blocks, 3 projections'.
-  EXPECT_EQ(model.registry().buffers_info().size(), 2u * 20u);
+  EXPECT_EQ(parameters.buffers, 2u * 20u);
 }
 
 TEST(ModelErrors, PresetOnTheWrongImageShapeIsAnInputError) {

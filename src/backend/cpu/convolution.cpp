@@ -32,6 +32,7 @@
 
 #include "elementwise.hpp"
 #include "phalanx/core/error.hpp"
+#include "relu_post_op.hpp"
 
 namespace phalanx::backend::cpu {
 
@@ -243,19 +244,10 @@ dnnl::convolution_forward* Convolutions::Primitives::forward_with_relu(DnnlConte
   if (forward_with_relu_tried) return forward_relu ? &*forward_relu : nullptr;
   forward_with_relu_tried = true;
   if (std::string(plain.impl_info_str()).find("wino") != std::string::npos) return nullptr;
-  dnnl::primitive_attr attributes = DnnlContext::primitive_attributes();
-  dnnl::post_ops operations;
-  operations.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  attributes.set_post_ops(operations);
-  constexpr bool allow_empty = true;
-  const dnnl::convolution_forward::primitive_desc fused(*forward_operation, attributes, context.engine,
-                                                        allow_empty);
-  if (!fused || std::string(fused.impl_info_str()) != plain.impl_info_str() ||
-      fused.src_desc() != plain.src_desc() || fused.weights_desc() != plain.weights_desc() ||
-      fused.dst_desc() != plain.dst_desc())
-    return nullptr;
-  forward_relu = dnnl::convolution_forward(fused);
-  forward_relu_scratchpad = context.scratchpad_memory(fused);
+  const auto fused = relu_post_op_descriptor(*forward_operation, plain, context.engine);
+  if (!fused) return nullptr;
+  forward_relu = dnnl::convolution_forward(*fused);
+  forward_relu_scratchpad = context.scratchpad_memory(*fused);
   forward_relu_arguments = forward_arguments;
   forward_relu_arguments[DNNL_ARG_SCRATCHPAD] = forward_relu_scratchpad;
   return &*forward_relu;
