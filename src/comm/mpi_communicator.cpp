@@ -253,4 +253,37 @@ Message Communicator::receive_string(int source, int tag, double poll_seconds) c
   return message;
 }
 
+void Communicator::send(const double* data, std::int64_t count, int destination, int tag) const {
+  PHALANX_CHECK(count >= 0 && count <= INT_MAX, "message of ", count, " doubles is out of range");
+  PHALANX_MPI(MPI_Send(data, static_cast<int>(count), MPI_DOUBLE, destination, tag, comm_of(handle_)));
+}
+
+void Communicator::receive(double* data, std::int64_t count, int source, int tag, double poll_seconds) const {
+  PHALANX_CHECK(count >= 0 && count <= INT_MAX, "message of ", count, " doubles is out of range");
+  MPI_Comm comm = comm_of(handle_);
+  MPI_Status status;
+  if (poll_seconds <= 0) {
+    PHALANX_MPI(MPI_Recv(data, static_cast<int>(count), MPI_DOUBLE, source, tag, comm, &status));
+  } else {
+    // Probing without a pause for the first poll_seconds catches a message that is about to
+    // come at spinning latency; only a longer wait sleeps.
+    const auto pause = std::chrono::duration<double>(poll_seconds);
+    const auto spin_until = std::chrono::steady_clock::now() + pause;
+    int arrived = 0;
+    MPI_Message handle;
+    for (;;) {
+      PHALANX_MPI(MPI_Improbe(source, tag, comm, &arrived, &handle, &status));
+      if (arrived) break;
+      if (std::chrono::steady_clock::now() >= spin_until) std::this_thread::sleep_for(pause);
+    }
+    PHALANX_MPI(MPI_Mrecv(data, static_cast<int>(count), MPI_DOUBLE, &handle, &status));
+  }
+  // A shorter message than asked for would leave stale values behind; a longer one is already
+  // an MPI_ERR_TRUNCATE above.
+  int received = 0;
+  PHALANX_MPI(MPI_Get_count(&status, MPI_DOUBLE, &received));
+  PHALANX_CHECK(received == count, "expected ", count, " doubles from rank ", source, " (tag ", tag,
+                "), got ", received);
+}
+
 }  // namespace phalanx::comm

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "phalanx/core/atomic_file.hpp"
@@ -15,7 +16,17 @@ namespace phalanx::train {
 namespace {
 
 constexpr int events_per_step = 9;
-constexpr int clock_rounds = 7;
+// Round trips of the clock offset estimate: at least `minimum_clock_rounds` per rank, more while
+// none was short enough to bound the error well, up to `maximum_clock_rounds` (a loaded machine,
+// where a round trip that lost a core to another process takes a scheduler tick).
+constexpr int minimum_clock_rounds = 8, maximum_clock_rounds = 64;
+constexpr double short_round_trip_seconds = 20e-6;
+// A rank waiting for its turn (or for the table) probes for 0.2 ms, then sleeps between probes
+// instead of spinning in MPI, so it does not take a core from the pair being measured for
+// long; the turn's first round trip absorbs a wake-up.
+constexpr double turn_poll_seconds = 0.0002;
+constexpr int clock_tag = 0x434c;  // apart from the sweep protocol's tags
+constexpr double another_round = 1, rounds_done = 0;
 
 const char* track_name(int track) {
   static const char* const names[] = {"compute", "copy (host to device)", "communication (all-reduce)",
@@ -55,25 +66,55 @@ void TraceRecorder::record(const StepTimeline& timeline) {
     add(TraceTrack::DataThread, "load batch", timeline.step, timeline.produce_begin, timeline.produce_end);
 }
 
-double TraceRecorder::estimate_clock_offset(const comm::Communicator& communicator, int rounds) {
-  // After a barrier every rank leaves within about one message latency of the others, so the
-  // differences of their clock readings estimate the offsets; the median of a few rounds drops
-  // the rounds where the scheduler delayed one rank.
-  std::vector<double> offsets;
-  for (int round = 0; round < rounds; ++round) {
-    communicator.barrier();
-    const double now = steady_seconds();
-    const auto readings = communicator.allgather(now);
-    offsets.push_back(now - readings[0]);
+std::vector<ClockOffset> TraceRecorder::estimate_clock_offsets(const comm::Communicator& communicator,
+                                                               const std::function<double()>& clock) {
+  const int size = communicator.size();
+  // offset, error bound per rank: rank 0 measures them all, then hands the table to every rank.
+  std::vector<double> table(static_cast<std::size_t>(2 * size), 0.0);
+  if (communicator.rank() == 0) {
+    for (int peer = 1; peer < size; ++peer) {
+      double shortest = std::numeric_limits<double>::infinity(), offset = 0;
+      for (int round = 0; round < maximum_clock_rounds; ++round) {
+        if (round >= minimum_clock_rounds && shortest <= short_round_trip_seconds) break;
+        const double sent = clock();
+        communicator.send(&another_round, 1, peer, clock_tag);
+        double remote = 0;
+        communicator.receive(&remote, 1, peer, clock_tag);
+        const double received = clock();
+        if (received - sent < shortest) {
+          shortest = received - sent;
+          offset = remote - (sent + received) / 2;
+        }
+      }
+      communicator.send(&rounds_done, 1, peer, clock_tag);
+      table[static_cast<std::size_t>(2 * peer)] = offset;
+      table[static_cast<std::size_t>(2 * peer + 1)] = shortest / 2;
+    }
+    for (int peer = 1; peer < size; ++peer)
+      communicator.send(table.data(), static_cast<std::int64_t>(table.size()), peer, clock_tag);
+  } else {
+    double signal = 0;
+    communicator.receive(&signal, 1, 0, clock_tag, turn_poll_seconds);
+    while (signal > 0.5) {  // another_round
+      const double now = clock();
+      communicator.send(&now, 1, 0, clock_tag);
+      communicator.receive(&signal, 1, 0, clock_tag);
+    }
+    communicator.receive(table.data(), static_cast<std::int64_t>(table.size()), 0, clock_tag,
+                         turn_poll_seconds);
   }
-  std::nth_element(offsets.begin(), offsets.begin() + static_cast<long>(offsets.size() / 2), offsets.end());
-  return offsets[offsets.size() / 2];
+  std::vector<ClockOffset> offsets(static_cast<std::size_t>(size));
+  for (int rank = 0; rank < size; ++rank)
+    offsets[static_cast<std::size_t>(rank)] = {table[static_cast<std::size_t>(2 * rank)],
+                                               table[static_cast<std::size_t>(2 * rank + 1)]};
+  return offsets;
 }
 
 void TraceRecorder::write_merged(const comm::Communicator& communicator, const std::string& path,
                                  const std::string& process_label) const {
   if (steps_ == 0) return;
-  const double offset = estimate_clock_offset(communicator, clock_rounds);
+  const auto clock_offsets = estimate_clock_offsets(communicator);
+  const double offset = clock_offsets[static_cast<std::size_t>(communicator.rank())].offset;
   // The earliest aligned event of all ranks is time zero of the trace.
   double first = events_.empty() ? 1e300 : events_.front().begin;
   for (const auto& event : events_) first = std::min(first, event.begin);
@@ -115,9 +156,17 @@ void TraceRecorder::write_merged(const comm::Communicator& communicator, const s
   nlohmann::json trace = {{"displayTimeUnit", "ms"}, {"traceEvents", nlohmann::json::array()}};
   for (const auto& text : gathered)
     for (auto& event : nlohmann::json::parse(text)) trace["traceEvents"].push_back(std::move(event));
-  trace["otherData"] = {{"producer", "phalanx"},
-                        {"ranks", communicator.size()},
-                        {"clock", "steady clock per rank, aligned to rank 0 by barrier + allgather"}};
+  nlohmann::json offsets_us = nlohmann::json::array(), error_bounds_us = nlohmann::json::array();
+  for (const auto& clock_offset : clock_offsets) {
+    offsets_us.push_back(std::round(clock_offset.offset * 1e9) / 1000);
+    error_bounds_us.push_back(std::round(clock_offset.error_bound * 1e9) / 1000);
+  }
+  trace["otherData"] = {
+      {"producer", "phalanx"},
+      {"ranks", communicator.size()},
+      {"clock", "steady clock per rank, aligned to rank 0 by the shortest of several round trips"},
+      {"clock_offsets_us", offsets_us},
+      {"clock_error_bounds_us", error_bounds_us}};
   write_file_atomically(path, trace.dump() + "\n");
 }
 

@@ -99,6 +99,14 @@ class Communicator {
   // Waits for a message with `tag` from `source` (polling every `poll_seconds`).
   Message receive_string(int source, int tag, double poll_seconds = 0.002) const;
 
+  // Point-to-point doubles where latency is the point (clock offset round trips). `send`
+  // returns once the buffer may be reused. `receive` waits for exactly `count` doubles from
+  // `source`: poll_seconds == 0 spins in MPI (lowest latency, for an exchange in progress),
+  // poll_seconds > 0 probes for that long, then sleeps that long between matched probes (for a
+  // rank waiting its turn beside busy ones).
+  void send(const double* data, std::int64_t count, int destination, int tag) const;
+  void receive(double* data, std::int64_t count, int source, int tag, double poll_seconds = 0) const;
+
  private:
   friend class NodeSharedBuffer;  // splits this communicator by node
   friend class MpiIoAccess;       // hands it to HDF5's MPI-IO driver

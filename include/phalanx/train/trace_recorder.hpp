@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "phalanx/comm/communicator.hpp"
+#include "phalanx/core/timer.hpp"
 
 namespace phalanx::train {
 
@@ -27,6 +29,12 @@ struct StepTimeline {
   double produce_begin = 0, produce_end = 0;  // the loader thread's work on this batch
 };
 
+// A rank's clock against rank 0's: subtract `offset` (seconds) from a local reading to get rank
+// 0's time; the true offset lies within `error_bound` seconds of `offset`.
+struct ClockOffset {
+  double offset = 0, error_bound = 0;
+};
+
 class TraceRecorder {
  public:
   // Samples the run's steps [first_sampled, first_sampled + steps) (counted from 0 in this
@@ -40,15 +48,20 @@ class TraceRecorder {
   void record(const StepTimeline& timeline);
   std::size_t event_count() const { return events_.size(); }
 
-  // Collective over `communicator`: estimates each rank's clock offset against rank 0 (median of
-  // several barrier + allgather rounds), gathers every rank's events on rank 0, which writes
-  // `path` atomically. `process_label` names this rank's process in the viewer.
+  // Collective over `communicator`: estimates each rank's clock offset against rank 0 (round
+  // trips, see estimate_clock_offsets), gathers every rank's events on rank 0, which writes
+  // `path` atomically with the offsets and their error bounds. `process_label` names this rank's
+  // process in the viewer.
   void write_merged(const comm::Communicator& communicator, const std::string& path,
                     const std::string& process_label) const;
 
-  // The offset of this rank's steady clock against rank 0's (seconds to subtract), estimated
-  // from `rounds` barrier-aligned readings. Collective.
-  static double estimate_clock_offset(const comm::Communicator& communicator, int rounds);
+  // Every rank's clock offset against rank 0 (indexed by rank; the same vector on every rank).
+  // Rank 0 exchanges round trips with each other rank in turn and keeps the shortest one: the
+  // peer read its clock somewhere between rank 0's send and receive, so the offset is taken at
+  // the midpoint and is off by at most half that round trip, whichever rank the scheduler
+  // delayed. `clock` is the clock to align (the steady clock of the trace's events). Collective.
+  static std::vector<ClockOffset> estimate_clock_offsets(
+      const comm::Communicator& communicator, const std::function<double()>& clock = steady_seconds);
 
  private:
   struct Event {
