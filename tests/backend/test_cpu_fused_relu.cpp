@@ -48,18 +48,7 @@ struct ConvolutionCase {
 
 TEST(CpuFusedRelu, ConvolutionForwardEqualsConvolutionThenRelu) {
   auto backend = make_test_backend();
-  auto conv = [](int batch, int in, int size, int out, int kernel, int stride, int padding, bool bias) {
-    backend::ConvolutionGeometry geometry;
-    geometry.batch = batch;
-    geometry.in_channels = in;
-    geometry.in_height = geometry.in_width = size;
-    geometry.out_channels = out;
-    geometry.kernel_height = geometry.kernel_width = kernel;
-    geometry.stride = stride;
-    geometry.padding = padding;
-    geometry.has_bias = bias;
-    return geometry;
-  };
+  const auto conv = square_convolution;
   const ConvolutionCase cases[] = {
       {"1->32 3x3 on 28x28 (direct NHWC)", conv(4, 1, 28, 32, 3, 1, 1, true)},
       {"32->64 3x3 on 14x14 (Winograd)", conv(2, 32, 14, 64, 3, 1, 1, true)},

@@ -19,20 +19,6 @@ using backend::Backend;
 using backend::ComputePrecision;
 using backend::ConvolutionGeometry;
 
-ConvolutionGeometry convolution(int batch, int in_channels, int size, int out_channels, int kernel,
-                                int stride, int padding, bool has_bias) {
-  ConvolutionGeometry g;
-  g.batch = batch;
-  g.in_channels = in_channels;
-  g.in_height = g.in_width = size;
-  g.out_channels = out_channels;
-  g.kernel_height = g.kernel_width = kernel;
-  g.stride = stride;
-  g.padding = padding;
-  g.has_bias = has_bias;
-  return g;
-}
-
 std::int64_t input_count(const ConvolutionGeometry& g) {
   return std::int64_t{g.batch} * g.in_height * g.in_width * g.in_channels;
 }
@@ -130,9 +116,10 @@ void expect_same(const Gradients& combined, const Gradients& separate, bool with
 // ResNet 3x3 64->64, a 1x1 stride-2 projection (no filter transposition), a stride-2 3x3 with odd
 // channels, and the 7x7 stem of 3 channels.
 std::vector<ConvolutionGeometry> geometries() {
-  return {convolution(32, 1, 28, 32, 3, 1, 1, true),  convolution(32, 32, 14, 64, 3, 1, 1, true),
-          convolution(8, 64, 14, 64, 3, 1, 1, false), convolution(8, 64, 14, 128, 1, 2, 0, false),
-          convolution(6, 13, 15, 24, 3, 2, 1, true),  convolution(4, 3, 32, 16, 7, 2, 3, false)};
+  return {
+      square_convolution(32, 1, 28, 32, 3, 1, 1, true),  square_convolution(32, 32, 14, 64, 3, 1, 1, true),
+      square_convolution(8, 64, 14, 64, 3, 1, 1, false), square_convolution(8, 64, 14, 128, 1, 2, 0, false),
+      square_convolution(6, 13, 15, 24, 3, 2, 1, true),  square_convolution(4, 3, 32, 16, 7, 2, 3, false)};
 }
 
 // The separate ops run first (they choose and cache the algorithms), the combined op second: the
@@ -169,7 +156,7 @@ TEST(CudaConvolutionBackward, CombinedFirstThenSeparateGiveTheSameBits) {
     const PrecisionScope scope(cuda, precision);
     // Shapes no other test of this program uses, so nothing is cached for them yet.
     for (const ConvolutionGeometry& g :
-         {convolution(5, 24, 9, 40, 3, 1, 1, true), convolution(3, 1, 20, 8, 5, 1, 2, true)}) {
+         {square_convolution(5, 24, 9, 40, 3, 1, 1, true), square_convolution(3, 1, 20, 8, 5, 1, 2, true)}) {
       SCOPED_TRACE(precision_name(precision) + " " + std::to_string(g.in_channels) + "->" +
                    std::to_string(g.out_channels));
       const Layer layer(cuda, g, 300 + static_cast<std::uint64_t>(precision));
@@ -188,7 +175,7 @@ TEST(CudaConvolutionBackward, ReusedGradOutputBufferIsCastAfresh) {
   Backend& cuda = cuda_backend();
   for (const ComputePrecision precision : {ComputePrecision::BFloat16, ComputePrecision::Float16}) {
     const PrecisionScope scope(cuda, precision);
-    const ConvolutionGeometry g = convolution(8, 32, 12, 32, 3, 1, 1, false);
+    const ConvolutionGeometry g = square_convolution(8, 32, 12, 32, 3, 1, 1, false);
     const Layer first(cuda, g, 500), second(cuda, g, 600);
     const Gradients expected_first = separate_ops(cuda, first, true);
     const Gradients expected_second = separate_ops(cuda, second, true);

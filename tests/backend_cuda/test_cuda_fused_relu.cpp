@@ -49,25 +49,11 @@ class PrecisionScope {
   Backend& backend_;
 };
 
-backend::ConvolutionGeometry convolution(int batch, int in, int size, int out, int kernel, int stride,
-                                         int padding, bool bias) {
-  backend::ConvolutionGeometry geometry;
-  geometry.batch = batch;
-  geometry.in_channels = in;
-  geometry.in_height = geometry.in_width = size;
-  geometry.out_channels = out;
-  geometry.kernel_height = geometry.kernel_width = kernel;
-  geometry.stride = stride;
-  geometry.padding = padding;
-  geometry.has_bias = bias;
-  return geometry;
-}
-
 const backend::ConvolutionGeometry convolutions[] = {
-    convolution(8, 1, 28, 32, 3, 1, 1, true),     // fmnist_cnn conv1
-    convolution(8, 32, 14, 64, 3, 1, 1, true),    // fmnist_cnn conv2 (Winograd on the CPU)
-    convolution(4, 64, 14, 64, 3, 1, 1, false),   // a ResNet 3x3, no bias
-    convolution(4, 64, 14, 128, 1, 2, 0, false),  // a ResNet stride-2 1x1 shortcut
+    square_convolution(8, 1, 28, 32, 3, 1, 1, true),     // fmnist_cnn conv1
+    square_convolution(8, 32, 14, 64, 3, 1, 1, true),    // fmnist_cnn conv2 (Winograd on the CPU)
+    square_convolution(4, 64, 14, 64, 3, 1, 1, false),   // a ResNet 3x3, no bias
+    square_convolution(4, 64, 14, 128, 1, 2, 0, false),  // a ResNet stride-2 1x1 shortcut
 };
 
 const backend::LinearGeometry linears[] = {{16, 3136, 128}, {16, 128, 10}};
