@@ -17,9 +17,10 @@
 
 namespace phalanx::backend {
 
-// The arithmetic of convolutions and linear layers. Weights, activations and gradients stay fp32 in
-// memory (fp32 master weights, fp32 optimizer); bf16/fp16 cast the operands of those ops on the
-// way in and run them on tensor cores with fp32 accumulation, as torch.autocast does.
+// The arithmetic of convolutions and linear layers, and the storage of activations. Weights and
+// their gradients stay fp32 in memory (fp32 master weights, fp32 optimizer); bf16/fp16 compute casts
+// the operands of those ops on the way in and runs them on tensor cores with fp32 accumulation, as
+// torch.autocast does. Activations are fp32 unless set_activation_precision says otherwise.
 enum class ComputePrecision { Float32, BFloat16, Float16 };
 
 // "fp32" | "bf16" | "fp16" (train.precision) -> ComputePrecision; anything else is an internal error.
@@ -136,6 +137,17 @@ class Backend : public Allocator {
   // The arithmetic of the convolution and linear ops from now on. The base version (the CPU
   // backend) computes in fp32 only and refuses anything else.
   virtual void set_compute_precision(ComputePrecision precision);
+  // How activations are held in memory from now on: every float* an op reads or writes as a layer
+  // input or output, its gradient, the logits and their gradient, and the input ops' output. fp32
+  // (the default) or the compute precision itself (bf16/fp16, as torch.autocast keeps a
+  // convolution's output): a GPU backend then reads and writes 2-byte elements there, so the ops
+  // pass half the bytes and the casts around each convolution and GEMM disappear. The buffers keep
+  // their fp32 size (only the first half of their bytes is used), no op changes its signature, and
+  // the host sees those bytes only through the ops. Weights, their gradients, optimizer state, batch
+  // norm statistics and predict's probabilities stay fp32; fill, scale and all_finite are for those
+  // fp32 buffers (a zero fill is zero in every precision). The base version (the CPU backend) keeps
+  // fp32 only and refuses anything else.
+  virtual void set_activation_precision(ComputePrecision precision);
   // Free and total memory of the device, where the backend has a memory of its own (GPUs);
   // nullopt on the CPU backend.
   virtual std::optional<DeviceMemory> device_memory() { return std::nullopt; }
