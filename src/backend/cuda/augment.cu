@@ -4,13 +4,16 @@
 #include "augment.hpp"
 #include "cuda_check.hpp"
 #include "launch.hpp"
+#include "stored_value.hpp"
 
 namespace phalanx::backend::cuda {
 namespace {
 
+template <typename Stored>
 __global__ void augment_normalize_kernel(AugmentGeometry geometry, const std::uint8_t* images,
                                          const std::int32_t* draws, const float* mean,
-                                         const float* standard_deviation, float* output, std::int64_t count) {
+                                         const float* standard_deviation, Stored* output,
+                                         std::int64_t count) {
   const int width = geometry.width, height = geometry.height, channels = geometry.channels;
   for (std::int64_t index = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; index < count;
        index += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -30,20 +33,24 @@ __global__ void augment_normalize_kernel(AugmentGeometry geometry, const std::ui
         inside ? static_cast<float>(
                      images[((sample * height + source_y) * width + source_x) * channels + channel])
                : 0.0f;
-    output[index] = (value / 255.0f - mean[channel]) / standard_deviation[channel];
+    output[index] = narrow<Stored>((value / 255.0f - mean[channel]) / standard_deviation[channel]);
   }
 }
 
 }  // namespace
 
-void launch_augment_normalize_images(cudaStream_t stream, const AugmentGeometry& geometry,
-                                     const std::uint8_t* images, const std::int32_t* draws, const float* mean,
+void launch_augment_normalize_images(cudaStream_t stream, ComputePrecision storage,
+                                     const AugmentGeometry& geometry, const std::uint8_t* images,
+                                     const std::int32_t* draws, const float* mean,
                                      const float* standard_deviation, float* output) {
   const std::int64_t count =
       static_cast<std::int64_t>(geometry.batch) * geometry.height * geometry.width * geometry.channels;
   if (count <= 0) return;
-  augment_normalize_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(
-      geometry, images, draws, mean, standard_deviation, output, count);
+  with_stored_type(storage, [&](auto tag) {
+    using Stored = StoredOf<decltype(tag)>;
+    augment_normalize_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(
+        geometry, images, draws, mean, standard_deviation, stored<Stored>(output), count);
+  });
   PHALANX_CUDA_LAUNCHED("augment_normalize_kernel");
 }
 

@@ -6,12 +6,14 @@
 
 #include <cstdint>
 
-#include "phalanx/backend/geometry.hpp"
+#include "phalanx/backend/backend.hpp"
 
 namespace phalanx::backend::cuda {
 
-void launch_augment_normalize_images(cudaStream_t stream, const AugmentGeometry& geometry,
-                                     const std::uint8_t* images, const std::int32_t* draws, const float* mean,
+// `output` holds elements of `storage` (Backend::set_activation_precision).
+void launch_augment_normalize_images(cudaStream_t stream, ComputePrecision storage,
+                                     const AugmentGeometry& geometry, const std::uint8_t* images,
+                                     const std::int32_t* draws, const float* mean,
                                      const float* standard_deviation, float* output);
 
 }  // namespace phalanx::backend::cuda

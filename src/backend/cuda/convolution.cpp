@@ -216,28 +216,31 @@ Convolutions::Plan& Convolutions::plan(const ConvolutionGeometry& geometry) {
   return *found->second;
 }
 
-const void* Convolutions::operand(const float* values, std::size_t count, DeviceBuffer& scratch) {
-  if (precision_ == ComputePrecision::Float32) return values;
+const void* Convolutions::operand(const float* values, ComputePrecision held, std::size_t count,
+                                  DeviceBuffer& scratch) {
+  if (held == precision_) return values;
   scratch.ensure(count * element_bytes(precision_));
-  launch_convert_from_float(stream_, precision_, values, scratch.data(), static_cast<std::int64_t>(count));
+  launch_convert(stream_, held, values, precision_, scratch.data(), static_cast<std::int64_t>(count));
   return scratch.data();
 }
 
-void* Convolutions::result_buffer(float* destination, std::size_t count, DeviceBuffer& scratch) {
-  if (precision_ == ComputePrecision::Float32) return destination;
+void* Convolutions::result_buffer(float* destination, ComputePrecision held, std::size_t count,
+                                  DeviceBuffer& scratch) {
+  if (held == precision_) return destination;
   scratch.ensure(count * element_bytes(precision_));
   return scratch.data();
 }
 
-void Convolutions::finish_result(const void* result, float* destination, std::size_t count) {
-  if (precision_ != ComputePrecision::Float32)
-    launch_convert_to_float(stream_, precision_, result, destination, static_cast<std::int64_t>(count));
+void Convolutions::finish_result(const void* result, ComputePrecision held, float* destination,
+                                 std::size_t count) {
+  if (held != precision_)
+    launch_convert(stream_, precision_, result, held, destination, static_cast<std::int64_t>(count));
 }
 
 const float* Convolutions::filter_for_cudnn(const ConvolutionGeometry& geometry, const float* weight) {
   if (layouts_coincide(geometry)) return weight;
   weight_scratch_.ensure(sizeof(float) * weight_count(geometry));
-  launch_transpose_samples(stream_, geometry.out_channels, geometry.in_channels,
+  launch_transpose_samples(stream_, ComputePrecision::Float32, geometry.out_channels, geometry.in_channels,
                            geometry.kernel_height * geometry.kernel_width, weight,
                            weight_scratch_.as<float>());
   return weight_scratch_.as<float>();
@@ -264,9 +267,10 @@ void Convolutions::run_forward(const ConvolutionGeometry& geometry, const float*
     run_forward(geometry, input, weight, bias, output);
     return;
   }
-  const void* filter = operand(filter_for_cudnn(geometry, weight), weight_count(geometry), filter_operand_);
-  const void* x = operand(input, input_count(geometry), input_operand_);
-  void* y = result_buffer(output, output_count(geometry), output_operand_);
+  const void* filter = operand(filter_for_cudnn(geometry, weight), ComputePrecision::Float32,
+                               weight_count(geometry), filter_operand_);
+  const void* x = operand(input, storage_, input_count(geometry), input_operand_);
+  void* y = result_buffer(output, storage_, output_count(geometry), output_operand_);
   if (!plan.forward.searched) {
     const std::size_t limit = prepare_search_workspace();
     plan.request_math_type();
@@ -291,11 +295,12 @@ void Convolutions::run_forward(const ConvolutionGeometry& geometry, const float*
   PHALANX_CUDNN(cudnnConvolutionForward(cudnn_, &one, plan.input.get(), x, plan.filter.get(), filter,
                                         plan.convolution.get(), plan.forward.algorithm, workspace_.data(),
                                         plan.forward.workspace, &zero, plan.output.get(), y));
-  // Conversion to fp32, bias and fused ReLU in one pass over the output.
+  // Conversion to the stored type, bias and fused ReLU in one pass over the output (none at all
+  // when cuDNN wrote the stored type in place and there is no bias or ReLU).
   launch_forward_epilogue(
       stream_, precision_, y,
       static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
-      geometry.out_channels, geometry.has_bias ? bias : nullptr, geometry.activation, output);
+      geometry.out_channels, geometry.has_bias ? bias : nullptr, geometry.activation, storage_, output);
 }
 
 void Convolutions::backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
@@ -312,10 +317,12 @@ void Convolutions::run_backward_data(const ConvolutionGeometry& geometry, const 
     run_backward_data(geometry, grad_output, nullptr, weight, grad_input);
     return;
   }
-  const void* filter = operand(filter_for_cudnn(geometry, weight), weight_count(geometry), filter_operand_);
-  const void* dy = grad_output_operand ? grad_output_operand
-                                       : operand(grad_output, output_count(geometry), output_operand_);
-  void* dx = result_buffer(grad_input, input_count(geometry), input_operand_);
+  const void* filter = operand(filter_for_cudnn(geometry, weight), ComputePrecision::Float32,
+                               weight_count(geometry), filter_operand_);
+  const void* dy = grad_output_operand
+                       ? grad_output_operand
+                       : operand(grad_output, storage_, output_count(geometry), output_operand_);
+  void* dx = result_buffer(grad_input, storage_, input_count(geometry), input_operand_);
   if (!plan.backward_data.searched) {
     const std::size_t limit = prepare_search_workspace();
     plan.request_math_type();
@@ -341,14 +348,14 @@ void Convolutions::run_backward_data(const ConvolutionGeometry& geometry, const 
                                              plan.convolution.get(), plan.backward_data.algorithm,
                                              workspace_.data(), plan.backward_data.workspace, &zero,
                                              plan.input.get(), dx));
-  finish_result(dx, grad_input, input_count(geometry));
+  finish_result(dx, storage_, grad_input, input_count(geometry));
 }
 
 void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const float* input,
                                     const float* grad_output, float* grad_weight, float* grad_bias) {
   run_backward_filter(geometry, input, grad_output, nullptr, grad_weight);
   if (geometry.has_bias && grad_bias)
-    column_sums_.sum(stream_,
+    column_sums_.sum(stream_, storage_,
                      static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
                      geometry.out_channels, grad_output, grad_bias);
 }
@@ -363,14 +370,15 @@ void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const f
 void Convolutions::backward(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,
                             const float* weight, float* grad_input, float* grad_weight, float* grad_bias) {
   const Plan& plan = this->plan(geometry);
-  // Nothing to share in fp32 (cuDNN reads grad_output itself), for the first layer (one direction),
-  // or where both directions of this shape fell back to fp32.
-  const bool share = precision_ != ComputePrecision::Float32 && grad_input != nullptr &&
+  // Nothing to share where cuDNN reads grad_output as it is held (fp32 in fp32, or bf16/fp16
+  // activations in their own precision), for the first layer (one direction), or where both
+  // directions of this shape fell back to fp32.
+  const bool share = precision_ != storage_ && grad_input != nullptr &&
                      !(plan.backward_filter.in_float32 && plan.backward_data.in_float32);
-  const void* dy = share ? operand(grad_output, output_count(geometry), output_operand_) : nullptr;
+  const void* dy = share ? operand(grad_output, storage_, output_count(geometry), output_operand_) : nullptr;
   run_backward_filter(geometry, input, grad_output, dy, grad_weight);
   if (geometry.has_bias && grad_bias)
-    column_sums_.sum(stream_,
+    column_sums_.sum(stream_, storage_,
                      static_cast<std::int64_t>(geometry.batch) * geometry.out_height() * geometry.out_width(),
                      geometry.out_channels, grad_output, grad_bias);
   if (grad_input) run_backward_data(geometry, grad_output, dy, weight, grad_input);
@@ -390,10 +398,12 @@ void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, cons
   const bool transpose = !layouts_coincide(geometry);
   if (transpose) weight_scratch_.ensure(sizeof(float) * weight_count(geometry));
   float* filter_gradient = transpose ? weight_scratch_.as<float>() : grad_weight;
-  const void* x = operand(input, input_count(geometry), input_operand_);
-  const void* dy = grad_output_operand ? grad_output_operand
-                                       : operand(grad_output, output_count(geometry), output_operand_);
-  void* dw = result_buffer(filter_gradient, weight_count(geometry), filter_operand_);
+  const void* x = operand(input, storage_, input_count(geometry), input_operand_);
+  const void* dy = grad_output_operand
+                       ? grad_output_operand
+                       : operand(grad_output, storage_, output_count(geometry), output_operand_);
+  void* dw =
+      result_buffer(filter_gradient, ComputePrecision::Float32, weight_count(geometry), filter_operand_);
   if (!plan.backward_filter.searched) {
     const std::size_t limit = prepare_search_workspace();
     plan.request_math_type();
@@ -419,10 +429,11 @@ void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, cons
                                                plan.convolution.get(), plan.backward_filter.algorithm,
                                                workspace_.data(), plan.backward_filter.workspace, &zero,
                                                plan.filter.get(), dw));
-  finish_result(dw, filter_gradient, weight_count(geometry));
+  finish_result(dw, ComputePrecision::Float32, filter_gradient, weight_count(geometry));
   if (transpose)
-    launch_transpose_samples(stream_, geometry.out_channels, geometry.kernel_height * geometry.kernel_width,
-                             geometry.in_channels, filter_gradient, grad_weight);
+    launch_transpose_samples(stream_, ComputePrecision::Float32, geometry.out_channels,
+                             geometry.kernel_height * geometry.kernel_width, geometry.in_channels,
+                             filter_gradient, grad_weight);
 }
 
 }  // namespace phalanx::backend::cuda

@@ -7,8 +7,10 @@
 //
 // Reduced precision (set_precision: bf16/fp16): the fp32 operands are cast into scratch, cuDNN runs
 // the convolution on them with fp32 accumulation (the PSEUDO_HALF / PSEUDO_BFLOAT16 configurations,
-// tensor-core math), and its result is cast back to the caller's fp32 buffer. Plans and algorithm
-// choices are cached per precision. A direction for which cuDNN offers no reduced-precision
+// tensor-core math), and its result is cast back to the caller's fp32 buffer. With activations held
+// in that precision too (set_storage), cuDNN reads and writes the activation buffers directly: only
+// the weights (and their gradient) are cast, and the output pass exists only for a bias or ReLU. Plans and
+// algorithm choices are cached per precision. A direction for which cuDNN offers no reduced-precision
 // algorithm at a shape runs that shape in fp32 instead (it can lack them for a first layer's 1 or 3
 // input channels): slower there, never an error.
 #pragma once
@@ -33,6 +35,8 @@ class Convolutions {
   ~Convolutions();
 
   void set_precision(ComputePrecision precision) { precision_ = precision; }
+  // The type activations are held in (Backend::set_activation_precision): fp32 or the precision.
+  void set_storage(ComputePrecision storage) { storage_ = storage; }
 
   void forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
                const float* bias, float* output);
@@ -67,13 +71,13 @@ class Convolutions {
   const float* filter_for_cudnn(const ConvolutionGeometry& geometry, const float* weight);
   // Makes the workspace large enough for an algorithm search and returns its size.
   std::size_t prepare_search_workspace();
-  // `count` fp32 values as the operand type of the current precision: `values` itself in fp32,
-  // else their cast into `scratch`.
-  const void* operand(const float* values, std::size_t count, DeviceBuffer& scratch);
-  // Where cuDNN writes a result of `count` elements: `destination` in fp32, else `scratch`, cast
-  // into `destination` by finish_result.
-  void* result_buffer(float* destination, std::size_t count, DeviceBuffer& scratch);
-  void finish_result(const void* result, float* destination, std::size_t count);
+  // `count` values held as `held` (fp32 weights, or activations in storage_) as the operand type of
+  // the current precision: `values` itself when the types agree, else their cast into `scratch`.
+  const void* operand(const float* values, ComputePrecision held, std::size_t count, DeviceBuffer& scratch);
+  // Where cuDNN writes a result of `count` elements for a destination held as `held`: `destination`
+  // itself when the types agree, else `scratch`, cast into `destination` by finish_result.
+  void* result_buffer(float* destination, ComputePrecision held, std::size_t count, DeviceBuffer& scratch);
+  void finish_result(const void* result, ComputePrecision held, float* destination, std::size_t count);
 
   cudnnHandle_t cudnn_;
   cudaStream_t stream_;
@@ -81,6 +85,7 @@ class Convolutions {
   DeviceBuffer workspace_;       // one workspace for every algorithm, grown to the largest need
   DeviceBuffer weight_scratch_;  // weights or their gradient in cuDNN's layout
   ComputePrecision precision_ = ComputePrecision::Float32;
+  ComputePrecision storage_ = ComputePrecision::Float32;
   // bf16/fp16 operands and results: activations (input side), activations (output side), filters.
   DeviceBuffer input_operand_, output_operand_, filter_operand_;
   std::array<std::unordered_map<ConvolutionGeometry, std::unique_ptr<Plan>, GeometryHash>, 3> plans_;

@@ -151,8 +151,26 @@ void CudaBackend::deallocate(void* pointer, std::size_t) noexcept {
 }
 
 void CudaBackend::set_compute_precision(ComputePrecision precision) {
+  PHALANX_REQUIRE_INPUT(activations_ == ComputePrecision::Float32 || precision == activations_,
+                        "activations held in reduced precision need convolutions and linear layers computed "
+                        "in that same precision (set the activations back to fp32 first)");
+  compute_precision_ = precision;
   convolutions_.set_precision(precision);
   linears_.set_precision(precision);
+}
+
+void CudaBackend::set_activation_precision(ComputePrecision precision) {
+  // bf16 activations with fp16 arithmetic (or the other way round) would cast every operand twice,
+  // and fp32 arithmetic on reduced activations would keep none of the savings: only the two
+  // combinations that pay are accepted.
+  PHALANX_REQUIRE_INPUT(precision == ComputePrecision::Float32 || precision == compute_precision_,
+                        "activations can be held in fp32 or in the compute precision of the convolutions and "
+                        "linear layers only");
+  activations_ = precision;
+  convolutions_.set_storage(precision);
+  batch_norms_.set_storage(precision);
+  linears_.set_storage(precision);
+  cross_entropy_.set_storage(precision);
 }
 
 namespace {
@@ -264,14 +282,16 @@ void CudaBackend::fill(float* data, std::int64_t count, float value) {
 void CudaBackend::normalize_images(const std::uint8_t* images, std::int64_t pixels, int channels,
                                    const float* mean, const float* standard_deviation, float* output) {
   make_current();
-  launch_normalize_images(stream_.get(), images, pixels, channels, mean, standard_deviation, output);
+  launch_normalize_images(stream_.get(), activations_, images, pixels, channels, mean, standard_deviation,
+                          output);
 }
 
 void CudaBackend::augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
                                            const std::int32_t* draws, const float* mean,
                                            const float* standard_deviation, float* output) {
   make_current();
-  launch_augment_normalize_images(stream_.get(), geometry, images, draws, mean, standard_deviation, output);
+  launch_augment_normalize_images(stream_.get(), activations_, geometry, images, draws, mean,
+                                  standard_deviation, output);
 }
 
 void CudaBackend::convolution_forward(const ConvolutionGeometry& geometry, const float* input,
@@ -307,13 +327,13 @@ std::size_t CudaBackend::pooling_workspace_bytes(const PoolingGeometry& geometry
 void CudaBackend::pooling_forward(const PoolingGeometry& geometry, const float* input, float* output,
                                   void* workspace) {
   make_current();
-  launch_pooling_forward(stream_.get(), geometry, input, output, workspace);
+  launch_pooling_forward(stream_.get(), activations_, geometry, input, output, workspace);
 }
 
 void CudaBackend::pooling_backward(const PoolingGeometry& geometry, const float* grad_output,
                                    const void* workspace, float* grad_input) {
   make_current();
-  launch_pooling_backward(stream_.get(), geometry, grad_output, workspace, grad_input);
+  launch_pooling_backward(stream_.get(), activations_, geometry, grad_output, workspace, grad_input);
 }
 
 void CudaBackend::batch_norm_forward_training(const BatchNormGeometry& geometry, const float* input,
@@ -344,28 +364,28 @@ void CudaBackend::batch_norm_backward(const BatchNormGeometry& geometry, const f
 
 void CudaBackend::relu_forward(std::int64_t count, const float* input, float* output) {
   make_current();
-  launch_relu_forward(stream_.get(), count, input, output);
+  launch_relu_forward(stream_.get(), activations_, count, input, output);
 }
 
 void CudaBackend::relu_backward(std::int64_t count, const float* output, const float* grad_output,
                                 float* grad_input) {
   make_current();
-  launch_relu_backward(stream_.get(), count, output, grad_output, grad_input);
+  launch_relu_backward(stream_.get(), activations_, count, output, grad_output, grad_input);
 }
 
 void CudaBackend::add(std::int64_t count, const float* a, const float* b, float* output) {
   make_current();
-  launch_add(stream_.get(), count, a, b, output);
+  launch_add(stream_.get(), activations_, count, a, b, output);
 }
 
 void CudaBackend::add_relu(std::int64_t count, const float* a, const float* b, float* output) {
   make_current();
-  launch_add_relu(stream_.get(), count, a, b, output);
+  launch_add_relu(stream_.get(), activations_, count, a, b, output);
 }
 
 void CudaBackend::accumulate(std::int64_t count, const float* source, float* destination) {
   make_current();
-  launch_accumulate(stream_.get(), count, source, destination);
+  launch_accumulate(stream_.get(), activations_, count, source, destination);
 }
 
 void CudaBackend::scale(std::int64_t count, float factor, float* data) {
@@ -383,19 +403,19 @@ void CudaBackend::dropout_forward(std::int64_t count, float probability, std::ui
                                   std::uint64_t stream, const float* input, float* output,
                                   std::uint8_t* mask) {
   make_current();
-  launch_dropout_forward(stream_.get(), count, probability, seed, stream, input, output, mask);
+  launch_dropout_forward(stream_.get(), activations_, count, probability, seed, stream, input, output, mask);
 }
 
 void CudaBackend::dropout_backward(std::int64_t count, float probability, const std::uint8_t* mask,
                                    const float* grad_output, float* grad_input) {
   make_current();
-  launch_dropout_backward(stream_.get(), count, probability, mask, grad_output, grad_input);
+  launch_dropout_backward(stream_.get(), activations_, count, probability, mask, grad_output, grad_input);
 }
 
 void CudaBackend::transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,
                                     const float* input, float* output) {
   make_current();
-  launch_transpose_samples(stream_.get(), batch, rows, columns, input, output);
+  launch_transpose_samples(stream_.get(), activations_, batch, rows, columns, input, output);
 }
 
 void CudaBackend::linear_forward(const LinearGeometry& geometry, const float* input, const float* weight,

@@ -38,6 +38,7 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   Allocator& staging_allocator() override { return staging_allocator_; }
   void set_compute_precision(ComputePrecision precision) override;
+  void set_activation_precision(ComputePrecision precision) override;
   std::optional<DeviceMemory> device_memory() override;
   std::unique_ptr<Upload> make_upload() override;
   std::unique_ptr<TimingMarker> make_timing_marker() override;
@@ -126,7 +127,7 @@ class CudaBackend final : public Backend {
   int device_;  // first member: the constructor selects the device before any handle exists
   std::string name_;
   Stream stream_;
-  Stream copy_stream_;  // input uploads (CudaUpload), beside the compute stream
+  Stream copy_stream_;     // input uploads (CudaUpload), beside the compute stream
   Stream staging_stream_;  // gradient buckets to the host (CudaStagedCopy), beside both
   CudnnHandle cudnn_;
   CublasHandle cublas_;
@@ -139,6 +140,8 @@ class CudaBackend final : public Backend {
   PinnedHostAllocator staging_allocator_;
   FiniteCheck finite_check_;
   std::int64_t host_waits_ = 0;  // synchronize, copies back to the host, finite checks
+  ComputePrecision compute_precision_ = ComputePrecision::Float32;
+  ComputePrecision activations_ = ComputePrecision::Float32;  // what activation buffers hold
 };
 
 }  // namespace phalanx::backend::cuda

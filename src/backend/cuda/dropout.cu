@@ -1,20 +1,23 @@
 // Inverted dropout on the device with the CPU backend's mask: element i is kept when the top 24
 // bits of word i % 4 of philox4x32(seed, stream, i / 4) reach ceil(p * 2^24) (philox.hpp, checked
 // against the host generator on the host). The masks are bitwise those of the CPU, and so are the
-// outputs (one float multiply each, nothing to fuse).
+// outputs (one float multiply each, nothing to fuse; bf16/fp16 activations are widened first and
+// the product rounded once).
 #include "cuda_check.hpp"
 #include "elementwise.hpp"
 #include "launch.hpp"
 #include "philox.hpp"
+#include "stored_value.hpp"
 
 namespace phalanx::backend::cuda {
 
 namespace {
 
 // One thread per Philox block of four elements.
+template <typename Stored>
 __global__ void dropout_forward_kernel(std::int64_t count, std::uint32_t threshold, float keep_scale,
-                                       std::uint64_t seed, std::uint64_t random_stream, const float* input,
-                                       float* output, std::uint8_t* mask) {
+                                       std::uint64_t seed, std::uint64_t random_stream, const Stored* input,
+                                       Stored* output, std::uint8_t* mask) {
   const std::int64_t groups = (count + 3) / 4;
   for (std::int64_t group = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; group < groups;
        group += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -24,23 +27,24 @@ __global__ void dropout_forward_kernel(std::int64_t count, std::uint32_t thresho
     for (int lane = 0; lane < lanes; ++lane) {
       const bool keep = (draws.word[lane] >> 8) >= threshold;
       mask[first + lane] = keep ? 1 : 0;
-      output[first + lane] = keep ? input[first + lane] * keep_scale : 0.0f;
+      output[first + lane] = narrow<Stored>(keep ? widen(input[first + lane]) * keep_scale : 0.0f);
     }
   }
 }
 
+template <typename Stored>
 __global__ void dropout_backward_kernel(std::int64_t count, float keep_scale, const std::uint8_t* mask,
-                                        const float* grad_output, float* grad_input) {
+                                        const Stored* grad_output, Stored* grad_input) {
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    grad_input[i] = mask[i] ? grad_output[i] * keep_scale : 0.0f;
+    grad_input[i] = narrow<Stored>(mask[i] ? widen(grad_output[i]) * keep_scale : 0.0f);
 }
 
 }  // namespace
 
-void launch_dropout_forward(cudaStream_t stream, std::int64_t count, float probability, std::uint64_t seed,
-                            std::uint64_t random_stream, const float* input, float* output,
-                            std::uint8_t* mask) {
+void launch_dropout_forward(cudaStream_t stream, ComputePrecision storage, std::int64_t count,
+                            float probability, std::uint64_t seed, std::uint64_t random_stream,
+                            const float* input, float* output, std::uint8_t* mask) {
   if (count <= 0) return;
   // p >= 1 drops everything (PyTorch returns zeros): a threshold above every 24-bit draw, and a
   // scale that is never used, so no 0 * inf appears.
@@ -48,17 +52,25 @@ void launch_dropout_forward(cudaStream_t stream, std::int64_t count, float proba
   const std::uint32_t threshold = dropout_keep_threshold(probability);
   const float keep_scale = drop_all ? 0.0f : 1.0f / (1.0f - probability);
   const std::int64_t groups = (count + 3) / 4;
-  dropout_forward_kernel<<<grid_blocks(groups), threads_per_block, 0, stream>>>(
-      count, threshold, keep_scale, seed, random_stream, input, output, mask);
+  with_stored_type(storage, [&](auto tag) {
+    using Stored = StoredOf<decltype(tag)>;
+    dropout_forward_kernel<<<grid_blocks(groups), threads_per_block, 0, stream>>>(
+        count, threshold, keep_scale, seed, random_stream, stored<Stored>(input), stored<Stored>(output),
+        mask);
+  });
   PHALANX_CUDA_LAUNCHED("dropout_forward_kernel");
 }
 
-void launch_dropout_backward(cudaStream_t stream, std::int64_t count, float probability,
-                             const std::uint8_t* mask, const float* grad_output, float* grad_input) {
+void launch_dropout_backward(cudaStream_t stream, ComputePrecision storage, std::int64_t count,
+                             float probability, const std::uint8_t* mask, const float* grad_output,
+                             float* grad_input) {
   if (count <= 0) return;
   const float keep_scale = probability >= 1.0f ? 0.0f : 1.0f / (1.0f - probability);
-  dropout_backward_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(count, keep_scale, mask,
-                                                                                grad_output, grad_input);
+  with_stored_type(storage, [&](auto tag) {
+    using Stored = StoredOf<decltype(tag)>;
+    dropout_backward_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(
+        count, keep_scale, mask, stored<Stored>(grad_output), stored<Stored>(grad_input));
+  });
   PHALANX_CUDA_LAUNCHED("dropout_backward_kernel");
 }
 

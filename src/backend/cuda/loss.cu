@@ -7,6 +7,7 @@
 #include "cuda_check.hpp"
 #include "loss.hpp"
 #include "phalanx/core/error.hpp"
+#include "stored_value.hpp"
 
 namespace phalanx::backend::cuda {
 
@@ -31,10 +32,13 @@ struct ArgMax {
 
 // The row's first maximum, known to every lane of the warp: lanes scan their classes in order
 // (strict > keeps the first), then ties across lanes go to the smaller index.
-__device__ ArgMax row_arg_max(const float* row, int classes, int lane) {
+template <typename Stored>
+__device__ ArgMax row_arg_max(const Stored* row, int classes, int lane) {
   ArgMax best{-INFINITY, INT_MAX};
-  for (int c = lane; c < classes; c += warp_size)
-    if (best.index == INT_MAX || row[c] > best.value) best = {row[c], c};
+  for (int c = lane; c < classes; c += warp_size) {
+    const float value = widen(row[c]);
+    if (best.index == INT_MAX || value > best.value) best = {value, c};
+  }
   for (int offset = warp_size / 2; offset > 0; offset /= 2) {
     const float other_value = __shfl_down_sync(full_warp, best.value, offset);
     const int other_index = __shfl_down_sync(full_warp, best.index, offset);
@@ -52,20 +56,22 @@ __device__ double warp_sum(double value) {
 }
 
 // log(sum_c exp(z_c)) around the row maximum, in double.
-__device__ double row_log_sum_exp(const float* row, int classes, int lane, float row_max) {
+template <typename Stored>
+__device__ double row_log_sum_exp(const Stored* row, int classes, int lane, float row_max) {
   double sum = 0;
-  for (int c = lane; c < classes; c += warp_size) sum += exp(static_cast<double>(row[c]) - row_max);
+  for (int c = lane; c < classes; c += warp_size) sum += exp(static_cast<double>(widen(row[c])) - row_max);
   return row_max + log(warp_sum(sum));
 }
 
-__global__ void cross_entropy_rows_kernel(int batch, int classes, const float* logits,
+template <typename Stored>
+__global__ void cross_entropy_rows_kernel(int batch, int classes, const Stored* logits,
                                           const std::int32_t* labels, double smoothing, double gradient_scale,
-                                          float* grad_logits, double* sample_loss,
+                                          Stored* grad_logits, double* sample_loss,
                                           std::uint8_t* sample_outcome) {
   const int lane = threadIdx.x % warp_size;
   const int row = blockIdx.x * rows_per_block + threadIdx.x / warp_size;
   if (row >= batch) return;  // whole warps leave together, so the shuffles below stay full
-  const float* row_logits = logits + static_cast<std::int64_t>(row) * classes;
+  const Stored* row_logits = logits + static_cast<std::int64_t>(row) * classes;
   const int label = labels[row];
   if (label < 0 || label >= classes) {
     if (lane == 0) {
@@ -77,21 +83,21 @@ __global__ void cross_entropy_rows_kernel(int batch, int classes, const float* l
   const ArgMax best = row_arg_max(row_logits, classes, lane);
   const double log_normalizer = row_log_sum_exp(row_logits, classes, lane, best.value);
   double logit_sum = 0;
-  for (int c = lane; c < classes; c += warp_size) logit_sum += row_logits[c];
+  for (int c = lane; c < classes; c += warp_size) logit_sum += widen(row_logits[c]);
   logit_sum = warp_sum(logit_sum);
   if (lane == 0) {
-    const double label_term = log_normalizer - row_logits[label];
+    const double label_term = log_normalizer - widen(row_logits[label]);
     const double mean_term = log_normalizer - logit_sum / classes;
     sample_loss[row] = (1.0 - smoothing) * label_term + smoothing * mean_term;
     sample_outcome[row] = best.index == label ? 1 : 0;
   }
   if (grad_logits) {
     const double uniform_target = smoothing / classes;
-    float* row_grad = grad_logits + static_cast<std::int64_t>(row) * classes;
+    Stored* row_grad = grad_logits + static_cast<std::int64_t>(row) * classes;
     for (int c = lane; c < classes; c += warp_size) {
-      const double probability = exp(static_cast<double>(row_logits[c]) - log_normalizer);
+      const double probability = exp(static_cast<double>(widen(row_logits[c])) - log_normalizer);
       const double target = uniform_target + (c == label ? 1.0 - smoothing : 0.0);
-      row_grad[c] = static_cast<float>((probability - target) * gradient_scale);
+      row_grad[c] = narrow<Stored>(static_cast<float>((probability - target) * gradient_scale));
     }
   }
 }
@@ -131,19 +137,22 @@ __global__ void cross_entropy_totals_kernel(int batch, const double* sample_loss
   }
 }
 
-__global__ void predict_kernel(int batch, int classes, const float* logits, std::int32_t* predicted_class,
+// The logits are activations (`Stored`); the probabilities go to the host as fp32.
+template <typename Stored>
+__global__ void predict_kernel(int batch, int classes, const Stored* logits, std::int32_t* predicted_class,
                                float* probabilities) {
   const int lane = threadIdx.x % warp_size;
   const int row = blockIdx.x * rows_per_block + threadIdx.x / warp_size;
   if (row >= batch) return;
-  const float* row_logits = logits + static_cast<std::int64_t>(row) * classes;
+  const Stored* row_logits = logits + static_cast<std::int64_t>(row) * classes;
   const ArgMax best = row_arg_max(row_logits, classes, lane);
   if (lane == 0) predicted_class[row] = best.index;
   if (probabilities) {
     const double log_normalizer = row_log_sum_exp(row_logits, classes, lane, best.value);
     float* row_probabilities = probabilities + static_cast<std::int64_t>(row) * classes;
     for (int c = lane; c < classes; c += warp_size)
-      row_probabilities[c] = static_cast<float>(exp(static_cast<double>(row_logits[c]) - log_normalizer));
+      row_probabilities[c] =
+          static_cast<float>(exp(static_cast<double>(widen(row_logits[c])) - log_normalizer));
   }
 }
 
@@ -168,9 +177,13 @@ void CrossEntropy::enqueue(cudaStream_t stream, int batch, int classes, const fl
                            float* grad_logits, void* destination) {
   sample_loss_.ensure(sizeof(double) * static_cast<std::size_t>(batch));
   sample_outcome_.ensure(static_cast<std::size_t>(batch));
-  cross_entropy_rows_kernel<<<row_blocks(batch), rows_per_block * warp_size, 0, stream>>>(
-      batch, classes, logits, labels, label_smoothing, gradient_scale, grad_logits, sample_loss_.as<double>(),
-      sample_outcome_.as<std::uint8_t>());
+  with_stored_type(storage_, [&](auto tag) {
+    using Stored = StoredOf<decltype(tag)>;
+    cross_entropy_rows_kernel<<<row_blocks(batch), rows_per_block * warp_size, 0, stream>>>(
+        batch, classes, stored<Stored>(logits), labels, label_smoothing, gradient_scale,
+        grad_logits ? stored<Stored>(grad_logits) : nullptr, sample_loss_.as<double>(),
+        sample_outcome_.as<std::uint8_t>());
+  });
   PHALANX_CUDA_LAUNCHED("cross_entropy_rows_kernel");
   cross_entropy_totals_kernel<<<1, totals_threads, 0, stream>>>(batch, sample_loss_.as<double>(),
                                                                 sample_outcome_.as<std::uint8_t>(), labels,
@@ -249,8 +262,11 @@ void CrossEntropy::predict(cudaStream_t stream, int batch, int classes, const fl
                            std::int32_t* predicted_class, float* probabilities) {
   PHALANX_CHECK(classes > 0, "prediction needs at least one class");
   if (batch <= 0) return;
-  predict_kernel<<<row_blocks(batch), rows_per_block * warp_size, 0, stream>>>(
-      batch, classes, logits, predicted_class, probabilities);
+  with_stored_type(storage_, [&](auto tag) {
+    using Stored = StoredOf<decltype(tag)>;
+    predict_kernel<<<row_blocks(batch), rows_per_block * warp_size, 0, stream>>>(
+        batch, classes, stored<Stored>(logits), predicted_class, probabilities);
+  });
   PHALANX_CUDA_LAUNCHED("predict_kernel");
 }
 

@@ -18,6 +18,10 @@ class CrossEntropy {
  public:
   CrossEntropy();
 
+  // The type the logits and their gradient are held in (Backend::set_activation_precision); the
+  // sums run in double and read the widened values either way.
+  void set_storage(ComputePrecision storage) { storage_ = storage; }
+
   // Synchronises `stream`: the totals are host values. Throws when a label is outside [0, classes).
   LossTotals softmax_cross_entropy(cudaStream_t stream, int batch, int classes, const float* logits,
                                    const std::int32_t* labels, float label_smoothing, float gradient_scale,
@@ -56,6 +60,7 @@ class CrossEntropy {
   int deferred_classes_ = 0;  // of the filled slots, for the message about a bad label
   std::vector<LossTotals> deferred_drained_;
   std::int64_t host_waits_ = 0;
+  ComputePrecision storage_ = ComputePrecision::Float32;
 };
 
 }  // namespace phalanx::backend::cuda

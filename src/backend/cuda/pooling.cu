@@ -6,6 +6,7 @@
 #include "phalanx/core/error.hpp"
 #include "pooling.hpp"
 #include "pooling_windows.hpp"
+#include "stored_value.hpp"
 
 namespace phalanx::backend::cuda {
 
@@ -22,7 +23,8 @@ PoolingShape shape_of(const PoolingGeometry& geometry) {
           geometry.kernel,   geometry.stride,       geometry.padding};
 }
 
-__global__ void max_pooling_forward_kernel(PoolingShape shape, const float* input, float* output,
+template <typename Stored>
+__global__ void max_pooling_forward_kernel(PoolingShape shape, const Stored* input, Stored* output,
                                            std::int32_t* arg_max) {
   const std::int64_t count =
       static_cast<std::int64_t>(shape.batch) * shape.out_height * shape.out_width * shape.channels;
@@ -34,7 +36,7 @@ __global__ void max_pooling_forward_kernel(PoolingShape shape, const float* inpu
     rest /= shape.out_width;
     const int out_row = static_cast<int>(rest % shape.out_height);
     const std::int64_t sample = rest / shape.out_height;
-    const float* sample_input = input + sample * shape.in_height * shape.in_width * shape.channels;
+    const Stored* sample_input = input + sample * shape.in_height * shape.in_width * shape.channels;
     float best = -INFINITY;
     int best_position = -1;
     for (int kernel_row = 0; kernel_row < shape.kernel; ++kernel_row) {
@@ -44,7 +46,8 @@ __global__ void max_pooling_forward_kernel(PoolingShape shape, const float* inpu
         const int column = window_start(out_column, shape.stride, shape.padding) + kernel_column;
         if (column < 0 || column >= shape.in_width) continue;
         const int position = row * shape.in_width + column;
-        const float value = sample_input[static_cast<std::int64_t>(position) * shape.channels + channel];
+        const float value =
+            widen(sample_input[static_cast<std::int64_t>(position) * shape.channels + channel]);
         // The first maximum wins; a NaN wins and stays (as PyTorch's max pooling).
         if (best_position < 0 || (!isnan(best) && (value > best || isnan(value)))) {
           best = value;
@@ -52,14 +55,15 @@ __global__ void max_pooling_forward_kernel(PoolingShape shape, const float* inpu
         }
       }
     }
-    output[index] = best;
+    output[index] = narrow<Stored>(best);
     if (arg_max) arg_max[index] = best_position;
   }
 }
 
 // Padding counts in the divisor: every window covers kernel * kernel positions of the padded input
 // (the floor-divided output size keeps windows inside it).
-__global__ void average_pooling_forward_kernel(PoolingShape shape, const float* input, float* output) {
+template <typename Stored>
+__global__ void average_pooling_forward_kernel(PoolingShape shape, const Stored* input, Stored* output) {
   const std::int64_t count =
       static_cast<std::int64_t>(shape.batch) * shape.out_height * shape.out_width * shape.channels;
   const float divisor = static_cast<float>(shape.kernel * shape.kernel);
@@ -71,7 +75,7 @@ __global__ void average_pooling_forward_kernel(PoolingShape shape, const float* 
     rest /= shape.out_width;
     const int out_row = static_cast<int>(rest % shape.out_height);
     const std::int64_t sample = rest / shape.out_height;
-    const float* sample_input = input + sample * shape.in_height * shape.in_width * shape.channels;
+    const Stored* sample_input = input + sample * shape.in_height * shape.in_width * shape.channels;
     float sum = 0.0f;
     for (int kernel_row = 0; kernel_row < shape.kernel; ++kernel_row) {
       const int row = window_start(out_row, shape.stride, shape.padding) + kernel_row;
@@ -79,16 +83,18 @@ __global__ void average_pooling_forward_kernel(PoolingShape shape, const float* 
       for (int kernel_column = 0; kernel_column < shape.kernel; ++kernel_column) {
         const int column = window_start(out_column, shape.stride, shape.padding) + kernel_column;
         if (column < 0 || column >= shape.in_width) continue;
-        sum += sample_input[(static_cast<std::int64_t>(row) * shape.in_width + column) * shape.channels +
-                            channel];
+        sum +=
+            widen(sample_input[(static_cast<std::int64_t>(row) * shape.in_width + column) * shape.channels +
+                               channel]);
       }
     }
-    output[index] = sum / divisor;
+    output[index] = narrow<Stored>(sum / divisor);
   }
 }
 
-__global__ void pooling_backward_kernel(PoolingShape shape, bool is_max, const float* grad_output,
-                                        const std::int32_t* arg_max, float* grad_input) {
+template <typename Stored>
+__global__ void pooling_backward_kernel(PoolingShape shape, bool is_max, const Stored* grad_output,
+                                        const std::int32_t* arg_max, Stored* grad_input) {
   const std::int64_t count =
       static_cast<std::int64_t>(shape.batch) * shape.in_height * shape.in_width * shape.channels;
   const float divisor = static_cast<float>(shape.kernel * shape.kernel);
@@ -112,9 +118,9 @@ __global__ void pooling_backward_kernel(PoolingShape shape, bool is_max, const f
         const std::int64_t out_index =
             sample_offset +
             (static_cast<std::int64_t>(out_row) * shape.out_width + out_column) * shape.channels;
-        if (!is_max || arg_max[out_index] == position) sum += grad_output[out_index];
+        if (!is_max || arg_max[out_index] == position) sum += widen(grad_output[out_index]);
       }
-    grad_input[index] = is_max ? sum : sum / divisor;
+    grad_input[index] = narrow<Stored>(is_max ? sum : sum / divisor);
   }
 }
 
@@ -126,33 +132,40 @@ std::size_t pooling_workspace_bytes(const PoolingGeometry& geometry) {
          geometry.out_width() * geometry.channels;
 }
 
-void launch_pooling_forward(cudaStream_t stream, const PoolingGeometry& geometry, const float* input,
-                            float* output, void* workspace) {
+void launch_pooling_forward(cudaStream_t stream, ComputePrecision storage, const PoolingGeometry& geometry,
+                            const float* input, float* output, void* workspace) {
   const PoolingShape shape = shape_of(geometry);
   const std::int64_t count =
       static_cast<std::int64_t>(shape.batch) * shape.out_height * shape.out_width * shape.channels;
   if (count <= 0) return;
-  if (geometry.kind == PoolingKind::Max) {
-    max_pooling_forward_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(
-        shape, input, output, static_cast<std::int32_t*>(workspace));
-    PHALANX_CUDA_LAUNCHED("max_pooling_forward_kernel");
-  } else {
-    average_pooling_forward_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(shape, input,
-                                                                                         output);
-    PHALANX_CUDA_LAUNCHED("average_pooling_forward_kernel");
-  }
+  with_stored_type(storage, [&](auto tag) {
+    using Stored = StoredOf<decltype(tag)>;
+    if (geometry.kind == PoolingKind::Max) {
+      max_pooling_forward_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(
+          shape, stored<Stored>(input), stored<Stored>(output), static_cast<std::int32_t*>(workspace));
+      PHALANX_CUDA_LAUNCHED("max_pooling_forward_kernel");
+    } else {
+      average_pooling_forward_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(
+          shape, stored<Stored>(input), stored<Stored>(output));
+      PHALANX_CUDA_LAUNCHED("average_pooling_forward_kernel");
+    }
+  });
 }
 
-void launch_pooling_backward(cudaStream_t stream, const PoolingGeometry& geometry, const float* grad_output,
-                             const void* workspace, float* grad_input) {
+void launch_pooling_backward(cudaStream_t stream, ComputePrecision storage, const PoolingGeometry& geometry,
+                             const float* grad_output, const void* workspace, float* grad_input) {
   const bool is_max = geometry.kind == PoolingKind::Max;
   PHALANX_CHECK(!is_max || workspace != nullptr, "max pooling backward needs the workspace of its forward");
   const PoolingShape shape = shape_of(geometry);
   const std::int64_t count =
       static_cast<std::int64_t>(shape.batch) * shape.in_height * shape.in_width * shape.channels;
   if (count <= 0) return;
-  pooling_backward_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(
-      shape, is_max, grad_output, static_cast<const std::int32_t*>(workspace), grad_input);
+  with_stored_type(storage, [&](auto tag) {
+    using Stored = StoredOf<decltype(tag)>;
+    pooling_backward_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(
+        shape, is_max, stored<Stored>(grad_output), static_cast<const std::int32_t*>(workspace),
+        stored<Stored>(grad_input));
+  });
   PHALANX_CUDA_LAUNCHED("pooling_backward_kernel");
 }
 

@@ -10,16 +10,18 @@
 
 #include <cstddef>
 
-#include "phalanx/backend/geometry.hpp"
+#include "phalanx/backend/backend.hpp"
 
 namespace phalanx::backend::cuda {
 
 // Max pooling: one int32 per output element; average pooling needs none.
 std::size_t pooling_workspace_bytes(const PoolingGeometry& geometry);
 // A null workspace (evaluation) skips recording the arg-max indices.
-void launch_pooling_forward(cudaStream_t stream, const PoolingGeometry& geometry, const float* input,
-                            float* output, void* workspace);
-void launch_pooling_backward(cudaStream_t stream, const PoolingGeometry& geometry, const float* grad_output,
-                             const void* workspace, float* grad_input);
+// The activations hold elements of `storage` (Backend::set_activation_precision); the sums run in
+// float, and each result is rounded once.
+void launch_pooling_forward(cudaStream_t stream, ComputePrecision storage, const PoolingGeometry& geometry,
+                            const float* input, float* output, void* workspace);
+void launch_pooling_backward(cudaStream_t stream, ComputePrecision storage, const PoolingGeometry& geometry,
+                             const float* grad_output, const void* workspace, float* grad_input);
 
 }  // namespace phalanx::backend::cuda

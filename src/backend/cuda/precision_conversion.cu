@@ -71,4 +71,14 @@ void launch_convert_to_float(cudaStream_t stream, ComputePrecision precision, co
   PHALANX_CUDA_LAUNCHED("to_float_kernel");
 }
 
+void launch_convert(cudaStream_t stream, ComputePrecision from, const void* source, ComputePrecision to,
+                    void* destination, std::int64_t count) {
+  if (from == ComputePrecision::Float32) {
+    launch_convert_from_float(stream, to, static_cast<const float*>(source), destination, count);
+    return;
+  }
+  PHALANX_CHECK(to == ComputePrecision::Float32, "conversions between bf16 and fp16 are not supported");
+  launch_convert_to_float(stream, from, source, static_cast<float*>(destination), count);
+}
+
 }  // namespace phalanx::backend::cuda

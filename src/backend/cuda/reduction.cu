@@ -5,6 +5,7 @@
 #include "cuda_check.hpp"
 #include "launch.hpp"
 #include "reduction.hpp"
+#include "stored_value.hpp"
 
 namespace phalanx::backend::cuda {
 
@@ -14,8 +15,9 @@ constexpr int block_columns = 32;
 constexpr int block_rows = 8;
 constexpr std::int64_t max_chunks = 1024;  // enough blocks to fill an H200 even for 64 columns
 
+template <typename Stored>
 __global__ void partial_column_sums_kernel(std::int64_t rows, int columns, std::int64_t rows_per_chunk,
-                                           const float* input, float* partial_sums) {
+                                           const Stored* input, float* partial_sums) {
   __shared__ float sums[block_rows][block_columns];
   const int column = blockIdx.x * block_columns + threadIdx.x;
   const std::int64_t begin = static_cast<std::int64_t>(blockIdx.y) * rows_per_chunk;
@@ -23,7 +25,7 @@ __global__ void partial_column_sums_kernel(std::int64_t rows, int columns, std::
   float sum = 0.0f;
   if (column < columns)
     for (std::int64_t row = begin + threadIdx.y; row < end; row += block_rows)
-      sum += input[row * columns + column];
+      sum += widen(input[row * columns + column]);
   sums[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.y == 0 && column < columns) {
@@ -44,7 +46,8 @@ __global__ void finish_column_sums_kernel(std::int64_t chunks, int columns, cons
 
 }  // namespace
 
-void ColumnSums::sum(cudaStream_t stream, std::int64_t rows, int columns, const float* input, float* output) {
+void ColumnSums::sum(cudaStream_t stream, ComputePrecision storage, std::int64_t rows, int columns,
+                     const float* input, float* output) {
   if (columns <= 0) return;
   if (rows <= 0) {
     PHALANX_CUDA(cudaMemsetAsync(output, 0, sizeof(float) * columns, stream));
@@ -57,8 +60,11 @@ void ColumnSums::sum(cudaStream_t stream, std::int64_t rows, int columns, const 
   partial_sums_.ensure(sizeof(float) * static_cast<std::size_t>(chunks) * columns);
   const dim3 grid(static_cast<unsigned int>((columns + block_columns - 1) / block_columns),
                   static_cast<unsigned int>(chunks));
-  partial_column_sums_kernel<<<grid, dim3(block_columns, block_rows), 0, stream>>>(
-      rows, columns, rows_per_chunk, input, partial_sums_.as<float>());
+  with_stored_type(storage, [&](auto tag) {
+    using Stored = StoredOf<decltype(tag)>;
+    partial_column_sums_kernel<<<grid, dim3(block_columns, block_rows), 0, stream>>>(
+        rows, columns, rows_per_chunk, stored<Stored>(input), partial_sums_.as<float>());
+  });
   PHALANX_CUDA_LAUNCHED("partial_column_sums_kernel");
   finish_column_sums_kernel<<<(columns + threads_per_block - 1) / threads_per_block, threads_per_block, 0,
                               stream>>>(chunks, columns, partial_sums_.as<float>(), output);

@@ -8,13 +8,16 @@
 #include <cstdint>
 
 #include "device_buffer.hpp"
+#include "phalanx/backend/backend.hpp"
 
 namespace phalanx::backend::cuda {
 
 class ColumnSums {
  public:
-  // output[column] = sum over rows of input[row, column]; output is overwritten.
-  void sum(cudaStream_t stream, std::int64_t rows, int columns, const float* input, float* output);
+  // output[column] = sum over rows of input[row, column]; output is overwritten. `input` holds
+  // elements of `storage` (an activation gradient, Backend::set_activation_precision), output fp32.
+  void sum(cudaStream_t stream, ComputePrecision storage, std::int64_t rows, int columns, const float* input,
+           float* output);
 
  private:
   DeviceBuffer partial_sums_;  // [chunks, columns] floats, grown to the largest call

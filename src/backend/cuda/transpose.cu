@@ -12,15 +12,17 @@ namespace {
 constexpr int tile = 32;
 constexpr int tile_rows_per_pass = 8;  // a 32x8 block moves a 32x32 tile in four passes
 
+// Pure data movement: Element is float, or a 2-byte word for bf16/fp16 (whose bits are moved as they are).
+template <typename Element>
 __global__ void transpose_samples_kernel(std::int64_t batch, std::int64_t rows, std::int64_t columns,
-                                         const float* input, float* output) {
-  __shared__ float buffer[tile][tile + 1];
+                                         const Element* input, Element* output) {
+  __shared__ Element buffer[tile][tile + 1];
   const std::int64_t row_tiles = (rows + tile - 1) / tile;
   const std::int64_t column_start = static_cast<std::int64_t>(blockIdx.x) * tile;
   const std::int64_t sample_size = rows * columns;
   for (std::int64_t sample = blockIdx.z; sample < batch; sample += gridDim.z) {
-    const float* sample_input = input + sample * sample_size;
-    float* sample_output = output + sample * sample_size;
+    const Element* sample_input = input + sample * sample_size;
+    Element* sample_output = output + sample * sample_size;
     for (std::int64_t row_tile = blockIdx.y; row_tile < row_tiles; row_tile += gridDim.y) {
       const std::int64_t row_start = row_tile * tile;
       for (int offset = threadIdx.y; offset < tile; offset += tile_rows_per_pass) {
@@ -41,15 +43,20 @@ __global__ void transpose_samples_kernel(std::int64_t batch, std::int64_t rows, 
 
 }  // namespace
 
-void launch_transpose_samples(cudaStream_t stream, std::int64_t batch, std::int64_t rows,
-                              std::int64_t columns, const float* input, float* output) {
+void launch_transpose_samples(cudaStream_t stream, ComputePrecision storage, std::int64_t batch,
+                              std::int64_t rows, std::int64_t columns, const float* input, float* output) {
   if (batch <= 0 || rows <= 0 || columns <= 0) return;
   const std::int64_t column_tiles = (columns + tile - 1) / tile, row_tiles = (rows + tile - 1) / tile;
   const dim3 grid(static_cast<unsigned int>(column_tiles),
                   static_cast<unsigned int>(row_tiles < 65535 ? row_tiles : 65535),
                   static_cast<unsigned int>(batch < 65535 ? batch : 65535));
-  transpose_samples_kernel<<<grid, dim3(tile, tile_rows_per_pass), 0, stream>>>(batch, rows, columns, input,
-                                                                                output);
+  if (storage == ComputePrecision::Float32)
+    transpose_samples_kernel<<<grid, dim3(tile, tile_rows_per_pass), 0, stream>>>(batch, rows, columns, input,
+                                                                                  output);
+  else
+    transpose_samples_kernel<<<grid, dim3(tile, tile_rows_per_pass), 0, stream>>>(
+        batch, rows, columns, reinterpret_cast<const std::uint16_t*>(input),
+        reinterpret_cast<std::uint16_t*>(output));
   PHALANX_CUDA_LAUNCHED("transpose_samples_kernel");
 }
 
