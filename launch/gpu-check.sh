@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU check (DESIGN §8), for the few minutes a GPU machine is lent. Most important results first:
 # the library check, the *Cuda* parity tests, fmnist_cnn trained to 92% test accuracy (seconds),
-# ResNet-50 bf16 images/s against PyTorch eager on the same GPU, host-to-device bandwidth; then
+# ResNet-50 bf16 images/s against PyTorch eager on the same GPU (with fp32, then bf16
+# activations), host-to-device bandwidth; then
 # reduced precision, the automatic batch size, checkpoints across devices and the other benches.
 # Every step has its own timeout and the whole run a budget (GPU_CHECK_BUDGET_S, default 540 s);
 # summary.txt and steps.log in $OUT grow after every step, so a run killed midway still returns
@@ -100,8 +101,10 @@ summary="$out/summary.txt"
 budget_seconds=${GPU_CHECK_BUDGET_S:-540}
 dry_run=${GPU_CHECK_DRY_RUN:-0}
 device=cuda resnet_batch=256 resnet_image=224 resnet_train=2560 resnet_steps=30 resnet_precision=bf16 fmnist_limit=()
+# The second ResNet-50 run holds activations in the compute precision (fp32 on a dry run's CPU).
+resnet_activations=bf16
 if [ "$dry_run" = 1 ]; then
-  device=cpu resnet_batch=4 resnet_image=64 resnet_train=16 resnet_steps=6 resnet_precision=fp32
+  device=cpu resnet_batch=4 resnet_image=64 resnet_train=16 resnet_steps=6 resnet_precision=fp32 resnet_activations=fp32
   fmnist_limit=(--set train.max_steps=200)
 fi
 started=$SECONDS
@@ -210,10 +213,11 @@ note "  device stages (events, no host syncs) $(json "$result" 'round(sum(d["tim
 note "== resnet50 bf16 batch 256, synthetic 224x224: phalanx vs PyTorch (goal >= 1.0x)"
 step synth-224 120 "$bundle/phalanx" data synth -o "$work/synth224.h5" --train $resnet_train --test 256 \
   --height $resnet_image --width $resnet_image --channels 3 --classes 1000
-step train-resnet50 300 "$bundle/phalanx" train "$bundle/configs/resnet20_synth.yaml" --set device=$device \
-  --set model.preset=resnet50 --set data.path="$work/synth224.h5" --set train.batch_size=$resnet_batch \
-  --set train.precision=$resnet_precision --set train.max_steps=$resnet_steps --set train.epochs=3 --set train.label_smoothing=0 \
-  --set checkpoint.every_steps=1000 --run-dir "$work/run-resnet50"
+resnet50_training=("$bundle/phalanx" train "$bundle/configs/resnet20_synth.yaml" --set device=$device
+  --set model.preset=resnet50 --set data.path="$work/synth224.h5" --set train.batch_size=$resnet_batch
+  --set train.precision=$resnet_precision --set train.max_steps=$resnet_steps --set train.epochs=3 --set train.label_smoothing=0
+  --set checkpoint.every_steps=1000)
+step train-resnet50 300 "${resnet50_training[@]}" --run-dir "$work/run-resnet50"
 result="$work/run-resnet50/summary.json"
 [ -f "$result" ] && cp "$result" "$out/resnet50-summary.json"
 phalanx_rate=$(json "$result" 'round(d["images_per_sec"], 1)')
@@ -225,6 +229,18 @@ tail -n 1 "$work/torch-resnet50.log" >"$out/torch-resnet50.json" 2>/dev/null
 torch_rate=$(json "$out/torch-resnet50.json" 'round(d["images_per_sec"], 1)')
 note "  pytorch: $torch_rate images/s ($(json "$out/torch-resnet50.json" 'd["framework"] + ", " + d["model"]'))"
 note "  ratio phalanx/pytorch: $(python3 -c "print(round($phalanx_rate / $torch_rate, 3))" 2>/dev/null || echo n/a)"
+
+# 5b. The same ResNet-50 run with activations held in bf16 (train.activation_dtype): every op moves
+# 2-byte elements and no cast runs around the convolutions and GEMMs.
+note "== resnet50 bf16 with bf16 activations (train.activation_dtype), otherwise the same run"
+step train-resnet50-bf16-activations 300 "${resnet50_training[@]}" --set train.activation_dtype=$resnet_activations \
+  --run-dir "$work/run-resnet50-bf16-activations"
+result="$work/run-resnet50-bf16-activations/summary.json"
+[ -f "$result" ] && cp "$result" "$out/resnet50-bf16-activations-summary.json"
+activations_rate=$(json "$result" 'round(d["images_per_sec"], 1)')
+note "  phalanx, $resnet_activations activations: $activations_rate images/s, step p50 $(json "$result" 'd["ranks"][0]["step_time_ms"]["p50_ms"]') ms, peak memory $(json "$result" 'd.get("machine", {}).get("gpu_memory_peak_mib")') MiB"
+note "  breakdown ms/step: $(json "$result" '", ".join("%s %.1f" % (k, v["ms_per_step"]) for k, v in d["time_breakdown"].items() if isinstance(v, dict) and "ms_per_step" in v)')"
+note "  ratio phalanx ($resnet_activations activations)/pytorch: $(python3 -c "print(round($activations_rate / $torch_rate, 3))" 2>/dev/null || echo n/a), against fp32 activations: $(python3 -c "print(round($activations_rate / $phalanx_rate, 3))" 2>/dev/null || echo n/a)"
 
 # 6. Host-to-device bandwidth, pinned against pageable.
 note "== phalanx bench transfer (host to device, pinned vs pageable)"

@@ -128,6 +128,7 @@ std::string to_yaml(const Config& config) {
   emit_text(out, "precision", train.precision);
   emit_text(out, "loss_scale", train.loss_scale);
   emit_number(out, "loss_scale_initial", train.loss_scale_initial);
+  emit_text(out, "activation_dtype", train.activation_dtype);
   out << YAML::EndMap;
 
   out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;

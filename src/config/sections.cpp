@@ -184,6 +184,16 @@ void read_train(const Section& section, TrainConfig& train) {
   if (const YAML::Node value = section["precision"]; has(value)) {
     train.precision = reader.choice(value, section.key("precision"), schema::precisions());
   }
+  if (const YAML::Node value = section["activation_dtype"]; has(value)) {
+    train.activation_dtype = reader.choice(value, section.key("activation_dtype"), schema::precisions());
+    // Activations are held in fp32 or in the compute precision itself (a convolution's output
+    // is then stored as it is computed); any other pair would add a conversion at every op.
+    if (train.activation_dtype != "fp32" && train.activation_dtype != train.precision)
+      reader.fail(section.key("activation_dtype"),
+                  section.key("activation_dtype") + ": " + train.activation_dtype +
+                      " must be fp32 or equal to train.precision, which is " + train.precision,
+                  value);
+  }
   if (const YAML::Node value = section["loss_scale"]; has(value)) {
     train.loss_scale = reader.choice(value, section.key("loss_scale"), schema::loss_scales());
   }

@@ -80,7 +80,14 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
   PHALANX_REQUIRE_INPUT(config.train.precision == "fp32" || backend_.device_kind() == DeviceKind::Cuda,
                         "train.precision: ", config.train.precision,
                         " needs a GPU rank (the CUDA backend); CPU ranks train in fp32");
+  PHALANX_REQUIRE_INPUT(config.train.activation_dtype == "fp32" || backend_.device_kind() == DeviceKind::Cuda,
+                        "train.activation_dtype: ", config.train.activation_dtype,
+                        " needs a GPU rank (the CUDA backend); CPU ranks hold activations in fp32");
+  // Activations back to fp32 first: a backend reused by the next trial of a sweep may hold them
+  // in the previous trial's precision, and the compute precision can change only under fp32 ones.
+  backend_.set_activation_precision(backend::ComputePrecision::Float32);
   backend_.set_compute_precision(backend::compute_precision_from_name(config.train.precision));
+  backend_.set_activation_precision(backend::compute_precision_from_name(config.train.activation_dtype));
   dataset_info_ = data::read_dataset_info(config.data.path);
   train_split_ = data::open_training_source(config.data, communicator_);
   test_split_ = std::make_shared<const data::Split>(

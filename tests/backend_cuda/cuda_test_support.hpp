@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -151,6 +152,90 @@ inline void expect_parity(const OpCase& op) {
 
 inline void expect_parity(const std::vector<OpCase>& cases) {
   for (const OpCase& op : cases) expect_parity(op);
+}
+
+// ---- 2-byte activations (Backend::set_activation_precision) ----------------------------------
+// IEEE bf16 and fp16 bit patterns on the host: what a GPU backend holds under reduced activations,
+// written independently of its kernels. Narrowing rounds to nearest, ties to even (as
+// __float2bfloat16_rn and __float2half_rn do); NaN stays NaN (quiet), overflow becomes infinity.
+
+inline std::uint16_t bfloat16_bits_from_float(float value) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  if (std::isnan(value)) return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);
+  // Adding 0x7fff, plus one when the kept part is odd, carries into the kept part exactly when the
+  // dropped half is above one half, or equal to it with an odd kept part.
+  const std::uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>((bits + rounding) >> 16);
+}
+
+inline float float_from_bfloat16_bits(std::uint16_t bits) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
+
+inline std::uint16_t half_bits_from_float(float value) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u)
+    return static_cast<std::uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu));
+  // 65520 is halfway between fp16's largest value (65504, odd significand) and 2^16: it and
+  // everything above round to infinity.
+  if (magnitude >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);
+  if (magnitude < 0x38800000u) {
+    // Below 2^-14, fp16 is subnormal: a multiple of 2^-24. Scaling by 2^24 is exact in float, and
+    // nearbyint rounds to nearest even in the default rounding mode (1024 gives the smallest normal).
+    const float units = std::nearbyint(std::bit_cast<float>(magnitude) * 16777216.0f);
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(units));
+  }
+  // Normal: rebias the exponent (127 -> 15) and drop 13 significand bits, rounding to nearest
+  // even; a carry out of the significand moves the exponent up, as it should.
+  const std::uint32_t rebased = magnitude - (112u << 23);
+  std::uint32_t result = rebased >> 13;
+  const std::uint32_t dropped = rebased & 0x1fffu;
+  if (dropped > 0x1000u || (dropped == 0x1000u && (result & 1u))) ++result;
+  return static_cast<std::uint16_t>(sign | result);
+}
+
+inline float float_from_half_bits(std::uint16_t bits) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
+  const std::uint32_t exponent = (bits >> 10) & 0x1fu, significand = bits & 0x3ffu;
+  if (exponent == 0) {
+    const float magnitude = std::ldexp(static_cast<float>(significand), -24);
+    return sign ? -magnitude : magnitude;
+  }
+  if (exponent == 31) return std::bit_cast<float>(sign | 0x7f800000u | (significand << 13));
+  return std::bit_cast<float>(sign | ((exponent + 112u) << 23) | (significand << 13));
+}
+
+// The bits of `value` in a 2-byte activation precision (BFloat16 or Float16).
+inline std::uint16_t storage_bits(float value, backend::ComputePrecision precision) {
+  return precision == backend::ComputePrecision::BFloat16 ? bfloat16_bits_from_float(value)
+                                                          : half_bits_from_float(value);
+}
+
+inline float float_from_storage_bits(std::uint16_t bits, backend::ComputePrecision precision) {
+  return precision == backend::ComputePrecision::BFloat16 ? float_from_bfloat16_bits(bits)
+                                                          : float_from_half_bits(bits);
+}
+
+// `value` as an activation of `precision` holds it: itself in fp32, else rounded to 2 bytes.
+inline float rounded_to_storage(float value, backend::ComputePrecision precision) {
+  if (precision == backend::ComputePrecision::Float32) return value;
+  return float_from_storage_bits(storage_bits(value, precision), precision);
+}
+
+inline std::vector<float> rounded_to_storage(std::vector<float> values, backend::ComputePrecision precision) {
+  for (float& value : values) value = rounded_to_storage(value, precision);
+  return values;
+}
+
+inline const char* precision_name(backend::ComputePrecision precision) {
+  switch (precision) {
+    case backend::ComputePrecision::Float32: return "fp32";
+    case backend::ComputePrecision::BFloat16: return "bf16";
+    case backend::ComputePrecision::Float16: return "fp16";
+  }
+  return "?";
 }
 
 }  // namespace phalanx::testing

@@ -1,5 +1,6 @@
-// Tests of the mixed-precision keys: train.loss_scale and train.loss_scale_initial, and
-// distributed.grad_dtype — defaults, parsing, the errors that name the key, and the round trip.
+// Tests of the mixed-precision keys: train.loss_scale, train.loss_scale_initial and
+// train.activation_dtype, and distributed.grad_dtype — defaults, parsing, the errors that name the
+// key, and the round trip.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -21,6 +22,7 @@ TEST(PrecisionConfig, Defaults) {
   EXPECT_EQ(config.train.loss_scale, "auto");
   EXPECT_EQ(config.train.loss_scale_initial, 65536.0);
   EXPECT_EQ(config.distributed.grad_dtype, "fp32");
+  EXPECT_EQ(config.train.activation_dtype, "fp32");
 }
 
 TEST(PrecisionConfig, ParsesAndRoundTrips) {
@@ -46,6 +48,47 @@ TEST(PrecisionConfig, BadValuesNameTheKey) {
                      {source + ": ", "distributed.grad_dtype: unknown value 'fp8'"});
   expect_input_error([&] { parse(base + "distributed: {grad_type: bf16}\n", source); },
                      {"unknown key 'distributed.grad_type' (did you mean 'distributed.grad_dtype'?)"});
+}
+
+// Activations are held in fp32 or in the compute precision itself.
+TEST(PrecisionConfig, ActivationDtypeIsFp32OrTheComputePrecision) {
+  for (const std::string precision : {"bf16", "fp16"}) {
+    const Config config =
+        parse(base + "train: {precision: " + precision + ", activation_dtype: " + precision + "}\n", source);
+    EXPECT_EQ(config.train.activation_dtype, precision);
+    EXPECT_EQ(parse(to_yaml(config), "round trip"), config);
+    EXPECT_NE(to_yaml(config).find("activation_dtype: \"" + precision + "\""), std::string::npos)
+        << to_yaml(config);
+    EXPECT_EQ(parse(base + "train: {precision: " + precision + ", activation_dtype: fp32}\n", source)
+                  .train.activation_dtype,
+              "fp32");
+    // The same through --set, in either order of the two keys.
+    EXPECT_EQ(parse(base, source, {"train.activation_dtype=" + precision, "train.precision=" + precision})
+                  .train.activation_dtype,
+              precision);
+  }
+  // A different activation dtype changes the resolved config, so ranks that disagree are caught.
+  EXPECT_NE(hash(parse(base + "train: {precision: bf16}\n", source)),
+            hash(parse(base + "train: {precision: bf16, activation_dtype: bf16}\n", source)));
+}
+
+TEST(PrecisionConfig, ActivationDtypeErrorsNameTheKeyAndTheRule) {
+  expect_input_error([&] { parse(base + "train: {activation_dtype: bf61}\n", source); },
+                     {source + ": ", "train.activation_dtype: unknown value 'bf61' (did you mean 'bf16'?)"});
+  expect_input_error([&] { parse(base + "train: {activation_dtype: float8}\n", source); },
+                     {"train.activation_dtype: unknown value 'float8' (allowed: fp32, bf16, fp16)"});
+  expect_input_error(
+      [&] { parse(base + "train: {activation_dtype: bf16}\n", source); },
+      {source + ": ", "train.activation_dtype: bf16 must be fp32 or equal to train.precision, which is fp32",
+       "(line 3)"});
+  expect_input_error(
+      [&] { parse(base + "train: {precision: bf16, activation_dtype: fp16}\n", source); },
+      {"train.activation_dtype: fp16 must be fp32 or equal to train.precision, which is bf16"});
+  expect_input_error([&] { parse(base, source, {"train.activation_dtype=fp16"}); },
+                     {"train.activation_dtype: fp16 must be fp32 or equal to train.precision, which is fp32",
+                      "(from --set train.activation_dtype)"});
+  expect_input_error([&] { parse(base + "train: {activation_type: bf16}\n", source); },
+                     {"unknown key 'train.activation_type' (did you mean 'train.activation_dtype'?)"});
 }
 
 }  // namespace

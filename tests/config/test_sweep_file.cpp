@@ -146,3 +146,16 @@ TEST_F(SweepFile, SearchingAKeyTheSweepSetsIsRefused) {
   ASSERT_EQ(seeded.space.size(), 3u);
   EXPECT_EQ(seeded.space[1].key, "seed");
 }
+
+// train.activation_dtype in a space is checked against the base's train.precision, value by value.
+TEST_F(SweepFile, ReducedActivationsNeedThatPrecisionInTheBase) {
+  const std::string space = "  train.batch_size: {type: choice, values: [16, 32]}\n";
+  const std::string activations = "  train.activation_dtype: {type: choice, values: [fp32, bf16]}\n";
+  expect_input_error(
+      [&] { load_sweep(sweep(space, activations)); },
+      {"space.train.activation_dtype", "the value bf16",
+       "train.activation_dtype: bf16 must be fp32 or equal to train.precision, which is fp32"});
+  const auto sweep_config = load_sweep(sweep(space, activations), {"config.train.precision=bf16"});
+  ASSERT_EQ(sweep_config.space.size(), 2u);
+  EXPECT_EQ(sweep_config.space[1].values, (std::vector<std::string>{"fp32", "bf16"}));
+}

@@ -130,6 +130,19 @@ class BadInputsTest(unittest.TestCase):
         self.train_refused("set-bad-value", path, "optimizer.learning_rate",
                            extra=("--set", "optimizer.learning_rate=fast"))
 
+    def test_reduced_activations_without_that_precision(self):
+        path = self.write("activation-dtype", self.config())
+        line = self.train_refused("activation-dtype", path, "train.activation_dtype", "train.precision",
+                                  extra=("--set", "train.activation_dtype=bf16"))
+        self.assertIn("(from --set train.activation_dtype)", line)
+
+    def test_reduced_activations_on_a_cpu_rank(self):
+        # Valid on a GPU rank; a CPU rank computes and holds activations in fp32 only.
+        path = self.write("activation-dtype-cpu", self.config(device="cpu"))
+        line = self.train_refused("activation-dtype-cpu", path, "train.precision", "needs a GPU rank",
+                                  extra=("--set", "train.precision=bf16", "--set", "train.activation_dtype=bf16"))
+        self.assertIn("bf16", line)
+
     def test_device_cuda_without_a_gpu(self):
         # Refused alike by a build without the CUDA backend and by one that finds no GPU.
         if e2e.gpu_count() > 0:

@@ -122,11 +122,15 @@ class RunWithoutGpuTest(unittest.TestCase):
         with open(os.path.join(out, "summary.txt")) as file:
             summary = file.read()
         for step in ("cuda-tests", "nccl-tests", "train-fmnist", "synth-224", "train-resnet50", "torch-resnet50",
-                     "bench-transfer", "train-bf16", "train-auto-batch", "eval-gpu-checkpoint-on-cpu",
+                     "train-resnet50-bf16-activations", "bench-transfer", "train-bf16", "train-auto-batch", "eval-gpu-checkpoint-on-cpu",
                      "eval-cpu-checkpoint-on-gpu", "bench-devices", "bench-allreduce"):
             self.assertRegex(summary, rf"{step}: exit \d+", step)
         self.assertRegex(summary, r"train-fmnist: exit 0 ")
         self.assertRegex(summary, r"train-resnet50: exit 0 ")
+        # The second ResNet-50 run passes train.activation_dtype (the compute precision, fp32 on a CPU).
+        self.assertRegex(summary, r"train-resnet50-bf16-activations: exit 0 ")
+        self.assertRegex(summary, r"phalanx, fp32 activations: [0-9.]+ images/s")
+        self.assertRegex(summary, r"ratio phalanx \(fp32 activations\)/pytorch: [0-9.]+, against fp32 activations: ")
         # Without a GPU both ranks are CPU ranks; the batch split by throughput still trains.
         self.assertRegex(summary, r"train-mixed-split: exit 0 ")
         self.assertRegex(summary, r"batch split: rank 0 cpu \d+ \(")
@@ -135,6 +139,8 @@ class RunWithoutGpuTest(unittest.TestCase):
         self.assertGreater(fmnist["test_accuracy"], 0.6)
         self.assertIn("hidden_share", fmnist["time_breakdown"]["host_to_device_total"])
         with open(os.path.join(out, "resnet50-summary.json")) as file:
+            self.assertGreater(json.load(file)["images_per_sec"], 0)
+        with open(os.path.join(out, "resnet50-bf16-activations-summary.json")) as file:
             self.assertGreater(json.load(file)["images_per_sec"], 0)
         self.assertRegex(summary, r"breakdown ms/step: allreduce_total [0-9.]+")
         files = os.listdir(out)

@@ -97,6 +97,8 @@ struct TrainConfig {
   std::string precision = "fp32";       // fp32 | bf16 | fp16 (reduced precision on GPU ranks only)
   std::string loss_scale = "auto";      // auto (dynamic for fp16, else none) | dynamic | none
   double loss_scale_initial = 65536.0;  // first scale of dynamic loss scaling
+  // fp32 | the value of precision: how GPU ranks hold activations (train.activation_dtype)
+  std::string activation_dtype = "fp32";
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };

@@ -1,0 +1,55 @@
+// The CPU backend computes and holds activations in fp32 only: asking it for bf16/fp16 compute or
+// activations is a clear input error (exit status 2), and a refused request changes nothing.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backend/backend_test_support.hpp"
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::testing {
+namespace {
+
+using backend::ComputePrecision;
+
+// The message of the InvalidInput error `call` throws; empty (and a failure) when it does not.
+template <typename Call>
+std::string input_error_of(Call call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidInput) << error.what();
+    EXPECT_EQ(error.exit_status(), 2) << error.what();
+    return error.what();
+  }
+  ADD_FAILURE() << "expected an InvalidInput error";
+  return "";
+}
+
+TEST(CpuPrecision, ActivationsStayFp32) {
+  auto backend = make_test_backend();
+  EXPECT_NO_THROW(backend->set_activation_precision(ComputePrecision::Float32));
+  for (const ComputePrecision precision : {ComputePrecision::BFloat16, ComputePrecision::Float16}) {
+    const std::string message = input_error_of([&] { backend->set_activation_precision(precision); });
+    EXPECT_NE(message.find("keeps activations in fp32 only"), std::string::npos) << message;
+    EXPECT_NE(message.find(backend->name()), std::string::npos) << message;
+  }
+  // The refusals left fp32 activations: an op reads and writes 4-byte floats as before.
+  const std::vector<float> input{-1.5f, 0.0f, 2.25f, 1e-30f, -3e10f};
+  std::vector<float> output(input.size(), -7.0f);
+  backend->relu_forward(static_cast<std::int64_t>(input.size()), input.data(), output.data());
+  EXPECT_EQ(output, (std::vector<float>{0.0f, 0.0f, 2.25f, 1e-30f, 0.0f}));
+}
+
+TEST(CpuPrecision, ComputeStaysFp32) {
+  auto backend = make_test_backend();
+  EXPECT_NO_THROW(backend->set_compute_precision(ComputePrecision::Float32));
+  for (const ComputePrecision precision : {ComputePrecision::BFloat16, ComputePrecision::Float16}) {
+    const std::string message = input_error_of([&] { backend->set_compute_precision(precision); });
+    EXPECT_NE(message.find("computes in fp32 only"), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace phalanx::testing
