@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "phalanx/train/precision_setup.hpp"
+
 namespace phalanx::train {
 
 ProbeStep::ProbeStep(const config::Config& config, backend::Backend& backend, const Shape& sample,
@@ -19,6 +21,8 @@ ProbeStep::ProbeStep(const config::Config& config, backend::Backend& backend, co
       input_(backend, sample.batched(batch)),
       labels_(backend, Shape{batch}, DType::Int32),
       grad_logits_(backend, Shape{batch, classes}) {
+  // The arithmetic and activation storage of the run: its memory and speed are what is measured.
+  apply_precision(config, backend_);
   backend_.fill(input_.data(), input_.elements(), 0.0f);
   const std::vector<std::int32_t> zero_labels(static_cast<std::size_t>(batch), 0);
   backend_.copy_from_host(labels_.data_as<void>(), zero_labels.data(), labels_.bytes());

@@ -21,6 +21,7 @@
 #include "phalanx/train/device_stage_timer.hpp"
 #include "phalanx/train/evaluation.hpp"
 #include "phalanx/train/input_batch.hpp"
+#include "phalanx/train/precision_setup.hpp"
 #include "phalanx/train/progress.hpp"
 #include "phalanx/train/run_control.hpp"
 #include "phalanx/train/step_time_statistics.hpp"
@@ -77,17 +78,7 @@ nlohmann::json StageTimes::to_json(std::int64_t steps) const {
 Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator, backend::Backend& backend)
     : options_(std::move(options)), communicator_(communicator), backend_(backend) {
   const auto& config = options_.config;
-  PHALANX_REQUIRE_INPUT(config.train.precision == "fp32" || backend_.device_kind() == DeviceKind::Cuda,
-                        "train.precision: ", config.train.precision,
-                        " needs a GPU rank (the CUDA backend); CPU ranks train in fp32");
-  PHALANX_REQUIRE_INPUT(config.train.activation_dtype == "fp32" || backend_.device_kind() == DeviceKind::Cuda,
-                        "train.activation_dtype: ", config.train.activation_dtype,
-                        " needs a GPU rank (the CUDA backend); CPU ranks hold activations in fp32");
-  // Activations back to fp32 first: a backend reused by the next trial of a sweep may hold them
-  // in the previous trial's precision, and the compute precision can change only under fp32 ones.
-  backend_.set_activation_precision(backend::ComputePrecision::Float32);
-  backend_.set_compute_precision(backend::compute_precision_from_name(config.train.precision));
-  backend_.set_activation_precision(backend::compute_precision_from_name(config.train.activation_dtype));
+  apply_precision(config, backend_);
   dataset_info_ = data::read_dataset_info(config.data.path);
   train_split_ = data::open_training_source(config.data, communicator_);
   test_split_ = std::make_shared<const data::Split>(

@@ -1,0 +1,62 @@
+// apply_precision: what train.precision and train.activation_dtype set on a rank's backend, and that
+// the start-up probe step (auto batch size, throughput split) runs under them as training does.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "backend/backend_test_support.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/train/precision_setup.hpp"
+#include "phalanx/train/probe_step.hpp"
+
+namespace phalanx::testing {
+namespace {
+
+config::Config config_with(const std::string& precision, const std::string& activation_dtype) {
+  return config::parse(
+      "model: {preset: fmnist_cnn}\ndata: {path: fashion.h5}\ntrain: {batch_size: 8, precision: " +
+          precision + ", activation_dtype: " + activation_dtype + "}\n",
+      "probe.yaml");
+}
+
+// The InvalidInput message of `call`, or "" when it does not throw one.
+template <typename Call>
+std::string invalid_input_message(Call call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    if (error.kind() == ErrorKind::InvalidInput) return error.what();
+    throw;
+  }
+  return "";
+}
+
+TEST(PrecisionSetup, CpuRankTakesFp32AndRefusesReducedPrecisionNamingTheKey) {
+  const auto backend = make_test_backend();
+  EXPECT_NO_THROW(train::apply_precision(config_with("fp32", "fp32"), *backend));
+  const std::string precision =
+      invalid_input_message([&] { train::apply_precision(config_with("bf16", "fp32"), *backend); });
+  EXPECT_NE(precision.find("train.precision: bf16"), std::string::npos) << precision;
+  const std::string activations =
+      invalid_input_message([&] { train::apply_precision(config_with("fp16", "fp16"), *backend); });
+  EXPECT_NE(activations.find("train.precision: fp16"), std::string::npos) << activations;
+}
+
+// The probes measure the steps training will take: a probe asked for bf16 on a CPU rank is
+// refused as training would be, instead of quietly measuring an fp32 step.
+TEST(PrecisionSetup, ProbeStepRunsUnderTheConfiguredPrecision) {
+  const auto backend = make_test_backend();
+  const Shape sample{28, 28, 1};
+  // The probe keeps a reference to its config.
+  const config::Config fp32 = config_with("fp32", "fp32"), bf16 = config_with("bf16", "bf16");
+  train::ProbeStep fp32_probe(fp32, *backend, sample, 10, 8);
+  EXPECT_NO_THROW(fp32_probe.run());
+  const std::string message = invalid_input_message([&] {
+    train::ProbeStep probe(bf16, *backend, sample, 10, 8);
+    probe.run();
+  });
+  EXPECT_NE(message.find("train.precision: bf16"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace phalanx::testing
