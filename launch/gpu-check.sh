@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # GPU check (DESIGN §8), for the few minutes a GPU machine is lent. Most important results first:
 # the library check, the *Cuda* parity tests, fmnist_cnn trained to 92% test accuracy (seconds),
-# ResNet-50 bf16 images/s against PyTorch eager on the same GPU (with fp32, then bf16
-# activations), host-to-device bandwidth; then
-# reduced precision, the automatic batch size, checkpoints across devices and the other benches.
+# host-to-device bandwidth (seconds to measure), ResNet-50 bf16 images/s against PyTorch eager on
+# the same GPU (with fp32, then bf16 activations); then reduced precision, the automatic batch
+# size, checkpoints across devices and the other benches.
 # Every step has its own timeout and the whole run a budget (GPU_CHECK_BUDGET_S, default 540 s);
 # summary.txt and steps.log in $OUT grow after every step, so a run killed midway still returns
 # what it had.
@@ -210,7 +210,15 @@ note "  H2D hidden share $(json "$result" 'round(d["time_breakdown"]["host_to_de
 note "  breakdown ms/step: $(json "$result" '", ".join("%s %.3f" % (k, v["ms_per_step"]) for k, v in d["time_breakdown"].items() if isinstance(v, dict) and "ms_per_step" in v)')"
 note "  device stages (events, no host syncs) $(json "$result" 'round(sum(d["time_breakdown"][k]["ms_per_step"] for k in ("host_to_device", "forward", "backward", "allreduce_wait", "optimizer")), 3)') of $(json "$result" 'round(d["time_breakdown"]["step_ms"], 3)') ms/step"
 
-# 5. ResNet-50, bf16, batch 256 per GPU, synthetic 224x224: phalanx against PyTorch eager.
+# 5. Host-to-device bandwidth, pinned against pageable: seconds, before the long ResNet-50 runs.
+note "== phalanx bench transfer (host to device, pinned vs pageable)"
+step bench-transfer 90 "$bundle/phalanx" bench transfer
+if [ -f "$work/bench-transfer.log" ]; then
+  cp "$work/bench-transfer.log" "$out/transfer.txt"
+  cat "$work/bench-transfer.log" >>"$summary"
+fi
+
+# 6. ResNet-50, bf16, batch 256 per GPU, synthetic 224x224: phalanx against PyTorch eager.
 note "== resnet50 bf16 batch 256, synthetic 224x224: phalanx vs PyTorch (goal >= 1.0x)"
 step synth-224 120 "$bundle/phalanx" data synth -o "$work/synth224.h5" --train $resnet_train --test 256 \
   --height $resnet_image --width $resnet_image --channels 3 --classes 1000
@@ -231,7 +239,7 @@ torch_rate=$(json "$out/torch-resnet50.json" 'round(d["images_per_sec"], 1)')
 note "  pytorch: $torch_rate images/s ($(json "$out/torch-resnet50.json" 'd["framework"] + ", " + d["model"]'))"
 note "  ratio phalanx/pytorch: $(python3 -c "print(round($phalanx_rate / $torch_rate, 3))" 2>/dev/null || echo n/a)"
 
-# 5b. The same ResNet-50 run with activations held in bf16 (train.activation_dtype): every op moves
+# 6b. The same ResNet-50 run with activations held in bf16 (train.activation_dtype): every op moves
 # 2-byte elements and no cast runs around the convolutions and GEMMs.
 note "== resnet50 bf16 with bf16 activations (train.activation_dtype), otherwise the same run"
 step train-resnet50-bf16-activations 300 "${resnet50_training[@]}" --set train.activation_dtype=$resnet_activations \
@@ -242,14 +250,6 @@ activations_rate=$(json "$result" 'round(d["images_per_sec"], 1)')
 note "  phalanx, $resnet_activations activations: $activations_rate images/s, step p50 $(json "$result" 'd["ranks"][0]["step_time_ms"]["p50_ms"]') ms, peak memory $(json "$result" 'd.get("machine", {}).get("gpu_memory_peak_mib")') MiB"
 note "  breakdown ms/step: $(json "$result" '", ".join("%s %.1f" % (k, v["ms_per_step"]) for k, v in d["time_breakdown"].items() if isinstance(v, dict) and "ms_per_step" in v)')"
 note "  ratio phalanx ($resnet_activations activations)/pytorch: $(python3 -c "print(round($activations_rate / $torch_rate, 3))" 2>/dev/null || echo n/a), against fp32 activations: $(python3 -c "print(round($activations_rate / $phalanx_rate, 3))" 2>/dev/null || echo n/a)"
-
-# 6. Host-to-device bandwidth, pinned against pageable.
-note "== phalanx bench transfer (host to device, pinned vs pageable)"
-step bench-transfer 90 "$bundle/phalanx" bench transfer
-if [ -f "$work/bench-transfer.log" ]; then
-  cp "$work/bench-transfer.log" "$out/transfer.txt"
-  cat "$work/bench-transfer.log" >>"$summary"
-fi
 
 # 7. The rest, as time allows.
 note "== reduced precision and device-side augmentation (fmnist_cnn, 300 steps each)"
