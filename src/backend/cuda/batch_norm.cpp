@@ -3,6 +3,7 @@
 // the same memory whether spatial came from an image (H * W) or is 1 after a linear layer.
 #include "batch_norm.hpp"
 
+#include "cudnn_refusal.hpp"
 #include "elementwise.hpp"
 #include "forward_epilogue.hpp"
 #include "phalanx/core/error.hpp"
@@ -31,12 +32,10 @@ cudnnDataType_t data_type(ComputePrecision precision) {
   return CUDNN_DATA_FLOAT;
 }
 
-// Whether cuDNN refused a call for the data type of the activations (the fp32 path then takes
-// over); any other failure is an error.
+// Whether cuDNN refused a call for the data type or mode of the activations (the plain mode or the
+// fp32 path then takes over; cudnn_refusal.hpp); any other failure is an error.
 bool refused_for_type(cudnnStatus_t status) {
-  return status == CUDNN_STATUS_NOT_SUPPORTED || status == CUDNN_STATUS_BAD_PARAM ||
-         status == CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE || status == CUDNN_STATUS_NOT_SUPPORTED_LAYOUT ||
-         status == CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
+  return cudnn_refused(status);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "cudnn_refusal.hpp"
 #include "elementwise.hpp"
 #include "forward_epilogue.hpp"
 #include "phalanx/core/error.hpp"
@@ -70,17 +71,14 @@ cudnnMathType_t requested_math_type(ComputePrecision precision) {
   return precision == ComputePrecision::Float32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
 }
 
-// How many candidates a search returned. A search that cuDNN refuses as unsupported for the shape,
-// data type or layout found none in bf16/fp16 (the direction then falls back to fp32); any other
-// failure, and every failure in fp32, is an error.
+// How many candidates a search returned. A search that cuDNN refuses (cudnn_refusal.hpp: any code
+// of the NOT_SUPPORTED or BAD_PARAM categories, e.g. for a bf16 NHWC shape with 1 or 3 channels)
+// found none in bf16/fp16 (the direction then falls back to fp32); any other failure, and every
+// failure in fp32, is an error.
 int searched_candidates(cudnnStatus_t status, int returned, ComputePrecision precision, const char* call,
                         int line) {
   if (status == CUDNN_STATUS_SUCCESS) return returned;
-  const bool unsupported_here =
-      status == CUDNN_STATUS_NOT_SUPPORTED || status == CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN ||
-      status == CUDNN_STATUS_NOT_SUPPORTED_SHAPE || status == CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE ||
-      status == CUDNN_STATUS_NOT_SUPPORTED_LAYOUT || status == CUDNN_STATUS_NOT_SUPPORTED_PADDING;
-  if (precision != ComputePrecision::Float32 && unsupported_here) return 0;
+  if (precision != ComputePrecision::Float32 && cudnn_refused(status)) return 0;
   throw_cudnn_error(status, call, __FILE__, line);
 }
 
