@@ -44,8 +44,16 @@ struct BatchNorms::Plan {
   Plan(const BatchNormGeometry& geometry, ComputePrecision held) {
     PHALANX_CUDNN(cudnnSetTensor4dDescriptor(activations.get(), CUDNN_TENSOR_NHWC, data_type(held),
                                              geometry.batch, geometry.channels, geometry.spatial, 1));
-    // fp32 statistics and gamma/beta for every activation type (cuDNN derives FLOAT for bf16/fp16).
-    PHALANX_CUDNN(cudnnDeriveBNTensorDescriptor(parameters.get(), activations.get(), mode));
+    if (held == ComputePrecision::Float32) {
+      PHALANX_CUDNN(cudnnDeriveBNTensorDescriptor(parameters.get(), activations.get(), mode));
+      return;
+    }
+    // Statistics and gamma/beta are fp32 buffers for every activation type, so their descriptor
+    // says FLOAT outright, as PyTorch builds it from its fp32 weight: cuDNN documents the derived
+    // descriptor as FLOAT for a HALF x only ("the same type as the input" otherwise), and a
+    // BFLOAT16 one would make cuDNN read the fp32 gamma, beta, means and variances as bf16 pairs.
+    PHALANX_CUDNN(cudnnSetTensor4dDescriptor(parameters.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+                                             geometry.channels, 1, 1));
   }
   TensorDescriptor activations;
   TensorDescriptor parameters;  // 1 x C x 1 x 1: gamma, beta, means, variances
