@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -695,6 +696,68 @@ TEST(CudaActivationStorage, Linear) {
 TEST(CudaActivationStorage, LossAndPrediction) {
   PHALANX_SKIP_WITHOUT_CUDA();
   expect_storage_parity(loss_cases());
+}
+
+// The element-wise kernels move four elements per vector load when every pointer is aligned to four
+// elements (always, for whole buffers) and one at a time otherwise. Pointers 1, 2 and 4 floats into
+// their buffers (1, 2, 4 fp32 elements; 2, 4, 8 bf16/fp16 ones) take either path: each call must
+// write exactly the elements it was given, with the bits the same call on the whole buffer gives.
+TEST(CudaActivationStorage, ElementwiseAtOffsetPointersMatchesTheWholeBuffer) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  Backend& b = cuda_backend();
+  constexpr std::int64_t total = 1031, count = 1021;  // the offset calls cover `count` elements
+  const std::vector<float> first = random_values(total, 50), second = random_values(total, 51),
+                           third = random_values(total, 52), unwritten(total, NAN);
+  for (const ComputePrecision precision :
+       {ComputePrecision::Float32, ComputePrecision::BFloat16, ComputePrecision::Float16}) {
+    SCOPED_TRACE(precision_name(precision));
+    std::optional<ReducedActivations> reduced;
+    if (precision != ComputePrecision::Float32) reduced.emplace(b, precision);
+    const bool packed = precision != ComputePrecision::Float32;
+    const Activations activations(b, precision);
+    const auto held = [&](const std::vector<float>& values) {
+      return packed ? activations.upload(values) : upload(b, values);
+    };
+    const auto read = [&](const Tensor& tensor) {
+      return packed ? activations.download(tensor, total) : as_doubles(download(b, tensor));
+    };
+    struct Op {
+      std::string name;
+      bool accumulates;  // the output starts as `third` and is added to
+      std::function<void(std::int64_t, const float*, const float*, float*)> run;
+    };
+    const std::vector<Op> ops = {
+        {"relu_forward", false,
+         [&](std::int64_t n, const float* x, const float*, float* out) { b.relu_forward(n, x, out); }},
+        {"relu_backward", false,
+         [&](std::int64_t n, const float* x, const float* y, float* out) { b.relu_backward(n, x, y, out); }},
+        {"add", false,
+         [&](std::int64_t n, const float* x, const float* y, float* out) { b.add(n, x, y, out); }},
+        {"add_relu", false,
+         [&](std::int64_t n, const float* x, const float* y, float* out) { b.add_relu(n, x, y, out); }},
+        {"accumulate", true,
+         [&](std::int64_t n, const float* x, const float*, float* out) { b.accumulate(n, x, out); }}};
+    for (const Op& op : ops) {
+      const std::vector<float>& initial = op.accumulates ? third : unwritten;
+      Tensor x = held(first), y = held(second), whole = held(initial);
+      op.run(total, x.data(), y.data(), whole.data());
+      const std::vector<double> expected = read(whole), before = read(held(initial));
+      for (const std::int64_t offset_floats : {1, 2, 4}) {
+        SCOPED_TRACE(op.name + " at data() + " + std::to_string(offset_floats));
+        const std::int64_t skipped = packed ? 2 * offset_floats : offset_floats;
+        Tensor offset = held(initial);
+        op.run(count, x.data() + offset_floats, y.data() + offset_floats, offset.data() + offset_floats);
+        const std::vector<double> actual = read(offset);
+        for (std::int64_t i = 0; i < total; ++i) {
+          const bool covered = i >= skipped && i < skipped + count;
+          const double wanted = covered ? expected[i] : before[i];
+          const bool same = (std::isnan(actual[i]) && std::isnan(wanted)) || actual[i] == wanted;
+          ASSERT_TRUE(same) << "element " << i << (covered ? " (in the call)" : " (outside the call)") << ": "
+                            << actual[i] << ", expected " << wanted;
+        }
+      }
+    }
+  }
 }
 
 // Whether `call` throws an InvalidInput phalanx::Error (a bad configuration, exit status 2).
