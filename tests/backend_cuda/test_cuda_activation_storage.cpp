@@ -443,6 +443,11 @@ std::vector<StorageCase> convolution_cases() {
   using enum FusedActivation;
   return {
       convolution_case("first_layer_3_to_16_bias_relu", convolution(4, 3, 16, 16, 3, 1, 1, true, Relu), true),
+      // fmnist_cnn's first layer (1 channel) and ResNet-50's (3 channels, 7x7 stride 2): the shapes
+      // where cuDNN may have no bf16/fp16 NHWC algorithm and the direction falls back to fp32.
+      convolution_case("first_layer_1_to_32_bias_relu", convolution(4, 1, 28, 32, 3, 1, 1, true, Relu), true),
+      convolution_case("first_layer_3_to_64_7x7_stride2", convolution(2, 3, 32, 64, 7, 2, 3, false, None),
+                       true),
       convolution_case("stride2_pad1_16_to_24_bias_relu", convolution(3, 16, 15, 24, 3, 2, 1, true, Relu),
                        false),
       convolution_case("3x3_16_to_32_no_bias", convolution(4, 16, 12, 32, 3, 1, 1, false, None), false),
