@@ -41,6 +41,8 @@ if [ "$mode" = --bundle ]; then
       fail "$build/tests/$binary is missing: build with CUDA first, e.g. PHALANX_BUILD_DIR=$build launch/build.sh -DPHALANX_CUDA=ON"
   done
   [ -x "$build/src/phalanx" ] || fail "$build/src/phalanx is missing: build it first (launch/build.sh)"
+  [ -x "$build/bench/phalanx_bench_device_ops" ] ||
+    fail "$build/bench/phalanx_bench_device_ops is missing: build with PHALANX_BENCH=ON (the default)"
   ldd "$build/src/phalanx" | grep -q libcudart ||
     fail "$build/src/phalanx is not linked with CUDA (configured with PHALANX_CUDA=OFF?); rebuild with CUDA on"
   component_folder=$(ompi_info --parsable --path pkglibdir 2>/dev/null | sed -n 's/^path:pkglibdir://p')
@@ -50,7 +52,8 @@ if [ "$mode" = --bundle ]; then
 
   rm -rf "$bundle" && mkdir -p "$bundle/lib" "$bundle/mpi"
   cp "$build/src/phalanx" "$build/tests/phalanx_backend_cuda_tests" "$build/tests/phalanx_comm_nccl_tests" "$bundle/"
-  cp bench/torch_resnet50.py "$bundle/"
+  cp "$build/bench/phalanx_bench_device_ops" "$bundle/"
+  cp bench/torch_resnet50.py bench/torch_device_ops.py "$bundle/"
   cp -r configs "$bundle/"
   # MPI_Init fails without Open MPI's plugins (opal_init finds no components), and the GPU
   # machine has no Open MPI: carry them and point Open MPI and PMIx at them in --run.
@@ -251,7 +254,16 @@ note "  phalanx, $resnet_activations activations: $activations_rate images/s, st
 note "  breakdown ms/step: $(json "$result" '", ".join("%s %.1f" % (k, v["ms_per_step"]) for k, v in d["time_breakdown"].items() if isinstance(v, dict) and "ms_per_step" in v)')"
 note "  ratio phalanx ($resnet_activations activations)/pytorch: $(python3 -c "print(round($activations_rate / $torch_rate, 3))" 2>/dev/null || echo n/a), against fp32 activations: $(python3 -c "print(round($activations_rate / $phalanx_rate, 3))" 2>/dev/null || echo n/a)"
 
-# 7. The rest, as time allows.
+# 7. Where the ResNet-50 time goes, op by op: phalanx's ops in fp32, bf16 compute and bf16
+# activations, then PyTorch's under bf16 autocast, at the same shapes (bench/device_ops.cpp).
+note "== device ops at ResNet-50's shapes, ms per call: phalanx, then PyTorch"
+step bench-device-ops 120 "$bundle/phalanx_bench_device_ops" --device $device
+[ -f "$work/bench-device-ops.log" ] && cat "$work/bench-device-ops.log" >>"$summary"
+step_library_path=${LD_LIBRARY_PATH:-} step torch-device-ops 120 "${PYTHON:-python3}" "$bundle/torch_device_ops.py" \
+  --device $device
+[ -f "$work/torch-device-ops.log" ] && cat "$work/torch-device-ops.log" >>"$summary"
+
+# 8. The rest, as time allows.
 note "== reduced precision and device-side augmentation (fmnist_cnn, 300 steps each)"
 for precision in bf16 fp16; do
   step "train-$precision" 120 "$bundle/phalanx" train "$config" --set device=$device --set data.path="$data" \

@@ -88,12 +88,16 @@ class RunWithoutGpuTest(unittest.TestCase):
         cls.bundle = os.path.join(cls.WORK, "gpu-bundle")
         os.makedirs(os.path.join(cls.bundle, "lib"))
         os.makedirs(os.path.join(cls.bundle, "mpi"))
-        for binary in [e2e.PHALANX, *binaries]:
+        device_ops = os.path.join(build_folder(), "bench", "phalanx_bench_device_ops")
+        if not os.path.exists(device_ops):
+            raise unittest.SkipTest(f"{device_ops} is missing (PHALANX_BENCH off): --bundle would refuse too")
+        for binary in [e2e.PHALANX, *binaries, device_ops]:
             os.symlink(os.path.abspath(binary), os.path.join(cls.bundle, os.path.basename(binary)))
         os.symlink(openmpi, os.path.join(cls.bundle, "mpi", "openmpi"))
         os.symlink(pmix, os.path.join(cls.bundle, "mpi", "pmix"))
         shutil.copytree(os.path.join(e2e.SOURCE_DIR, "configs"), os.path.join(cls.bundle, "configs"))
-        shutil.copy(os.path.join(e2e.SOURCE_DIR, "bench", "torch_resnet50.py"), cls.bundle)
+        for script in ("torch_resnet50.py", "torch_device_ops.py"):
+            shutil.copy(os.path.join(e2e.SOURCE_DIR, "bench", script), cls.bundle)
         e2e.require_fashion()
         fashion = e2e.make_fashion_subset(os.path.join(cls.WORK, "fashion"), train_count=2000, test_count=500)
         os.symlink(fashion, os.path.join(cls.bundle, "fashion-mnist.h5"))
@@ -122,13 +126,18 @@ class RunWithoutGpuTest(unittest.TestCase):
         with open(os.path.join(out, "summary.txt")) as file:
             summary = file.read()
         for step in ("cuda-tests", "nccl-tests", "train-fmnist", "synth-224", "train-resnet50", "torch-resnet50",
-                     "train-resnet50-bf16-activations", "bench-transfer", "train-bf16", "train-auto-batch", "eval-gpu-checkpoint-on-cpu",
+                     "train-resnet50-bf16-activations", "bench-transfer", "bench-device-ops", "torch-device-ops", "train-bf16", "train-auto-batch", "eval-gpu-checkpoint-on-cpu",
                      "eval-cpu-checkpoint-on-gpu", "bench-devices", "bench-allreduce"):
             self.assertRegex(summary, rf"{step}: exit \d+", step)
         self.assertRegex(summary, r"train-fmnist: exit 0 ")
         self.assertRegex(summary, r"train-resnet50: exit 0 ")
         # The second ResNet-50 run passes train.activation_dtype (the compute precision, fp32 on a CPU).
         self.assertRegex(summary, r"train-resnet50-bf16-activations: exit 0 ")
+        # The op tables of both sides, fp32 only on a CPU.
+        self.assertRegex(summary, r"bench-device-ops: exit 0 ")
+        self.assertRegex(summary, r"# bench device_ops: cpu .*\n.*fp32\nconv 7x7/2 3->64 @224 forward +[0-9.]+\n")
+        self.assertRegex(summary, r"torch-device-ops: exit 0 ")
+        self.assertRegex(summary, r"batch norm 256 @56 backward +[0-9.]+\n")
         self.assertRegex(summary, r"phalanx, fp32 activations: [0-9.]+ images/s")
         self.assertRegex(summary, r"ratio phalanx \(fp32 activations\)/pytorch: [0-9.]+, against fp32 activations: ")
         # Without a GPU both ranks are CPU ranks; the batch split by throughput still trains.
