@@ -1,19 +1,20 @@
 // Batch normalisation on cuDNN (CUDNN_BATCHNORM_SPATIAL over NHWC activations, one statistic per
-// channel), the implementation PyTorch itself calls on GPUs, so running statistics follow
+// channel), the implementation PyTorch itself calls on GPUs for fp32, so running statistics follow
 // PyTorch: exponentialAverageFactor = momentum, unbiased variance in the running estimate, and
 // cuDNN's saved "inverse variance" is 1/sqrt(var + eps), what the Backend interface saves.
+// Activations held in bf16/fp16 go to own kernels with the same semantics (ReducedBatchNorm), as
+// PyTorch runs reduced-precision batch norm in its own kernels.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
-#include <array>
 #include <memory>
 #include <unordered_map>
 
+#include "batch_norm_kernels.hpp"
 #include "cuda_handles.hpp"
 #include "device_buffer.hpp"
 #include "geometry_hash.hpp"
-#include "phalanx/backend/backend.hpp"
 
 namespace phalanx::backend::cuda {
 
@@ -22,9 +23,7 @@ class BatchNorms {
   BatchNorms(cudnnHandle_t cudnn, cudaStream_t stream);
   ~BatchNorms();
 
-  // The type activations are held in (Backend::set_activation_precision). cuDNN reads and writes
-  // bf16/fp16 activations itself, with fp32 statistics and gamma/beta; where it refuses their type
-  // for a shape, that shape widens them to fp32 around each call instead (slower, never an error).
+  // The type activations are held in (Backend::set_activation_precision).
   void set_storage(ComputePrecision storage) { storage_ = storage; }
 
   void forward_training(const BatchNormGeometry& geometry, const float* input, const float* gamma,
@@ -39,24 +38,18 @@ class BatchNorms {
 
  private:
   struct Plan;
-  Plan& plan(const BatchNormGeometry& geometry, ComputePrecision held);
+  Plan& plan(const BatchNormGeometry& geometry);
   // Where cuDNN should write a result that may alias one of its inputs: `destination` itself, or
   // scratch that finish_output then copies to it (cuDNN does not promise in-place operation).
   float* output_target(const BatchNormGeometry& geometry, float* destination, bool aliases_an_input);
   void finish_output(const BatchNormGeometry& geometry, float* destination, const float* written);
-  // The fp32 path of a shape whose bf16/fp16 type cuDNN refused: the stored values widened into
-  // `buffer`, and an fp32 result rounded (with the fused ReLU of `activation`) into `destination`.
-  const float* widened(const BatchNormGeometry& geometry, const float* values, DeviceBuffer& buffer);
-  void narrow_into(const BatchNormGeometry& geometry, const float* values, FusedActivation activation,
-                   float* destination);
 
   cudnnHandle_t cudnn_;
   cudaStream_t stream_;
   ComputePrecision storage_ = ComputePrecision::Float32;
+  ReducedBatchNorm reduced_;  // bf16/fp16 activations
   DeviceBuffer scratch_;
-  DeviceBuffer wide_input_, wide_gradient_, wide_result_;  // the fp32 path's operands and result
-  // Per type the activations are described with (fp32, bf16, fp16).
-  std::array<std::unordered_map<BatchNormGeometry, std::unique_ptr<Plan>, GeometryHash>, 3> plans_;
+  std::unordered_map<BatchNormGeometry, std::unique_ptr<Plan>, GeometryHash> plans_;
 };
 
 }  // namespace phalanx::backend::cuda

@@ -1,0 +1,350 @@
+// Batch normalisation kernels for 16-bit activations (see batch_norm_kernels.hpp). Each statistic
+// takes two kernels: a partial pass in which a block of 32 channels x 8 thread rows reduces one
+// chunk of rows (8 thread rows combined in a fixed order), and a per-channel pass that merges the
+// chunks in double (a fixed stride and tree) and computes the per-channel affine map the last,
+// element-wise kernel applies. The formulas are the CPU backend's, line for line where they can be.
+#include "batch_norm_kernels.hpp"
+#include "cuda_check.hpp"
+#include "launch.hpp"
+#include "phalanx/core/error.hpp"
+#include "stored_value.hpp"
+
+namespace phalanx::backend::cuda {
+
+namespace {
+
+constexpr int block_channels = 32;
+constexpr int block_rows = 8;
+constexpr int channel_threads = 128;
+// The per-channel merge: one block per channel, its threads taking the chunks in a fixed stride and
+// a fixed tree joining them (with one thread per channel, few channels would leave the GPU idle,
+// each thread waiting on a thousand loads in turn).
+constexpr int merge_threads = 256;
+// Chunks of at least 256 rows (the CPU backend's block) and at most 1024 of them per channel, so
+// that the per-channel merge stays short and a chunk's float sums stay accurate.
+constexpr std::int64_t min_chunk_rows = 256;
+constexpr std::int64_t max_chunks = 1024;
+
+struct Chunking {
+  std::int64_t rows_per_chunk;
+  std::int64_t count;
+};
+
+Chunking chunking(std::int64_t rows) {
+  std::int64_t rows_per_chunk = (rows + max_chunks - 1) / max_chunks;
+  if (rows_per_chunk < min_chunk_rows) rows_per_chunk = min_chunk_rows;
+  return {rows_per_chunk, (rows + rows_per_chunk - 1) / rows_per_chunk};
+}
+
+__device__ inline std::int64_t chunk_end(std::int64_t begin, std::int64_t rows_per_chunk, std::int64_t rows) {
+  return begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
+}
+
+// The block's 8 thread-row values of `value` for its 32 channels, summed in thread-row order; the
+// result is valid in thread row 0. `scratch` is free again when this returns.
+__device__ float sum_thread_rows(float value, float (&scratch)[block_rows][block_channels]) {
+  scratch[threadIdx.y][threadIdx.x] = value;
+  __syncthreads();
+  float total = 0.0f;
+  if (threadIdx.y == 0) {
+    total = scratch[0][threadIdx.x];
+    for (int thread_row = 1; thread_row < block_rows; ++thread_row) total += scratch[thread_row][threadIdx.x];
+  }
+  __syncthreads();
+  return total;
+}
+
+// The sum of `value` over the block's threads: a fixed tree, so the same bits on every run.
+__device__ double merge_sum(double value, double (&scratch)[merge_threads]) {
+  scratch[threadIdx.x] = value;
+  __syncthreads();
+  for (int stride = merge_threads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) scratch[threadIdx.x] += scratch[threadIdx.x + stride];
+    __syncthreads();
+  }
+  const double total = scratch[0];
+  __syncthreads();
+  return total;
+}
+
+// Per chunk and channel: the sum of (x - shift), shift being the chunk's first row, then the sum of
+// squared deviations about the chunk's mean (the second read of the chunk comes from the L2 cache).
+template <typename Stored>
+__global__ void moment_partials_kernel(std::int64_t rows, int channels, std::int64_t rows_per_chunk,
+                                       const Stored* input, float* partial_sums) {
+  __shared__ float scratch[block_rows][block_channels];
+  __shared__ float chunk_centre[block_channels];
+  const int channel = blockIdx.x * block_channels + threadIdx.x;
+  const bool active = channel < channels;
+  const std::int64_t begin = static_cast<std::int64_t>(blockIdx.y) * rows_per_chunk;
+  const std::int64_t end = chunk_end(begin, rows_per_chunk, rows);
+  const float shift = active ? widen(input[begin * channels + channel]) : 0.0f;
+  float sum = 0.0f;
+  if (active)
+    for (std::int64_t row = begin + threadIdx.y; row < end; row += block_rows)
+      sum += widen(input[row * channels + channel]) - shift;
+  const float shifted_sum = sum_thread_rows(sum, scratch);
+  float* chunk_sums = partial_sums + static_cast<std::int64_t>(blockIdx.y) * 2 * channels;
+  if (threadIdx.y == 0) {
+    chunk_centre[threadIdx.x] = shifted_sum * (1.0f / static_cast<float>(end - begin));
+    if (active) chunk_sums[channel] = shifted_sum;
+  }
+  __syncthreads();
+  const float centre = chunk_centre[threadIdx.x];
+  float squares = 0.0f;
+  if (active)
+    for (std::int64_t row = begin + threadIdx.y; row < end; row += block_rows) {
+      const float deviation = (widen(input[row * channels + channel]) - shift) - centre;
+      squares += deviation * deviation;
+    }
+  const float squared_deviations = sum_thread_rows(squares, scratch);
+  if (threadIdx.y == 0 && active) chunk_sums[channels + channel] = squared_deviations;
+}
+
+// Per channel (one block each): the chunks merged in double (mean, then the squared deviations
+// about it, exactly from each chunk's deviations about its own centre), the saved and running
+// statistics as PyTorch keeps them, and the affine map (x - centre) * scale + offset.
+template <typename Stored>
+__global__ void moments_finish_kernel(std::int64_t rows, int channels, std::int64_t rows_per_chunk,
+                                      std::int64_t chunk_count, const Stored* input,
+                                      const float* partial_sums, const float* gamma, const float* beta,
+                                      float momentum, float epsilon, float* running_mean,
+                                      float* running_variance, float* saved_mean, float* saved_inverse_std,
+                                      float* coefficients) {
+  __shared__ double scratch[merge_threads];
+  const int channel = blockIdx.x;
+  const double count = static_cast<double>(rows);
+  double total = 0;
+  for (std::int64_t chunk = threadIdx.x; chunk < chunk_count; chunk += merge_threads) {
+    const std::int64_t begin = chunk * rows_per_chunk;
+    const double chunk_size = static_cast<double>(chunk_end(begin, rows_per_chunk, rows) - begin);
+    total +=
+        chunk_size * widen(input[begin * channels + channel]) + partial_sums[chunk * 2 * channels + channel];
+  }
+  const double mean = merge_sum(total, scratch) / count;
+  double squared_deviations = 0;
+  for (std::int64_t chunk = threadIdx.x; chunk < chunk_count; chunk += merge_threads) {
+    const std::int64_t begin = chunk * rows_per_chunk;
+    const float chunk_size = static_cast<float>(chunk_end(begin, rows_per_chunk, rows) - begin);
+    const float shifted_sum = partial_sums[chunk * 2 * channels + channel];
+    const double shifted_centre = shifted_sum * (1.0f / chunk_size);
+    const double centre_offset = widen(input[begin * channels + channel]) + shifted_centre - mean;
+    const double sum_about_centre = shifted_sum - chunk_size * shifted_centre;
+    squared_deviations += partial_sums[chunk * 2 * channels + channels + channel] +
+                          2.0 * centre_offset * sum_about_centre + chunk_size * centre_offset * centre_offset;
+  }
+  squared_deviations = merge_sum(squared_deviations, scratch);
+  if (threadIdx.x != 0) return;
+  const double variance = squared_deviations / count;
+  const double inverse_std = 1.0 / sqrt(variance + epsilon);
+  saved_mean[channel] = static_cast<float>(mean);
+  saved_inverse_std[channel] = static_cast<float>(inverse_std);
+  running_mean[channel] = static_cast<float>((1.0 - momentum) * running_mean[channel] + momentum * mean);
+  running_variance[channel] = static_cast<float>((1.0 - momentum) * running_variance[channel] +
+                                                 momentum * squared_deviations / (count - 1.0));
+  // (x - float mean) * scale + (beta - (mean - float mean) * scale): the offset restores the bits
+  // the float mean rounded away.
+  const double scale = gamma[channel] * inverse_std;
+  const float centre = static_cast<float>(mean);
+  coefficients[channel] = centre;
+  coefficients[channels + channel] = static_cast<float>(scale);
+  coefficients[2 * channels + channel] = static_cast<float>(beta[channel] - (mean - centre) * scale);
+}
+
+// Inference: centre = running mean, scale = gamma / sqrt(running variance + epsilon), offset = beta.
+__global__ void inference_coefficients_kernel(int channels, float epsilon, const float* gamma,
+                                              const float* beta, const float* running_mean,
+                                              const float* running_variance, float* coefficients) {
+  const int channel = blockIdx.x * blockDim.x + threadIdx.x;
+  if (channel >= channels) return;
+  coefficients[channel] = running_mean[channel];
+  coefficients[channels + channel] =
+      static_cast<float>(gamma[channel] / sqrt(static_cast<double>(running_variance[channel]) + epsilon));
+  coefficients[2 * channels + channel] = beta[channel];
+}
+
+// output = (x - centre) * scale + offset per channel, then the fused ReLU (`x < 0 ? 0 : x`).
+template <typename Stored, bool relu>
+__global__ void affine_kernel(std::int64_t count, int channels, const Stored* input,
+                              const float* coefficients, Stored* output) {
+  const float* centre = coefficients;
+  const float* scale = coefficients + channels;
+  const float* offset = coefficients + 2 * channels;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const int channel = static_cast<int>(i % channels);
+    float value = (widen(input[i]) - centre[channel]) * scale[channel] + offset[channel];
+    if constexpr (relu) value = value < 0.0f ? 0.0f : value;
+    output[i] = narrow<Stored>(value);
+  }
+}
+
+// Per chunk and channel: the sums of dy and of dy * (x - mean).
+template <typename Stored>
+__global__ void gradient_partials_kernel(std::int64_t rows, int channels, std::int64_t rows_per_chunk,
+                                         const Stored* input, const Stored* grad_output,
+                                         const float* saved_mean, float* partial_sums) {
+  __shared__ float scratch[block_rows][block_channels];
+  const int channel = blockIdx.x * block_channels + threadIdx.x;
+  const bool active = channel < channels;
+  const std::int64_t begin = static_cast<std::int64_t>(blockIdx.y) * rows_per_chunk;
+  const std::int64_t end = chunk_end(begin, rows_per_chunk, rows);
+  const float mean = active ? saved_mean[channel] : 0.0f;
+  float sum = 0.0f, sum_times_centred = 0.0f;
+  if (active)
+    for (std::int64_t row = begin + threadIdx.y; row < end; row += block_rows) {
+      const float gradient = widen(grad_output[row * channels + channel]);
+      sum += gradient;
+      sum_times_centred += gradient * (widen(input[row * channels + channel]) - mean);
+    }
+  const float chunk_sum = sum_thread_rows(sum, scratch);
+  const float chunk_sum_times_centred = sum_thread_rows(sum_times_centred, scratch);
+  if (threadIdx.y == 0 && active) {
+    float* chunk_sums = partial_sums + static_cast<std::int64_t>(blockIdx.y) * 2 * channels;
+    chunk_sums[channel] = chunk_sum;
+    chunk_sums[channels + channel] = chunk_sum_times_centred;
+  }
+}
+
+// Per channel (one block each): grad_beta, grad_gamma, and grad_input = gamma * inv_std * (dy -
+// mean(dy) - x_hat * mean(dy * x_hat)) as grad_scale * dy + centred_scale * (x - mean) + offset.
+__global__ void gradient_finish_kernel(std::int64_t rows, int channels, std::int64_t chunk_count,
+                                       const float* partial_sums, const float* gamma,
+                                       const float* saved_inverse_std, float* grad_gamma, float* grad_beta,
+                                       float* coefficients) {
+  __shared__ double scratch[merge_threads];
+  const int channel = blockIdx.x;
+  double sum = 0, sum_times_centred = 0;
+  for (std::int64_t chunk = threadIdx.x; chunk < chunk_count; chunk += merge_threads) {
+    sum += partial_sums[chunk * 2 * channels + channel];
+    sum_times_centred += partial_sums[chunk * 2 * channels + channels + channel];
+  }
+  sum = merge_sum(sum, scratch);
+  sum_times_centred = merge_sum(sum_times_centred, scratch);
+  if (threadIdx.x != 0) return;
+  const double count = static_cast<double>(rows);
+  const double inverse_std = saved_inverse_std[channel];
+  grad_beta[channel] = static_cast<float>(sum);
+  grad_gamma[channel] = static_cast<float>(sum_times_centred * inverse_std);
+  const double grad_scale = gamma[channel] * inverse_std;
+  coefficients[channel] = static_cast<float>(grad_scale);
+  coefficients[channels + channel] =
+      static_cast<float>(-grad_scale * inverse_std * inverse_std * sum_times_centred / count);
+  coefficients[2 * channels + channel] = static_cast<float>(-grad_scale * sum / count);
+}
+
+template <typename Stored>
+__global__ void input_gradient_kernel(std::int64_t count, int channels, const Stored* input,
+                                      const Stored* grad_output, const float* saved_mean,
+                                      const float* coefficients, Stored* grad_input) {
+  const float* grad_scale = coefficients;
+  const float* centred_scale = coefficients + channels;
+  const float* offset = coefficients + 2 * channels;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const int channel = static_cast<int>(i % channels);
+    grad_input[i] =
+        narrow<Stored>(grad_scale[channel] * widen(grad_output[i]) +
+                       centred_scale[channel] * (widen(input[i]) - saved_mean[channel]) + offset[channel]);
+  }
+}
+
+unsigned int channel_blocks(int channels) {
+  return static_cast<unsigned int>((channels + channel_threads - 1) / channel_threads);
+}
+
+dim3 partial_grid(int channels, std::int64_t chunks) {
+  return dim3(static_cast<unsigned int>((channels + block_channels - 1) / block_channels),
+              static_cast<unsigned int>(chunks));
+}
+
+template <typename Stored>
+void launch_affine(cudaStream_t stream, std::int64_t count, int channels, FusedActivation activation,
+                   const float* input, const float* coefficients, float* output) {
+  if (activation == FusedActivation::Relu)
+    affine_kernel<Stored, true><<<grid_blocks(count), threads_per_block, 0, stream>>>(
+        count, channels, stored<Stored>(input), coefficients, stored<Stored>(output));
+  else
+    affine_kernel<Stored, false><<<grid_blocks(count), threads_per_block, 0, stream>>>(
+        count, channels, stored<Stored>(input), coefficients, stored<Stored>(output));
+  PHALANX_CUDA_LAUNCHED("affine_kernel");
+}
+
+}  // namespace
+
+void ReducedBatchNorm::forward_training(cudaStream_t stream, ComputePrecision storage,
+                                        const BatchNormGeometry& geometry, const float* input,
+                                        const float* gamma, const float* beta, float* output,
+                                        float* running_mean, float* running_variance, float momentum,
+                                        float* saved_mean, float* saved_inverse_std) {
+  const std::int64_t rows = static_cast<std::int64_t>(geometry.batch) * geometry.spatial;
+  const int channels = geometry.channels;
+  PHALANX_CHECK(rows > 1, "batch norm in training needs more than one value per channel, got ", rows);
+  if (channels <= 0) return;
+  const Chunking chunks = chunking(rows);
+  partial_sums_.ensure(sizeof(float) * 2 * static_cast<std::size_t>(chunks.count) * channels);
+  coefficients_.ensure(sizeof(float) * 3 * static_cast<std::size_t>(channels));
+  with_stored_type(storage, [&](auto tag) {
+    using Stored = StoredOf<decltype(tag)>;
+    moment_partials_kernel<<<partial_grid(channels, chunks.count), dim3(block_channels, block_rows), 0,
+                             stream>>>(rows, channels, chunks.rows_per_chunk, stored<Stored>(input),
+                                       partial_sums_.as<float>());
+    PHALANX_CUDA_LAUNCHED("moment_partials_kernel");
+    moments_finish_kernel<<<channels, merge_threads, 0, stream>>>(
+        rows, channels, chunks.rows_per_chunk, chunks.count, stored<Stored>(input), partial_sums_.as<float>(),
+        gamma, beta, momentum, geometry.epsilon, running_mean, running_variance, saved_mean,
+        saved_inverse_std, coefficients_.as<float>());
+    PHALANX_CUDA_LAUNCHED("moments_finish_kernel");
+    launch_affine<Stored>(stream, rows * channels, channels, geometry.activation, input,
+                          coefficients_.as<float>(), output);
+  });
+}
+
+void ReducedBatchNorm::forward_inference(cudaStream_t stream, ComputePrecision storage,
+                                         const BatchNormGeometry& geometry, const float* input,
+                                         const float* gamma, const float* beta, const float* running_mean,
+                                         const float* running_variance, float* output) {
+  const std::int64_t rows = static_cast<std::int64_t>(geometry.batch) * geometry.spatial;
+  const int channels = geometry.channels;
+  if (rows <= 0 || channels <= 0) return;
+  coefficients_.ensure(sizeof(float) * 3 * static_cast<std::size_t>(channels));
+  inference_coefficients_kernel<<<channel_blocks(channels), channel_threads, 0, stream>>>(
+      channels, geometry.epsilon, gamma, beta, running_mean, running_variance, coefficients_.as<float>());
+  PHALANX_CUDA_LAUNCHED("inference_coefficients_kernel");
+  with_stored_type(storage, [&](auto tag) {
+    using Stored = StoredOf<decltype(tag)>;
+    launch_affine<Stored>(stream, rows * channels, channels, geometry.activation, input,
+                          coefficients_.as<float>(), output);
+  });
+}
+
+void ReducedBatchNorm::backward(cudaStream_t stream, ComputePrecision storage,
+                                const BatchNormGeometry& geometry, const float* input,
+                                const float* grad_output, const float* gamma, const float* saved_mean,
+                                const float* saved_inverse_std, float* grad_input, float* grad_gamma,
+                                float* grad_beta) {
+  const std::int64_t rows = static_cast<std::int64_t>(geometry.batch) * geometry.spatial;
+  const int channels = geometry.channels;
+  if (rows <= 0 || channels <= 0) return;
+  const Chunking chunks = chunking(rows);
+  partial_sums_.ensure(sizeof(float) * 2 * static_cast<std::size_t>(chunks.count) * channels);
+  coefficients_.ensure(sizeof(float) * 3 * static_cast<std::size_t>(channels));
+  with_stored_type(storage, [&](auto tag) {
+    using Stored = StoredOf<decltype(tag)>;
+    gradient_partials_kernel<<<partial_grid(channels, chunks.count), dim3(block_channels, block_rows), 0,
+                               stream>>>(rows, channels, chunks.rows_per_chunk, stored<Stored>(input),
+                                         stored<Stored>(grad_output), saved_mean, partial_sums_.as<float>());
+    PHALANX_CUDA_LAUNCHED("gradient_partials_kernel");
+    gradient_finish_kernel<<<channels, merge_threads, 0, stream>>>(
+        rows, channels, chunks.count, partial_sums_.as<float>(), gamma, saved_inverse_std, grad_gamma,
+        grad_beta, coefficients_.as<float>());
+    PHALANX_CUDA_LAUNCHED("gradient_finish_kernel");
+    const std::int64_t count = rows * channels;
+    input_gradient_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(
+        count, channels, stored<Stored>(input), stored<Stored>(grad_output), saved_mean,
+        coefficients_.as<float>(), stored<Stored>(grad_input));
+    PHALANX_CUDA_LAUNCHED("input_gradient_kernel");
+  });
+}
+
+}  // namespace phalanx::backend::cuda
