@@ -40,7 +40,8 @@ CUstream_st* cuda_stream(Backend& backend);
 // The device index `backend` runs on. Throws when it is not a CUDA backend.
 int cuda_device(const Backend& backend);
 // How many times an op of `backend` has made the host wait for the device so far (synchronize,
-// copies to the host, a synchronous loss, a take of deferred loss totals, finite checks): tests
+// copies to the host, a synchronous loss, a take of deferred loss totals, finite checks, a freed
+// device buffer, since cudaFree waits for the whole device): tests
 // count them to show that a training step queues its work without waiting. Throws when `backend`
 // is not a CUDA backend.
 std::int64_t cuda_host_waits(const Backend& backend);

@@ -146,8 +146,10 @@ void* CudaBackend::allocate(std::size_t bytes) {
 void CudaBackend::deallocate(void* pointer, std::size_t) noexcept {
   if (!pointer) return;
   PHALANX_CUDA_LOG(cudaSetDevice(device_));
-  // cudaFree waits for the device, so no queued kernel still reads the block afterwards.
+  // cudaFree waits for the device, so no queued kernel still reads the block afterwards; a free in
+  // a training step would stall the host like a synchronize, so it counts as one.
   PHALANX_CUDA_LOG(cudaFree(pointer));
+  ++host_waits_;
 }
 
 void CudaBackend::set_compute_precision(ComputePrecision precision) {

@@ -139,7 +139,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer copy_scratch_;  // bounce buffer for copies between overlapping ranges
   PinnedHostAllocator staging_allocator_;
   FiniteCheck finite_check_;
-  std::int64_t host_waits_ = 0;  // synchronize, copies back to the host, finite checks
+  std::int64_t host_waits_ = 0;  // synchronize, copies back to the host, finite checks, frees
   ComputePrecision compute_precision_ = ComputePrecision::Float32;
   ComputePrecision activations_ = ComputePrecision::Float32;  // what activation buffers hold
 };
