@@ -129,6 +129,7 @@ std::string to_yaml(const Config& config) {
   emit_text(out, "loss_scale", train.loss_scale);
   emit_number(out, "loss_scale_initial", train.loss_scale_initial);
   emit_text(out, "activation_dtype", train.activation_dtype);
+  out << YAML::Key << "deterministic" << YAML::Value << train.deterministic;
   out << YAML::EndMap;
 
   out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;

@@ -22,7 +22,7 @@ const std::map<std::string, std::vector<std::string>>& sections() {
         "one_cycle_peak_fraction", "one_cycle_div_factor", "one_cycle_final_div_factor"}},
       {"train",
        {"epochs", "max_steps", "batch_size", "label_smoothing", "log_every_steps", "precision", "loss_scale",
-        "loss_scale_initial", "activation_dtype"}},
+        "loss_scale_initial", "activation_dtype", "deterministic"}},
       {"checkpoint", {"every_steps", "keep"}},
       {"distributed", {"bucket_mb", "timeout_s", "grad_dtype", "batch_split", "local_batches"}},
       {"trace", {"steps"}},

@@ -194,6 +194,9 @@ void read_train(const Section& section, TrainConfig& train) {
                       " must be fp32 or equal to train.precision, which is " + train.precision,
                   value);
   }
+  if (const YAML::Node value = section["deterministic"]; has(value)) {
+    train.deterministic = reader.boolean(value, section.key("deterministic"));
+  }
   if (const YAML::Node value = section["loss_scale"]; has(value)) {
     train.loss_scale = reader.choice(value, section.key("loss_scale"), schema::loss_scales());
   }

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "phalanx/train/precision_setup.hpp"
+#include "phalanx/train/arithmetic_setup.hpp"
 
 namespace phalanx::train {
 
@@ -22,7 +22,7 @@ ProbeStep::ProbeStep(const config::Config& config, backend::Backend& backend, co
       labels_(backend, Shape{batch}, DType::Int32),
       grad_logits_(backend, Shape{batch, classes}) {
   // The arithmetic and activation storage of the run: its memory and speed are what is measured.
-  apply_precision(config, backend_);
+  apply_arithmetic(config, backend_);
   backend_.fill(input_.data(), input_.elements(), 0.0f);
   const std::vector<std::int32_t> zero_labels(static_cast<std::size_t>(batch), 0);
   backend_.copy_from_host(labels_.data_as<void>(), zero_labels.data(), labels_.bytes());

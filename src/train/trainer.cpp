@@ -21,7 +21,7 @@
 #include "phalanx/train/device_stage_timer.hpp"
 #include "phalanx/train/evaluation.hpp"
 #include "phalanx/train/input_batch.hpp"
-#include "phalanx/train/precision_setup.hpp"
+#include "phalanx/train/arithmetic_setup.hpp"
 #include "phalanx/train/progress.hpp"
 #include "phalanx/train/run_control.hpp"
 #include "phalanx/train/step_time_statistics.hpp"
@@ -78,7 +78,7 @@ nlohmann::json StageTimes::to_json(std::int64_t steps) const {
 Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator, backend::Backend& backend)
     : options_(std::move(options)), communicator_(communicator), backend_(backend) {
   const auto& config = options_.config;
-  apply_precision(config, backend_);
+  apply_arithmetic(config, backend_);
   dataset_info_ = data::read_dataset_info(config.data.path);
   train_split_ = data::open_training_source(config.data, communicator_);
   test_split_ = std::make_shared<const data::Split>(

@@ -1,6 +1,6 @@
-// Tests of the mixed-precision keys: train.loss_scale, train.loss_scale_initial and
-// train.activation_dtype, and distributed.grad_dtype — defaults, parsing, the errors that name the
-// key, and the round trip.
+// Tests of the mixed-precision keys: train.loss_scale, train.loss_scale_initial,
+// train.activation_dtype and train.deterministic, and distributed.grad_dtype — defaults, parsing, the errors
+// that name the key, and the round trip.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -23,6 +23,21 @@ TEST(PrecisionConfig, Defaults) {
   EXPECT_EQ(config.train.loss_scale_initial, 65536.0);
   EXPECT_EQ(config.distributed.grad_dtype, "fp32");
   EXPECT_EQ(config.train.activation_dtype, "fp32");
+  EXPECT_TRUE(config.train.deterministic);
+}
+
+// train.deterministic: a boolean, kept through the resolved YAML, and anything else named.
+TEST(PrecisionConfig, DeterministicIsABooleanThatRoundTrips) {
+  const Config fastest = parse(base + "train: {deterministic: false}\n", source);
+  EXPECT_FALSE(fastest.train.deterministic);
+  EXPECT_NE(to_yaml(fastest).find("deterministic: false"), std::string::npos) << to_yaml(fastest);
+  EXPECT_EQ(parse(to_yaml(fastest), "round trip"), fastest);
+  EXPECT_NE(parse(base, source), fastest);
+  EXPECT_FALSE(parse(base, source, {"train.deterministic=false"}).train.deterministic);
+  expect_input_error([&] { parse(base + "train: {deterministic: sometimes}\n", source); },
+                     {source + ": ", "train.deterministic"});
+  expect_input_error([&] { parse(base + "train: {determinstic: false}\n", source); },
+                     {"unknown key 'train.determinstic' (did you mean 'train.deterministic'?)"});
 }
 
 TEST(PrecisionConfig, ParsesAndRoundTrips) {

@@ -148,6 +148,11 @@ class Backend : public Allocator {
   // fp32 buffers (a zero fill is zero in every precision). The base version (the CPU backend) keeps
   // fp32 only and refuses anything else.
   virtual void set_activation_precision(ComputePrecision precision);
+  // Whether ops keep to algorithms whose results are the same bits on every call (true, the
+  // default), or may take a faster one that can differ in the last bits from run to run (a
+  // convolution's backward that sums with atomics, say), as torch.backends.cudnn.deterministic =
+  // False allows. The base version (the CPU backend, deterministic either way) has nothing to choose.
+  virtual void set_deterministic(bool deterministic) { (void)deterministic; }
   // Free and total memory of the device, where the backend has a memory of its own (GPUs);
   // nullopt on the CPU backend.
   virtual std::optional<DeviceMemory> device_memory() { return std::nullopt; }

@@ -4,7 +4,8 @@
 // every algorithm on the caller's real buffers with a workspace of up to 1 GiB (a quarter of the
 // free memory on small GPUs), and the choice is cached with its workspace size. The fastest
 // *deterministic* algorithm is taken (no atomics: the same inputs give the same bits on every
-// step); only when none exists does the fastest of any kind win. The choice follows the timings,
+// step); only when none exists, or when train.deterministic is false (set_deterministic), does the
+// fastest of any kind win. The choice follows the timings,
 // so two runs may still pick different algorithms and differ in the last bits; speed comes first
 // here, as with torch.backends.cudnn.benchmark.
 //
@@ -82,18 +83,18 @@ int searched_candidates(cudnnStatus_t status, int returned, ComputePrecision pre
   throw_cudnn_error(status, call, __FILE__, line);
 }
 
-// Find returns the candidates fastest first: take the first deterministic success. An fp32 candidate
-// timed with any math type but FMA (TF32 tensor cores) is never taken, whatever cuDNN reports.
-// Nothing when no candidate ran.
+// Find returns the candidates fastest first: take the first deterministic success, or the first
+// success of any kind when determinism is not asked for. An fp32 candidate timed with any math type
+// but FMA (TF32 tensor cores) is never taken, whatever cuDNN reports. Nothing when no candidate ran.
 template <typename Performance>
 std::optional<Performance> choose_algorithm(const std::vector<Performance>& results, int returned,
-                                            ComputePrecision precision) {
+                                            ComputePrecision precision, bool deterministic) {
   const Performance* fastest = nullptr;
   for (int i = 0; i < returned; ++i) {
     const Performance& result = results[i];
     if (result.status != CUDNN_STATUS_SUCCESS) continue;
     if (precision == ComputePrecision::Float32 && result.mathType != CUDNN_FMA_MATH) continue;
-    if (result.determinism == CUDNN_DETERMINISTIC) return result;
+    if (result.determinism == CUDNN_DETERMINISTIC || !deterministic) return result;
     if (!fastest) fastest = &result;
   }
   if (fastest) return *fastest;
@@ -108,6 +109,7 @@ std::optional<Performance> choose_algorithm(const std::vector<Performance>& resu
 template <typename Algorithm>
 struct Convolutions::Choice {
   bool searched = false;
+  bool searched_deterministic = true;  // the setting the choice was made under
   // bf16/fp16 only: cuDNN had no algorithm for this shape in the reduced precision (it may lack
   // reduced-precision kernels for a first layer's 1 or 3 channels), so the direction runs in fp32.
   bool in_float32 = false;
@@ -116,12 +118,14 @@ struct Convolutions::Choice {
   cudnnMathType_t math_type = CUDNN_FMA_MATH;
 
   template <typename Performance>
-  void take(const Performance& chosen) {
+  void take(const Performance& chosen, bool deterministic) {
     algorithm = chosen.algo;
     workspace = chosen.memory;
     math_type = chosen.mathType;
     searched = true;
+    searched_deterministic = deterministic;
   }
+  bool needs_search(bool deterministic) const { return !searched || searched_deterministic != deterministic; }
 };
 
 struct Convolutions::Plan {
@@ -269,7 +273,7 @@ void Convolutions::run_forward(const ConvolutionGeometry& geometry, const float*
                                weight_count(geometry), filter_operand_);
   const void* x = operand(input, storage_, input_count(geometry), input_operand_);
   void* y = result_buffer(output, storage_, output_count(geometry), output_operand_);
-  if (!plan.forward.searched) {
+  if (plan.forward.needs_search(deterministic_)) {
     const std::size_t limit = prepare_search_workspace();
     plan.request_math_type();
     int capacity = 0, returned = 0;
@@ -280,12 +284,12 @@ void Convolutions::run_forward(const ConvolutionGeometry& geometry, const float*
         static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit);
     returned =
         searched_candidates(status, returned, precision_, "cudnnFindConvolutionForwardAlgorithmEx", __LINE__);
-    const auto chosen = choose_algorithm(results, returned, precision_);
+    const auto chosen = choose_algorithm(results, returned, precision_, deterministic_);
     if (!chosen && fall_back_to_float32(plan.forward, "forward", geometry)) {
       run_forward(geometry, input, weight, bias, output);
       return;
     }
-    plan.forward.take(*chosen);
+    plan.forward.take(*chosen, deterministic_);
   }
   workspace_.ensure(plan.forward.workspace);
   plan.use_math_type(plan.forward.math_type);
@@ -321,7 +325,7 @@ void Convolutions::run_backward_data(const ConvolutionGeometry& geometry, const 
                        ? grad_output_operand
                        : operand(grad_output, storage_, output_count(geometry), output_operand_);
   void* dx = result_buffer(grad_input, storage_, input_count(geometry), input_operand_);
-  if (!plan.backward_data.searched) {
+  if (plan.backward_data.needs_search(deterministic_)) {
     const std::size_t limit = prepare_search_workspace();
     plan.request_math_type();
     int capacity = 0, returned = 0;
@@ -332,12 +336,12 @@ void Convolutions::run_backward_data(const ConvolutionGeometry& geometry, const 
         dx, static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit);
     returned = searched_candidates(status, returned, precision_,
                                    "cudnnFindConvolutionBackwardDataAlgorithmEx", __LINE__);
-    const auto chosen = choose_algorithm(results, returned, precision_);
+    const auto chosen = choose_algorithm(results, returned, precision_, deterministic_);
     if (!chosen && fall_back_to_float32(plan.backward_data, "backward-data", geometry)) {
       run_backward_data(geometry, grad_output, nullptr, weight, grad_input);
       return;
     }
-    plan.backward_data.take(*chosen);
+    plan.backward_data.take(*chosen, deterministic_);
   }
   workspace_.ensure(plan.backward_data.workspace);
   plan.use_math_type(plan.backward_data.math_type);
@@ -402,7 +406,7 @@ void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, cons
                        : operand(grad_output, storage_, output_count(geometry), output_operand_);
   void* dw =
       result_buffer(filter_gradient, ComputePrecision::Float32, weight_count(geometry), filter_operand_);
-  if (!plan.backward_filter.searched) {
+  if (plan.backward_filter.needs_search(deterministic_)) {
     const std::size_t limit = prepare_search_workspace();
     plan.request_math_type();
     int capacity = 0, returned = 0;
@@ -413,12 +417,12 @@ void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, cons
         static_cast<int>(results.size()), &returned, results.data(), workspace_.data(), limit);
     returned = searched_candidates(status, returned, precision_,
                                    "cudnnFindConvolutionBackwardFilterAlgorithmEx", __LINE__);
-    const auto chosen = choose_algorithm(results, returned, precision_);
+    const auto chosen = choose_algorithm(results, returned, precision_, deterministic_);
     if (!chosen && fall_back_to_float32(plan.backward_filter, "backward-filter", geometry)) {
       run_backward_filter(geometry, input, grad_output, nullptr, grad_weight);
       return;
     }
-    plan.backward_filter.take(*chosen);
+    plan.backward_filter.take(*chosen, deterministic_);
   }
   workspace_.ensure(plan.backward_filter.workspace);
   plan.use_math_type(plan.backward_filter.math_type);

@@ -37,6 +37,9 @@ class Convolutions {
   void set_precision(ComputePrecision precision) { precision_ = precision; }
   // The type activations are held in (Backend::set_activation_precision): fp32 or the precision.
   void set_storage(ComputePrecision storage) { storage_ = storage; }
+  // false: the fastest algorithm of any kind (Backend::set_deterministic). A direction chosen under
+  // the other setting is searched again at its next call.
+  void set_deterministic(bool deterministic) { deterministic_ = deterministic; }
 
   void forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
                const float* bias, float* output);
@@ -86,6 +89,7 @@ class Convolutions {
   DeviceBuffer weight_scratch_;  // weights or their gradient in cuDNN's layout
   ComputePrecision precision_ = ComputePrecision::Float32;
   ComputePrecision storage_ = ComputePrecision::Float32;
+  bool deterministic_ = true;
   // bf16/fp16 operands and results: activations (input side), activations (output side), filters.
   DeviceBuffer input_operand_, output_operand_, filter_operand_;
   std::array<std::unordered_map<ConvolutionGeometry, std::unique_ptr<Plan>, GeometryHash>, 3> plans_;

@@ -39,6 +39,7 @@ class CudaBackend final : public Backend {
   Allocator& staging_allocator() override { return staging_allocator_; }
   void set_compute_precision(ComputePrecision precision) override;
   void set_activation_precision(ComputePrecision precision) override;
+  void set_deterministic(bool deterministic) override { convolutions_.set_deterministic(deterministic); }
   std::optional<DeviceMemory> device_memory() override;
   std::unique_ptr<Upload> make_upload() override;
   std::unique_ptr<TimingMarker> make_timing_marker() override;

@@ -1,4 +1,4 @@
-// apply_precision: what train.precision and train.activation_dtype set on a rank's backend, and that
+// apply_arithmetic: what train.precision and train.activation_dtype set on a rank's backend, and that
 // the start-up probe step (auto batch size, throughput split) runs under them as training does.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "backend/backend_test_support.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/train/precision_setup.hpp"
+#include "phalanx/train/arithmetic_setup.hpp"
 #include "phalanx/train/probe_step.hpp"
 
 namespace phalanx::testing {
@@ -31,20 +31,20 @@ std::string invalid_input_message(Call call) {
   return "";
 }
 
-TEST(PrecisionSetup, CpuRankTakesFp32AndRefusesReducedPrecisionNamingTheKey) {
+TEST(ArithmeticSetup, CpuRankTakesFp32AndRefusesReducedPrecisionNamingTheKey) {
   const auto backend = make_test_backend();
-  EXPECT_NO_THROW(train::apply_precision(config_with("fp32", "fp32"), *backend));
+  EXPECT_NO_THROW(train::apply_arithmetic(config_with("fp32", "fp32"), *backend));
   const std::string precision =
-      invalid_input_message([&] { train::apply_precision(config_with("bf16", "fp32"), *backend); });
+      invalid_input_message([&] { train::apply_arithmetic(config_with("bf16", "fp32"), *backend); });
   EXPECT_NE(precision.find("train.precision: bf16"), std::string::npos) << precision;
   const std::string activations =
-      invalid_input_message([&] { train::apply_precision(config_with("fp16", "fp16"), *backend); });
+      invalid_input_message([&] { train::apply_arithmetic(config_with("fp16", "fp16"), *backend); });
   EXPECT_NE(activations.find("train.precision: fp16"), std::string::npos) << activations;
 }
 
 // The probes measure the steps training will take: a probe asked for bf16 on a CPU rank is
 // refused as training would be, instead of quietly measuring an fp32 step.
-TEST(PrecisionSetup, ProbeStepRunsUnderTheConfiguredPrecision) {
+TEST(ArithmeticSetup, ProbeStepRunsUnderTheConfiguredPrecision) {
   const auto backend = make_test_backend();
   const Shape sample{28, 28, 1};
   // The probe keeps a reference to its config.

@@ -1,6 +1,6 @@
-// The arithmetic and the activation storage a run asks of its backend (train.precision,
-// train.activation_dtype), set the same way for training and for the start-up probes, which
-// measure memory and speed of exactly the steps training will take.
+// The arithmetic a run asks of its backend (train.precision, train.activation_dtype,
+// train.deterministic), set the same way for training and for the start-up probes, which measure
+// memory and speed of exactly the steps training will take.
 #pragma once
 
 #include "phalanx/backend/backend.hpp"
@@ -11,6 +11,6 @@ namespace phalanx::train {
 // Refuses reduced precision or activations on a CPU rank (bad input naming the key). Sets the
 // activations back to fp32 first: a backend reused by the next trial of a sweep may hold them in
 // the previous trial's precision, and the compute precision changes only under fp32 activations.
-void apply_precision(const config::Config& config, backend::Backend& backend);
+void apply_arithmetic(const config::Config& config, backend::Backend& backend);
 
 }  // namespace phalanx::train

@@ -1,10 +1,10 @@
-#include "phalanx/train/precision_setup.hpp"
+#include "phalanx/train/arithmetic_setup.hpp"
 
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::train {
 
-void apply_precision(const config::Config& config, backend::Backend& backend) {
+void apply_arithmetic(const config::Config& config, backend::Backend& backend) {
   PHALANX_REQUIRE_INPUT(config.train.precision == "fp32" || backend.device_kind() == DeviceKind::Cuda,
                         "train.precision: ", config.train.precision,
                         " needs a GPU rank (the CUDA backend); CPU ranks train in fp32");
@@ -14,6 +14,7 @@ void apply_precision(const config::Config& config, backend::Backend& backend) {
   backend.set_activation_precision(backend::ComputePrecision::Float32);
   backend.set_compute_precision(backend::compute_precision_from_name(config.train.precision));
   backend.set_activation_precision(backend::compute_precision_from_name(config.train.activation_dtype));
+  backend.set_deterministic(config.train.deterministic);
 }
 
 }  // namespace phalanx::train
