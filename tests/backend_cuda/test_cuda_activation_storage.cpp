@@ -649,6 +649,24 @@ StorageCase batch_norm_in_place_case(const std::string& label, const BatchNormGe
       }};
 }
 
+// An empty batch: backward's gamma and beta gradients are sums over no values, zero on both backends
+// (the buffers hold 7 before, so a backend that writes nothing fails). No activation is touched.
+StorageCase batch_norm_empty_backward_case() {
+  return {"batch_norm_backward_empty_batch", [](const Activations& a) {
+            Backend& b = a.backend();
+            const BatchNormGeometry g{0, 16, 49, 1e-5f};
+            Tensor gamma = upload(b, random_values(g.channels, 18, 0.5f, 1.5f));
+            Tensor saved_mean = upload(b, random_values(g.channels, 20));
+            Tensor saved_inverse_std = upload(b, random_values(g.channels, 21, 0.5f, 1.5f));
+            Tensor grad_gamma = upload(b, std::vector<float>(g.channels, 7.0f));
+            Tensor grad_beta = upload(b, std::vector<float>(g.channels, 7.0f));
+            b.batch_norm_backward(g, nullptr, nullptr, gamma.data(), saved_mean.data(),
+                                  saved_inverse_std.data(), nullptr, grad_gamma.data(), grad_beta.data());
+            return CheckedOutputs{{"grad_gamma", as_doubles(download(b, grad_gamma)), equal_values},
+                                  {"grad_beta", as_doubles(download(b, grad_beta)), equal_values}};
+          }};
+}
+
 std::vector<StorageCase> batch_norm_cases() {
   return {batch_norm_case("images_16_channels", BatchNormGeometry{8, 16, 49, 1e-5f}),
           batch_norm_case("after_linear_odd_batch", BatchNormGeometry{7, 32, 1, 1e-5f}),
@@ -665,7 +683,8 @@ std::vector<StorageCase> batch_norm_cases() {
           // ResNet-50's widest layer: 64 blocks of 32 channels, a single chunk of 28 rows.
           batch_norm_case("2048_channels", BatchNormGeometry{4, 2048, 7, 1e-5f}),
           batch_norm_in_place_case("images_16_channels", BatchNormGeometry{8, 16, 49, 1e-5f}),
-          batch_norm_in_place_case("40_channels_two_chunks", BatchNormGeometry{6, 40, 50, 1e-5f})};
+          batch_norm_in_place_case("40_channels_two_chunks", BatchNormGeometry{6, 40, 50, 1e-5f}),
+          batch_norm_empty_backward_case()};
 }
 
 // ---- linear ------------------------------------------------------------------------------------
