@@ -557,6 +557,17 @@ StorageCase batch_norm_case(const std::string& label, const BatchNormGeometry& g
             Tensor inference_output = a.unwritten(count);
             b.batch_norm_forward_inference(g, input.data(), gamma.data(), beta.data(), inference_mean.data(),
                                            inference_variance.data(), inference_output.data());
+            Tensor fused_inference_output = a.unwritten(count);
+            b.batch_norm_forward_inference(fused, input.data(), gamma.data(), beta.data(),
+                                           inference_mean.data(), inference_variance.data(),
+                                           fused_inference_output.data());
+            // The fused ReLU is the forward's only: backward given the fused geometry is the plain one.
+            Tensor fused_geometry_grad_input = a.unwritten(count);
+            Tensor fused_grad_gamma = empty_floats(b, g.channels);
+            Tensor fused_grad_beta = empty_floats(b, g.channels);
+            b.batch_norm_backward(fused, input.data(), grad_output.data(), gamma.data(), saved_mean.data(),
+                                  saved_inverse_std.data(), fused_geometry_grad_input.data(),
+                                  fused_grad_gamma.data(), fused_grad_beta.data());
             return CheckedOutputs{
                 {"output", a.download(output), stored},
                 {"running_mean", as_doubles(download(b, running_mean)), fp32_sums},
@@ -568,7 +579,91 @@ StorageCase batch_norm_case(const std::string& label, const BatchNormGeometry& g
                 {"grad_input", a.download(grad_input), stored},
                 {"grad_gamma", as_doubles(download(b, grad_gamma)), fp32_sums},
                 {"grad_beta", as_doubles(download(b, grad_beta)), fp32_sums},
-                {"inference_output", a.download(inference_output), stored}};
+                {"inference_output", a.download(inference_output), stored},
+                {"fused_relu_inference_output", a.download(fused_inference_output), stored},
+                {"fused_geometry_grad_input", a.download(fused_geometry_grad_input), stored}};
+          }};
+}
+
+// In place, as the Backend allows: training forward (plain and with the fused ReLU) with the output
+// over its input, inference likewise, backward with grad_input over grad_output and over the
+// input. A kernel that read a value another thread had already overwritten, or statistics taken
+// after the normalised values were written, would differ from the CPU by order one.
+StorageCase batch_norm_in_place_case(const std::string& label, const BatchNormGeometry& g) {
+  return {
+      "batch_norm_in_place_" + label, [g](const Activations& a) {
+        Backend& b = a.backend();
+        const double stored = stored_sums(a.precision());
+        const std::int64_t count = std::int64_t{g.batch} * g.spatial * g.channels;
+        const std::vector<float> input_values = random_values(count, 17, 2.0f, 4.0f);
+        Tensor gamma = upload(b, random_values(g.channels, 18, 0.5f, 1.5f));
+        Tensor beta = upload(b, random_values(g.channels, 19));
+        Tensor running_mean = upload(b, random_values(g.channels, 20));
+        Tensor running_variance = upload(b, random_values(g.channels, 21, 0.5f, 1.5f));
+        Tensor saved_mean = empty_floats(b, g.channels), saved_inverse_std = empty_floats(b, g.channels);
+        BatchNormGeometry fused = g;
+        fused.activation = FusedActivation::Relu;
+        Tensor data = a.upload(input_values), fused_data = a.upload(input_values);
+        b.batch_norm_forward_training(g, data.data(), gamma.data(), beta.data(), data.data(),
+                                      running_mean.data(), running_variance.data(), 0.1f, saved_mean.data(),
+                                      saved_inverse_std.data());
+        Tensor fused_running_mean = upload(b, random_values(g.channels, 20));
+        Tensor fused_running_variance = upload(b, random_values(g.channels, 21, 0.5f, 1.5f));
+        Tensor fused_saved_mean = empty_floats(b, g.channels);
+        Tensor fused_saved_inverse_std = empty_floats(b, g.channels);
+        b.batch_norm_forward_training(fused, fused_data.data(), gamma.data(), beta.data(), fused_data.data(),
+                                      fused_running_mean.data(), fused_running_variance.data(), 0.1f,
+                                      fused_saved_mean.data(), fused_saved_inverse_std.data());
+
+        Tensor input = a.upload(input_values);
+        Tensor gradient = a.upload(random_values(count, 22));
+        Tensor grad_gamma = empty_floats(b, g.channels), grad_beta = empty_floats(b, g.channels);
+        b.batch_norm_backward(g, input.data(), gradient.data(), gamma.data(), saved_mean.data(),
+                              saved_inverse_std.data(), gradient.data(), grad_gamma.data(), grad_beta.data());
+        Tensor over_input = a.upload(input_values);
+        Tensor grad_output = a.upload(random_values(count, 22));
+        Tensor over_input_grad_gamma = empty_floats(b, g.channels);
+        Tensor over_input_grad_beta = empty_floats(b, g.channels);
+        b.batch_norm_backward(g, over_input.data(), grad_output.data(), gamma.data(), saved_mean.data(),
+                              saved_inverse_std.data(), over_input.data(), over_input_grad_gamma.data(),
+                              over_input_grad_beta.data());
+
+        Tensor inference_mean = upload(b, random_values(g.channels, 23, 2.0f, 4.0f));
+        Tensor inference_variance = upload(b, random_values(g.channels, 24, 0.5f, 1.5f));
+        Tensor inference_data = a.upload(input_values);
+        b.batch_norm_forward_inference(fused, inference_data.data(), gamma.data(), beta.data(),
+                                       inference_mean.data(), inference_variance.data(),
+                                       inference_data.data());
+        const double sums = fp32_sums;
+        return CheckedOutputs{
+            {"output", a.download(data), stored},
+            {"saved_inverse_std", as_doubles(download(b, saved_inverse_std)), sums},
+            {"running_variance", as_doubles(download(b, running_variance)), sums},
+            {"fused_relu_output", a.download(fused_data), stored},
+            {"fused_relu_saved_mean", as_doubles(download(b, fused_saved_mean)), sums},
+            {"grad_input_over_grad_output", a.download(gradient), stored},
+            {"grad_gamma", as_doubles(download(b, grad_gamma)), sums},
+            {"grad_input_over_input", a.download(over_input), stored},
+            {"grad_gamma_grad_input_over_input", as_doubles(download(b, over_input_grad_gamma)), sums},
+            {"fused_relu_inference_output", a.download(inference_data), stored}};
+      }};
+}
+
+// An empty batch: backward's gamma and beta gradients are sums over no values, zero on both backends
+// (the buffers hold 7 before, so a backend that writes nothing fails). No activation is touched.
+StorageCase batch_norm_empty_backward_case() {
+  return {"batch_norm_backward_empty_batch", [](const Activations& a) {
+            Backend& b = a.backend();
+            const BatchNormGeometry g{0, 16, 49, 1e-5f};
+            Tensor gamma = upload(b, random_values(g.channels, 18, 0.5f, 1.5f));
+            Tensor saved_mean = upload(b, random_values(g.channels, 20));
+            Tensor saved_inverse_std = upload(b, random_values(g.channels, 21, 0.5f, 1.5f));
+            Tensor grad_gamma = upload(b, std::vector<float>(g.channels, 7.0f));
+            Tensor grad_beta = upload(b, std::vector<float>(g.channels, 7.0f));
+            b.batch_norm_backward(g, nullptr, nullptr, gamma.data(), saved_mean.data(),
+                                  saved_inverse_std.data(), nullptr, grad_gamma.data(), grad_beta.data());
+            return CheckedOutputs{{"grad_gamma", as_doubles(download(b, grad_gamma)), equal_values},
+                                  {"grad_beta", as_doubles(download(b, grad_beta)), equal_values}};
           }};
 }
 
@@ -576,7 +671,20 @@ std::vector<StorageCase> batch_norm_cases() {
   return {batch_norm_case("images_16_channels", BatchNormGeometry{8, 16, 49, 1e-5f}),
           batch_norm_case("after_linear_odd_batch", BatchNormGeometry{7, 32, 1, 1e-5f}),
           batch_norm_case("3_channels_large_plane", BatchNormGeometry{3, 3, 3025, 1e-5f}),
-          batch_norm_case("resnet_64_channels", BatchNormGeometry{2, 64, 64, 1e-3f})};
+          batch_norm_case("resnet_64_channels", BatchNormGeometry{2, 64, 64, 1e-3f}),
+          // 40 channels: a second block of 32 channels with 24 inactive; 300 rows: two chunks, the
+          // last of 44 rows.
+          batch_norm_case("40_channels_two_chunks", BatchNormGeometry{6, 40, 50, 1e-5f}),
+          // 513 rows: three chunks, the last a single row (its deviation sums are zero).
+          batch_norm_case("one_row_last_chunk", BatchNormGeometry{27, 5, 19, 1e-5f}),
+          // 300,000 rows: more than 1024 chunks of 256 would take, so 1024 chunks of 293 rows (not a
+          // multiple of the 8 thread rows), the last of 268.
+          batch_norm_case("1024_chunks_of_293_rows", BatchNormGeometry{2, 3, 150000, 1e-5f}),
+          // ResNet-50's widest layer: 64 blocks of 32 channels, a single chunk of 28 rows.
+          batch_norm_case("2048_channels", BatchNormGeometry{4, 2048, 7, 1e-5f}),
+          batch_norm_in_place_case("images_16_channels", BatchNormGeometry{8, 16, 49, 1e-5f}),
+          batch_norm_in_place_case("40_channels_two_chunks", BatchNormGeometry{6, 40, 50, 1e-5f}),
+          batch_norm_empty_backward_case()};
 }
 
 // ---- linear ------------------------------------------------------------------------------------

@@ -425,6 +425,41 @@ void add_batch_norm_cases(std::vector<OpCase>& cases, const std::string& label, 
                    }});
 }
 
+// The fused ReLU belongs to the forward only: backward given the fused geometry (its grad_input
+// apart and in place over grad_output) returns the plain gradients, as the CPU backend does; a ReLU
+// of the gradient would zero about half of grad_input.
+void add_batch_norm_fused_geometry_backward_case(std::vector<OpCase>& cases, const std::string& label,
+                                                 BatchNormGeometry g) {
+  g.activation = backend::FusedActivation::Relu;
+  const std::int64_t count = std::int64_t{g.batch} * g.spatial * g.channels;
+  cases.push_back({"batch_norm_backward_with_fused_geometry_" + label, gemm, [g, count](Backend& b) {
+                     Tensor input = upload(b, random_values(count, 17, 2.0f, 4.0f));
+                     Tensor gamma = upload(b, random_values(g.channels, 18, 0.5f, 1.5f));
+                     Tensor beta = upload(b, random_values(g.channels, 19));
+                     Tensor running_mean = upload(b, random_values(g.channels, 20));
+                     Tensor running_variance = upload(b, random_values(g.channels, 21, 0.5f, 1.5f));
+                     Tensor output = empty_floats(b, count);
+                     Tensor saved_mean = empty_floats(b, g.channels),
+                            saved_inverse_std = empty_floats(b, g.channels);
+                     b.batch_norm_forward_training(g, input.data(), gamma.data(), beta.data(), output.data(),
+                                                   running_mean.data(), running_variance.data(), 0.1f,
+                                                   saved_mean.data(), saved_inverse_std.data());
+                     Tensor grad_output = upload(b, random_values(count, 22));
+                     Tensor grad_input = empty_floats(b, count);
+                     Tensor grad_gamma = empty_floats(b, g.channels), grad_beta = empty_floats(b, g.channels);
+                     b.batch_norm_backward(g, input.data(), grad_output.data(), gamma.data(),
+                                           saved_mean.data(), saved_inverse_std.data(), grad_input.data(),
+                                           grad_gamma.data(), grad_beta.data());
+                     b.batch_norm_backward(g, input.data(), grad_output.data(), gamma.data(),
+                                           saved_mean.data(), saved_inverse_std.data(), grad_output.data(),
+                                           grad_gamma.data(), grad_beta.data());
+                     return Outputs{{"fused_output", as_doubles(download(b, output))},
+                                    {"grad_input", as_doubles(download(b, grad_input))},
+                                    {"grad_input_in_place", as_doubles(download(b, grad_output))},
+                                    {"grad_gamma", as_doubles(download(b, grad_gamma))}};
+                   }});
+}
+
 std::vector<OpCase> batch_norm_cases() {
   std::vector<OpCase> cases;
   add_batch_norm_cases(cases, "images", BatchNormGeometry{8, 16, 49, 1e-5f});
@@ -434,6 +469,7 @@ std::vector<OpCase> batch_norm_cases() {
   add_batch_norm_cases(cases, "3_channels_large_plane", BatchNormGeometry{3, 3, 3025, 1e-5f});
   add_batch_norm_cases(cases, "13_channels", BatchNormGeometry{5, 13, 9, 1e-5f});
   add_batch_norm_cases(cases, "two_values_per_channel", BatchNormGeometry{2, 8, 1, 1e-5f});
+  add_batch_norm_fused_geometry_backward_case(cases, "images", BatchNormGeometry{8, 16, 49, 1e-5f});
   return cases;
 }
 

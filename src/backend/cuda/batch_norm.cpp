@@ -119,7 +119,11 @@ void BatchNorms::backward(const BatchNormGeometry& geometry, const float* input,
       cudnn_, mode, &one, &zero, &one, &zero, plan.activations.get(), input, plan.activations.get(),
       grad_output, plan.activations.get(), target, plan.parameters.get(), gamma, grad_gamma, grad_beta,
       static_cast<double>(geometry.epsilon), saved_mean, saved_inverse_std));
-  finish_output(geometry, grad_input, target);
+  // The fused ReLU belongs to the forward only (its backward is the layer's): only the copy out of
+  // the scratch, never a ReLU of the gradient.
+  BatchNormGeometry plain = geometry;
+  plain.activation = FusedActivation::None;
+  finish_output(plain, grad_input, target);
 }
 
 }  // namespace phalanx::backend::cuda

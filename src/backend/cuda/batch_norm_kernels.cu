@@ -325,7 +325,13 @@ void ReducedBatchNorm::backward(cudaStream_t stream, ComputePrecision storage,
                                 float* grad_beta) {
   const std::int64_t rows = static_cast<std::int64_t>(geometry.batch) * geometry.spatial;
   const int channels = geometry.channels;
-  if (rows <= 0 || channels <= 0) return;
+  if (channels <= 0) return;
+  if (rows <= 0) {
+    // Sums over no values: zero, as the CPU backend writes them (not whatever the buffers held).
+    PHALANX_CUDA(cudaMemsetAsync(grad_gamma, 0, sizeof(float) * static_cast<std::size_t>(channels), stream));
+    PHALANX_CUDA(cudaMemsetAsync(grad_beta, 0, sizeof(float) * static_cast<std::size_t>(channels), stream));
+    return;
+  }
   const Chunking chunks = chunking(rows);
   partial_sums_.ensure(sizeof(float) * 2 * static_cast<std::size_t>(chunks.count) * channels);
   coefficients_.ensure(sizeof(float) * 3 * static_cast<std::size_t>(channels));
