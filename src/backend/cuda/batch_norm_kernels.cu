@@ -1,7 +1,7 @@
 // Batch normalisation kernels for 16-bit activations (see batch_norm_kernels.hpp). Each statistic
 // takes two kernels: a partial pass in which a block of 32 channels x 8 thread rows reduces one
 // chunk of rows (8 thread rows combined in a fixed order), and a per-channel pass that merges the
-// chunks in double (a fixed stride and tree) and computes the per-channel affine map the last,
+// chunks in double (fixed strides and order) and computes the per-channel affine map the last,
 // element-wise kernel applies. The formulas are the CPU backend's, line for line where they can be.
 #include "batch_norm_kernels.hpp"
 #include "cuda_check.hpp"
@@ -16,14 +16,15 @@ namespace {
 constexpr int block_channels = 32;
 constexpr int block_rows = 8;
 constexpr int channel_threads = 128;
-// The per-channel merge: one block per channel, its threads taking the chunks in a fixed stride and
-// a fixed tree joining them (with one thread per channel, few channels would leave the GPU idle,
-// each thread waiting on a thousand loads in turn).
-constexpr int merge_threads = 256;
-// Chunks of at least 256 rows (the CPU backend's block) and at most 1024 of them per channel, so
-// that the per-channel merge stays short and a chunk's float sums stay accurate.
+// The per-channel merge: blocks of 32 channels x 8 lanes, the lanes taking the chunks in a fixed
+// stride and joined in lane order (one thread per channel would leave the GPU idle, each thread
+// waiting on thousands of loads in turn); the 32 channels of a warp read neighbouring addresses.
+constexpr int merge_lanes = 8;
+// Chunks of 256 rows (the CPU backend's block), more only past 4096 chunks per channel: a chunk of
+// a block's 32 channels is then 16 KB in bf16, so the statistics pass's second read of it comes
+// from the L2 cache for every block resident at once, and its float sums stay accurate.
 constexpr std::int64_t min_chunk_rows = 256;
-constexpr std::int64_t max_chunks = 1024;
+constexpr std::int64_t max_chunks = 4096;
 
 struct Chunking {
   std::int64_t rows_per_chunk;
@@ -54,15 +55,13 @@ __device__ float sum_thread_rows(float value, float (&scratch)[block_rows][block
   return total;
 }
 
-// The sum of `value` over the block's threads: a fixed tree, so the same bits on every run.
-__device__ double merge_sum(double value, double (&scratch)[merge_threads]) {
-  scratch[threadIdx.x] = value;
+// The sum of `value` over the block's 8 lanes of each channel, in lane order (so the same bits on
+// every run), known to every thread. `scratch` is free again when this returns.
+__device__ double merge_lanes_sum(double value, double (&scratch)[merge_lanes][block_channels]) {
+  scratch[threadIdx.y][threadIdx.x] = value;
   __syncthreads();
-  for (int stride = merge_threads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) scratch[threadIdx.x] += scratch[threadIdx.x + stride];
-    __syncthreads();
-  }
-  const double total = scratch[0];
+  double total = scratch[0][threadIdx.x];
+  for (int lane = 1; lane < merge_lanes; ++lane) total += scratch[lane][threadIdx.x];
   __syncthreads();
   return total;
 }
@@ -101,7 +100,7 @@ __global__ void moment_partials_kernel(std::int64_t rows, int channels, std::int
   if (threadIdx.y == 0 && active) chunk_sums[channels + channel] = squared_deviations;
 }
 
-// Per channel (one block each): the chunks merged in double (mean, then the squared deviations
+// Per channel (32 to a block): the chunks merged in double (mean, then the squared deviations
 // about it, exactly from each chunk's deviations about its own centre), the saved and running
 // statistics as PyTorch keeps them, and the affine map (x - centre) * scale + offset.
 template <typename Stored>
@@ -111,19 +110,20 @@ __global__ void moments_finish_kernel(std::int64_t rows, int channels, std::int6
                                       float momentum, float epsilon, float* running_mean,
                                       float* running_variance, float* saved_mean, float* saved_inverse_std,
                                       float* coefficients) {
-  __shared__ double scratch[merge_threads];
-  const int channel = blockIdx.x;
+  __shared__ double scratch[merge_lanes][block_channels];
+  const int channel = blockIdx.x * block_channels + threadIdx.x;
+  const bool active = channel < channels;
   const double count = static_cast<double>(rows);
   double total = 0;
-  for (std::int64_t chunk = threadIdx.x; chunk < chunk_count; chunk += merge_threads) {
+  for (std::int64_t chunk = threadIdx.y; active && chunk < chunk_count; chunk += merge_lanes) {
     const std::int64_t begin = chunk * rows_per_chunk;
     const double chunk_size = static_cast<double>(chunk_end(begin, rows_per_chunk, rows) - begin);
     total +=
         chunk_size * widen(input[begin * channels + channel]) + partial_sums[chunk * 2 * channels + channel];
   }
-  const double mean = merge_sum(total, scratch) / count;
+  const double mean = merge_lanes_sum(total, scratch) / count;
   double squared_deviations = 0;
-  for (std::int64_t chunk = threadIdx.x; chunk < chunk_count; chunk += merge_threads) {
+  for (std::int64_t chunk = threadIdx.y; active && chunk < chunk_count; chunk += merge_lanes) {
     const std::int64_t begin = chunk * rows_per_chunk;
     const float chunk_size = static_cast<float>(chunk_end(begin, rows_per_chunk, rows) - begin);
     const float shifted_sum = partial_sums[chunk * 2 * channels + channel];
@@ -133,8 +133,8 @@ __global__ void moments_finish_kernel(std::int64_t rows, int channels, std::int6
     squared_deviations += partial_sums[chunk * 2 * channels + channels + channel] +
                           2.0 * centre_offset * sum_about_centre + chunk_size * centre_offset * centre_offset;
   }
-  squared_deviations = merge_sum(squared_deviations, scratch);
-  if (threadIdx.x != 0) return;
+  squared_deviations = merge_lanes_sum(squared_deviations, scratch);
+  if (threadIdx.y != 0 || !active) return;
   const double variance = squared_deviations / count;
   const double inverse_std = 1.0 / sqrt(variance + epsilon);
   saved_mean[channel] = static_cast<float>(mean);
@@ -163,20 +163,39 @@ __global__ void inference_coefficients_kernel(int channels, float epsilon, const
   coefficients[2 * channels + channel] = beta[channel];
 }
 
-// output = (x - centre) * scale + offset per channel, then the fused ReLU (`x < 0 ? 0 : x`).
-template <typename Stored, bool relu>
+// output = (x - centre) * scale + offset per channel, then the fused ReLU (`x < 0 ? 0 : x`). With
+// `vector` (channels a multiple of 4, aligned buffers) each thread moves four neighbouring elements,
+// which never straddle a row, with one load and one store; the arithmetic per element is the same.
+template <typename Stored, bool relu, bool vector>
 __global__ void affine_kernel(std::int64_t count, int channels, const Stored* input,
                               const float* coefficients, Stored* output) {
   const float* centre = coefficients;
   const float* scale = coefficients + channels;
   const float* offset = coefficients + 2 * channels;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const int channel = static_cast<int>(i % channels);
-    float value = (widen(input[i]) - centre[channel]) * scale[channel] + offset[channel];
+  const auto normalised = [&](float value, int channel) {
+    value = (value - centre[channel]) * scale[channel] + offset[channel];
     if constexpr (relu) value = value < 0.0f ? 0.0f : value;
-    output[i] = narrow<Stored>(value);
+    return narrow<Stored>(value);
+  };
+  std::int64_t done = 0;
+  if constexpr (vector) {
+    const std::int64_t quads = count / 4;
+    const auto* input_quads = reinterpret_cast<const Quad<Stored>*>(input);
+    auto* output_quads = reinterpret_cast<Quad<Stored>*>(output);
+    for (std::int64_t q = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < quads;
+         q += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      const int first_channel = static_cast<int>((q * 4) % channels);
+      const Quad<Stored> in = input_quads[q];
+      Quad<Stored> out;
+      for (int lane = 0; lane < 4; ++lane)
+        out.value[lane] = normalised(widen(in.value[lane]), first_channel + lane);
+      output_quads[q] = out;
+    }
+    done = quads * 4;
   }
+  for (std::int64_t i = done + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    output[i] = normalised(widen(input[i]), static_cast<int>(i % channels));
 }
 
 // Per chunk and channel: the sums of dy and of dy * (x - mean).
@@ -206,22 +225,23 @@ __global__ void gradient_partials_kernel(std::int64_t rows, int channels, std::i
   }
 }
 
-// Per channel (one block each): grad_beta, grad_gamma, and grad_input = gamma * inv_std * (dy -
+// Per channel (32 to a block): grad_beta, grad_gamma, and grad_input = gamma * inv_std * (dy -
 // mean(dy) - x_hat * mean(dy * x_hat)) as grad_scale * dy + centred_scale * (x - mean) + offset.
 __global__ void gradient_finish_kernel(std::int64_t rows, int channels, std::int64_t chunk_count,
                                        const float* partial_sums, const float* gamma,
                                        const float* saved_inverse_std, float* grad_gamma, float* grad_beta,
                                        float* coefficients) {
-  __shared__ double scratch[merge_threads];
-  const int channel = blockIdx.x;
+  __shared__ double scratch[merge_lanes][block_channels];
+  const int channel = blockIdx.x * block_channels + threadIdx.x;
+  const bool active = channel < channels;
   double sum = 0, sum_times_centred = 0;
-  for (std::int64_t chunk = threadIdx.x; chunk < chunk_count; chunk += merge_threads) {
+  for (std::int64_t chunk = threadIdx.y; active && chunk < chunk_count; chunk += merge_lanes) {
     sum += partial_sums[chunk * 2 * channels + channel];
     sum_times_centred += partial_sums[chunk * 2 * channels + channels + channel];
   }
-  sum = merge_sum(sum, scratch);
-  sum_times_centred = merge_sum(sum_times_centred, scratch);
-  if (threadIdx.x != 0) return;
+  sum = merge_lanes_sum(sum, scratch);
+  sum_times_centred = merge_lanes_sum(sum_times_centred, scratch);
+  if (threadIdx.y != 0 || !active) return;
   const double count = static_cast<double>(rows);
   const double inverse_std = saved_inverse_std[channel];
   grad_beta[channel] = static_cast<float>(sum);
@@ -233,24 +253,47 @@ __global__ void gradient_finish_kernel(std::int64_t rows, int channels, std::int
   coefficients[2 * channels + channel] = static_cast<float>(-grad_scale * sum / count);
 }
 
-template <typename Stored>
+// grad_input = grad_scale * dy + centred_scale * (x - mean) + offset per channel; `vector` as in
+// affine_kernel.
+template <typename Stored, bool vector>
 __global__ void input_gradient_kernel(std::int64_t count, int channels, const Stored* input,
                                       const Stored* grad_output, const float* saved_mean,
                                       const float* coefficients, Stored* grad_input) {
   const float* grad_scale = coefficients;
   const float* centred_scale = coefficients + channels;
   const float* offset = coefficients + 2 * channels;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const int channel = static_cast<int>(i % channels);
-    grad_input[i] =
-        narrow<Stored>(grad_scale[channel] * widen(grad_output[i]) +
-                       centred_scale[channel] * (widen(input[i]) - saved_mean[channel]) + offset[channel]);
+  const auto gradient = [&](float x, float dy, int channel) {
+    return narrow<Stored>(grad_scale[channel] * dy + centred_scale[channel] * (x - saved_mean[channel]) +
+                          offset[channel]);
+  };
+  std::int64_t done = 0;
+  if constexpr (vector) {
+    const std::int64_t quads = count / 4;
+    const auto* input_quads = reinterpret_cast<const Quad<Stored>*>(input);
+    const auto* grad_output_quads = reinterpret_cast<const Quad<Stored>*>(grad_output);
+    auto* grad_input_quads = reinterpret_cast<Quad<Stored>*>(grad_input);
+    for (std::int64_t q = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < quads;
+         q += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      const int first_channel = static_cast<int>((q * 4) % channels);
+      const Quad<Stored> x = input_quads[q], dy = grad_output_quads[q];
+      Quad<Stored> out;
+      for (int lane = 0; lane < 4; ++lane)
+        out.value[lane] = gradient(widen(x.value[lane]), widen(dy.value[lane]), first_channel + lane);
+      grad_input_quads[q] = out;
+    }
+    done = quads * 4;
   }
+  for (std::int64_t i = done + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    grad_input[i] = gradient(widen(input[i]), widen(grad_output[i]), static_cast<int>(i % channels));
 }
 
 unsigned int channel_blocks(int channels) {
   return static_cast<unsigned int>((channels + channel_threads - 1) / channel_threads);
+}
+
+unsigned int merge_blocks(int channels) {
+  return static_cast<unsigned int>((channels + block_channels - 1) / block_channels);
 }
 
 dim3 partial_grid(int channels, std::int64_t chunks) {
@@ -261,13 +304,42 @@ dim3 partial_grid(int channels, std::int64_t chunks) {
 template <typename Stored>
 void launch_affine(cudaStream_t stream, std::int64_t count, int channels, FusedActivation activation,
                    const float* input, const float* coefficients, float* output) {
-  if (activation == FusedActivation::Relu)
-    affine_kernel<Stored, true><<<grid_blocks(count), threads_per_block, 0, stream>>>(
-        count, channels, stored<Stored>(input), coefficients, stored<Stored>(output));
-  else
-    affine_kernel<Stored, false><<<grid_blocks(count), threads_per_block, 0, stream>>>(
-        count, channels, stored<Stored>(input), coefficients, stored<Stored>(output));
+  const bool vector = channels % 4 == 0 && quad_aligned<Stored>(input) && quad_aligned<Stored>(output);
+  const unsigned int blocks = grid_blocks(vector ? (count + 3) / 4 : count);
+  const bool relu = activation == FusedActivation::Relu;
+  const Stored* in = stored<Stored>(input);
+  Stored* out = stored<Stored>(output);
+  if (relu && vector)
+    affine_kernel<Stored, true, true>
+        <<<blocks, threads_per_block, 0, stream>>>(count, channels, in, coefficients, out);
+  if (relu && !vector)
+    affine_kernel<Stored, true, false>
+        <<<blocks, threads_per_block, 0, stream>>>(count, channels, in, coefficients, out);
+  if (!relu && vector)
+    affine_kernel<Stored, false, true>
+        <<<blocks, threads_per_block, 0, stream>>>(count, channels, in, coefficients, out);
+  if (!relu && !vector)
+    affine_kernel<Stored, false, false>
+        <<<blocks, threads_per_block, 0, stream>>>(count, channels, in, coefficients, out);
   PHALANX_CUDA_LAUNCHED("affine_kernel");
+}
+
+template <typename Stored>
+void launch_input_gradient(cudaStream_t stream, std::int64_t count, int channels, const float* input,
+                           const float* grad_output, const float* saved_mean, const float* coefficients,
+                           float* grad_input) {
+  const bool vector = channels % 4 == 0 && quad_aligned<Stored>(input) && quad_aligned<Stored>(grad_output) &&
+                      quad_aligned<Stored>(grad_input);
+  const unsigned int blocks = grid_blocks(vector ? (count + 3) / 4 : count);
+  if (vector)
+    input_gradient_kernel<Stored, true><<<blocks, threads_per_block, 0, stream>>>(
+        count, channels, stored<Stored>(input), stored<Stored>(grad_output), saved_mean, coefficients,
+        stored<Stored>(grad_input));
+  else
+    input_gradient_kernel<Stored, false><<<blocks, threads_per_block, 0, stream>>>(
+        count, channels, stored<Stored>(input), stored<Stored>(grad_output), saved_mean, coefficients,
+        stored<Stored>(grad_input));
+  PHALANX_CUDA_LAUNCHED("input_gradient_kernel");
 }
 
 }  // namespace
@@ -290,7 +362,7 @@ void ReducedBatchNorm::forward_training(cudaStream_t stream, ComputePrecision st
                              stream>>>(rows, channels, chunks.rows_per_chunk, stored<Stored>(input),
                                        partial_sums_.as<float>());
     PHALANX_CUDA_LAUNCHED("moment_partials_kernel");
-    moments_finish_kernel<<<channels, merge_threads, 0, stream>>>(
+    moments_finish_kernel<<<merge_blocks(channels), dim3(block_channels, merge_lanes), 0, stream>>>(
         rows, channels, chunks.rows_per_chunk, chunks.count, stored<Stored>(input), partial_sums_.as<float>(),
         gamma, beta, momentum, geometry.epsilon, running_mean, running_variance, saved_mean,
         saved_inverse_std, coefficients_.as<float>());
@@ -341,15 +413,13 @@ void ReducedBatchNorm::backward(cudaStream_t stream, ComputePrecision storage,
                                stream>>>(rows, channels, chunks.rows_per_chunk, stored<Stored>(input),
                                          stored<Stored>(grad_output), saved_mean, partial_sums_.as<float>());
     PHALANX_CUDA_LAUNCHED("gradient_partials_kernel");
-    gradient_finish_kernel<<<channels, merge_threads, 0, stream>>>(
+    gradient_finish_kernel<<<merge_blocks(channels), dim3(block_channels, merge_lanes), 0, stream>>>(
         rows, channels, chunks.count, partial_sums_.as<float>(), gamma, saved_inverse_std, grad_gamma,
         grad_beta, coefficients_.as<float>());
     PHALANX_CUDA_LAUNCHED("gradient_finish_kernel");
     const std::int64_t count = rows * channels;
-    input_gradient_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(
-        count, channels, stored<Stored>(input), stored<Stored>(grad_output), saved_mean,
-        coefficients_.as<float>(), stored<Stored>(grad_input));
-    PHALANX_CUDA_LAUNCHED("input_gradient_kernel");
+    launch_input_gradient<Stored>(stream, count, channels, input, grad_output, saved_mean,
+                                  coefficients_.as<float>(), grad_input);
   });
 }
 

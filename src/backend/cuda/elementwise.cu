@@ -40,16 +40,6 @@ __global__ void normalize_images_kernel(const std::uint8_t* images, std::int64_t
 // elements with one vector load per operand (16 bytes in fp32, 8 in bf16/fp16) where every pointer
 // allows it, then the last count % 4 elements one by one; the function and its roundings are the
 // same either way, so the bits do not depend on the path.
-template <typename Stored>
-struct alignas(4 * sizeof(Stored)) Quad {
-  Stored value[4];
-};
-
-template <typename Stored>
-bool quad_aligned(const void* pointer) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % alignof(Quad<Stored>) == 0;
-}
-
 // output[i] = function(input[i]).
 template <typename Stored, typename Function, bool vector>
 __global__ void unary_kernel(std::int64_t count, Function function, const Stored* input, Stored* output) {
