@@ -263,6 +263,16 @@ step_library_path=${LD_LIBRARY_PATH:-} step torch-device-ops 120 "${PYTHON:-pyth
   --device $device
 [ -f "$work/torch-device-ops.log" ] && cat "$work/torch-device-ops.log" >>"$summary"
 
+# 7b. ResNet-50 with bf16 activations and train.deterministic: false (cuDNN's fastest algorithms of
+# any kind, as PyTorch's side runs with cudnn.benchmark and no determinism): what determinism costs.
+note "== resnet50 bf16 activations, train.deterministic false"
+step train-resnet50-fastest 300 "${resnet50_training[@]}" --set train.activation_dtype=$resnet_activations \
+  --set train.deterministic=false --run-dir "$work/run-resnet50-fastest"
+result="$work/run-resnet50-fastest/summary.json"
+fastest_rate=$(json "$result" 'round(d["images_per_sec"], 1)')
+note "  phalanx, $resnet_activations activations, any algorithm: $fastest_rate images/s, step p50 $(json "$result" 'd["ranks"][0]["step_time_ms"]["p50_ms"]') ms"
+note "  ratio to pytorch: $(python3 -c "print(round($fastest_rate / $torch_rate, 3))" 2>/dev/null || echo n/a), to the deterministic run: $(python3 -c "print(round($fastest_rate / $activations_rate, 3))" 2>/dev/null || echo n/a)"
+
 # 8. The rest, as time allows.
 note "== reduced precision and device-side augmentation (fmnist_cnn, 300 steps each)"
 for precision in bf16 fp16; do

@@ -126,7 +126,7 @@ class RunWithoutGpuTest(unittest.TestCase):
         with open(os.path.join(out, "summary.txt")) as file:
             summary = file.read()
         for step in ("cuda-tests", "nccl-tests", "train-fmnist", "synth-224", "train-resnet50", "torch-resnet50",
-                     "train-resnet50-bf16-activations", "bench-transfer", "bench-device-ops", "torch-device-ops", "train-bf16", "train-auto-batch", "eval-gpu-checkpoint-on-cpu",
+                     "train-resnet50-bf16-activations", "bench-transfer", "bench-device-ops", "torch-device-ops", "train-resnet50-fastest", "train-bf16", "train-auto-batch", "eval-gpu-checkpoint-on-cpu",
                      "eval-cpu-checkpoint-on-gpu", "bench-devices", "bench-allreduce"):
             self.assertRegex(summary, rf"{step}: exit \d+", step)
         self.assertRegex(summary, r"train-fmnist: exit 0 ")
@@ -137,6 +137,8 @@ class RunWithoutGpuTest(unittest.TestCase):
         self.assertRegex(summary, r"bench-device-ops: exit 0 ")
         self.assertRegex(summary, r"# bench device_ops: cpu .*\n.*fp32\nconv 7x7/2 3->64 @224 forward +[0-9.]+\n")
         self.assertRegex(summary, r"torch-device-ops: exit 0 ")
+        self.assertRegex(summary, r"train-resnet50-fastest: exit 0 ")
+        self.assertRegex(summary, r"any algorithm: [0-9.]+ images/s")
         self.assertRegex(summary, r"batch norm 256 @56 backward +[0-9.]+\n")
         self.assertRegex(summary, r"phalanx, fp32 activations: [0-9.]+ images/s")
         self.assertRegex(summary, r"ratio phalanx \(fp32 activations\)/pytorch: [0-9.]+, against fp32 activations: ")
