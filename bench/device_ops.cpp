@@ -123,16 +123,6 @@ ConvolutionGeometry convolution(int batch, int in_channels, int size, int out_ch
   return geometry;
 }
 
-std::int64_t input_count(const ConvolutionGeometry& g) {
-  return std::int64_t{g.batch} * g.in_height * g.in_width * g.in_channels;
-}
-std::int64_t output_count(const ConvolutionGeometry& g) {
-  return std::int64_t{g.batch} * g.out_height() * g.out_width() * g.out_channels;
-}
-std::int64_t weight_count(const ConvolutionGeometry& g) {
-  return std::int64_t{g.out_channels} * g.in_channels * g.kernel_height * g.kernel_width;
-}
-
 std::vector<Case> cases(int batch) {
   std::vector<Case> list;
   // ResNet-50's stem, a stage-1 3x3 and 1x1 pair, and the last stage's 3x3.
@@ -144,9 +134,9 @@ std::vector<Case> cases(int batch) {
   for (const auto& [name, geometry] : convolutions) {
     const float scale = 1.0f / static_cast<float>(geometry.in_channels * geometry.kernel_height);
     list.push_back({name + " forward", [geometry, scale](Backend& backend, Buffers& buffers) {
-                      const float* input = buffers.activations(input_count(geometry));
-                      const float* weight = buffers.weights(weight_count(geometry), scale);
-                      float* output = buffers.zeros(output_count(geometry));
+                      const float* input = buffers.activations(geometry.input_elements());
+                      const float* weight = buffers.weights(geometry.weight_elements(), scale);
+                      float* output = buffers.zeros(geometry.output_elements());
                       return std::function<void()>([&backend, geometry, input, weight, output] {
                         backend.convolution_forward(geometry, input, weight, nullptr, output);
                       });
@@ -154,11 +144,11 @@ std::vector<Case> cases(int batch) {
     // The stem needs no input gradient (the first layer), the others both directions.
     const bool first_layer = geometry.in_channels == 3;
     list.push_back({name + " backward", [geometry, scale, first_layer](Backend& backend, Buffers& buffers) {
-                      const float* input = buffers.activations(input_count(geometry));
-                      const float* weight = buffers.weights(weight_count(geometry), scale);
-                      const float* grad_output = buffers.activations(output_count(geometry));
-                      float* grad_input = first_layer ? nullptr : buffers.zeros(input_count(geometry));
-                      float* grad_weight = buffers.zeros(weight_count(geometry));
+                      const float* input = buffers.activations(geometry.input_elements());
+                      const float* weight = buffers.weights(geometry.weight_elements(), scale);
+                      const float* grad_output = buffers.activations(geometry.output_elements());
+                      float* grad_input = first_layer ? nullptr : buffers.zeros(geometry.input_elements());
+                      float* grad_weight = buffers.zeros(geometry.weight_elements());
                       return std::function<void()>(
                           [&backend, geometry, input, weight, grad_output, grad_input, grad_weight] {
                             backend.convolution_backward(geometry, input, grad_output, weight, grad_input,

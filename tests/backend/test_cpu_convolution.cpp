@@ -29,16 +29,6 @@ ConvolutionGeometry make_geometry(int batch, int in_channels, int height, int wi
   return geometry;
 }
 
-std::size_t input_count(const ConvolutionGeometry& g) {
-  return std::size_t(g.batch) * g.in_height * g.in_width * g.in_channels;
-}
-std::size_t output_count(const ConvolutionGeometry& g) {
-  return std::size_t(g.batch) * g.out_height() * g.out_width() * g.out_channels;
-}
-std::size_t weight_count(const ConvolutionGeometry& g) {
-  return std::size_t(g.out_channels) * g.in_channels * g.kernel_height * g.kernel_width;
-}
-
 // Calls visit(output_index, input_index, weight_index) for every multiply of the convolution,
 // so forward and both backward references share one definition of the index arithmetic.
 template <typename Visit>
@@ -65,7 +55,7 @@ void for_each_product(const ConvolutionGeometry& g, Visit&& visit) {
 
 std::vector<double> reference_forward(const ConvolutionGeometry& g, const std::vector<float>& input,
                                       const std::vector<float>& weight, const std::vector<float>& bias) {
-  std::vector<double> output(output_count(g), 0.0);
+  std::vector<double> output(g.output_elements(), 0.0);
   if (g.has_bias)
     for (std::size_t index = 0; index < output.size(); ++index) output[index] = bias[index % g.out_channels];
   for_each_product(g, [&](std::size_t out, std::size_t in, std::size_t w) {
@@ -77,7 +67,7 @@ std::vector<double> reference_forward(const ConvolutionGeometry& g, const std::v
 std::vector<double> reference_backward_data(const ConvolutionGeometry& g,
                                             const std::vector<float>& grad_output,
                                             const std::vector<float>& weight) {
-  std::vector<double> grad_input(input_count(g), 0.0);
+  std::vector<double> grad_input(g.input_elements(), 0.0);
   for_each_product(g, [&](std::size_t out, std::size_t in, std::size_t w) {
     grad_input[in] += static_cast<double>(grad_output[out]) * weight[w];
   });
@@ -86,7 +76,7 @@ std::vector<double> reference_backward_data(const ConvolutionGeometry& g,
 
 std::vector<double> reference_backward_weights(const ConvolutionGeometry& g, const std::vector<float>& input,
                                                const std::vector<float>& grad_output) {
-  std::vector<double> grad_weight(weight_count(g), 0.0);
+  std::vector<double> grad_weight(g.weight_elements(), 0.0);
   for_each_product(g, [&](std::size_t out, std::size_t in, std::size_t w) {
     grad_weight[w] += static_cast<double>(grad_output[out]) * input[in];
   });
@@ -121,17 +111,17 @@ class CpuConvolution : public ::testing::TestWithParam<ConvolutionCase> {};
 TEST_P(CpuConvolution, MatchesDoubleReference) {
   const ConvolutionGeometry& geometry = GetParam().geometry;
   auto backend = make_test_backend();
-  const auto input = random_values(input_count(geometry), 1);
-  const auto weight = random_values(weight_count(geometry), 2);
+  const auto input = random_values(geometry.input_elements(), 1);
+  const auto weight = random_values(geometry.weight_elements(), 2);
   const auto bias = random_values(geometry.out_channels, 3);
-  const auto grad_output = random_values(output_count(geometry), 4);
+  const auto grad_output = random_values(geometry.output_elements(), 4);
 
-  std::vector<float> output(output_count(geometry), NAN);
+  std::vector<float> output(geometry.output_elements(), NAN);
   backend->convolution_forward(geometry, input.data(), weight.data(),
                                geometry.has_bias ? bias.data() : nullptr, output.data());
-  std::vector<float> grad_input(input_count(geometry), NAN);
+  std::vector<float> grad_input(geometry.input_elements(), NAN);
   backend->convolution_backward_data(geometry, grad_output.data(), weight.data(), grad_input.data());
-  std::vector<float> grad_weight(weight_count(geometry), NAN), grad_bias(geometry.out_channels, NAN);
+  std::vector<float> grad_weight(geometry.weight_elements(), NAN), grad_bias(geometry.out_channels, NAN);
   backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), grad_weight.data(),
                                         geometry.has_bias ? grad_bias.data() : nullptr);
   backend->synchronize();
@@ -167,10 +157,10 @@ TEST(CpuConvolutionCache, InterleavedGeometriesUseTheirOwnData) {
   const auto second = make_geometry(1, 4, 5, 5, 2, 3, 3, 2, 0, false);
   for (int round = 0; round < 2; ++round) {
     for (const auto& geometry : {first, second}) {
-      const auto input = random_values(input_count(geometry), 10 + round);
-      const auto weight = random_values(weight_count(geometry), 20 + round);
+      const auto input = random_values(geometry.input_elements(), 10 + round);
+      const auto weight = random_values(geometry.weight_elements(), 20 + round);
       const auto bias = random_values(geometry.out_channels, 30 + round);
-      std::vector<float> output(output_count(geometry), NAN);
+      std::vector<float> output(geometry.output_elements(), NAN);
       backend->convolution_forward(geometry, input.data(), weight.data(), bias.data(), output.data());
       EXPECT_LT(max_error(output, reference_forward(geometry, input, weight, bias)), 1e-4);
     }
@@ -181,10 +171,10 @@ TEST(CpuConvolutionCache, InterleavedGeometriesUseTheirOwnData) {
 TEST(CpuConvolutionDeterminism, BackwardWeightsIsBitwiseRepeatable) {
   auto backend = make_test_backend();
   const auto geometry = make_geometry(4, 32, 14, 14, 64, 3, 3, 1, 1, true);
-  const auto input = random_values(input_count(geometry), 5);
-  const auto grad_output = random_values(output_count(geometry), 6);
-  std::vector<float> first_weight(weight_count(geometry)), first_bias(64);
-  std::vector<float> second_weight(weight_count(geometry)), second_bias(64);
+  const auto input = random_values(geometry.input_elements(), 5);
+  const auto grad_output = random_values(geometry.output_elements(), 6);
+  std::vector<float> first_weight(geometry.weight_elements()), first_bias(64);
+  std::vector<float> second_weight(geometry.weight_elements()), second_bias(64);
   backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), first_weight.data(),
                                         first_bias.data());
   backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), second_weight.data(),
@@ -197,9 +187,9 @@ TEST(CpuConvolutionDeterminism, BackwardWeightsIsBitwiseRepeatable) {
 TEST(CpuConvolutionBackward, NullGradBiasIsAllowedWithBias) {
   auto backend = make_test_backend();
   const auto geometry = make_geometry(1, 2, 5, 5, 3, 3, 3, 1, 1, true);
-  const auto input = random_values(input_count(geometry), 7);
-  const auto grad_output = random_values(output_count(geometry), 8);
-  std::vector<float> grad_weight(weight_count(geometry), NAN);
+  const auto input = random_values(geometry.input_elements(), 7);
+  const auto grad_output = random_values(geometry.output_elements(), 8);
+  std::vector<float> grad_weight(geometry.weight_elements(), NAN);
   backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), grad_weight.data(),
                                         nullptr);
   EXPECT_LT(max_error(grad_weight, reference_backward_weights(geometry, input, grad_output)), 1e-4);
@@ -216,16 +206,16 @@ TEST(CpuConvolutionBackward, CombinedEqualsTheSeparateOpsBitwise) {
   for (const auto& geometry : geometries) {
     SCOPED_TRACE(::testing::Message() << geometry.in_channels << "->" << geometry.out_channels << " kernel "
                                       << geometry.kernel_height << " stride " << geometry.stride);
-    const auto input = random_values(input_count(geometry), ++stream);
-    const auto weight = random_values(weight_count(geometry), ++stream);
-    const auto grad_output = random_values(output_count(geometry), ++stream);
-    std::vector<float> separate_input(input_count(geometry), NAN),
-        separate_weight(weight_count(geometry), NAN), separate_bias(geometry.out_channels, NAN);
+    const auto input = random_values(geometry.input_elements(), ++stream);
+    const auto weight = random_values(geometry.weight_elements(), ++stream);
+    const auto grad_output = random_values(geometry.output_elements(), ++stream);
+    std::vector<float> separate_input(geometry.input_elements(), NAN),
+        separate_weight(geometry.weight_elements(), NAN), separate_bias(geometry.out_channels, NAN);
     backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), separate_weight.data(),
                                           geometry.has_bias ? separate_bias.data() : nullptr);
     backend->convolution_backward_data(geometry, grad_output.data(), weight.data(), separate_input.data());
-    std::vector<float> combined_input(input_count(geometry), NAN),
-        combined_weight(weight_count(geometry), NAN), combined_bias(geometry.out_channels, NAN);
+    std::vector<float> combined_input(geometry.input_elements(), NAN),
+        combined_weight(geometry.weight_elements(), NAN), combined_bias(geometry.out_channels, NAN);
     backend->convolution_backward(geometry, input.data(), grad_output.data(), weight.data(),
                                   combined_input.data(), combined_weight.data(),
                                   geometry.has_bias ? combined_bias.data() : nullptr);
@@ -244,13 +234,13 @@ TEST(CpuConvolutionBackward, CombinedEqualsTheSeparateOpsBitwise) {
 TEST(CpuConvolutionBackward, CombinedWithoutGradInputComputesTheWeightGradientsOnly) {
   auto backend = make_test_backend();
   const auto geometry = make_geometry(2, 1, 12, 12, 6, 3, 3, 1, 1, true);
-  const auto input = random_values(input_count(geometry), 60);
-  const auto weight = random_values(weight_count(geometry), 61);
-  const auto grad_output = random_values(output_count(geometry), 62);
-  std::vector<float> grad_weight(weight_count(geometry), NAN), grad_bias(geometry.out_channels, NAN);
+  const auto input = random_values(geometry.input_elements(), 60);
+  const auto weight = random_values(geometry.weight_elements(), 61);
+  const auto grad_output = random_values(geometry.output_elements(), 62);
+  std::vector<float> grad_weight(geometry.weight_elements(), NAN), grad_bias(geometry.out_channels, NAN);
   backend->convolution_backward(geometry, input.data(), grad_output.data(), weight.data(), nullptr,
                                 grad_weight.data(), grad_bias.data());
-  std::vector<float> expected_weight(weight_count(geometry)), expected_bias(geometry.out_channels);
+  std::vector<float> expected_weight(geometry.weight_elements()), expected_bias(geometry.out_channels);
   backend->convolution_backward_weights(geometry, input.data(), grad_output.data(), expected_weight.data(),
                                         expected_bias.data());
   EXPECT_EQ(grad_weight, expected_weight);
@@ -265,16 +255,16 @@ TEST(CpuConvolutionBackward, CombinedWithoutGradInputComputesTheWeightGradientsO
 TEST(CpuConvolutionGradient, MatchesFiniteDifferences) {
   auto backend = make_test_backend();
   const auto geometry = make_geometry(2, 3, 5, 4, 2, 3, 3, 2, 1, true);
-  auto input = random_values(input_count(geometry), 11);
-  auto weight = random_values(weight_count(geometry), 12);
+  auto input = random_values(geometry.input_elements(), 11);
+  auto weight = random_values(geometry.weight_elements(), 12);
   auto bias = random_values(geometry.out_channels, 13);
-  const auto probe = random_values(output_count(geometry), 14);
-  std::vector<float> output(output_count(geometry));
+  const auto probe = random_values(geometry.output_elements(), 14);
+  std::vector<float> output(geometry.output_elements());
   const auto objective = [&] {
     backend->convolution_forward(geometry, input.data(), weight.data(), bias.data(), output.data());
     return weighted_sum(output, probe);
   };
-  std::vector<float> grad_input(input_count(geometry)), grad_weight(weight_count(geometry)),
+  std::vector<float> grad_input(geometry.input_elements()), grad_weight(geometry.weight_elements()),
       grad_bias(geometry.out_channels);
   backend->convolution_backward_data(geometry, probe.data(), weight.data(), grad_input.data());
   backend->convolution_backward_weights(geometry, input.data(), probe.data(), grad_weight.data(),

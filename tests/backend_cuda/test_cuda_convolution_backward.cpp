@@ -19,16 +19,6 @@ using backend::Backend;
 using backend::ComputePrecision;
 using backend::ConvolutionGeometry;
 
-std::int64_t input_count(const ConvolutionGeometry& g) {
-  return std::int64_t{g.batch} * g.in_height * g.in_width * g.in_channels;
-}
-std::int64_t output_count(const ConvolutionGeometry& g) {
-  return std::int64_t{g.batch} * g.out_height() * g.out_width() * g.out_channels;
-}
-std::int64_t weight_count(const ConvolutionGeometry& g) {
-  return std::int64_t{g.out_channels} * g.in_channels * g.kernel_height * g.kernel_width;
-}
-
 std::string precision_name(ComputePrecision precision) {
   switch (precision) {
     case ComputePrecision::BFloat16: return "bf16";
@@ -56,9 +46,9 @@ class PrecisionScope {
 struct Layer {
   Layer(Backend& backend, const ConvolutionGeometry& g, std::uint64_t stream)
       : geometry(g),
-        input(upload(backend, random_values(input_count(g), stream))),
-        weight(upload(backend, random_values(weight_count(g), stream + 1, -0.2f, 0.2f))),
-        grad_output(upload(backend, random_values(output_count(g), stream + 2))) {}
+        input(upload(backend, random_values(g.input_elements(), stream))),
+        weight(upload(backend, random_values(g.weight_elements(), stream + 1, -0.2f, 0.2f))),
+        grad_output(upload(backend, random_values(g.output_elements(), stream + 2))) {}
   ConvolutionGeometry geometry;
   Tensor input, weight, grad_output;
 };
@@ -69,8 +59,8 @@ struct Gradients {
 
 Gradients separate_ops(Backend& backend, const Layer& layer, bool with_grad_input) {
   const ConvolutionGeometry& g = layer.geometry;
-  Tensor grad_input = upload(backend, std::vector<float>(input_count(g), NAN));
-  Tensor grad_weight = upload(backend, std::vector<float>(weight_count(g), NAN));
+  Tensor grad_input = upload(backend, std::vector<float>(g.input_elements(), NAN));
+  Tensor grad_weight = upload(backend, std::vector<float>(g.weight_elements(), NAN));
   Tensor grad_bias = upload(backend, std::vector<float>(g.out_channels, NAN));
   backend.convolution_backward_weights(g, layer.input.data(), layer.grad_output.data(), grad_weight.data(),
                                        g.has_bias ? grad_bias.data() : nullptr);
@@ -81,8 +71,8 @@ Gradients separate_ops(Backend& backend, const Layer& layer, bool with_grad_inpu
 
 Gradients combined_op(Backend& backend, const Layer& layer, bool with_grad_input) {
   const ConvolutionGeometry& g = layer.geometry;
-  Tensor grad_input = upload(backend, std::vector<float>(input_count(g), NAN));
-  Tensor grad_weight = upload(backend, std::vector<float>(weight_count(g), NAN));
+  Tensor grad_input = upload(backend, std::vector<float>(g.input_elements(), NAN));
+  Tensor grad_weight = upload(backend, std::vector<float>(g.weight_elements(), NAN));
   Tensor grad_bias = upload(backend, std::vector<float>(g.out_channels, NAN));
   backend.convolution_backward(g, layer.input.data(), layer.grad_output.data(), layer.weight.data(),
                                with_grad_input ? grad_input.data() : nullptr, grad_weight.data(),
@@ -179,11 +169,12 @@ TEST(CudaConvolutionBackward, ReusedGradOutputBufferIsCastAfresh) {
     const Layer first(cuda, g, 500), second(cuda, g, 600);
     const Gradients expected_first = separate_ops(cuda, first, true);
     const Gradients expected_second = separate_ops(cuda, second, true);
-    Tensor shared_grad_output = empty_floats(cuda, output_count(g));
-    Tensor grad_input = empty_floats(cuda, input_count(g)), grad_weight = empty_floats(cuda, weight_count(g));
+    Tensor shared_grad_output = empty_floats(cuda, g.output_elements());
+    Tensor grad_input = empty_floats(cuda, g.input_elements()),
+           grad_weight = empty_floats(cuda, g.weight_elements());
     for (int round = 0; round < 2; ++round) {
       for (const Layer* layer : {&first, &second}) {
-        cuda.copy(shared_grad_output.data(), layer->grad_output.data(), output_count(g) * sizeof(float));
+        cuda.copy(shared_grad_output.data(), layer->grad_output.data(), g.output_elements() * sizeof(float));
         cuda.convolution_backward(g, layer->input.data(), shared_grad_output.data(), layer->weight.data(),
                                   grad_input.data(), grad_weight.data(), nullptr);
         const Gradients& expected = layer == &first ? expected_first : expected_second;

@@ -208,16 +208,6 @@ ConvolutionGeometry convolution(int batch, int in_channels, int height, int widt
   return g;
 }
 
-std::int64_t input_count(const ConvolutionGeometry& g) {
-  return std::int64_t{g.batch} * g.in_height * g.in_width * g.in_channels;
-}
-std::int64_t output_count(const ConvolutionGeometry& g) {
-  return std::int64_t{g.batch} * g.out_height() * g.out_width() * g.out_channels;
-}
-std::int64_t weight_count(const ConvolutionGeometry& g) {
-  return std::int64_t{g.out_channels} * g.in_channels * g.kernel_height * g.kernel_width;
-}
-
 // The CPU backend's rule for Winograd (src/backend/cpu/convolution.cpp): its results differ more.
 double convolution_tolerance(const ConvolutionGeometry& g) {
   const bool winograd_on_cpu = g.kernel_height == 3 && g.kernel_width == 3 && g.stride == 1 &&
@@ -232,27 +222,27 @@ void add_convolution_cases(std::vector<OpCase>& cases, const std::string& label,
   const float weight_bound =
       1.0f / std::sqrt(static_cast<float>(g.in_channels * g.kernel_height * g.kernel_width));
   cases.push_back({"convolution_forward_" + label, tolerance, [g, weight_bound](Backend& b) {
-                     Tensor input = upload(b, random_values(input_count(g), 11));
+                     Tensor input = upload(b, random_values(g.input_elements(), 11));
                      Tensor weight =
-                         upload(b, random_values(weight_count(g), 12, -weight_bound, weight_bound));
+                         upload(b, random_values(g.weight_elements(), 12, -weight_bound, weight_bound));
                      Tensor bias = upload(b, random_values(g.out_channels, 13));
-                     Tensor output = empty_floats(b, output_count(g));
+                     Tensor output = empty_floats(b, g.output_elements());
                      b.convolution_forward(g, input.data(), weight.data(), g.has_bias ? bias.data() : nullptr,
                                            output.data());
                      return Outputs{{"output", as_doubles(download(b, output))}};
                    }});
   cases.push_back({"convolution_backward_data_" + label, tolerance, [g, weight_bound](Backend& b) {
-                     Tensor grad_output = upload(b, random_values(output_count(g), 14));
+                     Tensor grad_output = upload(b, random_values(g.output_elements(), 14));
                      Tensor weight =
-                         upload(b, random_values(weight_count(g), 12, -weight_bound, weight_bound));
-                     Tensor grad_input = empty_floats(b, input_count(g));
+                         upload(b, random_values(g.weight_elements(), 12, -weight_bound, weight_bound));
+                     Tensor grad_input = empty_floats(b, g.input_elements());
                      b.convolution_backward_data(g, grad_output.data(), weight.data(), grad_input.data());
                      return Outputs{{"grad_input", as_doubles(download(b, grad_input))}};
                    }});
   cases.push_back({"convolution_backward_weights_" + label, tolerance, [g](Backend& b) {
-                     Tensor input = upload(b, random_values(input_count(g), 11));
-                     Tensor grad_output = upload(b, random_values(output_count(g), 14));
-                     Tensor grad_weight = empty_floats(b, weight_count(g));
+                     Tensor input = upload(b, random_values(g.input_elements(), 11));
+                     Tensor grad_output = upload(b, random_values(g.output_elements(), 14));
+                     Tensor grad_weight = empty_floats(b, g.weight_elements());
                      Tensor grad_bias = empty_floats(b, g.out_channels);
                      b.convolution_backward_weights(g, input.data(), grad_output.data(), grad_weight.data(),
                                                     g.has_bias ? grad_bias.data() : nullptr);

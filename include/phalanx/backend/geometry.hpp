@@ -26,6 +26,14 @@ struct ConvolutionGeometry {
 
   int out_height() const { return (in_height + 2 * padding - kernel_height) / stride + 1; }
   int out_width() const { return (in_width + 2 * padding - kernel_width) / stride + 1; }
+  // Elements of the input and output activations (the whole batch) and of the weights.
+  std::int64_t input_elements() const { return std::int64_t{batch} * in_height * in_width * in_channels; }
+  std::int64_t output_elements() const {
+    return std::int64_t{batch} * out_height() * out_width() * out_channels;
+  }
+  std::int64_t weight_elements() const {
+    return std::int64_t{out_channels} * in_channels * kernel_height * kernel_width;
+  }
   bool operator==(const ConvolutionGeometry&) const = default;
 };
 

@@ -39,11 +39,6 @@ bool layouts_coincide(const ConvolutionGeometry& geometry) {
   return geometry.in_channels == 1 || geometry.kernel_height * geometry.kernel_width == 1;
 }
 
-std::size_t weight_count(const ConvolutionGeometry& geometry) {
-  return static_cast<std::size_t>(geometry.out_channels) * geometry.in_channels * geometry.kernel_height *
-         geometry.kernel_width;
-}
-
 cudnnDataType_t operand_type(ComputePrecision precision) {
   switch (precision) {
     case ComputePrecision::BFloat16: return CUDNN_DATA_BFLOAT16;
@@ -51,14 +46,6 @@ cudnnDataType_t operand_type(ComputePrecision precision) {
     case ComputePrecision::Float32: break;
   }
   return CUDNN_DATA_FLOAT;
-}
-
-std::size_t input_count(const ConvolutionGeometry& g) {
-  return static_cast<std::size_t>(g.batch) * g.in_channels * g.in_height * g.in_width;
-}
-
-std::size_t output_count(const ConvolutionGeometry& g) {
-  return static_cast<std::size_t>(g.batch) * g.out_channels * g.out_height() * g.out_width();
 }
 
 std::string describe(const ConvolutionGeometry& g) {
@@ -241,7 +228,7 @@ void Convolutions::finish_result(const void* result, ComputePrecision held, floa
 
 const float* Convolutions::filter_for_cudnn(const ConvolutionGeometry& geometry, const float* weight) {
   if (layouts_coincide(geometry)) return weight;
-  weight_scratch_.ensure(sizeof(float) * weight_count(geometry));
+  weight_scratch_.ensure(sizeof(float) * geometry.weight_elements());
   launch_transpose_samples(stream_, ComputePrecision::Float32, geometry.out_channels, geometry.in_channels,
                            geometry.kernel_height * geometry.kernel_width, weight,
                            weight_scratch_.as<float>());
@@ -270,9 +257,9 @@ void Convolutions::run_forward(const ConvolutionGeometry& geometry, const float*
     return;
   }
   const void* filter = operand(filter_for_cudnn(geometry, weight), ComputePrecision::Float32,
-                               weight_count(geometry), filter_operand_);
-  const void* x = operand(input, storage_, input_count(geometry), input_operand_);
-  void* y = result_buffer(output, storage_, output_count(geometry), output_operand_);
+                               geometry.weight_elements(), filter_operand_);
+  const void* x = operand(input, storage_, geometry.input_elements(), input_operand_);
+  void* y = result_buffer(output, storage_, geometry.output_elements(), output_operand_);
   if (plan.forward.needs_search(deterministic_)) {
     const std::size_t limit = prepare_search_workspace();
     plan.request_math_type();
@@ -320,11 +307,11 @@ void Convolutions::run_backward_data(const ConvolutionGeometry& geometry, const 
     return;
   }
   const void* filter = operand(filter_for_cudnn(geometry, weight), ComputePrecision::Float32,
-                               weight_count(geometry), filter_operand_);
+                               geometry.weight_elements(), filter_operand_);
   const void* dy = grad_output_operand
                        ? grad_output_operand
-                       : operand(grad_output, storage_, output_count(geometry), output_operand_);
-  void* dx = result_buffer(grad_input, storage_, input_count(geometry), input_operand_);
+                       : operand(grad_output, storage_, geometry.output_elements(), output_operand_);
+  void* dx = result_buffer(grad_input, storage_, geometry.input_elements(), input_operand_);
   if (plan.backward_data.needs_search(deterministic_)) {
     const std::size_t limit = prepare_search_workspace();
     plan.request_math_type();
@@ -350,7 +337,7 @@ void Convolutions::run_backward_data(const ConvolutionGeometry& geometry, const 
                                              plan.convolution.get(), plan.backward_data.algorithm,
                                              workspace_.data(), plan.backward_data.workspace, &zero,
                                              plan.input.get(), dx));
-  finish_result(dx, storage_, grad_input, input_count(geometry));
+  finish_result(dx, storage_, grad_input, geometry.input_elements());
 }
 
 void Convolutions::backward_weights(const ConvolutionGeometry& geometry, const float* input,
@@ -377,7 +364,8 @@ void Convolutions::backward(const ConvolutionGeometry& geometry, const float* in
   // directions of this shape fell back to fp32.
   const bool share = precision_ != storage_ && grad_input != nullptr &&
                      !(plan.backward_filter.in_float32 && plan.backward_data.in_float32);
-  const void* dy = share ? operand(grad_output, storage_, output_count(geometry), output_operand_) : nullptr;
+  const void* dy =
+      share ? operand(grad_output, storage_, geometry.output_elements(), output_operand_) : nullptr;
   run_backward_filter(geometry, input, grad_output, dy, grad_weight);
   if (geometry.has_bias && grad_bias)
     column_sums_.sum(stream_, storage_,
@@ -398,14 +386,14 @@ void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, cons
   // cuDNN writes the gradient in its own layout: straight into grad_weight when the layouts
   // coincide, else into scratch, transposed into grad_weight below.
   const bool transpose = !layouts_coincide(geometry);
-  if (transpose) weight_scratch_.ensure(sizeof(float) * weight_count(geometry));
+  if (transpose) weight_scratch_.ensure(sizeof(float) * geometry.weight_elements());
   float* filter_gradient = transpose ? weight_scratch_.as<float>() : grad_weight;
-  const void* x = operand(input, storage_, input_count(geometry), input_operand_);
+  const void* x = operand(input, storage_, geometry.input_elements(), input_operand_);
   const void* dy = grad_output_operand
                        ? grad_output_operand
-                       : operand(grad_output, storage_, output_count(geometry), output_operand_);
+                       : operand(grad_output, storage_, geometry.output_elements(), output_operand_);
   void* dw =
-      result_buffer(filter_gradient, ComputePrecision::Float32, weight_count(geometry), filter_operand_);
+      result_buffer(filter_gradient, ComputePrecision::Float32, geometry.weight_elements(), filter_operand_);
   if (plan.backward_filter.needs_search(deterministic_)) {
     const std::size_t limit = prepare_search_workspace();
     plan.request_math_type();
@@ -431,7 +419,7 @@ void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, cons
                                                plan.convolution.get(), plan.backward_filter.algorithm,
                                                workspace_.data(), plan.backward_filter.workspace, &zero,
                                                plan.filter.get(), dw));
-  finish_result(dw, ComputePrecision::Float32, filter_gradient, weight_count(geometry));
+  finish_result(dw, ComputePrecision::Float32, filter_gradient, geometry.weight_elements());
   if (transpose)
     launch_transpose_samples(stream_, ComputePrecision::Float32, geometry.out_channels,
                              geometry.kernel_height * geometry.kernel_width, geometry.in_channels,
