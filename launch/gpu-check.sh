@@ -2,8 +2,9 @@
 # GPU check (DESIGN §8), for the few minutes a GPU machine is lent. Most important results first:
 # the library check, the *Cuda* parity tests, fmnist_cnn trained to 92% test accuracy (seconds),
 # host-to-device bandwidth (seconds to measure), ResNet-50 bf16 images/s against PyTorch eager on
-# the same GPU (with fp32, then bf16 activations); then reduced precision, the automatic batch
-# size, checkpoints across devices and the other benches.
+# the same GPU (with fp32, then bf16 activations), the per-op times of both at ResNet-50's shapes,
+# the bf16-activation run with train.deterministic false; then reduced precision, the automatic
+# batch size, checkpoints across devices and the other benches.
 # Every step has its own timeout and the whole run a budget (GPU_CHECK_BUDGET_S, default 540 s);
 # summary.txt and steps.log in $OUT grow after every step, so a run killed midway still returns
 # what it had.
@@ -243,7 +244,7 @@ note "  pytorch: $torch_rate images/s ($(json "$out/torch-resnet50.json" 'd["fra
 note "  ratio phalanx/pytorch: $(python3 -c "print(round($phalanx_rate / $torch_rate, 3))" 2>/dev/null || echo n/a)"
 
 # 6b. The same ResNet-50 run with activations held in bf16 (train.activation_dtype): every op moves
-# 2-byte elements and no cast runs around the convolutions and GEMMs.
+# 2-byte elements and only the weights are cast for the convolutions and GEMMs.
 note "== resnet50 bf16 with bf16 activations (train.activation_dtype), otherwise the same run"
 step train-resnet50-bf16-activations 300 "${resnet50_training[@]}" --set train.activation_dtype=$resnet_activations \
   --run-dir "$work/run-resnet50-bf16-activations"
