@@ -4,8 +4,9 @@
 // the backend's timing markers (CUDA events on a GPU) over a run of calls after two warm-up calls
 // (the first call of a convolution shape runs cuDNN's algorithm search), the modes alternating
 // round by round so that a clock or load change hits all three alike; the medians over the rounds
-// are printed, with the bf16-activation time relative to the fp32-activation one. This is where
-// a ResNet-50 step's time goes, op by op, which the whole-step comparison with PyTorch cannot say.
+// are printed, and on a GPU a last column "bf16 act/fp32 act": the bf16-activation time over that
+// of bf16 compute on fp32 activations. This is where a ResNet-50 step's time goes, op by op, which
+// the whole-step comparison with PyTorch cannot say.
 //   ./phalanx_bench_device_ops [--device cuda|cpu] [--batch N] [--calls N] [--rounds N]
 // On the CPU backend (a dry run of the program) only the fp32 mode exists.
 #include <cstdint>
@@ -52,7 +53,7 @@ void set_mode(Backend& backend, const Mode& mode) {
   backend.set_activation_precision(mode.activations);
 }
 
-// Buffers of one op: activations filled with values in [-2, 2) in the mode's storage (written by
+// Buffers of one op: activations filled with values in [-2, 2] in the mode's storage (written by
 // the input op, which stores whatever type the backend holds activations in), weights in fp32.
 class Buffers {
  public:
@@ -292,7 +293,7 @@ int main(int argc, char** argv) {
                 backend->name().c_str(), batch, calls, rounds);
     std::printf("%-46s", "op");
     for (const Mode& mode : modes) std::printf(" %17s", mode.name);
-    if (on_gpu) std::printf(" %12s", "bf16 act/fp32 act");
+    if (on_gpu) std::printf(" %17s", "bf16 act/fp32 act");
     std::printf("\n");
     for (const Case& op : cases(batch)) {
       std::vector<std::vector<double>> times(modes.size());
@@ -316,7 +317,7 @@ int main(int argc, char** argv) {
         medians.push_back(phalanx::median(mode_times));
         std::printf(" %17.3f", medians.back());
       }
-      if (on_gpu) std::printf(" %12.2f", medians[2] / medians[1]);
+      if (on_gpu) std::printf(" %17.2f", medians[2] / medians[1]);
       std::printf("\n");
       std::fflush(stdout);
       set_mode(*backend, modes[0]);
