@@ -307,9 +307,9 @@ int main(int argc, char** argv) {
         for (int warm_up = 0; warm_up < 2; ++warm_up) calls_of_mode.back()();
       }
       for (int round = 0; round < rounds; ++round)
-        for (std::size_t m = 0; m < modes.size(); ++m) {
-          set_mode(*backend, modes[m]);
-          times[m].push_back(milliseconds_per_call(*backend, calls_of_mode[m], calls));
+        for (std::size_t mode_index = 0; mode_index < modes.size(); ++mode_index) {
+          set_mode(*backend, modes[mode_index]);
+          times[mode_index].push_back(milliseconds_per_call(*backend, calls_of_mode[mode_index], calls));
         }
       std::printf("%-46s", op.name.c_str());
       std::vector<double> medians;

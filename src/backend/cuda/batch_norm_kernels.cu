@@ -182,14 +182,14 @@ __global__ void affine_kernel(std::int64_t count, int channels, const Stored* in
     const std::int64_t quads = count / 4;
     const auto* input_quads = reinterpret_cast<const Quad<Stored>*>(input);
     auto* output_quads = reinterpret_cast<Quad<Stored>*>(output);
-    for (std::int64_t q = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < quads;
-         q += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-      const int first_channel = static_cast<int>((q * 4) % channels);
-      const Quad<Stored> in = input_quads[q];
+    for (std::int64_t quad = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; quad < quads;
+         quad += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      const int first_channel = static_cast<int>((quad * 4) % channels);
+      const Quad<Stored> in = input_quads[quad];
       Quad<Stored> out;
       for (int lane = 0; lane < 4; ++lane)
         out.value[lane] = normalised(widen(in.value[lane]), first_channel + lane);
-      output_quads[q] = out;
+      output_quads[quad] = out;
     }
     done = quads * 4;
   }
@@ -272,14 +272,14 @@ __global__ void input_gradient_kernel(std::int64_t count, int channels, const St
     const auto* input_quads = reinterpret_cast<const Quad<Stored>*>(input);
     const auto* grad_output_quads = reinterpret_cast<const Quad<Stored>*>(grad_output);
     auto* grad_input_quads = reinterpret_cast<Quad<Stored>*>(grad_input);
-    for (std::int64_t q = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < quads;
-         q += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-      const int first_channel = static_cast<int>((q * 4) % channels);
-      const Quad<Stored> x = input_quads[q], dy = grad_output_quads[q];
+    for (std::int64_t quad = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; quad < quads;
+         quad += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      const int first_channel = static_cast<int>((quad * 4) % channels);
+      const Quad<Stored> x = input_quads[quad], dy = grad_output_quads[quad];
       Quad<Stored> out;
       for (int lane = 0; lane < 4; ++lane)
         out.value[lane] = gradient(widen(x.value[lane]), widen(dy.value[lane]), first_channel + lane);
-      grad_input_quads[q] = out;
+      grad_input_quads[quad] = out;
     }
     done = quads * 4;
   }

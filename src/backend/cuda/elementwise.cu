@@ -48,11 +48,11 @@ __global__ void unary_kernel(std::int64_t count, Function function, const Stored
     const std::int64_t quads = count / 4;
     const auto* input_quads = reinterpret_cast<const Quad<Stored>*>(input);
     auto* output_quads = reinterpret_cast<Quad<Stored>*>(output);
-    for (std::int64_t q = first_index(); q < quads; q += index_stride()) {
-      const Quad<Stored> in = input_quads[q];
+    for (std::int64_t quad = first_index(); quad < quads; quad += index_stride()) {
+      const Quad<Stored> in = input_quads[quad];
       Quad<Stored> out;
       for (int lane = 0; lane < 4; ++lane) out.value[lane] = narrow<Stored>(function(widen(in.value[lane])));
-      output_quads[q] = out;
+      output_quads[quad] = out;
     }
     done = quads * 4;
   }
@@ -71,12 +71,12 @@ __global__ void binary_kernel(std::int64_t count, Function function, const Store
     const auto* a_quads = reinterpret_cast<const Quad<Stored>*>(a);
     const auto* b_quads = reinterpret_cast<const Quad<Stored>*>(b);
     auto* output_quads = reinterpret_cast<Quad<Stored>*>(output);
-    for (std::int64_t q = first_index(); q < quads; q += index_stride()) {
-      const Quad<Stored> left = a_quads[q], right = b_quads[q];
+    for (std::int64_t quad = first_index(); quad < quads; quad += index_stride()) {
+      const Quad<Stored> left = a_quads[quad], right = b_quads[quad];
       Quad<Stored> out;
       for (int lane = 0; lane < 4; ++lane)
         out.value[lane] = narrow<Stored>(function(widen(left.value[lane]), widen(right.value[lane])));
-      output_quads[q] = out;
+      output_quads[quad] = out;
     }
     done = quads * 4;
   }
