@@ -18,9 +18,10 @@ void Backend::set_compute_precision(ComputePrecision precision) {
 }
 
 void Backend::set_activation_precision(ComputePrecision precision) {
-  PHALANX_REQUIRE_INPUT(precision == ComputePrecision::Float32, name(),
-                        " keeps activations in fp32 only; bf16 and fp16 activations need a GPU rank (the CUDA "
-                        "backend)");
+  PHALANX_REQUIRE_INPUT(
+      precision == ComputePrecision::Float32, name(),
+      " keeps activations in fp32 only; bf16 and fp16 activations need a GPU rank (the CUDA "
+      "backend)");
 }
 
 void Backend::convolution_backward(const ConvolutionGeometry& geometry, const float* input,
