@@ -141,7 +141,7 @@ class Backend : public Allocator {
   // input or output, its gradient, the logits and their gradient, and the input ops' output. fp32
   // (the default) or the compute precision itself (bf16/fp16, as torch.autocast keeps a
   // convolution's output): a GPU backend then reads and writes 2-byte elements there, so the ops
-  // pass half the bytes and the casts around each convolution and GEMM disappear. The buffers keep
+  // pass half the bytes and only weights are cast for a convolution or GEMM. The buffers keep
   // their fp32 size (only the first half of their bytes is used), no op changes its signature, and
   // the host sees those bytes only through the ops. Weights, their gradients, optimizer state, batch
   // norm statistics and predict's probabilities stay fp32; fill, scale and all_finite are for those

@@ -5,9 +5,8 @@
 // free memory on small GPUs), and the choice is cached with its workspace size. The fastest
 // *deterministic* algorithm is taken (no atomics: the same inputs give the same bits on every
 // step); only when none exists, or when train.deterministic is false (set_deterministic), does the
-// fastest of any kind win. The choice follows the timings,
-// so two runs may still pick different algorithms and differ in the last bits; speed comes first
-// here, as with torch.backends.cudnn.benchmark.
+// fastest of any kind win. The choice follows the timings, so two runs may still pick different
+// algorithms and differ in the last bits; speed comes first here, as with torch.backends.cudnn.benchmark.
 //
 // Math: fp32 parity with the CPU backend. The descriptors ask for CUDNN_FMA_MATH, which keeps
 // cuDNN off TF32 tensor cores on Ampere and Hopper (CUDNN_DEFAULT_MATH would allow TF32 there,

@@ -9,10 +9,10 @@
 // the convolution on them with fp32 accumulation (the PSEUDO_HALF / PSEUDO_BFLOAT16 configurations,
 // tensor-core math), and its result is cast back to the caller's fp32 buffer. With activations held
 // in that precision too (set_storage), cuDNN reads and writes the activation buffers directly: only
-// the weights (and their gradient) are cast, and the output pass exists only for a bias or ReLU. Plans and
-// algorithm choices are cached per precision. A direction for which cuDNN offers no reduced-precision
-// algorithm at a shape runs that shape in fp32 instead (it can lack them for a first layer's 1 or 3
-// input channels): slower there, never an error.
+// the weights (and their gradient) are cast, and the output pass exists only for a bias or ReLU.
+// Plans and algorithm choices are cached per precision. A direction for which cuDNN offers no
+// reduced-precision algorithm at a shape runs that shape in fp32 instead (it can lack them for a
+// first layer's 1 or 3 input channels): slower there, never an error.
 #pragma once
 
 #include <cuda_runtime_api.h>
