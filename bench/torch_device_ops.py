@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""PyTorch peer of bench/device_ops.cpp: the same ops at the same ResNet-50 shapes, as PyTorch eager
-runs them under bf16 autocast with channels_last tensors (bf16 activations, fp32 weights cast to
-bf16 for convolutions and GEMMs, batch norm on bf16 input with fp32 statistics), so that each row
-can be set beside phalanx's "bf16 activations" column.
+"""PyTorch peer of bench/device_ops.cpp: the same ops at the same ResNet-50 shapes, on the tensors
+PyTorch eager's bf16 autocast hands its kernels, in channels_last memory (bf16 activations, bf16
+weights for convolutions and GEMMs, batch norm on bf16 input with fp32 gamma, beta and
+statistics), so that each row can be set beside phalanx's "bf16 activations" column. The weights
+are made bf16 once, up front: the per-call weight cast autocast adds is not timed here, where
+phalanx's convolution and classifier rows include their weight transposes and casts.
 
   python3 bench/torch_device_ops.py [--device cuda|cpu] [--batch N] [--calls N] [--rounds N]
 
@@ -60,8 +62,8 @@ def main():
     generator = torch.Generator().manual_seed(7)
 
     def activations(*shape):  # NHWC memory, as phalanx holds activations
-        n, c, h, w = shape
-        values = torch.rand(n, h, w, c, generator=generator) * 4 - 2
+        samples, channels, height, width = shape
+        values = torch.rand(samples, height, width, channels, generator=generator) * 4 - 2
         return values.to(device=device, dtype=dtype).permute(0, 3, 1, 2)
 
     def weights(*shape, scale=0.02):
@@ -71,37 +73,43 @@ def main():
     rows = []
     convolutions = [("conv 7x7/2 3->64 @224", 3, 224, 64, 7, 2, 3), ("conv 3x3 64->64 @56", 64, 56, 64, 3, 1, 1),
                     ("conv 1x1 64->256 @56", 64, 56, 256, 1, 1, 0), ("conv 3x3 512->512 @7", 512, 7, 512, 3, 1, 1)]
-    for name, cin, size, cout, kernel, stride, padding in convolutions:
-        x = activations(batch, cin, size, size)
-        w = weights(cout, cin, kernel, kernel)
-        rows.append((name + " forward", timed(lambda: F.conv2d(x, w, None, stride, padding), calls, rounds, device)))
-        y = F.conv2d(x, w, None, stride, padding)
-        dy = activations(*y.shape)
-        mask = (cin != 3, True, False)  # the stem needs no input gradient, as in phalanx
+    for name, in_channels, size, out_channels, kernel, stride, padding in convolutions:
+        convolution_input = activations(batch, in_channels, size, size)
+        weight = weights(out_channels, in_channels, kernel, kernel)
+        rows.append((name + " forward", timed(lambda: F.conv2d(convolution_input, weight, None, stride, padding),
+                                              calls, rounds, device)))
+        output = F.conv2d(convolution_input, weight, None, stride, padding)
+        grad_output = activations(*output.shape)
+        mask = (in_channels != 3, True, False)  # the stem needs no input gradient, as in phalanx
         rows.append((name + " backward", timed(lambda: torch.ops.aten.convolution_backward(
-            dy, x, w, None, [stride, stride], [padding, padding], [1, 1], False, [0, 0], 1, mask),
-            calls, rounds, device)))
+            grad_output, convolution_input, weight, None, [stride, stride], [padding, padding], [1, 1], False,
+            [0, 0], 1, mask), calls, rounds, device)))
     wide = (batch, 256, 56, 56)
-    x = activations(*wide)
+    batch_norm_input = activations(*wide)
     gamma = torch.ones(256, device=device)
     beta = torch.zeros(256, device=device)
-    running_mean, running_var = torch.zeros(256, device=device), torch.ones(256, device=device)
+    running_mean, running_variance = torch.zeros(256, device=device), torch.ones(256, device=device)
     rows.append(("batch norm + ReLU 256 @56 training forward", timed(
-        lambda: F.relu_(F.batch_norm(x, running_mean, running_var, gamma, beta, True, 0.1, 1e-5)),
+        lambda: F.relu_(F.batch_norm(batch_norm_input, running_mean, running_variance, gamma, beta, True, 0.1,
+                                     1e-5)),
         calls, rounds, device)))
-    xg = x.detach().requires_grad_(True)
-    gamma_g, beta_g = gamma.clone().requires_grad_(True), beta.clone().requires_grad_(True)
-    y = F.batch_norm(xg, running_mean, running_var, gamma_g, beta_g, True, 0.1, 1e-5)
-    dy = activations(*wide)
+    input_with_gradient = batch_norm_input.detach().requires_grad_(True)
+    gamma_with_gradient = gamma.clone().requires_grad_(True)
+    beta_with_gradient = beta.clone().requires_grad_(True)
+    batch_norm_output = F.batch_norm(input_with_gradient, running_mean, running_variance, gamma_with_gradient,
+                                     beta_with_gradient, True, 0.1, 1e-5)
+    grad_batch_norm_output = activations(*wide)
     rows.append(("batch norm 256 @56 backward", timed(
-        lambda: torch.autograd.grad(y, (xg, gamma_g, beta_g), dy, retain_graph=True), calls, rounds, device)))
+        lambda: torch.autograd.grad(batch_norm_output,
+                                    (input_with_gradient, gamma_with_gradient, beta_with_gradient),
+                                    grad_batch_norm_output, retain_graph=True), calls, rounds, device)))
     output, grad = activations(*wide), activations(*wide)
     rows.append(("ReLU backward 256 @56", timed(lambda: torch.ops.aten.threshold_backward(grad, output, 0),
                                                 calls, rounds, device)))
-    a, b = activations(*wide), activations(*wide)
-    rows.append(("add + ReLU 256 @56", timed(lambda: F.relu_(a + b), calls, rounds, device)))
+    left, right = activations(*wide), activations(*wide)
+    rows.append(("add + ReLU 256 @56", timed(lambda: F.relu_(left + right), calls, rounds, device)))
     destination = activations(*wide)
-    rows.append(("accumulate 256 @56", timed(lambda: destination.add_(a), calls, rounds, device)))
+    rows.append(("accumulate 256 @56", timed(lambda: destination.add_(left), calls, rounds, device)))
     pooled = activations(batch, 64, 112, 112)
     rows.append(("max pool 3x3/2 64 @112 forward", timed(lambda: F.max_pool2d(pooled, 3, 2, 1), calls, rounds,
                                                          device)))

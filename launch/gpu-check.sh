@@ -256,7 +256,8 @@ note "  breakdown ms/step: $(json "$result" '", ".join("%s %.1f" % (k, v["ms_per
 note "  ratio phalanx ($resnet_activations activations)/pytorch: $(python3 -c "print(round($activations_rate / $torch_rate, 3))" 2>/dev/null || echo n/a), against fp32 activations: $(python3 -c "print(round($activations_rate / $phalanx_rate, 3))" 2>/dev/null || echo n/a)"
 
 # 7. Where the ResNet-50 time goes, op by op: phalanx's ops in fp32, bf16 compute and bf16
-# activations, then PyTorch's under bf16 autocast, at the same shapes (bench/device_ops.cpp).
+# activations, then PyTorch's on bf16 tensors as autocast runs them, at the same shapes
+# (bench/device_ops.cpp, bench/torch_device_ops.py).
 note "== device ops at ResNet-50's shapes, ms per call: phalanx, then PyTorch"
 step bench-device-ops 120 "$bundle/phalanx_bench_device_ops" --device $device
 [ -f "$work/bench-device-ops.log" ] && cat "$work/bench-device-ops.log" >>"$summary"
