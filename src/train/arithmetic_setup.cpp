@@ -1,3 +1,5 @@
+// apply_arithmetic (see arithmetic_setup.hpp): one place where a rank's backend takes the run's
+// precision, activation storage and determinism, so training and the probes cannot drift apart.
 #include "phalanx/train/arithmetic_setup.hpp"
 
 #include "phalanx/core/error.hpp"

@@ -1,5 +1,5 @@
-// Which cuDNN statuses count as a refusal (cudnn_refusal.hpp), on which the bf16/fp16 convolutions
-// and batch norm fall back to fp32 (or batch norm to its plain mode) instead of failing. cuDNN 9
+// Which cuDNN statuses count as a refusal (cudnn_refusal.hpp), on which a bf16/fp16 convolution
+// direction falls back to fp32 instead of failing (batch norm on bf16/fp16 runs own kernels). cuDNN 9
 // reports refusals with specific codes inside a category; a list of codes missed those. Host only:
 // runs wherever the CUDA backend builds.
 #include <gtest/gtest.h>
