@@ -99,8 +99,8 @@ struct TrainConfig {
   double loss_scale_initial = 65536.0;  // first scale of dynamic loss scaling
   // fp32 | the value of precision: how GPU ranks hold activations (train.activation_dtype)
   std::string activation_dtype = "fp32";
-  // true: ops take only algorithms whose results are the same bits on every run; false lets GPU
-  // convolutions take the fastest algorithm of any kind (train.deterministic)
+  // true: GPU convolutions take algorithms whose results are the same bits on every call (where a
+  // shape has one); false lets them take the fastest of any kind (train.deterministic)
   bool deterministic = true;
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
