@@ -826,6 +826,20 @@ TEST(CudaDeterminism, NetworkForwardAndBackwardTwiceGiveTheSameBits) {
   expect_same_bits_twice(chain, chain.run(cuda_backend()));
 }
 
+// train.deterministic: false. Every convolution direction searches again and may take an algorithm
+// that sums with atomics; its results stay within the fp32 tolerances of the CPU backend, and so do
+// those of the switch back (a search among the deterministic ones again).
+TEST(CudaDeterminism, FastestAlgorithmOfAnyKindStaysWithinTheTolerances) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  struct DeterministicAgain {
+    ~DeterministicAgain() { cuda_backend().set_deterministic(true); }
+  } deterministic_again;
+  cuda_backend().set_deterministic(false);
+  expect_parity(convolution_cases());
+  cuda_backend().set_deterministic(true);
+  expect_parity(convolution_cases());
+}
+
 // Plans and algorithm choices are cached per precision: an fp32 call after bf16 and fp16 calls of
 // the same shapes must give the fp32 bits of before, not run a reduced-precision plan.
 TEST(CudaDeterminism, PrecisionSwitchKeepsCachedPlansApart) {
