@@ -255,6 +255,23 @@ note "  phalanx, $resnet_activations activations: $activations_rate images/s, st
 note "  breakdown ms/step: $(json "$result" '", ".join("%s %.1f" % (k, v["ms_per_step"]) for k, v in d["time_breakdown"].items() if isinstance(v, dict) and "ms_per_step" in v)')"
 note "  ratio phalanx ($resnet_activations activations)/pytorch: $(python3 -c "print(round($activations_rate / $torch_rate, 3))" 2>/dev/null || echo n/a), against fp32 activations: $(python3 -c "print(round($activations_rate / $phalanx_rate, 3))" 2>/dev/null || echo n/a)"
 
+# 6c. What issue 3 asks to see working beside the numbers: the automatic batch size, and
+# checkpoints moving between CPU and GPU with the same accuracy (a minute or so together).
+note "== train.batch_size: auto"
+step train-auto-batch 150 "$bundle/phalanx" train "$config" --set device=$device --set data.path="$data" \
+  --set train.max_steps=50 --set train.batch_size=auto --run-dir "$work/run-auto-batch"
+note "  $(grep -m1 'batch_size: auto' "$work/train-auto-batch.log")"
+
+note "== checkpoints across devices"
+step eval-gpu-checkpoint-on-cpu 120 "$bundle/phalanx" eval --checkpoint "$work/run-gpu/checkpoints/latest.h5" \
+  --data "$data" --device cpu
+note "  GPU-trained, evaluated on the CPU: $(tail -n 1 "$work/eval-gpu-checkpoint-on-cpu.log"); on the GPU it had $(json "$work/run-gpu/summary.json" 'd["test_accuracy"]')"
+step train-cpu 120 "$bundle/phalanx" train "$config" --set device=cpu --set data.path="$data" \
+  --set train.max_steps=200 --run-dir "$work/run-cpu"
+step eval-cpu-checkpoint-on-gpu 120 "$bundle/phalanx" eval --checkpoint "$work/run-cpu/checkpoints/latest.h5" \
+  --data "$data" --device $device
+note "  CPU-trained, evaluated on the GPU: $(tail -n 1 "$work/eval-cpu-checkpoint-on-gpu.log"); on the CPU it had $(json "$work/run-cpu/summary.json" 'd["test_accuracy"]')"
+
 # 7. Where the ResNet-50 time goes, op by op: phalanx's ops in fp32, bf16 compute and bf16
 # activations, then PyTorch's on bf16 tensors as autocast runs them, at the same shapes
 # (bench/device_ops.cpp, bench/torch_device_ops.py).
@@ -283,21 +300,6 @@ for precision in bf16 fp16; do
     --set data.augment.horizontal_flip=true --run-dir "$work/run-$precision"
   note "  $precision: test_accuracy $(json "$work/run-$precision/summary.json" 'd["test_accuracy"]'), loss scaling $(json "$work/run-$precision/summary.json" 'd.get("loss_scaling")')"
 done
-
-note "== train.batch_size: auto"
-step train-auto-batch 150 "$bundle/phalanx" train "$config" --set device=$device --set data.path="$data" \
-  --set train.max_steps=50 --set train.batch_size=auto --run-dir "$work/run-auto-batch"
-note "  $(grep -m1 'batch_size: auto' "$work/train-auto-batch.log")"
-
-note "== checkpoints across devices"
-step eval-gpu-checkpoint-on-cpu 120 "$bundle/phalanx" eval --checkpoint "$work/run-gpu/checkpoints/latest.h5" \
-  --data "$data" --device cpu
-note "  GPU-trained, evaluated on the CPU: $(tail -n 1 "$work/eval-gpu-checkpoint-on-cpu.log"); on the GPU it had $(json "$work/run-gpu/summary.json" 'd["test_accuracy"]')"
-step train-cpu 120 "$bundle/phalanx" train "$config" --set device=cpu --set data.path="$data" \
-  --set train.max_steps=200 --run-dir "$work/run-cpu"
-step eval-cpu-checkpoint-on-gpu 120 "$bundle/phalanx" eval --checkpoint "$work/run-cpu/checkpoints/latest.h5" \
-  --data "$data" --device $device
-note "  CPU-trained, evaluated on the GPU: $(tail -n 1 "$work/eval-cpu-checkpoint-on-gpu.log"); on the CPU it had $(json "$work/run-cpu/summary.json" 'd["test_accuracy"]')"
 
 note "== phalanx bench devices (fmnist_cnn, 100 steps, CPU and GPU side by side)"
 step bench-devices 150 "$bundle/phalanx" bench devices "$config" --steps 100 --set data.path="$data" \
