@@ -17,6 +17,7 @@
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/backend/cuda_backend.hpp"
+#include "phalanx/core/random.hpp"
 #include "phalanx/core/tensor.hpp"
 
 // Every CUDA test but the device-count ones starts with this: without a device there is nothing to run.
@@ -80,6 +81,36 @@ Tensor upload(backend::Backend& backend, const std::vector<T>& values) {
   Tensor tensor(backend, Shape{static_cast<std::int64_t>(values.size())}, dtype_of<T>());
   backend.copy_from_host(tensor.data_as<void>(), values.data(), values.size() * sizeof(T));
   return tensor;
+}
+
+// Seeded test inputs: bytes (uint8 images), class labels in [0, classes), and per image the five
+// augmentation draws (shift_y, shift_x, flip, cutout_top, cutout_left) with crop shifts beyond the
+// image, both flips and cutout squares clipped at every edge.
+inline std::vector<std::uint8_t> random_bytes(std::size_t count, std::uint64_t stream) {
+  RandomStream random(20240611, stream);
+  std::vector<std::uint8_t> bytes(count);
+  for (auto& byte : bytes) byte = static_cast<std::uint8_t>(random.next_u32() >> 24);
+  return bytes;
+}
+
+inline std::vector<std::int32_t> random_labels(int count, int classes, std::uint64_t stream) {
+  RandomStream random(20240611, stream);
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(count));
+  for (auto& label : labels) label = static_cast<std::int32_t>(random.next_below(classes));
+  return labels;
+}
+
+inline std::vector<std::int32_t> random_augment_draws(int batch, std::uint64_t stream) {
+  RandomStream random(20240611, stream);
+  std::vector<std::int32_t> draws;
+  for (int sample = 0; sample < batch; ++sample) {
+    draws.push_back(static_cast<std::int32_t>(random.next_below(13)) - 6);  // shift_y
+    draws.push_back(static_cast<std::int32_t>(random.next_below(13)) - 6);  // shift_x
+    draws.push_back(static_cast<std::int32_t>(random.next_below(2)));       // flip
+    draws.push_back(static_cast<std::int32_t>(random.next_below(9)) - 2);   // cutout_top
+    draws.push_back(static_cast<std::int32_t>(random.next_below(7)) - 2);   // cutout_left
+  }
+  return draws;
 }
 
 // An uninitialised float tensor of `count` elements on `backend`.

@@ -208,20 +208,6 @@ void expect_storage_parity(const std::vector<StorageCase>& cases) {
 
 // ---- inputs ---------------------------------------------------------------------------------------
 
-std::vector<std::uint8_t> random_bytes(std::size_t count, std::uint64_t stream) {
-  RandomStream random(20240611, stream);
-  std::vector<std::uint8_t> bytes(count);
-  for (auto& byte : bytes) byte = static_cast<std::uint8_t>(random.next_u32() >> 24);
-  return bytes;
-}
-
-std::vector<std::int32_t> random_labels(int count, int classes, std::uint64_t stream) {
-  RandomStream random(20240611, stream);
-  std::vector<std::int32_t> labels(static_cast<std::size_t>(count));
-  for (auto& label : labels) label = static_cast<std::int32_t>(random.next_below(classes));
-  return labels;
-}
-
 // Parameters of a convolution or GEMM given already rounded to the storage type: the GPU's cast of
 // them to its compute precision is then exact, and both backends multiply the same numbers.
 Tensor upload_operand(const Activations& a, const std::vector<float>& values) {
@@ -358,15 +344,7 @@ std::vector<StorageCase> elementwise_cases() {
                        const backend::AugmentGeometry geometry{33, 9, 7, channels, 5};
                        const std::int64_t count = std::int64_t{33} * 9 * 7 * channels;
                        Tensor images = upload(b, random_bytes(static_cast<std::size_t>(count), 5));
-                       RandomStream random(20240611, 6);
-                       std::vector<std::int32_t> draws;
-                       for (int sample = 0; sample < geometry.batch; ++sample) {
-                         draws.push_back(static_cast<std::int32_t>(random.next_below(13)) - 6);  // shift_y
-                         draws.push_back(static_cast<std::int32_t>(random.next_below(13)) - 6);  // shift_x
-                         draws.push_back(static_cast<std::int32_t>(random.next_below(2)));       // flip
-                         draws.push_back(static_cast<std::int32_t>(random.next_below(9)) - 2);   // cutout_top
-                         draws.push_back(static_cast<std::int32_t>(random.next_below(7)) - 2);  // cutout_left
-                       }
+                       const std::vector<std::int32_t> draws = random_augment_draws(geometry.batch, 6);
                        Tensor draw_tensor = upload(b, draws);
                        Tensor mean = upload(b, std::vector<float>{0.2860f, 0.45f, 0.5f});
                        Tensor deviation = upload(b, std::vector<float>{0.3530f, 0.22f, 0.27f});

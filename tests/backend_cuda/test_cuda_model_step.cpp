@@ -12,7 +12,6 @@
 #include "backend_cuda/cuda_test_support.hpp"
 #include "phalanx/backend/cuda_backend.hpp"
 #include "phalanx/config/config.hpp"
-#include "phalanx/core/random.hpp"
 #include "phalanx/nn/model.hpp"
 
 namespace phalanx::testing {
@@ -27,21 +26,14 @@ class ModelSteps {
   explicit ModelSteps(backend::Backend& backend)
       : backend_(backend),
         model_(model_config(), Shape{size, size, channels}, classes, backend, 7),
-        images_(backend, Shape{batch * size * size * channels}, DType::UInt8),
-        labels_(backend, Shape{batch}, DType::Int32),
+        images_(upload(backend, random_bytes(std::size_t{batch} * size * size * channels, 3))),
+        labels_(upload(backend, random_labels(batch, classes, 4))),
         mean_(upload(backend, std::vector<float>{0.49f, 0.48f, 0.45f})),
         deviation_(upload(backend, std::vector<float>{0.25f, 0.24f, 0.26f})),
         input_(backend, Shape{batch, size, size, channels}),
         grad_logits_(backend, Shape{batch, classes}),
         momentum_(upload(backend, std::vector<float>(
                                       static_cast<std::size_t>(model_.registry().parameter_count()), 0.0f))) {
-    RandomStream random(20241130, 3);
-    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(images_.elements()));
-    for (auto& byte : bytes) byte = static_cast<std::uint8_t>(random.next_u32() >> 24);
-    backend.copy_from_host(images_.data_as<void>(), bytes.data(), bytes.size());
-    std::vector<std::int32_t> labels(batch);
-    for (auto& label : labels) label = static_cast<std::int32_t>(random.next_below(classes));
-    backend.copy_from_host(labels_.data_as<void>(), labels.data(), labels.size() * sizeof(std::int32_t));
   }
 
   void run() {

@@ -28,20 +28,6 @@ constexpr double summation_order = 1e-5;  // same formula, sums in another order
 constexpr double gemm = 1e-4;             // long fp32 dot products (linear, direct convolution, batch norm)
 constexpr double winograd = 2e-3;         // the CPU backend's Winograd on wide 3x3 convs (~3e-4 relative)
 
-std::vector<std::int32_t> random_labels(int count, int classes, std::uint64_t stream) {
-  RandomStream random(20240611, stream);
-  std::vector<std::int32_t> labels(count);
-  for (auto& label : labels) label = static_cast<std::int32_t>(random.next_below(classes));
-  return labels;
-}
-
-std::vector<std::uint8_t> random_bytes(std::size_t count, std::uint64_t stream) {
-  RandomStream random(20240611, stream);
-  std::vector<std::uint8_t> bytes(count);
-  for (auto& byte : bytes) byte = static_cast<std::uint8_t>(random.next_u32() >> 24);
-  return bytes;
-}
-
 // ---- element-wise --------------------------------------------------------------------------
 
 std::vector<OpCase> elementwise_cases() {
@@ -71,15 +57,7 @@ std::vector<OpCase> elementwise_cases() {
         {"augment_normalize_images_" + std::to_string(channels) + "_channels", exact, [channels](Backend& b) {
            const backend::AugmentGeometry geometry{33, 9, 7, channels, 5};
            Tensor images = upload(b, random_bytes(33 * 9 * 7 * channels, 5));
-           RandomStream random(20240611, 6);
-           std::vector<std::int32_t> draws;
-           for (int sample = 0; sample < geometry.batch; ++sample) {
-             draws.push_back(static_cast<std::int32_t>(random.next_below(13)) - 6);  // shift_y
-             draws.push_back(static_cast<std::int32_t>(random.next_below(13)) - 6);  // shift_x
-             draws.push_back(static_cast<std::int32_t>(random.next_below(2)));       // flip
-             draws.push_back(static_cast<std::int32_t>(random.next_below(9)) - 2);   // cutout_top
-             draws.push_back(static_cast<std::int32_t>(random.next_below(7)) - 2);   // cutout_left
-           }
+           const std::vector<std::int32_t> draws = random_augment_draws(geometry.batch, 6);
            Tensor draw_tensor = upload(b, draws);
            Tensor mean = upload(b, std::vector<float>{0.2860f, 0.45f, 0.5f});
            Tensor deviation = upload(b, std::vector<float>{0.3530f, 0.22f, 0.27f});
