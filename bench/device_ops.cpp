@@ -110,28 +110,15 @@ struct Case {
   std::function<std::function<void()>(Backend&, Buffers&)> prepare;
 };
 
-ConvolutionGeometry convolution(int batch, int in_channels, int size, int out_channels, int kernel,
-                                int stride, int padding) {
-  ConvolutionGeometry geometry;
-  geometry.batch = batch;
-  geometry.in_channels = in_channels;
-  geometry.in_height = geometry.in_width = size;
-  geometry.out_channels = out_channels;
-  geometry.kernel_height = geometry.kernel_width = kernel;
-  geometry.stride = stride;
-  geometry.padding = padding;
-  geometry.has_bias = false;  // ResNet's convolutions: batch norm follows
-  return geometry;
-}
-
 std::vector<Case> cases(int batch) {
   std::vector<Case> list;
   // ResNet-50's stem, a stage-1 3x3 and 1x1 pair, and the last stage's 3x3.
+  // No bias (batch norm follows each, as in ResNet).
   const std::pair<std::string, ConvolutionGeometry> convolutions[] = {
-      {"conv 7x7/2 3->64 @224", convolution(batch, 3, 224, 64, 7, 2, 3)},
-      {"conv 3x3 64->64 @56", convolution(batch, 64, 56, 64, 3, 1, 1)},
-      {"conv 1x1 64->256 @56", convolution(batch, 64, 56, 256, 1, 1, 0)},
-      {"conv 3x3 512->512 @7", convolution(batch, 512, 7, 512, 3, 1, 1)}};
+      {"conv 7x7/2 3->64 @224", phalanx::backend::square_convolution(batch, 3, 224, 64, 7, 2, 3, false)},
+      {"conv 3x3 64->64 @56", phalanx::backend::square_convolution(batch, 64, 56, 64, 3, 1, 1, false)},
+      {"conv 1x1 64->256 @56", phalanx::backend::square_convolution(batch, 64, 56, 256, 1, 1, 0, false)},
+      {"conv 3x3 512->512 @7", phalanx::backend::square_convolution(batch, 512, 7, 512, 3, 1, 1, false)}};
   for (const auto& [name, geometry] : convolutions) {
     const float scale = 1.0f / static_cast<float>(geometry.in_channels * geometry.kernel_height);
     list.push_back({name + " forward", [geometry, scale](Backend& backend, Buffers& buffers) {

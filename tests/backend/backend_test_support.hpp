@@ -19,20 +19,7 @@ inline std::unique_ptr<backend::Backend> make_test_backend() {
   return backend::make_cpu_backend(0);
 }
 
-// A convolution on square images with a square kernel, as most op tests use.
-inline backend::ConvolutionGeometry square_convolution(int batch, int in_channels, int size, int out_channels,
-                                                       int kernel, int stride, int padding, bool has_bias) {
-  backend::ConvolutionGeometry geometry;
-  geometry.batch = batch;
-  geometry.in_channels = in_channels;
-  geometry.in_height = geometry.in_width = size;
-  geometry.out_channels = out_channels;
-  geometry.kernel_height = geometry.kernel_width = kernel;
-  geometry.stride = stride;
-  geometry.padding = padding;
-  geometry.has_bias = has_bias;
-  return geometry;
-}
+using backend::square_convolution;
 
 // Uniform values in [low, high) from a seeded counter-based stream: every run sees the same data.
 inline std::vector<float> random_values(std::size_t count, std::uint64_t stream, float low = -1.0f,

@@ -37,6 +37,21 @@ struct ConvolutionGeometry {
   bool operator==(const ConvolutionGeometry&) const = default;
 };
 
+// A convolution on square images with a square kernel (most of the ones tests and benchmarks run).
+inline ConvolutionGeometry square_convolution(int batch, int in_channels, int size, int out_channels,
+                                              int kernel, int stride, int padding, bool has_bias) {
+  ConvolutionGeometry geometry;
+  geometry.batch = batch;
+  geometry.in_channels = in_channels;
+  geometry.in_height = geometry.in_width = size;
+  geometry.out_channels = out_channels;
+  geometry.kernel_height = geometry.kernel_width = kernel;
+  geometry.stride = stride;
+  geometry.padding = padding;
+  geometry.has_bias = has_bias;
+  return geometry;
+}
+
 enum class PoolingKind { Max, Average };
 
 struct PoolingGeometry {
