@@ -26,17 +26,6 @@ constexpr int merge_lanes = 8;
 constexpr std::int64_t min_chunk_rows = 256;
 constexpr std::int64_t max_chunks = 4096;
 
-struct Chunking {
-  std::int64_t rows_per_chunk;
-  std::int64_t count;
-};
-
-Chunking chunking(std::int64_t rows) {
-  std::int64_t rows_per_chunk = (rows + max_chunks - 1) / max_chunks;
-  if (rows_per_chunk < min_chunk_rows) rows_per_chunk = min_chunk_rows;
-  return {rows_per_chunk, (rows + rows_per_chunk - 1) / rows_per_chunk};
-}
-
 __device__ inline std::int64_t chunk_end(std::int64_t begin, std::int64_t rows_per_chunk, std::int64_t rows) {
   return begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
 }
@@ -344,6 +333,15 @@ void launch_input_gradient(cudaStream_t stream, std::int64_t count, int channels
 
 }  // namespace
 
+ReducedBatchNorm::Chunking ReducedBatchNorm::reserve_scratch(std::int64_t rows, int channels) {
+  std::int64_t rows_per_chunk = (rows + max_chunks - 1) / max_chunks;
+  if (rows_per_chunk < min_chunk_rows) rows_per_chunk = min_chunk_rows;
+  const Chunking chunks{rows_per_chunk, (rows + rows_per_chunk - 1) / rows_per_chunk};
+  partial_sums_.ensure(sizeof(float) * 2 * static_cast<std::size_t>(chunks.count) * channels);
+  coefficients_.ensure(sizeof(float) * 3 * static_cast<std::size_t>(channels));
+  return chunks;
+}
+
 void ReducedBatchNorm::forward_training(cudaStream_t stream, ComputePrecision storage,
                                         const BatchNormGeometry& geometry, const float* input,
                                         const float* gamma, const float* beta, float* output,
@@ -353,9 +351,7 @@ void ReducedBatchNorm::forward_training(cudaStream_t stream, ComputePrecision st
   const int channels = geometry.channels;
   PHALANX_CHECK(rows > 1, "batch norm in training needs more than one value per channel, got ", rows);
   if (channels <= 0) return;
-  const Chunking chunks = chunking(rows);
-  partial_sums_.ensure(sizeof(float) * 2 * static_cast<std::size_t>(chunks.count) * channels);
-  coefficients_.ensure(sizeof(float) * 3 * static_cast<std::size_t>(channels));
+  const Chunking chunks = reserve_scratch(rows, channels);
   with_stored_type(storage, [&](auto tag) {
     using Stored = StoredOf<decltype(tag)>;
     moment_partials_kernel<<<partial_grid(channels, chunks.count), dim3(block_channels, block_rows), 0,
@@ -404,9 +400,7 @@ void ReducedBatchNorm::backward(cudaStream_t stream, ComputePrecision storage,
     PHALANX_CUDA(cudaMemsetAsync(grad_beta, 0, sizeof(float) * static_cast<std::size_t>(channels), stream));
     return;
   }
-  const Chunking chunks = chunking(rows);
-  partial_sums_.ensure(sizeof(float) * 2 * static_cast<std::size_t>(chunks.count) * channels);
-  coefficients_.ensure(sizeof(float) * 3 * static_cast<std::size_t>(channels));
+  const Chunking chunks = reserve_scratch(rows, channels);
   with_stored_type(storage, [&](auto tag) {
     using Stored = StoredOf<decltype(tag)>;
     gradient_partials_kernel<<<partial_grid(channels, chunks.count), dim3(block_channels, block_rows), 0,

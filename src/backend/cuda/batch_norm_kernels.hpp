@@ -33,6 +33,14 @@ class ReducedBatchNorm {
                 const float* saved_inverse_std, float* grad_input, float* grad_gamma, float* grad_beta);
 
  private:
+  // Rows per chunk of the statistics passes, and how many chunks.
+  struct Chunking {
+    std::int64_t rows_per_chunk;
+    std::int64_t count;
+  };
+  // The chunking of `rows`, with the scratch of a call over it (partial sums, coefficients) sized.
+  Chunking reserve_scratch(std::int64_t rows, int channels);
+
   DeviceBuffer partial_sums_;  // [chunks, 2, channels] floats
   DeviceBuffer coefficients_;  // [3, channels] floats: the per-channel affine map of the last pass
 };
