@@ -3,9 +3,11 @@
 # when something is missing). The CUDA toolkit, cuDNN and NCCL are expected under /usr/local/cuda.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-dev libyaml-cpp-dev libgtest-dev
-          libbenchmark-dev libdnnl-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libpng-dev dataset-fashion-mnist
+          libbenchmark-dev libdnnl-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libpng-dev dataset-fashion-mnist
           python3 python3-h5py python3-numpy python3-yaml
           libturbojpeg0-dev python3-pil libhdf5-openmpi-dev)
+# Debian's oneDNN CMake package (dnnl-config.cmake) looks for OpenCL, but libdnnl-dev only
+# recommends ocl-icd-opencl-dev, which --no-install-recommends leaves out: name it.
 # The observability tests: report screenshots (chromium, python3-pil), TensorBoard read-back (a venv).
 packages+=(chromium python3-pil python3-venv)
 # Sweeps: the SQLite results database (the tests read it with Python's built-in sqlite3).
