@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/train/build_information.hpp"
 
 namespace phalanx::cli {
 namespace {
@@ -45,6 +46,10 @@ int run(int argc, char** argv) {
   CLI::App app{"phalanx: data-parallel CNN training over MPI ranks (CPU: oneDNN, GPU: cuDNN/NCCL)",
                "phalanx"};
   app.require_subcommand(1);
+  // What a bug report from a cluster needs: the commit and every library this process loaded.
+  app.set_version_flag(
+      "--version", [] { return train::describe_build(train::build_information()); },
+      "Print the version, git commit, build type and library versions, then exit");
   std::vector<std::function<int()>> actions = {add_train_command(app, &argc, &argv),
                                                add_eval_command(app, &argc, &argv),
                                                add_predict_command(app, &argc, &argv), add_data_command(app)};

@@ -19,6 +19,7 @@
 #include "phalanx/train/arithmetic_setup.hpp"
 #include "phalanx/train/backend_host_staging.hpp"
 #include "phalanx/train/breakdown_table.hpp"
+#include "phalanx/train/build_information.hpp"
 #include "phalanx/train/device_stage_timer.hpp"
 #include "phalanx/train/evaluation.hpp"
 #include "phalanx/train/input_batch.hpp"
@@ -634,6 +635,7 @@ nlohmann::json Trainer::run() {
   }
   summary["batch_split"] = split.to_json();
   summary["world_size"] = communicator_.size();
+  summary["version"] = build_information();
   summary["images_per_sec"] = overall_rate;
   summary["wall_seconds"] = wall_seconds_since_epoch() - start_wall;
   summary["time_breakdown"] = run_times.to_json(run_steps);

@@ -3,6 +3,7 @@
 // device selection free of #ifdefs: it asks cuda_device_count() in every build.
 #include "phalanx/backend/cuda_backend.hpp"
 #include "phalanx/backend/cuda_transfer.hpp"
+#include "phalanx/backend/library_versions.hpp"
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::backend {
@@ -50,6 +51,15 @@ std::vector<TransferResult> measure_host_to_device(int, const std::vector<std::s
   throw_input_error(
       "bench transfer: this phalanx build has no CUDA backend (it measures host-to-device copies; configure "
       "with the CUDA toolkit, cuDNN and NCCL present)");
+}
+
+}  // namespace phalanx::backend
+
+namespace phalanx::backend {
+
+// No CUDA backend in this build: nothing was compiled against CUDA, nothing of it is loaded.
+CudaLibraryVersions cuda_library_versions() noexcept {
+  return {};
 }
 
 }  // namespace phalanx::backend

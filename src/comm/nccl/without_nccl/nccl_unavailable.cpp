@@ -2,6 +2,7 @@
 // as src/backend/without_cuda does for the backend: such a build has no GPU ranks, so joining an
 // NCCL group is a usage error that says why, and callers need no #ifdef. Not part of
 // phalanx_comm_nccl (its glob does not descend here); a CPU-only build compiles this file instead.
+#include "phalanx/comm/library_versions.hpp"
 #include "phalanx/comm/nccl_communicator.hpp"
 #include "phalanx/comm/nccl_grad_sync.hpp"
 #include "phalanx/core/error.hpp"
@@ -99,6 +100,15 @@ CommunicationSeconds NcclGradSync::read(std::size_t) {
 }
 void NcclGradSync::launch(Bucket&) {
   no_nccl();
+}
+
+}  // namespace phalanx::comm
+
+namespace phalanx::comm {
+
+// No NCCL in this build.
+std::string nccl_version() {
+  return "";
 }
 
 }  // namespace phalanx::comm
