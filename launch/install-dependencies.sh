@@ -14,6 +14,8 @@ packages+=(chromium python3-pil python3-venv)
 packages+=(libsqlite3-dev)
 # Cluster launch tests: a real local Slurm (slurmctld, slurmd, munge) and network namespaces.
 packages+=(slurm-wlm munge iproute2)
+# The install test: `module load phalanx` with Environment Modules; the build stamps its git commit.
+packages+=(environment-modules git)
 if [ "${PHALANX_WITH_TORCH:-0}" = 1 ]; then packages+=(python3-torch); fi
 missing=()
 for package in "${packages[@]}"; do
@@ -22,6 +24,8 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  start=$SECONDS
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "installed ${#missing[@]} packages (and what they depend on) in $((SECONDS - start)) s"
 fi
