@@ -136,9 +136,11 @@ timed() {  # timed LABEL COMMAND...: runs it, prints how long it took
 }
 
 echo "fresh-root-check: debootstrap --variant=minbase $codename from $mirror into $root"
-timed debootstrap debootstrap --variant=minbase "$codename" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
+start=$SECONDS
+debootstrap --variant=minbase "$codename" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
   { tail -n 30 "$root.debootstrap.log" >&2; exit 1; }
 rm -f "$root.debootstrap.log"
+echo "fresh-root-check: debootstrap took $((SECONDS - start)) s"
 
 # The host's Debian sources, so the root installs the same package versions as the host would.
 : >"$root/etc/apt/sources.list"
