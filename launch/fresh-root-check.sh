@@ -128,11 +128,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-timed() {  # timed LABEL COMMAND...: runs it, prints how long it took
-  local label=$1 start=$SECONDS
+timed() {  # timed LABEL COMMAND...: runs it, prints how long it took, returns its status
+  local label=$1 start=$SECONDS status=0
   shift
-  "$@"
+  "$@" || status=$?   # (errexit does not apply here: callers run this on the left of ||)
   echo "fresh-root-check: $label took $((SECONDS - start)) s"
+  return "$status"
 }
 
 echo "fresh-root-check: debootstrap --variant=minbase $codename from $mirror into $root"
@@ -150,6 +151,10 @@ cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod +x "$root/usr/sbin/policy-rc.d"
 
+# The root is a mount point of its own, as / is on a machine: tools that change mount propagation
+# of / (ip netns) need one. A slave of the host's mounts: nothing done inside reaches the host.
+mount --bind "$root" "$root"
+mount --make-rslave "$root"
 for system_folder in proc sys dev; do
   mount --rbind "/$system_folder" "$root/$system_folder"
   mount --make-rslave "$root/$system_folder"   # unmounting in the root never reaches the host
