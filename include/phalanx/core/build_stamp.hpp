@@ -1,5 +1,5 @@
 // What this binary was built from: phalanx's version, the source tree's git commit, the build type
-// and the compiler. The definition is generated at every build (cmake/write_build_stamp.cmake), so
+// and the compiler. The definition is generated at every build (src/core/write_build_stamp.cmake), so
 // `phalanx --version` and every run's summary.json name the exact commit a user runs.
 #pragma once
 

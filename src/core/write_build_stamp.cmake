@@ -17,7 +17,7 @@ if(GIT_FOUND AND EXISTS "${SOURCE_DIR}/.git")
     endif()
   endif()
 endif()
-set(text "// Generated at build time by cmake/write_build_stamp.cmake; do not edit.
+set(text "// Generated at build time by src/core/write_build_stamp.cmake; do not edit.
 #include \"phalanx/core/build_stamp.hpp\"
 
 namespace phalanx {
