@@ -93,6 +93,8 @@ fi
 root=${PHALANX_FRESH_ROOT:-$(mktemp -d "${TMPDIR:-/var/tmp}/phalanx-fresh-root.XXXXXX")}
 mkdir -p "$root"
 root=$(cd "$root" && pwd -P)
+# It becomes /: mktemp's 0700 would shut out every user but root (apt's _apt, daemons, tests).
+chmod 0755 "$root"
 if [ -n "$(ls -A "$root")" ]; then
   echo "fresh-root-check: $root is not empty; give PHALANX_FRESH_ROOT a new or empty folder" >&2; exit 2
 fi
