@@ -142,6 +142,16 @@ class MappedFiles : public ::testing::Test {
     return source;
   }
 
+  // A small file chunked 16 samples at a time: nothing to warn about.
+  config::SourceConfig source_of_native_chunks() {
+    const std::string path = scratch_.file("small_chunks.h5");
+    if (!std::filesystem::exists(path)) {
+      write_nchw_one_hot(path, train_, "train");
+      write_nchw_one_hot(path, test_, "test");
+    }
+    return source_of(path);
+  }
+
   ScratchDirectory scratch_{"mapped-source"};
   Split train_, test_;
 };
@@ -280,6 +290,33 @@ TEST_F(MappedFiles, BadInputsNameFileDatasetAndKey) {
   std::vector<std::int32_t> labels(200);
   EXPECT_INPUT_ERROR(reader.read(0, 200, images.data(), labels.data()),
                      large + ":/x (data.source.train.images): sample 5 has the value 999");
+}
+
+TEST_F(MappedFiles, WarnsWhenOneChunkHoldsFarMoreThanABatchNeeds) {
+  // 1100 samples of 256x256 in one gzip chunk: any read decodes 72 MB. Never written, so the file
+  // stays small: validation reads only the labels and the storage layout of the images.
+  const std::string path = scratch_.file("one_chunk.h5");
+  const hsize_t shape[3] = {1100, 256, 256};
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t space = H5Screate_simple(3, shape, nullptr);
+  const hid_t creation = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(creation, 3, shape);
+  H5Pset_deflate(creation, 4);
+  H5Dclose(H5Dcreate2(file, "/x", H5T_NATIVE_UINT8, space, H5P_DEFAULT, creation, H5P_DEFAULT));
+  H5Pclose(creation);
+  H5Sclose(space);
+  H5Fclose(file);
+  write_array(path, "/y", H5T_NATIVE_INT32, {1100}, std::vector<std::int32_t>(1100, 0));
+  config::SourceConfig source;
+  source.train = {at(path, "/x"), at(path, "/y")};
+  source.test = source.train;
+  const MappedSource mapped(source);
+  ASSERT_EQ(mapped.warnings().size(), 2u);  // train and test name the same dataset
+  EXPECT_NE(mapped.warnings()[0].find(path + ":/x (data.source.train.images): stored in chunks of 1100 samples "
+                                             "(gzip 4): reading any sample reads 68 MiB"),
+            std::string::npos)
+      << mapped.warnings()[0];
+  EXPECT_TRUE(MappedSource(source_of_native_chunks()).warnings().empty());
 }
 
 TEST_F(MappedFiles, InspectPrintsTheTreeAndABlockToPaste) {
