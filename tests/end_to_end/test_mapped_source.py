@@ -207,6 +207,16 @@ class MappedSourceTest(unittest.TestCase):
             text = stream.read()
         self.assertTrue(text.startswith("phalanx-source-statistics 1\n"), text)
         self.assertIn("\nmean 0x", text)
+        # A file changed since (here only its modification time) no longer matches the fingerprint:
+        # the statistics are computed again and the sidecar rewritten.
+        images = path("x_train.h5")
+        stat = os.stat(images)
+        os.utime(images, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+        self.train("stats-path-again", {"source": source}, max_steps=2)
+        with open(path("shared-stats.txt")) as stream:
+            again = stream.read()
+        self.assertNotEqual(again.splitlines()[1], text.splitlines()[1], "the fingerprint did not change")
+        self.assertEqual(again.splitlines()[2:], text.splitlines()[2:], "same bytes, same statistics")
 
     def test_inspect_prints_the_tree_and_a_block_that_trains_as_pasted(self):
         result = e2e.phalanx("data", "inspect", path("all.h5"))
