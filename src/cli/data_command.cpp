@@ -1,9 +1,10 @@
-// `phalanx data import-idx | import-cifar | import-images | synth | inspect | preview`: dataset
+// `phalanx data import-idx | import-cifar | import-images | import-hdf5 | synth | inspect | preview`: dataset
 // preparation, no MPI needed.
 #include <cstdint>
 #include <cstdio>
 
 #include "commands.hpp"
+#include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/timer.hpp"
 #include "phalanx/data/dataset.hpp"
@@ -118,8 +119,20 @@ std::function<int()> add_data_command(CLI::App& app) {
   synth->add_option("--gzip", arguments->write.gzip_level, "gzip level 0-9 (default 0: none)");
   synth->add_flag("--lzf", arguments->write.lzf, "LZF compression (needs the HDF5 LZF plugin)");
 
-  auto* inspect = data_command->add_subcommand("inspect", "Describe a dataset file");
-  inspect->add_option("file", arguments->input, "Dataset (.h5)")->required();
+  auto* import_hdf5 = data_command->add_subcommand(
+      "import-hdf5", "Copy a data.source mapping (your own HDF5 files, any layout) into the phalanx schema");
+  import_hdf5
+      ->add_option("config", arguments->input,
+                   "YAML file with a data.source block (a training config, or just data.source)")
+      ->required();
+  import_hdf5->add_option("-o,--output", arguments->output, "Output dataset (.h5)")->required();
+  import_hdf5->add_option("--chunk", arguments->write.chunk_samples, "Samples per HDF5 chunk (default 1024)");
+  import_hdf5->add_option("--gzip", arguments->write.gzip_level, "gzip level 0-9 (default 0: none)");
+  import_hdf5->add_flag("--lzf", arguments->write.lzf, "LZF compression (needs the HDF5 LZF plugin)");
+
+  auto* inspect = data_command->add_subcommand(
+      "inspect", "Describe a dataset file, or any HDF5 file's tree with a data.source block to paste");
+  inspect->add_option("file", arguments->input, "Dataset or any HDF5 file (.h5)")->required();
   inspect->add_flag("--verify", arguments->verify,
                     "Recompute the checksums stored at import (reads every byte); exit 2 if any differ");
 
@@ -146,6 +159,17 @@ std::function<int()> add_data_command(CLI::App& app) {
                        arguments->write);
       std::printf("imported %s into %s in %.2f s\n", arguments->input.c_str(), arguments->output.c_str(),
                   stopwatch.seconds());
+      std::printf("%s", data::inspect(arguments->output).c_str());
+    } else if (*import_hdf5) {
+      PHALANX_REQUIRE_INPUT(arguments->write.gzip_level >= 0 && arguments->write.gzip_level <= 9,
+                            "--gzip must be in 0..9 (got ", arguments->write.gzip_level, ")");
+      PHALANX_REQUIRE_INPUT(arguments->write.chunk_samples >= 1, "--chunk must be >= 1");
+      PHALANX_REQUIRE_INPUT(!(arguments->write.lzf && arguments->write.gzip_level > 0),
+                            "--gzip and --lzf: choose one compression");
+      data::import_mapped_source(config::load_data_source(arguments->input), arguments->output,
+                                 arguments->write);
+      std::printf("imported the data.source of %s into %s in %.2f s\n", arguments->input.c_str(),
+                  arguments->output.c_str(), stopwatch.seconds());
       std::printf("%s", data::inspect(arguments->output).c_str());
     } else if (*import_cifar) {
       PHALANX_REQUIRE_INPUT(arguments->write.gzip_level >= 0 && arguments->write.gzip_level <= 9,

@@ -20,6 +20,9 @@ std::vector<std::string> apply_overrides(YAML::Node& root, const std::string& so
 // The whole tree (a mapping) into a validated Config.
 Config convert_config(const Reader& reader, const YAML::Node& root);
 
+// Only data.source of a tree (the other sections may be absent), validated as in a config.
+SourceConfig convert_data_source(const Reader& reader, const YAML::Node& root);
+
 // A list of layers under dotted key `key` ("model.layers", "model.layers[3].main").
 std::vector<LayerSpec> read_layer_list(const Reader& reader, const YAML::Node& list, const std::string& key);
 

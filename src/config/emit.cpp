@@ -2,6 +2,7 @@
 // schema. Numbers are written in their shortest exact form so that parse(to_yaml(c)) == c,
 // which is what lets a checkpoint carry its config and a resume reproduce the run.
 #include <algorithm>
+#include <utility>
 
 #include "phalanx/config/config.hpp"
 #include "reader.hpp"
@@ -52,6 +53,33 @@ void emit_layers(YAML::Emitter& out, const std::vector<LayerSpec>& layers) {
   out << YAML::EndSeq;
 }
 
+void emit_source(YAML::Emitter& out, const SourceConfig& source) {
+  out << YAML::Key << "source" << YAML::Value << YAML::BeginMap;
+  for (const auto& [name, split] : {std::pair<const char*, const SourceSplitConfig*>{"train", &source.train},
+                                    std::pair<const char*, const SourceSplitConfig*>{"test", &source.test},
+                                    std::pair<const char*, const SourceSplitConfig*>{"val", &source.val}}) {
+    if (split->empty()) continue;
+    out << YAML::Key << name << YAML::Value << YAML::BeginMap;
+    emit_text(out, "images", split->images.text());
+    emit_text(out, "labels", split->labels.text());
+    out << YAML::EndMap;
+  }
+  emit_number(out, "val_fraction", source.val_fraction);
+  emit_number(out, "test_fraction", source.test_fraction);
+  out << YAML::Key << "split_seed" << YAML::Value << source.split_seed;
+  emit_text(out, "layout", source.layout);
+  emit_text(out, "labels", source.labels);
+  if (!source.classes_dataset.empty()) {
+    emit_text(out, "classes", source.classes_dataset.text());
+  } else if (!source.classes.empty()) {
+    out << YAML::Key << "classes" << YAML::Value << YAML::BeginSeq;
+    for (const std::string& name : source.classes) out << YAML::DoubleQuoted << name;
+    out << YAML::EndSeq;
+  }
+  emit_text(out, "statistics", source.statistics);
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 std::string to_yaml(const Config& config) {
@@ -71,6 +99,8 @@ std::string to_yaml(const Config& config) {
   const DataConfig& data = config.data;
   out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
   emit_text(out, "path", data.path);
+  // Written only when used: a config of a native file keeps the shape it always had.
+  if (data.source.enabled()) emit_source(out, data.source);
   emit_text(out, "train_split", data.train_split);
   emit_text(out, "test_split", data.test_split);
   out << YAML::Key << "prefetch_batches" << YAML::Value << data.prefetch_batches;

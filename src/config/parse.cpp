@@ -49,7 +49,8 @@ Config parse(const std::string& yaml_text, const std::string& source_name,
   }
 }
 
-Config load(const std::string& path, const std::vector<std::string>& overrides) {
+namespace {
+std::string read_config_text(const std::string& path) {
   std::error_code status_error;
   const std::filesystem::file_status status = std::filesystem::status(path, status_error);
   if (!std::filesystem::exists(status))
@@ -62,7 +63,28 @@ Config load(const std::string& path, const std::vector<std::string>& overrides) 
   std::ostringstream text;
   text << stream.rdbuf();
   if (stream.bad()) throw_input_error(path + ": cannot read the config file: " + std::strerror(errno));
-  return parse(text.str(), path, overrides);
+  return text.str();
+}
+}  // namespace
+
+Config load(const std::string& path, const std::vector<std::string>& overrides) {
+  return parse(read_config_text(path), path, overrides);
+}
+
+SourceConfig load_data_source(const std::string& path) {
+  const std::string text = read_config_text(path);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& error) {
+    throw_input_error(path + ": YAML syntax error: " + error.msg);
+  }
+  if (!root.IsMap()) throw_input_error(path + ": expected a mapping with data.source, got " + describe(root));
+  try {
+    return convert_data_source(Reader(path, {}), root);
+  } catch (const YAML::Exception& error) {
+    throw_input_error(path + ": cannot read data.source: " + error.msg);
+  }
 }
 
 }  // namespace phalanx::config

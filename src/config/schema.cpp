@@ -11,8 +11,14 @@ const std::map<std::string, std::vector<std::string>>& sections() {
   static const std::map<std::string, std::vector<std::string>> table = {
       {"model", {"preset", "layers"}},
       {"data",
-       {"path", "train_split", "test_split", "prefetch_batches", "augment", "cache", "max_cache_gb",
+       {"path", "source", "train_split", "test_split", "prefetch_batches", "augment", "cache", "max_cache_gb",
         "stream_window_mb"}},
+      {"data.source",
+       {"train", "test", "val", "val_fraction", "test_fraction", "split_seed", "layout", "labels", "classes",
+        "statistics"}},
+      {"data.source.train", {"images", "labels"}},
+      {"data.source.test", {"images", "labels"}},
+      {"data.source.val", {"images", "labels"}},
       // A nested section is listed under its dotted name and appears as a key of its parent.
       {"data.augment", {"random_crop_padding", "horizontal_flip", "cutout"}},
       {"optimizer",
@@ -114,6 +120,16 @@ const std::vector<std::string>& devices() {
 
 const std::vector<std::string>& cache_modes() {
   static const std::vector<std::string> values = {"auto", "rank", "node", "none"};
+  return values;
+}
+
+const std::vector<std::string>& source_layouts() {
+  static const std::vector<std::string> values = {"auto", "nhwc", "nchw", "nhw"};
+  return values;
+}
+
+const std::vector<std::string>& label_encodings() {
+  static const std::vector<std::string> values = {"auto", "index", "one_hot"};
   return values;
 }
 

@@ -30,6 +30,8 @@ bool is_pool(const std::string& type);
 const std::vector<std::string>& model_presets();
 const std::vector<std::string>& devices();
 const std::vector<std::string>& cache_modes();
+const std::vector<std::string>& source_layouts();   // data.source.layout
+const std::vector<std::string>& label_encodings();  // data.source.labels
 const std::vector<std::string>& optimizer_types();
 const std::vector<std::string>& schedule_types();
 const std::vector<std::string>& precisions();

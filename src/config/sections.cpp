@@ -1,5 +1,7 @@
 // Conversion of the YAML tree into the typed sections of Config, with the range rules of
 // DESIGN §5. Absent keys keep the defaults of config.hpp; every present key is checked.
+#include <utility>
+
 #include "conversion.hpp"
 #include "phalanx/core/error.hpp"
 #include "schema.hpp"
@@ -80,12 +82,108 @@ void read_augment(const Section& section, AugmentConfig& augment) {
   }
 }
 
+// FILE:DATASET, split at the last colon (a dataset path has none; a file path may, rarely).
+DatasetLocation read_location(const Reader& reader, const YAML::Node& node, const std::string& key) {
+  const std::string text = reader.text(node, key);
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    reader.fail(key, key + ": expected FILE:DATASET (e.g. /shared/x_train.h5:/x), got '" + text + "'", node);
+  DatasetLocation location;
+  location.file = text.substr(0, colon);
+  // Appended rather than inserted: GCC 12 warns falsely (-Wrestrict) on insert(0, "/") at -O3.
+  if (text[colon + 1] != '/') location.dataset = "/";
+  location.dataset.append(text, colon + 1, std::string::npos);
+  return location;
+}
+
+void read_source_split(const Section& section, SourceSplitConfig& split) {
+  const Reader& reader = section.reader();
+  if (const YAML::Node value = section["images"]; has(value))
+    split.images = read_location(reader, value, section.key("images"));
+  if (const YAML::Node value = section["labels"]; has(value))
+    split.labels = read_location(reader, value, section.key("labels"));
+  if (split.images.empty() != split.labels.empty()) {
+    const std::string missing = split.images.empty() ? "images" : "labels";
+    reader.fail(section.key(missing), section.key(missing) + " is required (a split needs images and labels)",
+                section.node());
+  }
+}
+
+void read_source(const Section& section, SourceConfig& source) {
+  const Reader& reader = section.reader();
+  read_source_split(Section(section, "train"), source.train);
+  read_source_split(Section(section, "test"), source.test);
+  read_source_split(Section(section, "val"), source.val);
+  // Carving more than half of train away leaves too little to train on; it is surely a typo.
+  constexpr Bound half{0.5, true};
+  if (const YAML::Node value = section["val_fraction"]; has(value))
+    source.val_fraction = reader.real(value, section.key("val_fraction"), zero_inclusive, half);
+  if (const YAML::Node value = section["test_fraction"]; has(value))
+    source.test_fraction = reader.real(value, section.key("test_fraction"), zero_inclusive, half);
+  if (const YAML::Node value = section["split_seed"]; has(value))
+    source.split_seed = reader.unsigned_integer(value, section.key("split_seed"));
+  if (const YAML::Node value = section["layout"]; has(value))
+    source.layout = reader.choice(value, section.key("layout"), schema::source_layouts());
+  if (const YAML::Node value = section["labels"]; has(value))
+    source.labels = reader.choice(value, section.key("labels"), schema::label_encodings());
+  if (const YAML::Node value = section["classes"]; has(value) && !value.IsNull()) {
+    const std::string key = section.key("classes");
+    if (value.IsSequence()) {
+      for (std::size_t index = 0; index < value.size(); ++index) {
+        source.classes.push_back(reader.text(value[index], key + "[" + std::to_string(index) + "]"));
+        if (source.classes.back().empty())
+          reader.fail(key, key + "[" + std::to_string(index) + "] must not be empty", value[index]);
+      }
+      if (source.classes.empty()) reader.fail(key, key + ": an empty list names no class", value);
+    } else {
+      source.classes_dataset = read_location(reader, value, key);
+    }
+  }
+  if (const YAML::Node value = section["statistics"]; has(value))
+    source.statistics = reader.text(value, section.key("statistics"));
+
+  if (!section.node().IsDefined() || section.node().IsNull()) return;
+  if (source.train.empty())
+    reader.fail(section.key("train"),
+                section.key("train") + " is required: {images: FILE:DATASET, labels: FILE:DATASET}",
+                section.node());
+  if (!source.test.empty() && source.test_fraction > 0)
+    reader.fail(section.key("test_fraction"),
+                section.key("test_fraction") + " carves a test split from train, but " + section.key("test") +
+                    " is given too; use one of them",
+                section.node());
+  if (source.test.empty() && source.test_fraction <= 0)
+    reader.fail(section.key("test"),
+                section.key("test") + " is required, or " + section.key("test_fraction") +
+                    " to carve one from train when the files have no test split",
+                section.node());
+  if (!source.val.empty() && source.val_fraction > 0)
+    reader.fail(section.key("val_fraction"),
+                section.key("val_fraction") + " carves a val split from train, but " + section.key("val") +
+                    " is given too; use one of them",
+                section.node());
+  if (source.val_fraction + source.test_fraction > 0.5)
+    reader.fail(section.key("val_fraction"),
+                section.key("val_fraction") + " + " + section.key("test_fraction") +
+                    " carve more than half of train away (at most 0.5 in all)",
+                section.node());
+}
+
 void read_data(const Section& section, DataConfig& data) {
   const Reader& reader = section.reader();
   if (const YAML::Node path = section["path"]; has(path)) data.path = reader.text(path, section.key("path"));
-  if (data.path.empty()) {
-    reader.fail("data.path", "data.path is required (the HDF5 dataset file, see 'phalanx data')",
+  read_source(Section(section, "source"), data.source);
+  if (data.path.empty() && !data.source.enabled()) {
+    reader.fail("data.path",
+                "data.path is required (the HDF5 dataset file, see 'phalanx data'), or data.source to read "
+                "your own HDF5 files in place",
                 section.node());
+  }
+  if (!data.path.empty() && data.source.enabled()) {
+    reader.fail("data.source",
+                "data.path and data.source are both set; use data.path for a phalanx dataset file or "
+                "data.source for your own HDF5 files, not both",
+                section["source"]);
   }
   const auto read_split = [&](const std::string& key, std::string& split) {
     if (const YAML::Node value = section[key]; has(value)) {
@@ -95,6 +193,19 @@ void read_data(const Section& section, DataConfig& data) {
   };
   read_split("train_split", data.train_split);
   read_split("test_split", data.test_split);
+  // A mapped source's splits are named train, test and val (carved or given).
+  if (data.source.enabled()) {
+    for (const auto& [key, split] :
+         {std::pair<std::string, const std::string*>{"train_split", &data.train_split},
+          std::pair<std::string, const std::string*>{"test_split", &data.test_split}}) {
+      const bool has_val = !data.source.val.empty() || data.source.val_fraction > 0;
+      if (*split != "train" && *split != "test" && !(*split == "val" && has_val))
+        reader.fail(section.key(key),
+                    section.key(key) + " is '" + *split +
+                        "', but data.source has only the splits train, test" + (has_val ? ", val" : ""),
+                    section[key]);
+    }
+  }
   if (const YAML::Node value = section["prefetch_batches"]; has(value)) {
     data.prefetch_batches = reader.int_value(value, section.key("prefetch_batches"), 1);
   }
@@ -252,6 +363,16 @@ void read_trace(const Section& section, TraceConfig& trace) {
 }
 
 }  // namespace
+
+SourceConfig convert_data_source(const Reader& reader, const YAML::Node& root) {
+  SourceConfig source;
+  read_source(Section(Section(reader, root, "data"), "source"), source);
+  if (!source.enabled())
+    reader.fail("data.source",
+                "data.source is required here: {train: {images: FILE:DATASET, labels: FILE:DATASET}, ...}",
+                root);
+  return source;
+}
 
 Config convert_config(const Reader& reader, const YAML::Node& root) {
   reader.check_keys(root, "", schema::top_level_keys());

@@ -12,6 +12,7 @@
 
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/channel_histogram.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
@@ -240,31 +241,10 @@ void write_file(const std::string& temporary_path, const std::string& path,
 void channel_statistics(const Split& split, std::vector<float>& mean,
                         std::vector<float>& standard_deviation) {
   PHALANX_CHECK(split.channels >= 1 && split.count >= 1, "split ", split.name, " is empty");
-  const auto channels = static_cast<std::size_t>(split.channels);
   PHALANX_CHECK(split.images.size() == static_cast<std::size_t>(split.count * split.image_bytes()));
-  // A 256-bin histogram per channel makes both moments exact: no rounding from summing millions
-  // of floats, and the variance comes from the centred values rather than E[x^2] - E[x]^2.
-  std::vector<std::array<std::uint64_t, 256>> histograms(channels);
-  for (auto& histogram : histograms) histogram.fill(0);
-  const std::uint8_t* pixel = split.images.data();
-  const std::size_t pixels = split.images.size() / channels;
-  for (std::size_t index = 0; index < pixels; ++index)
-    for (std::size_t channel = 0; channel < channels; ++channel) ++histograms[channel][*pixel++];
-
-  mean.assign(channels, 0.0f);
-  standard_deviation.assign(channels, 0.0f);
-  for (std::size_t channel = 0; channel < channels; ++channel) {
-    double sum = 0.0;
-    for (int value = 0; value < 256; ++value) sum += static_cast<double>(histograms[channel][value]) * value;
-    const double channel_mean = sum / static_cast<double>(pixels) / 255.0;
-    double squares = 0.0;
-    for (int value = 0; value < 256; ++value) {
-      const double centred = value / 255.0 - channel_mean;
-      squares += static_cast<double>(histograms[channel][value]) * centred * centred;
-    }
-    mean[channel] = static_cast<float>(channel_mean);
-    standard_deviation[channel] = static_cast<float>(std::sqrt(squares / static_cast<double>(pixels)));
-  }
+  ChannelHistogram histogram(split.channels);
+  histogram.add(split.images.data(), split.images.size() / static_cast<std::size_t>(split.channels));
+  histogram.statistics(mean, standard_deviation);
 }
 
 void write_dataset(const std::string& path, const std::vector<std::string>& classes,

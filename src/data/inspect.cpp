@@ -1,13 +1,18 @@
 // `phalanx data inspect`: a human-readable summary of a dataset file. It reads only the schema and
 // the labels (never the images), so it answers quickly even for large files, and because it goes
 // through the validating reader, a file it prints is a file the trainer accepts.
+#include <hdf5.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <iomanip>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/data/hdf5_tree.hpp"
 #include "phalanx/data/importers.hpp"
 
 namespace phalanx::data {
@@ -23,6 +28,25 @@ std::string joined(const std::vector<float>& values, int precision) {
 }  // namespace
 
 std::string inspect(const std::string& path) {
+  // Any other HDF5 file: its tree, and a data.source block where its datasets look like a layout.
+  const bool hdf5 = [&] {
+    const auto hdf5_lock = lock_hdf5();
+    return std::filesystem::is_regular_file(path) && H5Fis_hdf5(path.c_str()) > 0;
+  }();
+  if (hdf5 && !is_phalanx_dataset(path)) {
+    std::string text = describe_hdf5_tree(path);
+    const std::string block = suggest_source_block(path);
+    if (block.empty())
+      text +=
+          "\nnot a phalanx dataset, and no pair of image and label datasets recognised (images: uint8 or "
+          "float [N,H,W], [N,H,W,C] or [N,C,H,W]; labels: [N], [N,1,...] or one-hot [N,K] of the same N)\n";
+    else
+      text +=
+          "\nnot a phalanx dataset; to train on it in place, paste into the training config (check the "
+          "pairing):\n\n" +
+          block;
+    return text;
+  }
   const DatasetInfo info = read_dataset_info(path);
   std::ostringstream text;
   text << path << ": " << dataset_format << " version " << info.version << "\n";
@@ -58,6 +82,7 @@ std::string inspect(const std::string& path) {
     for (const auto& histogram : histograms) text << std::right << std::setw(10) << histogram[label];
     text << "\n";
   }
+  text << "\n" << describe_hdf5_tree(path);
   return text.str();
 }
 

@@ -11,7 +11,7 @@
 
 namespace phalanx::data {
 
-StreamingSource::StreamingSource(std::unique_ptr<SplitReader> reader, std::int64_t window_bytes)
+StreamingSource::StreamingSource(std::unique_ptr<SplitRangeReader> reader, std::int64_t window_bytes)
     : SampleSource(reader->split().name, reader->split().count, reader->split().height, reader->split().width,
                    reader->split().channels),
       reader_(std::move(reader)) {

@@ -13,7 +13,8 @@
 #include "phalanx/comm/mpi_io.hpp"
 #include "phalanx/comm/node_shared_buffer.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/data/split_reader.hpp"
+#include "phalanx/data/data_source.hpp"
+#include "phalanx/data/mapped_source.hpp"
 #include "phalanx/data/streaming_source.hpp"
 
 namespace phalanx::data {
@@ -37,8 +38,10 @@ struct NodeCopy {
 
 // With parallel HDF5, the cache fills open the file with MPI-IO on all ranks and read collectively:
 // MPI-IO's aggregators then make few large requests to the (shared) filesystem for the whole job.
-std::unique_ptr<comm::MpiIoAccess> collective_access(const comm::Communicator& communicator) {
-  if (!comm::MpiIoAccess::available()) return nullptr;
+// A mapped source's files are the user's, in any layout: they are read with the POSIX driver.
+std::unique_ptr<comm::MpiIoAccess> collective_access(const config::DataConfig& data,
+                                                     const comm::Communicator& communicator) {
+  if (!comm::MpiIoAccess::available() || data.source.enabled()) return nullptr;
   return std::make_unique<comm::MpiIoAccess>(communicator);
 }
 
@@ -48,21 +51,21 @@ std::string reads_text(const std::unique_ptr<comm::MpiIoAccess>& access) {
 
 std::shared_ptr<SampleSource> open_rank_cache(const config::DataConfig& data,
                                               const comm::Communicator& communicator) {
-  const std::unique_ptr<comm::MpiIoAccess> access = collective_access(communicator);
+  const std::unique_ptr<comm::MpiIoAccess> access = collective_access(data, communicator);
   std::shared_ptr<Split> split;
   if (!access) {
-    split = std::make_shared<Split>(read_split(data.path, data.train_split));
+    split = std::make_shared<Split>(read_whole_split(data, data.train_split));
   } else {
-    const SplitReader reader(data.path, data.train_split, access.get());
+    const auto reader = open_split_reader(data, data.train_split, access.get());
     split = std::make_shared<Split>();
-    split->name = reader.split().name;
-    split->count = reader.split().count;
-    split->height = reader.split().height;
-    split->width = reader.split().width;
-    split->channels = reader.split().channels;
+    split->name = reader->split().name;
+    split->count = reader->split().count;
+    split->height = reader->split().height;
+    split->width = reader->split().width;
+    split->channels = reader->split().channels;
     split->images.resize(static_cast<std::size_t>(split->count * split->image_bytes()));
     split->labels.resize(static_cast<std::size_t>(split->count));
-    reader.read(0, split->count, split->images.data(), split->labels.data());
+    reader->read(0, split->count, split->images.data(), split->labels.data());
   }
   auto source = MemorySource::of_split(std::move(split));
   source->cache_description = "rank (a copy per rank" + reads_text(access) + ")";
@@ -71,8 +74,8 @@ std::shared_ptr<SampleSource> open_rank_cache(const config::DataConfig& data,
 
 std::shared_ptr<SampleSource> open_node_cache(const config::DataConfig& data,
                                               const comm::Communicator& communicator) {
-  const std::unique_ptr<comm::MpiIoAccess> access = collective_access(communicator);
-  auto reader = std::make_unique<SplitReader>(data.path, data.train_split, access.get());
+  const std::unique_ptr<comm::MpiIoAccess> access = collective_access(data, communicator);
+  const auto reader = open_split_reader(data, data.train_split, access.get());
   const auto& split = reader->split();
   const std::int64_t image_total = split.count * reader->image_bytes();
   const std::int64_t offset = labels_offset(image_total);
@@ -166,9 +169,9 @@ CacheChoice choose_cache(const std::string& requested, std::int64_t split_bytes,
 
 std::shared_ptr<SampleSource> open_training_source(const config::DataConfig& data,
                                                    const comm::Communicator& communicator) {
-  const DatasetInfo info = read_dataset_info(data.path);
+  const DatasetInfo info = read_source_info(data);
   const DatasetInfo::SplitInfo* split = info.find_split(data.train_split);
-  PHALANX_REQUIRE_INPUT(split != nullptr, data.path, ": has no split '", data.train_split,
+  PHALANX_REQUIRE_INPUT(split != nullptr, source_name(data), ": has no split '", data.train_split,
                         "' (data.train_split)");
   const std::int64_t split_bytes =
       split->count * (static_cast<std::int64_t>(split->height) * split->width * split->channels + 4);
@@ -179,9 +182,8 @@ std::shared_ptr<SampleSource> open_training_source(const config::DataConfig& dat
     case CacheMode::Rank: source = open_rank_cache(data, communicator); break;
     case CacheMode::Node: source = open_node_cache(data, communicator); break;
     case CacheMode::None: {
-      auto streaming =
-          std::make_shared<StreamingSource>(std::make_unique<SplitReader>(data.path, data.train_split),
-                                            std::int64_t{data.stream_window_mb} << 20);
+      auto streaming = std::make_shared<StreamingSource>(open_split_reader(data, data.train_split),
+                                                         std::int64_t{data.stream_window_mb} << 20);
       streaming->cache_description = "none (streaming " + std::to_string(streaming->chunk_samples()) +
                                      "-sample chunks, shuffle window " +
                                      std::to_string(streaming->window_samples()) + " samples per rank)";
@@ -190,6 +192,12 @@ std::shared_ptr<SampleSource> open_training_source(const config::DataConfig& dat
     }
   }
   source->cache_description += "; " + choice.reason;
+  if (data.source.enabled()) {
+    // What was read and how (layouts, scaling, carving), and chunkings worth a warning.
+    const MappedSource mapped(data.source);
+    source->cache_description += "\n" + mapped.description();
+    for (const std::string& warning : mapped.warnings()) source->cache_description += "\nwarning: " + warning;
+  }
   return source;
 }
 

@@ -10,6 +10,7 @@
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/timer.hpp"
+#include "phalanx/data/data_source.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/shard_plan.hpp"
 #include "phalanx/sweep/protocol.hpp"
@@ -22,7 +23,7 @@ namespace {
 // Budget -> optimizer steps for this group (its size sets the global batch).
 void set_budget(const config::SweepConfig& sweep, double budget, const comm::Communicator& group,
                 config::Config& config) {
-  const auto info = data::read_dataset_info(config.data.path);
+  const auto info = data::read_source_info(config.data);
   const auto* split = info.find_split(config.data.train_split);
   PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": has no split '", config.data.train_split, "'");
   const std::int64_t global_batch = static_cast<std::int64_t>(config.train.batch_size) * group.size();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/data_source.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/train/probe_step.hpp"
 
@@ -35,7 +36,7 @@ BatchSizeChoice find_batch_size(const config::Config& config, backend::Backend& 
   PHALANX_REQUIRE_INPUT(memory.has_value(),
                         "train.batch_size: auto sizes the batch to a GPU's memory, but this ",
                         "rank trains on ", backend.name(), "; give train.batch_size a number");
-  const data::DatasetInfo info = data::read_dataset_info(config.data.path);
+  const data::DatasetInfo info = data::read_source_info(config.data);
   const auto* split = info.find_split(config.data.train_split);
   PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": no split '", config.data.train_split,
                         "' (data.train_split)");

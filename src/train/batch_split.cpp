@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/data_source.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/probe_step.hpp"
@@ -101,7 +102,7 @@ std::vector<int> split_by_throughput(std::int64_t global_batch, const std::vecto
 ThroughputProbe measure_throughput(const config::Config& config, backend::Backend& backend, int batch,
                                    int minimum_steps, double minimum_seconds) {
   const double start = now();
-  const data::DatasetInfo info = data::read_dataset_info(config.data.path);
+  const data::DatasetInfo info = data::read_source_info(config.data);
   const auto* split = info.find_split(config.data.train_split);
   PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": no split '", config.data.train_split,
                         "' (data.train_split)");

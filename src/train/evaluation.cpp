@@ -5,15 +5,15 @@
 #include <vector>
 
 #include "phalanx/core/timer.hpp"
+#include "phalanx/data/data_source.hpp"
 #include "phalanx/data/shard_plan.hpp"
 #include "phalanx/data/split_reader.hpp"
 #include "phalanx/train/input_batch.hpp"
 
 namespace phalanx::train {
 
-data::Split read_evaluation_part(const std::string& path, const std::string& split_name,
-                                 const comm::Communicator& communicator) {
-  const data::SplitReader reader(path, split_name);
+namespace {
+data::Split read_part(const data::SplitRangeReader& reader, const comm::Communicator& communicator) {
   const auto& info = reader.split();
   const auto [begin, end] =
       data::ShardPlan::evaluation_range(info.count, communicator.rank(), communicator.size());
@@ -27,6 +27,17 @@ data::Split read_evaluation_part(const std::string& path, const std::string& spl
   part.labels.resize(static_cast<std::size_t>(part.count));
   reader.read(begin, end, part.images.data(), part.labels.data());
   return part;
+}
+}  // namespace
+
+data::Split read_evaluation_part(const std::string& path, const std::string& split_name,
+                                 const comm::Communicator& communicator) {
+  return read_part(data::SplitReader(path, split_name), communicator);
+}
+
+data::Split read_evaluation_part(const config::DataConfig& data, const std::string& split_name,
+                                 const comm::Communicator& communicator) {
+  return read_part(*data::open_split_reader(data, split_name), communicator);
 }
 
 EvaluationResult evaluate(nn::Model& model, const data::Split& part, const std::vector<float>& mean,

@@ -12,8 +12,10 @@
 #include "phalanx/comm/nccl_grad_sync.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/timer.hpp"
+#include "phalanx/data/data_source.hpp"
 #include "phalanx/data/loader.hpp"
 #include "phalanx/data/shard_plan.hpp"
+#include "phalanx/data/source_statistics.hpp"
 #include "phalanx/data/training_source.hpp"
 #include "phalanx/report/run_report.hpp"
 #include "phalanx/train/arithmetic_setup.hpp"
@@ -80,10 +82,10 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
     : options_(std::move(options)), communicator_(communicator), backend_(backend) {
   const auto& config = options_.config;
   apply_arithmetic(config, backend_);
-  dataset_info_ = data::read_dataset_info(config.data.path);
+  dataset_info_ = data::describe_dataset(config.data, options_.run_directory, communicator_);
   train_split_ = data::open_training_source(config.data, communicator_);
   test_split_ = std::make_shared<const data::Split>(
-      read_evaluation_part(config.data.path, config.data.test_split, communicator_));
+      read_evaluation_part(config.data, config.data.test_split, communicator_));
   const Shape sample{train_split_->height, train_split_->width, train_split_->channels};
   model_ = std::make_unique<nn::Model>(config.model, sample, static_cast<int>(dataset_info_.classes.size()),
                                        backend_, config.seed);
@@ -101,7 +103,7 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
   PHALANX_CHECK(static_cast<int>(local_batches_.size()) == communicator_.size(), local_batches_.size(),
                 " local batches for ", communicator_.size(), " ranks");
   global_batch_ = std::accumulate(local_batches_.begin(), local_batches_.end(), std::int64_t{0});
-  PHALANX_REQUIRE_INPUT(train_split_->count >= global_batch_, config.data.path, ": split '",
+  PHALANX_REQUIRE_INPUT(train_split_->count >= global_batch_, data::source_name(config.data), ": split '",
                         config.data.train_split, "' has ", train_split_->count,
                         " samples, fewer than one global batch of ", global_batch_, " (",
                         options_.batch_split.local_batches.empty()

@@ -47,8 +47,43 @@ struct AugmentConfig {
   friend bool operator==(const AugmentConfig&, const AugmentConfig&) = default;
 };
 
+// A dataset inside an HDF5 file, written FILE:DATASET in data.source (docs/DATA.md).
+struct DatasetLocation {
+  std::string file;
+  std::string dataset;  // absolute HDF5 path, e.g. "/x_train"
+
+  bool empty() const { return file.empty(); }
+  std::string text() const { return file + ":" + dataset; }  // as written in the config
+  friend bool operator==(const DatasetLocation&, const DatasetLocation&) = default;
+};
+
+// One split of a mapped source: its images and its labels; both empty when the split is absent.
+struct SourceSplitConfig {
+  DatasetLocation images, labels;
+
+  bool empty() const { return images.empty(); }
+  friend bool operator==(const SourceSplitConfig&, const SourceSplitConfig&) = default;
+};
+
+// data.source: a user's own HDF5 files read in place, in whatever layout they were written.
+struct SourceConfig {
+  SourceSplitConfig train, test, val;  // train required; test or test_fraction; val optional
+  double val_fraction = 0.0;           // carved from train (seeded, stratified) when val is absent
+  double test_fraction = 0.0;          // carved from train when test is absent
+  std::uint64_t split_seed = 0;        // the carving's seed, apart from `seed` so the test set stays put
+  std::string layout = "auto";         // auto | nhwc | nchw | nhw
+  std::string labels = "auto";         // auto | index | one_hot
+  DatasetLocation classes_dataset;     // class names stored in a file, or ...
+  std::vector<std::string> classes;    // ... given as a list; both empty: class_0, class_1, ...
+  std::string statistics;              // mean/std sidecar file; empty: beside the run
+
+  bool enabled() const { return !train.empty(); }
+  friend bool operator==(const SourceConfig&, const SourceConfig&) = default;
+};
+
 struct DataConfig {
-  std::string path;  // HDF5 dataset (DESIGN §4)
+  std::string path;     // HDF5 dataset (DESIGN §4), or empty with `source`
+  SourceConfig source;  // a mapped source read in place (exactly one of path and source)
   std::string train_split = "train";
   std::string test_split = "test";
   int prefetch_batches = 4;  // loader ring depth
@@ -156,6 +191,9 @@ struct Config {
 Config parse(const std::string& yaml_text, const std::string& source_name,
              const std::vector<std::string>& overrides = {});
 Config load(const std::string& path, const std::vector<std::string>& overrides = {});
+// Only the data.source block of a YAML file (a training config, or one holding just data.source),
+// validated as in a config; for `phalanx data import-hdf5`.
+SourceConfig load_data_source(const std::string& path);
 
 // The resolved configuration as YAML (every key, defaults filled in; each layer with the keys
 // of its type); parse(to_yaml(c)) == c for every c that parse can produce.

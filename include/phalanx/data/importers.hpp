@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "phalanx/config/config.hpp"
 #include "phalanx/data/dataset.hpp"
 
 namespace phalanx::data {
@@ -44,9 +45,16 @@ struct SynthOptions {
 
 // Random images whose class is learnable (each class has its own mean pattern plus noise), so
 // synthetic data can also check that training makes progress.
-void synthesize(const std::string& output_path, const SynthOptions& options, const WriteOptions& write_options = {});
+void synthesize(const std::string& output_path, const SynthOptions& options,
+                const WriteOptions& write_options = {});
 
 // Human-readable summary of a dataset file (classes, splits, shapes, mean/std, label histogram).
 std::string inspect(const std::string& path);
+
+// Copies a mapped source (data.source: the user's own HDF5 files, any layout) into the phalanx
+// schema at `output_path`: images NHWC uint8 as the trainer reads them, labels int32, carved
+// splits as carved, mean and std of train. For users who want a copy chunked for phalanx.
+void import_mapped_source(const config::SourceConfig& source, const std::string& output_path,
+                          const WriteOptions& options = {});
 
 }  // namespace phalanx::data

@@ -12,29 +12,25 @@
 #include "phalanx/comm/mpi_io.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
+#include "phalanx/data/split_range_reader.hpp"
 
 namespace phalanx::data {
 
-class SplitReader {
+class SplitReader final : public SplitRangeReader {
  public:
   SplitReader(const std::string& path, const std::string& split_name,
               const comm::MpiIoAccess* mpi_io = nullptr);
-  ~SplitReader();
-  SplitReader(const SplitReader&) = delete;
-  SplitReader& operator=(const SplitReader&) = delete;
+  ~SplitReader() override;
 
   const std::string& path() const { return path_; }
   const DatasetInfo& info() const { return info_; }
-  const DatasetInfo::SplitInfo& split() const { return split_; }
-  std::int64_t image_bytes() const {
-    return static_cast<std::int64_t>(split_.height) * split_.width * split_.channels;
-  }
+  const DatasetInfo::SplitInfo& split() const override { return split_; }
   // Samples per HDF5 chunk of the images (along N); a contiguous dataset reports its whole count.
-  std::int64_t chunk_samples() const { return chunk_samples_; }
+  std::int64_t chunk_samples() const override { return chunk_samples_; }
 
   // Reads samples [begin, end) into `images` (NHWC uint8) and `labels`, and checks every label
   // against the class count. Input errors name the file, the dataset and the sample.
-  void read(std::int64_t begin, std::int64_t end, std::uint8_t* images, std::int32_t* labels) const;
+  void read(std::int64_t begin, std::int64_t end, std::uint8_t* images, std::int32_t* labels) const override;
 
  private:
   std::string path_;

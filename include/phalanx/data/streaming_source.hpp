@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "phalanx/data/sample_source.hpp"
-#include "phalanx/data/split_reader.hpp"
+#include "phalanx/data/split_range_reader.hpp"
 
 namespace phalanx::data {
 
@@ -20,7 +20,7 @@ class StreamingSource final : public SampleSource {
  public:
   // `window_bytes`: the shuffle window per rank in bytes of images, rounded to whole chunks (at
   // least one); the chunk cache holds about two windows.
-  StreamingSource(std::unique_ptr<SplitReader> reader, std::int64_t window_bytes);
+  StreamingSource(std::unique_ptr<SplitRangeReader> reader, std::int64_t window_bytes);
 
   ShardOrder order() const override { return ShardOrder::chunk_windows(chunk_samples_, window_samples_); }
   void gather(const std::int64_t* indices, std::size_t n, std::uint8_t* images,
@@ -39,7 +39,7 @@ class StreamingSource final : public SampleSource {
   };
   const Chunk& chunk(std::int64_t index);
 
-  std::unique_ptr<SplitReader> reader_;
+  std::unique_ptr<SplitRangeReader> reader_;
   std::int64_t chunk_samples_, window_samples_, capacity_;
   std::unordered_map<std::int64_t, Chunk> chunks_;
   std::list<std::int64_t> recently_used_;  // front: most recent

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "phalanx/comm/communicator.hpp"
+#include "phalanx/config/config.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/nn/model.hpp"
 
@@ -23,6 +24,9 @@ struct EvaluationResult {
 // This rank's part of the split: the range ShardPlan::evaluation_range gives it (empty when the
 // split has fewer samples than there are ranks).
 data::Split read_evaluation_part(const std::string& path, const std::string& split_name,
+                                 const comm::Communicator& communicator);
+// The same from the dataset a training config names (data.path or data.source).
+data::Split read_evaluation_part(const config::DataConfig& data, const std::string& split_name,
                                  const comm::Communicator& communicator);
 
 // Evaluates every sample of `part` (this rank's, from read_evaluation_part) and all-reduces the

@@ -1,0 +1,68 @@
+// MappedSource: a user's own HDF5 files described by data.source (docs/DATA.md), opened in place
+// and validated whole before anything trains: every file and dataset exists, image and label
+// counts match, the layout and label encoding are known, every label is in range (one-hot rows
+// are one-hot), float images lie in [0, 1] or [0, 255] on a sample. Labels are decoded into
+// memory (they are small); images stay in the files and are read by MappedSplitReader. Every
+// error is an input error naming the file, the dataset and the config key.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "phalanx/config/config.hpp"
+#include "phalanx/data/dataset.hpp"
+#include "phalanx/data/source_layout.hpp"
+
+namespace phalanx::data {
+
+// How stored pixel values become the uint8 values the pipeline uses.
+enum class PixelScale {
+  Bytes,      // uint8, taken as stored
+  Unit,       // float in [0, 1]: x 255, rounded
+  ByteRange,  // float in [0, 255]: rounded
+};
+
+// One split of a mapped source, with everything a reader needs to serve it.
+struct MappedSplit {
+  DatasetInfo::SplitInfo info;     // name, count and NHWC sample shape as the pipeline sees it
+  config::DatasetLocation images;  // where its images are
+  std::string images_key;          // the config key naming them, for messages
+  ImageLayout layout = ImageLayout::Nhwc;
+  std::vector<std::uint64_t> image_dimensions;  // the stored shape
+  PixelScale scale = PixelScale::Bytes;
+  std::string scale_evidence;         // how the scale was decided, for the log
+  std::vector<std::int64_t> rows;     // stored row of each sample when carved; empty: row = sample
+  std::vector<std::int32_t> labels;   // class index of each sample, validated
+  std::int64_t chunk_rows = 0;        // images stored per HDF5 chunk along N (contiguous: 0)
+  std::int64_t chunk_band_bytes = 0;  // stored bytes HDF5 reads to get chunk_rows whole samples
+
+  std::int64_t stored_row(std::int64_t sample) const { return rows.empty() ? sample : rows[sample]; }
+};
+
+class MappedSource {
+ public:
+  // Opens and validates `source`; carves val/test from train when fractions are set.
+  explicit MappedSource(const config::SourceConfig& source);
+
+  // Classes and the splits' shapes and counts (mean and std are not part of the files: see
+  // source_statistics.hpp).
+  const DatasetInfo& info() const { return info_; }
+  // The split named `name` (train, test or val); an input error when the source has none.
+  const MappedSplit& split(const std::string& name) const;
+  // One line for the log: layouts, dtypes, scales, carving.
+  const std::string& description() const { return description_; }
+  // Chunkings that make reads far larger than a batch needs, one line each.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  // Identifies the files and mapping, for the statistics sidecar: a changed file or mapping
+  // invalidates cached statistics.
+  const std::string& fingerprint() const { return fingerprint_; }
+
+ private:
+  DatasetInfo info_;
+  std::vector<MappedSplit> splits_;
+  std::string description_, fingerprint_;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace phalanx::data

@@ -1,0 +1,194 @@
+// The tree and the suggested data.source block of `data inspect`. The suggestion uses the same
+// shape rules as the mapped reader (source_layout.hpp), so a block it prints is one the reader
+// accepts as far as shapes go; dtypes and values are still checked when training opens it.
+#include "phalanx/data/hdf5_tree.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "mapped_file.hpp"
+#include "phalanx/data/dataset.hpp"
+#include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/data/source_layout.hpp"
+
+namespace phalanx::data {
+namespace {
+
+struct Entry {
+  std::string name;
+  bool group = false;
+  std::vector<std::uint64_t> shape;
+  std::string dtype;
+  H5T_class_t type_class = H5T_NO_CLASS;
+  mapped::Storage storage;
+};
+
+std::vector<Entry> list_entries(const std::string& path) {
+  const auto hdf5_lock = lock_hdf5();
+  detail::silence_hdf5_error_printing();
+  detail::Hdf5Handle file = mapped::open_file(path, "");
+  struct Visit {
+    hid_t file;
+    std::vector<Entry> entries;
+  } visit{file.get(), {}};
+  const auto callback = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
+    auto& state = *static_cast<Visit*>(data);
+    if (std::string(name) == ".") return 0;
+    Entry entry;
+    entry.name = "/";  // appended: GCC 12 warns falsely (-Wrestrict) on "/" + std::string at -O3
+    entry.name += name;
+    if (info->type == H5O_TYPE_GROUP) {
+      entry.group = true;
+    } else if (info->type == H5O_TYPE_DATASET) {
+      detail::Hdf5Handle dataset =
+          detail::dataset_handle(H5Dopen2(state.file, entry.name.c_str(), H5P_DEFAULT));
+      if (!dataset.valid()) return 0;
+      detail::Hdf5Handle type = detail::datatype_handle(H5Dget_type(dataset.get()));
+      entry.dtype = type.valid() ? detail::describe_type(type.get()) : "?";
+      entry.type_class = type.valid() ? H5Tget_class(type.get()) : H5T_NO_CLASS;
+      entry.shape = mapped::dimensions(dataset.get());
+      entry.storage = mapped::storage(dataset.get());
+    } else {
+      return 0;
+    }
+    state.entries.push_back(std::move(entry));
+    return 0;
+  };
+  H5Ovisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, callback, &visit);
+  return visit.entries;
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// train, test or val from a dataset's path ("/x_train", "/test/images", "/X_valid"), else "".
+std::string split_role(const std::string& name) {
+  const std::string text = lower(name);
+  if (text.find("train") != std::string::npos) return "train";
+  if (text.find("test") != std::string::npos) return "test";
+  if (text.find("val") != std::string::npos) return "val";
+  return "";
+}
+
+bool is_numeric(const Entry& entry) {
+  return entry.type_class == H5T_INTEGER || entry.type_class == H5T_FLOAT;
+}
+
+bool looks_like_images(const Entry& entry) {
+  return !entry.group && (entry.dtype == "uint8" || entry.type_class == H5T_FLOAT) &&
+         image_shape(entry.shape, "auto").error.empty();
+}
+
+bool looks_like_labels(const Entry& entry) {
+  if (entry.group || !is_numeric(entry)) return false;
+  const LabelShape shape = label_shape(entry.shape, "auto");
+  return shape.error.empty() && shape.classes <= 10000;
+}
+
+// Higher for names that say "label" (or y/target) than for any numeric dataset.
+int label_name_score(const std::string& name) {
+  const std::string text = lower(name);
+  if (text.find("label") != std::string::npos || text.find("target") != std::string::npos) return 2;
+  const std::size_t slash = text.rfind('/');
+  return text.compare(slash + 1, 1, "y") == 0 ? 1 : 0;
+}
+
+}  // namespace
+
+bool is_phalanx_dataset(const std::string& path) {
+  const auto hdf5_lock = lock_hdf5();
+  detail::silence_hdf5_error_printing();
+  detail::Hdf5Handle file = mapped::open_file(path, "");
+  if (H5Aexists(file.get(), "format") <= 0) return false;
+  detail::Hdf5Handle attribute = detail::attribute_handle(H5Aopen(file.get(), "format", H5P_DEFAULT));
+  detail::Hdf5Handle type = detail::datatype_handle(attribute.valid() ? H5Aget_type(attribute.get()) : -1);
+  if (!type.valid() || H5Tget_class(type.get()) != H5T_STRING) return false;
+  std::string value;
+  if (H5Tis_variable_str(type.get()) > 0) {
+    char* text = nullptr;
+    detail::Hdf5Handle memory_type = detail::variable_string_type();
+    if (H5Aread(attribute.get(), memory_type.get(), &text) >= 0 && text) value = text;
+    if (text) H5free_memory(text);
+  } else {
+    std::vector<char> buffer(H5Tget_size(type.get()) + 1, '\0');
+    if (H5Aread(attribute.get(), type.get(), buffer.data()) >= 0) value = buffer.data();
+  }
+  return value == dataset_format;
+}
+
+std::string describe_hdf5_tree(const std::string& path) {
+  const std::vector<Entry> entries = list_entries(path);
+  std::size_t name_width = 4;
+  for (const auto& entry : entries)
+    name_width = std::max(name_width, entry.name.size() + (entry.group ? 1 : 0));
+  std::ostringstream text;
+  text << path << " (HDF5: " << entries.size() << " objects)\n";
+  for (const auto& entry : entries) {
+    text << "  " << std::left << std::setw(static_cast<int>(name_width))
+         << (entry.group ? entry.name + "/" : entry.name);
+    if (entry.group) {
+      text << "  group\n";
+      continue;
+    }
+    text << "  " << std::setw(8) << entry.dtype << "  " << std::setw(20) << dimensions_text(entry.shape)
+         << "  " << std::setw(25)
+         << (entry.storage.chunk.empty() ? std::string("contiguous")
+                                         : "chunks " + dimensions_text(entry.storage.chunk))
+         << "  " << (entry.storage.compression.empty() ? "uncompressed" : entry.storage.compression) << "\n";
+  }
+  return text.str();
+}
+
+std::string suggest_source_block(const std::string& given_path) {
+  const std::vector<Entry> entries = list_entries(given_path);
+  // Absolute, so the block works from whichever folder the training starts in.
+  const std::string path = std::filesystem::absolute(given_path).lexically_normal().string();
+  // Pair every image dataset with the label dataset of the same count, preferring the same split
+  // role and a label-like name.
+  std::map<std::string, std::pair<const Entry*, const Entry*>> splits;
+  for (const auto& images : entries) {
+    if (!looks_like_images(images)) continue;
+    const std::string role = split_role(images.name);
+    const Entry* best = nullptr;
+    int best_score = -1;
+    for (const auto& labels : entries) {
+      if (&labels == &images || !looks_like_labels(labels) || labels.shape[0] != images.shape[0]) continue;
+      if (looks_like_images(labels)) continue;
+      const int score = (split_role(labels.name) == role ? 4 : 0) + label_name_score(labels.name);
+      if (score > best_score) best = &labels, best_score = score;
+    }
+    const std::string key = role.empty() ? "train" : role;
+    if (best && !splits.count(key)) splits[key] = {&images, best};
+  }
+  if (!splits.count("train")) return "";
+  const Entry* class_names = nullptr;
+  for (const auto& entry : entries)
+    if (!entry.group && entry.type_class == H5T_STRING && entry.shape.size() == 1) class_names = &entry;
+
+  std::ostringstream block;
+  block << "data:\n  source:\n";
+  for (const char* role : {"train", "test", "val"}) {
+    if (!splits.count(role)) continue;
+    const auto [images, labels] = splits.at(role);
+    block << "    " << role << ": {images: " << path << ":" << images->name << ", labels: " << path << ":"
+          << labels->name << "}\n";
+  }
+  if (!splits.count("test")) block << "    test_fraction: 0.1   # the file has no test split: carve one\n";
+  const auto& train_images = *splits.at("train").first;
+  const ImageShape shape = image_shape(train_images.shape, "auto");
+  block << "    layout: " << layout_name(shape.layout) << "   # from shape "
+        << dimensions_text(train_images.shape) << "\n";
+  const LabelShape labels = label_shape(splits.at("train").second->shape, "auto");
+  block << "    labels: " << label_encoding_name(labels.encoding) << "\n";
+  if (class_names) block << "    classes: " << path << ":" << class_names->name << "\n";
+  return block.str();
+}
+
+}  // namespace phalanx::data

@@ -1,0 +1,171 @@
+// The HDF5 plumbing of mapped sources. Every handle is an Hdf5Handle; callers hold the HDF5 lock.
+#include "mapped_file.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::data::mapped {
+
+void fail(const config::DatasetLocation& location, const std::string& key, const std::string& message) {
+  throw_input_error(location.file + ":" + location.dataset + (key.empty() ? "" : " (" + key + ")") + ": " +
+                    message);
+}
+
+detail::Hdf5Handle open_file(const std::string& path, const std::string& key) {
+  const std::string where = path + (key.empty() ? "" : " (" + key + ")");
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (!std::filesystem::exists(status)) throw_input_error(where + ": no such file");
+  if (std::filesystem::is_directory(status)) throw_input_error(where + ": is a directory, not an HDF5 file");
+  if (H5Fis_hdf5(path.c_str()) <= 0) throw_input_error(where + ": not an HDF5 file (or truncated)");
+  detail::Hdf5Handle access = detail::property_list_handle(H5Pcreate(H5P_FILE_ACCESS));
+#if H5_VERSION_GE(1, 10, 7)
+  // use_file_locking = true, ignore_when_disabled = true: lock where the file system can.
+  if (access.valid()) H5Pset_file_locking(access.get(), 1, 1);
+#endif
+  detail::Hdf5Handle file =
+      detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.valid() ? access.get() : H5P_DEFAULT));
+  if (!file.valid())
+    throw_input_error(where +
+                      ": cannot be opened read-only (truncated, or locked by a writer; on a file "
+                      "system without locks set HDF5_USE_FILE_LOCKING=FALSE)");
+  return file;
+}
+
+std::vector<std::string> dataset_names(hid_t file) {
+  std::vector<std::string> names;
+  const auto visit = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
+    if (info->type == H5O_TYPE_DATASET && std::string(name) != ".")
+      static_cast<std::vector<std::string>*>(data)->push_back(std::string("/").append(name));
+    return 0;
+  };
+  H5Ovisit(file, H5_INDEX_NAME, H5_ITER_INC, visit, &names);
+  return names;
+}
+
+detail::Hdf5Handle open_dataset(hid_t file, const config::DatasetLocation& location, const std::string& key,
+                                std::int64_t cache_bytes) {
+  // H5Lexists needs every intermediate group to exist: walk the path one link at a time.
+  std::string prefix;
+  std::size_t start = 1;
+  bool exists = location.dataset.size() > 1;
+  while (exists && start <= location.dataset.size()) {
+    const std::size_t slash = std::min(location.dataset.find('/', start), location.dataset.size());
+    prefix = location.dataset.substr(0, slash);
+    exists = H5Lexists(file, prefix.c_str(), H5P_DEFAULT) > 0;
+    start = slash + 1;
+  }
+  if (!exists) {
+    std::vector<std::string> names = dataset_names(file);
+    std::string listing;
+    for (std::size_t index = 0; index < names.size() && index < 12; ++index)
+      listing += (index ? ", " : "") + names[index];
+    if (names.size() > 12) listing += ", ... (" + std::to_string(names.size()) + " in all)";
+    fail(location, key,
+         "no such dataset (the file has: " + (listing.empty() ? "no datasets" : listing) + ")");
+  }
+  detail::Hdf5Handle access = detail::property_list_handle(H5Pcreate(H5P_DATASET_ACCESS));
+  if (cache_bytes > 0 && access.valid()) {
+    // HDF5 wants a prime number of hash slots, about 100 per chunk that fits.
+    std::size_t slots = static_cast<std::size_t>(std::max<std::int64_t>(521, cache_bytes / 65536 * 100)) | 1;
+    const auto is_prime = [](std::size_t value) {
+      for (std::size_t divisor = 3; divisor * divisor <= value; divisor += 2)
+        if (value % divisor == 0) return false;
+      return true;
+    };
+    while (!is_prime(slots)) slots += 2;
+    H5Pset_chunk_cache(access.get(), slots, static_cast<std::size_t>(cache_bytes), 1.0);
+  }
+  if (H5Oexists_by_name(file, location.dataset.c_str(), H5P_DEFAULT) <= 0)
+    fail(location, key, "a link that leads nowhere (dangling link)");
+  H5O_info_t object_info;
+  if (H5Oget_info_by_name(file, location.dataset.c_str(), &object_info, H5P_DEFAULT) < 0 ||
+      object_info.type != H5O_TYPE_DATASET)
+    fail(location, key, "not a dataset (a group?); name the dataset itself");
+  detail::Hdf5Handle dataset = detail::dataset_handle(
+      H5Dopen2(file, location.dataset.c_str(), access.valid() ? access.get() : H5P_DEFAULT));
+  if (!dataset.valid()) fail(location, key, "cannot be opened (file corrupt?)");
+  return dataset;
+}
+
+std::vector<std::uint64_t> dimensions(hid_t dataset) {
+  detail::Hdf5Handle space = detail::dataspace_handle(H5Dget_space(dataset));
+  const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  std::vector<hsize_t> sizes(static_cast<std::size_t>(std::max(rank, 0)));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), sizes.data(), nullptr);
+  return {sizes.begin(), sizes.end()};
+}
+
+Storage storage(hid_t dataset) {
+  Storage result;
+  detail::Hdf5Handle creation = detail::property_list_handle(H5Dget_create_plist(dataset));
+  if (!creation.valid()) return result;
+  if (H5Pget_layout(creation.get()) == H5D_CHUNKED) {
+    std::vector<hsize_t> chunk(32, 0);
+    const int rank = H5Pget_chunk(creation.get(), static_cast<int>(chunk.size()), chunk.data());
+    if (rank > 0) result.chunk.assign(chunk.begin(), chunk.begin() + rank);
+  }
+  const int filters = H5Pget_nfilters(creation.get());
+  for (int index = 0; index < filters; ++index) {
+    unsigned flags = 0, values[8] = {0};
+    std::size_t value_count = 8;
+    char name[64] = {0};
+    const H5Z_filter_t filter = H5Pget_filter2(creation.get(), static_cast<unsigned>(index), &flags,
+                                               &value_count, values, sizeof name, name, nullptr);
+    std::string text;
+    switch (filter) {
+      case H5Z_FILTER_DEFLATE: text = "gzip " + std::to_string(value_count ? values[0] : 0); break;
+      case H5Z_FILTER_SHUFFLE: text = "shuffle"; break;
+      case H5Z_FILTER_FLETCHER32: text = "fletcher32"; break;
+      case H5Z_FILTER_SZIP: text = "szip"; break;
+      case H5Z_FILTER_NBIT: text = "nbit"; break;
+      case H5Z_FILTER_SCALEOFFSET: text = "scaleoffset"; break;
+      case 32000: text = "lzf"; break;
+      default: text = name[0] ? std::string(name) : "filter " + std::to_string(filter); break;
+    }
+    result.compression += (result.compression.empty() ? "" : "+") + text;
+  }
+  return result;
+}
+
+std::vector<std::string> read_strings(hid_t dataset, const config::DatasetLocation& location,
+                                      const std::string& key) {
+  detail::Hdf5Handle type = detail::datatype_handle(H5Dget_type(dataset));
+  if (!type.valid() || H5Tget_class(type.get()) != H5T_STRING)
+    fail(location, key,
+         "expected strings (class names), got " + (type.valid() ? detail::describe_type(type.get()) : "?"));
+  const std::vector<std::uint64_t> shape = dimensions(dataset);
+  if (shape.size() != 1 || shape[0] == 0)
+    fail(location, key,
+         "expected a non-empty 1-D list of class names, got shape of " + std::to_string(shape.size()) +
+             " dimensions");
+  const auto count = static_cast<std::size_t>(shape[0]);
+  std::vector<std::string> values;
+  if (H5Tis_variable_str(type.get()) > 0) {
+    detail::Hdf5Handle memory_type = detail::variable_string_type();
+    H5Tset_cset(memory_type.get(), H5Tget_cset(type.get()));
+    std::vector<char*> pointers(count, nullptr);
+    if (H5Dread(dataset, memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()) < 0)
+      fail(location, key, "cannot be read (file corrupt?)");
+    for (char* pointer : pointers) values.emplace_back(pointer ? pointer : "");
+    detail::Hdf5Handle space = detail::dataspace_handle(H5Dget_space(dataset));
+    H5Dvlen_reclaim(memory_type.get(), space.get(), H5P_DEFAULT, pointers.data());
+  } else {
+    const std::size_t length = H5Tget_size(type.get());
+    std::vector<char> buffer(count * length + 1, '\0');
+    if (H5Dread(dataset, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()) < 0)
+      fail(location, key, "cannot be read (file corrupt?)");
+    const bool space_padded = H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD;
+    for (std::size_t index = 0; index < count; ++index) {
+      std::string value(buffer.data() + index * length, length);
+      value.resize(std::min(value.find('\0'), value.size()));
+      if (space_padded) value.erase(value.find_last_not_of(' ') + 1);
+      values.push_back(std::move(value));
+    }
+  }
+  return values;
+}
+
+}  // namespace phalanx::data::mapped

@@ -1,0 +1,357 @@
+// Opening and validating a data.source mapping. Everything that can be checked without reading
+// every image is checked here, once, before training starts: a user with a wrong key or a file of
+// another layout reads one message naming the file, the dataset and the key, not a crash hours in.
+#include "phalanx/data/mapped_source.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "mapped_file.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/data/split_carving.hpp"
+
+namespace phalanx::data {
+namespace {
+
+using config::DatasetLocation;
+
+// Images sampled (spread evenly over a split) to tell [0, 1] floats from [0, 255] ones.
+constexpr std::int64_t scale_sample_images = 64;
+// A chunk band (the bytes HDF5 must read for one sample's chunk) above this is worth a warning:
+// the streaming cache holds two windows of whole chunks and random access decodes a whole band.
+constexpr std::int64_t large_chunk_band_bytes = std::int64_t{64} << 20;
+// Rows a contiguous dataset is read in by the streaming source (it has no chunks of its own).
+constexpr std::int64_t contiguous_read_bytes = std::int64_t{4} << 20;
+
+std::string format_value(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+struct LabelFile {
+  LabelShape shape;
+  std::vector<double> values;  // [count x max(1, classes)] as stored, converted to double
+};
+
+// Everything read from one split's files before the class count is known.
+struct PendingSplit {
+  std::string name;
+  config::SourceSplitConfig locations;
+  std::string images_key, labels_key;
+  ImageShape image;
+  std::vector<std::uint64_t> image_dimensions;
+  bool float_pixels = false;
+  std::string dtype;
+  mapped::Storage storage;
+  PixelScale scale = PixelScale::Bytes;
+  std::string scale_evidence;
+  LabelFile labels;
+};
+
+LabelFile read_label_file(hid_t file, const DatasetLocation& location, const std::string& key,
+                          const std::string& requested) {
+  detail::Hdf5Handle dataset = mapped::open_dataset(file, location, key);
+  detail::Hdf5Handle type = detail::datatype_handle(H5Dget_type(dataset.get()));
+  const H5T_class_t type_class = type.valid() ? H5Tget_class(type.get()) : H5T_NO_CLASS;
+  if (type_class != H5T_INTEGER && type_class != H5T_FLOAT)
+    mapped::fail(location, key,
+                 "dtype " + (type.valid() ? detail::describe_type(type.get()) : "?") +
+                     " cannot be labels (expected integers, integer-valued floats or one-hot rows)");
+  LabelFile labels;
+  labels.shape = label_shape(mapped::dimensions(dataset.get()), requested);
+  if (!labels.shape.error.empty()) mapped::fail(location, key, labels.shape.error);
+  labels.values.resize(
+      static_cast<std::size_t>(labels.shape.count * std::max<std::int64_t>(1, labels.shape.classes)));
+  if (!labels.values.empty() &&
+      H5Dread(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.values.data()) < 0)
+    mapped::fail(location, key, "cannot read the data (file truncated or corrupt)");
+  return labels;
+}
+
+// Reads `rows` whole samples (as float) spread over the split and decides how values map to bytes.
+void decide_scale(hid_t dataset, PendingSplit& split) {
+  const auto& location = split.locations.images;
+  const std::int64_t count = split.image.count;
+  const std::int64_t sample_count = std::min(count, scale_sample_images);
+  std::size_t row_values = 1;
+  for (std::size_t axis = 1; axis < split.image_dimensions.size(); ++axis)
+    row_values *= static_cast<std::size_t>(split.image_dimensions[axis]);
+  std::vector<float> row(row_values);
+  detail::Hdf5Handle file_space = detail::dataspace_handle(H5Dget_space(dataset));
+  std::vector<hsize_t> start(split.image_dimensions.size(), 0),
+      size(split.image_dimensions.begin(), split.image_dimensions.end());
+  size[0] = 1;
+  detail::Hdf5Handle memory_space =
+      detail::dataspace_handle(H5Screate_simple(static_cast<int>(size.size()), size.data(), nullptr));
+  float largest = 0.0f;
+  for (std::int64_t draw = 0; draw < sample_count; ++draw) {
+    const std::int64_t sample = sample_count > 1 ? draw * (count - 1) / (sample_count - 1) : 0;
+    start[0] = static_cast<hsize_t>(sample);
+    if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) <
+            0 ||
+        H5Dread(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(), H5P_DEFAULT, row.data()) < 0)
+      mapped::fail(location, split.images_key,
+                   "sample " + std::to_string(sample) + ": cannot read the data (file truncated or corrupt)");
+    for (const float value : row) {
+      if (!std::isfinite(value) || value < 0.0f || value > 255.0f)
+        mapped::fail(location, split.images_key,
+                     "sample " + std::to_string(sample) + " has the value " + format_value(value) +
+                         ", outside both [0, 1] and [0, 255] (float images must be in one of them)");
+      largest = std::max(largest, value);
+    }
+  }
+  split.scale = largest <= 1.0f ? PixelScale::Unit : PixelScale::ByteRange;
+  split.scale_evidence = split.dtype + " images, largest value " + format_value(largest) +
+                         " in a sample of " + std::to_string(sample_count) + ": read as [0, " +
+                         (split.scale == PixelScale::Unit ? "1], scaled by 255" : "255]");
+}
+
+PendingSplit open_split(const std::string& name, const config::SourceSplitConfig& locations,
+                        const config::SourceConfig& source) {
+  PendingSplit split;
+  split.name = name;
+  split.locations = locations;
+  split.images_key = "data.source." + name + ".images";
+  split.labels_key = "data.source." + name + ".labels";
+  const auto hdf5_lock = lock_hdf5();
+  detail::silence_hdf5_error_printing();
+  {
+    detail::Hdf5Handle file = mapped::open_file(locations.images.file, split.images_key);
+    detail::Hdf5Handle dataset = mapped::open_dataset(file.get(), locations.images, split.images_key);
+    detail::Hdf5Handle type = detail::datatype_handle(H5Dget_type(dataset.get()));
+    split.dtype = type.valid() ? detail::describe_type(type.get()) : "?";
+    split.float_pixels = type.valid() && H5Tget_class(type.get()) == H5T_FLOAT;
+    if (!split.float_pixels && !(type.valid() && detail::is_integer_type(type.get(), 1, H5T_SGN_NONE)))
+      mapped::fail(
+          locations.images, split.images_key,
+          "dtype " + split.dtype + " cannot be images (expected uint8, or float in [0, 1] or [0, 255])");
+    split.image_dimensions = mapped::dimensions(dataset.get());
+    split.image = image_shape(split.image_dimensions, source.layout);
+    if (!split.image.error.empty()) mapped::fail(locations.images, split.images_key, split.image.error);
+    split.storage = mapped::storage(dataset.get());
+    if (split.float_pixels) decide_scale(dataset.get(), split);
+  }
+  detail::Hdf5Handle label_file = mapped::open_file(locations.labels.file, split.labels_key);
+  split.labels = read_label_file(label_file.get(), locations.labels, split.labels_key, source.labels);
+  if (split.labels.shape.count != split.image.count)
+    mapped::fail(locations.labels, split.labels_key,
+                 "has " + std::to_string(split.labels.shape.count) + " labels but " +
+                     locations.images.text() + " (" + split.images_key + ") has " +
+                     std::to_string(split.image.count) + " images");
+  return split;
+}
+
+std::vector<std::string> read_class_dataset(const DatasetLocation& location) {
+  const std::string key = "data.source.classes";
+  const auto hdf5_lock = lock_hdf5();
+  detail::silence_hdf5_error_printing();
+  detail::Hdf5Handle file = mapped::open_file(location.file, key);
+  detail::Hdf5Handle dataset = mapped::open_dataset(file.get(), location, key);
+  std::vector<std::string> names = mapped::read_strings(dataset.get(), location, key);
+  for (std::size_t index = 0; index < names.size(); ++index)
+    if (names[index].empty())
+      mapped::fail(location, key, "class name " + std::to_string(index) + " is empty");
+  return names;
+}
+
+// Decodes one split's labels into class indices, checking each against `class_count`.
+std::vector<std::int32_t> decode_labels(const PendingSplit& split, std::int64_t class_count) {
+  const LabelFile& file = split.labels;
+  const auto& location = split.locations.labels;
+  const std::string range =
+      "[0, " + std::to_string(class_count) + ") (" + std::to_string(class_count) + " classes)";
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(file.shape.count));
+  if (file.shape.encoding == LabelEncoding::OneHot) {
+    const auto width = static_cast<std::size_t>(file.shape.classes);
+    if (file.shape.classes != class_count)
+      mapped::fail(location, split.labels_key,
+                   "one-hot rows of " + std::to_string(width) + " values, but there are " +
+                       std::to_string(class_count) + " classes (data.source.classes)");
+    for (std::size_t row = 0; row < labels.size(); ++row) {
+      const double* values = file.values.data() + row * width;
+      std::size_t ones = 0, hot = 0;
+      bool clean = true;
+      for (std::size_t column = 0; column < width; ++column) {
+        if (values[column] == 1.0) {
+          ++ones;
+          hot = column;
+        } else if (values[column] != 0.0) {
+          clean = false;
+        }
+      }
+      if (!clean || ones != 1) {
+        std::string shown;
+        for (std::size_t column = 0; column < width; ++column) {
+          if (column) shown += ',';
+          shown += format_value(values[column]);
+        }
+        mapped::fail(location, split.labels_key,
+                     "row " + std::to_string(row) + " is not one-hot ([" + shown +
+                         "]: needs exactly one 1, the rest 0)");
+      }
+      labels[row] = static_cast<std::int32_t>(hot);
+    }
+    return labels;
+  }
+  for (std::size_t row = 0; row < labels.size(); ++row) {
+    const double value = file.values[row];
+    if (!(value == std::floor(value)))
+      mapped::fail(location, split.labels_key,
+                   "label " + std::to_string(row) + " = " + format_value(value) + " is not a whole number");
+    if (value < 0 || value >= static_cast<double>(class_count))
+      mapped::fail(location, split.labels_key,
+                   "label " + std::to_string(row) + " = " + format_value(value) + " is outside " + range);
+    labels[row] = static_cast<std::int32_t>(value);
+  }
+  return labels;
+}
+
+std::string file_identity(const std::string& path) {
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  const auto time = std::filesystem::last_write_time(path, error);
+  return path + "#" + std::to_string(error ? 0 : size) + "@" +
+         std::to_string(error ? 0 : time.time_since_epoch().count());
+}
+
+}  // namespace
+
+MappedSource::MappedSource(const config::SourceConfig& source) {
+  PHALANX_CHECK(source.enabled(), "data.source is not set");
+  std::vector<PendingSplit> pending;
+  pending.push_back(open_split("train", source.train, source));
+  if (!source.test.empty()) pending.push_back(open_split("test", source.test, source));
+  if (!source.val.empty()) pending.push_back(open_split("val", source.val, source));
+
+  // The class count: named classes, else the width of one-hot rows, else the largest index + 1.
+  if (!source.classes.empty()) {
+    info_.classes = source.classes;
+  } else if (!source.classes_dataset.empty()) {
+    info_.classes = read_class_dataset(source.classes_dataset);
+  } else {
+    std::int64_t count = 0;
+    for (const auto& split : pending) {
+      if (split.labels.shape.encoding == LabelEncoding::OneHot) {
+        count = std::max(count, split.labels.shape.classes);
+        continue;
+      }
+      for (const double value : split.labels.values)
+        if (value >= 0 && value < 1e9) count = std::max(count, static_cast<std::int64_t>(value) + 1);
+    }
+    for (std::int64_t index = 0; index < count; ++index)
+      info_.classes.push_back("class_" + std::to_string(index));
+  }
+  const auto class_count = static_cast<std::int64_t>(info_.classes.size());
+
+  const PendingSplit& train = pending.front();
+  for (const auto& split : pending)
+    if (split.image.height != train.image.height || split.image.width != train.image.width ||
+        split.image.channels != train.image.channels)
+      mapped::fail(split.locations.images, split.images_key,
+                   "images of " + std::to_string(split.image.height) + "x" +
+                       std::to_string(split.image.width) + "x" + std::to_string(split.image.channels) +
+                       " (HxWxC) but " + train.locations.images.text() + " has " +
+                       std::to_string(train.image.height) + "x" + std::to_string(train.image.width) + "x" +
+                       std::to_string(train.image.channels));
+
+  std::string description;
+  for (const auto& split : pending) {
+    MappedSplit mapped_split;
+    mapped_split.info = {split.name, split.image.count, split.image.height, split.image.width,
+                         split.image.channels};
+    mapped_split.images = split.locations.images;
+    mapped_split.images_key = split.images_key;
+    mapped_split.layout = split.image.layout;
+    mapped_split.image_dimensions = split.image_dimensions;
+    mapped_split.scale = split.float_pixels ? split.scale : PixelScale::Bytes;
+    mapped_split.scale_evidence = split.scale_evidence;
+    mapped_split.labels = decode_labels(split, class_count);
+    std::int64_t sample_values = 1;
+    for (std::size_t axis = 1; axis < split.image_dimensions.size(); ++axis)
+      sample_values *= static_cast<std::int64_t>(split.image_dimensions[axis]);
+    const std::int64_t element_bytes = split.float_pixels ? 4 : 1;
+    if (!split.storage.chunk.empty()) {
+      mapped_split.chunk_rows = static_cast<std::int64_t>(split.storage.chunk[0]);
+    } else {
+      mapped_split.chunk_rows =
+          std::max<std::int64_t>(1, contiguous_read_bytes / (sample_values * element_bytes));
+    }
+    mapped_split.chunk_band_bytes = mapped_split.chunk_rows * sample_values * element_bytes;
+    if (!split.storage.chunk.empty() && mapped_split.chunk_band_bytes > large_chunk_band_bytes)
+      warnings_.push_back(
+          split.locations.images.text() + " (" + split.images_key + "): stored in chunks of " +
+          std::to_string(mapped_split.chunk_rows) + " samples" +
+          (split.storage.compression.empty() ? "" : " (" + split.storage.compression + ")") +
+          ": reading any sample reads " + std::to_string(mapped_split.chunk_band_bytes >> 20) +
+          " MiB, far more than a batch needs; data.cache none holds about two windows of whole chunks. "
+          "'phalanx data import-hdf5 --chunk 1024' makes a copy chunked for phalanx");
+    description += (description.empty() ? "" : "; ") + split.name + " " + split.locations.images.text() +
+                   " " + split.dtype + " " + dimensions_text(split.image_dimensions) + " as " +
+                   layout_name(split.image.layout) + ", labels " +
+                   label_encoding_name(split.labels.shape.encoding);
+    if (split.float_pixels) description += " (" + split.scale_evidence + ")";
+    splits_.push_back(std::move(mapped_split));
+  }
+
+  // Carve val and test from train, by class, when the files have none.
+  if (source.val_fraction > 0 || source.test_fraction > 0) {
+    MappedSplit& whole = splits_.front();
+    const CarvedRows carved =
+        carve_stratified(whole.labels, source.val_fraction, source.test_fraction, source.split_seed);
+    const auto part = [&](const std::string& name, const std::vector<std::int64_t>& rows) {
+      MappedSplit split = whole;
+      split.info.name = name;
+      split.info.count = static_cast<std::int64_t>(rows.size());
+      split.rows = rows;
+      split.labels.resize(rows.size());
+      for (std::size_t index = 0; index < rows.size(); ++index)
+        split.labels[index] = whole.labels[static_cast<std::size_t>(rows[index])];
+      if (rows.empty())
+        throw_input_error("data.source." + name + "_fraction: carves no samples out of " +
+                          whole.images.text() + " (too few per class); raise it");
+      return split;
+    };
+    std::vector<MappedSplit> parts;
+    parts.push_back(part("train", carved.train));
+    if (source.test_fraction > 0) parts.push_back(part("test", carved.test));
+    if (source.val_fraction > 0) parts.push_back(part("val", carved.val));
+    description += "; carved from train by class with split_seed " + std::to_string(source.split_seed) + ":";
+    for (const auto& split : parts)
+      description += " " + split.info.name + " " + std::to_string(split.info.count);
+    splits_.erase(splits_.begin());
+    splits_.insert(splits_.begin(), parts.begin(), parts.end());
+  }
+  // The schema's split order: train, test, val.
+  std::stable_sort(splits_.begin(), splits_.end(), [](const MappedSplit& left, const MappedSplit& right) {
+    const auto order = [](const std::string& name) { return name == "train" ? 0 : name == "test" ? 1 : 2; };
+    return order(left.info.name) < order(right.info.name);
+  });
+  for (const auto& split : splits_) info_.splits.push_back(split.info);
+  info_.path = source.train.images.text();
+  description_ = "data.source: " + description + "; " + std::to_string(class_count) + " classes";
+
+  std::ostringstream fingerprint;
+  for (const auto& split : splits_) {
+    fingerprint << split.info.name << "=" << file_identity(split.images.file) << ":" << split.images.dataset
+                << "[" << split.info.count << "," << layout_name(split.layout) << ","
+                << static_cast<int>(split.scale) << "];";
+  }
+  fingerprint << "split_seed=" << source.split_seed << ";val_fraction=" << source.val_fraction
+              << ";test_fraction=" << source.test_fraction;
+  fingerprint_ = fingerprint.str();
+}
+
+const MappedSplit& MappedSource::split(const std::string& name) const {
+  for (const auto& split : splits_)
+    if (split.info.name == name) return split;
+  std::string available;
+  for (const auto& split : splits_) available += (available.empty() ? "" : ", ") + split.info.name;
+  throw_input_error("data.source has no split '" + name + "' (it has: " + available + ")");
+}
+
+}  // namespace phalanx::data

@@ -1,0 +1,139 @@
+// Reading and converting samples of a mapped split. The conversion is the only place a mapped
+// source differs from a native file once it is open: pixel for pixel it must give what the
+// importers would have stored, so training on either gives the same weights bit for bit.
+#include "phalanx/data/mapped_split_reader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "mapped_file.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/data/hdf5_lock.hpp"
+
+namespace phalanx::data {
+namespace {
+
+// Enough for two chunk bands (a read that starts inside one band and ends in the next), capped
+// so a source with enormous chunks does not take the node's memory.
+constexpr std::int64_t largest_chunk_cache_bytes = std::int64_t{512} << 20;
+constexpr std::int64_t default_chunk_cache_bytes = std::int64_t{1} << 20;
+
+}  // namespace
+
+MappedSplitReader::MappedSplitReader(std::shared_ptr<const MappedSource> source,
+                                     const std::string& split_name)
+    : source_(std::move(source)), split_(source_->split(split_name)) {
+  const auto hdf5_lock = lock_hdf5();
+  detail::silence_hdf5_error_printing();
+  const std::int64_t cache_bytes = std::clamp<std::int64_t>(
+      2 * split_.chunk_band_bytes, default_chunk_cache_bytes, largest_chunk_cache_bytes);
+  file_ = mapped::open_file(split_.images.file, split_.images_key);
+  images_ = mapped::open_dataset(file_.get(), split_.images, split_.images_key, cache_bytes);
+}
+
+MappedSplitReader::~MappedSplitReader() {
+  const auto hdf5_lock = lock_hdf5();
+  images_.close();
+  file_.close();
+}
+
+std::int64_t MappedSplitReader::chunk_samples() const {
+  return std::max<std::int64_t>(1, std::min(split_.chunk_rows, split_.info.count));
+}
+
+void MappedSplitReader::read_rows(std::int64_t row, std::int64_t count, std::uint8_t* images) const {
+  const auto& dimensions = split_.image_dimensions;
+  const int rank = static_cast<int>(dimensions.size());
+  std::vector<hsize_t> start(dimensions.size(), 0), size(dimensions.begin(), dimensions.end());
+  start[0] = static_cast<hsize_t>(row);
+  size[0] = static_cast<hsize_t>(count);
+  detail::Hdf5Handle file_space = detail::dataspace_handle(H5Dget_space(images_.get()));
+  detail::Hdf5Handle memory_space = detail::dataspace_handle(H5Screate_simple(rank, size.data(), nullptr));
+  const auto fail_read = [&]() {
+    mapped::fail(split_.images, split_.images_key,
+                 "samples " + std::to_string(row) + ".." + std::to_string(row + count) +
+                     ": cannot read the data (file truncated or corrupt)");
+  };
+  if (!file_space.valid() || !memory_space.valid() ||
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) < 0)
+    fail_read();
+
+  const int height = split_.info.height, width = split_.info.width, channels = split_.info.channels;
+  const std::size_t sample_values = static_cast<std::size_t>(height) * width * channels;
+  const std::size_t values = sample_values * static_cast<std::size_t>(count);
+  // uint8 stored as NHWC (or NHW, the same bytes) goes straight into the output.
+  const bool direct = split_.scale == PixelScale::Bytes && split_.layout != ImageLayout::Nchw;
+  if (direct) {
+    if (H5Dread(images_.get(), H5T_NATIVE_UINT8, memory_space.get(), file_space.get(), H5P_DEFAULT, images) <
+        0)
+      fail_read();
+    return;
+  }
+  // Otherwise read in stored order, then convert value by value into NHWC uint8.
+  std::vector<std::uint8_t> stored_bytes;
+  std::vector<float> stored_floats;
+  if (split_.scale == PixelScale::Bytes) {
+    stored_bytes.resize(values);
+    if (H5Dread(images_.get(), H5T_NATIVE_UINT8, memory_space.get(), file_space.get(), H5P_DEFAULT,
+                stored_bytes.data()) < 0)
+      fail_read();
+  } else {
+    stored_floats.resize(values);
+    if (H5Dread(images_.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(), H5P_DEFAULT,
+                stored_floats.data()) < 0)
+      fail_read();
+  }
+  const bool unit = split_.scale == PixelScale::Unit;
+  const double factor = unit ? 255.0 : 1.0;
+  const auto to_byte = [&](std::size_t index) -> std::uint8_t {
+    if (split_.scale == PixelScale::Bytes) return stored_bytes[index];
+    const float value = stored_floats[index];
+    if (!(value >= 0.0f && value <= (unit ? 1.0f : 255.0f))) {
+      std::ostringstream text;
+      text << value;
+      mapped::fail(split_.images, split_.images_key,
+                   "sample " + std::to_string(row + static_cast<std::int64_t>(index / sample_values)) +
+                       " has the value " + text.str() + ", outside [0, " + (unit ? "1" : "255") +
+                       "] (the range read from a sample of the images: " + split_.scale_evidence + ")");
+    }
+    return static_cast<std::uint8_t>(std::lround(static_cast<double>(value) * factor));
+  };
+  const bool planar = split_.layout == ImageLayout::Nchw;
+  const std::size_t plane = static_cast<std::size_t>(height) * width;
+  for (std::size_t sample = 0; sample < static_cast<std::size_t>(count); ++sample) {
+    std::uint8_t* output = images + sample * sample_values;
+    const std::size_t base = sample * sample_values;
+    if (!planar) {
+      for (std::size_t index = 0; index < sample_values; ++index) output[index] = to_byte(base + index);
+      continue;
+    }
+    for (int channel = 0; channel < channels; ++channel)
+      for (std::size_t pixel = 0; pixel < plane; ++pixel)
+        output[pixel * channels + channel] = to_byte(base + channel * plane + pixel);
+  }
+}
+
+void MappedSplitReader::read(std::int64_t begin, std::int64_t end, std::uint8_t* images,
+                             std::int32_t* labels) const {
+  PHALANX_CHECK(begin >= 0 && begin <= end && end <= split_.info.count, "samples [", begin, ", ", end,
+                ") of ", split_.info.count);
+  if (begin == end) return;
+  const auto hdf5_lock = lock_hdf5();
+  detail::silence_hdf5_error_printing();
+  const std::int64_t sample_bytes = image_bytes();
+  std::int64_t run_begin = begin;
+  while (run_begin < end) {
+    // The longest run of consecutive stored rows from here.
+    std::int64_t run_end = run_begin + 1;
+    while (run_end < end && split_.stored_row(run_end) == split_.stored_row(run_end - 1) + 1) ++run_end;
+    read_rows(split_.stored_row(run_begin), run_end - run_begin, images + (run_begin - begin) * sample_bytes);
+    run_begin = run_end;
+  }
+  std::memcpy(labels, split_.labels.data() + begin,
+              static_cast<std::size_t>(end - begin) * sizeof(std::int32_t));
+}
+
+}  // namespace phalanx::data
