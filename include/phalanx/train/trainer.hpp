@@ -48,9 +48,6 @@ struct TrainerOptions {
   BatchSplit batch_split{};
 };
 
-class GradientExchange;
-struct BatchFacts;
-
 class Trainer : private TrainingActions {
  public:
   Trainer(TrainerOptions options, const comm::Communicator& communicator, backend::Backend& backend);
