@@ -1,4 +1,5 @@
-// StepCallbacks: the run's bookkeeping callbacks, called in order.
+// StepCallbacks: the run's bookkeeping callbacks, called in the order the trainer added them
+// (a checkpoint must see the sums after the interval's and the epoch's reset).
 #include "phalanx/train/step_callback.hpp"
 
 #include <algorithm>

@@ -1,4 +1,5 @@
-// TrainingLosses: running loss sums taken from the backend's deferred loss totals in step order.
+// TrainingLosses: running loss sums taken from the backend's deferred loss totals in step order,
+// so a sum does not depend on when it was taken (GPU ranks take them only where they are read).
 #include "phalanx/train/training_losses.hpp"
 
 namespace phalanx::train {

@@ -1,4 +1,5 @@
-// TrainingRecord: the run's and the epoch's sums of step times and counts.
+// TrainingRecord: the run's and the epoch's sums of step times and counts, kept apart from the
+// loop so summary.json, the epoch events and the progress line read one record.
 #include "phalanx/train/training_record.hpp"
 
 #include <algorithm>

@@ -1,7 +1,8 @@
 // TrainingLosses: the rank's running loss sums of the epoch and of the log interval, fed from the
 // loss totals the backend keeps where it computed them (on a GPU, until a wait is due anyway).
 // They are added step by step in order, so the sums are the same bits whenever they are taken,
-// and a checkpoint's RunningTotals continue them exactly. A step callback: it counts each step's samples.
+// and a checkpoint's RunningTotals continue them exactly. A step callback: it counts each step's
+// samples.
 #pragma once
 
 #include <optional>
