@@ -8,14 +8,14 @@ namespace phalanx::train {
 
 bool ProgressCallback::reads_device_results(const StepEnd& step) const {
   // The line shows the last step's loss when it is due (live lines between take what is there).
-  return (step.batch.step + 1) % shape_.log_every_steps == 0 || step.last_step;
+  return (step.batch.step + 1) % run_length_.log_every_steps == 0 || step.last_step;
 }
 
 void ProgressCallback::after_step(const StepEnd& step) {
   progress_.update(ProgressState{
-      step.batch.epoch, shape_.epochs, step.batch.step, shape_.steps_per_epoch,
-      static_cast<double>(shape_.global_batch) / std::max(step.seconds, 1e-9), losses_.last_step_loss(),
-      record_.mean_step_seconds() * static_cast<double>(shape_.last_step - step.global_step)});
+      step.batch.epoch, run_length_.epochs, step.batch.step, run_length_.steps_per_epoch,
+      static_cast<double>(run_length_.global_batch) / std::max(step.seconds, 1e-9), losses_.last_step_loss(),
+      record_.mean_step_seconds() * static_cast<double>(run_length_.last_step - step.global_step)});
 }
 
 void StepMetricsCallback::after_step(const StepEnd& step) {

@@ -287,9 +287,10 @@ Trainer::Bookkeeping Trainer::make_bookkeeping(std::int64_t global_batch, std::i
   // A resumed run continues the epoch's and the log interval's sums where the checkpoint left them.
   auto& losses = callbacks.add<TrainingLosses>(
       backend_, local_batches_[static_cast<std::size_t>(communicator_.rank())], resumed_totals_);
-  callbacks.add<ProgressCallback>(*progress_, record, losses,
-                                  ProgressCallback::Shape{config.train.epochs, steps_per_epoch_, global_batch,
-                                                          last_step, config.train.log_every_steps});
+  callbacks.add<ProgressCallback>(
+      *progress_, record, losses,
+      ProgressCallback::RunLength{config.train.epochs, steps_per_epoch_, global_batch, last_step,
+                                  config.train.log_every_steps});
   callbacks.add<StepMetricsCallback>(communicator_, *run_control_, run_directory_, *schedule_,
                                      loss_scaler_.get(), losses, global_batch, config.train.log_every_steps,
                                      start_wall_);

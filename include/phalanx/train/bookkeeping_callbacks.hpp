@@ -36,13 +36,13 @@ class TrainingActions {
 // The live line (or a line per log interval): epoch, step, images/s, loss, time left.
 class ProgressCallback final : public StepCallback {
  public:
-  struct Shape {
+  struct RunLength {  // what the line shows the step against
     std::int64_t epochs, steps_per_epoch, global_batch, last_step;
     int log_every_steps;
   };
   ProgressCallback(Progress& progress, const TrainingRecord& record, const TrainingLosses& losses,
-                   Shape shape)
-      : progress_(progress), record_(record), losses_(losses), shape_(shape) {}
+                   RunLength run_length)
+      : progress_(progress), record_(record), losses_(losses), run_length_(run_length) {}
   bool reads_device_results(const StepEnd& step) const override;
   void after_step(const StepEnd& step) override;
 
@@ -50,7 +50,7 @@ class ProgressCallback final : public StepCallback {
   Progress& progress_;
   const TrainingRecord& record_;
   const TrainingLosses& losses_;
-  Shape shape_;
+  RunLength run_length_;
 };
 
 // A "step" event in metrics.jsonl every log interval: the interval's loss and accuracy over every
