@@ -1,6 +1,8 @@
 // Trainer: the training loop of DESIGN §1 for one data-parallel job. Construction does all the
 // checking that bad input can fail (data, model, checkpoint) and writes nothing; run() trains,
-// evaluates each epoch, checkpoints, and writes the run directory.
+// evaluates each epoch, checkpoints, and writes the run directory. The loop names its stages; what
+// differs between CPU and GPU ranks lives behind GradientExchange, StepClock and InputPipeline,
+// and the bookkeeping around it in step callbacks (bookkeeping_callbacks.hpp).
 #pragma once
 
 #include <map>
@@ -22,8 +24,10 @@
 #include "phalanx/optim/optimizer.hpp"
 #include "phalanx/optim/schedule.hpp"
 #include "phalanx/train/batch_split.hpp"
+#include "phalanx/train/bookkeeping_callbacks.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/run_directory.hpp"
+#include "phalanx/train/stage_times.hpp"
 
 namespace phalanx::train {
 
@@ -44,22 +48,7 @@ struct TrainerOptions {
   BatchSplit batch_split{};
 };
 
-// Seconds per stage of a step; `other` is what the named stages do not cover. The stages add up
-// to `total`; `allreduce_total` is not a stage: it is the whole all-reduce window, of which only
-// `allreduce_wait` (exposed) was not hidden behind backward. `sync_wait` is the step's time in the
-// run-control collectives after the optimizer (stop agreement, straggler report): mostly waiting
-// for a peer that left the gradient all-reduce later.
-struct StageTimes {
-  double data_wait = 0, forward = 0, backward = 0, allreduce_wait = 0, optimizer = 0, other = 0, total = 0;
-  double sync_wait = 0;
-  double host_to_device = 0, allreduce_total = 0;
-  // The input copy's own time (host_to_device is its exposed part) and its bytes.
-  double host_to_device_total = 0, host_to_device_bytes = 0;
-  void add(const StageTimes& step);
-  nlohmann::json to_json(std::int64_t steps) const;  // mean milliseconds per step and shares
-};
-
-class Trainer {
+class Trainer : private TrainingActions {
  public:
   Trainer(TrainerOptions options, const comm::Communicator& communicator, backend::Backend& backend);
   ~Trainer();
@@ -74,17 +63,27 @@ class Trainer {
   bool stopped_by_signal() const { return stopped_by_signal_; }
 
  private:
-  void end_of_epoch(std::int64_t epoch, double epoch_seconds, const StageTimes& epoch_times,
-                    std::int64_t epoch_steps, double loss_sum, std::int64_t loss_samples);
-  void save_checkpoint(bool final, const RunningTotals& totals);
+  struct Bookkeeping;    // the run's step callbacks and the ones the loop asks
+  void start_session();  // run directory, run control, progress, machine metrics, rank 0's weights
+  Bookkeeping make_bookkeeping(std::int64_t global_batch, std::int64_t last_step);
+  void update_weights(GradientExchange& exchange);
+  // Moves the position past `batch`; true when that ended its epoch.
+  bool advance_position(const BatchFacts& batch, std::int64_t global_batch);
+  // TrainingActions, for the bookkeeping callbacks.
+  void end_of_epoch(std::int64_t epoch, const TrainingRecord& record, const RunningTotals& totals) override;
+  void save_checkpoint(CheckpointKind kind, const RunningTotals& totals) override;
+  void stop_on_signal(const RunningTotals& totals) override;
+  // A run that ends mid-epoch (train.max_steps) still reports test metrics for what it trained.
+  void evaluate_partial_epoch(double epoch_seconds, const RunningTotals& totals);
+  nlohmann::json write_summary(const TrainingRecord& record, std::int64_t global_batch, int local_batch);
   void print_breakdown_table(const nlohmann::json& breakdown);
   void write_report(Progress& progress);  // report.html (rank 0)
-  void stop_on_signal(const RunningTotals& totals);
   void broadcast_from_root(Tensor& tensor);
   void synchronise_buffers();
   // Host (and GPU) metrics of the interval since the last call, for one epoch event; also folded
   // into the run's totals for summary.json.
   std::vector<std::pair<std::string, double>> close_metrics_interval(double seconds);
+  void resume_from(const std::string& checkpoint);
   void require_resumable(const std::string& checkpoint, const CheckpointHeader& header) const;
 
   TrainerOptions options_;
