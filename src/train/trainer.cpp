@@ -401,7 +401,7 @@ nlohmann::json Trainer::write_summary(const TrainingRecord& record, std::int64_t
       }
   summary["seconds_to_accuracy"] = to_accuracy;
   summary["run_dir"] = run_directory_.path();
-  summary["dataset"] = config.data.path;
+  summary["dataset"] = data::source_name(config.data);  // data.path, or the mapped training images
   summary["parameters"] = model_->registry().parameter_count();
   if (!resumed_from_.empty()) summary["resumed_from"] = resumed_from_;
   if (loss_scaler_)

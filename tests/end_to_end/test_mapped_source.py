@@ -151,6 +151,8 @@ class MappedSourceTest(unittest.TestCase):
                 self.assert_bitwise(run_dir, native, layout)
                 summary = e2e.read_summary(run_dir)
                 self.assertEqual(summary["test_accuracy"], e2e.read_summary(native)["test_accuracy"])
+                # summary.json names what was trained on: the mapped training images' FILE:DATASET.
+                self.assertEqual(summary["dataset"], self.layouts[layout]["train"]["images"] + " (data.source)")
                 self.assertTrue(os.path.isfile(os.path.join(run_dir, "source_statistics.txt")))
         self.assertIn("scaled by 255", self.train("mapped-nchw-log", {"source": self.layouts["nchw_float"]},
                                                   max_steps=1)[0].stdout)
