@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 
 namespace phalanx::data {
@@ -89,13 +89,8 @@ std::vector<std::string> read_strings(const std::string& path, const OpenAttribu
     std::vector<char> buffer(count * length + 1, '\0');
     if (H5Aread(opened.attribute.get(), opened.type.get(), buffer.data()) < 0)
       fail(path, place + ": cannot be read (file corrupt?)");
-    const bool space_padded = H5Tget_strpad(opened.type.get()) == H5T_STR_SPACEPAD;
-    for (std::size_t index = 0; index < count; ++index) {
-      std::string value(buffer.data() + index * length, length);
-      value.resize(std::min(value.find('\0'), value.size()));
-      if (space_padded) value.erase(value.find_last_not_of(' ') + 1);
-      values.push_back(std::move(value));
-    }
+    values = detail::split_fixed_length_strings(buffer, count, length,
+                                                H5Tget_strpad(opened.type.get()) == H5T_STR_SPACEPAD);
   }
   return values;
 }

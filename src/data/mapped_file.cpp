@@ -157,13 +157,8 @@ std::vector<std::string> read_strings(hid_t dataset, const config::DatasetLocati
     std::vector<char> buffer(count * length + 1, '\0');
     if (H5Dread(dataset, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()) < 0)
       fail(location, key, "cannot be read (file corrupt?)");
-    const bool space_padded = H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD;
-    for (std::size_t index = 0; index < count; ++index) {
-      std::string value(buffer.data() + index * length, length);
-      value.resize(std::min(value.find('\0'), value.size()));
-      if (space_padded) value.erase(value.find_last_not_of(' ') + 1);
-      values.push_back(std::move(value));
-    }
+    values = detail::split_fixed_length_strings(buffer, count, length,
+                                                H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD);
   }
   return values;
 }

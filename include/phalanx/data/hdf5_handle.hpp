@@ -6,8 +6,10 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace phalanx::data::detail {
 
@@ -85,6 +87,21 @@ inline Hdf5Handle variable_string_type() {
     H5Tset_cset(type.get(), H5T_CSET_UTF8);
   }
   return type;
+}
+
+// The strings of a fixed-length string read (`count` slots of `length` bytes, as numpy's `S`
+// dtype writes them): each ends at its first NUL, and a space-padded type loses its padding.
+inline std::vector<std::string> split_fixed_length_strings(const std::vector<char>& buffer, std::size_t count,
+                                                           std::size_t length, bool space_padded) {
+  std::vector<std::string> values;
+  values.reserve(count);
+  for (std::size_t index = 0; index < count; ++index) {
+    std::string value(buffer.data() + index * length, length);
+    value.resize(std::min(value.find('\0'), value.size()));
+    if (space_padded) value.erase(value.find_last_not_of(' ') + 1);
+    values.push_back(std::move(value));
+  }
+  return values;
 }
 
 // numpy-style name of an HDF5 datatype, for "expected uint8, got float32" messages.
