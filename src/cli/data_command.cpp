@@ -2,6 +2,8 @@
 // preparation, no MPI needed.
 #include <cstdint>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "phalanx/config/config.hpp"
@@ -39,6 +41,7 @@ std::function<int()> add_data_command(CLI::App& app) {
 
   struct Arguments {
     std::string input, output, classes = "digits";
+    std::vector<std::string> inspected;
     data::WriteOptions write;
     data::SynthOptions synth;
     bool cifar100 = false;
@@ -132,7 +135,10 @@ std::function<int()> add_data_command(CLI::App& app) {
 
   auto* inspect = data_command->add_subcommand(
       "inspect", "Describe a dataset file, or any HDF5 file's tree with a data.source block to paste");
-  inspect->add_option("file", arguments->input, "Dataset or any HDF5 file (.h5)")->required();
+  inspect
+      ->add_option("files", arguments->inspected,
+                   "Dataset or any HDF5 files (.h5); name images and labels kept in separate files together")
+      ->required();
   inspect->add_flag("--verify", arguments->verify,
                     "Recompute the checksums stored at import (reads every byte); exit 2 if any differ");
 
@@ -219,9 +225,12 @@ std::function<int()> add_data_command(CLI::App& app) {
       std::printf("wrote %s in %.2f s\n", arguments->output.c_str(), stopwatch.seconds());
     } else if (*inspect) {
       // Verify first, so a damaged file answers with one error message and nothing else.
+      PHALANX_REQUIRE_INPUT(!arguments->verify || arguments->inspected.size() == 1,
+                            "data inspect --verify checks one dataset file at a time (got ",
+                            arguments->inspected.size(), " files)");
       const std::string verdict =
-          arguments->verify ? data::verify_checksums(arguments->input) : std::string();
-      std::printf("%s", data::inspect(arguments->input).c_str());
+          arguments->verify ? data::verify_checksums(arguments->inspected.front()) : std::string();
+      std::printf("%s", data::inspect(arguments->inspected).c_str());
       if (arguments->verify) std::printf("\n%s\n", verdict.c_str());
     } else if (*preview) {
       PHALANX_REQUIRE_INPUT(

@@ -1,12 +1,16 @@
 // `phalanx eval` and `phalanx predict`: rebuild the model from a checkpoint (its config is in
-// the file) and run it on a split of a dataset.
+// the file) and run it on a split of a dataset: --data, or without it the data the checkpoint was
+// trained on (its config's data.path or data.source, so a mapped source evaluates in place too).
 #include <cstdio>
+#include <filesystem>
 
 #include "commands.hpp"
 #include "phalanx/comm/communicator.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/data_source.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/data/source_statistics.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/evaluation.hpp"
 #include "phalanx/train/predictions.hpp"
@@ -42,9 +46,33 @@ void load(const EvaluateArguments& arguments, const comm::Communicator& world, b
                         ")");
   const auto header = train::read_checkpoint_header(arguments.checkpoint);
   loaded.config = config::parse(header.config_text, arguments.checkpoint + ":/config");
-  loaded.info = data::read_dataset_info(arguments.data);
-  loaded.split = whole_split ? data::read_split(arguments.data, arguments.split)
-                             : train::read_evaluation_part(arguments.data, arguments.split, world);
+  if (!arguments.data.empty()) {
+    loaded.info = data::read_dataset_info(arguments.data);
+    loaded.split = whole_split ? data::read_split(arguments.data, arguments.split)
+                               : train::read_evaluation_part(arguments.data, arguments.split, world);
+    return;
+  }
+  // The training data's mean and std: a mapped source's come from the sidecar in the checkpoint's
+  // run directory (RUN/checkpoints/step-N.h5), or are computed again, exactly, when it is not there.
+  const auto& data = loaded.config.data;
+  const std::string run_directory =
+      std::filesystem::path(arguments.checkpoint).parent_path().parent_path().string();
+  loaded.info = data::describe_dataset(data, run_directory, world);
+  loaded.split = whole_split ? data::read_whole_split(data, arguments.split)
+                             : train::read_evaluation_part(data, arguments.split, world);
+}
+
+// What was evaluated, for the report line: the file, or the mapped split's images.
+std::string data_name(const EvaluateArguments& arguments, const LoadedModel& loaded) {
+  if (!arguments.data.empty()) return arguments.data;
+  const auto& data = loaded.config.data;
+  if (!data.source.enabled()) return data.path;
+  const auto& source = data.source;
+  const config::SourceSplitConfig& split = arguments.split == "test"  ? source.test
+                                           : arguments.split == "val" ? source.val
+                                                                      : source.train;
+  if (!split.empty()) return split.images.text() + " (data.source)";
+  return source.train.images.text() + " (data.source, carved from train)";
 }
 
 void build_model(const EvaluateArguments& arguments, const comm::Communicator& world, LoadedModel& loaded) {
@@ -67,7 +95,7 @@ int evaluate(const EvaluateArguments& arguments, int* argc, char*** argv) {
                                       loaded.info.standard_deviation, world, arguments.batch_size);
   if (world.rank() == 0)
     std::printf("%s split of %s: accuracy %.4f  loss %.4f  (%lld samples, %.2f s, %s)\n",
-                arguments.split.c_str(), arguments.data.c_str(), result.accuracy, result.loss,
+                arguments.split.c_str(), data_name(arguments, loaded).c_str(), result.accuracy, result.loss,
                 static_cast<long long>(result.samples), result.seconds,
                 loaded.resources.backend->name().c_str());
   return 0;
@@ -96,7 +124,8 @@ int predict(const EvaluateArguments& arguments, int* argc, char*** argv) {
 void add_common_options(CLI::App* command, EvaluateArguments& arguments) {
   command->add_option("--checkpoint", arguments.checkpoint, "Checkpoint (.h5) written by phalanx train")
       ->required();
-  command->add_option("--data", arguments.data, "Dataset (.h5)")->required();
+  command->add_option("--data", arguments.data,
+                      "Dataset (.h5); default: the data the checkpoint was trained on (data.path or data.source)");
   command->add_option("--split", arguments.split, "Split to use (default test)");
   command->add_option("--device", arguments.device, "cpu | cuda | auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));

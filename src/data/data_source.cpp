@@ -2,7 +2,7 @@
 // past this file nothing differs.
 #include "phalanx/data/data_source.hpp"
 
-#include "phalanx/data/mapped_source.hpp"
+#include "phalanx/data/mapped_source_cache.hpp"
 #include "phalanx/data/mapped_split_reader.hpp"
 #include "phalanx/data/split_reader.hpp"
 
@@ -10,19 +10,19 @@ namespace phalanx::data {
 
 DatasetInfo read_source_info(const config::DataConfig& data) {
   if (!data.source.enabled()) return read_dataset_info(data.path);
-  return MappedSource(data.source).info();
+  return open_mapped_source(data.source)->info();
 }
 
 std::unique_ptr<SplitRangeReader> open_split_reader(const config::DataConfig& data,
                                                     const std::string& split_name,
                                                     const comm::MpiIoAccess* mpi_io) {
   if (!data.source.enabled()) return std::make_unique<SplitReader>(data.path, split_name, mpi_io);
-  return std::make_unique<MappedSplitReader>(std::make_shared<const MappedSource>(data.source), split_name);
+  return std::make_unique<MappedSplitReader>(open_mapped_source(data.source), split_name);
 }
 
 Split read_whole_split(const config::DataConfig& data, const std::string& split_name) {
   if (!data.source.enabled()) return read_split(data.path, split_name);
-  const MappedSplitReader reader(std::make_shared<const MappedSource>(data.source), split_name);
+  const MappedSplitReader reader(open_mapped_source(data.source), split_name);
   Split split;
   split.name = reader.split().name;
   split.count = reader.split().count;

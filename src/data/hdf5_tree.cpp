@@ -20,6 +20,7 @@ namespace phalanx::data {
 namespace {
 
 struct Entry {
+  std::string file;  // absolute, so a block works from whichever folder the training starts in
   std::string name;
   bool group = false;
   std::vector<std::uint64_t> shape;
@@ -36,6 +37,7 @@ std::vector<Entry> list_entries(const std::string& path) {
     hid_t file;
     std::vector<Entry> entries;
   } visit{file.get(), {}};
+  const std::string absolute = std::filesystem::absolute(path).lexically_normal().string();
   const auto callback = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
     auto& state = *static_cast<Visit*>(data);
     if (std::string(name) == ".") return 0;
@@ -60,6 +62,7 @@ std::vector<Entry> list_entries(const std::string& path) {
     return 0;
   };
   H5Ovisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, callback, &visit);
+  for (auto& entry : visit.entries) entry.file = absolute;
   return visit.entries;
 }
 
@@ -92,12 +95,24 @@ bool looks_like_labels(const Entry& entry) {
   return shape.error.empty() && shape.classes <= 10000;
 }
 
-// Higher for names that say "label" (or y/target) than for any numeric dataset.
-int label_name_score(const std::string& name) {
-  const std::string text = lower(name);
-  if (text.find("label") != std::string::npos || text.find("target") != std::string::npos) return 2;
-  const std::size_t slash = text.rfind('/');
-  return text.compare(slash + 1, 1, "y") == 0 ? 1 : 0;
+// The file's name without folder and extension ("y_train" for /data/y_train.h5).
+std::string file_stem(const Entry& entry) { return lower(std::filesystem::path(entry.file).stem().string()); }
+
+// A dataset's split role from its own name, else from its file's name (images and labels kept in
+// one file per split: x_train.h5:/x).
+std::string entry_role(const Entry& entry) {
+  const std::string role = split_role(entry.name);
+  return role.empty() ? split_role(file_stem(entry)) : role;
+}
+
+// Higher for names that say "label" (or y/target) than for any numeric dataset; the dataset's
+// name first, then its file's.
+int label_name_score(const Entry& entry) {
+  for (const std::string& text : {lower(entry.name.substr(entry.name.rfind('/') + 1)), file_stem(entry)}) {
+    if (text.find("label") != std::string::npos || text.find("target") != std::string::npos) return 2;
+    if (text.compare(0, 1, "y") == 0) return 1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -146,22 +161,25 @@ std::string describe_hdf5_tree(const std::string& path) {
   return text.str();
 }
 
-std::string suggest_source_block(const std::string& given_path) {
-  const std::vector<Entry> entries = list_entries(given_path);
-  // Absolute, so the block works from whichever folder the training starts in.
-  const std::string path = std::filesystem::absolute(given_path).lexically_normal().string();
+std::string suggest_source_block(const std::vector<std::string>& paths) {
+  std::vector<Entry> entries;
+  for (const auto& path : paths) {
+    auto listed = list_entries(path);
+    entries.insert(entries.end(), std::make_move_iterator(listed.begin()), std::make_move_iterator(listed.end()));
+  }
   // Pair every image dataset with the label dataset of the same count, preferring the same split
-  // role and a label-like name.
+  // role, a label-like name and the same file.
   std::map<std::string, std::pair<const Entry*, const Entry*>> splits;
   for (const auto& images : entries) {
     if (!looks_like_images(images)) continue;
-    const std::string role = split_role(images.name);
+    const std::string role = entry_role(images);
     const Entry* best = nullptr;
     int best_score = -1;
     for (const auto& labels : entries) {
       if (&labels == &images || !looks_like_labels(labels) || labels.shape[0] != images.shape[0]) continue;
       if (looks_like_images(labels)) continue;
-      const int score = (split_role(labels.name) == role ? 4 : 0) + label_name_score(labels.name);
+      const int score = (entry_role(labels) == role ? 8 : 0) + 2 * label_name_score(labels) +
+                        (labels.file == images.file ? 1 : 0);
       if (score > best_score) best = &labels, best_score = score;
     }
     const std::string key = role.empty() ? "train" : role;
@@ -177,8 +195,8 @@ std::string suggest_source_block(const std::string& given_path) {
   for (const char* role : {"train", "test", "val"}) {
     if (!splits.count(role)) continue;
     const auto [images, labels] = splits.at(role);
-    block << "    " << role << ": {images: " << path << ":" << images->name << ", labels: " << path << ":"
-          << labels->name << "}\n";
+    block << "    " << role << ": {images: " << images->file << ":" << images->name
+          << ", labels: " << labels->file << ":" << labels->name << "}\n";
   }
   if (!splits.count("test")) block << "    test_fraction: 0.1   # the file has no test split: carve one\n";
   const auto& train_images = *splits.at("train").first;
@@ -187,7 +205,7 @@ std::string suggest_source_block(const std::string& given_path) {
         << dimensions_text(train_images.shape) << "\n";
   const LabelShape labels = label_shape(splits.at("train").second->shape, "auto");
   block << "    labels: " << label_encoding_name(labels.encoding) << "\n";
-  if (class_names) block << "    classes: " << path << ":" << class_names->name << "\n";
+  if (class_names) block << "    classes: " << class_names->file << ":" << class_names->name << "\n";
   return block.str();
 }
 

@@ -27,26 +27,64 @@ std::string joined(const std::vector<float>& values, int precision) {
 
 }  // namespace
 
-std::string inspect(const std::string& path) {
-  // Any other HDF5 file: its tree, and a data.source block where its datasets look like a layout.
+namespace {
+
+bool is_foreign_hdf5(const std::string& path) {
   const bool hdf5 = [&] {
     const auto hdf5_lock = lock_hdf5();
     return std::filesystem::is_regular_file(path) && H5Fis_hdf5(path.c_str()) > 0;
   }();
-  if (hdf5 && !is_phalanx_dataset(path)) {
-    std::string text = describe_hdf5_tree(path);
-    const std::string block = suggest_source_block(path);
-    if (block.empty())
-      text +=
-          "\nnot a phalanx dataset, and no pair of image and label datasets recognised (images: uint8 or "
-          "float [N,H,W], [N,H,W,C] or [N,C,H,W]; labels: [N], [N,1,...] or one-hot [N,K] of the same N)\n";
-    else
-      text +=
-          "\nnot a phalanx dataset; to train on it in place, paste into the training config (check the "
-          "pairing):\n\n" +
-          block;
-    return text;
+  return hdf5 && !is_phalanx_dataset(path);
+}
+
+// The trees of HDF5 files in no phalanx schema, and one data.source block over all of them (images
+// and labels are often in separate files).
+std::string describe_foreign_files(const std::vector<std::string>& paths) {
+  std::string text;
+  for (const auto& path : paths) {
+    if (!text.empty()) text += '\n';
+    text += describe_hdf5_tree(path);
   }
+  const std::string block = suggest_source_block(paths);
+  const char* subject = paths.size() == 1 ? "not a phalanx dataset" : "not phalanx datasets";
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on chains of std::string '+'.
+  text += '\n';
+  text += subject;
+  if (block.empty()) {
+    text += ", and no pair of image and label datasets recognised (images: uint8 or float [N,H,W], "
+            "[N,H,W,C] or [N,C,H,W]; labels: [N], [N,1,...] or one-hot [N,K] of the same N)";
+    if (paths.size() == 1) text += "; images and labels in separate files: name both files";
+    text += '\n';
+  } else {
+    text += "; to train on them in place, paste into the training config (check the pairing):\n\n";
+    text += block;
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string inspect(const std::vector<std::string>& paths) {
+  std::vector<std::string> foreign;
+  std::string text;
+  for (const auto& path : paths) {
+    if (is_foreign_hdf5(path)) {
+      foreign.push_back(path);
+      continue;
+    }
+    if (!text.empty()) text += '\n';
+    text += inspect(path);
+  }
+  if (!foreign.empty()) {
+    if (!text.empty()) text += '\n';
+    text += describe_foreign_files(foreign);
+  }
+  return text;
+}
+
+std::string inspect(const std::string& path) {
+  // Any other HDF5 file: its tree, and a data.source block where its datasets look like a layout.
+  if (is_foreign_hdf5(path)) return describe_foreign_files({path});
   const DatasetInfo info = read_dataset_info(path);
   std::ostringstream text;
   text << path << ": " << dataset_format << " version " << info.version << "\n";

@@ -211,6 +211,8 @@ std::vector<std::int32_t> decode_labels(const PendingSplit& split, std::int64_t 
   return labels;
 }
 
+}  // namespace
+
 std::string file_identity(const std::string& path) {
   std::error_code error;
   const auto size = std::filesystem::file_size(path, error);
@@ -218,8 +220,6 @@ std::string file_identity(const std::string& path) {
   return path + "#" + std::to_string(error ? 0 : size) + "@" +
          std::to_string(error ? 0 : time.time_since_epoch().count());
 }
-
-}  // namespace
 
 MappedSource::MappedSource(const config::SourceConfig& source) {
   PHALANX_CHECK(source.enabled(), "data.source is not set");

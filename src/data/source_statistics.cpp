@@ -14,7 +14,7 @@
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/channel_histogram.hpp"
-#include "phalanx/data/mapped_source.hpp"
+#include "phalanx/data/mapped_source_cache.hpp"
 #include "phalanx/data/mapped_split_reader.hpp"
 
 namespace phalanx::data {
@@ -56,6 +56,13 @@ bool read_sidecar(const std::string& path, const std::string& fingerprint, std::
          parse(std_line, "std", standard_deviation);
 }
 
+std::string sidecar_text(const std::string& fingerprint, const DatasetInfo& info) {
+  std::ostringstream text;
+  text << sidecar_format << "\nfingerprint " << fingerprint << "\nmean " << hex_floats(info.mean) << "\nstd "
+       << hex_floats(info.standard_deviation) << "\n";
+  return text.str();
+}
+
 // This rank's share of the training images, histogrammed in slabs aligned to chunk bands.
 std::vector<double> histogram_share(const MappedSplitReader& reader, const comm::Communicator& communicator) {
   const auto& split = reader.split();
@@ -90,7 +97,7 @@ std::string statistics_sidecar_path(const config::DataConfig& data, const std::s
 DatasetInfo describe_dataset(const config::DataConfig& data, const std::string& run_directory,
                              const comm::Communicator& communicator) {
   if (!data.source.enabled()) return read_dataset_info(data.path);
-  const auto source = std::make_shared<const MappedSource>(data.source);
+  const auto source = open_mapped_source(data.source);
   DatasetInfo info = source->info();
   const auto* train = info.find_split("train");
   PHALANX_CHECK(train != nullptr, "a mapped source without train");
@@ -128,21 +135,32 @@ DatasetInfo describe_dataset(const config::DataConfig& data, const std::string& 
                           " has the same value in every pixel of the training images (std = 0): nothing to "
                           "normalise");
 
-  if (communicator.rank() == 0) {
-    std::ostringstream text;
-    text << sidecar_format << "\nfingerprint " << source->fingerprint() << "\nmean " << hex_floats(info.mean)
-         << "\nstd " << hex_floats(info.standard_deviation) << "\n";
-    // The default sidecar is a cache: a run folder that cannot take it costs a recomputation next
-    // time (and the run itself fails later on that folder). A path the user chose must work.
+  // A path the user chose is written now and must work. The run directory's file waits for
+  // write_statistics_sidecar: the run may still be refused, and a refused run leaves no folder.
+  if (communicator.rank() == 0 && !data.source.statistics.empty()) {
     try {
-      write_file_atomically(sidecar, text.str());
+      write_file_atomically(sidecar, sidecar_text(source->fingerprint(), info));
     } catch (const Error& error) {
-      if (!data.source.statistics.empty())
-        throw_input_error("data.source.statistics: " + sidecar + ": cannot be written (" + error.what() +
-                          ")");
+      throw_input_error("data.source.statistics: " + sidecar + ": cannot be written (" + error.what() + ")");
     }
   }
   return info;
+}
+
+void write_statistics_sidecar(const config::DataConfig& data, const std::string& run_directory,
+                              const DatasetInfo& info) {
+  if (!data.source.enabled() || !data.source.statistics.empty()) return;
+  const std::string fingerprint = open_mapped_source(data.source)->fingerprint();
+  const std::string sidecar = statistics_sidecar_path(data, run_directory);
+  std::vector<float> mean, standard_deviation;
+  if (read_sidecar(sidecar, fingerprint, info.mean.size(), mean, standard_deviation) && mean == info.mean &&
+      standard_deviation == info.standard_deviation)
+    return;
+  // A cache: a run folder that cannot take it costs a recomputation next time, nothing more.
+  try {
+    write_file_atomically(sidecar, sidecar_text(fingerprint, info));
+  } catch (const Error&) {
+  }
 }
 
 }  // namespace phalanx::data

@@ -239,6 +239,7 @@ void Trainer::start_session() {
   run_directory_ = RunDirectory(options_.run_directory, leader, !resumed_from_.empty());
   run_directory_.start_session(position_.global_step + 1, resumed_from_);
   run_directory_.write_config(options_.config_text);
+  if (leader) data::write_statistics_sidecar(options_.config.data, options_.run_directory, dataset_info_);
   run_control_ = std::make_unique<RunControl>(communicator_, options_.run_directory,
                                               options_.config.distributed.timeout_s);
   progress_ = std::make_unique<Progress>(leader && !options_.quiet, options_.config.train.log_every_steps);

@@ -6,6 +6,7 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -17,6 +18,7 @@
 #include "phalanx/data/data_source.hpp"
 #include "phalanx/data/hdf5_tree.hpp"
 #include "phalanx/data/mapped_source.hpp"
+#include "phalanx/data/mapped_source_cache.hpp"
 #include "phalanx/data/mapped_split_reader.hpp"
 #include "phalanx/data/source_layout.hpp"
 #include "phalanx/data/split_carving.hpp"
@@ -328,7 +330,7 @@ TEST_F(MappedFiles, InspectPrintsTheTreeAndABlockToPaste) {
   EXPECT_NE(tree.find("float32"), std::string::npos) << tree;
   EXPECT_NE(tree.find("[60,3,4,5]"), std::string::npos) << tree;
   EXPECT_NE(tree.find("chunks [16,3,4,5]"), std::string::npos) << tree;
-  const std::string block = suggest_source_block(path);
+  const std::string block = suggest_source_block({path});
   EXPECT_NE(block.find("train: {images: " + path + ":/train_x, labels: " + path + ":/train_y}"),
             std::string::npos)
       << block;
@@ -338,6 +340,59 @@ TEST_F(MappedFiles, InspectPrintsTheTreeAndABlockToPaste) {
   EXPECT_NE(block.find("layout: nchw"), std::string::npos) << block;
   EXPECT_NE(block.find("labels: one_hot"), std::string::npos) << block;
   EXPECT_FALSE(is_phalanx_dataset(path));
+}
+
+TEST_F(MappedFiles, OneValidationPerSourceUntilAFileChanges) {
+  const std::string path = scratch_.file("cached.h5");
+  write_nchw_one_hot(path, train_, "train");
+  write_nchw_one_hot(path, test_, "test");
+  const config::SourceConfig source = source_of(path);
+  const int before = mapped_source_validations();
+  const auto first = open_mapped_source(source);
+  config::DataConfig data;
+  data.source = source;
+  // What a run does at start: the info, the training reader, the evaluation reader.
+  EXPECT_EQ(read_source_info(data).splits.size(), 2u);
+  const auto training = open_split_reader(data, "train");
+  const auto evaluation = open_split_reader(data, "test");
+  EXPECT_EQ(open_mapped_source(source), first);
+  EXPECT_EQ(mapped_source_validations(), before + 1);
+  // Another mapping of the same files is another source.
+  config::SourceConfig carved = source;
+  carved.val_fraction = 0.25;
+  EXPECT_NE(open_mapped_source(carved), first);
+  EXPECT_EQ(mapped_source_validations(), before + 2);
+  // A file that changed (here only its modification time) is validated again.
+  std::filesystem::last_write_time(path, std::filesystem::last_write_time(path) + std::chrono::seconds(2));
+  const auto changed = open_mapped_source(source);
+  EXPECT_NE(changed, first);
+  EXPECT_EQ(mapped_source_validations(), before + 3);
+  EXPECT_EQ(open_mapped_source(source), changed);
+  // A failure is not cached: the error comes back on every open.
+  config::SourceConfig missing = source;
+  missing.test.labels.dataset = "/absent";
+  EXPECT_INPUT_ERROR(open_mapped_source(missing), "/absent");
+  EXPECT_INPUT_ERROR(open_mapped_source(missing), "/absent");
+  EXPECT_EQ(mapped_source_validations(), before + 3);
+}
+
+TEST_F(MappedFiles, InspectPairsImagesAndLabelsKeptInSeparateFiles) {
+  // x_train.h5:/x with y_train.h5:/y, and the same for test: the split comes from the file name.
+  for (const Split* split : {&train_, &test_}) {
+    const auto count = static_cast<hsize_t>(split->count);
+    // As [N,H,W] ([N,4,5,3] would be ambiguous between NHWC and NCHW).
+    write_array(scratch_.file("x_" + split->name + ".h5"), "/x", H5T_NATIVE_UINT8, {count, 4, 15},
+                split->images);
+    write_array(scratch_.file("y_" + split->name + ".h5"), "/y", H5T_NATIVE_INT32, {count}, split->labels);
+  }
+  const std::string block = suggest_source_block(
+      {scratch_.file("y_test.h5"), scratch_.file("x_train.h5"), scratch_.file("y_train.h5"), scratch_.file("x_test.h5")});
+  for (const std::string split : {"train", "test"})
+    EXPECT_NE(block.find(split + ": {images: " + scratch_.file("x_" + split + ".h5") + ":/x, labels: " +
+                         scratch_.file("y_" + split + ".h5") + ":/y}"),
+              std::string::npos)
+        << block;
+  EXPECT_EQ(suggest_source_block({scratch_.file("x_train.h5")}), "");
 }
 
 }  // namespace

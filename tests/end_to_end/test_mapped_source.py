@@ -5,11 +5,16 @@
   natively with `phalanx data import-idx` (the carved one: of its `phalanx data import-hdf5` copy,
   whose splits are checked to be stratified).
 - The mapped source streams (data.cache: none), fills a node cache over 2 ranks, augments and
-  resumes exactly, as a native file does; the mean/std sidecar is written once and reused.
-- `phalanx data inspect` prints any HDF5 file's tree and a data.source block that trains as pasted.
+  resumes exactly, as a native file does; the mean/std sidecar is written once and reused, and
+  only once the run is accepted (a refused run leaves no folder).
+- `phalanx eval` and `predict` without --data evaluate a checkpoint on the mapped source it was
+  trained on, exactly as on the same data imported natively.
+- `phalanx data inspect` prints any HDF5 file's tree and a data.source block that trains as pasted,
+  also over images and labels kept in separate files.
 - Every bad input exits 2 with one message naming the file, the dataset and the key."""
 
 import os
+import re
 import unittest
 
 import h5py
@@ -201,6 +206,36 @@ class MappedSourceTest(unittest.TestCase):
         self.assertEqual(os.stat(sidecar).st_mtime_ns, written, "the sidecar was recomputed")
         self.assert_bitwise(halted, straight, "resumed run")
 
+    def test_eval_and_predict_without_data_use_the_mapped_source(self):
+        _, run_dir = self.train("eval-mapped", {"source": self.layouts["nchw_float"]}, max_steps=20)
+        checkpoint = os.path.join(run_dir, "checkpoints", "latest.h5")
+        mapped = e2e.mpirun(2, "eval", "--checkpoint", checkpoint, "--device", "cpu", timeout=300)
+        self.assertEqual(mapped.returncode, 0, mapped.describe())
+        native = e2e.mpirun(2, "eval", "--checkpoint", checkpoint, "--data", NATIVE, "--device", "cpu",
+                            timeout=300)
+        self.assertEqual(native.returncode, 0, native.describe())
+        # Same weights, same test images and labels, same mean/std: the same accuracy and loss.
+        figures = lambda text: re.search(r"accuracy (\S+)\s+loss (\S+)", text).groups()
+        self.assertEqual(figures(mapped.stdout), figures(native.stdout), mapped.stdout + native.stdout)
+        self.assertIn(f"test split of {path('nchw.h5')}:/test/images (data.source)", mapped.stdout)
+        # Without the run directory's sidecar the statistics are computed again, to the same bits.
+        os.remove(os.path.join(run_dir, "source_statistics.txt"))
+        output = path("mapped-predictions.h5")
+        predicted = e2e.phalanx("predict", "--checkpoint", checkpoint, "--device", "cpu", "--output", output)
+        self.assertEqual(predicted.returncode, 0, predicted.describe())
+        self.assertFalse(os.path.exists(os.path.join(run_dir, "source_statistics.txt")),
+                         "predict wrote into the run directory")
+        expected = figures(native.stdout)[0]
+        self.assertIn(f"(accuracy {expected})", predicted.stdout)
+
+    def test_a_refused_run_leaves_no_folder_behind(self):
+        # The statistics are computed before the batch is checked against the split: the refusal
+        # must still leave nothing, not a folder holding only the sidecar.
+        result, run_dir = self.train("refused-batch", {"source": self.layouts["one_file"]},
+                                     extra={"train": {"batch_size": 2000}}, max_steps=1, expect=2)
+        self.assertIn("fewer than one global batch", result.stderr)
+        self.assertFalse(os.path.exists(run_dir), sorted(os.listdir(run_dir)) if os.path.isdir(run_dir) else "")
+
     def test_statistics_path_of_the_config_is_used(self):
         source = dict(self.layouts["separate_files"])
         source["statistics"] = path("shared-stats.txt")
@@ -243,6 +278,15 @@ class MappedSourceTest(unittest.TestCase):
         self.assertIn("layout: nchw", nchw.stdout)
         native = e2e.phalanx("data", "inspect", NATIVE)
         self.assertIn("classes (10)", native.stdout)
+        # Images and labels in separate files: named together, they pair by split and sample count.
+        files = [path(name) for name in ("y_test.h5", "x_train.h5", "x_test.h5", "y_train.h5")]
+        separate = e2e.phalanx("data", "inspect", *files)
+        self.assertEqual(separate.returncode, 0, separate.describe())
+        for split in ("train", "test"):
+            self.assertIn(f"{split}: {{images: {path(f'x_{split}.h5')}:/x, labels: {path(f'y_{split}.h5')}:/y}}",
+                          separate.stdout)
+        alone = e2e.phalanx("data", "inspect", path("x_train.h5"))
+        self.assertIn("name both files", alone.stdout)
 
     def test_bad_inputs_exit_2_naming_file_dataset_and_key(self):
         bad = path("bad.h5")
@@ -282,7 +326,7 @@ class MappedSourceTest(unittest.TestCase):
                 result, run_dir = self.train(f"bad-{index}", {"source": source}, max_steps=1, expect=2)
                 for fragment in fragments:
                     self.assertIn(fragment, result.stderr)
-                self.assertFalse(os.path.exists(os.path.join(run_dir, "checkpoints")))
+                self.assertFalse(os.path.exists(run_dir), "a refused run left its folder")
                 self.assertNotIn("Traceback", result.stderr)
 
 

@@ -4,15 +4,17 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace phalanx::data {
 
 // Every group and dataset of the file, one per line, in name order.
 std::string describe_hdf5_tree(const std::string& path);
 
-// A data.source block for the file's image and label datasets, paired by sample count and named
-// splits (train/test/val in their names); empty when the file has no recognisable pair.
-std::string suggest_source_block(const std::string& path);
+// A data.source block for the files' image and label datasets, paired by sample count and named
+// splits (train/test/val in the datasets' names, else in the files' names: images and labels may
+// be in separate files); empty when the files have no recognisable pair.
+std::string suggest_source_block(const std::vector<std::string>& paths);
 
 // True when `path` is a phalanx dataset (root attribute format = "phalanx-dataset").
 bool is_phalanx_dataset(const std::string& path);

@@ -50,6 +50,9 @@ void synthesize(const std::string& output_path, const SynthOptions& options,
 
 // Human-readable summary of a dataset file (classes, splits, shapes, mean/std, label histogram).
 std::string inspect(const std::string& path);
+// Several files: each phalanx dataset as above; the other HDF5 files' trees and one data.source
+// block over all of them (images and labels in separate files).
+std::string inspect(const std::vector<std::string>& paths);
 
 // Copies a mapped source (data.source: the user's own HDF5 files, any layout) into the phalanx
 // schema at `output_path`: images NHWC uint8 as the trainer reads them, labels int32, carved

@@ -40,6 +40,10 @@ struct MappedSplit {
   std::int64_t stored_row(std::int64_t sample) const { return rows.empty() ? sample : rows[sample]; }
 };
 
+// A file's path, size and modification time in one string: what tells a replaced file from the
+// one a source was validated (or its statistics computed) against.
+std::string file_identity(const std::string& path);
+
 class MappedSource {
  public:
   // Opens and validates `source`; carves val/test from train when fractions are set.

@@ -16,12 +16,19 @@ namespace phalanx::data {
 
 inline constexpr const char* statistics_sidecar_name = "source_statistics.txt";
 
-// read_source_info plus the mean and std of the training split; collective over `communicator`
+// read_source_info plus the mean and std of the training split (writes only a data.source.statistics
+// file; the run directory's sidecar is written by write_statistics_sidecar); collective over `communicator`
 // (for a mapped source without a valid sidecar, every rank histograms its share of the training
 // images and the counts are summed, so the result is exact and the same on every rank). For a
 // native file this is read_dataset_info(data.path) on every rank.
 DatasetInfo describe_dataset(const config::DataConfig& data, const std::string& run_directory,
                              const comm::Communicator& communicator);
+
+// Rank 0, once the run directory exists: keeps a mapped source's statistics in the run
+// directory's sidecar (unless data.source.statistics names the file, written by describe_dataset)
+// when it does not hold them already. Failing to write is not an error: the sidecar is a cache.
+void write_statistics_sidecar(const config::DataConfig& data, const std::string& run_directory,
+                              const DatasetInfo& info);
 
 // Where the sidecar of a run is: data.source.statistics, or the run directory's file.
 std::string statistics_sidecar_path(const config::DataConfig& data, const std::string& run_directory);
