@@ -14,7 +14,7 @@
 #include "phalanx/comm/node_shared_buffer.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/data_source.hpp"
-#include "phalanx/data/mapped_source.hpp"
+#include "phalanx/data/mapped_source_cache.hpp"
 #include "phalanx/data/streaming_source.hpp"
 
 namespace phalanx::data {
@@ -194,9 +194,9 @@ std::shared_ptr<SampleSource> open_training_source(const config::DataConfig& dat
   source->cache_description += "; " + choice.reason;
   if (data.source.enabled()) {
     // What was read and how (layouts, scaling, carving), and chunkings worth a warning.
-    const MappedSource mapped(data.source);
-    source->cache_description += "\n" + mapped.description();
-    for (const std::string& warning : mapped.warnings()) source->cache_description += "\nwarning: " + warning;
+    const auto mapped = open_mapped_source(data.source);
+    source->cache_description += "\n" + mapped->description();
+    for (const std::string& warning : mapped->warnings()) source->cache_description += "\nwarning: " + warning;
   }
   return source;
 }
