@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/train/checkpoint.hpp"
 #include "rank_setup.hpp"
 
 namespace phalanx::cli {
@@ -19,11 +20,21 @@ int resolve_batch_split(const config::Config& config, const std::string& resume,
   split = train::BatchSplit{};
   std::vector<int> stored;
   train::ThroughputProbe probe;
-  const bool measure = resume.empty() && config.distributed.local_batches.empty() &&
-                       config.distributed.batch_split == "throughput";
+  // A resume on another number of ranks re-cuts the checkpoint's global batch (elastic); with
+  // elastic.global_batch: change the checkpoint's split does not matter: the split is made as for
+  // a new run.
+  const bool change = config.elastic.global_batch == "change";
+  bool elastic = false;
   int status = agree(world, [&] {
     train::require_split_fits(config, world.size());
-    if (!resume.empty())
+    if (!resume.empty() && !change) elastic = train::is_elastic_resume(resume, world.size());
+  });
+  if (status) return status;
+  const bool fresh = resume.empty() || change;
+  const bool measure = (fresh || elastic) && config.distributed.local_batches.empty() &&
+                       config.distributed.batch_split == "throughput";
+  status = agree(world, [&] {
+    if (!fresh && !elastic)
       stored = train::stored_split(resume, config, world.size());
     else if (measure)
       probe = train::measure_throughput(config, backend, config.train.batch_size);
@@ -36,9 +47,27 @@ int resolve_batch_split(const config::Config& config, const std::string& resume,
   world.allreduce_max(&probe_seconds, 1);
 
   return agree(world, [&] {
-    if (!resume.empty()) {
-      // Stored splits of equal runs need no mention; anything else is reused as stored.
-      if (std::all_of(stored.begin(), stored.end(), [&](int batch) { return batch == stored[0]; }) &&
+    if (elastic) {
+      split.method = !config.distributed.local_batches.empty() ? "explicit"
+                     : measure                                 ? "throughput"
+                                                               : "equal";
+      split.local_batches = train::elastic_split(resume, config, world.size(), rates);
+      const auto header = train::read_checkpoint_header(resume);
+      split.checkpoint_local_batches = header.local_batches;
+      if (split.checkpoint_local_batches.empty())
+        split.checkpoint_local_batches.assign(
+            static_cast<std::size_t>(header.world_size),
+            static_cast<int>(train::stored_global_batch(header) / header.world_size));
+      split.stored_in = resume;
+      if (measure) {
+        split.images_per_second = rates;
+        split.probe_seconds = probe_seconds;
+      }
+    } else if (!fresh) {
+      // Stored splits of equal runs at train.batch_size need no mention; anything else (an uneven
+      // split, or the even split of an elastic resume) is reused as stored.
+      if (std::all_of(stored.begin(), stored.end(),
+                      [&](int batch) { return batch == config.train.batch_size; }) &&
           !asks_for_split(config))
         return;
       split.method = config.distributed.local_batches.empty() ? config.distributed.batch_split : "explicit";

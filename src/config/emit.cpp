@@ -153,6 +153,11 @@ std::string to_yaml(const Config& config) {
   } else {
     out << YAML::Key << "batch_size" << YAML::Value << train.batch_size;
   }
+  if (train.accumulation_steps == 0) {
+    out << YAML::Key << "accumulation_steps" << YAML::Value << "auto";
+  } else {
+    out << YAML::Key << "accumulation_steps" << YAML::Value << train.accumulation_steps;
+  }
   emit_number(out, "label_smoothing", train.label_smoothing);
   out << YAML::Key << "log_every_steps" << YAML::Value << train.log_every_steps;
   emit_text(out, "precision", train.precision);
@@ -173,6 +178,11 @@ std::string to_yaml(const Config& config) {
   emit_text(out, "grad_dtype", config.distributed.grad_dtype);
   emit_text(out, "batch_split", config.distributed.batch_split);
   out << YAML::Key << "local_batches" << YAML::Value << YAML::Flow << config.distributed.local_batches;
+  out << YAML::EndMap;
+
+  out << YAML::Key << "elastic" << YAML::Value << YAML::BeginMap;
+  emit_text(out, "global_batch", config.elastic.global_batch);
+  emit_text(out, "learning_rate_rule", config.elastic.learning_rate_rule);
   out << YAML::EndMap;
 
   out << YAML::Key << "trace" << YAML::Value << YAML::BeginMap;

@@ -27,10 +27,11 @@ const std::map<std::string, std::vector<std::string>>& sections() {
        {"type", "warmup_epochs", "warmup_start_factor", "step_epochs", "gamma", "minimum_factor",
         "one_cycle_peak_fraction", "one_cycle_div_factor", "one_cycle_final_div_factor"}},
       {"train",
-       {"epochs", "max_steps", "batch_size", "label_smoothing", "log_every_steps", "precision", "loss_scale",
-        "loss_scale_initial", "activation_dtype", "deterministic"}},
+       {"epochs", "max_steps", "batch_size", "accumulation_steps", "label_smoothing", "log_every_steps",
+        "precision", "loss_scale", "loss_scale_initial", "activation_dtype", "deterministic"}},
       {"checkpoint", {"every_steps", "keep"}},
       {"distributed", {"bucket_mb", "timeout_s", "grad_dtype", "batch_split", "local_batches"}},
+      {"elastic", {"global_batch", "learning_rate_rule"}},
       {"trace", {"steps"}},
   };
   return table;
@@ -55,9 +56,9 @@ const std::map<std::string, std::vector<std::string>>& layer_table() {
 }  // namespace
 
 const std::vector<std::string>& top_level_keys() {
-  static const std::vector<std::string> keys = {"name",  "seed",       "device",     "threads",
-                                                "model", "data",       "optimizer",  "schedule",
-                                                "train", "checkpoint", "distributed", "trace"};
+  static const std::vector<std::string> keys = {
+      "name",     "seed",  "device",     "threads",     "model",   "data", "optimizer",
+      "schedule", "train", "checkpoint", "distributed", "elastic", "trace"};
   return keys;
 }
 
@@ -109,7 +110,8 @@ bool is_pool(const std::string& type) {
 }
 
 const std::vector<std::string>& model_presets() {
-  static const std::vector<std::string> presets = {"fmnist_cnn", "lenet5", "resnet20", "resnet18", "resnet50"};
+  static const std::vector<std::string> presets = {"fmnist_cnn", "lenet5", "resnet20", "resnet18",
+                                                   "resnet50"};
   return presets;
 }
 
@@ -155,6 +157,16 @@ const std::vector<std::string>& gradient_dtypes() {
 
 const std::vector<std::string>& batch_splits() {
   static const std::vector<std::string> values = {"equal", "throughput"};
+  return values;
+}
+
+const std::vector<std::string>& elastic_global_batches() {
+  static const std::vector<std::string> values = {"keep", "change"};
+  return values;
+}
+
+const std::vector<std::string>& learning_rate_rules() {
+  static const std::vector<std::string> values = {"keep", "linear", "sqrt"};
   return values;
 }
 

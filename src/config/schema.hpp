@@ -38,5 +38,7 @@ const std::vector<std::string>& precisions();
 const std::vector<std::string>& loss_scales();
 const std::vector<std::string>& gradient_dtypes();
 const std::vector<std::string>& batch_splits();
+const std::vector<std::string>& elastic_global_batches();
+const std::vector<std::string>& learning_rate_rules();
 
 }  // namespace phalanx::config::schema

@@ -286,6 +286,10 @@ void read_train(const Section& section, TrainConfig& train) {
     train.batch_size_auto = value.IsScalar() && value.Scalar() == "auto";
     if (!train.batch_size_auto) train.batch_size = reader.int_value(value, section.key("batch_size"), 1);
   }
+  if (const YAML::Node value = section["accumulation_steps"]; has(value)) {
+    const bool automatic = value.IsScalar() && value.Scalar() == "auto";
+    train.accumulation_steps = automatic ? 0 : reader.int_value(value, section.key("accumulation_steps"), 1);
+  }
   if (const YAML::Node value = section["label_smoothing"]; has(value)) {
     train.label_smoothing = reader.real(value, section.key("label_smoothing"), zero_inclusive, one_exclusive);
   }
@@ -357,6 +361,16 @@ void read_distributed(const Section& section, DistributedConfig& distributed) {
   }
 }
 
+void read_elastic(const Section& section, ElasticConfig& elastic) {
+  const Reader& reader = section.reader();
+  if (const YAML::Node value = section["global_batch"]; has(value))
+    elastic.global_batch =
+        reader.choice(value, section.key("global_batch"), schema::elastic_global_batches());
+  if (const YAML::Node value = section["learning_rate_rule"]; has(value))
+    elastic.learning_rate_rule =
+        reader.choice(value, section.key("learning_rate_rule"), schema::learning_rate_rules());
+}
+
 void read_trace(const Section& section, TraceConfig& trace) {
   if (const YAML::Node value = section["steps"]; has(value))
     trace.steps = section.reader().integer(value, section.key("steps"), 0, 100000);
@@ -397,6 +411,7 @@ Config convert_config(const Reader& reader, const YAML::Node& root) {
   read_train(Section(reader, root, "train"), config.train);
   read_checkpoint(Section(reader, root, "checkpoint"), config.checkpoint);
   read_distributed(Section(reader, root, "distributed"), config.distributed);
+  read_elastic(Section(reader, root, "elastic"), config.elastic);
   read_trace(Section(reader, root, "trace"), config.trace);
   return config;
 }

@@ -52,6 +52,7 @@ std::string BatchSplit::description() const {
 nlohmann::json BatchSplit::to_json() const {
   nlohmann::json result = {
       {"method", method}, {"local_batches", local_batches}, {"global_batch", global_batch()}};
+  if (!checkpoint_local_batches.empty()) result["checkpoint_local_batches"] = checkpoint_local_batches;
   if (!devices.empty()) result["devices"] = devices;
   if (!images_per_second.empty()) result["images_per_sec"] = images_per_second;
   if (probe_seconds > 0) result["probe_seconds"] = probe_seconds;
@@ -131,6 +132,39 @@ void require_split_fits(const config::Config& config, int world_size) {
                         " ranks: give one local batch per rank");
 }
 
+bool is_elastic_resume(const std::string& checkpoint, int world_size) {
+  return read_checkpoint_header(checkpoint).world_size != world_size;
+}
+
+std::vector<int> elastic_split(const std::string& checkpoint, const config::Config& config, int world_size,
+                               const std::vector<double>& rates) {
+  const CheckpointHeader header = read_checkpoint_header(checkpoint);
+  const std::int64_t global_batch = stored_global_batch(header);
+  const std::string written = checkpoint + ": written by " + std::to_string(header.world_size) +
+                              " ranks with global batch " + std::to_string(global_batch) + ", resumed on " +
+                              std::to_string(world_size) + " ranks";
+  PHALANX_REQUIRE_INPUT(global_batch >= world_size, written,
+                        ": the global batch cannot give every rank a sample; resume on at most ",
+                        global_batch,
+                        " ranks, or set elastic.global_batch: change to train with another global batch");
+  const auto& explicit_split = config.distributed.local_batches;
+  if (!explicit_split.empty()) {
+    const std::int64_t sum = std::accumulate(explicit_split.begin(), explicit_split.end(), std::int64_t{0});
+    PHALANX_REQUIRE_INPUT(sum == global_batch, written, ": distributed.local_batches ",
+                          list_text(explicit_split), " adds up to ", sum,
+                          ", not the checkpoint's global batch; give local batches that add "
+                          "up to ",
+                          global_batch, ", drop the key, or set elastic.global_batch: change");
+    return explicit_split;
+  }
+  // Equal rates give the even split: the largest-remainder rule hands the leftover samples to the
+  // lower ranks.
+  const bool measured =
+      config.distributed.batch_split == "throughput" && static_cast<int>(rates.size()) == world_size;
+  return split_by_throughput(
+      global_batch, measured ? rates : std::vector<double>(static_cast<std::size_t>(world_size), 1.0));
+}
+
 std::vector<int> stored_split(const std::string& checkpoint, const config::Config& config, int world_size) {
   const CheckpointHeader header = read_checkpoint_header(checkpoint);
   std::vector<int> stored = header.local_batches;
@@ -146,8 +180,12 @@ std::vector<int> stored_split(const std::string& checkpoint, const config::Confi
                         ": trained with local batches ", list_text(stored),
                         " but distributed.local_batches is ", list_text(explicit_split),
                         "; a resumed run keeps its split (drop the key or give ", list_text(stored), ")");
+  // The even cut of an elastic resume (the global batch not divisible by the ranks) is not a
+  // measured split: it needs no throughput setting.
   const bool stored_equal =
-      std::all_of(stored.begin(), stored.end(), [&](int batch) { return batch == stored[0]; });
+      std::all_of(stored.begin(), stored.end(), [&](int batch) { return batch == stored[0]; }) ||
+      stored == split_by_throughput(std::accumulate(stored.begin(), stored.end(), std::int64_t{0}),
+                                    std::vector<double>(stored.size(), 1.0));
   PHALANX_REQUIRE_INPUT(
       stored_equal || !explicit_split.empty() || config.distributed.batch_split == "throughput", checkpoint,
       ": trained with the uneven batch split ", list_text(stored),

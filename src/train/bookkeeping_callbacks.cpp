@@ -31,7 +31,7 @@ void StepMetricsCallback::after_step(const StepEnd& step) {
       {"epoch", step.batch.epoch},
       {"loss", interval[0] / interval[2]},
       {"accuracy", interval[1] / interval[2]},
-      {"learning_rate", schedule_.learning_rate(step.global_step - 1)},
+      {"learning_rate", schedule_.learning_rate(step.schedule_step)},
       {"images_per_sec", static_cast<double>(global_batch_) / std::max(step.seconds, 1e-9)},
       {"time", wall_seconds_since_epoch() - start_wall_}};
   if (loss_scaler_) {

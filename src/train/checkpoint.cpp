@@ -9,9 +9,11 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <numeric>
 #include <type_traits>
 #include <vector>
 
+#include "phalanx/config/config.hpp"
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/dataset.hpp"
@@ -123,6 +125,21 @@ void write_attribute_string(hid_t object, const char* name, const std::string& v
   Hdf5Handle attribute(H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
   std::string padded = value.empty() ? std::string(1, '\0') : value;
   require_write(attribute.valid() && H5Awrite(attribute.get(), type.get(), padded.data()) >= 0, path, name);
+}
+
+void write_attribute_double(hid_t object, const char* name, double value, const std::string& path) {
+  Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Hdf5Handle attribute(H5Acreate2(object, name, H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                       H5Aclose);
+  require_write(attribute.valid() && H5Awrite(attribute.get(), H5T_NATIVE_DOUBLE, &value) >= 0, path, name);
+}
+
+double read_attribute_double(hid_t object, const char* name, const std::string& path) {
+  Hdf5Handle attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
+  double value = 0;
+  PHALANX_REQUIRE_INPUT(attribute.valid() && H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, &value) >= 0, path,
+                        ": checkpoint attribute '", name, "' is unreadable");
+  return value;
 }
 
 std::int64_t read_attribute_int64(hid_t object, const char* name, const std::string& path) {
@@ -330,7 +347,7 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
                       optim::Optimizer* optimizer, const TrainingPosition& position, int world_size,
                       std::uint64_t seed, const std::string& config_text,
                       const optim::LossScalerState* loss_scale, const std::vector<int>& local_batches,
-                      const std::vector<RunningTotals>& running_totals) {
+                      const std::vector<RunningTotals>& running_totals, double learning_rate) {
   PHALANX_CHECK(running_totals.empty() || running_totals.size() == static_cast<std::size_t>(world_size),
                 running_totals.size(), " running loss totals for ", world_size, " ranks");
   const auto hdf5_lock = data::lock_hdf5();
@@ -350,6 +367,15 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
     write_attribute_int64(root.get(), "world_size", world_size, path);
     // The batch split: a resumed run continues with it rather than measuring again.
     if (!local_batches.empty()) write_attribute_int64_list(root.get(), "local_batches", local_batches, path);
+    // The global batch fixes the trajectory (data order, gradient weights, schedule); the world
+    // size and the split only say how it was cut, so a resume on other ranks keeps this number.
+    if (!local_batches.empty())
+      write_attribute_int64(root.get(), "global_batch",
+                            std::accumulate(local_batches.begin(), local_batches.end(), std::int64_t{0}),
+                            path);
+    // The rate the schedule scales, when an elastic resume with another global batch rescaled
+    // the config's optimizer.learning_rate (elastic.learning_rate_rule); later resumes keep it.
+    if (learning_rate > 0) write_attribute_double(root.get(), "learning_rate", learning_rate, path);
     write_attribute_string(root.get(), "config", config_text, path);
     write_attribute_string(root.get(), "optimizer", optimizer ? optimizer->type() : "", path);
 
@@ -425,6 +451,26 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
   if (H5Aexists(root.get(), "local_batches") > 0)
     header.local_batches = read_attribute_local_batches(
         root.get(), "local_batches", static_cast<std::size_t>(std::max(header.world_size, 0)), path);
+  if (H5Aexists(root.get(), "learning_rate") > 0) {
+    header.learning_rate = read_attribute_double(root.get(), "learning_rate", path);
+    PHALANX_REQUIRE_INPUT(std::isfinite(header.learning_rate) && header.learning_rate > 0, path,
+                          ": checkpoint attribute 'learning_rate' is ", header.learning_rate,
+                          ", not a rate > 0");
+  }
+  if (H5Aexists(root.get(), "global_batch") > 0)
+    header.global_batch = read_attribute_int64(root.get(), "global_batch", path);
+  else if (!header.local_batches.empty())
+    header.global_batch =
+        std::accumulate(header.local_batches.begin(), header.local_batches.end(), std::int64_t{0});
+  PHALANX_REQUIRE_INPUT(
+      header.world_size >= 1 && (header.global_batch == 0 || header.global_batch >= header.world_size), path,
+      ": world_size ", header.world_size, " and global batch ", header.global_batch,
+      " do not describe a run (every rank trains at least one sample)");
+  PHALANX_REQUIRE_INPUT(header.local_batches.empty() ||
+                            std::accumulate(header.local_batches.begin(), header.local_batches.end(),
+                                            std::int64_t{0}) == header.global_batch,
+                        path, ": the local_batches attribute does not add up to the global_batch attribute ",
+                        header.global_batch);
   header.running_totals =
       read_running_totals(file.get(), static_cast<std::size_t>(std::max(header.world_size, 0)), path);
   if (link_exists(file.get(), "/state/loss_scale_log2")) {
@@ -440,6 +486,14 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
     header.loss_scale = state;
   }
   return header;
+}
+
+std::int64_t stored_global_batch(const CheckpointHeader& header) {
+  if (header.global_batch > 0) return header.global_batch;
+  // Written before the split was stored: every rank took train.batch_size.
+  return static_cast<std::int64_t>(
+             config::parse(header.config_text, header.path + ":/config").train.batch_size) *
+         header.world_size;
 }
 
 void load_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,

@@ -1,4 +1,5 @@
-// Gathers the ranks' running loss totals for a checkpoint (only rank 0 writes it).
+// Gathers the ranks' running loss totals for a checkpoint (only rank 0 writes it), and merges a
+// checkpoint's totals when it resumes on another number of ranks.
 #include "phalanx/train/running_totals.hpp"
 
 namespace phalanx::train {
@@ -17,6 +18,18 @@ std::vector<RunningTotals> gather_running_totals(const comm::Communicator& commu
                     interval_loss_sums[rank], static_cast<std::int64_t>(interval_correct[rank]),
                     static_cast<std::int64_t>(interval_samples[rank])};
   return totals;
+}
+
+RunningTotals merge_running_totals(const std::vector<RunningTotals>& every_rank) {
+  RunningTotals merged;
+  for (const auto& totals : every_rank) {
+    merged.epoch_loss_sum += totals.epoch_loss_sum;
+    merged.epoch_samples += totals.epoch_samples;
+    merged.interval_loss_sum += totals.interval_loss_sum;
+    merged.interval_correct += totals.interval_correct;
+    merged.interval_samples += totals.interval_samples;
+  }
+  return merged;
 }
 
 }  // namespace phalanx::train

@@ -70,8 +70,9 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
                         "): lower the batch size or use more data");
   const data::ShardPlan plan(train_split_->count, local_batches_, communicator_.rank(), config.seed);
   steps_per_epoch_ = plan.steps_per_epoch();
-  schedule_ = std::make_unique<optim::Schedule>(config.schedule, config.optimizer.learning_rate,
-                                                steps_per_epoch_, steps_per_epoch_ * config.train.epochs);
+  learning_rate_ = config.optimizer.learning_rate;
+  schedule_ = std::make_unique<optim::Schedule>(config.schedule, learning_rate_, steps_per_epoch_,
+                                                steps_per_epoch_ * config.train.epochs);
 
   // The CLI resolves --resume auto on rank 0 and hands every rank the same path.
   const std::string checkpoint = options_.resume == "auto"
@@ -81,19 +82,84 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
 }
 
 void Trainer::resume_from(const std::string& checkpoint) {
-  const auto header = read_checkpoint_header(checkpoint);
+  CheckpointHeader header = read_checkpoint_header(checkpoint);
+  header.global_batch = stored_global_batch(header);
+  const auto& elastic_config = options_.config.elastic;
+  const int world_size = communicator_.size();
+  const bool elastic = header.world_size != world_size;
+  const bool batch_changed = header.global_batch != global_batch_;
+  const std::string sizes = checkpoint + ": written by " + std::to_string(header.world_size) +
+                            " ranks with global batch " + std::to_string(header.global_batch) +
+                            ", resumed on " + std::to_string(world_size) + " ranks";
+  // The global batch, not the world size, fixes the trajectory: the epoch's permutation is cut
+  // into global batches of this size, each rank's gradient is weighted by its share of it.
+  PHALANX_REQUIRE_INPUT(!batch_changed || elastic_config.global_batch == "change", sizes,
+                        " with global batch ", global_batch_, " (train.batch_size ",
+                        options_.config.train.batch_size,
+                        "); a resumed run keeps its checkpoint's global batch: resume with the checkpoint's "
+                        "train.batch_size and without distributed.local_batches (the batch is cut over the "
+                        "ranks for you), give local batches that add up to ",
+                        header.global_batch,
+                        ", or set elastic.global_batch: change (and elastic.learning_rate_rule) to train on "
+                        "with another global batch");
+  if (batch_changed) {
+    // The epoch's permutation is the same; the resumed run takes it in batches of the new size
+    // from the sample the checkpoint reached, which must lie on a boundary of the new batches.
+    const std::int64_t into_epoch = header.position.step_in_epoch * header.global_batch;
+    PHALANX_REQUIRE_INPUT(
+        into_epoch % global_batch_ == 0 && into_epoch / global_batch_ < steps_per_epoch_, sizes,
+        ": it stands ", into_epoch, " samples into epoch ", header.position.epoch + 1,
+        ", which is not a whole number of the new global batches of ", global_batch_, " within the epoch's ",
+        steps_per_epoch_,
+        "; resume from a checkpoint at an epoch's end to change the global batch there "
+        "(elastic.global_batch: change), or keep the global batch (elastic.global_batch: keep)");
+    header.position.step_in_epoch = into_epoch / global_batch_;
+  }
   require_resumable(checkpoint, header);
-  PHALANX_REQUIRE_INPUT(header.world_size == communicator_.size(), checkpoint, ": written by ",
-                        header.world_size, " ranks; resume it with the same number of ranks (now ",
-                        communicator_.size(), ") so the data order continues exactly");
-  PHALANX_REQUIRE_INPUT(header.local_batches.empty() || header.local_batches == local_batches_, checkpoint,
-                        ": trained with another batch split than this run's (", local_batches_.size(),
-                        " ranks, global batch ", global_batch_,
-                        "); a resumed run keeps the split it was trained with");
+  PHALANX_REQUIRE_INPUT(
+      elastic || batch_changed || header.local_batches.empty() || header.local_batches == local_batches_,
+      checkpoint, ": trained with another batch split than this run's (", local_batches_.size(),
+      " ranks, global batch ", global_batch_, "); a resumed run keeps the split it was trained with");
+  // Streaming cuts each epoch's chunk sequence into one contiguous part per rank and shuffles
+  // within each part: another split reorders the samples, so it would not continue the run.
+  PHALANX_REQUIRE_INPUT(
+      (!elastic && !batch_changed) || train_split_->order().kind == data::ShardOrder::Kind::Permutation,
+      sizes, ": the training data is streamed (", train_split_->cache_description,
+      "), and a streamed epoch's order is cut per rank; resume on ", header.world_size,
+      " ranks with the same global batch, or train with the split cached in memory (data.cache: "
+      "rank or node) from the start");
   load_checkpoint(checkpoint, backend_, model_->registry(), optimizer_.get());
   if (loss_scaler_ && header.loss_scale) loss_scaler_->restore(*header.loss_scale);
   position_ = header.position;
-  if (!header.running_totals.empty()) resumed_totals_ = header.running_totals[communicator_.rank()];
+  if (!header.running_totals.empty()) {
+    // On the same split each rank continues its own sums (bitwise the straight run's losses);
+    // otherwise rank 0 continues the checkpoint's ranks' merged sums and the others start at zero.
+    if (!elastic && !batch_changed)
+      resumed_totals_ = header.running_totals[static_cast<std::size_t>(communicator_.rank())];
+    else
+      resumed_totals_ =
+          communicator_.rank() == 0 ? merge_running_totals(header.running_totals) : RunningTotals{};
+  }
+  // The schedule's peak rate: the checkpoint's (a rescaled one continues), rescaled again when
+  // this resume changes the global batch.
+  const double stored_rate =
+      header.learning_rate > 0 ? header.learning_rate : options_.config.optimizer.learning_rate;
+  const double ratio = static_cast<double>(global_batch_) / static_cast<double>(header.global_batch);
+  const double factor = elastic_config.learning_rate_rule == "linear" ? ratio
+                        : elastic_config.learning_rate_rule == "sqrt" ? std::sqrt(ratio)
+                                                                      : 1.0;
+  learning_rate_ = batch_changed ? stored_rate * factor : stored_rate;
+  if (learning_rate_ != options_.config.optimizer.learning_rate)
+    schedule_ = std::make_unique<optim::Schedule>(options_.config.schedule, learning_rate_, steps_per_epoch_,
+                                                  steps_per_epoch_ * options_.config.train.epochs);
+  resumed_elastic_ = {{"checkpoint_world_size", header.world_size},
+                      {"checkpoint_global_batch", header.global_batch},
+                      {"checkpoint_learning_rate", stored_rate},
+                      {"world_size", world_size},
+                      {"global_batch", global_batch_},
+                      {"learning_rate", learning_rate_}};
+  if (batch_changed) resumed_elastic_["learning_rate_rule"] = elastic_config.learning_rate_rule;
+  if (!elastic && !batch_changed) resumed_elastic_ = nullptr;
   resumed_from_ = checkpoint;
 }
 
@@ -111,26 +177,29 @@ config::Config trajectory_settings(config::Config config) {
   config.data.prefetch_batches = 1;
   config.train.epochs = 1;
   config.train.max_steps.reset();
+  config.train.accumulation_steps = 0;  // the same update in other pieces
   config.train.log_every_steps = 1;
   config.checkpoint = {};
   config.distributed = {};
+  config.elastic = {};
   config.trace = {};
   return config;
 }
 }  // namespace
 
 void Trainer::require_resumable(const std::string& checkpoint, const CheckpointHeader& header) const {
-  PHALANX_REQUIRE_INPUT(header.world_size == communicator_.size(), checkpoint, ": written by ",
-                        header.world_size, " ranks; resume it with the same number of ranks (now ",
-                        communicator_.size(), ") so the data order continues exactly");
-  const auto written = config::parse(header.config_text, checkpoint + ":/config");
-  const std::string before = config::to_yaml(trajectory_settings(written));
-  const std::string now = config::to_yaml(trajectory_settings(options_.config));
-  PHALANX_REQUIRE_INPUT(before == now, checkpoint,
-                        ": cannot resume with a different seed, model, optimizer, "
-                        "schedule, batch size or training split: ",
-                        config::first_difference(now, before, "in the checkpoint"),
-                        " (epochs, max_steps and checkpoint settings may change)");
+  auto written = trajectory_settings(config::parse(header.config_text, checkpoint + ":/config"));
+  auto current = trajectory_settings(options_.config);
+  if (options_.config.elastic.global_batch == "change") written.train.batch_size = current.train.batch_size;
+  const std::string before = config::to_yaml(written);
+  const std::string now = config::to_yaml(current);
+  PHALANX_REQUIRE_INPUT(
+      before == now, checkpoint,
+      ": cannot resume with a different seed, model, optimizer, "
+      "schedule, batch size or training split: ",
+      config::first_difference(now, before, "in the checkpoint"),
+      " (epochs, max_steps and checkpoint settings may change; the number of ranks may change "
+      "too, and train.batch_size with elastic.global_batch: change)");
   PHALANX_REQUIRE_INPUT(header.position.step_in_epoch < steps_per_epoch_, checkpoint, ": resumes at step ",
                         header.position.step_in_epoch, " of an epoch, but this data gives ", steps_per_epoch_,
                         " steps per epoch (is it the same dataset?)");
@@ -152,7 +221,10 @@ nlohmann::json Trainer::run() {
   const data::ShardPlan plan(train_split_->count, local_batches_, communicator_.rank(), config.seed,
                              train_split_->order());
   const int local_batch = plan.local_batch();
-  const std::int64_t total_steps = steps_per_epoch_ * config.train.epochs;
+  // Updates to the end of the epochs: counted from where the run stands in the epochs, which after
+  // a resume that changed the global batch is not the number of updates made so far.
+  const std::int64_t total_steps =
+      position_.global_step + steps_per_epoch_ * config.train.epochs - schedule_step(position_);
   const std::int64_t last_step =
       config.train.max_steps ? std::min(*config.train.max_steps, total_steps) : total_steps;
 
@@ -169,6 +241,19 @@ nlohmann::json Trainer::run() {
                       [&](const SettledStep& step) { bookkeeping.callbacks.step_settled(step); });
   Tensor grad_logits(backend_, Shape{local_batch, model_->classes()});
   const float gradient_scale = 1.0f / static_cast<float>(plan.global_batch());
+  // Gradient accumulation: the local batch in micro-batches, one all-reduce and update per step.
+  const auto micro_batches = make_micro_batches(local_batch);
+  micro_batch_count_ = micro_batches ? micro_batches->count() : 1;
+  const auto counts = communicator_.allgather(static_cast<std::uint64_t>(micro_batch_count_));
+  if (std::any_of(counts.begin(), counts.end(), [](std::uint64_t count) { return count > 1; })) {
+    std::string text = "gradient accumulation: micro-batches per rank [";
+    for (std::size_t rank = 0; rank < counts.size(); ++rank)
+      text += (rank ? ", " : "") + std::to_string(counts[rank]);
+    progress_->line(
+        text + "], one all-reduce and update per step (train.accumulation_steps: " +
+        (config.train.accumulation_steps ? std::to_string(config.train.accumulation_steps) : "auto") +
+        ", train.batch_size " + std::to_string(config.train.batch_size) + ")");
+  }
 
   while (position_.global_step < last_step) {
     clock->begin_step();
@@ -180,16 +265,27 @@ nlohmann::json Trainer::run() {
     clock->mark(Stage::HostToDevice);
     const nn::ForwardContext context{nn::Mode::Training, config.seed, position_.global_step,
                                      communicator_.rank()};
-    const Tensor& logits = model_->forward(input->input(), context);
     const float loss_scale = loss_scaler_ ? static_cast<float>(loss_scaler_->scale()) : 1.0f;
+    const float loss_weight = gradient_scale * loss_scale;
+    // With accumulation the micro-batches before the last train here, their gradients set aside.
+    if (micro_batches)
+      micro_batches->train_all_but_last(*model_, input->input(), input->labels(), context,
+                                        static_cast<float>(config.train.label_smoothing), loss_weight);
+    const Tensor& step_input = micro_batches ? micro_batches->last_input(input->input()) : input->input();
+    Tensor& step_grad_logits = micro_batches ? micro_batches->last_grad_logits() : grad_logits;
+    const Tensor& logits = model_->forward(
+        step_input, micro_batches ? micro_batches->context_of(micro_batches->count() - 1, context) : context);
     // The loss totals stay where they were computed until the bookkeeping reads them.
-    backend_.softmax_cross_entropy_deferred(local_batch, model_->classes(), logits.data(), input->labels(),
-                                            static_cast<float>(config.train.label_smoothing),
-                                            gradient_scale * loss_scale, grad_logits.data());
+    backend_.softmax_cross_entropy_deferred(
+        micro_batches ? micro_batches->last_size() : local_batch, model_->classes(), logits.data(),
+        micro_batches ? micro_batches->last_labels(input->labels()) : input->labels(),
+        static_cast<float>(config.train.label_smoothing), loss_weight, step_grad_logits.data());
     clock->mark(Stage::Forward);
     exchange->begin_step();  // each bucket's all-reduce starts as soon as backward has finished it
-    model_->backward(input->input(), grad_logits,
-                     [&](std::int64_t offset) { exchange->bucket_ready(offset); });
+    model_->backward(step_input, step_grad_logits, [&](std::int64_t offset) {
+      if (micro_batches) micro_batches->add_summed(offset, registry.gradients().data());
+      exchange->bucket_ready(offset);
+    });
     clock->mark_queued(Stage::Backward);
     // GPU ranks fetch the next batch and start its upload while backward runs on the device.
     clock->set_aside(Stage::DataWait, input->fetch_ahead(position_.global_step + 1 < last_step));
@@ -204,6 +300,7 @@ nlohmann::json Trainer::run() {
 
     StepEnd step{.batch = *batch, .epoch_done = advance_position(*batch, plan.global_batch())};
     step.global_step = position_.global_step;
+    step.schedule_step = batch->epoch * steps_per_epoch_ + batch->step;
     step.last_step = step.global_step == last_step;
     // Whether a stop signal reached any rank: one small collective per step (and the straggler
     // report every log interval), where a rank also waits for a slower peer. The last step
@@ -269,13 +366,36 @@ void Trainer::start_session() {
                 std::to_string(steps_per_epoch_) + " steps per epoch");
   if (!options_.batch_split.local_batches.empty())
     progress.line("batch split: " + options_.batch_split.description() +
-                  (options_.batch_split.stored_in.empty()
-                       ? std::string()
-                       : " (as stored in " + options_.batch_split.stored_in + ")"));
+                  (options_.batch_split.stored_in.empty() ? std::string()
+                   : options_.batch_split.checkpoint_local_batches.empty()
+                       ? " (as stored in " + options_.batch_split.stored_in + ")"
+                       : " (the global batch of " + options_.batch_split.stored_in + " cut over " +
+                             std::to_string(communicator_.size()) + " ranks)"));
   progress.line("data cache: " + train_split_->cache_description);
   if (!resumed_from_.empty())
     progress.line("resumed from " + resumed_from_ + " at epoch " + std::to_string(position_.epoch + 1) +
                   ", step " + std::to_string(position_.step_in_epoch));
+  if (resumed_elastic_.is_object()) {
+    const auto& facts = resumed_elastic_;
+    const std::string checkpoint_ranks = std::to_string(facts["checkpoint_world_size"].get<int>());
+    if (!facts.contains("learning_rate_rule")) {
+      progress.line(
+          "elastic resume: the checkpoint's " + checkpoint_ranks + " ranks' global batch of " +
+          std::to_string(global_batch_) + " continues on " + std::to_string(communicator_.size()) +
+          " ranks (same samples per update, same schedule); their running loss sums merged on rank 0");
+    } else {
+      char rates[160];
+      std::snprintf(rates, sizeof(rates), "learning rate %g -> %g (elastic.learning_rate_rule: %s)",
+                    facts["checkpoint_learning_rate"].get<double>(), learning_rate_,
+                    facts["learning_rate_rule"].get<std::string>().c_str());
+      progress.line("elastic resume: global batch " +
+                    std::to_string(facts["checkpoint_global_batch"].get<std::int64_t>()) + " on " +
+                    checkpoint_ranks + " ranks -> " + std::to_string(global_batch_) + " on " +
+                    std::to_string(communicator_.size()) + " ranks (elastic.global_batch: change), " + rates +
+                    ", continuing at batch " + std::to_string(position_.step_in_epoch) + " of " +
+                    std::to_string(steps_per_epoch_) + " of epoch " + std::to_string(position_.epoch + 1));
+    }
+  }
   if (!resumed_from_.empty() && !resumed_totals_ &&
       (position_.step_in_epoch > 0 || position_.global_step % options_.config.train.log_every_steps != 0))
     progress.line("the checkpoint holds no running loss totals (written by an earlier version): epoch " +
@@ -316,7 +436,22 @@ void Trainer::update_weights(GradientExchange& exchange) {
   // The optimizer counts the updates it made (AdamW's bias correction), as GradScaler's do.
   const std::int64_t updates =
       position_.global_step + 1 - (loss_scaler_ ? loss_scaler_->state().skipped_steps : 0);
-  if (update) optimizer_->step(registry, schedule_->learning_rate(position_.global_step), updates);
+  if (update) optimizer_->step(registry, schedule_->learning_rate(schedule_step(position_)), updates);
+}
+
+std::unique_ptr<MicroBatches> Trainer::make_micro_batches(int local_batch) const {
+  const auto& config = options_.config;
+  const bool even_split =
+      config.distributed.batch_split == "equal" && config.distributed.local_batches.empty();
+  const int count =
+      micro_batch_count(config.train.accumulation_steps, local_batch, config.train.batch_size, even_split);
+  if (count < 2) return nullptr;
+  return std::make_unique<MicroBatches>(backend_, local_batch, count, model_->classes(),
+                                        model_->registry().parameter_count(), communicator_.size());
+}
+
+std::int64_t Trainer::schedule_step(const TrainingPosition& position) const {
+  return position.epoch * steps_per_epoch_ + position.step_in_epoch;
 }
 
 bool Trainer::advance_position(const BatchFacts& batch, std::int64_t global_batch) {
@@ -365,13 +500,14 @@ nlohmann::json Trainer::write_summary(const TrainingRecord& record, std::int64_t
   nlohmann::json rank_entry = {
       {"rank", communicator_.rank()}, {"host", communicator_.host_name()},
       {"device", backend_.name()},    {"threads", options_.threads},
-      {"images_per_sec", local_rate}, {"time_breakdown", record.run_times.to_json(record.run_steps)}};
+      {"images_per_sec", local_rate}, {"time_breakdown", record.run_times.to_json(record.run_steps)},
+      {"local_batch", local_batch},   {"micro_batches", micro_batch_count_}};
   rank_entry["step_time_ms"] = record.step_statistics.to_json();
   for (const auto& [name, value] : run_metrics_) rank_entry["machine"][name] = value;
   const auto rank_entries = communicator_.gather_strings(rank_entry.dump(), 0);
 
   nlohmann::json summary = last_evaluation_;
-  summary["epochs"] = static_cast<double>(position_.global_step) / static_cast<double>(steps_per_epoch_);
+  summary["epochs"] = static_cast<double>(schedule_step(position_)) / static_cast<double>(steps_per_epoch_);
   summary["steps"] = position_.global_step;
   summary["global_batch"] = global_batch;
   BatchSplit split = options_.batch_split;
@@ -405,6 +541,7 @@ nlohmann::json Trainer::write_summary(const TrainingRecord& record, std::int64_t
   summary["dataset"] = data::source_name(config.data);  // data.path, or the mapped training images
   summary["parameters"] = model_->registry().parameter_count();
   if (!resumed_from_.empty()) summary["resumed_from"] = resumed_from_;
+  if (resumed_elastic_.is_object()) summary["elastic"] = resumed_elastic_;
   if (loss_scaler_)
     summary["loss_scaling"] = {{"final_scale", loss_scaler_->scale()},
                                {"skipped_steps", loss_scaler_->state().skipped_steps}};
@@ -557,7 +694,8 @@ void Trainer::save_checkpoint(CheckpointKind kind, const RunningTotals& totals) 
                                    : run_directory_.checkpoint_path(position_.global_step);
     write_checkpoint(path, backend_, model_->registry(), optimizer_.get(), position_, communicator_.size(),
                      options_.config.seed, options_.config_text,
-                     loss_scaler_ ? &loss_scaler_->state() : nullptr, local_batches_, every_rank_totals);
+                     loss_scaler_ ? &loss_scaler_->state() : nullptr, local_batches_, every_rank_totals,
+                     learning_rate_ != options_.config.optimizer.learning_rate ? learning_rate_ : 0.0);
     if (!final) run_directory_.prune_checkpoints(options_.config.checkpoint.keep);
   }
 }

@@ -163,11 +163,21 @@ class BatchSplitTest(unittest.TestCase):
         self.check_refused(result, run_dir, checkpoint, f"trained with local batches [{split[0]}, {split[1]}]",
                            "distributed.local_batches")
 
-    def test_resume_with_another_world_size(self):
+    def test_resume_with_another_world_size_measures_again_and_keeps_the_global_batch(self):
+        # An elastic resume (docs/CHECKPOINTS.md): the stored split does not fit 3 ranks, so the
+        # ranks measure their throughput again and cut the checkpoint's global batch by it.
+        stored = self.measured_split()["local_batches"]
         run_dir = os.path.join(WORK, "three-ranks")
         checkpoint = os.path.join(self.run_dir, "checkpoints", f"step-{STEPS // 2}.h5")
         result = e2e.mpirun(3, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint)
-        self.check_refused(result, run_dir, checkpoint, "written by 2 ranks", "now 3")
+        self.assertEqual(result.returncode, 0, result.describe())
+        split = e2e.read_summary(run_dir)["batch_split"]
+        self.assertEqual(split["method"], "throughput")
+        self.assertEqual(split["global_batch"], GLOBAL)
+        self.assertEqual(len(split["local_batches"]), 3)
+        self.assertEqual(split["local_batches"], largest_remainder(GLOBAL, split["images_per_sec"]))
+        self.assertEqual(split["checkpoint_local_batches"], stored)
+        self.assertEqual(e2e.read_summary(run_dir)["steps"], STEPS)
 
 
 if __name__ == "__main__":

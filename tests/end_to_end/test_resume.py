@@ -273,14 +273,19 @@ class ResumeTest(unittest.TestCase):
         self.assertEqual(summary["steps"], 4)
         self.assertNotIn("resumed_from", summary)
 
-    def test_resume_with_another_world_size_is_refused(self):
+    def test_resume_on_other_ranks_with_another_global_batch_is_refused(self):
+        # Another world size keeps the checkpoint's global batch (test_elastic_resume); local
+        # batches that would change it are refused naming both world sizes and the key.
         checkpoint = os.path.join(STRAIGHT, "checkpoints", f"step-{EVERY_STEPS}.h5")
         run_dir = os.path.join(WORK, "other-world-size")
-        result = e2e.mpirun(1, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint, timeout=120)
+        result = e2e.mpirun(1, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint,
+                            "--set", f"distributed.local_batches=[{BATCH}]", timeout=120)
         self.assertEqual(result.returncode, 2, result.describe())
         lines = result.error_lines()
         self.assertEqual(len(lines), 1, result.describe())
         self.assertIn(f"step-{EVERY_STEPS}.h5", lines[0])
+        for part in (f"written by {RANKS} ranks", "resumed on 1 ranks", "distributed.local_batches"):
+            self.assertIn(part, lines[0])
         self.assertFalse(os.path.exists(run_dir), "a refused resume must not create its run directory")
 
     def test_resume_that_would_change_the_trajectory_is_refused(self):

@@ -127,6 +127,10 @@ struct TrainConfig {
   // train.batch_size: auto — the largest batch that fits each GPU, found at start (the CLI then
   // sets batch_size and clears this before the Trainer sees the config).
   bool batch_size_auto = false;
+  // Micro-batches per step and rank (gradient accumulation: one all-reduce and one update per
+  // step). 0 (auto): one, unless a resume on fewer ranks gives a rank a local batch larger than
+  // batch_size, then as many as keep each micro-batch within batch_size.
+  int accumulation_steps = 0;
   double label_smoothing = 0.0;
   int log_every_steps = 50;
   std::string precision = "fp32";       // fp32 | bf16 | fp16 (reduced precision on GPU ranks only)
@@ -160,6 +164,17 @@ struct DistributedConfig {
   friend bool operator==(const DistributedConfig&, const DistributedConfig&) = default;
 };
 
+// Resuming on another number of ranks (docs/CHECKPOINTS.md, "Elastic resume"). keep: the resumed
+// run takes the checkpoint's global batch whatever the world size, cut into local batches, so
+// its trajectory continues; change: the global batch follows train.batch_size (or
+// distributed.local_batches) on the new ranks, and the learning rate follows learning_rate_rule.
+struct ElasticConfig {
+  std::string global_batch = "keep";        // keep | change
+  std::string learning_rate_rule = "keep";  // keep | linear | sqrt (with change only)
+
+  friend bool operator==(const ElasticConfig&, const ElasticConfig&) = default;
+};
+
 // Observability (docs/OBSERVABILITY.md): how many steps after warm-up go into trace.json.
 struct TraceConfig {
   std::int64_t steps = 20;  // 0: no trace.json
@@ -179,6 +194,7 @@ struct Config {
   TrainConfig train;
   CheckpointConfig checkpoint;
   DistributedConfig distributed;
+  ElasticConfig elastic;
   TraceConfig trace;
 
   // Field-by-field equality: what parse(to_yaml(c)) == c and the cross-rank check rely on.

@@ -23,6 +23,9 @@ struct BatchSplit {
   std::vector<double> images_per_second;  // measured per rank (a fresh throughput split only)
   double probe_seconds = 0;               // the slowest rank's probe time (0: no probe)
   std::string stored_in;                  // the checkpoint a resumed run took the split from
+  // An elastic resume (another world size than the checkpoint's): the checkpoint's own split,
+  // which this one re-cuts keeping its global batch; empty otherwise.
+  std::vector<int> checkpoint_local_batches;
 
   std::int64_t global_batch() const;
   // "rank 0 cuda 230 (9100 img/s), rank 1 cpu 26 (1020 img/s)"
@@ -51,6 +54,18 @@ ThroughputProbe measure_throughput(const config::Config& config, backend::Backen
 // train.batch_size each when it stored none), checked against the world size and an explicit
 // distributed.local_batches (InvalidInput naming the checkpoint on a mismatch).
 std::vector<int> stored_split(const std::string& checkpoint, const config::Config& config, int world_size);
+
+// The split of a resume on another number of ranks than the checkpoint's (DESIGN §3, elastic
+// checkpoints): the checkpoint's global batch cut into `world_size` local batches, so that every
+// update takes the same samples as before. distributed.local_batches when given (it must add up
+// to the global batch), else in proportion to `rates` (batch_split: throughput, measured now), else
+// as evenly as it divides (the lower ranks take one more sample each when it does not).
+// InvalidInput naming the checkpoint, both world sizes and the key to set when it cannot.
+std::vector<int> elastic_split(const std::string& checkpoint, const config::Config& config, int world_size,
+                               const std::vector<double>& rates);
+
+// Whether resuming `checkpoint` on `world_size` ranks is an elastic resume (another world size).
+bool is_elastic_resume(const std::string& checkpoint, int world_size);
 
 // distributed.local_batches checked against the world size (InvalidInput naming the key).
 void require_split_fits(const config::Config& config, int world_size);

@@ -33,6 +33,12 @@ struct CheckpointHeader {
   std::string config_text;                           // the resolved YAML of the run that wrote it
   std::optional<optim::LossScalerState> loss_scale;  // present when the run scaled its loss
   std::vector<int> local_batches;                    // attribute: the batch split, one per rank (empty: none)
+  // The samples of one update over all ranks: the attribute, or (older checkpoints) the sum of
+  // local_batches; 0 when neither is stored (stored_global_batch reads the config then).
+  std::int64_t global_batch = 0;
+  // The schedule's peak rate when it is not the config's optimizer.learning_rate (after a resume
+  // with elastic.global_batch: change); 0: the config's.
+  double learning_rate = 0;
   // One per rank; empty: a checkpoint written before the totals were stored.
   std::vector<RunningTotals> running_totals;
 };
@@ -42,11 +48,15 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
                       std::uint64_t seed, const std::string& config_text,
                       const optim::LossScalerState* loss_scale = nullptr,
                       const std::vector<int>& local_batches = {},
-                      const std::vector<RunningTotals>& running_totals = {});
+                      const std::vector<RunningTotals>& running_totals = {}, double learning_rate = 0);
 
 // Validates the file (HDF5, format, version, attributes) and reads the header; InvalidInput
 // naming the file on any problem, e.g. a truncated file.
 CheckpointHeader read_checkpoint_header(const std::string& path);
+
+// The checkpoint's global batch: header.global_batch, or for a checkpoint that stored no split,
+// train.batch_size x world_size of its config (InvalidInput naming the file if that is unreadable).
+std::int64_t stored_global_batch(const CheckpointHeader& header);
 
 // Loads weights (and buffers) into the registry, and the optimizer state when `optimizer` is
 // given; every name and shape must match the model (InvalidInput naming file and dataset).

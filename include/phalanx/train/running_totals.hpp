@@ -26,4 +26,10 @@ struct RunningTotals {
 std::vector<RunningTotals> gather_running_totals(const comm::Communicator& communicator,
                                                  const RunningTotals& mine);
 
+// A checkpoint's per-rank totals as one rank's, for a resume on another number of ranks: the
+// counts add exactly, the loss sums add in rank order (a different summation order than the
+// all-reduce of the straight run, so the reported losses agree to double rounding, not bitwise).
+// The resumed rank 0 continues these; the other resumed ranks start from zero.
+RunningTotals merge_running_totals(const std::vector<RunningTotals>& every_rank);
+
 }  // namespace phalanx::train

@@ -15,12 +15,14 @@ namespace phalanx::train {
 
 // What the loop knows when a step has ended.
 struct StepEnd {
-  std::int64_t global_step = 0;  // steps trained, this one included
-  BatchFacts batch;              // the batch's epoch and step within it
-  bool epoch_done = false;       // the step ended its epoch
-  bool last_step = false;        // no step follows in this run
-  bool stop_requested = false;   // a stop signal reached some rank: all stop after this step
-  double seconds = 0;            // the step's host time
+  std::int64_t global_step = 0;    // steps trained, this one included
+  std::int64_t schedule_step = 0;  // this step's place in the schedule (== global_step - 1 unless a
+                                   // resume changed the global batch)
+  BatchFacts batch;                // the batch's epoch and step within it
+  bool epoch_done = false;         // the step ended its epoch
+  bool last_step = false;          // no step follows in this run
+  bool stop_requested = false;     // a stop signal reached some rank: all stop after this step
+  double seconds = 0;              // the step's host time
 };
 
 class StepCallback {

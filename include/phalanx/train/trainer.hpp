@@ -26,6 +26,7 @@
 #include "phalanx/train/batch_split.hpp"
 #include "phalanx/train/bookkeeping_callbacks.hpp"
 #include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/micro_batches.hpp"
 #include "phalanx/train/run_directory.hpp"
 #include "phalanx/train/stage_times.hpp"
 
@@ -69,6 +70,12 @@ class Trainer : private TrainingActions {
   void update_weights(GradientExchange& exchange);
   // Moves the position past `batch`; true when that ended its epoch.
   bool advance_position(const BatchFacts& batch, std::int64_t global_batch);
+  // The step of the learning-rate schedule at `position`: epochs x steps per epoch + the batch in
+  // the epoch. The number of updates made (global_step) equals it unless a resume changed the
+  // global batch (elastic.global_batch: change).
+  std::int64_t schedule_step(const TrainingPosition& position) const;
+  // Gradient accumulation for this rank's local batch; none when it trains in one piece.
+  std::unique_ptr<MicroBatches> make_micro_batches(int local_batch) const;
   // TrainingActions, for the bookkeeping callbacks.
   void end_of_epoch(std::int64_t epoch, const TrainingRecord& record, const RunningTotals& totals) override;
   void save_checkpoint(CheckpointKind kind, const RunningTotals& totals) override;
@@ -101,6 +108,10 @@ class Trainer : private TrainingActions {
   std::int64_t global_batch_ = 0;
   TrainingPosition position_;
   std::string resumed_from_;
+  int micro_batch_count_ = 1;  // micro-batches per step on this rank (gradient accumulation)
+  double learning_rate_ = 0;   // the schedule's peak rate (the config's unless a resume rescaled it)
+  // A resume on another world size or global batch: what changed (summary.json "elastic").
+  nlohmann::json resumed_elastic_;
   std::optional<RunningTotals> resumed_totals_;  // this rank's, from the checkpoint (older ones: none)
   RunDirectory run_directory_;
   nlohmann::json last_evaluation_;

@@ -1,0 +1,66 @@
+// Gradient accumulation: a rank trains its local batch as several micro-batches within one step
+// (forward, loss and backward each), and the step still makes one all-reduce and one update. It
+// keeps the memory of a step at a micro-batch's, which is what lets a resume on fewer ranks keep
+// the global batch (docs/CHECKPOINTS.md, "Elastic resume") without each rank holding a larger one.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "phalanx/backend/backend.hpp"
+#include "phalanx/core/tensor.hpp"
+#include "phalanx/nn/model.hpp"
+
+namespace phalanx::train {
+
+// How many micro-batches a rank's local batch takes: train.accumulation_steps when set (at most
+// one per sample), else (auto) one, or as many as keep each within train.batch_size when the
+// local batch is larger than that in an even split (`even_split`: no distributed.local_batches,
+// no throughput split, whose larger local batches are meant): only a resume on fewer ranks than
+// the checkpoint's gives that.
+int micro_batch_count(int accumulation_steps, int local_batch, int batch_size, bool even_split);
+
+class MicroBatches {
+ public:
+  // `count` >= 2 micro-batches of `local_batch` samples, as even as they divide (the first ones
+  // take one more); `world_size` spaces the micro-batches' dropout streams apart.
+  MicroBatches(backend::Backend& backend, int local_batch, int count, int classes,
+               std::int64_t parameter_count, int world_size);
+
+  int count() const { return static_cast<int>(sizes_.size()); }
+  const std::vector<int>& sizes() const { return sizes_; }
+
+  // Trains every micro-batch but the last of the step's `input` and `labels`: forward, loss (each
+  // sample weighted `loss_weight`, 1/global batch x loss scale, as in a step without
+  // accumulation) and backward; their gradients are summed aside.
+  void train_all_but_last(nn::Model& model, const Tensor& input, const std::int32_t* labels,
+                          const nn::ForwardContext& context, float label_smoothing, float loss_weight);
+
+  // The last micro-batch, which the step's own forward, loss and backward train.
+  const Tensor& last_input(const Tensor& input);
+  const std::int32_t* last_labels(const std::int32_t* labels) const;
+  int last_size() const { return sizes_.back(); }
+  Tensor& last_grad_logits() { return grad_logits_; }
+  // A micro-batch's dropout masks must differ from the others' of the same rank and step.
+  nn::ForwardContext context_of(int micro_batch, const nn::ForwardContext& step_context) const;
+
+  // Called during the last backward with the lowest offset whose gradients are final: adds the
+  // gradients summed aside over [offset, the previous call's offset) to `gradients`, so the
+  // bucket the exchange then sends holds the whole local batch's sum.
+  void add_summed(std::int64_t first_final_offset, float* gradients);
+
+ private:
+  void slice(const Tensor& input, int micro_batch);  // copies its samples into input_
+
+  backend::Backend& backend_;
+  std::vector<int> sizes_;
+  std::vector<int> offsets_;
+  int world_size_;
+  std::int64_t parameter_count_;
+  std::int64_t added_from_ = 0;  // gradients at and above this offset hold the whole sum
+  Tensor input_;
+  Tensor grad_logits_;
+  Tensor summed_;  // the gradients of the micro-batches before the last
+};
+
+}  // namespace phalanx::train

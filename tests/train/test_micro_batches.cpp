@@ -1,0 +1,49 @@
+// Gradient accumulation: how many micro-batches a rank's local batch takes (explicit, or auto:
+// only an even split above train.batch_size, which a resume on fewer ranks gives) and how the
+// local batch is cut into them. The update itself is checked end to end
+// (tests/end_to_end/test_gradient_accumulation.py, against the run without accumulation).
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "phalanx/backend/backend.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/train/micro_batches.hpp"
+
+namespace phalanx::train {
+namespace {
+
+TEST(MicroBatches, ExplicitCountsAreTakenUpToOnePerSample) {
+  EXPECT_EQ(micro_batch_count(3, 24, 24, true), 3);
+  EXPECT_EQ(micro_batch_count(3, 24, 8, false), 3);
+  EXPECT_EQ(micro_batch_count(1, 96, 24, true), 1);
+  EXPECT_EQ(micro_batch_count(40, 24, 24, true), 24);
+}
+
+TEST(MicroBatches, AutoSplitsOnlyAnEvenSplitAboveTheBatchSize) {
+  EXPECT_EQ(micro_batch_count(0, 64, 64, true), 1);   // a run on its own ranks
+  EXPECT_EQ(micro_batch_count(0, 128, 64, true), 2);  // 4 ranks of 64 resumed on 2
+  EXPECT_EQ(micro_batch_count(0, 48, 16, true), 3);   // 3 ranks of 16 resumed on 1
+  EXPECT_EQ(micro_batch_count(0, 17, 16, true), 2);   // 2 ranks of 16 plus one sample, uneven
+  EXPECT_EQ(micro_batch_count(0, 13, 50, true), 1);   // on more ranks: smaller local batches
+  // A throughput split gives a fast rank a larger batch on purpose: trained in one piece.
+  EXPECT_EQ(micro_batch_count(0, 230, 128, false), 1);
+}
+
+TEST(MicroBatches, CutsTheLocalBatchAsEvenlyAsItDivides) {
+  const auto backend = backend::make_cpu_backend(1);
+  const MicroBatches five(*backend, 24, 5, 10, 100, 2);
+  EXPECT_EQ(five.sizes(), (std::vector<int>{5, 5, 5, 5, 4}));
+  EXPECT_EQ(five.last_size(), 4);
+  const MicroBatches three(*backend, 24, 3, 10, 100, 2);
+  EXPECT_EQ(three.sizes(), (std::vector<int>{8, 8, 8}));
+  // Each micro-batch draws its own dropout masks: the ranks' streams, spaced by the world size.
+  const nn::ForwardContext step{nn::Mode::Training, 7, 11, 1};
+  EXPECT_EQ(three.context_of(0, step).rank, 1);
+  EXPECT_EQ(three.context_of(2, step).rank, 5);
+  EXPECT_EQ(three.context_of(2, step).step, 11);
+  EXPECT_THROW(MicroBatches(*backend, 3, 4, 10, 100, 1), Error);
+}
+
+}  // namespace
+}  // namespace phalanx::train
