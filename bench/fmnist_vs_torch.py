@@ -17,23 +17,19 @@ Every repeat runs every pairing, phalanx and PyTorch back to back (the order alt
 repeats), so drift of a noisy machine hits both sides alike; the table quotes medians over the
 repeats and the ratio phalanx/PyTorch of the medians (and the median of the per-repeat ratios).
 phalanx's images/s and time breakdown come from its summary.json (warm-up steps and evaluation
-excluded); PyTorch's from bench/torch_fmnist.py (same definition).
+excluded); PyTorch's from bench/torch_cpu_train.py (same definition).
 """
 
 import argparse
 import datetime
 import json
 import os
-import platform
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-STAGES = ["data_wait", "forward", "backward", "allreduce_wait", "optimizer", "sync_wait", "other"]
+import train_runs
+from train_runs import ROOT, STAGES, median_or_none
 
 # name -> (ranks, threads per rank, batch per rank)
 PAIRINGS = {
@@ -71,18 +67,8 @@ def parse_args(argv=None):
     return args
 
 
-def tail(text, head=6, lines=10):
-    """The first and the last lines of a failed run's output (where the cause and the crash are)."""
-    all_lines = text.strip().splitlines()
-    if len(all_lines) <= head + lines:
-        return "\n".join(all_lines)
-    return "\n".join(all_lines[:head] + ["..."] + all_lines[-lines:])
-
-
 def run_phalanx(args, pairing, run_dir):
     ranks, threads, batch = PAIRINGS[pairing]
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads),
-               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     # steps per epoch = 60000 // 128 = 468 > 300, so a 300-step run is one partial epoch: the
     # evaluation happens once, at the end, outside the timing.
     sets = {
@@ -99,58 +85,15 @@ def run_phalanx(args, pairing, run_dir):
         "schedule.warmup_epochs": 0,
         "checkpoint.every_steps": 0,
     }
-    command = [args.phalanx, "train", args.config]
-    for key, value in sets.items():
-        command += ["--set", f"{key}={value}"]
-    command += ["--run-dir", run_dir]
-    if ranks > 1:
-        command = [args.mpirun, "-np", str(ranks), "--map-by", f"slot:PE={threads}",
-                   "-x", f"OMP_NUM_THREADS={threads}"] + command
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout)
-    result = {"command": " ".join(command), "returncode": proc.returncode}
-    summary_path = os.path.join(run_dir, "summary.json")
-    if proc.returncode != 0 or not os.path.exists(summary_path):
-        result["error"] = tail(proc.stdout + "\n" + proc.stderr)
-        return result
-    with open(summary_path) as f:
-        summary = json.load(f)
-    result["images_per_sec"] = summary["images_per_sec"]
-    result["time_breakdown"] = summary.get("time_breakdown", {})
-    result["rank_breakdowns"] = [r.get("time_breakdown", {}) for r in summary.get("ranks", [])]
-    result["test_accuracy"] = summary.get("test_accuracy")
-    result["train_loss"] = summary.get("train_loss")
-    result["steps"] = summary.get("steps")
-    result["global_batch"] = summary.get("global_batch")
-    result["world_size"] = summary.get("world_size")
-    breakdown = result["time_breakdown"]
-    result["step_ms_mean"] = breakdown.get("step_ms") or sum(
-        breakdown.get(s, {}).get("ms_per_step", 0.0) for s in STAGES)
-    return result
+    return train_runs.run_phalanx(args.phalanx, args.config, sets, ranks, threads, run_dir, args.mpirun,
+                                  args.timeout)
 
 
 def run_torch(args, pairing):
     ranks, threads, batch = PAIRINGS[pairing]
-    command = [args.torch_python, os.path.join(HERE, "torch_fmnist.py"), "--data", args.data,
-               "--steps", str(args.steps), "--warmup", str(args.torch_warmup), "--batch-size", str(batch),
-               "--threads", str(threads), "--optimizer", args.optimizer, "--lr", str(args.lr), "--eval"]
-    if ranks > 1:
-        command += ["--ddp", str(ranks)]
-        if not args.no_bind_ddp:
-            command += ["--bind"]
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout)
-    result = {"command": " ".join(command), "returncode": proc.returncode}
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        result["error"] = tail(proc.stdout + "\n" + proc.stderr)
-        return result
-    result.update(json.loads(lines[-1]))
-    return result
-
-
-def median_or_none(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
+    options = ["--model", "fmnist_cnn", "--data", args.data, "--steps", args.steps, "--warmup", args.torch_warmup,
+               "--batch-size", batch, "--optimizer", args.optimizer, "--lr", args.lr, "--eval"]
+    return train_runs.run_torch(args.torch_python, options, ranks, threads, not args.no_bind_ddp, args.timeout)
 
 
 def summarise(pairing, runs):
@@ -203,31 +146,8 @@ def summarise(pairing, runs):
 
 
 def machine_info(args):
-    info = {"nproc": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    info["cpu_model"] = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        info["torch_version"] = subprocess.run(
-            [args.torch_python, "-c", "import torch; print(torch.__version__)"],
-            capture_output=True, text=True, timeout=120).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        info["torch_version"] = None
-    try:
-        info["mpirun"] = subprocess.run([args.mpirun, "--version"], capture_output=True, text=True,
-                                        timeout=60).stdout.splitlines()[0]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        info["mpirun"] = None
-    try:
-        info["git_head"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                                          capture_output=True, text=True, timeout=30).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        info["git_head"] = None
+    info = train_runs.machine_info(args.mpirun)
+    info["torch_version"] = train_runs.torch_version(args.torch_python)
     return info
 
 
@@ -287,10 +207,7 @@ def main(argv=None):
             order = ["phalanx", "torch"] if repeat % 2 == 0 else ["torch", "phalanx"]
             entry = {"repeat": repeat}
             for side in order:
-                try:
-                    entry[side] = run_phalanx(args, name, run_dir) if side == "phalanx" else run_torch(args, name)
-                except subprocess.TimeoutExpired as e:
-                    entry[side] = {"command": " ".join(e.cmd), "error": f"timed out after {args.timeout} s"}
+                entry[side] = run_phalanx(args, name, run_dir) if side == "phalanx" else run_torch(args, name)
                 r = entry[side]
                 status = f"{r['images_per_sec']:.0f} img/s" if "error" not in r else "FAILED"
                 print(f"[repeat {repeat + 1}/{args.repeats}] {name:>4} {side:<8} {status}", file=sys.stderr,
