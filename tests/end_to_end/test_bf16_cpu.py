@@ -4,7 +4,10 @@ fp32; the run says at its start how this CPU runs bf16 (AMX, AVX-512 bf16 instru
 by oneDNN); with oneDNN held below AMX (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16) and below any bf16
 instruction (AVX512_CORE, emulated by oneDNN) it still trains and says so, and below AVX-512 (AVX2,
 where oneDNN 2.6 has no bf16 kernels) it trains in fp32 and says that. Its checkpoints hold fp32 weights in the
-layout of an fp32 run's, resume exactly, and evaluate in fp32 through `phalanx eval`."""
+layout of an fp32 run's, resume exactly, and evaluate in fp32 through `phalanx eval`. A sweep whose
+space searches train.precision trains its bf16 trials on CPU ranks."""
+
+import csv
 
 import os
 import re
@@ -118,6 +121,26 @@ class Bf16CpuTest(unittest.TestCase):
                                 f"/{group}/{name} differs after resuming")
         self.assertEqual(e2e.read_summary(run_dir)["test_accuracy"],
                          e2e.read_summary(RUNS["bf16"][0])["test_accuracy"])
+
+    def test_a_sweep_searches_the_precision_on_cpu_ranks(self):
+        data = e2e.make_fashion_subset(WORK, 2000, 500)
+        base = e2e.base_config(data, name="bf16-sweep-base", log_every_steps=1000)
+        e2e.write_config(os.path.join(WORK, "sweep-base.yaml"), base)
+        sweep = os.path.join(WORK, "sweep.yaml")
+        with open(sweep, "w") as stream:
+            stream.write("name: bf16_sweep\nseed: 3\nconfig: sweep-base.yaml\nsearch: grid\nscheduler: full\n"
+                         "metric: test_accuracy\nbudget: {unit: epochs, min: 1, max: 1, eta: 3}\n"
+                         "space:\n  train.precision: {type: choice, values: [fp32, bf16]}\n")
+        sweep_dir = os.path.join(WORK, "sweep")
+        result = e2e.mpirun(RANKS, "sweep", sweep, "--sweep-dir", sweep_dir, timeout=300)
+        self.assertEqual(result.returncode, 0, result.describe())
+        with open(os.path.join(sweep_dir, "results.csv")) as stream:
+            rows = list(csv.DictReader(stream))
+        self.assertEqual(sorted(row["train.precision"] for row in rows), ["bf16", "fp32"], rows)
+        for row in rows:
+            self.assertEqual(row["status"], "completed", row)
+            self.assertTrue(row["device"].startswith("cpu"), row)
+            self.assertGreater(float(row["metric"]), 0.5, row)  # test accuracy after one epoch
 
     def test_without_amx_and_without_bf16_instructions(self):
         # A short run each: bf16 without AMX, emulated bf16 and (no AVX-512) fp32 train, and the
