@@ -206,6 +206,8 @@ Convolutions::Primitives::Primitives(const ConvolutionGeometry& geometry, DnnlCo
   if (prefers_winograd(geometry, precision))
     descriptors =
         describe(geometry, dnnl::algorithm::convolution_winograd, Tag::any, DataType::f32, context.engine);
+  // A shape oneDNN had no bf16 convolution for (none of the presets' shapes on AVX-512) would
+  // widen to fp32 below, as the CUDA backend widens one cuDNN has no bf16 algorithm for.
   if (!descriptors && precision == ComputePrecision::BFloat16)
     descriptors = describe(geometry, dnnl::algorithm::convolution_direct, Tag::nhwc, DataType::bf16,
                            context.engine);
@@ -257,10 +259,11 @@ Convolutions::Primitives::Primitives(const ConvolutionGeometry& geometry, DnnlCo
                                 {DNNL_ARG_DIFF_WEIGHTS, grad_weight_from_backward_weights.internal},
                                 {DNNL_ARG_SCRATCHPAD, backward_weights_scratchpad}};
   if (geometry.has_bias) backward_weights_arguments.emplace(DNNL_ARG_DIFF_BIAS, grad_bias);
-  // Convolutions::backward binds all five at once.
-  context.reserve_transient({&input_for_backward_weights, &grad_output_for_backward_weights,
-                             &grad_weight_from_backward_weights, &weight_for_backward_data,
-                             &grad_input_from_backward_data});
+  // In bf16 Convolutions::backward binds all five at once.
+  if (precision == ComputePrecision::BFloat16)
+    context.reserve_transient({&input_for_backward_weights, &grad_output_for_backward_weights,
+                               &grad_weight_from_backward_weights, &weight_for_backward_data,
+                               &grad_input_from_backward_data});
 }
 
 // Made on the first fused call, and only when oneDNN picks the very implementation and layouts of
