@@ -1,7 +1,8 @@
 // Google Benchmark timings of the CPU backend's hot ops at the fmnist_cnn shapes, batch 64:
 // conv 1->32 3x3 pad 1 on 28x28, conv 32->64 3x3 pad 1 on 14x14, 2x2 max pooling and batch norm
 // after each, linear 3136->128 and 128->10, ReLU (alone and fused into the op before it), and
-// optimizer steps over all parameters. Run:
+// optimizer steps over all parameters; convolutions and linear layers in fp32 and in bf16 compute
+// (train.precision: bf16, argument bf16:1). Run:
 // OMP_NUM_THREADS=1 ./phalanx_bench_backend_ops (the second argument of each benchmark is the backend's
 // thread count, so 1 and 2 threads run side by side).
 #include <benchmark/benchmark.h>
@@ -40,6 +41,13 @@ class Buffer {
   float* data_;
 };
 
+// The backend of a convolution or linear benchmark: range(1) threads, bf16 compute when range(2) is 1.
+std::unique_ptr<Backend> compute_backend(const benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  if (state.range(2) == 1) backend->set_compute_precision(phalanx::backend::ComputePrecision::BFloat16);
+  return backend;
+}
+
 ConvolutionGeometry convolution_layer(int layer) {
   ConvolutionGeometry geometry;
   geometry.batch = batch;
@@ -75,7 +83,7 @@ std::size_t weight_count(const ConvolutionGeometry& geometry) {
 }
 
 void BM_ConvolutionForward(benchmark::State& state) {
-  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  auto backend = compute_backend(state);
   const ConvolutionGeometry geometry = convolution_layer(static_cast<int>(state.range(0)));
   Buffer input(*backend, input_count(geometry)), weight(*backend, weight_count(geometry)),
       bias(*backend, geometry.out_channels), output(*backend, output_count(geometry));
@@ -86,7 +94,7 @@ void BM_ConvolutionForward(benchmark::State& state) {
 }
 
 void BM_ConvolutionBackwardData(benchmark::State& state) {
-  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  auto backend = compute_backend(state);
   const ConvolutionGeometry geometry = convolution_layer(static_cast<int>(state.range(0)));
   Buffer grad_output(*backend, output_count(geometry)), weight(*backend, weight_count(geometry)),
       grad_input(*backend, input_count(geometry));
@@ -97,7 +105,7 @@ void BM_ConvolutionBackwardData(benchmark::State& state) {
 }
 
 void BM_ConvolutionBackwardWeights(benchmark::State& state) {
-  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  auto backend = compute_backend(state);
   const ConvolutionGeometry geometry = convolution_layer(static_cast<int>(state.range(0)));
   Buffer input(*backend, input_count(geometry)), grad_output(*backend, output_count(geometry)),
       grad_weight(*backend, weight_count(geometry)), grad_bias(*backend, geometry.out_channels);
@@ -108,9 +116,10 @@ void BM_ConvolutionBackwardWeights(benchmark::State& state) {
   }
 }
 
-// Both directions in one call, as nn::Convolution makes it (the CPU backend runs the two ops above).
+// Both directions in one call, as nn::Convolution makes it (the CPU backend runs the two ops above;
+// in bf16 it converts grad_output once for both).
 void BM_ConvolutionBackward(benchmark::State& state) {
-  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  auto backend = compute_backend(state);
   const ConvolutionGeometry geometry = convolution_layer(static_cast<int>(state.range(0)));
   Buffer input(*backend, input_count(geometry)), grad_output(*backend, output_count(geometry)),
       weight(*backend, weight_count(geometry)), grad_input(*backend, input_count(geometry)),
@@ -148,7 +157,7 @@ void BM_MaxPoolingBackward(benchmark::State& state) {
 }
 
 void BM_LinearForward(benchmark::State& state) {
-  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  auto backend = compute_backend(state);
   const LinearGeometry geometry = linear_layer(static_cast<int>(state.range(0)));
   Buffer input(*backend, std::size_t(batch) * geometry.in_features),
       weight(*backend, std::size_t(geometry.out_features) * geometry.in_features),
@@ -160,7 +169,7 @@ void BM_LinearForward(benchmark::State& state) {
 }
 
 void BM_LinearBackward(benchmark::State& state) {
-  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  auto backend = compute_backend(state);
   const LinearGeometry geometry = linear_layer(static_cast<int>(state.range(0)));
   const std::size_t weights = std::size_t(geometry.out_features) * geometry.in_features;
   Buffer input(*backend, std::size_t(batch) * geometry.in_features), weight(*backend, weights),
@@ -395,6 +404,14 @@ void layers_and_threads(benchmark::internal::Benchmark* benchmark) {
     for (int layer : {0, 1}) benchmark->Args({layer, threads});
 }
 
+// Arguments: {layer, threads, bf16 (0 fp32, 1 bf16 compute)}.
+void layers_threads_and_precision(benchmark::internal::Benchmark* benchmark) {
+  benchmark->ArgNames({"layer", "threads", "bf16"})->Unit(benchmark::kMillisecond)->UseRealTime();
+  for (int threads : {1, 2})
+    for (int layer : {0, 1})
+      for (int bf16 : {0, 1}) benchmark->Args({layer, threads, bf16});
+}
+
 // Arguments: {unused, threads} for ops without layers.
 // Both layers, 1 thread, plain then fused.
 void layers_and_fusion(benchmark::internal::Benchmark* benchmark) {
@@ -408,14 +425,14 @@ void threads_only(benchmark::internal::Benchmark* benchmark) {
   for (int threads : {1, 2}) benchmark->Args({0, threads});
 }
 
-BENCHMARK(BM_ConvolutionForward)->Apply(layers_and_threads);
-BENCHMARK(BM_ConvolutionBackwardData)->Apply(layers_and_threads);
-BENCHMARK(BM_ConvolutionBackwardWeights)->Apply(layers_and_threads);
-BENCHMARK(BM_ConvolutionBackward)->Apply(layers_and_threads);
+BENCHMARK(BM_ConvolutionForward)->Apply(layers_threads_and_precision);
+BENCHMARK(BM_ConvolutionBackwardData)->Apply(layers_threads_and_precision);
+BENCHMARK(BM_ConvolutionBackwardWeights)->Apply(layers_threads_and_precision);
+BENCHMARK(BM_ConvolutionBackward)->Apply(layers_threads_and_precision);
 BENCHMARK(BM_MaxPoolingForward)->Apply(layers_and_threads);
 BENCHMARK(BM_MaxPoolingBackward)->Apply(layers_and_threads);
-BENCHMARK(BM_LinearForward)->Apply(layers_and_threads);
-BENCHMARK(BM_LinearBackward)->Apply(layers_and_threads);
+BENCHMARK(BM_LinearForward)->Apply(layers_threads_and_precision);
+BENCHMARK(BM_LinearBackward)->Apply(layers_threads_and_precision);
 BENCHMARK(BM_BatchNormForwardTraining)->Apply(layers_and_threads);
 BENCHMARK(BM_BatchNormBackward)->Apply(layers_and_threads);
 BENCHMARK(BM_ReluForwardBackward)->Apply(threads_only);

@@ -1,6 +1,7 @@
 // `phalanx bench devices|allreduce|loader|transfer`: the measurements a user of a GPU cluster
 // asks for first, from the same binary that trains (docs/OBSERVABILITY.md):
-//   devices    the same model for N steps on the CPU and (when present) on the GPU, side by side
+//   devices    the same model for N steps on the CPU and (when present) on the GPU, each in fp32
+//              and in bf16, side by side
 //   allreduce  bus bandwidth by message size for MPI and (GPU ranks) NCCL, like nccl-tests
 //   loader     batches and images per second the loader thread sustains from a dataset file
 //   transfer   host-to-device bandwidth from pinned and from pageable memory (needs a GPU)
@@ -10,6 +11,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "commands.hpp"
 #include "phalanx/backend/cuda_backend.hpp"
@@ -43,7 +47,7 @@ bool every_rank(const comm::Communicator& world, bool value) {
 // ----- devices -------------------------------------------------------------------------------
 
 struct DeviceRun {
-  std::string device, backend_name;
+  std::string device, precision, backend_name, arithmetic_note;
   nlohmann::json summary;
 };
 
@@ -74,13 +78,20 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
   const LocalGpu gpu = find_local_gpu(world);
   const bool gpus = every_rank(world, gpu.device >= 0);
   if (gpus) devices.push_back("cuda");
+  // bf16 activations where the configuration asks for them and the device has them (GPU ranks);
+  // otherwise bf16 compute on fp32 activations, which every device has.
+  const std::string bf16_activations = config.train.activation_dtype == "bf16" ? "bf16" : "fp32";
   std::vector<DeviceRun> runs;
-  for (const auto& device : devices) {
+  for (const auto& [device, precision] : std::vector<std::pair<std::string, std::string>>{
+           {"cpu", "fp32"}, {"cpu", "bf16"}, {"cuda", "fp32"}, {"cuda", "bf16"}}) {
+    if (std::find(devices.begin(), devices.end(), device) == devices.end()) continue;
     config.device = device;
+    config.train.precision = precision;
+    config.train.activation_dtype = precision == "bf16" && device == "cuda" ? bf16_activations : "fp32";
     RankResources resources;
     std::unique_ptr<comm::NcclCommunicator> nccl;
     std::unique_ptr<train::Trainer> trainer;
-    const std::string run_directory = run_root + "/" + device;
+    const std::string run_directory = run_root + "/" + device + (precision == "fp32" ? "" : "-" + precision);
     status = agree(world, [&] {
       if (device == "cuda") {
         resources.backend = backend::make_cuda_backend(gpu.device);
@@ -97,7 +108,7 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
       trainer = std::make_unique<train::Trainer>(std::move(options), world, *resources.backend);
     });
     if (status) return status;
-    DeviceRun run{device, resources.backend->name(), {}};
+    DeviceRun run{device, precision, resources.backend->name(), resources.backend->arithmetic_note(), {}};
     status = run_or_abort(world, [&] { run.summary = trainer->run(); });
     if (status) return status;
     runs.push_back(std::move(run));
@@ -111,23 +122,28 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
       "warm-up steps, the breakdown (mean ms per step) covers every step\n",
       static_cast<long long>(arguments.steps), arguments.config_path.c_str(), config.train.batch_size,
       world.size());
-  std::printf("%-6s %10s %9s %8s %8s %9s %9s %11s %10s %8s  %s\n", "device", "images/s", "step ms", "data",
-              "h2d", "forward", "backward", "all-reduce", "optimizer", "h2d %", "backend");
+  std::printf("%-6s %-9s %10s %9s %8s %8s %9s %9s %11s %10s %8s  %s\n", "device", "precision", "images/s",
+              "step ms", "data", "h2d", "forward", "backward", "all-reduce", "optimizer", "h2d %", "backend");
   for (const auto& run : runs) {
     const auto& breakdown = run.summary["time_breakdown"];
     const auto ms = [&](const char* stage) { return breakdown[stage]["ms_per_step"].get<double>(); };
-    std::printf("%-6s %10.0f %9.2f %8.2f %8.3f %9.2f %9.2f %11.2f %10.2f %8.2f  %s\n", run.device.c_str(),
-                run.summary["images_per_sec"].get<double>(), breakdown["step_ms"].get<double>(),
+    const std::string precision =
+        run.precision + (run.device == "cuda" && run.precision == "bf16" && bf16_activations == "bf16" ? "+act"
+                                                                                                      : "");
+    const std::string backend =
+        run.backend_name + (run.arithmetic_note.empty() ? std::string() : "; " + run.arithmetic_note);
+    std::printf("%-6s %-9s %10.0f %9.2f %8.2f %8.3f %9.2f %9.2f %11.2f %10.2f %8.2f  %s\n", run.device.c_str(),
+                precision.c_str(), run.summary["images_per_sec"].get<double>(), breakdown["step_ms"].get<double>(),
                 ms("data_wait"), ms("host_to_device"), ms("forward"), ms("backward"), ms("allreduce_wait"),
-                ms("optimizer"), 100.0 * breakdown["host_to_device"]["share"].get<double>(),
-                run.backend_name.c_str());
+                ms("optimizer"), 100.0 * breakdown["host_to_device"]["share"].get<double>(), backend.c_str());
   }
   if (!gpus)
     std::printf("cuda   not measured: %s\n", backend::cuda_device_count() == 0
                                                  ? "no CUDA device (or a build without the CUDA backend)"
                                                  : "not every rank has a GPU of its own");
   if (keep)
-    std::printf("run directories (with report.html): %s/{%s}\n", run_root.c_str(), gpus ? "cpu,cuda" : "cpu");
+    std::printf("run directories (with report.html): %s/{%s}\n", run_root.c_str(),
+                gpus ? "cpu,cpu-bf16,cuda,cuda-bf16" : "cpu,cpu-bf16");
   return 0;
 }
 

@@ -7,9 +7,9 @@
 namespace phalanx::train {
 
 void apply_arithmetic(const config::Config& config, backend::Backend& backend) {
-  PHALANX_REQUIRE_INPUT(config.train.precision == "fp32" || backend.device_kind() == DeviceKind::Cuda,
-                        "train.precision: ", config.train.precision,
-                        " needs a GPU rank (the CUDA backend); CPU ranks train in fp32");
+  PHALANX_REQUIRE_INPUT(config.train.precision != "fp16" || backend.device_kind() == DeviceKind::Cuda,
+                        "train.precision: fp16 needs a GPU rank (the CUDA backend); CPU ranks train in fp32 "
+                        "or bf16");
   PHALANX_REQUIRE_INPUT(config.train.activation_dtype == "fp32" || backend.device_kind() == DeviceKind::Cuda,
                         "train.activation_dtype: ", config.train.activation_dtype,
                         " needs a GPU rank (the CUDA backend); CPU ranks hold activations in fp32");

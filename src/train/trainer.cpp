@@ -356,9 +356,11 @@ void Trainer::start_session() {
   broadcast_from_root(model_->registry().parameters());
   broadcast_from_root(model_->registry().buffers());
 
+  const std::string arithmetic_note = backend_.arithmetic_note();
   const auto rank_lines = communicator_.gather_strings(
       "rank " + std::to_string(communicator_.rank()) + ", host " + communicator_.host_name() + ", device " +
-          backend_.name() + ", threads " + std::to_string(options_.threads),
+          backend_.name() + ", threads " + std::to_string(options_.threads) +
+          (arithmetic_note.empty() ? std::string() : ", " + arithmetic_note),
       0);
   for (const auto& line : rank_lines) progress.line(line);
   progress.line(model_->summary() + "; " + std::to_string(train_split_->count) +

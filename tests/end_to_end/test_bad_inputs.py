@@ -137,11 +137,18 @@ class BadInputsTest(unittest.TestCase):
         self.assertIn("(from --set train.activation_dtype)", line)
 
     def test_reduced_activations_on_a_cpu_rank(self):
-        # Valid on a GPU rank; a CPU rank computes and holds activations in fp32 only.
+        # Valid on a GPU rank; a CPU rank computes in bf16 but holds activations in fp32 only.
         path = self.write("activation-dtype-cpu", self.config(device="cpu"))
-        line = self.train_refused("activation-dtype-cpu", path, "train.precision", "needs a GPU rank",
+        line = self.train_refused("activation-dtype-cpu", path, "train.activation_dtype", "needs a GPU rank",
                                   extra=("--set", "train.precision=bf16", "--set", "train.activation_dtype=bf16"))
         self.assertIn("bf16", line)
+
+    def test_fp16_on_a_cpu_rank(self):
+        # CPU ranks compute in fp32 or bf16; fp16 needs a GPU rank.
+        path = self.write("fp16-cpu", self.config(device="cpu"))
+        line = self.train_refused("fp16-cpu", path, "train.precision", "needs a GPU rank",
+                                  extra=("--set", "train.precision=fp16"))
+        self.assertIn("fp16", line)
 
     def test_device_cuda_without_a_gpu(self):
         # Refused alike by a build without the CUDA backend and by one that finds no GPU.

@@ -441,19 +441,24 @@ class BenchTest(unittest.TestCase):
         result = e2e.phalanx("bench", "devices", config, "--steps", 8, "--run-dir", run_root, timeout=300)
         self.assertEqual(result.returncode, 0, result.describe())
         header = next(line for line in result.stdout.splitlines() if line.startswith("device "))
-        rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()
-                if line.split()[:1] in (["cpu"], ["cuda"])}
-        self.assertIn("cpu", rows, result.stdout)
-        cpu = rows["cpu"]
-        images_per_second, step_ms = float(cpu[1]), float(cpu[2])
-        stages = [float(cell) for cell in cpu[3:9]]
-        self.assertGreater(images_per_second, 0)
-        self.assertLessEqual(sum(stages), step_ms * 1.001 + 0.01, (header, cpu))
-        self.assertGreater(sum(stages), step_ms * 0.9, (header, cpu))
-        summary = e2e.read_summary(os.path.join(run_root, "cpu"))
-        self.assertEqual(summary["steps"], 8)
-        self.assertAlmostEqual(summary["images_per_sec"], images_per_second, delta=1.0)
-        if "cuda" not in rows:
+        self.assertEqual(header.split()[:3], ["device", "precision", "images/s"], header)
+        # One row per device and precision: fp32 and bf16 side by side.
+        rows = {(line.split()[0], line.split()[1]): line.split() for line in result.stdout.splitlines()
+                if line.split()[:1] in (["cpu"], ["cuda"]) and len(line.split()) > 2}
+        for precision, directory in (("fp32", "cpu"), ("bf16", "cpu-bf16")):
+            self.assertIn(("cpu", precision), rows, result.stdout)
+            cpu = rows[("cpu", precision)]
+            images_per_second, step_ms = float(cpu[2]), float(cpu[3])
+            stages = [float(cell) for cell in cpu[4:10]]
+            self.assertGreater(images_per_second, 0)
+            self.assertLessEqual(sum(stages), step_ms * 1.001 + 0.01, (header, cpu))
+            self.assertGreater(sum(stages), step_ms * 0.9, (header, cpu))
+            summary = e2e.read_summary(os.path.join(run_root, directory))
+            self.assertEqual(summary["steps"], 8)
+            self.assertAlmostEqual(summary["images_per_sec"], images_per_second, delta=1.0)
+        # The bf16 row says how this CPU runs bf16 (AMX, AVX-512 bf16, or emulated).
+        self.assertIn("bf16 ", " ".join(rows[("cpu", "bf16")][10:]))
+        if not any(device == "cuda" for device, _ in rows):
             self.assertIn("cuda   not measured", result.stdout)
 
 

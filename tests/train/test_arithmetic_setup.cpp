@@ -31,31 +31,45 @@ std::string invalid_input_message(Call call) {
   return "";
 }
 
-TEST(ArithmeticSetup, CpuRankTakesFp32AndRefusesReducedPrecisionNamingTheKey) {
+// A CPU rank computes in fp32 or bf16 on fp32 activations; fp16 and reduced activations are
+// refused naming the key.
+TEST(ArithmeticSetup, CpuRankTakesFp32AndBf16AndRefusesTheRestNamingTheKey) {
   const auto backend = make_test_backend();
   EXPECT_NO_THROW(train::apply_arithmetic(config_with("fp32", "fp32"), *backend));
-  const std::string precision =
-      invalid_input_message([&] { train::apply_arithmetic(config_with("bf16", "fp32"), *backend); });
-  EXPECT_NE(precision.find("train.precision: bf16"), std::string::npos) << precision;
+  EXPECT_EQ(backend->arithmetic_note(), "");
+  EXPECT_NO_THROW(train::apply_arithmetic(config_with("bf16", "fp32"), *backend));
+  EXPECT_NE(backend->arithmetic_note().find("bf16"), std::string::npos) << backend->arithmetic_note();
   const std::string activations =
-      invalid_input_message([&] { train::apply_arithmetic(config_with("fp16", "fp16"), *backend); });
-  EXPECT_NE(activations.find("train.precision: fp16"), std::string::npos) << activations;
+      invalid_input_message([&] { train::apply_arithmetic(config_with("bf16", "bf16"), *backend); });
+  EXPECT_NE(activations.find("train.activation_dtype: bf16"), std::string::npos) << activations;
+  const std::string precision =
+      invalid_input_message([&] { train::apply_arithmetic(config_with("fp16", "fp32"), *backend); });
+  EXPECT_NE(precision.find("train.precision: fp16"), std::string::npos) << precision;
+  // Back to fp32, nothing left of bf16.
+  EXPECT_NO_THROW(train::apply_arithmetic(config_with("fp32", "fp32"), *backend));
+  EXPECT_EQ(backend->arithmetic_note(), "");
 }
 
-// The probes measure the steps training will take: a probe asked for bf16 on a CPU rank is
-// refused as training would be, instead of quietly measuring an fp32 step.
+// The probes measure the steps training will take: a probe runs under the configured precision
+// (bf16 on a CPU rank), and one asked for what the rank refuses is refused as training would be,
+// instead of quietly measuring an fp32 step.
 TEST(ArithmeticSetup, ProbeStepRunsUnderTheConfiguredPrecision) {
   const auto backend = make_test_backend();
   const Shape sample{28, 28, 1};
   // The probe keeps a reference to its config.
-  const config::Config fp32 = config_with("fp32", "fp32"), bf16 = config_with("bf16", "bf16");
+  const config::Config fp32 = config_with("fp32", "fp32"), bf16 = config_with("bf16", "fp32"),
+                       bf16_activations = config_with("bf16", "bf16");
   train::ProbeStep fp32_probe(fp32, *backend, sample, 10, 8);
   EXPECT_NO_THROW(fp32_probe.run());
+  EXPECT_EQ(backend->arithmetic_note(), "");
+  train::ProbeStep bf16_probe(bf16, *backend, sample, 10, 8);
+  EXPECT_NO_THROW(bf16_probe.run());
+  EXPECT_NE(backend->arithmetic_note().find("bf16"), std::string::npos) << backend->arithmetic_note();
   const std::string message = invalid_input_message([&] {
-    train::ProbeStep probe(bf16, *backend, sample, 10, 8);
+    train::ProbeStep probe(bf16_activations, *backend, sample, 10, 8);
     probe.run();
   });
-  EXPECT_NE(message.find("train.precision: bf16"), std::string::npos) << message;
+  EXPECT_NE(message.find("train.activation_dtype: bf16"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -134,9 +134,13 @@ class Backend : public Allocator {
   // page-locked on GPU backends, so the DMA engine reads it at full bus speed without a staging
   // copy; plain host memory on the CPU backend.
   virtual Allocator& staging_allocator() { return HostAllocator::instance(); }
-  // The arithmetic of the convolution and linear ops from now on. The base version (the CPU
-  // backend) computes in fp32 only and refuses anything else.
+  // The arithmetic of the convolution and linear ops from now on. The base version computes in
+  // fp32 only and refuses anything else; the CPU backend adds bf16, the CUDA backend bf16 and fp16.
   virtual void set_compute_precision(ComputePrecision precision);
+  // What a user should know about the arithmetic in effect, for the rank's line at the start of a
+  // run (the CPU backend: whether bf16 runs on AMX, on AVX-512 bf16 instructions or emulated);
+  // empty when there is nothing to say.
+  virtual std::string arithmetic_note() const { return {}; }
   // How activations are held in memory from now on: every float* an op reads or writes as a layer
   // input or output, its gradient, the logits and their gradient, and the input ops' output. fp32
   // (the default) or the compute precision itself (bf16/fp16, as torch.autocast keeps a

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "augment.hpp"
+#include "bf16_support.hpp"
 #include "elementwise.hpp"
 #include "optimizers.hpp"
 #include "phalanx/core/error.hpp"
@@ -40,6 +41,24 @@ std::string CpuBackend::name() const {
 
 void CpuBackend::synchronize() {
   context_.stream.wait();
+}
+
+void CpuBackend::set_compute_precision(ComputePrecision precision) {
+  PHALANX_REQUIRE_INPUT(precision != ComputePrecision::Float16, name(),
+                        " computes in fp32 or bf16; fp16 needs a GPU rank (the CUDA backend)");
+  // Where oneDNN has no bf16 kernels the ops compute in fp32; arithmetic_note says so.
+  const ComputePrecision effective =
+      precision == ComputePrecision::BFloat16 && bf16_support() == Bf16Support::Unavailable
+          ? ComputePrecision::Float32
+          : precision;
+  convolutions_.set_precision(effective);
+  linears_.set_precision(effective);
+  precision_ = precision;
+}
+
+std::string CpuBackend::arithmetic_note() const {
+  if (precision_ != ComputePrecision::BFloat16) return {};
+  return bf16_support_note();
 }
 
 void CpuBackend::copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) {
@@ -84,6 +103,12 @@ void CpuBackend::convolution_backward_weights(const ConvolutionGeometry& geometr
                                               const float* grad_output, float* grad_weight,
                                               float* grad_bias) {
   convolutions_.backward_weights(geometry, input, grad_output, grad_weight, grad_bias);
+}
+
+void CpuBackend::convolution_backward(const ConvolutionGeometry& geometry, const float* input,
+                                      const float* grad_output, const float* weight, float* grad_input,
+                                      float* grad_weight, float* grad_bias) {
+  convolutions_.backward(geometry, input, grad_output, weight, grad_input, grad_weight, grad_bias);
 }
 
 std::size_t CpuBackend::pooling_workspace_bytes(const PoolingGeometry& geometry) {

@@ -26,6 +26,11 @@ class CpuBackend final : public Backend {
 
   std::string name() const override;
   void synchronize() override;
+  // fp32 or bf16 (bf16 operands and fp32 accumulation in convolutions and linear layers, on AMX or
+  // AVX-512 bf16 instructions where the CPU has them, emulated by oneDNN on other AVX-512 CPUs,
+  // fp32 below AVX-512 where oneDNN 2.6 has no bf16 kernels); fp16 is refused.
+  void set_compute_precision(ComputePrecision precision) override;
+  std::string arithmetic_note() const override;
 
   void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) override;
   void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) override;
@@ -44,6 +49,10 @@ class CpuBackend final : public Backend {
                                  const float* weight, float* grad_input) override;
   void convolution_backward_weights(const ConvolutionGeometry& geometry, const float* input,
                                     const float* grad_output, float* grad_weight, float* grad_bias) override;
+  // bf16 converts grad_output once for both directions.
+  void convolution_backward(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,
+                            const float* weight, float* grad_input, float* grad_weight,
+                            float* grad_bias) override;
 
   std::size_t pooling_workspace_bytes(const PoolingGeometry& geometry) override;
   void pooling_forward(const PoolingGeometry& geometry, const float* input, float* output,
@@ -96,6 +105,7 @@ class CpuBackend final : public Backend {
 
  private:
   int threads_;  // the OpenMP team size set (or found) at construction
+  ComputePrecision precision_ = ComputePrecision::Float32;  // as asked (see arithmetic_note)
   DnnlContext context_;
   Convolutions convolutions_{context_};
   Poolings poolings_{context_};

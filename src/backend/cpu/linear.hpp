@@ -1,8 +1,10 @@
 // Fully connected layers of the CPU backend on oneDNN inner products: input [batch, in], weight
-// [out, in] as PyTorch stores it, output [batch, out]; primitives cached per geometry.
+// [out, in] as PyTorch stores it, output [batch, out]; fp32 or bf16 compute, primitives cached per
+// geometry and precision.
 #pragma once
 
 #include "dnnl_context.hpp"
+#include "phalanx/backend/backend.hpp"
 #include "phalanx/backend/geometry.hpp"
 #include "primitive_cache.hpp"
 
@@ -14,6 +16,9 @@ class Linears {
   ~Linears();
   Linears(const Linears&) = delete;
   Linears& operator=(const Linears&) = delete;
+
+  // fp32 (the default) or bf16: bf16 operands, fp32 accumulation and fp32 results (see the .cpp).
+  void set_precision(ComputePrecision precision);
 
   // bias may be null (no bias).
   void forward(const LinearGeometry& geometry, const float* input, const float* weight, const float* bias,
@@ -27,6 +32,7 @@ class Linears {
   Primitives& primitives(const LinearGeometry& geometry);
 
   DnnlContext& context_;
+  ComputePrecision precision_ = ComputePrecision::Float32;
   PrimitiveCache<LinearGeometry, Primitives> cache_;
 };
 

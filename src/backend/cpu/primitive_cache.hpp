@@ -1,6 +1,7 @@
 // Cache of per-geometry op state (oneDNN primitives, their reorders and buffers): creating a
 // primitive JIT-compiles code and costs far more than running it, so each geometry builds its
-// state once and every later call with the same geometry finds it in a hash map.
+// state once and every later call with the same geometry finds it in a hash map. Op families
+// that compute in more than one precision key their entries by geometry and precision.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "phalanx/backend/backend.hpp"
 #include "phalanx/backend/geometry.hpp"
 
 namespace phalanx::backend::cpu {
@@ -41,19 +43,31 @@ struct GeometryHash {
 template <typename Geometry, typename Entry>
 class PrimitiveCache {
  public:
+  // The fp32 entry of `geometry` (op families that compute in fp32 only).
   template <typename... Arguments>
   Entry& find_or_create(const Geometry& geometry, Arguments&&... arguments) {
-    auto found = entries_.find(geometry);
-    if (found == entries_.end())
+    return find_or_create_in(ComputePrecision::Float32, geometry, std::forward<Arguments>(arguments)...);
+  }
+  // The entry of `geometry` in `precision`; a new one is built as Entry(geometry, arguments...).
+  template <typename... Arguments>
+  Entry& find_or_create_in(ComputePrecision precision, const Geometry& geometry, Arguments&&... arguments) {
+    auto& entries = entries_[static_cast<std::size_t>(precision)];
+    auto found = entries.find(geometry);
+    if (found == entries.end())
       found =
-          entries_.emplace(geometry, std::make_unique<Entry>(geometry, std::forward<Arguments>(arguments)...))
+          entries.emplace(geometry, std::make_unique<Entry>(geometry, std::forward<Arguments>(arguments)...))
               .first;
     return *found->second;
   }
-  std::size_t size() const { return entries_.size(); }
+  std::size_t size() const {
+    std::size_t total = 0;
+    for (const auto& entries : entries_) total += entries.size();
+    return total;
+  }
 
  private:
-  std::unordered_map<Geometry, std::unique_ptr<Entry>, GeometryHash> entries_;
+  // One map per ComputePrecision value (Float32, BFloat16, Float16).
+  std::unordered_map<Geometry, std::unique_ptr<Entry>, GeometryHash> entries_[3];
 };
 
 }  // namespace phalanx::backend::cpu
