@@ -6,7 +6,7 @@ side by side in one run: fmnist_cnn (Fashion-MNIST) and resnet20 (32x32x3), batc
         --output /tmp/cpu_vs_torch.json
 
 Columns, per model and pairing (ranks x threads per rank, global batch 128):
-  phalanx  fp32, and bf16 (--set train.precision=bf16 --set train.activation_dtype=bf16); a build
+  phalanx  fp32, and bf16 (--set train.precision=bf16; activations stay fp32 on CPU ranks); a build
            that refuses bf16 on a CPU rank (exit 2) shows "refused" with its message
   PyTorch  fp32 and bf16 autocast (torch.autocast('cpu', dtype=torch.bfloat16)), each in NCHW
            and channels_last, under each PyTorch: the 2.x venv (made under build/ with
@@ -197,8 +197,9 @@ def phalanx_sets(args, model, data, ranks, threads, precision):
     if spec["optimizer"] == "sgd":
         sets["optimizer.momentum"] = spec["momentum"]
     if precision != "fp32":
+        # bf16 compute (operands of convolutions and linear layers); CPU ranks keep activations in
+        # fp32 (train.activation_dtype), as autocast keeps batch norm's output in fp32.
         sets["train.precision"] = precision
-        sets["train.activation_dtype"] = precision
     return sets
 
 
