@@ -56,7 +56,7 @@ void AshaCandidatesAndDispatch(benchmark::State& state) {
   for (int group = 0; group < 64; ++group) groups.push_back({group, group<8, 1.0 + group % 3, 5.0, group> 0});
   for (auto _ : state) {
     std::vector<phalanx::sweep::Candidate> candidates;
-    for (const auto& job : asha.candidates()) candidates.push_back({job, asha.budget(job.rung), 1});
+    for (const auto& job : asha.candidates()) candidates.push_back({job, asha.budget(job.rung)});
     benchmark::DoNotOptimize(phalanx::sweep::choose_job(candidates, groups, 0));
   }
 }

@@ -1,6 +1,7 @@
 // `phalanx sweep SWEEP.yaml [--sweep-dir DIR] [--resume] [--set key=value ...]`: a hyperparameter
 // sweep over all ranks of the mpirun (docs/SWEEPS.md). The world splits into worker groups
-// (k GPU ranks over NCCL, or one CPU rank each); world rank 0 also runs the coordinator thread.
+// (k GPU ranks over NCCL, CPU ranks in groups of the sizes workers.cpu_ranks_per_trial lists); world
+// rank 0 also runs the coordinator thread.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -89,8 +90,9 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
   if (status) return status;
 
   // Worker groups: GPU ranks in world order, gpu_ranks_per_trial to a group (a remainder that
-  // cannot fill a group stays out); each CPU rank alone when CPU ranks take trials. Groups are
-  // numbered by their first world rank.
+  // cannot fill a group stays out: an NCCL group of fewer GPUs would be the slow one); CPU ranks in
+  // world order, cut into groups of the sizes cpu_ranks_per_trial lists, repeated, the last group
+  // taking what is left, when CPU ranks take trials. Groups are numbered by their first world rank.
   const bool gpu = resources.backend->device_kind() == DeviceKind::Cuda;
   const auto kinds = world.allgather(static_cast<std::uint64_t>(gpu));
   std::vector<int> group_of(static_cast<std::size_t>(world.size()), -1);
@@ -105,9 +107,20 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
     for (std::size_t index = 0; index < full; index += static_cast<std::size_t>(sweep.gpu_ranks_per_trial))
       candidates.emplace_back(gpu_ranks.begin() + static_cast<long>(index),
                               gpu_ranks.begin() + static_cast<long>(index) + sweep.gpu_ranks_per_trial);
-    if (sweep.cpu_trials)
+    if (sweep.cpu_trials) {
+      std::vector<int> cpu_ranks;
       for (int rank = 0; rank < world.size(); ++rank)
-        if (!kinds[static_cast<std::size_t>(rank)]) candidates.push_back({rank});
+        if (!kinds[static_cast<std::size_t>(rank)]) cpu_ranks.push_back(rank);
+      std::size_t next = 0;
+      for (std::size_t index = 0; next < cpu_ranks.size(); ++index) {
+        const auto size =
+            static_cast<std::size_t>(sweep.cpu_ranks_per_trial[index % sweep.cpu_ranks_per_trial.size()]);
+        const std::size_t end = std::min(cpu_ranks.size(), next + size);
+        candidates.emplace_back(cpu_ranks.begin() + static_cast<long>(next),
+                                cpu_ranks.begin() + static_cast<long>(end));
+        next = end;
+      }
+    }
     std::sort(candidates.begin(), candidates.end());
     for (const auto& group : candidates) {
       for (const int rank : group)

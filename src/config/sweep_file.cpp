@@ -37,7 +37,7 @@ const std::vector<std::string>& budget_keys() {
   return keys;
 }
 const std::vector<std::string>& worker_keys() {
-  static const std::vector<std::string> keys = {"gpu_ranks_per_trial", "cpu_trials"};
+  static const std::vector<std::string> keys = {"gpu_ranks_per_trial", "cpu_ranks_per_trial", "cpu_trials"};
   return keys;
 }
 // The dotted keys --set may name in the sweep file itself (besides config.*).
@@ -188,6 +188,9 @@ std::string set_by_the_sweep(const std::string& key) {
            "search it: space: {seed: {type: choice, values: [N]}})";
   if (key == "device" || key == "threads")
     return "each rank's device and threads come from the base config once for the whole sweep";
+  if (key == "elastic.global_batch")
+    return "a trial keeps its global batch when a promotion moves it to a worker group of another size, so "
+           "that every rung is a prefix of one trajectory";
   return "";
 }
 
@@ -203,9 +206,13 @@ void refuse_keys_the_sweep_sets(const Reader& reader, const YAML::Node& root, co
                                 std::size_t file_set_count) {
   for (const auto& parameter : sweep.space)
     if (parameter.key == "train.max_steps" || parameter.key == "train.epochs" || parameter.key == "device" ||
-        parameter.key == "threads")
+        parameter.key == "threads" || parameter.key == "elastic.global_batch")
       fail_at(reader, "space." + parameter.key, "cannot be searched: " + set_by_the_sweep(parameter.key),
               root["space"][parameter.key]);
+  if (sweep.base.elastic.global_batch != "keep")
+    throw_input_error(sweep.source + ": elastic.global_batch: " + sweep.base.elastic.global_batch +
+                      " (from the base config " + sweep.base_path + " or the sweep's set:/--set): " +
+                      set_by_the_sweep("elastic.global_batch") + "; remove it");
   // train.max_steps may come from the base file too; `set: [train.max_steps=null]` removes it there.
   std::size_t max_steps_origin = sweep.base_overrides.size();
   for (std::size_t index = 0; index < sweep.base_overrides.size(); ++index) {
@@ -309,6 +316,21 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
           reader.integer(workers["gpu_ranks_per_trial"], "workers.gpu_ranks_per_trial", 1, 4096));
     if (workers["cpu_trials"].IsDefined())
       sweep.cpu_trials = reader.boolean(workers["cpu_trials"], "workers.cpu_trials");
+    if (const YAML::Node sizes = workers["cpu_ranks_per_trial"]; sizes.IsDefined()) {
+      // One size for every CPU group, or a list of sizes that repeats.
+      sweep.cpu_ranks_per_trial.clear();
+      if (sizes.IsSequence()) {
+        if (sizes.size() == 0)
+          fail_at(reader, "workers.cpu_ranks_per_trial", "is an empty list: give at least one group size",
+                  sizes);
+        for (std::size_t index = 0; index < sizes.size(); ++index)
+          sweep.cpu_ranks_per_trial.push_back(static_cast<int>(reader.integer(
+              sizes[index], "workers.cpu_ranks_per_trial[" + std::to_string(index) + "]", 1, 4096)));
+      } else {
+        sweep.cpu_ranks_per_trial.push_back(
+            static_cast<int>(reader.integer(sizes, "workers.cpu_ranks_per_trial", 1, 4096)));
+      }
+    }
   }
   if (!root["space"].IsDefined()) fail_at(reader, "space", "is missing: name the keys to search", root);
   read_space(reader, root["space"], sweep);

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -114,9 +113,6 @@ class Coordinator {
       asha_.restore_started(row["trial_id"].get<int>());
     for (const auto& row : database.rows("SELECT DISTINCT trial_id, rung FROM jobs WHERE rung > 0"))
       asha_.restore_promoted(row["trial_id"].get<int>(), row["rung"].get<int>());
-    for (const auto& row : database.rows("SELECT jobs.trial_id, workers.ranks FROM jobs JOIN workers ON "
-                                         "jobs.worker = workers.worker ORDER BY jobs.job_id"))
-      trial_group_size_.emplace(row["trial_id"].get<int>(), rank_count(row["ranks"].get<std::string>()));
     for (const auto& row : database.rows("SELECT trial_id, rung, metric FROM rung_results"))
       asha_.record(row["trial_id"].get<int>(), row["rung"].get<int>(), row["metric"].get<double>());
     // Jobs a kill left running, and jobs a stop signal interrupted (in this or an earlier stop).
@@ -315,9 +311,8 @@ class Coordinator {
     });
     for (const int worker : free_groups) {
       std::vector<Candidate> candidates;
-      for (const auto& job : requeued_) candidates.push_back({job, cost(job), group_size_of(job.trial)});
-      for (const auto& job : asha_.candidates())
-        candidates.push_back({job, cost(job), job.new_trial() ? 0 : group_size_of(job.trial)});
+      for (const auto& job : requeued_) candidates.push_back({job, cost(job)});
+      for (const auto& job : asha_.candidates()) candidates.push_back({job, cost(job)});
       DispatchEstimate estimate;
       const int choice = choose_job(candidates, states, worker, &estimate);
       passed_over_ += estimate.passed_over;
@@ -334,14 +329,6 @@ class Coordinator {
     }
   }
 
-  int group_size_of(int trial) const {
-    const auto found = trial_group_size_.find(trial);
-    return found == trial_group_size_.end() ? 0 : found->second;
-  }
-  static int rank_count(const std::string& ranks) {
-    return 1 + static_cast<int>(std::count(ranks.begin(), ranks.end(), ','));
-  }
-
   double cost(const Job& job) const {
     return asha_.budget(job.rung) - (job.rung > 0 ? asha_.budget(job.rung - 1) : 0.0);
   }
@@ -351,8 +338,7 @@ class Coordinator {
     std::vector<GroupState> states;
     for (std::size_t worker = 0; worker < groups_.size(); ++worker) {
       const Group& group = groups_[worker];
-      GroupState state{static_cast<int>(worker), group.gpu, group.speed, 0.0, group.busy,
-                       rank_count(group.ranks)};
+      GroupState state{static_cast<int>(worker), group.gpu, group.speed, 0.0, group.busy};
       if (group.busy) {
         const double speed = effective_speed(state, {});
         state.busy_seconds_left = std::max(0.0, group.started + group.cost / std::max(speed, 1e-9) - now);
@@ -389,7 +375,6 @@ class Coordinator {
       start.seed = parameters.seed;
     }
     group.job_id = store_.start_job(start);  // committed before the job is sent
-    trial_group_size_.emplace(job.trial, rank_count(group.ranks));
     group.job = job;
     group.busy = true;
     group.started = start.started;
@@ -477,9 +462,8 @@ class Coordinator {
   int live_block_lines_ = 0;
   bool stopping_ = false;  // a stop signal arrived: no new jobs, end when the busy groups reported
   int stop_signal_ = 0;
-  int interrupted_ = 0;                  // jobs stopped by the signal in this run
-  std::map<int, int> trial_group_size_;  // ranks of the groups a trial's checkpoints come from  // promotions
-                                         // a slower group left to a faster one
+  int interrupted_ = 0;  // jobs stopped by the signal in this run
+                         // a slower group left to a faster one
 };
 
 }  // namespace

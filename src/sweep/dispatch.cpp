@@ -27,7 +27,6 @@ int choose_job(const std::vector<Candidate>& candidates, const std::vector<Group
   std::vector<double> reserved(groups.size(), 0.0);
   for (std::size_t index = 0; index < candidates.size(); ++index) {
     const Candidate& candidate = candidates[index];
-    if (candidate.group_size > 0 && candidate.group_size != self.size) continue;
     const double own_seconds = candidate.cost / own_speed;
     if (estimate) *estimate = DispatchEstimate{own_seconds, -1, estimate->passed_over};
     if (candidate.job.rung == 0) return static_cast<int>(index);
@@ -38,7 +37,6 @@ int choose_job(const std::vector<Candidate>& candidates, const std::vector<Group
       const double speed = effective_speed(groups[other], groups);
       // Only a busy, faster group can be waited for: a free one would have asked already.
       if (!groups[other].busy || speed <= own_speed) continue;
-      if (candidate.group_size > 0 && candidate.group_size != groups[other].size) continue;
       const double finish = groups[other].busy_seconds_left + reserved[other] + candidate.cost / speed;
       if (estimate && (estimate->faster_group_seconds < 0 || finish < estimate->faster_group_seconds))
         estimate->faster_group_seconds = finish;

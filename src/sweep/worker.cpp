@@ -1,9 +1,11 @@
 // The worker loop (see worker.hpp). A job names a trial, the rung to reach and its budget; the
 // worker turns the budget into train.max_steps of a run whose train.epochs spans the sweep's
 // maximum budget, so every rung is a prefix of the same trajectory (the schedule included) and
-// a promoted trial continues from its checkpoint exactly as an uninterrupted run would.
+// a promoted trial continues from its checkpoint exactly as an uninterrupted run would, on a
+// group of any size.
 #include "phalanx/sweep/worker.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -12,25 +14,24 @@
 #include "phalanx/core/timer.hpp"
 #include "phalanx/data/data_source.hpp"
 #include "phalanx/data/dataset.hpp"
-#include "phalanx/data/shard_plan.hpp"
 #include "phalanx/sweep/protocol.hpp"
+#include "phalanx/train/batch_split.hpp"
+#include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/stop_request.hpp"
 #include "phalanx/train/trainer.hpp"
 
 namespace phalanx::sweep {
 namespace {
 
-// Budget -> optimizer steps for this group (its size sets the global batch).
-void set_budget(const config::SweepConfig& sweep, double budget, const comm::Communicator& group,
+// Budget -> optimizer steps of the trial's global batch (the same on every group it runs on).
+void set_budget(const config::SweepConfig& sweep, double budget, std::int64_t global_batch,
                 config::Config& config) {
   const auto info = data::read_source_info(config.data);
   const auto* split = info.find_split(config.data.train_split);
   PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": has no split '", config.data.train_split, "'");
-  const std::int64_t global_batch = static_cast<std::int64_t>(config.train.batch_size) * group.size();
   PHALANX_REQUIRE_INPUT(split->count >= global_batch, config.data.path, ": split '", config.data.train_split,
                         "' has ", split->count, " samples, fewer than one global batch of ", global_batch);
-  const data::ShardPlan plan(split->count, config.train.batch_size, group.rank(), group.size(), config.seed);
-  const std::int64_t steps_per_epoch = plan.steps_per_epoch();
+  const std::int64_t steps_per_epoch = split->count / global_batch;  // as data::ShardPlan cuts an epoch
   if (sweep.budget_unit == "epochs") {
     config.train.max_steps =
         std::max<std::int64_t>(1, std::llround(budget * static_cast<double>(steps_per_epoch)));
@@ -45,20 +46,56 @@ void set_budget(const config::SweepConfig& sweep, double budget, const comm::Com
   }
 }
 
+// A trial's global batch is fixed where it starts: train.batch_size x the ranks of that group.
+// A promotion may resume it on a group of another size; the checkpoint's global batch is then cut
+// over the group's ranks (as `phalanx train --resume` does, docs/CHECKPOINTS.md "Elastic resume"),
+// evenly, so every update takes the same samples and the rungs stay prefixes of one trajectory.
+// Returns the trial's global batch and fills `split` when the group's ranks do not each train
+// train.batch_size.
+std::int64_t trial_batch_split(const config::Config& config, const std::string& resume,
+                               const comm::Communicator& group, const backend::Backend& backend,
+                               train::BatchSplit& split) {
+  split = train::BatchSplit{};
+  if (resume.empty()) return static_cast<std::int64_t>(config.train.batch_size) * group.size();
+  const auto header = train::read_checkpoint_header(resume);
+  const std::int64_t global_batch = train::stored_global_batch(header);
+  if (header.world_size == group.size()) {
+    const auto stored = train::stored_split(resume, config, group.size());
+    if (std::all_of(stored.begin(), stored.end(),
+                    [&](int batch) { return batch == config.train.batch_size; }))
+      return global_batch;
+    split.local_batches = stored;
+  } else {
+    split.local_batches = train::elastic_split(resume, config, group.size(), {});
+    split.checkpoint_local_batches = header.local_batches;
+    if (split.checkpoint_local_batches.empty())
+      split.checkpoint_local_batches.assign(static_cast<std::size_t>(header.world_size),
+                                            static_cast<int>(global_batch / header.world_size));
+  }
+  split.method = config.distributed.local_batches.empty() ? "equal" : "explicit";
+  split.stored_in = resume;
+  const auto kinds = group.allgather(static_cast<std::uint64_t>(backend.device_kind() == DeviceKind::Cuda));
+  for (const auto kind : kinds) split.devices.push_back(kind ? "cuda" : "cpu");
+  return global_batch;
+}
+
 nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job) {
   const auto& group = *options.group;
   const int trial = job.at("trial").get<int>();
   auto config = config::trial_config(*options.sweep, job.at("assignments").get<std::vector<std::string>>());
-  set_budget(*options.sweep, job.at("budget").get<double>(), group, config);
   const std::string run_directory = trial_directory(options.sweep_directory, trial);
   // The group leader picks the checkpoint so that every rank of the group loads the same one.
   std::string resume =
       group.rank() == 0 ? train::RunDirectory(run_directory, false).find_latest_checkpoint() : "";
   group.broadcast_string(resume, 0);
+  train::BatchSplit split;
+  const std::int64_t global_batch = trial_batch_split(config, resume, group, *options.backend, split);
+  set_budget(*options.sweep, job.at("budget").get<double>(), global_batch, config);
 
   train::TrainerOptions trainer_options{config, config::to_yaml(config), run_directory,
                                         resume, options.threads,         options.nccl};
   trainer_options.quiet = true;
+  trainer_options.batch_split = std::move(split);
   Stopwatch clock;
   train::Trainer trainer(std::move(trainer_options), group, *options.backend);
   const std::int64_t start_step = trainer.position().global_step;

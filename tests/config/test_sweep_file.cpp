@@ -147,6 +147,35 @@ TEST_F(SweepFile, SearchingAKeyTheSweepSetsIsRefused) {
   EXPECT_EQ(seeded.space[1].key, "seed");
 }
 
+// CPU worker groups: one size for all, or a list of sizes that repeats (docs/SWEEPS.md).
+TEST_F(SweepFile, CpuGroupSizesAreOneNumberOrAList) {
+  EXPECT_EQ(load_sweep(sweep()).cpu_ranks_per_trial, (std::vector<int>{1}));
+  EXPECT_EQ(
+      load_sweep(sweep("trials: 4\n", "trials: 4\nworkers: {cpu_ranks_per_trial: 2}\n")).cpu_ranks_per_trial,
+      (std::vector<int>{2}));
+  EXPECT_EQ(load_sweep(sweep(), {"workers.cpu_ranks_per_trial=[1, 2]"}).cpu_ranks_per_trial,
+            (std::vector<int>{1, 2}));
+  expect_input_error(
+      [&] { load_sweep(sweep("trials: 4\n", "trials: 4\nworkers: {cpu_ranks_per_trial: [1, 0]}\n")); },
+      {"sweep.yaml", "workers.cpu_ranks_per_trial[1]"});
+  expect_input_error(
+      [&] { load_sweep(sweep("trials: 4\n", "trials: 4\nworkers: {cpu_ranks_per_trial: []}\n")); },
+      {"sweep.yaml", "workers.cpu_ranks_per_trial", "empty list"});
+}
+
+// A trial keeps its global batch when it moves to a group of another size: another one is refused.
+TEST_F(SweepFile, AnotherGlobalBatchOnResumeIsRefused) {
+  expect_input_error([&] { load_sweep(sweep(), {"config.elastic.global_batch=change"}); },
+                     {"sweep.yaml", "elastic.global_batch: change", "keeps its global batch"});
+  expect_input_error(
+      [&] {
+        load_sweep(
+            sweep("  train.batch_size:",
+                  "  elastic.global_batch: {type: choice, values: [keep, change]}\n  train.batch_size:"));
+      },
+      {"sweep.yaml: space.elastic.global_batch: cannot be searched"});
+}
+
 // train.activation_dtype in a space is checked against the base's train.precision, value by value.
 TEST_F(SweepFile, ReducedActivationsNeedThatPrecisionInTheBase) {
   const std::string space = "  train.batch_size: {type: choice, values: [16, 32]}\n";

@@ -72,14 +72,17 @@ TEST(Dispatch, UnmeasuredGpuGroupsCountAsFasterThanCpuGroups) {
   EXPECT_DOUBLE_EQ(effective_speed(GroupState{0, false, 0.0, 0.0, false}, {}), 1.0);
 }
 
-TEST(Dispatch, ATrialResumesOnlyOnAGroupOfTheSizeThatWroteItsCheckpoint) {
-  // Group 0: one CPU rank; group 1: two GPU ranks (busy). The promotion's checkpoint was written
-  // by a 2-rank group: the CPU rank cannot continue it and starts a new trial instead.
-  std::vector<GroupState> groups = {GroupState{0, false, 1.0, 0.0, false, 1},
-                                    GroupState{1, true, 50.0, 30.0, true, 2}};
-  const Candidate two_rank_promotion{{4, 1}, 2.0, 2};
-  EXPECT_EQ(choose_job({two_rank_promotion, new_trial}, groups, 0), 1);
-  // A 1-rank trial is not left to the 2-rank group, however fast: the CPU rank takes it.
-  const Candidate one_rank_promotion{{5, 1}, 2.0, 1};
-  EXPECT_EQ(choose_job({one_rank_promotion, new_trial}, groups, 0), 0);
+TEST(Dispatch, ATrialMovesToAGroupOfAnotherSize) {
+  // Group 0: one CPU rank; group 1: two GPU ranks. A checkpoint resumes on any number of ranks
+  // (elastic resume), so a promoted trial goes to whichever group the rule picks, whatever the
+  // size of the group that wrote its checkpoint.
+  const Candidate promotion_from_two_ranks{{4, 1}, 2.0};  // 2 s here, 0.04 s on the GPU group
+  // The GPU group has 30 s left: the CPU rank takes the promotion itself.
+  EXPECT_EQ(choose_job({promotion_from_two_ranks, new_trial},
+                       {GroupState{0, false, 1.0, 0.0, false}, GroupState{1, true, 50.0, 30.0, true}}, 0),
+            0);
+  // The GPU group is nearly done: the CPU rank leaves it the promotion and starts a new trial.
+  EXPECT_EQ(choose_job({promotion_from_two_ranks, new_trial},
+                       {GroupState{0, false, 1.0, 0.0, false}, GroupState{1, true, 50.0, 0.5, true}}, 0),
+            1);
 }

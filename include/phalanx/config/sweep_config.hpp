@@ -35,7 +35,11 @@ struct SweepConfig {
   double min_budget = 1, max_budget = 1;
   int eta = 3;
   int gpu_ranks_per_trial = 1;
-  bool cpu_trials = true;              // whether CPU ranks take trials
+  bool cpu_trials = true;  // whether CPU ranks take trials
+  // The sizes of the CPU worker groups, in world order, repeated until the CPU ranks run out (the
+  // last group takes what is left): {1} puts each CPU rank alone, {2} pairs them, {1, 2} makes
+  // groups of 1, 2, 1, 2, ... ranks.
+  std::vector<int> cpu_ranks_per_trial = {1};
   std::vector<SearchParameter> space;  // in file order
   Config base;                         // the base config, validated
   std::string base_text;               // its YAML text (as read, before overrides)

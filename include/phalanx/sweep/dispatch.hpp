@@ -7,9 +7,10 @@
 //   - a promotion only if no faster group is expected to finish it sooner, where a faster group's
 //     finish time is the rest of its current job plus the promotions already left to it in this
 //     walk plus the job's cost at its speed.
-// Only groups of the size a trial's checkpoint was written with can continue it. When it takes
-// nothing it waits; a group passed over always leaves its job to a faster group
-// that is busy, and that group takes it when it asks next, so nothing waits forever.
+// Any group can continue any trial: a checkpoint resumes on a group of another size with its
+// global batch (docs/CHECKPOINTS.md, elastic resume). When it takes nothing it waits; a group passed over
+// always leaves its job to a faster group that is busy, and that group takes it when it asks next, so nothing
+// waits forever.
 #pragma once
 
 #include <vector>
@@ -24,15 +25,11 @@ struct GroupState {
   double speed = 0;              // measured budget units per second (0: not measured yet)
   double busy_seconds_left = 0;  // expected rest of its current job (0 when free)
   bool busy = false;
-  int size = 1;  // ranks in the group
 };
 
 struct Candidate {
   Job job;
   double cost = 0;  // budget units the job trains
-  // Ranks a group needs to run it: a trial with a checkpoint resumes only on a group of the size
-  // that wrote it (its data order depends on it); 0 for a new trial, which runs anywhere.
-  int group_size = 0;
 };
 
 // The speed used for decisions: measured when known; an unmeasured GPU group counts as faster

@@ -1,7 +1,8 @@
 // A worker group: one or more ranks that train a sweep's trials data-parallel among themselves
-// (k GPU ranks over NCCL, or one CPU rank). Its leader asks the coordinator for jobs and reports
-// results; every rank of the group runs each trial through the same train::Trainer as
-// `phalanx train`, in process, resuming from the trial's newest checkpoint when it has one.
+// (k GPU ranks over NCCL, or CPU ranks over MPI). Its leader asks the coordinator for jobs and
+// reports results; every rank of the group runs each trial through the same train::Trainer as
+// `phalanx train`, in process, resuming from the trial's newest checkpoint when it has one, with
+// the trial's global batch cut over the group's ranks when another size of group wrote it.
 #pragma once
 
 #include <string>
