@@ -217,5 +217,18 @@ TEST(ConfigParseErrors, SyntaxErrorNamesFileAndLine) {
                      {source + ": line 2, column", "YAML syntax error"});
 }
 
+// A "billion laughs" of YAML aliases: nine lines name 10^8 nested layers. The YAML library keeps
+// an alias as one shared node, but a model is built layer by layer, so the layer count stops it
+// early (before any large allocation) naming the key where the limit was passed.
+TEST(ConfigParseErrors, AliasBombOfLayersIsRefusedBeforeItExpands) {
+  std::string layers = "    - &b0 {type: relu}\n";
+  for (int level = 1; level <= 8; ++level) {
+    layers += "    - &b" + std::to_string(level) + " {type: residual, main: [";
+    for (int copy = 0; copy < 10; ++copy) layers += (copy ? ", *b" : "*b") + std::to_string(level - 1);
+    layers += "]}\n";
+  }
+  expect_layer_error(layers, {"model.layers[", "more than 10000 layers"});
+}
+
 }  // namespace
 }  // namespace phalanx::config
