@@ -15,8 +15,14 @@ namespace {
 // it would be built layer by layer until memory ran out.
 constexpr std::size_t largest_layer_count = 10000;
 
+// Residual blocks nest at most this deep. A YAML alias may name the block it sits in
+// (`&b {type: residual, main: [*b]}`): that block contains itself forever, and reading it would
+// recurse until the stack overflowed before the layer count stopped it.
+constexpr int deepest_nesting = 64;
+
 struct LayerBudget {
   std::size_t used = 0;
+  int depth = 0;
 };
 
 std::vector<LayerSpec> read_layers(const Reader& reader, const YAML::Node& list, const std::string& key,
@@ -94,6 +100,11 @@ LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::s
     spec.probability = reader.real32(value, key + ".probability", Bound{0.0, true}, Bound{1.0, false});
   }
   if (spec.type == "residual") {
+    if (++budget.depth > deepest_nesting) {
+      reader.fail(key, key + ": residual blocks nested more than " + std::to_string(deepest_nesting) +
+                           " deep (does a YAML alias name the block it is in?)",
+                  layer);
+    }
     spec.main = read_layers(reader, layer["main"], key + ".main", budget);
     if (spec.main.empty()) {
       reader.fail(key + ".main", key + ".main: a residual layer needs a non-empty 'main' list of layers",
@@ -103,6 +114,7 @@ LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::s
     if (const YAML::Node value = layer["relu_after"]; value.IsDefined()) {
       spec.relu_after = reader.boolean(value, key + ".relu_after");
     }
+    --budget.depth;
   }
   return spec;
 }

@@ -230,5 +230,11 @@ TEST(ConfigParseErrors, AliasBombOfLayersIsRefusedBeforeItExpands) {
   expect_layer_error(layers, {"model.layers[", "more than 10000 layers"});
 }
 
+// Found by the config fuzzer: an alias that names the block it sits in makes that block contain
+// itself forever; reading it recursed until the stack overflowed.
+TEST(ConfigParseErrors, AliasNamingItsOwnBlockIsRefused) {
+  expect_layer_error("    - &block {type: residual, main: [*block]}\n", {"model.layers[0]", "nested more than 64"});
+}
+
 }  // namespace
 }  // namespace phalanx::config

@@ -178,3 +178,10 @@ TEST_F(SweepFile, GridTooLargeToListIsRefusedUnlessTrialsCapsIt) {
   const auto capped = load_sweep(write("capped.yaml", "name: capped\nconfig: base.yaml\ntrials: 5\n" + huge));
   EXPECT_EQ(phalanx::config::grid_points(capped), phalanx::config::largest_grid + 1);
 }
+
+// Found by the sweep-file fuzzer: a space entry without `type` (here misspelt) escaped as the YAML
+// library's own exception instead of an input error naming the key.
+TEST_F(SweepFile, SpaceEntryWithoutATypeNamesTheKey) {
+  expect_input_error([&] { load_sweep(sweep("{type: loguniform,", "{typo: loguniform,")); },
+                     {"sweep.yaml", "space.optimizer.learning_rate.type", "got nothing"});
+}
