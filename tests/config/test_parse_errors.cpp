@@ -236,5 +236,15 @@ TEST(ConfigParseErrors, AliasNamingItsOwnBlockIsRefused) {
   expect_layer_error("    - &block {type: residual, main: [*block]}\n", {"model.layers[0]", "nested more than 64"});
 }
 
+// Found by the config fuzzer: bytes that are not UTF-8 went into strings, and the config.yaml
+// written from them read back as another config. Refused with the line; UTF-8 names still work.
+TEST(ConfigParseErrors, TextThatIsNotUtf8IsRefusedWithItsLine) {
+  expect_parse_error("name: \"caf\xff\"\n", {"line 3: not UTF-8 text"});
+  expect_input_error([&] { parse(base, source, {"name=caf\xc3"}); }, {source, "--set", "not UTF-8 text"});
+  const Config config = parse(base + "name: \"caf\xc3\xa9 \xe2\x82\xac\"\n", source);
+  EXPECT_EQ(config.name, "caf\xc3\xa9 \xe2\x82\xac");
+  EXPECT_EQ(parse(to_yaml(config), "emitted.yaml"), config);
+}
+
 }  // namespace
 }  // namespace phalanx::config
