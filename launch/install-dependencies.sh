@@ -17,6 +17,9 @@ packages+=(slurm-wlm munge iproute2)
 # The install test: `module load phalanx` with Environment Modules; the build stamps its git commit.
 packages+=(environment-modules git)
 if [ "${PHALANX_WITH_TORCH:-0}" = 1 ]; then packages+=(python3-torch); fi
+# The fuzz targets (launch/sanitize.sh fuzz): clang with libFuzzer and its sanitizer runtimes, and
+# LLVM's OpenMP for the CPU backend built with clang. (GCC's sanitizer runtimes come with g++.)
+if [ "${PHALANX_WITH_FUZZ:-0}" = 1 ]; then packages+=(clang libclang-rt-14-dev libomp-dev); fi
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

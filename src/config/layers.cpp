@@ -10,6 +10,24 @@
 namespace phalanx::config {
 namespace {
 
+// At most this many layers in one model, counting those inside residual blocks. YAML aliases let
+// a few lines name a block that repeats itself a billion times (an "alias bomb"); without a bound
+// it would be built layer by layer until memory ran out.
+constexpr std::size_t largest_layer_count = 10000;
+
+// Residual blocks nest at most this deep. A YAML alias may name the block it sits in
+// (`&b {type: residual, main: [*b]}`): that block contains itself forever, and reading it would
+// recurse until the stack overflowed before the layer count stopped it.
+constexpr int deepest_nesting = 64;
+
+struct LayerBudget {
+  std::size_t used = 0;
+  int depth = 0;
+};
+
+std::vector<LayerSpec> read_layers(const Reader& reader, const YAML::Node& list, const std::string& key,
+                                   LayerBudget& budget);
+
 bool applies(const std::string& type, const std::string& key) {
   const std::vector<std::string>& keys = schema::layer_keys(type);
   return std::find(keys.begin(), keys.end(), key) != keys.end();
@@ -25,7 +43,12 @@ int required_int(const Reader& reader, const YAML::Node& layer, const std::strin
   return reader.int_value(value, key + "." + field, 1);
 }
 
-LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::string& key) {
+LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::string& key, LayerBudget& budget) {
+  if (++budget.used > largest_layer_count) {
+    reader.fail(key, key + ": the model has more than " + std::to_string(largest_layer_count) +
+                         " layers (counting those inside residual blocks; a YAML alias repeats all it names)",
+                layer);
+  }
   if (!layer.IsMap()) {
     reader.fail(key, key + ": expected a layer (a mapping with a 'type'), got " + describe(layer), layer);
   }
@@ -77,22 +100,27 @@ LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::s
     spec.probability = reader.real32(value, key + ".probability", Bound{0.0, true}, Bound{1.0, false});
   }
   if (spec.type == "residual") {
-    spec.main = read_layer_list(reader, layer["main"], key + ".main");
+    if (++budget.depth > deepest_nesting) {
+      reader.fail(key, key + ": residual blocks nested more than " + std::to_string(deepest_nesting) +
+                           " deep (does a YAML alias name the block it is in?)",
+                  layer);
+    }
+    spec.main = read_layers(reader, layer["main"], key + ".main", budget);
     if (spec.main.empty()) {
       reader.fail(key + ".main", key + ".main: a residual layer needs a non-empty 'main' list of layers",
                   layer);
     }
-    spec.shortcut = read_layer_list(reader, layer["shortcut"], key + ".shortcut");
+    spec.shortcut = read_layers(reader, layer["shortcut"], key + ".shortcut", budget);
     if (const YAML::Node value = layer["relu_after"]; value.IsDefined()) {
       spec.relu_after = reader.boolean(value, key + ".relu_after");
     }
+    --budget.depth;
   }
   return spec;
 }
 
-}  // namespace
-
-std::vector<LayerSpec> read_layer_list(const Reader& reader, const YAML::Node& list, const std::string& key) {
+std::vector<LayerSpec> read_layers(const Reader& reader, const YAML::Node& list, const std::string& key,
+                                   LayerBudget& budget) {
   if (!list.IsDefined() || list.IsNull()) return {};
   if (!list.IsSequence()) reader.fail(key, key + ": expected a list of layers, got " + describe(list), list);
   std::vector<LayerSpec> layers;
@@ -100,7 +128,7 @@ std::vector<LayerSpec> read_layer_list(const Reader& reader, const YAML::Node& l
   std::map<std::string, std::string> named;
   for (std::size_t index = 0; index < list.size(); ++index) {
     const std::string entry_key = key + "[" + std::to_string(index) + "]";
-    LayerSpec layer = read_layer(reader, list[index], entry_key);
+    LayerSpec layer = read_layer(reader, list[index], entry_key, budget);
     if (!layer.name.empty()) {
       const auto [previous, inserted] = named.emplace(layer.name, entry_key);
       if (!inserted) {
@@ -113,6 +141,13 @@ std::vector<LayerSpec> read_layer_list(const Reader& reader, const YAML::Node& l
     layers.push_back(std::move(layer));
   }
   return layers;
+}
+
+}  // namespace
+
+std::vector<LayerSpec> read_layer_list(const Reader& reader, const YAML::Node& list, const std::string& key) {
+  LayerBudget budget;
+  return read_layers(reader, list, key, budget);
 }
 
 }  // namespace phalanx::config

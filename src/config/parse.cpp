@@ -1,5 +1,6 @@
 // Entry points config::parse and config::load: read the YAML text, turn syntax errors and
 // unreadable files into InvalidInput errors naming the file, apply --set, then convert.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -12,9 +13,43 @@
 #include "reader.hpp"
 
 namespace phalanx::config {
+namespace {
+
+// The offset of the first byte that is not well-formed UTF-8, or npos. YAML is UTF-8 text;
+// yaml-cpp passes other bytes through into strings, and the config.yaml written from them would
+// not read back as the same config.
+std::size_t first_invalid_utf8(const std::string& text) {
+  std::size_t index = 0;
+  while (index < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[index]);
+    const std::size_t length = lead < 0x80 ? 1 : lead < 0xC2 ? 0 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : lead < 0xF5 ? 4 : 0;
+    if (length == 0 || index + length > text.size()) return index;
+    for (std::size_t next = 1; next < length; ++next)
+      if ((static_cast<unsigned char>(text[index + next]) & 0xC0) != 0x80) return index;
+    const auto second = length > 1 ? static_cast<unsigned char>(text[index + 1]) : 0;
+    // Overlong forms, UTF-16 surrogates and code points above U+10FFFF.
+    if ((lead == 0xE0 && second < 0xA0) || (lead == 0xED && second >= 0xA0) || (lead == 0xF0 && second < 0x90) ||
+        (lead == 0xF4 && second >= 0x90))
+      return index;
+    index += length;
+  }
+  return std::string::npos;
+}
+
+void require_utf8(const std::string& text, const std::string& where) {
+  const std::size_t offset = first_invalid_utf8(text);
+  if (offset == std::string::npos) return;
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
+  throw_input_error(where + ": line " + std::to_string(line) + ": not UTF-8 text (byte " +
+                    std::to_string(offset) + "); YAML files are UTF-8");
+}
+
+}  // namespace
 
 Config parse(const std::string& yaml_text, const std::string& source_name,
              const std::vector<std::string>& overrides) {
+  require_utf8(yaml_text, source_name);
+  for (const auto& assignment : overrides) require_utf8(assignment, source_name + ": --set");
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(yaml_text);

@@ -130,7 +130,9 @@ void Reader::check_keys(const YAML::Node& mapping, const std::string& prefix,
 
 const std::string& Reader::scalar(const YAML::Node& node, const std::string& key,
                                   const std::string& expected) const {
-  if (!node.IsScalar()) fail(key, key + ": expected " + expected + ", got " + describe(node), node);
+  // IsDefined first: yaml-cpp throws its own exception when asked the type of a missing key.
+  if (!node.IsDefined() || !node.IsScalar())
+    fail(key, key + ": expected " + expected + ", got " + describe(node), node);
   return node.Scalar();
 }
 

@@ -341,6 +341,12 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
                 "is " + parameter.type + ", but grid search needs values it can list (choice or int)",
                 root["space"][parameter.key]);
 
+  if (sweep.search == "grid" && sweep.trials == 0 && grid_points(sweep) > largest_grid)
+    fail_at(reader, "space",
+            "the grid has more than " + std::to_string(largest_grid) +
+                " points: narrow it, set trials to run only its first ones, or use search: random",
+            root["space"]);
+
   // The base config, then every value the space can take, through the training schema: a
   // learning rate below zero or a batch size of 0 fails here, naming the space key.
   sweep.base_text = read_text_file(sweep.base_path, "base training config (key 'config' of " + path + ")");
@@ -356,6 +362,22 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
       }
     }
   return sweep;
+}
+
+std::int64_t grid_value_count(const SearchParameter& parameter) {
+  if (parameter.type == "int")
+    return static_cast<std::int64_t>(parameter.high) - static_cast<std::int64_t>(parameter.low) + 1;
+  return static_cast<std::int64_t>(parameter.values.size());
+}
+
+std::int64_t grid_points(const SweepConfig& sweep) {
+  std::int64_t points = 1;
+  for (const auto& parameter : sweep.space) {
+    // Both factors are at most largest_grid + 1 here, so the product cannot overflow.
+    points *= std::min(grid_value_count(parameter), largest_grid + 1);
+    if (points > largest_grid) return largest_grid + 1;
+  }
+  return points;
 }
 
 Config trial_config(const SweepConfig& sweep, const std::vector<std::string>& assignments) {

@@ -2,6 +2,8 @@
 // asks for whole chunks makes HDF5 read (and decompress) each chunk exactly once.
 #include "phalanx/data/split_reader.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <string>
 
@@ -12,6 +14,16 @@ namespace phalanx::data {
 namespace {
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw_input_error(path + ": " + what);
+}
+
+// The size of the file behind the open handle, not behind the path (a file replaced by a rename
+// still reads whole through the handle); -1 when unknown (MPI-IO has no descriptor to ask).
+std::int64_t open_file_bytes(hid_t file, bool mpi_io) {
+  void* handle = nullptr;
+  if (mpi_io || H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || handle == nullptr) return -1;
+  struct stat status {};
+  if (fstat(*static_cast<int*>(handle), &status) != 0) return -1;
+  return static_cast<std::int64_t>(status.st_size);
 }
 }  // namespace
 
@@ -29,6 +41,7 @@ SplitReader::SplitReader(const std::string& path, const std::string& split_name,
   const hid_t file_access = mpi_io_ ? static_cast<hid_t>(mpi_io_->file_access()) : H5P_DEFAULT;
   file_ = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, file_access));
   if (!file_.valid()) fail(path, "cannot be opened (truncated or damaged file)");
+  opened_bytes_ = open_file_bytes(file_.get(), mpi_io_ != nullptr);
   images_ = detail::dataset_handle(H5Dopen2(file_.get(), images_name_.c_str(), H5P_DEFAULT));
   labels_ = detail::dataset_handle(H5Dopen2(file_.get(), labels_name_.c_str(), H5P_DEFAULT));
   if (!images_.valid() || !labels_.valid())
@@ -100,6 +113,14 @@ void SplitReader::read(std::int64_t begin, std::int64_t end, std::uint8_t* image
   if (!selected ||
       H5Dread(labels_.get(), H5T_NATIVE_INT32, label_memory.get(), label_space.get(), transfer, labels) < 0)
     fail(path_, labels_name_ + range + ": cannot read the data (file truncated or corrupt)");
+  // HDF5 reads a file that shrank after it was opened as zeros past the new end, without an
+  // error: a dataset truncated under a running job would train on blank images. The size is
+  // checked after the read, so whatever the read returned is known to be from the whole file. (A
+  // file deleted or replaced while open still reads whole through its descriptor: that goes on.)
+  const std::int64_t bytes = open_file_bytes(file_.get(), mpi_io_ != nullptr);
+  if (bytes >= 0 && bytes < opened_bytes_)
+    fail(path_, images_name_ + range + ": the file shrank from " + std::to_string(opened_bytes_) + " to " +
+                    std::to_string(bytes) + " bytes while it was read (truncated or being rewritten in place)");
   const auto class_count = static_cast<std::int32_t>(info_.classes.size());
   for (std::int64_t index = 0; index < end - begin; ++index)
     if (labels[index] < 0 || labels[index] >= class_count)

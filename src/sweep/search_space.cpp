@@ -1,7 +1,9 @@
 // Random and grid sampling of the search space (see search_space.hpp).
 #include "phalanx/sweep/search_space.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "phalanx/core/random.hpp"
@@ -16,14 +18,11 @@ std::string format_real(double value) {
   return text;
 }
 
-// Values an int parameter takes in a grid.
-std::vector<std::string> listed_values(const config::SearchParameter& parameter) {
-  if (parameter.type == "choice") return parameter.values;
-  std::vector<std::string> values;
-  for (auto value = static_cast<long long>(parameter.low); value <= static_cast<long long>(parameter.high);
-       ++value)
-    values.push_back(std::to_string(value));
-  return values;
+// Value number `index` of a choice or int parameter in a grid (int ranges are never listed: one
+// can span 2^32 values).
+std::string listed_value(const config::SearchParameter& parameter, std::int64_t index) {
+  if (parameter.type == "choice") return parameter.values[static_cast<std::size_t>(index)];
+  return std::to_string(static_cast<std::int64_t>(parameter.low) + index);
 }
 
 double uniform_double(RandomStream& stream) {
@@ -56,13 +55,10 @@ nlohmann::json TrialParameters::to_json() const {
 
 int trial_count(const config::SweepConfig& sweep) {
   if (sweep.search == "random") return sweep.trials;
-  long long size = 1;
-  for (const auto& parameter : sweep.space) {
-    size *= static_cast<long long>(listed_values(parameter).size());
-    if (size > 1000000) break;
-  }
+  // load_sweep refused a grid larger than largest_grid unless `trials` caps it.
+  const std::int64_t size = config::grid_points(sweep);
   if (sweep.trials > 0 && sweep.trials < size) return sweep.trials;
-  return static_cast<int>(std::min<long long>(size, 1000000));
+  return static_cast<int>(std::min(size, config::largest_grid));
 }
 
 std::uint64_t trial_seed(const config::SweepConfig& sweep, int trial_id) {
@@ -76,12 +72,11 @@ TrialParameters sample_trial(const config::SweepConfig& sweep, int trial_id) {
   trial.seed = trial_seed(sweep, trial_id);
   if (sweep.search == "grid") {
     // Mixed radix over the space in file order, the last key varying fastest.
-    long long rest = trial_id;
+    std::int64_t rest = trial_id;
     std::vector<std::pair<std::string, std::string>> reversed;
     for (auto parameter = sweep.space.rbegin(); parameter != sweep.space.rend(); ++parameter) {
-      const auto values = listed_values(*parameter);
-      const auto count = static_cast<long long>(values.size());
-      reversed.emplace_back(parameter->key, values[static_cast<std::size_t>(rest % count)]);
+      const std::int64_t count = config::grid_value_count(*parameter);
+      reversed.emplace_back(parameter->key, listed_value(*parameter, rest % count));
       rest /= count;
     }
     trial.values.assign(reversed.rbegin(), reversed.rend());

@@ -217,5 +217,34 @@ TEST(ConfigParseErrors, SyntaxErrorNamesFileAndLine) {
                      {source + ": line 2, column", "YAML syntax error"});
 }
 
+// A "billion laughs" of YAML aliases: nine lines name 10^8 nested layers. The YAML library keeps
+// an alias as one shared node, but a model is built layer by layer, so the layer count stops it
+// early (before any large allocation) naming the key where the limit was passed.
+TEST(ConfigParseErrors, AliasBombOfLayersIsRefusedBeforeItExpands) {
+  std::string layers = "    - &b0 {type: relu}\n";
+  for (int level = 1; level <= 8; ++level) {
+    layers += "    - &b" + std::to_string(level) + " {type: residual, main: [";
+    for (int copy = 0; copy < 10; ++copy) layers += (copy ? ", *b" : "*b") + std::to_string(level - 1);
+    layers += "]}\n";
+  }
+  expect_layer_error(layers, {"model.layers[", "more than 10000 layers"});
+}
+
+// Found by the config fuzzer: an alias that names the block it sits in makes that block contain
+// itself forever; reading it recursed until the stack overflowed.
+TEST(ConfigParseErrors, AliasNamingItsOwnBlockIsRefused) {
+  expect_layer_error("    - &block {type: residual, main: [*block]}\n", {"model.layers[0]", "nested more than 64"});
+}
+
+// Found by the config fuzzer: bytes that are not UTF-8 went into strings, and the config.yaml
+// written from them read back as another config. Refused with the line; UTF-8 names still work.
+TEST(ConfigParseErrors, TextThatIsNotUtf8IsRefusedWithItsLine) {
+  expect_parse_error("name: \"caf\xff\"\n", {"line 3: not UTF-8 text"});
+  expect_input_error([&] { parse(base, source, {"name=caf\xc3"}); }, {source, "--set", "not UTF-8 text"});
+  const Config config = parse(base + "name: \"caf\xc3\xa9 \xe2\x82\xac\"\n", source);
+  EXPECT_EQ(config.name, "caf\xc3\xa9 \xe2\x82\xac");
+  EXPECT_EQ(parse(to_yaml(config), "emitted.yaml"), config);
+}
+
 }  // namespace
 }  // namespace phalanx::config

@@ -188,3 +188,29 @@ TEST_F(SweepFile, ReducedActivationsNeedThatPrecisionInTheBase) {
   ASSERT_EQ(sweep_config.space.size(), 2u);
   EXPECT_EQ(sweep_config.space[1].values, (std::vector<std::string>{"fp32", "bf16"}));
 }
+
+// A grid of 10^9 points (or 2^32 values of one int key) is refused at once, naming the space,
+// instead of being listed: nothing is allocated per point. With `trials` it runs the first ones.
+TEST_F(SweepFile, GridTooLargeToListIsRefusedUnlessTrialsCapsIt) {
+  const std::string huge =
+      "search: grid\nscheduler: full\nbudget: {max: 1}\nspace:\n"
+      "  optimizer.momentum: {type: choice, values: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]}\n"
+      "  train.batch_size: {type: int, low: 1, high: 1000}\n"
+      "  train.log_every_steps: {type: int, low: 1, high: 100000}\n";
+  expect_input_error([&] { load_sweep(write("huge.yaml", "name: huge\nconfig: base.yaml\n" + huge)); },
+                     {"huge.yaml", "space", "more than 1000000 points"});
+  const std::string whole_int_range =
+      "name: wide\nconfig: base.yaml\nsearch: grid\nbudget: {max: 1}\nspace:\n"
+      "  data.augment.cutout: {type: int, low: -2147483648, high: 2147483647}\n";
+  expect_input_error([&] { load_sweep(write("wide.yaml", whole_int_range)); },
+                     {"wide.yaml", "space", "more than 1000000 points"});
+  const auto capped = load_sweep(write("capped.yaml", "name: capped\nconfig: base.yaml\ntrials: 5\n" + huge));
+  EXPECT_EQ(phalanx::config::grid_points(capped), phalanx::config::largest_grid + 1);
+}
+
+// Found by the sweep-file fuzzer: a space entry without `type` (here misspelt) escaped as the YAML
+// library's own exception instead of an input error naming the key.
+TEST_F(SweepFile, SpaceEntryWithoutATypeNamesTheKey) {
+  expect_input_error([&] { load_sweep(sweep("{type: loguniform,", "{typo: loguniform,")); },
+                     {"sweep.yaml", "space.optimizer.learning_rate.type", "got nothing"});
+}

@@ -1,6 +1,7 @@
 // StreamingSource and the cache choice: batches streamed from a chunked (and compressed) file
 // equal the same batches gathered from memory, each chunk is read about once per epoch, bad
 // labels met while streaming are input errors naming the sample, and auto picks the mode by size.
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -93,6 +94,43 @@ TEST(CacheChoice, AutoPicksRankThenNodeThenNoneBySize) {
             std::string::npos);
   EXPECT_EQ(cache_budget_bytes(2.5), 2500 * megabyte);
   EXPECT_GT(cache_budget_bytes(0), 0);
+}
+
+}  // namespace
+}  // namespace phalanx::data
+
+namespace phalanx::data {
+namespace {
+
+// A dataset truncated under a running job (a copy still being written, a shared file system
+// rewriting it) reads as zeros from HDF5 without an error; the reader notices that the open file
+// shrank and stops with an input error naming the file, the dataset and the samples. A file
+// deleted while open still reads whole through its descriptor, so that goes on.
+TEST(SplitReader, FileTruncatedWhileOpenIsAnInputErrorNamingTheSamples) {
+  ScratchDirectory scratch("split_reader_truncated");
+  const Split train = make_split("train", 64, 4, 4, 1, 10, 2);
+  const Split test = make_split("test", 8, 4, 4, 1, 10, 3);
+  const std::string path = scratch.file("data.h5");
+  write_dataset(path, digit_classes(), {&train, &test}, {.chunk_samples = 8});
+  std::vector<std::uint8_t> images(8 * 16);
+  std::vector<std::int32_t> labels(8);
+  {
+    SplitReader reader(path, "train");
+    reader.read(0, 8, images.data(), labels.data());
+    std::filesystem::remove(path);  // deleted, still open: reads on
+    reader.read(56, 64, images.data(), labels.data());
+    EXPECT_EQ(std::vector<std::uint8_t>(images.begin(), images.end()),
+              std::vector<std::uint8_t>(train.images.end() - 8 * 16, train.images.end()));
+  }
+  write_dataset(path, digit_classes(), {&train, &test}, {.chunk_samples = 8});
+  SplitReader reader(path, "train");
+  reader.read(0, 8, images.data(), labels.data());
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  const std::string message =
+      testing::input_error_message([&] { reader.read(56, 64, images.data(), labels.data()); });
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find("/train/images[56:64]"), std::string::npos) << message;
+  EXPECT_NE(message.find("shrank"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -86,3 +86,17 @@ TEST(SearchSpace, GridListsEveryCombinationOnceLastKeyFastest) {
   sweep.trials = 4;
   EXPECT_EQ(trial_count(sweep), 4);
 }
+
+// An int key spanning the whole 32-bit range is counted, never listed: sampling a grid point is
+// as cheap for 2^32 values as for 3.
+TEST(SearchSpace, GridOverAWideIntRangeIsNeverListed) {
+  SweepConfig sweep;
+  sweep.search = "grid";
+  sweep.trials = 3;
+  sweep.space = {SearchParameter{"train.batch_size", "choice", {"32", "64"}, 0, 0},
+                 SearchParameter{"data.augment.cutout", "int", {}, -2147483648.0, 2147483647.0}};
+  EXPECT_EQ(trial_count(sweep), 3);
+  EXPECT_EQ(sample_trial(sweep, 0).assignments()[1], "data.augment.cutout=-2147483648");
+  EXPECT_EQ(sample_trial(sweep, 2).assignments()[1], "data.augment.cutout=-2147483646");
+  EXPECT_EQ(sample_trial(sweep, 0).assignments()[0], "train.batch_size=32");
+}

@@ -50,6 +50,15 @@ struct SweepConfig {
 // Every error is an InvalidInput error naming the file and key.
 SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& overrides = {});
 
+// A grid sweep lists at most this many points; a larger grid is refused unless `trials` takes
+// only its first ones.
+inline constexpr std::int64_t largest_grid = 1000000;
+
+// How many values a choice or int parameter lists in a grid (counted, never listed).
+std::int64_t grid_value_count(const SearchParameter& parameter);
+// The grid's point count, or largest_grid + 1 for anything larger (no overflow at any size).
+std::int64_t grid_points(const SweepConfig& sweep);
+
 // The training config of one trial: the base with the sweep's overrides and then `assignments`
 // (KEY=VALUE of the trial's sampled values) applied, validated like any config.
 Config trial_config(const SweepConfig& sweep, const std::vector<std::string>& assignments);

@@ -37,6 +37,7 @@ class SplitReader final : public SplitRangeReader {
   DatasetInfo info_;
   DatasetInfo::SplitInfo split_;
   std::int64_t chunk_samples_ = 0;
+  std::int64_t opened_bytes_ = -1;  // the file's size when it was opened (-1: unknown)
   const comm::MpiIoAccess* mpi_io_ = nullptr;
   std::string images_name_, labels_name_;
   detail::Hdf5Handle file_, images_, labels_;

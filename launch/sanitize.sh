@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The sanitizer and fuzzer set (docs/HARDENING.md), CPU builds beside the normal one:
+#   launch/sanitize.sh asan-unit   ASan+UBSan: unit and MPI tests (what .ci/run runs)
+#   launch/sanitize.sh asan        the same plus the end-to-end tests against an ASan+UBSan phalanx
+#   launch/sanitize.sh tsan        TSan: the threaded parts (loader, streaming reads, watchdog, step
+#                                  ring, samplers, stop requests, sweep dispatch) and the MPI tests
+#   launch/sanitize.sh fuzz        clang + libFuzzer: every fuzz target for PHALANX_FUZZ_SECONDS
+#                                  (default 10) on its corpus and past findings
+#   launch/sanitize.sh all         all four, in that order
+# Build folders: build-asan, build-tsan, build-fuzz (PHALANX_SANITIZE_PREFIX changes "build").
+# Extra arguments go to cmake's configure step (e.g. -DCMAKE_CXX_COMPILER_LAUNCHER=ccache).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stage=${1:-all}
+shift || true
+prefix=${PHALANX_SANITIZE_PREFIX:-build}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+jobs=$(nproc)
+unit_targets="phalanx_core_tests phalanx_config_tests phalanx_backend_tests phalanx_data_tests phalanx_nn_tests
+  phalanx_optim_tests phalanx_train_tests phalanx_comm_tests phalanx_monitor_tests phalanx_report_tests
+  phalanx_sweep_tests phalanx_mpi_tests phalanx_mpi_data_tests phalanx_fuzz_config phalanx_fuzz_sweep_file
+  phalanx_fuzz_dataset phalanx_fuzz_checkpoint phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar
+  phalanx_fuzz_image"
+
+asan() {  # $1: also the end-to-end tests
+  local targets=$unit_targets exclude="end_to_end|fuzz"
+  if [ "$1" = 1 ]; then targets="$targets phalanx"; exclude="fuzz"; fi
+  PHALANX_BUILD_DIR=$prefix-asan PHALANX_TARGETS="$targets" launch/build.sh \
+    -DPHALANX_SANITIZE=address,undefined -DPHALANX_CUDA=OFF -DPHALANX_BENCH=OFF "$@"
+  # -LE, not -L: CTest does not see the labels of GoogleTest cases discovered at test time.
+  ctest --test-dir "$prefix-asan" --output-on-failure -j "$jobs" -LE "$exclude"
+}
+
+tsan() {
+  PHALANX_BUILD_DIR=$prefix-tsan PHALANX_TARGETS="phalanx_data_tests phalanx_comm_tests phalanx_monitor_tests
+    phalanx_train_tests phalanx_sweep_tests phalanx_mpi_tests phalanx_mpi_data_tests" launch/build.sh \
+    -DPHALANX_SANITIZE=thread -DPHALANX_CUDA=OFF -DPHALANX_BENCH=OFF "$@"
+  ctest --test-dir "$prefix-tsan" --output-on-failure -j "$jobs" \
+    -R 'Loader|Streaming|NodeCache|Watchdog|StepRing|Sampler|PeriodicThread|StopRequest|Dispatch|TraceRecorder|MpiTests|MpiDataTests'
+}
+
+fuzz() {
+  PHALANX_WITH_FUZZ=1 launch/install-dependencies.sh
+  PHALANX_BUILD_DIR=$prefix-fuzz PHALANX_TARGETS="phalanx_fuzz_config phalanx_fuzz_sweep_file phalanx_fuzz_dataset
+    phalanx_fuzz_checkpoint phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar phalanx_fuzz_image" \
+    launch/build.sh -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPHALANX_FUZZ=ON -DPHALANX_CUDA=OFF \
+    -DPHALANX_BENCH=OFF -DPHALANX_FUZZ_SECONDS="${PHALANX_FUZZ_SECONDS:-10}" "$@"
+  ctest --test-dir "$prefix-fuzz" --output-on-failure -j "$jobs" -L fuzz
+}
+
+case $stage in
+  asan-unit) asan 0 "$@" ;;
+  asan) asan 1 "$@" ;;
+  tsan) tsan "$@" ;;
+  fuzz) fuzz "$@" ;;
+  all) asan 1 "$@"; tsan "$@"; fuzz "$@" ;;
+  *) echo "usage: launch/sanitize.sh [asan-unit|asan|tsan|fuzz|all] [cmake arguments]" >&2; exit 2 ;;
+esac
