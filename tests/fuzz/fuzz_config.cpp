@@ -11,20 +11,10 @@
 #include "phalanx/config/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string input(reinterpret_cast<const char*>(data), size);
-  const std::size_t separator = input.find('\0');
-  const std::string yaml_text = input.substr(0, separator);
-  std::vector<std::string> overrides;
-  if (separator != std::string::npos) {
-    std::size_t begin = separator + 1;
-    while (begin <= input.size()) {
-      const std::size_t end = std::min(input.find('\n', begin), input.size());
-      if (end > begin) overrides.push_back(input.substr(begin, end - begin));
-      begin = end + 1;
-    }
-  }
+  // Not a structured binding: clang 14 cannot capture one in the lambda below.
+  const phalanx::fuzz::TextWithOverrides input = phalanx::fuzz::split_text_and_overrides(data, size);
   phalanx::fuzz::accept_input_errors([&] {
-    const phalanx::config::Config config = phalanx::config::parse(yaml_text, "fuzz.yaml", overrides);
+    const phalanx::config::Config config = phalanx::config::parse(input.text, "fuzz.yaml", input.overrides);
     const std::string emitted = phalanx::config::to_yaml(config);
     const phalanx::config::Config again = phalanx::config::parse(emitted, "emitted.yaml");
     if (!(again == config)) {

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +48,26 @@ inline std::string write_scratch_file(const std::string& name, std::string_view 
     std::abort();
   }
   return path.string();
+}
+
+// A YAML text and its --set overrides in one input: the text up to the first NUL byte, then one
+// override per line (empty lines skipped); no NUL: no overrides.
+struct TextWithOverrides {
+  std::string text;
+  std::vector<std::string> overrides;
+};
+
+inline TextWithOverrides split_text_and_overrides(const std::uint8_t* data, std::size_t size) {
+  const std::string input(reinterpret_cast<const char*>(data), size);
+  const std::size_t separator = input.find('\0');
+  TextWithOverrides parts{input.substr(0, separator), {}};
+  if (separator == std::string::npos) return parts;
+  for (std::size_t begin = separator + 1; begin <= input.size();) {
+    const std::size_t end = std::min(input.find('\n', begin), input.size());
+    if (end > begin) parts.overrides.push_back(input.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return parts;
 }
 
 // Splits an input into `count` parts: each part but the last is a 4-byte little-endian length

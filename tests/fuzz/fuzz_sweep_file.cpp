@@ -30,20 +30,10 @@ train:
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string base_path = phalanx::fuzz::write_scratch_file("sweep/base.yaml", base_config);
   (void)base_path;
-  const std::string input(reinterpret_cast<const char*>(data), size);
-  const std::size_t separator = input.find('\0');
-  std::vector<std::string> overrides;
-  if (separator != std::string::npos) {
-    std::size_t begin = separator + 1;
-    while (begin <= input.size()) {
-      const std::size_t end = std::min(input.find('\n', begin), input.size());
-      if (end > begin) overrides.push_back(input.substr(begin, end - begin));
-      begin = end + 1;
-    }
-  }
-  const std::string path = phalanx::fuzz::write_scratch_file("sweep/sweep.yaml", input.substr(0, separator));
+  const phalanx::fuzz::TextWithOverrides input = phalanx::fuzz::split_text_and_overrides(data, size);
+  const std::string path = phalanx::fuzz::write_scratch_file("sweep/sweep.yaml", input.text);
   phalanx::fuzz::accept_input_errors([&] {
-    const phalanx::config::SweepConfig sweep = phalanx::config::load_sweep(path, overrides);
+    const phalanx::config::SweepConfig sweep = phalanx::config::load_sweep(path, input.overrides);
     if (sweep.search == "grid") (void)phalanx::config::grid_points(sweep);
   });
   return 0;
