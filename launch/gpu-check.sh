@@ -104,11 +104,16 @@ summary="$out/summary.txt"
 : >"$out/steps.log"
 budget_seconds=${GPU_CHECK_BUDGET_S:-540}
 dry_run=${GPU_CHECK_DRY_RUN:-0}
-device=cuda resnet_batch=256 resnet_image=224 resnet_train=2560 resnet_steps=30 resnet_precision=bf16 fmnist_limit=()
+device=cuda resnet_batch=256 resnet_image=224 resnet_train=2560 resnet_test=256 resnet_steps=30 resnet_precision=bf16
+fmnist_limit=()
 # The second ResNet-50 run holds activations in the compute precision (fp32 on a dry run's CPU).
 resnet_activations=bf16
 if [ "$dry_run" = 1 ]; then
-  device=cpu resnet_batch=4 resnet_image=64 resnet_train=16 resnet_steps=6 resnet_precision=fp32 resnet_activations=fp32
+  # ResNet-50 in fp32 on two CPU cores costs seconds per image: the smallest case that runs every
+  # step (five steps, two of them timed after the warm-up, and four test batches per evaluation)
+  # keeps the dry run's CI test short.
+  device=cpu resnet_batch=2 resnet_image=32 resnet_train=8 resnet_test=8 resnet_steps=5 resnet_precision=fp32
+  resnet_activations=fp32
   fmnist_limit=(--set train.max_steps=200)
 fi
 started=$SECONDS
@@ -224,7 +229,7 @@ fi
 
 # 6. ResNet-50, bf16, batch 256 per GPU, synthetic 224x224: phalanx against PyTorch eager.
 note "== resnet50 bf16 batch 256, synthetic 224x224: phalanx vs PyTorch (goal >= 1.0x)"
-step synth-224 120 "$bundle/phalanx" data synth -o "$work/synth224.h5" --train $resnet_train --test 256 \
+step synth-224 120 "$bundle/phalanx" data synth -o "$work/synth224.h5" --train $resnet_train --test $resnet_test \
   --height $resnet_image --width $resnet_image --channels 3 --classes 1000
 resnet50_training=("$bundle/phalanx" train "$bundle/configs/resnet20_synth.yaml" --set device=$device
   --set model.preset=resnet50 --set data.path="$work/synth224.h5" --set train.batch_size=$resnet_batch
