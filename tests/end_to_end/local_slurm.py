@@ -123,15 +123,17 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP Over
 
     def kill_node(self, node):
         """What a node failure looks like from here: the node's slurmd and every process of the job
-        steps it started (slurmstepd and its tasks, found by SLURMD_NODENAME in their environment)
-        stop at once and are then killed, so none of them reports anything on its way out.
+        steps it started (slurmstepd and its tasks, found by SLURMD_NODENAME and this cluster's
+        SLURM_CONF in their environment: another test cluster on this machine has nodes of the same
+        names) stop at once and are then killed, so none of them reports anything on its way out.
         Returns the pids of the killed task processes."""
         (slurmd,) = [process for process in self.processes if process.args[-1] == node and process.poll() is None]
+        marks = {f"SLURMD_NODENAME={node}".encode(), f"SLURM_CONF={self.config}".encode()}
         tasks = []
         for entry in os.listdir("/proc"):
             try:
                 with open(f"/proc/{entry}/environ", "rb") as stream:
-                    if f"SLURMD_NODENAME={node}".encode() in stream.read().split(b"\0"):
+                    if marks <= set(stream.read().split(b"\0")):
                         tasks.append(int(entry))
             except (OSError, ValueError):
                 continue
