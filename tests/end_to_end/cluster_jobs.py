@@ -169,11 +169,3 @@ def elastic_differences(expected_path, actual_path, tolerance=ELASTIC_TOLERANCE)
                 beyond.append(f"/{group}/{name} (relative difference {relative:.3g})")
     return worst, beyond
 
-
-def first_step_after_resume(run_dir, resumed_step):
-    """The first step event past `resumed_step` written after a resume dropped the later ones from
-    metrics.jsonl, or None while there is none."""
-    events_now = [event for event in e2e.read_metrics(run_dir) if event.get("event") == "step"]
-    if not events_now or events_now[-1]["step"] <= resumed_step:
-        return None
-    return next(event for event in events_now if event["step"] > resumed_step)

@@ -28,7 +28,8 @@ RANKS, BATCH, EPOCHS = 2, 32, 2
 TRAIN, TEST = 4096, 256
 TOTAL_STEPS = EPOCHS * TRAIN // (RANKS * BATCH)  # 128
 # The node-loss job: a checkpoint every 20 steps, the node lost after step 104 (so the one rank
-# left trains the last 24 steps alone, with the two ranks' global batch of 64).
+# left trains the last 28 steps from the step-100 checkpoint alone, with the two ranks' global
+# batch of 64).
 LOST_EVERY_STEPS, LOST_AFTER_STEP = 20, 104
 # A dead slurmd is found by a failed ping (MessageTimeout) and declared DOWN after SlurmdTimeout;
 # Slurm's defaults (10 s, 300 s) would keep the requeued job waiting for minutes.
