@@ -141,3 +141,31 @@ def checkpoint_differences(expected_path, actual_path):
                 gap = np.abs(left.astype(np.float64) - right).max() if left.shape == right.shape else "shape"
                 differences.append(f"/{group}/{name} (max |diff| {gap})")
     return differences
+
+
+# Elastic resume's tolerance (tests/end_to_end/test_elastic_resume.py explains it): a run resumed
+# on another number of ranks ends within 1e-4 of each tensor's largest magnitude of the straight run.
+ELASTIC_TOLERANCE = 1e-4
+
+
+def elastic_differences(expected_path, actual_path, tolerance=ELASTIC_TOLERANCE):
+    """(worst relative difference over the /model and /optimizer datasets, the datasets beyond
+    the tolerance). Each difference is max |expected - actual| over the dataset's largest magnitude."""
+    expected = e2e.read_checkpoint_arrays(expected_path)
+    actual = e2e.read_checkpoint_arrays(actual_path)
+    worst, beyond = 0.0, []
+    for group in ("model", "optimizer"):
+        if not expected[group]:
+            beyond.append(f"/{group} is empty in {expected_path}")
+        for name in sorted(set(expected[group]) | set(actual[group])):
+            if name not in expected[group] or name not in actual[group] or \
+                    expected[group][name].shape != actual[group][name].shape:
+                beyond.append(f"/{group}/{name} missing or of another shape in one file")
+                continue
+            left, right = expected[group][name].astype(np.float64), actual[group][name]
+            relative = float(np.abs(left - right).max()) / max(float(np.abs(left).max()), 1e-12)
+            worst = max(worst, relative)
+            if relative > tolerance:
+                beyond.append(f"/{group}/{name} (relative difference {relative:.3g})")
+    return worst, beyond
+

@@ -1,10 +1,13 @@
 """A real single-node Slurm cluster for tests: munged, slurmctld and slurmd from Debian's slurm-wlm,
 started in a scratch folder with their own key, socket, ports and slurm.conf (nothing under /etc
 is read or changed), and stopped again by close(). Commands run with SLURM_CONF pointing at it.
-Optionally a second node name for this machine, in a partition `cpu`, for heterogeneous jobs."""
+Optionally a second node name for this machine, in a partition `cpu`, for heterogeneous jobs, and
+with the first node in a partition `both`, for jobs on two nodes; kill_node() makes such a node
+die (its slurmd and every process of the job steps it started) and restart_node() brings it back."""
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -108,6 +111,7 @@ NodeName={self.host} NodeAddr=127.0.0.1 Port={_free_port()} CPUs={self.cpus} Sta
 PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 {f"NodeName={self.cpu_host} NodeHostname={self.host} NodeAddr=127.0.0.1 Port={_free_port()} CPUs={self.cpus} State=UNKNOWN" if cpu_node else ""}
 {f"PartitionName=cpu Nodes={self.cpu_host} MaxTime=INFINITE State=UP OverSubscribe=YES" if cpu_node else ""}
+{f"PartitionName=both Nodes={self.host},{self.cpu_host} MaxTime=INFINITE State=UP OverSubscribe=YES" if cpu_node else ""}
 {extra_config}
 """)
         self.environment = dict(os.environ, SLURM_CONF=self.config)
@@ -116,6 +120,49 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP Over
         if cpu_node:
             self._start([_binary("slurmd"), "-D", "-f", self.config, "-N", self.cpu_host], "slurmd-cpu")
         self._wait_for(self._node_ready, "the node to be idle", timeout=60)
+
+    def kill_node(self, node):
+        """What a node failure looks like from here: the node's slurmd and every process of the job
+        steps it started (slurmstepd and its tasks, found by SLURMD_NODENAME and this cluster's
+        SLURM_CONF in their environment: another test cluster on this machine has nodes of the same
+        names) stop at once and are then killed, so none of them reports anything on its way out.
+        Returns the pids of the killed task processes."""
+        (slurmd,) = [process for process in self.processes if process.args[-1] == node and process.poll() is None]
+        marks = {f"SLURMD_NODENAME={node}".encode(), f"SLURM_CONF={self.config}".encode()}
+        tasks = []
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as stream:
+                    if marks <= set(stream.read().split(b"\0")):
+                        tasks.append(int(entry))
+            except (OSError, ValueError):
+                continue
+        stepds = set()
+        for pid in tasks:
+            try:
+                with open(f"/proc/{pid}/stat") as stream:
+                    parent = int(stream.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{parent}/comm") as stream:
+                    if stream.read().strip() == "slurmstepd":
+                        stepds.add(parent)
+            except OSError:
+                continue
+        victims = [slurmd.pid, *stepds, *tasks]
+        for number in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in victims:
+                try:
+                    os.kill(pid, number)
+                except ProcessLookupError:
+                    pass
+        slurmd.wait()
+        self.processes.remove(slurmd)  # an exited daemon would fail every later _wait_for
+        return tasks
+
+    def restart_node(self, node):
+        """A new slurmd for a node that kill_node() took down; it is back in service (ReturnToService=2)
+        once it has registered."""
+        self._start([_binary("slurmd"), "-D", "-f", self.config, "-N", node], f"slurmd-{node}-again")
+        self._wait_for(self._node_ready, f"node {node} back in service", timeout=60)
 
     def _start(self, command, name=None):
         log = open(os.path.join(self.folder, "log", (name or os.path.basename(command[0])) + ".out"), "w")

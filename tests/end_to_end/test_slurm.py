@@ -3,7 +3,11 @@ configured in a scratch folder) runs the real launch/slurm/train.sbatch with a t
 job runs through; a second one is told to stop with `scancel --batch --signal=USR1` (what
 `--signal=B:USR1@T` does before the time limit): phalanx writes a checkpoint and exits 75, the
 script requeues the job, the requeued job resumes from the checkpoint in the run directory named
-after the job id, and its final weights equal the first job's bit for bit. sweep.sbatch, a
+after the job id, and its final weights equal the first job's bit for bit. A third one runs on two
+nodes (`--nodes=1-2`; the second node is this machine under a second name, with its own slurmd):
+that node dies mid-run (its slurmd and its job step's processes are killed), the job ends naming
+the node and its rank, requeues itself, and the requeued job resumes on the one node left with the
+global batch kept, within elastic resume's tolerance of the first job. sweep.sbatch, a
 heterogeneous job (GPU and CPU components), is checked with `sbatch --test-only` and then run for
 real with a tiny sweep on one rank per component (the GPU component's stand-in GPU trains on the
 CPU): stopped with USR1 mid-sweep, it exits 75, requeues itself, and the requeued job finishes the
@@ -11,6 +15,7 @@ sweep with --resume, every (trial, rung) run once and each interrupted job conti
 stop step."""
 
 import os
+import re
 import sqlite3
 import time
 import unittest
@@ -22,6 +27,13 @@ import local_slurm
 RANKS, BATCH, EPOCHS = 2, 32, 2
 TRAIN, TEST = 4096, 256
 TOTAL_STEPS = EPOCHS * TRAIN // (RANKS * BATCH)  # 128
+# The node-loss job: a checkpoint every 20 steps, the node lost after step 104 (so the one rank
+# left trains the last 28 steps from the step-100 checkpoint alone, with the two ranks' global
+# batch of 64).
+LOST_EVERY_STEPS, LOST_AFTER_STEP = 20, 104
+# A dead slurmd is found by a failed ping (MessageTimeout) and declared DOWN after SlurmdTimeout;
+# Slurm's defaults (10 s, 300 s) would keep the requeued job waiting for minutes.
+CLUSTER_TIMEOUTS = "SlurmdTimeout=5\nMessageTimeout=3"
 
 
 SWEEP_TEXT = """name: slurm_sweep
@@ -47,7 +59,8 @@ def setUpModule():
         data, name="slurm", seed=13, epochs=EPOCHS, batch_size=BATCH, log_every_steps=2,
         optimizer={"type": "sgd", "learning_rate": 0.05, "momentum": 0.9})
     CONFIG_PATH = e2e.write_config(os.path.join(WORK, "slurm.yaml"), config)
-    SLURM = local_slurm.LocalSlurm(os.path.join(WORK, "cluster"), gpus=2, cpu_node=True)
+    SLURM = local_slurm.LocalSlurm(os.path.join(WORK, "cluster"), gpus=2, cpu_node=True,
+                                   extra_config=CLUSTER_TIMEOUTS)
 
 
 def tearDownModule():
@@ -67,6 +80,22 @@ def submit_training(name):
                         "--cpus-per-task=1", "--gpus-per-node=0", "--time=10",
                         f"--output={os.path.join(WORK, name)}-%j.out", f"--export={environment}",
                         script("train.sbatch"), CONFIG_PATH], env=e2e.child_environment())
+    job_id = result.stdout.strip().split(";")[0]
+    return job_id, os.path.join(WORK, "runs", f"{name}-{job_id}"), os.path.join(WORK, f"{name}-{job_id}.out")
+
+
+def submit_on_two_nodes(name):
+    """train.sbatch on one or two nodes of partition `both` (`--nodes=1-2`), one CPU rank per
+    node, a checkpoint every LOST_EVERY_STEPS steps; mpirun's teardown waits 2 x 1 s."""
+    environment = ",".join([
+        "ALL", f"PHALANX={e2e.PHALANX}", f"PHALANX_MPIRUN={os.path.join(e2e.SOURCE_DIR, 'launch', 'phalanx-mpirun')}",
+        f"PHALANX_RUNS={os.path.join(WORK, 'runs')}", "PHALANX_CPU_RANKS_PER_NODE=1", "PHALANX_STOP_GRACE=1",
+        "OMP_NUM_THREADS=1"])
+    result = SLURM.run(["sbatch", "--parsable", f"--job-name={name}", "--partition=both", "--nodes=1-2",
+                        "--cpus-per-task=1", "--gpus-per-node=0", "--time=10",
+                        f"--output={os.path.join(WORK, name)}-%j.out", f"--export={environment}",
+                        script("train.sbatch"), CONFIG_PATH, "--set", f"checkpoint.every_steps={LOST_EVERY_STEPS}"],
+                       env=e2e.child_environment())
     job_id = result.stdout.strip().split(";")[0]
     return job_id, os.path.join(WORK, "runs", f"{name}-{job_id}"), os.path.join(WORK, f"{name}-{job_id}.out")
 
@@ -151,6 +180,61 @@ class SlurmTest(unittest.TestCase):
         self.assertEqual(differences, [], "the requeued job ends with other weights than the uninterrupted one")
         print(f"\nSlurm: USR1 -> stop after step {stops[0]['step']}, checkpoint "
               f"{stops[0]['signal_to_checkpoint_seconds']:.3f} s after the signal, requeued after {requeued:.1f} s")
+
+    def test_job_that_loses_a_node_requeues_and_finishes_on_the_node_left(self):
+        submitted = time.monotonic()
+        job_id, run_dir, log_path = submit_on_two_nodes("node-lost")
+        SLURM.wait_for_state(job_id, ("RUNNING",), 120)
+        self.assertEqual(SLURM.job_field(job_id, "NodeList"), f"{SLURM.host},{SLURM.cpu_host}",
+                         "--nodes=1-2 with both nodes idle should get both")
+        deadline = time.monotonic() + 180
+        while jobs.last_logged_step(run_dir) < LOST_AFTER_STEP:
+            self.assertLess(time.monotonic(), deadline, read(log_path) if os.path.exists(log_path) else "no log")
+            time.sleep(0.02)
+        lost_step = jobs.last_logged_step(run_dir)
+        killed = time.monotonic()
+        self.assertTrue(SLURM.kill_node(SLURM.cpu_host), "no process of the job ran on the second node")
+        restarted = []
+
+        def bring_node_back():  # the sweep tests need it
+            if not restarted:
+                restarted.append(SLURM.restart_node(SLURM.cpu_host))
+        self.addCleanup(bring_node_back)
+
+        deadline = time.monotonic() + 120
+        while SLURM.job_field(job_id, "Restarts") in ("", "0"):
+            self.assertLess(time.monotonic(), deadline, read(log_path) + SLURM.logs())
+            time.sleep(0.1)
+        requeued = time.monotonic() - killed
+        while "resumed from" not in read(log_path):
+            self.assertLess(time.monotonic(), deadline, read(log_path) + SLURM.logs())
+            time.sleep(0.05)
+        resumed_step = int(re.search(r"resumed from \S+/checkpoints/step-(\d+)\.h5", read(log_path)).group(1))
+        while jobs.last_logged_step(run_dir) <= resumed_step:
+            self.assertLess(time.monotonic(), deadline, read(log_path) + SLURM.logs())
+            time.sleep(0.02)
+        training_again = time.monotonic() - killed
+        bring_node_back()  # while the job trains on the other node: it keeps the nodes it started with
+        state = SLURM.wait_for_state(job_id, ("COMPLETED", "FAILED", "CANCELLED"), 120)
+
+        log = read(log_path)
+        self.assertEqual(state, "COMPLETED", log + SLURM.logs())
+        self.assertIn("2 ranks on 2 node(s)", log)
+        self.assertRegex(log, rf"lost node {SLURM.cpu_host} \(rank 1\): mpirun exited with status \d+; .*requeueing")
+        self.assertIn(f"phalanx job {job_id} (start 2)", log)
+        self.assertIn("1 ranks on 1 node(s)", log)
+        self.assertEqual(SLURM.job_field(job_id, "NodeList"), SLURM.host)
+        self.assertIn("elastic resume: the checkpoint's 2 ranks' global batch of 64 continues on 1 ranks", log)
+        self.assertLessEqual(lost_step - resumed_step, LOST_EVERY_STEPS, "more than a checkpoint interval lost")
+        summary = e2e.read_summary(run_dir)
+        self.assertEqual((summary["steps"], summary["world_size"], summary["global_batch"]), (TOTAL_STEPS, 1, 64))
+        worst, beyond = jobs.elastic_differences(os.path.join(self.straight_dir, "checkpoints", "latest.h5"),
+                                                 os.path.join(run_dir, "checkpoints", "latest.h5"))
+        self.assertEqual(beyond, [], "the job resumed on one node ends too far from the straight run")
+        print(f"\nSlurm node lost after step {lost_step}: requeued {requeued:.1f} s later, training again on "
+              f"the node left {training_again:.1f} s after the kill, from step {resumed_step} "
+              f"({lost_step - resumed_step} logged steps lost); largest relative difference {worst:.2g}; "
+              f"job done {time.monotonic() - submitted:.1f} s after its submission", end=" ")
 
     def test_sweep_script_is_a_valid_heterogeneous_job(self):
         sweep = os.path.join(e2e.SOURCE_DIR, "configs", "sweeps")

@@ -2,7 +2,9 @@
 hosts with their own addresses; mpirun runs in the first and starts the second host's Open MPI
 daemon through an rsh agent that runs commands with `ip netns exec`, so the two ranks talk over
 TCP across the veth link (shared memory is switched off). The 2-node run must give bitwise the
-same weights as the same two ranks on one node."""
+same weights as the same two ranks on one node, and its mid-run checkpoint, resumed on the first
+host alone (what a job that lost the second host does), must end within elastic resume's tolerance
+of the 2-node run with the global batch kept."""
 
 import os
 import shutil
@@ -13,6 +15,7 @@ import cluster_jobs as jobs
 import e2e_common as e2e
 
 RANKS, BATCH, STEPS = 2, 32, 40
+EVERY_STEPS = 20  # the checkpoint the second part resumes on one host
 TRAIN, TEST = 2048, 256
 NAMESPACES = (f"phx-a-{os.getpid()}", f"phx-b-{os.getpid()}")
 ADDRESSES = ("10.231.7.1", "10.231.7.2")
@@ -44,7 +47,8 @@ def setUpModule():
         raise AssertionError(f"setting up the namespaces failed: {error.stderr}") from None
     WORK = e2e.work_dir("two_nodes")
     data = e2e.make_fashion_subset(WORK, TRAIN, TEST)
-    config = e2e.base_config(data, name="two-nodes", seed=17, epochs=2, batch_size=BATCH, max_steps=STEPS)
+    config = e2e.base_config(data, name="two-nodes", seed=17, epochs=2, batch_size=BATCH, max_steps=STEPS,
+                             every_steps=EVERY_STEPS)
     CONFIG_PATH = e2e.write_config(os.path.join(WORK, "two-nodes.yaml"), config)
     AGENT = os.path.join(WORK, "netns-agent")
     with open(AGENT, "w") as stream:
@@ -62,16 +66,20 @@ def tearDownModule():
         ip("netns", "delete", namespace, check=False)
 
 
+def launch_command(hosts):
+    """mpirun in the first namespace, one rank on each of `hosts`, all traffic over TCP."""
+    subnet = ADDRESSES[0].rsplit(".", 1)[0] + ".0/24"
+    return ["ip", "netns", "exec", NAMESPACES[0], e2e.MPIEXEC, "--allow-run-as-root",
+            "--mca", "plm_rsh_agent", AGENT, "--mca", "btl", "tcp,self",
+            "--mca", "btl_tcp_if_include", subnet, "--mca", "oob_tcp_if_include", subnet,
+            "--host", ",".join(f"{host}:1" for host in hosts), "-np", str(len(hosts)), "--bind-to", "none",
+            "-x", "OMP_NUM_THREADS=1", "-x", "PATH"]
+
+
 class TwoNodeTest(unittest.TestCase):
-    def test_two_hosts_over_tcp_equal_one_host(self):
-        subnet = ADDRESSES[0].rsplit(".", 1)[0] + ".0/24"
+    def test_two_hosts_over_tcp_equal_one_host_and_resume_on_one_host(self):
         two_nodes = os.path.join(WORK, "two-nodes")
-        command = ["ip", "netns", "exec", NAMESPACES[0], e2e.MPIEXEC, "--allow-run-as-root",
-                   "--mca", "plm_rsh_agent", AGENT, "--mca", "btl", "tcp,self",
-                   "--mca", "btl_tcp_if_include", subnet, "--mca", "oob_tcp_if_include", subnet,
-                   "--host", f"{ADDRESSES[0]}:1,{ADDRESSES[1]}:1", "-np", str(RANKS), "--bind-to", "none",
-                   "-x", "OMP_NUM_THREADS=1", "-x", "PATH",
-                   e2e.PHALANX, "train", CONFIG_PATH, "--run-dir", two_nodes]
+        command = launch_command(ADDRESSES) + [e2e.PHALANX, "train", CONFIG_PATH, "--run-dir", two_nodes]
         # the same launch, first with a command that says where each rank runs
         where = e2e.run_command(command[:command.index(e2e.PHALANX)] +
                                 ["sh", "-c", "echo rank $OMPI_COMM_WORLD_RANK local $OMPI_COMM_WORLD_LOCAL_RANK "
@@ -93,6 +101,25 @@ class TwoNodeTest(unittest.TestCase):
         differences = jobs.checkpoint_differences(os.path.join(one_node, "checkpoints", "latest.h5"),
                                                   os.path.join(two_nodes, "checkpoints", "latest.h5"))
         self.assertEqual(differences, [], "two nodes over TCP train other weights than one node")
+
+        # The second host is gone: the first one resumes the 2-host checkpoint alone, keeping the
+        # global batch of 64 (its rank trains it as two micro-batches of 32).
+        one_host = os.path.join(WORK, "resumed-on-one-host")
+        checkpoint = os.path.join(two_nodes, "checkpoints", f"step-{EVERY_STEPS}.h5")
+        resumed = e2e.run_command(launch_command(ADDRESSES[:1]) + [
+            e2e.PHALANX, "train", CONFIG_PATH, "--run-dir", one_host, "--resume", checkpoint], timeout=300)
+        self.assertEqual(resumed.returncode, 0, resumed.describe())
+        self.assertIn(f"elastic resume: the checkpoint's {RANKS} ranks' global batch of {RANKS * BATCH} continues "
+                      "on 1 ranks", resumed.stdout)
+        summary = e2e.read_summary(one_host)
+        self.assertEqual((summary["world_size"], summary["steps"], summary["global_batch"]), (1, STEPS, RANKS * BATCH))
+        worst, beyond = jobs.elastic_differences(os.path.join(two_nodes, "checkpoints", "latest.h5"),
+                                                 os.path.join(one_host, "checkpoints", "latest.h5"))
+        self.assertEqual(beyond, [], "resumed on one host, the run ends too far from the 2-host run")
+        _, moved = jobs.elastic_differences(os.path.join(two_nodes, "checkpoints", "latest.h5"), checkpoint)
+        self.assertTrue(moved, "the tolerance cannot tell the resume point from the end")
+        print(f"\n2 hosts to 1 at step {EVERY_STEPS}: largest relative difference {worst:.2g}; the resume on one "
+              f"host took {resumed.seconds:.1f} s", end=" ")
 
 
 if __name__ == "__main__":
