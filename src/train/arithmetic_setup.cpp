@@ -18,7 +18,8 @@ void apply_arithmetic(const config::Config& config, backend::Backend& backend) {
     backend.set_activation_precision(backend::compute_precision_from_name(config.train.activation_dtype));
   } catch (const Error& error) {
     if (error.kind() != ErrorKind::InvalidInput) throw;
-    throw_input_error(detail::concat("train.activation_dtype: ", config.train.activation_dtype, ": ", error.what()));
+    throw_input_error(
+        detail::concat("train.activation_dtype: ", config.train.activation_dtype, ": ", error.what()));
   }
   backend.set_deterministic(config.train.deterministic);
 }

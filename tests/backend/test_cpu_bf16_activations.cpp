@@ -181,11 +181,13 @@ TEST_F(CpuBf16Activations, ElementwiseOpsAreTheFp32OpsRoundedOnce) {
     std::function<void(backend::Backend&, const float*, const float*, float*)> run;
   };
   const std::vector<Op> ops = {
-      {"relu_forward", [](backend::Backend& on, const float* x, const float*, float* y) { on.relu_forward(count, x, y); }},
-      {"relu_backward",
-       [](backend::Backend& on, const float* x, const float* g, float* y) { on.relu_backward(count, x, g, y); }},
+      {"relu_forward",
+       [](backend::Backend& on, const float* x, const float*, float* y) { on.relu_forward(count, x, y); }},
+      {"relu_backward", [](backend::Backend& on, const float* x, const float* g,
+                           float* y) { on.relu_backward(count, x, g, y); }},
       {"add", [](backend::Backend& on, const float* x, const float* g, float* y) { on.add(count, x, g, y); }},
-      {"add_relu", [](backend::Backend& on, const float* x, const float* g, float* y) { on.add_relu(count, x, g, y); }},
+      {"add_relu",
+       [](backend::Backend& on, const float* x, const float* g, float* y) { on.add_relu(count, x, g, y); }},
       {"accumulate",
        [](backend::Backend& on, const float* x, const float* g, float* y) {
          on.copy(y, g, count * sizeof(float));
@@ -203,8 +205,8 @@ TEST_F(CpuBf16Activations, ElementwiseOpsAreTheFp32OpsRoundedOnce) {
          on.dropout_forward(count, 0.3f, 7, 3, x, y, mask.data());
          on.dropout_backward(count, 0.3f, mask.data(), g, y);
        }},
-      {"transpose_samples",
-       [](backend::Backend& on, const float* x, const float*, float* y) { on.transpose_samples(7, 73, 137, x, y); }},
+      {"transpose_samples", [](backend::Backend& on, const float* x, const float*,
+                               float* y) { on.transpose_samples(7, 73, 137, x, y); }},
   };
   for (const Op& op : ops) {
     std::vector<float> expected(count);
@@ -230,7 +232,8 @@ TEST_F(CpuBf16Activations, InputNormalisationIsTheFp32OneRounded) {
   const backend::AugmentGeometry geometry{4, 32, 32, 3, 8};
   const std::vector<std::int32_t> draws = {1, -2, 1, 3, 4, 0, 0, 0, 40, 40, -4, 4, 1, 0, 0, 2, 3, 0, 28, 1};
   bf16_->augment_normalize_images(geometry, images.data(), draws.data(), mean, deviation, output.data());
-  reference_->augment_normalize_images(geometry, images.data(), draws.data(), mean, deviation, expected.data());
+  reference_->augment_normalize_images(geometry, images.data(), draws.data(), mean, deviation,
+                                       expected.data());
   EXPECT_TRUE(same_bits(read_bf16(output), rounded(expected)));
 }
 
@@ -251,13 +254,13 @@ TEST_F(CpuBf16Activations, BatchNormIsTheFp32OneRoundedWithFp32Statistics) {
     };
     auto run = [&](backend::Backend& on, bool bf16) {
       Results r{std::vector<float>(values), std::vector<float>(24, 0.1f), std::vector<float>(24, 0.9f),
-                std::vector<float>(24), std::vector<float>(24), std::vector<float>(values),
-                std::vector<float>(values), std::vector<float>(24), std::vector<float>(24)};
+                std::vector<float>(24),     std::vector<float>(24),       std::vector<float>(values),
+                std::vector<float>(values), std::vector<float>(24),       std::vector<float>(24)};
       const std::vector<float> in = bf16 ? stored_bf16(input) : input;
       const std::vector<float> grad = bf16 ? stored_bf16(grad_output) : grad_output;
       on.batch_norm_forward_training(geometry, in.data(), gamma.data(), beta.data(), r.output.data(),
-                                     r.running_mean.data(), r.running_variance.data(), 0.1f, r.saved_mean.data(),
-                                     r.saved_inverse_std.data());
+                                     r.running_mean.data(), r.running_variance.data(), 0.1f,
+                                     r.saved_mean.data(), r.saved_inverse_std.data());
       on.batch_norm_forward_inference(geometry, in.data(), gamma.data(), beta.data(), r.running_mean.data(),
                                       r.running_variance.data(), r.inference.data());
       BatchNormGeometry plain = geometry;
@@ -289,10 +292,10 @@ TEST_F(CpuBf16Activations, PoolingMatchesFp32OnRoundedInputs) {
   for (const PoolingKind kind : {PoolingKind::Max, PoolingKind::Average}) {
     for (const PoolingGeometry& geometry :
          {PoolingGeometry{16, 32, 28, 28, 2, 2, 0, kind}, PoolingGeometry{16, 64, 8, 8, 8, 8, 0, kind}}) {
-      const std::size_t inputs = std::size_t(geometry.batch) * geometry.channels * geometry.in_height *
-                                 geometry.in_width;
-      const std::size_t outputs = std::size_t(geometry.batch) * geometry.channels * geometry.out_height() *
-                                  geometry.out_width();
+      const std::size_t inputs =
+          std::size_t(geometry.batch) * geometry.channels * geometry.in_height * geometry.in_width;
+      const std::size_t outputs =
+          std::size_t(geometry.batch) * geometry.channels * geometry.out_height() * geometry.out_width();
       const std::vector<float> input = rounded(shuffled_distinct_values(inputs, 8, 1.0f / 64));
       const std::vector<float> grad_output = rounded(random_values(outputs, 9));
       auto run = [&](backend::Backend& on, bool bf16) {
@@ -306,7 +309,8 @@ TEST_F(CpuBf16Activations, PoolingMatchesFp32OnRoundedInputs) {
         return std::make_pair(output, grad_input);
       };
       const auto expected = run(*reference_, false), actual = run(*bf16_, true);
-      const std::string name = (kind == PoolingKind::Max ? "max " : "average ") + std::to_string(geometry.kernel);
+      const std::string name =
+          (kind == PoolingKind::Max ? "max " : "average ") + std::to_string(geometry.kernel);
       if (kind == PoolingKind::Max) {
         EXPECT_TRUE(same_bits(actual.first, expected.first)) << name;
         EXPECT_TRUE(same_bits(actual.second, expected.second)) << name;
@@ -324,12 +328,12 @@ TEST_F(CpuBf16Activations, ConvolutionMatchesFp32ActivationsOnRoundedInputs) {
        {square_convolution(16, 1, 28, 32, 3, 1, 1, true), square_convolution(16, 32, 14, 64, 3, 1, 1, true),
         square_convolution(16, 3, 32, 16, 3, 1, 1, false), square_convolution(16, 16, 32, 16, 3, 1, 1, false),
         square_convolution(16, 16, 32, 32, 1, 2, 0, false)}) {
-    const std::size_t inputs = std::size_t(geometry.batch) * geometry.in_channels * geometry.in_height *
-                               geometry.in_width;
-    const std::size_t outputs = std::size_t(geometry.batch) * geometry.out_channels * geometry.out_height() *
-                                geometry.out_width();
-    const std::size_t weights =
-        std::size_t(geometry.out_channels) * geometry.in_channels * geometry.kernel_height * geometry.kernel_width;
+    const std::size_t inputs =
+        std::size_t(geometry.batch) * geometry.in_channels * geometry.in_height * geometry.in_width;
+    const std::size_t outputs =
+        std::size_t(geometry.batch) * geometry.out_channels * geometry.out_height() * geometry.out_width();
+    const std::size_t weights = std::size_t(geometry.out_channels) * geometry.in_channels *
+                                geometry.kernel_height * geometry.kernel_width;
     const std::vector<float> input = rounded(random_values(inputs, 11)),
                              grad_output = rounded(random_values(outputs, 14));
     const std::vector<float> weight = rounded(random_values(weights, 12, -0.5f, 0.5f)),
@@ -353,9 +357,11 @@ TEST_F(CpuBf16Activations, ConvolutionMatchesFp32ActivationsOnRoundedInputs) {
       return r;
     };
     const Results expected = run(*reference_, false), actual = run(*bf16_, true);
-    const std::string name = std::to_string(geometry.in_channels) + "->" + std::to_string(geometry.out_channels);
+    const std::string name =
+        std::to_string(geometry.in_channels) + "->" + std::to_string(geometry.out_channels);
     EXPECT_LE(error_beyond_one_rounding(actual.output, expected.output), accumulated_tolerance) << name;
-    EXPECT_LE(error_beyond_one_rounding(actual.grad_input, expected.grad_input), accumulated_tolerance) << name;
+    EXPECT_LE(error_beyond_one_rounding(actual.grad_input, expected.grad_input), accumulated_tolerance)
+        << name;
     EXPECT_LE(error_of_scale(actual.grad_weight, expected.grad_weight), weight_gradient_tolerance) << name;
     EXPECT_LE(error_of_scale(actual.grad_bias, expected.grad_bias), weight_gradient_tolerance) << name;
 
@@ -390,8 +396,8 @@ TEST_F(CpuBf16Activations, LinearMatchesFp32ActivationsOnRoundedInputs) {
       const std::vector<float> in = bf16 ? stored_bf16(input) : input;
       const std::vector<float> grad = bf16 ? stored_bf16(grad_output) : grad_output;
       on.linear_forward(geometry, in.data(), weight.data(), bias.data(), r.output.data());
-      on.linear_backward(geometry, in.data(), weight.data(), grad.data(), r.grad_input.data(), r.grad_weight.data(),
-                         r.grad_bias.data());
+      on.linear_backward(geometry, in.data(), weight.data(), grad.data(), r.grad_input.data(),
+                         r.grad_weight.data(), r.grad_bias.data());
       if (bf16) {
         r.output = read_bf16(r.output);
         r.grad_input = read_bf16(r.grad_input);
@@ -399,9 +405,11 @@ TEST_F(CpuBf16Activations, LinearMatchesFp32ActivationsOnRoundedInputs) {
       return r;
     };
     const Results expected = run(*reference_, false), actual = run(*bf16_, true);
-    const std::string name = std::to_string(geometry.in_features) + "->" + std::to_string(geometry.out_features);
+    const std::string name =
+        std::to_string(geometry.in_features) + "->" + std::to_string(geometry.out_features);
     EXPECT_LE(error_beyond_one_rounding(actual.output, expected.output), accumulated_tolerance) << name;
-    EXPECT_LE(error_beyond_one_rounding(actual.grad_input, expected.grad_input), accumulated_tolerance) << name;
+    EXPECT_LE(error_beyond_one_rounding(actual.grad_input, expected.grad_input), accumulated_tolerance)
+        << name;
     EXPECT_LE(error_of_scale(actual.grad_weight, expected.grad_weight), weight_gradient_tolerance) << name;
     EXPECT_LE(error_of_scale(actual.grad_bias, expected.grad_bias), weight_gradient_tolerance) << name;
   }
@@ -413,11 +421,11 @@ TEST_F(CpuBf16Activations, LossReadsBf16LogitsAndComputesInFp32) {
   std::vector<std::int32_t> labels(batch);
   for (int i = 0; i < batch; ++i) labels[i] = (i * 7) % classes;
   std::vector<float> expected_grad(batch * classes), grad = stored_bf16(expected_grad);
-  const backend::LossTotals expected = reference_->softmax_cross_entropy(batch, classes, logits.data(), labels.data(),
-                                                                         0.1f, 1.0f / batch, expected_grad.data());
+  const backend::LossTotals expected = reference_->softmax_cross_entropy(
+      batch, classes, logits.data(), labels.data(), 0.1f, 1.0f / batch, expected_grad.data());
   const std::vector<float> stored = stored_bf16(logits);
-  const backend::LossTotals actual =
-      bf16_->softmax_cross_entropy(batch, classes, stored.data(), labels.data(), 0.1f, 1.0f / batch, grad.data());
+  const backend::LossTotals actual = bf16_->softmax_cross_entropy(
+      batch, classes, stored.data(), labels.data(), 0.1f, 1.0f / batch, grad.data());
   EXPECT_EQ(actual.loss_sum, expected.loss_sum);
   EXPECT_EQ(actual.correct, expected.correct);
   EXPECT_TRUE(same_bits(read_bf16(grad), rounded(expected_grad)));
@@ -438,18 +446,18 @@ TEST_F(CpuBf16Activations, Fp32BitwiseUnchangedAfterBf16Activations) {
   const ConvolutionGeometry convolution = square_convolution(8, 16, 16, 32, 3, 1, 1, true);
   const BatchNormGeometry batch_norm{8, 32, 16 * 16, 1e-5f, backend::FusedActivation::Relu};
   const PoolingGeometry pooling{8, 32, 16, 16, 2, 2, 0, PoolingKind::Max};
-  const std::vector<float> input = random_values(8 * 16 * 16 * 16, 41), weight = random_values(32 * 16 * 9, 42),
-                           bias = random_values(32, 43), gamma = random_values(32, 44, 0.5f, 1.5f),
-                           beta = random_values(32, 45);
+  const std::vector<float> input = random_values(8 * 16 * 16 * 16, 41),
+                           weight = random_values(32 * 16 * 9, 42), bias = random_values(32, 43),
+                           gamma = random_values(32, 44, 0.5f, 1.5f), beta = random_values(32, 45);
   auto run = [&](ComputePrecision precision) {
     backend->set_compute_precision(precision);
     std::vector<float> convolved(8 * 16 * 16 * 32), normalised(convolved.size()), pooled(8 * 8 * 8 * 32),
         mean(32), inverse_std(32), running_mean(32, 0.0f), running_variance(32, 1.0f);
     std::vector<std::uint8_t> workspace(backend->pooling_workspace_bytes(pooling) + 1);
     backend->convolution_forward(convolution, input.data(), weight.data(), bias.data(), convolved.data());
-    backend->batch_norm_forward_training(batch_norm, convolved.data(), gamma.data(), beta.data(), normalised.data(),
-                                         running_mean.data(), running_variance.data(), 0.1f, mean.data(),
-                                         inverse_std.data());
+    backend->batch_norm_forward_training(batch_norm, convolved.data(), gamma.data(), beta.data(),
+                                         normalised.data(), running_mean.data(), running_variance.data(),
+                                         0.1f, mean.data(), inverse_std.data());
     backend->pooling_forward(pooling, normalised.data(), pooled.data(), workspace.data());
     backend->add(static_cast<std::int64_t>(pooled.size()), pooled.data(), pooled.data(), pooled.data());
     std::vector<float> all = convolved;

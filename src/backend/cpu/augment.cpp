@@ -11,8 +11,8 @@ namespace {
 
 template <typename Element>
 void augment_normalize_images_of(const AugmentGeometry& geometry, const std::uint8_t* __restrict images,
-                                 const std::int32_t* draws, const float* mean, const float* standard_deviation,
-                                 Element* __restrict output) {
+                                 const std::int32_t* draws, const float* mean,
+                                 const float* standard_deviation, Element* __restrict output) {
   const int height = geometry.height, width = geometry.width, channels = geometry.channels;
   const std::int64_t row_elements = static_cast<std::int64_t>(width) * channels;
   const std::int64_t image_elements = row_elements * height;

@@ -39,7 +39,8 @@ void affine_per_channel(std::int64_t rows, int channels, const Element* input, c
     Element* output_row = output + row * channels;
 #pragma omp simd
     for (int channel = 0; channel < channels; ++channel)
-      narrow_into(output_row[channel], (widen(input_row[channel]) - center[channel]) * scale[channel] + offset[channel]);
+      narrow_into(output_row[channel],
+                  (widen(input_row[channel]) - center[channel]) * scale[channel] + offset[channel]);
   }
 }
 
@@ -174,9 +175,10 @@ void BatchNorms::forward_inference_of(const BatchNormGeometry& geometry, const E
 }
 
 template <typename Element>
-void BatchNorms::backward_of(const BatchNormGeometry& geometry, const Element* input, const Element* grad_output,
-                             const float* gamma, const float* saved_mean, const float* saved_inverse_std,
-                             Element* grad_input, float* grad_gamma, float* grad_beta) {
+void BatchNorms::backward_of(const BatchNormGeometry& geometry, const Element* input,
+                             const Element* grad_output, const float* gamma, const float* saved_mean,
+                             const float* saved_inverse_std, Element* grad_input, float* grad_gamma,
+                             float* grad_beta) {
   const std::int64_t rows = static_cast<std::int64_t>(geometry.batch) * geometry.spatial;
   const int channels = geometry.channels;
   const std::int64_t blocks = block_count(rows);
@@ -252,8 +254,8 @@ void BatchNorms::forward_training(const BatchNormGeometry& geometry, const float
                                   float* running_variance, float momentum, float* saved_mean,
                                   float* saved_inverse_std) {
   if (storage_ == ComputePrecision::BFloat16)
-    forward_training_of(geometry, as_bf16(input), gamma, beta, as_bf16(output), running_mean, running_variance,
-                        momentum, saved_mean, saved_inverse_std);
+    forward_training_of(geometry, as_bf16(input), gamma, beta, as_bf16(output), running_mean,
+                        running_variance, momentum, saved_mean, saved_inverse_std);
   else
     forward_training_of(geometry, input, gamma, beta, output, running_mean, running_variance, momentum,
                         saved_mean, saved_inverse_std);
@@ -263,7 +265,8 @@ void BatchNorms::forward_inference(const BatchNormGeometry& geometry, const floa
                                    const float* beta, const float* running_mean,
                                    const float* running_variance, float* output) {
   if (storage_ == ComputePrecision::BFloat16)
-    forward_inference_of(geometry, as_bf16(input), gamma, beta, running_mean, running_variance, as_bf16(output));
+    forward_inference_of(geometry, as_bf16(input), gamma, beta, running_mean, running_variance,
+                         as_bf16(output));
   else
     forward_inference_of(geometry, input, gamma, beta, running_mean, running_variance, output);
 }

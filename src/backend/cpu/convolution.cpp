@@ -124,8 +124,8 @@ struct ConvolutionDescriptors {
 // bf16 activations); weight gradients are always f32. Returns nothing when the algorithm has no
 // implementation here.
 std::optional<ConvolutionDescriptors> describe(const ConvolutionGeometry& geometry, dnnl::algorithm algorithm,
-                                               Tag activation_tag, DataType operand_type, DataType result_type,
-                                               const dnnl::engine& engine) {
+                                               Tag activation_tag, DataType operand_type,
+                                               DataType result_type, const dnnl::engine& engine) {
   const dnnl::memory::dims input_dims{geometry.batch, geometry.in_channels, geometry.in_height,
                                       geometry.in_width};
   const dnnl::memory::dims output_dims{geometry.batch, geometry.out_channels, geometry.out_height(),
@@ -190,10 +190,10 @@ std::optional<ConvolutionDescriptors> describe(const ConvolutionGeometry& geomet
 Convolutions::Primitives::Primitives(const ConvolutionGeometry& geometry, DnnlContext& context,
                                      ComputePrecision precision, ComputePrecision storage) {
   const DataType activation_type = storage == ComputePrecision::BFloat16 ? DataType::bf16 : DataType::f32;
-  const auto input_descriptor = activation_descriptor(geometry.batch, geometry.in_channels, geometry.in_height,
-                                                      geometry.in_width, activation_type);
-  const auto output_descriptor = activation_descriptor(geometry.batch, geometry.out_channels,
-                                                       geometry.out_height(), geometry.out_width(), activation_type);
+  const auto input_descriptor = activation_descriptor(geometry.batch, geometry.in_channels,
+                                                      geometry.in_height, geometry.in_width, activation_type);
+  const auto output_descriptor = activation_descriptor(
+      geometry.batch, geometry.out_channels, geometry.out_height(), geometry.out_width(), activation_type);
   const dnnl::memory::desc weight_descriptor(
       {geometry.out_channels, geometry.in_channels, geometry.kernel_height, geometry.kernel_width},
       DataType::f32, Tag::oihw);

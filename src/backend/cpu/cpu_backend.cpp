@@ -61,8 +61,9 @@ void CpuBackend::set_compute_precision(ComputePrecision precision) {
 }
 
 void CpuBackend::set_activation_precision(ComputePrecision precision) {
-  PHALANX_REQUIRE_INPUT(precision != ComputePrecision::Float16, name(),
-                        " holds activations in fp32 or bf16; fp16 activations need a GPU rank (the CUDA backend)");
+  PHALANX_REQUIRE_INPUT(
+      precision != ComputePrecision::Float16, name(),
+      " holds activations in fp32 or bf16; fp16 activations need a GPU rank (the CUDA backend)");
   // As on GPU ranks: bf16 activations with fp32 arithmetic would convert at every convolution and
   // keep none of the savings.
   PHALANX_REQUIRE_INPUT(precision == ComputePrecision::Float32 || precision == precision_, name(),

@@ -8,7 +8,6 @@
 #include <cmath>
 
 #include "activation_element.hpp"
-
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::backend::cpu {
@@ -61,7 +60,8 @@ LossTotals CrossEntropy::softmax_cross_entropy(int batch, int classes, const flo
   const LossTotals totals = softmax_cross_entropy_fp32(batch, classes, fp32_logits, labels, label_smoothing,
                                                        gradient_scale, widened_grad_logits_.data());
   Bf16* stored_grad = as_bf16(grad_logits);
-  for (std::int64_t i = 0; i < count; ++i) narrow_into(stored_grad[i], widened_grad_logits_[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = 0; i < count; ++i)
+    narrow_into(stored_grad[i], widened_grad_logits_[static_cast<std::size_t>(i)]);
   return totals;
 }
 

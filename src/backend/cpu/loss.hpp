@@ -21,8 +21,9 @@ class CrossEntropy {
                float* probabilities);
 
  private:
-  LossTotals softmax_cross_entropy_fp32(int batch, int classes, const float* logits, const std::int32_t* labels,
-                                        float label_smoothing, float gradient_scale, float* grad_logits);
+  LossTotals softmax_cross_entropy_fp32(int batch, int classes, const float* logits,
+                                        const std::int32_t* labels, float label_smoothing,
+                                        float gradient_scale, float* grad_logits);
   // The logits as fp32: themselves, or (bf16 storage) widened into widened_logits_.
   const float* widened_logits(std::int64_t count, const float* logits);
 

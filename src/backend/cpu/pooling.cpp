@@ -114,10 +114,10 @@ Poolings::Primitives& Poolings::primitives(const PoolingGeometry& geometry) {
   } catch (const dnnl::error& error) {
     throw_dnnl_error(error,
                      detail::concat("create ", storage_ == ComputePrecision::BFloat16 ? "bf16 " : "",
-                                    geometry.kind == PoolingKind::Max ? "max" : "average",
-                                    " pooling kernel ", geometry.kernel, " stride ", geometry.stride,
-                                    " padding ", geometry.padding, " on ", geometry.batch, "x",
-                                    geometry.in_height, "x", geometry.in_width, "x", geometry.channels),
+                                    geometry.kind == PoolingKind::Max ? "max" : "average", " pooling kernel ",
+                                    geometry.kernel, " stride ", geometry.stride, " padding ",
+                                    geometry.padding, " on ", geometry.batch, "x", geometry.in_height, "x",
+                                    geometry.in_width, "x", geometry.channels),
                      __FILE__, __LINE__);
   }
 }
