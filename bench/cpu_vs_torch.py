@@ -6,8 +6,10 @@ side by side in one run: fmnist_cnn (Fashion-MNIST) and resnet20 (32x32x3), batc
         --output /tmp/cpu_vs_torch.json
 
 Columns, per model and pairing (ranks x threads per rank, global batch 128):
-  phalanx  fp32, and bf16 (--set train.precision=bf16; activations stay fp32 on CPU ranks); a build
-           that refuses bf16 on a CPU rank (exit 2) shows "refused" with its message
+  phalanx  fp32, bf16 (--set train.precision=bf16, activations in fp32) and bf16act (bf16 with
+           --set train.activation_dtype=bf16: activations held in bf16 between layers, compared
+           with PyTorch's bf16 autocast); a build that refuses one on a CPU rank (exit 2) shows
+           "refused" with its message
   PyTorch  fp32 and bf16 autocast (torch.autocast('cpu', dtype=torch.bfloat16)), each in NCHW
            and channels_last, under each PyTorch: the 2.x venv (made under build/ with
            `pip install torch numpy h5py` on first use, then reused) and Debian's (--second-torch)
@@ -61,7 +63,7 @@ MODELS = {
 # its first epoch, as the fmnist_cnn run does (300 x 128 < 60,000), so neither evaluates mid-run.
 SYNTH_TRAIN, SYNTH_TEST = 16384, 1024
 PAIRINGS = {"1x2": (1, 2), "2x1": (2, 1)}  # name -> (ranks, threads per rank)
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "bf16act")  # bf16act: phalanx only, against PyTorch's bf16
 LAYOUTS = ("nchw", "channels_last")
 PHALANX_WARMUP = 3  # TrainingRecord::warmup_steps: the steps summary.json's images_per_sec leaves out
 
@@ -176,6 +178,11 @@ class Column:
         return f"torch {self.version} {self.precision} {self.layout}"
 
 
+def torch_precision(precision):
+    """The PyTorch column a phalanx precision is compared with (bf16act: autocast's bf16)."""
+    return "bf16" if precision == "bf16act" else precision
+
+
 def phalanx_sets(args, model, data, ranks, threads, precision):
     spec = MODELS[model]
     sets = {
@@ -197,9 +204,10 @@ def phalanx_sets(args, model, data, ranks, threads, precision):
     if spec["optimizer"] == "sgd":
         sets["optimizer.momentum"] = spec["momentum"]
     if precision != "fp32":
-        # bf16 compute (operands of convolutions and linear layers); CPU ranks keep activations in
-        # fp32 (train.activation_dtype), as autocast keeps batch norm's output in fp32.
-        sets["train.precision"] = precision
+        # bf16 compute (operands of convolutions and linear layers); activations in fp32, or in bf16
+        # for bf16act (train.activation_dtype).
+        sets["train.precision"] = "bf16"
+        sets["train.activation_dtype"] = "bf16" if precision == "bf16act" else "fp32"
     return sets
 
 
@@ -282,7 +290,7 @@ def headline(args, model, cells, columns, peer_version):
 
     for precision in args.precisions:
         phalanx_key = f"phalanx {precision}"
-        torch_keys = [c.key for c in peer if c.precision == precision]
+        torch_keys = [c.key for c in peer if c.precision == torch_precision(precision)]
         for pairing in args.pairings:
             row(precision, pairing, [(phalanx_key, pairing)], [(k, pairing) for k in torch_keys])
         if len(args.pairings) > 1:
@@ -379,7 +387,8 @@ def main(argv=None):
 
     columns = [Column("phalanx", p) for p in args.precisions]
     for python, version in zip(pythons, versions):
-        columns += [Column("torch", p, layout, python, version) for p in args.precisions for layout in args.layouts]
+        columns += [Column("torch", p, layout, python, version) for p in dict.fromkeys(map(torch_precision, args.precisions))
+                    for layout in args.layouts]
 
     work = args.work_dir or tempfile.mkdtemp(prefix="cpu-vs-torch-")
     os.makedirs(work, exist_ok=True)

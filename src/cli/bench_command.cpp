@@ -78,8 +78,8 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
   const LocalGpu gpu = find_local_gpu(world);
   const bool gpus = every_rank(world, gpu.device >= 0);
   if (gpus) devices.push_back("cuda");
-  // bf16 activations where the configuration asks for them and the device has them (GPU ranks);
-  // otherwise bf16 compute on fp32 activations, which every device has.
+  // bf16 activations where the configuration asks for them (GPU ranks, and CPU ranks where oneDNN
+  // has bf16 kernels); otherwise bf16 compute on fp32 activations, which every device has.
   const std::string bf16_activations = config.train.activation_dtype == "bf16" ? "bf16" : "fp32";
   std::vector<DeviceRun> runs;
   for (const auto& [device, precision] : std::vector<std::pair<std::string, std::string>>{
@@ -87,7 +87,7 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
     if (std::find(devices.begin(), devices.end(), device) == devices.end()) continue;
     config.device = device;
     config.train.precision = precision;
-    config.train.activation_dtype = precision == "bf16" && device == "cuda" ? bf16_activations : "fp32";
+    config.train.activation_dtype = precision == "bf16" ? bf16_activations : "fp32";
     RankResources resources;
     std::unique_ptr<comm::NcclCommunicator> nccl;
     std::unique_ptr<train::Trainer> trainer;
@@ -128,8 +128,7 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
     const auto& breakdown = run.summary["time_breakdown"];
     const auto ms = [&](const char* stage) { return breakdown[stage]["ms_per_step"].get<double>(); };
     const std::string precision =
-        run.precision + (run.device == "cuda" && run.precision == "bf16" && bf16_activations == "bf16" ? "+act"
-                                                                                                      : "");
+        run.precision + (run.precision == "bf16" && bf16_activations == "bf16" ? "+act" : "");
     const std::string backend =
         run.backend_name + (run.arithmetic_note.empty() ? std::string() : "; " + run.arithmetic_note);
     std::printf("%-6s %-9s %10.0f %9.2f %8.2f %8.3f %9.2f %9.2f %11.2f %10.2f %8.2f  %s\n", run.device.c_str(),

@@ -308,6 +308,13 @@ void read_train(const Section& section, TrainConfig& train) {
                   section.key("activation_dtype") + ": " + train.activation_dtype +
                       " must be fp32 or equal to train.precision, which is " + train.precision,
                   value);
+    // Micro-batches slice the input and sum the parameter gradients in fp32 elements.
+    if (train.activation_dtype != "fp32" && train.accumulation_steps > 1)
+      reader.fail(section.key("activation_dtype"),
+                  section.key("activation_dtype") + ": " + train.activation_dtype +
+                      " cannot be combined with gradient accumulation (train.accumulation_steps: " +
+                      std::to_string(train.accumulation_steps) + "); use fp32 activations",
+                  value);
   }
   if (const YAML::Node value = section["deterministic"]; has(value)) {
     train.deterministic = reader.boolean(value, section.key("deterministic"));

@@ -448,6 +448,12 @@ std::unique_ptr<MicroBatches> Trainer::make_micro_batches(int local_batch) const
   const int count =
       micro_batch_count(config.train.accumulation_steps, local_batch, config.train.batch_size, even_split);
   if (count < 2) return nullptr;
+  // The micro-batches slice the input batch by fp32 sample sizes and sum the fp32 parameter
+  // gradients with the backend's add, which under reduced activations reads 2-byte elements.
+  PHALANX_REQUIRE_INPUT(
+      config.train.activation_dtype == "fp32", "train.activation_dtype: ", config.train.activation_dtype,
+      " cannot be combined with gradient accumulation (", count, " micro-batches of a local batch of ",
+      local_batch, ", train.accumulation_steps); use fp32 activations or one micro-batch per step");
   return std::make_unique<MicroBatches>(backend_, local_batch, count, model_->classes(),
                                         model_->registry().parameter_count(), communicator_.size());
 }

@@ -1,6 +1,7 @@
-// The CPU backend holds activations in fp32 only and computes in fp32 or bf16 (test_cpu_bf16.cpp):
-// asking it for bf16/fp16 activations or fp16 compute is a clear input error (exit status 2), and
-// a refused request changes nothing.
+// The CPU backend holds activations in fp32, or in bf16 under bf16 compute
+// (test_cpu_bf16_activations.cpp), and computes in fp32 or bf16 (test_cpu_bf16.cpp): asking it for
+// fp16 activations or compute, or for bf16 activations under fp32 compute, is a clear input error
+// (exit status 2), and a refused request changes nothing.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -28,14 +29,19 @@ std::string input_error_of(Call call) {
   return "";
 }
 
-TEST(CpuPrecision, ActivationsStayFp32) {
+TEST(CpuPrecision, ActivationsStayFp32WhenRefused) {
   auto backend = make_test_backend();
   EXPECT_NO_THROW(backend->set_activation_precision(ComputePrecision::Float32));
-  for (const ComputePrecision precision : {ComputePrecision::BFloat16, ComputePrecision::Float16}) {
-    const std::string message = input_error_of([&] { backend->set_activation_precision(precision); });
-    EXPECT_NE(message.find("keeps activations in fp32 only"), std::string::npos) << message;
-    EXPECT_NE(message.find(backend->name()), std::string::npos) << message;
-  }
+  // Under fp32 compute, bf16 activations would convert at every convolution: refused, as fp16.
+  const std::string bf16 =
+      input_error_of([&] { backend->set_activation_precision(ComputePrecision::BFloat16); });
+  EXPECT_NE(bf16.find("bf16 activations need train.precision: bf16"), std::string::npos) << bf16;
+  EXPECT_NE(bf16.find(backend->name()), std::string::npos) << bf16;
+  backend->set_compute_precision(ComputePrecision::BFloat16);
+  const std::string fp16 =
+      input_error_of([&] { backend->set_activation_precision(ComputePrecision::Float16); });
+  EXPECT_NE(fp16.find("fp16 activations need a GPU rank"), std::string::npos) << fp16;
+  EXPECT_NE(fp16.find(backend->name()), std::string::npos) << fp16;
   // The refusals left fp32 activations: an op reads and writes 4-byte floats as before.
   const std::vector<float> input{-1.5f, 0.0f, 2.25f, 1e-30f, -3e10f};
   std::vector<float> output(input.size(), -7.0f);

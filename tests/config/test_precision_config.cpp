@@ -104,6 +104,17 @@ TEST(PrecisionConfig, ActivationDtypeErrorsNameTheKeyAndTheRule) {
                       "(from --set train.activation_dtype)"});
   expect_input_error([&] { parse(base + "train: {activation_type: bf16}\n", source); },
                      {"unknown key 'train.activation_type' (did you mean 'train.activation_dtype'?)"});
+  // Micro-batches work in fp32 elements: reduced activations with gradient accumulation are refused,
+  // one micro-batch per step is not.
+  expect_input_error(
+      [&] {
+        parse(base + "train: {precision: bf16, activation_dtype: bf16, accumulation_steps: 2}\n", source);
+      },
+      {"train.activation_dtype: bf16 cannot be combined with gradient accumulation "
+       "(train.accumulation_steps: 2)"});
+  EXPECT_EQ(parse(base + "train: {precision: bf16, activation_dtype: bf16, accumulation_steps: 1}\n", source)
+                .train.activation_dtype,
+            "bf16");
 }
 
 }  // namespace

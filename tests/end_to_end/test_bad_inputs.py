@@ -136,11 +136,13 @@ class BadInputsTest(unittest.TestCase):
                                   extra=("--set", "train.activation_dtype=bf16"))
         self.assertIn("(from --set train.activation_dtype)", line)
 
-    def test_reduced_activations_on_a_cpu_rank(self):
-        # Valid on a GPU rank; a CPU rank computes in bf16 but holds activations in fp32 only.
-        path = self.write("activation-dtype-cpu", self.config(device="cpu"))
-        line = self.train_refused("activation-dtype-cpu", path, "train.activation_dtype", "needs a GPU rank",
-                                  extra=("--set", "train.precision=bf16", "--set", "train.activation_dtype=bf16"))
+    def test_reduced_activations_with_gradient_accumulation(self):
+        # The micro-batches slice and sum in fp32 elements: reduced activations are refused there.
+        path = self.write("activation-dtype-accumulation", self.config(device="cpu"))
+        line = self.train_refused("activation-dtype-accumulation", path, "train.activation_dtype",
+                                  "train.accumulation_steps",
+                                  extra=("--set", "train.precision=bf16", "--set", "train.activation_dtype=bf16",
+                                         "--set", "train.accumulation_steps=2"))
         self.assertIn("bf16", line)
 
     def test_fp16_on_a_cpu_rank(self):

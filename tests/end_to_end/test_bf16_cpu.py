@@ -5,7 +5,9 @@ by oneDNN); with oneDNN held below AMX (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16) and
 instruction (AVX512_CORE, emulated by oneDNN) it still trains and says so, and below AVX-512 (AVX2,
 where oneDNN 2.6 has no bf16 kernels) it trains in fp32 and says that. Its checkpoints hold fp32 weights in the
 layout of an fp32 run's, resume exactly, and evaluate in fp32 through `phalanx eval`. A sweep whose
-space searches train.precision trains its bf16 trials on CPU ranks."""
+space searches train.precision trains its bf16 trials on CPU ranks. With bf16 activations as well
+(`train.activation_dtype: bf16`, activations held in bf16 between layers) the same run learns and
+lands within 0.5% of fp32 too, and its checkpoint is fp32 in the fp32 layout."""
 
 import csv
 
@@ -37,15 +39,16 @@ def setUpModule():
                              every_steps=STEPS_PER_EPOCH, keep=4, log_every_steps=50)
     CONFIG_PATH = e2e.write_config(os.path.join(WORK, "bf16.yaml"), config)
     RUNS = {}
-    for precision in ("fp32", "bf16"):
-        run_dir = os.path.join(WORK, precision)
-        result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir,
-                            "--set", f"train.precision={precision}", timeout=400)
+    for precision, activations in (("fp32", "fp32"), ("bf16", "fp32"), ("bf16", "bf16")):
+        name = precision if activations == "fp32" else "bf16-activations"
+        run_dir = os.path.join(WORK, name)
+        result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--set", f"train.precision={precision}",
+                            "--set", f"train.activation_dtype={activations}", timeout=400)
         if result.returncode != 0:
             raise AssertionError(f"the {precision} run failed\n" + result.describe())
-        RUNS[precision] = (run_dir, result)
+        RUNS[name] = (run_dir, result)
         summary = e2e.read_summary(run_dir)
-        print(f"\n{precision}: test accuracy {summary['test_accuracy']:.4f}, test loss "
+        print(f"\n{name}: test accuracy {summary['test_accuracy']:.4f}, test loss "
               f"{summary['test_loss']:.4f}, {summary['images_per_sec']:.0f} img/s, {result.seconds:.1f} s")
 
 
@@ -70,6 +73,26 @@ class Bf16CpuTest(unittest.TestCase):
         self.assertLess(bf16["history"][-1]["train_loss"], bf16["history"][0]["train_loss"])
         # Different arithmetic, so not the very same weights as fp32.
         self.assertNotEqual(bf16["test_loss"], fp32["test_loss"])
+
+    def test_bf16_activations_learn_within_half_a_percent_of_fp32(self):
+        fp32 = e2e.read_summary(RUNS["fp32"][0])
+        run_dir, result = RUNS["bf16-activations"]
+        activations = e2e.read_summary(run_dir)
+        self.assertEqual(result.error_lines(), [])
+        self.assertGreaterEqual(activations["test_accuracy"], ACCURACY_BAR)
+        self.assertLessEqual(abs(activations["test_accuracy"] - fp32["test_accuracy"]), ACCURACY_GAP,
+                             (activations["test_accuracy"], fp32["test_accuracy"]))
+        self.assertLess(activations["history"][-1]["train_loss"], activations["history"][0]["train_loss"])
+        # Not bf16 compute on fp32 activations: the activations were rounded between layers.
+        self.assertNotEqual(activations["test_loss"], e2e.read_summary(RUNS["bf16"][0])["test_loss"])
+        # The checkpoint holds fp32 master weights in the fp32 layout.
+        fp32_arrays = e2e.read_checkpoint_arrays(latest(RUNS["fp32"][0]))
+        arrays = e2e.read_checkpoint_arrays(latest(run_dir))
+        for group in ("model", "optimizer"):
+            for name, value in fp32_arrays[group].items():
+                self.assertEqual((arrays[group][name].dtype, arrays[group][name].shape), (value.dtype, value.shape))
+        weights = arrays["model"]["fc1/weight"].view(np.uint32)
+        self.assertGreater(np.count_nonzero(weights & 0xFFFF), weights.size // 2)
 
     def test_the_start_says_how_bf16_runs_once_per_rank(self):
         result = RUNS["bf16"][1]

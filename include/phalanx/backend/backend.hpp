@@ -144,13 +144,14 @@ class Backend : public Allocator {
   // How activations are held in memory from now on: every float* an op reads or writes as a layer
   // input or output, its gradient, the logits and their gradient, and the input ops' output. fp32
   // (the default) or the compute precision itself (bf16/fp16, as torch.autocast keeps a
-  // convolution's output): a GPU backend then reads and writes 2-byte elements there, so the ops
+  // convolution's output): the backend then reads and writes 2-byte elements there, so the ops
   // pass half the bytes and only weights are cast for a convolution or GEMM. The buffers keep
   // their fp32 size (only the first half of their bytes is used), no op changes its signature, and
   // the host sees those bytes only through the ops. Weights, their gradients, optimizer state, batch
   // norm statistics and predict's probabilities stay fp32; fill, scale and all_finite are for those
-  // fp32 buffers (a zero fill is zero in every precision). The base version (the CPU backend) keeps
-  // fp32 only and refuses anything else.
+  // fp32 buffers (a zero fill is zero in every precision). The base version keeps fp32 only and
+  // refuses anything else; the CPU backend adds bf16 (under bf16 compute), the CUDA backend bf16
+  // and fp16.
   virtual void set_activation_precision(ComputePrecision precision);
   // Whether ops keep to algorithms whose results are the same bits on every call (true, the
   // default), or may take a faster one that can differ in the last bits from run to run (a

@@ -8,7 +8,8 @@
 
 namespace phalanx::train {
 
-// Refuses reduced precision or activations on a CPU rank (bad input naming the key). Sets the
+// Refuses fp16 on a CPU rank, and activations the backend cannot hold (bf16 on a CPU without
+// oneDNN bf16 kernels), as bad input naming the key. Sets the
 // activations back to fp32 first: a backend reused by the next trial of a sweep may hold them in
 // the previous trial's precision, and the compute precision changes only under fp32 activations.
 void apply_arithmetic(const config::Config& config, backend::Backend& backend);

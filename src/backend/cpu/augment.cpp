@@ -1,15 +1,18 @@
 // Gathers each output pixel from where the crop and flip put it (zero outside the image or inside
 // the cutout square) and normalises it with the formula of normalize_images, so the result is bit
-// for bit data::augment_image followed by normalize_images.
+// for bit data::augment_image followed by normalize_images (in fp32; bf16 rounds that value).
 #include "augment.hpp"
 
 #include "elementwise.hpp"
 
 namespace phalanx::backend::cpu {
 
-void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* __restrict images,
-                              const std::int32_t* draws, const float* mean, const float* standard_deviation,
-                              float* __restrict output) {
+namespace {
+
+template <typename Element>
+void augment_normalize_images_of(const AugmentGeometry& geometry, const std::uint8_t* __restrict images,
+                                 const std::int32_t* draws, const float* mean,
+                                 const float* standard_deviation, Element* __restrict output) {
   const int height = geometry.height, width = geometry.width, channels = geometry.channels;
   const std::int64_t row_elements = static_cast<std::int64_t>(width) * channels;
   const std::int64_t image_elements = row_elements * height;
@@ -26,7 +29,7 @@ void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_
     const int source_y = y + shift_y;
     const bool row_inside = source_y >= 0 && source_y < height;
     const std::uint8_t* source_image = images + sample * image_elements;
-    float* out_row = output + sample * image_elements + static_cast<std::int64_t>(y) * row_elements;
+    Element* out_row = output + sample * image_elements + static_cast<std::int64_t>(y) * row_elements;
     for (int x = 0; x < width; ++x) {
       const int source_x = (flip ? width - 1 - x : x) + shift_x;
       const bool cut = row_in_cutout && x >= cutout_left && x < cutout_left + geometry.cutout;
@@ -36,11 +39,24 @@ void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_
                                          : nullptr;
       for (int channel = 0; channel < channels; ++channel) {
         const float value = pixel ? static_cast<float>(pixel[channel]) : 0.0f;
-        out_row[static_cast<std::int64_t>(x) * channels + channel] =
-            (value / 255.0f - mean[channel]) / standard_deviation[channel];
+        narrow_into(out_row[static_cast<std::int64_t>(x) * channels + channel],
+                    (value / 255.0f - mean[channel]) / standard_deviation[channel]);
       }
     }
   }
+}
+
+}  // namespace
+
+void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
+                              const std::int32_t* draws, const float* mean, const float* standard_deviation,
+                              float* output) {
+  augment_normalize_images_of(geometry, images, draws, mean, standard_deviation, output);
+}
+void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
+                              const std::int32_t* draws, const float* mean, const float* standard_deviation,
+                              Bf16* output) {
+  augment_normalize_images_of(geometry, images, draws, mean, standard_deviation, output);
 }
 
 }  // namespace phalanx::backend::cpu

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "activation_element.hpp"
 #include "phalanx/backend/geometry.hpp"
 
 namespace phalanx::backend::cpu {
@@ -12,5 +13,8 @@ namespace phalanx::backend::cpu {
 void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
                               const std::int32_t* draws, const float* mean, const float* standard_deviation,
                               float* output);
+void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
+                              const std::int32_t* draws, const float* mean, const float* standard_deviation,
+                              Bf16* output);
 
 }  // namespace phalanx::backend::cpu

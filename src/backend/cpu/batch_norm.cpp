@@ -3,6 +3,9 @@
 // per-channel reductions are plain vectorised row sums. Rows are reduced in fixed blocks of 256
 // whose float partial sums are merged in block order in double, so results are bitwise the same
 // for any thread count, and accurate for large batches and for means large against the spread.
+// Under bf16 activations (set_storage) the same loops read bf16 input and grad_output, widened to
+// float, and round output and grad_input once; statistics, gamma, beta and their gradients stay
+// fp32 (the float instantiation is the fp32 path, see activation_element.hpp).
 #include "batch_norm.hpp"
 
 #include <algorithm>
@@ -27,37 +30,41 @@ std::int64_t block_count(std::int64_t rows) {
 // output[row, c] = (input[row, c] - center[c]) * scale[c] + offset[c]. Subtracting a typical
 // value first keeps precision when a channel's mean is large against its spread. Output may
 // be the input (in place).
-void affine_per_channel(std::int64_t rows, int channels, const float* input, const float* __restrict center,
-                        const float* __restrict scale, const float* __restrict offset, float* output) {
+template <typename Element>
+void affine_per_channel(std::int64_t rows, int channels, const Element* input, const float* __restrict center,
+                        const float* __restrict scale, const float* __restrict offset, Element* output) {
 #pragma omp parallel for schedule(static) if (rows * channels >= parallel_threshold)
   for (std::int64_t row = 0; row < rows; ++row) {
-    const float* input_row = input + row * channels;
-    float* output_row = output + row * channels;
+    const Element* input_row = input + row * channels;
+    Element* output_row = output + row * channels;
 #pragma omp simd
     for (int channel = 0; channel < channels; ++channel)
-      output_row[channel] = (input_row[channel] - center[channel]) * scale[channel] + offset[channel];
+      narrow_into(output_row[channel],
+                  (widen(input_row[channel]) - center[channel]) * scale[channel] + offset[channel]);
   }
 }
 
 // The same with the ReLU that follows the layer applied as each value is written, as relu_forward
 // computes it (`x < 0 ? 0 : x`, NaN stays NaN): one pass over the activations instead of two.
-void affine_relu_per_channel(std::int64_t rows, int channels, const float* input,
+template <typename Element>
+void affine_relu_per_channel(std::int64_t rows, int channels, const Element* input,
                              const float* __restrict center, const float* __restrict scale,
-                             const float* __restrict offset, float* output) {
+                             const float* __restrict offset, Element* output) {
 #pragma omp parallel for schedule(static) if (rows * channels >= parallel_threshold)
   for (std::int64_t row = 0; row < rows; ++row) {
-    const float* input_row = input + row * channels;
-    float* output_row = output + row * channels;
+    const Element* input_row = input + row * channels;
+    Element* output_row = output + row * channels;
 #pragma omp simd
     for (int channel = 0; channel < channels; ++channel) {
-      const float value = (input_row[channel] - center[channel]) * scale[channel] + offset[channel];
-      output_row[channel] = value < 0.0f ? 0.0f : value;
+      const float value = (widen(input_row[channel]) - center[channel]) * scale[channel] + offset[channel];
+      narrow_into(output_row[channel], value < 0.0f ? 0.0f : value);
     }
   }
 }
 
-void affine_per_channel(const BatchNormGeometry& geometry, std::int64_t rows, const float* input,
-                        const float* center, const float* scale, const float* offset, float* output) {
+template <typename Element>
+void affine_per_channel(const BatchNormGeometry& geometry, std::int64_t rows, const Element* input,
+                        const float* center, const float* scale, const float* offset, Element* output) {
   if (geometry.activation == FusedActivation::Relu)
     affine_relu_per_channel(rows, geometry.channels, input, center, scale, offset, output);
   else
@@ -66,10 +73,11 @@ void affine_per_channel(const BatchNormGeometry& geometry, std::int64_t rows, co
 
 }  // namespace
 
-void BatchNorms::forward_training(const BatchNormGeometry& geometry, const float* input, const float* gamma,
-                                  const float* beta, float* output, float* running_mean,
-                                  float* running_variance, float momentum, float* saved_mean,
-                                  float* saved_inverse_std) {
+template <typename Element>
+void BatchNorms::forward_training_of(const BatchNormGeometry& geometry, const Element* input,
+                                     const float* gamma, const float* beta, Element* output,
+                                     float* running_mean, float* running_variance, float momentum,
+                                     float* saved_mean, float* saved_inverse_std) {
   const std::int64_t rows = static_cast<std::int64_t>(geometry.batch) * geometry.spatial;
   const int channels = geometry.channels;
   PHALANX_CHECK(rows > 1, "batch norm in training needs more than one value per channel, got ", rows);
@@ -90,19 +98,20 @@ void BatchNorms::forward_training(const BatchNormGeometry& geometry, const float
     float* __restrict squared_deviations = sum + channels;
     std::fill(sum, sum + 2 * channels, 0.0f);
     const std::int64_t begin = block * block_rows, end = std::min(rows, begin + block_rows);
-    const float* __restrict shift = input + begin * channels;
+    const Element* __restrict shift = input + begin * channels;
     for (std::int64_t row = begin; row < end; ++row) {
-      const float* __restrict input_row = input + row * channels;
+      const Element* __restrict input_row = input + row * channels;
 #pragma omp simd
       for (int channel = 0; channel < channels; ++channel)
-        sum[channel] += input_row[channel] - shift[channel];
+        sum[channel] += widen(input_row[channel]) - widen(shift[channel]);
     }
     const float inverse_block_size = 1.0f / static_cast<float>(end - begin);
     for (std::int64_t row = begin; row < end; ++row) {
-      const float* __restrict input_row = input + row * channels;
+      const Element* __restrict input_row = input + row * channels;
 #pragma omp simd
       for (int channel = 0; channel < channels; ++channel) {
-        const float deviation = (input_row[channel] - shift[channel]) - sum[channel] * inverse_block_size;
+        const float deviation =
+            (widen(input_row[channel]) - widen(shift[channel])) - sum[channel] * inverse_block_size;
         squared_deviations[channel] += deviation * deviation;
       }
     }
@@ -114,7 +123,7 @@ void BatchNorms::forward_training(const BatchNormGeometry& geometry, const float
     for (std::int64_t block = 0; block < blocks; ++block) {
       const std::int64_t begin = block * block_rows;
       const double block_size = static_cast<double>(std::min(rows, begin + block_rows) - begin);
-      total += block_size * input[begin * channels + channel] + sums[block * 2 * channels + channel];
+      total += block_size * widen(input[begin * channels + channel]) + sums[block * 2 * channels + channel];
     }
     const double mean = total / count;
     // Sum over a block of (x - mean)^2 from its deviations about its centre c (the float block
@@ -125,7 +134,7 @@ void BatchNorms::forward_training(const BatchNormGeometry& geometry, const float
       const float block_size = static_cast<float>(std::min(rows, begin + block_rows) - begin);
       const float shifted_sum = sums[block * 2 * channels + channel];
       const double shifted_center = shifted_sum * (1.0f / block_size);
-      const double center_offset = input[begin * channels + channel] + shifted_center - mean;
+      const double center_offset = widen(input[begin * channels + channel]) + shifted_center - mean;
       const double sum_about_center = shifted_sum - block_size * shifted_center;
       squared_deviations += sums[block * 2 * channels + channels + channel] +
                             2.0 * center_offset * sum_about_center +
@@ -152,9 +161,10 @@ void BatchNorms::forward_training(const BatchNormGeometry& geometry, const float
                      channel_offset_.data(), output);
 }
 
-void BatchNorms::forward_inference(const BatchNormGeometry& geometry, const float* input, const float* gamma,
-                                   const float* beta, const float* running_mean,
-                                   const float* running_variance, float* output) {
+template <typename Element>
+void BatchNorms::forward_inference_of(const BatchNormGeometry& geometry, const Element* input,
+                                      const float* gamma, const float* beta, const float* running_mean,
+                                      const float* running_variance, Element* output) {
   const std::int64_t rows = static_cast<std::int64_t>(geometry.batch) * geometry.spatial;
   const int channels = geometry.channels;
   channel_scale_.resize(channels);
@@ -164,9 +174,11 @@ void BatchNorms::forward_inference(const BatchNormGeometry& geometry, const floa
   affine_per_channel(geometry, rows, input, running_mean, channel_scale_.data(), beta, output);
 }
 
-void BatchNorms::backward(const BatchNormGeometry& geometry, const float* input, const float* grad_output,
-                          const float* gamma, const float* saved_mean, const float* saved_inverse_std,
-                          float* grad_input, float* grad_gamma, float* grad_beta) {
+template <typename Element>
+void BatchNorms::backward_of(const BatchNormGeometry& geometry, const Element* input,
+                             const Element* grad_output, const float* gamma, const float* saved_mean,
+                             const float* saved_inverse_std, Element* grad_input, float* grad_gamma,
+                             float* grad_beta) {
   const std::int64_t rows = static_cast<std::int64_t>(geometry.batch) * geometry.spatial;
   const int channels = geometry.channels;
   const std::int64_t blocks = block_count(rows);
@@ -184,12 +196,13 @@ void BatchNorms::backward(const BatchNormGeometry& geometry, const float* input,
     std::fill(sum, sum + 2 * channels, 0.0f);
     const std::int64_t end = std::min(rows, (block + 1) * block_rows);
     for (std::int64_t row = block * block_rows; row < end; ++row) {
-      const float* __restrict input_row = input + row * channels;
-      const float* __restrict grad_row = grad_output + row * channels;
+      const Element* __restrict input_row = input + row * channels;
+      const Element* __restrict grad_row = grad_output + row * channels;
 #pragma omp simd
       for (int channel = 0; channel < channels; ++channel) {
-        sum[channel] += grad_row[channel];
-        sum_times_centered[channel] += grad_row[channel] * (input_row[channel] - saved_mean[channel]);
+        const float grad = widen(grad_row[channel]);
+        sum[channel] += grad;
+        sum_times_centered[channel] += grad * (widen(input_row[channel]) - saved_mean[channel]);
       }
     }
   }
@@ -218,15 +231,55 @@ void BatchNorms::backward(const BatchNormGeometry& geometry, const float* input,
   // No __restrict on the rows: grad_input may overwrite grad_output (in place).
 #pragma omp parallel for schedule(static) if (rows * channels >= parallel_threshold)
   for (std::int64_t row = 0; row < rows; ++row) {
-    const float* input_row = input + row * channels;
-    const float* grad_row = grad_output + row * channels;
-    float* result_row = grad_input + row * channels;
+    const Element* input_row = input + row * channels;
+    const Element* grad_row = grad_output + row * channels;
+    Element* result_row = grad_input + row * channels;
 #pragma omp simd
     for (int channel = 0; channel < channels; ++channel)
-      result_row[channel] = grad_scale[channel] * grad_row[channel] +
-                            centered_scale[channel] * (input_row[channel] - saved_mean[channel]) +
-                            offset[channel];
+      narrow_into(result_row[channel],
+                  grad_scale[channel] * widen(grad_row[channel]) +
+                      centered_scale[channel] * (widen(input_row[channel]) - saved_mean[channel]) +
+                      offset[channel]);
   }
+}
+
+void BatchNorms::set_storage(ComputePrecision precision) {
+  PHALANX_CHECK(precision == ComputePrecision::Float32 || precision == ComputePrecision::BFloat16,
+                "the CPU batch norm holds activations in fp32 or bf16");
+  storage_ = precision;
+}
+
+void BatchNorms::forward_training(const BatchNormGeometry& geometry, const float* input, const float* gamma,
+                                  const float* beta, float* output, float* running_mean,
+                                  float* running_variance, float momentum, float* saved_mean,
+                                  float* saved_inverse_std) {
+  if (storage_ == ComputePrecision::BFloat16)
+    forward_training_of(geometry, as_bf16(input), gamma, beta, as_bf16(output), running_mean,
+                        running_variance, momentum, saved_mean, saved_inverse_std);
+  else
+    forward_training_of(geometry, input, gamma, beta, output, running_mean, running_variance, momentum,
+                        saved_mean, saved_inverse_std);
+}
+
+void BatchNorms::forward_inference(const BatchNormGeometry& geometry, const float* input, const float* gamma,
+                                   const float* beta, const float* running_mean,
+                                   const float* running_variance, float* output) {
+  if (storage_ == ComputePrecision::BFloat16)
+    forward_inference_of(geometry, as_bf16(input), gamma, beta, running_mean, running_variance,
+                         as_bf16(output));
+  else
+    forward_inference_of(geometry, input, gamma, beta, running_mean, running_variance, output);
+}
+
+void BatchNorms::backward(const BatchNormGeometry& geometry, const float* input, const float* grad_output,
+                          const float* gamma, const float* saved_mean, const float* saved_inverse_std,
+                          float* grad_input, float* grad_gamma, float* grad_beta) {
+  if (storage_ == ComputePrecision::BFloat16)
+    backward_of(geometry, as_bf16(input), as_bf16(grad_output), gamma, saved_mean, saved_inverse_std,
+                as_bf16(grad_input), grad_gamma, grad_beta);
+  else
+    backward_of(geometry, input, grad_output, gamma, saved_mean, saved_inverse_std, grad_input, grad_gamma,
+                grad_beta);
 }
 
 }  // namespace phalanx::backend::cpu

@@ -39,6 +39,12 @@
 // oneDNN picks for its jit kernels) and 135 ms for fp32 Winograd; resnet20's 16->16 on 32x32 32
 // against 54 ms (fp32 direct 66 ms), 3->16 7 against 13 ms. The weights go to what each primitive
 // picks.
+//
+// bf16 activations (set_storage, train.activation_dtype: bf16) are held as bf16 NHWC at the op
+// boundary: the bf16 primitives read them as they are and write the output and the input gradient
+// in bf16 (fp32 accumulation, one rounding), so only the weights are converted per call. The
+// weight and bias gradients stay fp32. Where the convolution computes in fp32 (no bf16 kernels
+// below AVX-512) the bridges widen the activations and round the results instead.
 #include "convolution.hpp"
 
 #include <optional>
@@ -55,8 +61,8 @@ namespace {
 using Tag = dnnl::memory::format_tag;
 using DataType = dnnl::memory::data_type;
 
-dnnl::memory::desc activation_descriptor(int batch, int channels, int height, int width) {
-  return dnnl::memory::desc({batch, channels, height, width}, DataType::f32, Tag::nhwc);
+dnnl::memory::desc activation_descriptor(int batch, int channels, int height, int width, DataType type) {
+  return dnnl::memory::desc({batch, channels, height, width}, type, Tag::nhwc);
 }
 
 // The measured rule of the header: Winograd pays from 32 channels on both sides (fp32 only).
@@ -68,7 +74,8 @@ bool prefers_winograd(const ConvolutionGeometry& geometry, ComputePrecision prec
 }  // namespace
 
 struct Convolutions::Primitives {
-  Primitives(const ConvolutionGeometry& geometry, DnnlContext& context, ComputePrecision precision);
+  Primitives(const ConvolutionGeometry& geometry, DnnlContext& context, ComputePrecision precision,
+             ComputePrecision storage);
 
   // Caller-layout views (no buffers): each call binds the caller's pointers to them.
   dnnl::memory input, output, weight, bias, grad_output, grad_input, grad_weight, grad_bias;
@@ -113,11 +120,12 @@ struct ConvolutionDescriptors {
 
 // Describes the convolution with `algorithm` and activations in `activation_tag` (nhwc, or any
 // to let the primitives choose). `operand_type` is what the primitives read (f32, or bf16 for
-// bf16 compute); what they write (output, input and weight gradients) is always f32. Returns
-// nothing when the algorithm has no implementation here.
+// bf16 compute); `result_type` what they write as output and input gradient (f32, or bf16 under
+// bf16 activations); weight gradients are always f32. Returns nothing when the algorithm has no
+// implementation here.
 std::optional<ConvolutionDescriptors> describe(const ConvolutionGeometry& geometry, dnnl::algorithm algorithm,
                                                Tag activation_tag, DataType operand_type,
-                                               const dnnl::engine& engine) {
+                                               DataType result_type, const dnnl::engine& engine) {
   const dnnl::memory::dims input_dims{geometry.batch, geometry.in_channels, geometry.in_height,
                                       geometry.in_width};
   const dnnl::memory::dims output_dims{geometry.batch, geometry.out_channels, geometry.out_height(),
@@ -125,9 +133,9 @@ std::optional<ConvolutionDescriptors> describe(const ConvolutionGeometry& geomet
   const dnnl::memory::dims weight_dims{geometry.out_channels, geometry.in_channels, geometry.kernel_height,
                                        geometry.kernel_width};
   const dnnl::memory::desc input_descriptor(input_dims, operand_type, activation_tag);
-  const dnnl::memory::desc output_descriptor(output_dims, DataType::f32, activation_tag);
+  const dnnl::memory::desc output_descriptor(output_dims, result_type, activation_tag);
   const dnnl::memory::desc weight_descriptor(weight_dims, operand_type, Tag::any);
-  const dnnl::memory::desc grad_input_descriptor(input_dims, DataType::f32, activation_tag);
+  const dnnl::memory::desc grad_input_descriptor(input_dims, result_type, activation_tag);
   const dnnl::memory::desc grad_output_descriptor(output_dims, operand_type, activation_tag);
   const dnnl::memory::desc grad_weight_descriptor(weight_dims, DataType::f32, Tag::any);
   const dnnl::memory::desc bias_descriptor({geometry.out_channels}, DataType::f32, Tag::x);
@@ -180,11 +188,12 @@ std::optional<ConvolutionDescriptors> describe(const ConvolutionGeometry& geomet
 }  // namespace
 
 Convolutions::Primitives::Primitives(const ConvolutionGeometry& geometry, DnnlContext& context,
-                                     ComputePrecision precision) {
-  const auto input_descriptor =
-      activation_descriptor(geometry.batch, geometry.in_channels, geometry.in_height, geometry.in_width);
-  const auto output_descriptor = activation_descriptor(geometry.batch, geometry.out_channels,
-                                                       geometry.out_height(), geometry.out_width());
+                                     ComputePrecision precision, ComputePrecision storage) {
+  const DataType activation_type = storage == ComputePrecision::BFloat16 ? DataType::bf16 : DataType::f32;
+  const auto input_descriptor = activation_descriptor(geometry.batch, geometry.in_channels,
+                                                      geometry.in_height, geometry.in_width, activation_type);
+  const auto output_descriptor = activation_descriptor(
+      geometry.batch, geometry.out_channels, geometry.out_height(), geometry.out_width(), activation_type);
   const dnnl::memory::desc weight_descriptor(
       {geometry.out_channels, geometry.in_channels, geometry.kernel_height, geometry.kernel_width},
       DataType::f32, Tag::oihw);
@@ -204,16 +213,16 @@ Convolutions::Primitives::Primitives(const ConvolutionGeometry& geometry, DnnlCo
 
   std::optional<ConvolutionDescriptors> descriptors;
   if (prefers_winograd(geometry, precision))
-    descriptors =
-        describe(geometry, dnnl::algorithm::convolution_winograd, Tag::any, DataType::f32, context.engine);
+    descriptors = describe(geometry, dnnl::algorithm::convolution_winograd, Tag::any, DataType::f32,
+                           DataType::f32, context.engine);
   // A shape oneDNN had no bf16 convolution for (none of the presets' shapes on AVX-512) would
   // widen to fp32 below, as the CUDA backend widens one cuDNN has no bf16 algorithm for.
   if (!descriptors && precision == ComputePrecision::BFloat16)
     descriptors = describe(geometry, dnnl::algorithm::convolution_direct, Tag::nhwc, DataType::bf16,
-                           context.engine);
+                           activation_type, context.engine);
   if (!descriptors)
-    descriptors =
-        describe(geometry, dnnl::algorithm::convolution_direct, Tag::nhwc, DataType::f32, context.engine);
+    descriptors = describe(geometry, dnnl::algorithm::convolution_direct, Tag::nhwc, DataType::f32,
+                           DataType::f32, context.engine);
   PHALANX_CHECK(descriptors.has_value(), "oneDNN has no direct convolution for this geometry");
 
   const auto& forward_primitive = descriptors->forward;
@@ -291,6 +300,12 @@ dnnl::convolution_forward* Convolutions::Primitives::forward_with_relu(DnnlConte
 Convolutions::Convolutions(DnnlContext& context) : context_(context) {}
 Convolutions::~Convolutions() = default;
 
+void Convolutions::set_storage(ComputePrecision precision) {
+  PHALANX_CHECK(precision == ComputePrecision::Float32 || precision == ComputePrecision::BFloat16,
+                "the CPU convolutions hold activations in fp32 or bf16");
+  storage_ = precision;
+}
+
 void Convolutions::set_precision(ComputePrecision precision) {
   PHALANX_CHECK(precision == ComputePrecision::Float32 || precision == ComputePrecision::BFloat16,
                 "the CPU convolutions compute in fp32 or bf16");
@@ -303,7 +318,7 @@ Convolutions::Primitives& Convolutions::primitives(const ConvolutionGeometry& ge
   ConvolutionGeometry shape = geometry;
   shape.activation = FusedActivation::None;
   try {
-    return cache_.find_or_create_in(precision_, shape, context_, precision_);
+    return cache_.find_or_create_with(precision_, storage_, shape, context_, precision_, storage_);
   } catch (const dnnl::error& error) {
     throw_dnnl_error(error,
                      detail::concat("create ", precision_ == ComputePrecision::BFloat16 ? "bf16 " : "",
@@ -344,7 +359,10 @@ void Convolutions::forward(const ConvolutionGeometry& geometry, const float* inp
   if (geometry.activation == FusedActivation::Relu && !with_relu) {
     const std::int64_t count = static_cast<std::int64_t>(geometry.batch) * geometry.out_channels *
                                geometry.out_height() * geometry.out_width();
-    relu_forward(count, output, output);
+    if (storage_ == ComputePrecision::BFloat16)
+      relu_forward(count, as_bf16(output), as_bf16(output));
+    else
+      relu_forward(count, output, output);
   }
 }
 

@@ -1,6 +1,6 @@
 // Convolutions of the CPU backend on oneDNN: forward, backward data and backward weights (+ bias)
 // for NHWC activations and PyTorch's oihw weights, in fp32 or bf16 compute, with primitives cached
-// per geometry and precision.
+// per geometry, precision and activation storage.
 #pragma once
 
 #include "dnnl_context.hpp"
@@ -19,6 +19,8 @@ class Convolutions {
 
   // fp32 (the default) or bf16: bf16 operands, fp32 accumulation and fp32 results (see the .cpp).
   void set_precision(ComputePrecision precision);
+  // How activations (input, output and their gradients) are held: fp32 (the default) or bf16.
+  void set_storage(ComputePrecision precision);
 
   void forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
                const float* bias, float* output);
@@ -36,6 +38,7 @@ class Convolutions {
 
   DnnlContext& context_;
   ComputePrecision precision_ = ComputePrecision::Float32;
+  ComputePrecision storage_ = ComputePrecision::Float32;
   PrimitiveCache<ConvolutionGeometry, Primitives> cache_;
 };
 

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "activation_element.hpp"
 #include "augment.hpp"
 #include "bf16_support.hpp"
 #include "elementwise.hpp"
@@ -46,6 +47,9 @@ void CpuBackend::synchronize() {
 void CpuBackend::set_compute_precision(ComputePrecision precision) {
   PHALANX_REQUIRE_INPUT(precision != ComputePrecision::Float16, name(),
                         " computes in fp32 or bf16; fp16 needs a GPU rank (the CUDA backend)");
+  PHALANX_REQUIRE_INPUT(activations_ == ComputePrecision::Float32 || precision == activations_, name(),
+                        ": activations held in bf16 need convolutions and linear layers computed in bf16 "
+                        "(set the activations back to fp32 first)");
   // Where oneDNN has no bf16 kernels the ops compute in fp32; arithmetic_note says so.
   const ComputePrecision effective =
       precision == ComputePrecision::BFloat16 && bf16_support() == Bf16Support::Unavailable
@@ -54,6 +58,26 @@ void CpuBackend::set_compute_precision(ComputePrecision precision) {
   convolutions_.set_precision(effective);
   linears_.set_precision(effective);
   precision_ = precision;
+}
+
+void CpuBackend::set_activation_precision(ComputePrecision precision) {
+  PHALANX_REQUIRE_INPUT(
+      precision != ComputePrecision::Float16, name(),
+      " holds activations in fp32 or bf16; fp16 activations need a GPU rank (the CUDA backend)");
+  // As on GPU ranks: bf16 activations with fp32 arithmetic would convert at every convolution and
+  // keep none of the savings.
+  PHALANX_REQUIRE_INPUT(precision == ComputePrecision::Float32 || precision == precision_, name(),
+                        ": activations can be held in fp32 or in the compute precision of the convolutions "
+                        "and linear layers only (bf16 activations need train.precision: bf16)");
+  PHALANX_REQUIRE_INPUT(precision == ComputePrecision::Float32 || bf16_support() != Bf16Support::Unavailable,
+                        name(), ": bf16 activations need a CPU where oneDNN has bf16 kernels (AVX-512); ",
+                        bf16_support_note());
+  activations_ = precision;
+  convolutions_.set_storage(precision);
+  poolings_.set_storage(precision);
+  linears_.set_storage(precision);
+  batch_norms_.set_storage(precision);
+  cross_entropy_.set_storage(precision);
 }
 
 std::string CpuBackend::arithmetic_note() const {
@@ -80,13 +104,19 @@ void CpuBackend::fill(float* data, std::int64_t count, float value) {
 
 void CpuBackend::normalize_images(const std::uint8_t* images, std::int64_t pixels, int channels,
                                   const float* mean, const float* standard_deviation, float* output) {
-  cpu::normalize_images(images, pixels, channels, mean, standard_deviation, output);
+  if (bf16_activations())
+    cpu::normalize_images(images, pixels, channels, mean, standard_deviation, as_bf16(output));
+  else
+    cpu::normalize_images(images, pixels, channels, mean, standard_deviation, output);
 }
 
 void CpuBackend::augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
                                           const std::int32_t* draws, const float* mean,
                                           const float* standard_deviation, float* output) {
-  cpu::augment_normalize_images(geometry, images, draws, mean, standard_deviation, output);
+  if (bf16_activations())
+    cpu::augment_normalize_images(geometry, images, draws, mean, standard_deviation, as_bf16(output));
+  else
+    cpu::augment_normalize_images(geometry, images, draws, mean, standard_deviation, output);
 }
 
 void CpuBackend::convolution_forward(const ConvolutionGeometry& geometry, const float* input,
@@ -149,24 +179,39 @@ void CpuBackend::batch_norm_backward(const BatchNormGeometry& geometry, const fl
 }
 
 void CpuBackend::relu_forward(std::int64_t count, const float* input, float* output) {
-  cpu::relu_forward(count, input, output);
+  if (bf16_activations())
+    cpu::relu_forward(count, as_bf16(input), as_bf16(output));
+  else
+    cpu::relu_forward(count, input, output);
 }
 
 void CpuBackend::relu_backward(std::int64_t count, const float* output, const float* grad_output,
                                float* grad_input) {
-  cpu::relu_backward(count, output, grad_output, grad_input);
+  if (bf16_activations())
+    cpu::relu_backward(count, as_bf16(output), as_bf16(grad_output), as_bf16(grad_input));
+  else
+    cpu::relu_backward(count, output, grad_output, grad_input);
 }
 
 void CpuBackend::add(std::int64_t count, const float* a, const float* b, float* output) {
-  cpu::add(count, a, b, output);
+  if (bf16_activations())
+    cpu::add(count, as_bf16(a), as_bf16(b), as_bf16(output));
+  else
+    cpu::add(count, a, b, output);
 }
 
 void CpuBackend::add_relu(std::int64_t count, const float* a, const float* b, float* output) {
-  cpu::add_relu(count, a, b, output);
+  if (bf16_activations())
+    cpu::add_relu(count, as_bf16(a), as_bf16(b), as_bf16(output));
+  else
+    cpu::add_relu(count, a, b, output);
 }
 
 void CpuBackend::accumulate(std::int64_t count, const float* source, float* destination) {
-  cpu::accumulate(count, source, destination);
+  if (bf16_activations())
+    cpu::accumulate(count, as_bf16(source), as_bf16(destination));
+  else
+    cpu::accumulate(count, source, destination);
 }
 
 void CpuBackend::scale(std::int64_t count, float factor, float* data) {
@@ -180,17 +225,26 @@ bool CpuBackend::all_finite(std::int64_t count, const float* data) {
 void CpuBackend::dropout_forward(std::int64_t count, float probability, std::uint64_t seed,
                                  std::uint64_t stream, const float* input, float* output,
                                  std::uint8_t* mask) {
-  cpu::dropout_forward(count, probability, seed, stream, input, output, mask);
+  if (bf16_activations())
+    cpu::dropout_forward(count, probability, seed, stream, as_bf16(input), as_bf16(output), mask);
+  else
+    cpu::dropout_forward(count, probability, seed, stream, input, output, mask);
 }
 
 void CpuBackend::dropout_backward(std::int64_t count, float probability, const std::uint8_t* mask,
                                   const float* grad_output, float* grad_input) {
-  cpu::dropout_backward(count, probability, mask, grad_output, grad_input);
+  if (bf16_activations())
+    cpu::dropout_backward(count, probability, mask, as_bf16(grad_output), as_bf16(grad_input));
+  else
+    cpu::dropout_backward(count, probability, mask, grad_output, grad_input);
 }
 
 void CpuBackend::transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,
                                    const float* input, float* output) {
-  cpu::transpose_samples(batch, rows, columns, input, output);
+  if (bf16_activations())
+    cpu::transpose_samples(batch, rows, columns, as_bf16(input), as_bf16(output));
+  else
+    cpu::transpose_samples(batch, rows, columns, input, output);
 }
 
 void CpuBackend::linear_forward(const LinearGeometry& geometry, const float* input, const float* weight,

@@ -30,6 +30,9 @@ class CpuBackend final : public Backend {
   // AVX-512 bf16 instructions where the CPU has them, emulated by oneDNN on other AVX-512 CPUs,
   // fp32 below AVX-512 where oneDNN 2.6 has no bf16 kernels); fp16 is refused.
   void set_compute_precision(ComputePrecision precision) override;
+  // fp32 or bf16 (train.activation_dtype): bf16 needs bf16 compute and a CPU where oneDNN has bf16
+  // kernels (AVX-512, native or emulated); fp16 is refused.
+  void set_activation_precision(ComputePrecision precision) override;
   std::string arithmetic_note() const override;
 
   void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) override;
@@ -106,6 +109,8 @@ class CpuBackend final : public Backend {
  private:
   int threads_;  // the OpenMP team size set (or found) at construction
   ComputePrecision precision_ = ComputePrecision::Float32;  // as asked (see arithmetic_note)
+  ComputePrecision activations_ = ComputePrecision::Float32;
+  bool bf16_activations() const { return activations_ == ComputePrecision::BFloat16; }
   DnnlContext context_;
   Convolutions convolutions_{context_};
   Poolings poolings_{context_};

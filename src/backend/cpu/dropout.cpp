@@ -1,7 +1,8 @@
 // Inverted dropout with a counter-based mask: element i is kept when u_i >= p, where u_i is the
 // i-th RandomStream(seed, stream).next_uniform() (Philox-4x32 block i/4, word i%4, top 24 bits).
 // The mask is thus a pure function of (seed, stream, i): independent of thread count,
-// reproducible on resume, and drawable by the CUDA backend too.
+// reproducible on resume, and drawable by the CUDA backend too. fp32 and bf16 activations (the
+// kept values scaled in float and rounded once).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -11,13 +12,16 @@
 
 namespace phalanx::backend::cpu {
 
-void dropout_forward(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
-                     const float* input, float* output, std::uint8_t* mask) {
+namespace {
+
+template <typename Element>
+void dropout_forward_of(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
+                        const Element* input, Element* output, std::uint8_t* mask) {
   if (probability >= 1.0f) {
     // Everything dropped: PyTorch returns zeros rather than 0 * inf.
 #pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
     for (std::int64_t i = 0; i < count; ++i) {
-      output[i] = 0.0f;
+      narrow_into(output[i], 0.0f);
       mask[i] = 0;
     }
     return;
@@ -36,16 +40,38 @@ void dropout_forward(std::int64_t count, float probability, std::uint64_t seed, 
     for (int lane = 0; lane < lanes; ++lane) {
       const bool keep = (draws[lane] >> 8) >= threshold;
       mask[first + lane] = keep ? 1 : 0;
-      output[first + lane] = keep ? input[first + lane] * keep_scale : 0.0f;
+      narrow_into(output[first + lane], keep ? widen(input[first + lane]) * keep_scale : 0.0f);
     }
   }
 }
 
-void dropout_backward(std::int64_t count, float probability, const std::uint8_t* mask,
-                      const float* grad_output, float* grad_input) {
+template <typename Element>
+void dropout_backward_of(std::int64_t count, float probability, const std::uint8_t* mask,
+                         const Element* grad_output, Element* grad_input) {
   const float keep_scale = probability >= 1.0f ? 0.0f : 1.0f / (1.0f - probability);
 #pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
-  for (std::int64_t i = 0; i < count; ++i) grad_input[i] = mask[i] ? grad_output[i] * keep_scale : 0.0f;
+  for (std::int64_t i = 0; i < count; ++i)
+    narrow_into(grad_input[i], mask[i] ? widen(grad_output[i]) * keep_scale : 0.0f);
+}
+
+}  // namespace
+
+void dropout_forward(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
+                     const float* input, float* output, std::uint8_t* mask) {
+  dropout_forward_of(count, probability, seed, stream, input, output, mask);
+}
+void dropout_forward(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
+                     const Bf16* input, Bf16* output, std::uint8_t* mask) {
+  dropout_forward_of(count, probability, seed, stream, input, output, mask);
+}
+
+void dropout_backward(std::int64_t count, float probability, const std::uint8_t* mask,
+                      const float* grad_output, float* grad_input) {
+  dropout_backward_of(count, probability, mask, grad_output, grad_input);
+}
+void dropout_backward(std::int64_t count, float probability, const std::uint8_t* mask,
+                      const Bf16* grad_output, Bf16* grad_input) {
+  dropout_backward_of(count, probability, mask, grad_output, grad_input);
 }
 
 }  // namespace phalanx::backend::cpu

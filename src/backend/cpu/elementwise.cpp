@@ -1,25 +1,25 @@
 // Element-wise OpenMP loops of the CPU backend (see elementwise.hpp). Each loop is a
-// `parallel for simd` over contiguous floats, which GCC vectorises with AVX2 at -O3.
+// `parallel for simd` over contiguous elements, which GCC vectorises with AVX2 at -O3. The loops
+// over activations are templates over their element type (activation_element.hpp): float, or bf16
+// widened to float, computed in float and rounded once on the way out.
 #include "elementwise.hpp"
 
 #include <algorithm>
 
 namespace phalanx::backend::cpu {
 
-void fill(float* __restrict data, std::int64_t count, float value) {
-#pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
-  for (std::int64_t i = 0; i < count; ++i) data[i] = value;
-}
+namespace {
 
-void normalize_images(const std::uint8_t* __restrict images, std::int64_t pixels, int channels,
-                      const float* mean, const float* standard_deviation, float* __restrict output) {
+template <typename Element>
+void normalize_images_of(const std::uint8_t* __restrict images, std::int64_t pixels, int channels,
+                         const float* mean, const float* standard_deviation, Element* __restrict output) {
   // (x / 255 - mean) / std evaluated as written (no folding into one multiply-add) so the
   // result rounds like the formula other implementations of it use.
   if (channels == 1) {
     const float channel_mean = mean[0], channel_std = standard_deviation[0];
 #pragma omp parallel for simd schedule(static) if (pixels >= parallel_threshold)
     for (std::int64_t pixel = 0; pixel < pixels; ++pixel)
-      output[pixel] = (static_cast<float>(images[pixel]) / 255.0f - channel_mean) / channel_std;
+      narrow_into(output[pixel], (static_cast<float>(images[pixel]) / 255.0f - channel_mean) / channel_std);
     return;
   }
 #pragma omp parallel for schedule(static) if (pixels * channels >= parallel_threshold)
@@ -27,39 +27,125 @@ void normalize_images(const std::uint8_t* __restrict images, std::int64_t pixels
 #pragma omp simd
     for (int channel = 0; channel < channels; ++channel) {
       const std::int64_t index = pixel * channels + channel;
-      output[index] =
-          (static_cast<float>(images[index]) / 255.0f - mean[channel]) / standard_deviation[channel];
+      narrow_into(output[index],
+                  (static_cast<float>(images[index]) / 255.0f - mean[channel]) / standard_deviation[channel]);
     }
   }
 }
 
-void relu_forward(std::int64_t count, const float* input, float* output) {
+template <typename Element>
+void relu_forward_of(std::int64_t count, const Element* input, Element* output) {
   // `x < 0 ? 0 : x` keeps NaN as NaN (as torch.relu does), so a NaN check downstream still sees it.
 #pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
-  for (std::int64_t i = 0; i < count; ++i) output[i] = input[i] < 0.0f ? 0.0f : input[i];
-}
-
-void relu_backward(std::int64_t count, const float* output, const float* grad_output, float* grad_input) {
-#pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
-  for (std::int64_t i = 0; i < count; ++i) grad_input[i] = output[i] > 0.0f ? grad_output[i] : 0.0f;
-}
-
-void add(std::int64_t count, const float* a, const float* b, float* output) {
-#pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
-  for (std::int64_t i = 0; i < count; ++i) output[i] = a[i] + b[i];
-}
-
-void add_relu(std::int64_t count, const float* a, const float* b, float* output) {
-#pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
   for (std::int64_t i = 0; i < count; ++i) {
-    const float sum = a[i] + b[i];
-    output[i] = sum < 0.0f ? 0.0f : sum;
+    const float value = widen(input[i]);
+    narrow_into(output[i], value < 0.0f ? 0.0f : value);
   }
 }
 
-void accumulate(std::int64_t count, const float* source, float* destination) {
+template <typename Element>
+void relu_backward_of(std::int64_t count, const Element* output, const Element* grad_output,
+                      Element* grad_input) {
 #pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
-  for (std::int64_t i = 0; i < count; ++i) destination[i] += source[i];
+  for (std::int64_t i = 0; i < count; ++i) {
+    // Both loaded unconditionally: a load under the condition keeps GCC from vectorising the
+    // bf16 loop.
+    const float gradient = widen(grad_output[i]);
+    narrow_into(grad_input[i], widen(output[i]) > 0.0f ? gradient : 0.0f);
+  }
+}
+
+template <typename Element>
+void add_of(std::int64_t count, const Element* a, const Element* b, Element* output) {
+#pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
+  for (std::int64_t i = 0; i < count; ++i) narrow_into(output[i], widen(a[i]) + widen(b[i]));
+}
+
+template <typename Element>
+void add_relu_of(std::int64_t count, const Element* a, const Element* b, Element* output) {
+#pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float sum = widen(a[i]) + widen(b[i]);
+    narrow_into(output[i], sum < 0.0f ? 0.0f : sum);
+  }
+}
+
+template <typename Element>
+void accumulate_of(std::int64_t count, const Element* source, Element* destination) {
+#pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
+  for (std::int64_t i = 0; i < count; ++i)
+    narrow_into(destination[i], widen(destination[i]) + widen(source[i]));
+}
+
+template <typename Element>
+void transpose_samples_of(std::int64_t batch, std::int64_t rows, std::int64_t columns,
+                          const Element* __restrict input, Element* __restrict output) {
+  // 16x16 tiles: reads and writes both touch whole cache lines instead of striding one of them.
+  constexpr std::int64_t tile = 16;
+#pragma omp parallel for schedule(static) if (batch * rows * columns >= parallel_threshold)
+  for (std::int64_t sample = 0; sample < batch; ++sample) {
+    const Element* __restrict sample_input = input + sample * rows * columns;
+    Element* __restrict sample_output = output + sample * rows * columns;
+    for (std::int64_t row_start = 0; row_start < rows; row_start += tile)
+      for (std::int64_t column_start = 0; column_start < columns; column_start += tile) {
+        const std::int64_t row_end = std::min(rows, row_start + tile);
+        const std::int64_t column_end = std::min(columns, column_start + tile);
+        for (std::int64_t row = row_start; row < row_end; ++row)
+          for (std::int64_t column = column_start; column < column_end; ++column)
+            sample_output[column * rows + row] = sample_input[row * columns + column];
+      }
+  }
+}
+
+}  // namespace
+
+void fill(float* __restrict data, std::int64_t count, float value) {
+#pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
+  for (std::int64_t i = 0; i < count; ++i) data[i] = value;
+}
+
+void normalize_images(const std::uint8_t* images, std::int64_t pixels, int channels, const float* mean,
+                      const float* standard_deviation, float* output) {
+  normalize_images_of(images, pixels, channels, mean, standard_deviation, output);
+}
+void normalize_images(const std::uint8_t* images, std::int64_t pixels, int channels, const float* mean,
+                      const float* standard_deviation, Bf16* output) {
+  normalize_images_of(images, pixels, channels, mean, standard_deviation, output);
+}
+
+void relu_forward(std::int64_t count, const float* input, float* output) {
+  relu_forward_of(count, input, output);
+}
+void relu_forward(std::int64_t count, const Bf16* input, Bf16* output) {
+  relu_forward_of(count, input, output);
+}
+
+void relu_backward(std::int64_t count, const float* output, const float* grad_output, float* grad_input) {
+  relu_backward_of(count, output, grad_output, grad_input);
+}
+void relu_backward(std::int64_t count, const Bf16* output, const Bf16* grad_output, Bf16* grad_input) {
+  relu_backward_of(count, output, grad_output, grad_input);
+}
+
+void add(std::int64_t count, const float* a, const float* b, float* output) {
+  add_of(count, a, b, output);
+}
+void add(std::int64_t count, const Bf16* a, const Bf16* b, Bf16* output) {
+  add_of(count, a, b, output);
+}
+
+void add_relu(std::int64_t count, const float* a, const float* b, float* output) {
+  add_relu_of(count, a, b, output);
+}
+void add_relu(std::int64_t count, const Bf16* a, const Bf16* b, Bf16* output) {
+  add_relu_of(count, a, b, output);
+}
+
+void accumulate(std::int64_t count, const float* source, float* destination) {
+  accumulate_of(count, source, destination);
+}
+void accumulate(std::int64_t count, const Bf16* source, Bf16* destination) {
+  accumulate_of(count, source, destination);
 }
 
 void scale(std::int64_t count, float factor, float* __restrict data) {
@@ -76,23 +162,13 @@ bool all_finite(const std::int64_t count, const float* __restrict data) {
   return non_finite == 0;
 }
 
-void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,
-                       const float* __restrict input, float* __restrict output) {
-  // 16x16 tiles: reads and writes both touch whole cache lines instead of striding one of them.
-  constexpr std::int64_t tile = 16;
-#pragma omp parallel for schedule(static) if (batch * rows * columns >= parallel_threshold)
-  for (std::int64_t sample = 0; sample < batch; ++sample) {
-    const float* __restrict sample_input = input + sample * rows * columns;
-    float* __restrict sample_output = output + sample * rows * columns;
-    for (std::int64_t row_start = 0; row_start < rows; row_start += tile)
-      for (std::int64_t column_start = 0; column_start < columns; column_start += tile) {
-        const std::int64_t row_end = std::min(rows, row_start + tile);
-        const std::int64_t column_end = std::min(columns, column_start + tile);
-        for (std::int64_t row = row_start; row < row_end; ++row)
-          for (std::int64_t column = column_start; column < column_end; ++column)
-            sample_output[column * rows + row] = sample_input[row * columns + column];
-      }
-  }
+void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const float* input,
+                       float* output) {
+  transpose_samples_of(batch, rows, columns, input, output);
+}
+void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const Bf16* input,
+                       Bf16* output) {
+  transpose_samples_of(batch, rows, columns, input, output);
 }
 
 }  // namespace phalanx::backend::cpu

@@ -11,6 +11,11 @@
 // (gemm), which writes the fp32 weight gradient straight into the caller's buffer: at 3136->128,
 // batch 64, 1 thread, bf16 backward took 0.79 ms that way against 1.44 ms with oneDNN's blocked
 // layouts and their reorders (fp32: 1.00 ms; bench/backend_ops.cpp, under load).
+//
+// bf16 activations (set_storage, train.activation_dtype: bf16, which needs bf16 compute): input,
+// output and their gradients are bf16 at the op boundary, read as they are and written by the
+// primitives in bf16 (fp32 accumulation, one rounding); only the weights are converted per call,
+// and the weight and bias gradients stay fp32.
 #include "linear.hpp"
 
 #include <cstring>
@@ -30,7 +35,8 @@ using DataType = dnnl::memory::data_type;
 }  // namespace
 
 struct Linears::Primitives {
-  Primitives(const LinearGeometry& geometry, DnnlContext& context, ComputePrecision precision);
+  Primitives(const LinearGeometry& geometry, DnnlContext& context, ComputePrecision precision,
+             ComputePrecision storage);
 
   dnnl::memory input, output, weight, bias, grad_output, grad_input, grad_weight, grad_bias;
   // Stand-ins for an absent bias (zeros) and an unwanted bias gradient, so one primitive serves
@@ -66,14 +72,17 @@ struct Linears::Primitives {
 };
 
 Linears::Primitives::Primitives(const LinearGeometry& geometry, DnnlContext& context,
-                                ComputePrecision precision) {
+                                ComputePrecision precision, ComputePrecision storage) {
   const dnnl::engine& engine = context.engine;
   const bool bf16 = precision == ComputePrecision::BFloat16;
+  PHALANX_CHECK(bf16 || storage == ComputePrecision::Float32,
+                "bf16 activations need the linear layers to compute in bf16");
   const DataType operand_type = bf16 ? DataType::bf16 : DataType::f32;
+  const DataType activation_type = storage == ComputePrecision::BFloat16 ? DataType::bf16 : DataType::f32;
   const dnnl::memory::dims input_dims{geometry.batch, geometry.in_features};
   const dnnl::memory::dims output_dims{geometry.batch, geometry.out_features};
-  const dnnl::memory::desc input_descriptor(input_dims, DataType::f32, Tag::nc);
-  const dnnl::memory::desc output_descriptor(output_dims, DataType::f32, Tag::nc);
+  const dnnl::memory::desc input_descriptor(input_dims, activation_type, Tag::nc);
+  const dnnl::memory::desc output_descriptor(output_dims, activation_type, Tag::nc);
   const dnnl::memory::desc input_operand_descriptor(input_dims, operand_type, Tag::nc);
   const dnnl::memory::desc grad_output_operand_descriptor(output_dims, operand_type, Tag::nc);
   const dnnl::memory::dims weight_dims{geometry.out_features, geometry.in_features};
@@ -166,6 +175,12 @@ dnnl::inner_product_forward* Linears::Primitives::forward_with_relu(DnnlContext&
 Linears::Linears(DnnlContext& context) : context_(context) {}
 Linears::~Linears() = default;
 
+void Linears::set_storage(ComputePrecision precision) {
+  PHALANX_CHECK(precision == ComputePrecision::Float32 || precision == ComputePrecision::BFloat16,
+                "the CPU linear layers hold activations in fp32 or bf16");
+  storage_ = precision;
+}
+
 void Linears::set_precision(ComputePrecision precision) {
   PHALANX_CHECK(precision == ComputePrecision::Float32 || precision == ComputePrecision::BFloat16,
                 "the CPU linear layers compute in fp32 or bf16");
@@ -178,7 +193,7 @@ Linears::Primitives& Linears::primitives(const LinearGeometry& geometry) {
   LinearGeometry shape = geometry;
   shape.activation = FusedActivation::None;
   try {
-    return cache_.find_or_create_in(precision_, shape, context_, precision_);
+    return cache_.find_or_create_with(precision_, storage_, shape, context_, precision_, storage_);
   } catch (const dnnl::error& error) {
     throw_dnnl_error(error,
                      detail::concat("create ", precision_ == ComputePrecision::BFloat16 ? "bf16 " : "",
@@ -211,8 +226,13 @@ void Linears::forward(const LinearGeometry& geometry, const float* input, const 
     with_relu->execute(context_.stream, primitives.forward_relu_arguments);
   else
     primitives.forward.execute(context_.stream, primitives.forward_arguments);
-  if (geometry.activation == FusedActivation::Relu && !with_relu)
-    relu_forward(static_cast<std::int64_t>(geometry.batch) * geometry.out_features, output, output);
+  if (geometry.activation == FusedActivation::Relu && !with_relu) {
+    const std::int64_t count = static_cast<std::int64_t>(geometry.batch) * geometry.out_features;
+    if (storage_ == ComputePrecision::BFloat16)
+      relu_forward(count, as_bf16(output), as_bf16(output));
+    else
+      relu_forward(count, output, output);
+  }
 }
 
 void Linears::backward(const LinearGeometry& geometry, const float* input, const float* weight,

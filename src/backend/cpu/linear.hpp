@@ -1,6 +1,6 @@
 // Fully connected layers of the CPU backend on oneDNN inner products: input [batch, in], weight
 // [out, in] as PyTorch stores it, output [batch, out]; fp32 or bf16 compute, primitives cached per
-// geometry and precision.
+// geometry, precision and activation storage.
 #pragma once
 
 #include "dnnl_context.hpp"
@@ -19,6 +19,9 @@ class Linears {
 
   // fp32 (the default) or bf16: bf16 operands, fp32 accumulation and fp32 results (see the .cpp).
   void set_precision(ComputePrecision precision);
+  // How activations (input, output and their gradients) are held: fp32 (the default) or bf16,
+  // which needs bf16 compute.
+  void set_storage(ComputePrecision precision);
 
   // bias may be null (no bias).
   void forward(const LinearGeometry& geometry, const float* input, const float* weight, const float* bias,
@@ -33,6 +36,7 @@ class Linears {
 
   DnnlContext& context_;
   ComputePrecision precision_ = ComputePrecision::Float32;
+  ComputePrecision storage_ = ComputePrecision::Float32;
   PrimitiveCache<LinearGeometry, Primitives> cache_;
 };
 

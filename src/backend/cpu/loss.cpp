@@ -1,10 +1,13 @@
 // Softmax cross-entropy as torch.nn.CrossEntropyLoss(label_smoothing=e) computes it per sample:
 // loss = (1 - e) * (-log p_y) + e * mean_c(-log p_c), with log p_c = z_c - logsumexp(z) taken
-// after subtracting the row maximum, so large logits neither overflow nor lose the loss.
+// after subtracting the row maximum, so large logits neither overflow nor lose the loss. Under bf16
+// activations the logits are widened to fp32 first (exactly) and the loss computed in fp32 as
+// always; the logits' gradient is rounded to bf16 once at the end.
 #include "loss.hpp"
 
 #include <cmath>
 
+#include "activation_element.hpp"
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::backend::cpu {
@@ -31,9 +34,40 @@ constexpr std::int64_t parallel_elements = 65536;
 
 }  // namespace
 
+void CrossEntropy::set_storage(ComputePrecision precision) {
+  PHALANX_CHECK(precision == ComputePrecision::Float32 || precision == ComputePrecision::BFloat16,
+                "the CPU loss reads logits in fp32 or bf16");
+  storage_ = precision;
+}
+
+const float* CrossEntropy::widened_logits(std::int64_t count, const float* logits) {
+  if (storage_ != ComputePrecision::BFloat16) return logits;
+  widened_logits_.resize(static_cast<std::size_t>(count));
+  const Bf16* stored = as_bf16(logits);
+  for (std::int64_t i = 0; i < count; ++i) widened_logits_[static_cast<std::size_t>(i)] = widen(stored[i]);
+  return widened_logits_.data();
+}
+
 LossTotals CrossEntropy::softmax_cross_entropy(int batch, int classes, const float* logits,
                                                const std::int32_t* labels, float label_smoothing,
                                                float gradient_scale, float* grad_logits) {
+  const std::int64_t count = static_cast<std::int64_t>(batch) * classes;
+  const float* fp32_logits = widened_logits(count, logits);
+  if (storage_ != ComputePrecision::BFloat16 || !grad_logits)
+    return softmax_cross_entropy_fp32(batch, classes, fp32_logits, labels, label_smoothing, gradient_scale,
+                                      grad_logits);
+  widened_grad_logits_.resize(static_cast<std::size_t>(count));
+  const LossTotals totals = softmax_cross_entropy_fp32(batch, classes, fp32_logits, labels, label_smoothing,
+                                                       gradient_scale, widened_grad_logits_.data());
+  Bf16* stored_grad = as_bf16(grad_logits);
+  for (std::int64_t i = 0; i < count; ++i)
+    narrow_into(stored_grad[i], widened_grad_logits_[static_cast<std::size_t>(i)]);
+  return totals;
+}
+
+LossTotals CrossEntropy::softmax_cross_entropy_fp32(int batch, int classes, const float* logits,
+                                                    const std::int32_t* labels, float label_smoothing,
+                                                    float gradient_scale, float* grad_logits) {
   for (int row = 0; row < batch; ++row)
     PHALANX_CHECK(labels[row] >= 0 && labels[row] < classes, "label ", labels[row], " of sample ", row,
                   " is outside [0, ", classes, ")");
@@ -71,8 +105,9 @@ LossTotals CrossEntropy::softmax_cross_entropy(int batch, int classes, const flo
   return totals;
 }
 
-void CrossEntropy::predict(int batch, int classes, const float* logits, std::int32_t* predicted_class,
+void CrossEntropy::predict(int batch, int classes, const float* stored_logits, std::int32_t* predicted_class,
                            float* probabilities) {
+  const float* logits = widened_logits(static_cast<std::int64_t>(batch) * classes, stored_logits);
 #pragma omp parallel for schedule(static) if (static_cast <std::int64_t>(batch) * classes >= \
                                               parallel_elements)
   for (int row = 0; row < batch; ++row) {

@@ -1,7 +1,9 @@
 // Max and average pooling on oneDNN over NHWC activations. Average pooling counts the padding in
 // the divisor, as torch.nn.AvgPool2d does by default (count_include_pad=True); max pooling
 // ignores padded positions, as PyTorch's -inf padding does. Max pooling forward with a null
-// workspace runs the inference primitive (evaluation needs no arg-max indices).
+// workspace runs the inference primitive (evaluation needs no arg-max indices). Activations in fp32
+// or bf16 (set_storage); oneDNN's bf16 pooling averages in fp32 and rounds once, and max pooling
+// of bf16 values is exact.
 #include "pooling.hpp"
 
 #include "phalanx/core/error.hpp"
@@ -16,7 +18,7 @@ using DataType = dnnl::memory::data_type;
 }  // namespace
 
 struct Poolings::Primitives {
-  Primitives(const PoolingGeometry& geometry, DnnlContext& context);
+  Primitives(const PoolingGeometry& geometry, DnnlContext& context, ComputePrecision storage);
 
   dnnl::memory input, output, grad_output, grad_input, workspace;
   std::size_t workspace_bytes = 0;
@@ -35,12 +37,14 @@ struct Poolings::Primitives {
   std::unordered_map<int, dnnl::memory> backward_arguments;
 };
 
-Poolings::Primitives::Primitives(const PoolingGeometry& geometry, DnnlContext& context) {
+Poolings::Primitives::Primitives(const PoolingGeometry& geometry, DnnlContext& context,
+                                 ComputePrecision storage) {
   const dnnl::engine& engine = context.engine;
+  const DataType activation_type = storage == ComputePrecision::BFloat16 ? DataType::bf16 : DataType::f32;
   const dnnl::memory::desc input_descriptor(
-      {geometry.batch, geometry.channels, geometry.in_height, geometry.in_width}, DataType::f32, Tag::nhwc);
+      {geometry.batch, geometry.channels, geometry.in_height, geometry.in_width}, activation_type, Tag::nhwc);
   const dnnl::memory::desc output_descriptor(
-      {geometry.batch, geometry.channels, geometry.out_height(), geometry.out_width()}, DataType::f32,
+      {geometry.batch, geometry.channels, geometry.out_height(), geometry.out_width()}, activation_type,
       Tag::nhwc);
   const dnnl::memory::dims strides{geometry.stride, geometry.stride};
   const dnnl::memory::dims kernel{geometry.kernel, geometry.kernel};
@@ -98,15 +102,22 @@ Poolings::Primitives::Primitives(const PoolingGeometry& geometry, DnnlContext& c
 Poolings::Poolings(DnnlContext& context) : context_(context) {}
 Poolings::~Poolings() = default;
 
+void Poolings::set_storage(ComputePrecision precision) {
+  PHALANX_CHECK(precision == ComputePrecision::Float32 || precision == ComputePrecision::BFloat16,
+                "the CPU pooling holds activations in fp32 or bf16");
+  storage_ = precision;
+}
+
 Poolings::Primitives& Poolings::primitives(const PoolingGeometry& geometry) {
   try {
-    return cache_.find_or_create(geometry, context_);
+    return cache_.find_or_create_with(ComputePrecision::Float32, storage_, geometry, context_, storage_);
   } catch (const dnnl::error& error) {
     throw_dnnl_error(error,
-                     detail::concat("create ", geometry.kind == PoolingKind::Max ? "max" : "average",
-                                    " pooling kernel ", geometry.kernel, " stride ", geometry.stride,
-                                    " padding ", geometry.padding, " on ", geometry.batch, "x",
-                                    geometry.in_height, "x", geometry.in_width, "x", geometry.channels),
+                     detail::concat("create ", storage_ == ComputePrecision::BFloat16 ? "bf16 " : "",
+                                    geometry.kind == PoolingKind::Max ? "max" : "average", " pooling kernel ",
+                                    geometry.kernel, " stride ", geometry.stride, " padding ",
+                                    geometry.padding, " on ", geometry.batch, "x", geometry.in_height, "x",
+                                    geometry.in_width, "x", geometry.channels),
                      __FILE__, __LINE__);
   }
 }

@@ -1,10 +1,11 @@
 // Pooling of the CPU backend on oneDNN: max (with the arg-max workspace backward needs) and
-// average over NHWC activations, primitives cached per geometry.
+// average over NHWC activations in fp32 or bf16, primitives cached per geometry and storage.
 #pragma once
 
 #include <cstddef>
 
 #include "dnnl_context.hpp"
+#include "phalanx/backend/backend.hpp"
 #include "phalanx/backend/geometry.hpp"
 #include "primitive_cache.hpp"
 
@@ -16,6 +17,10 @@ class Poolings {
   ~Poolings();
   Poolings(const Poolings&) = delete;
   Poolings& operator=(const Poolings&) = delete;
+
+  // How the activations are held: fp32 (the default) or bf16 (Backend::set_activation_precision).
+  // The workspace size may differ between the two: ask workspace_bytes after setting it.
+  void set_storage(ComputePrecision precision);
 
   // Zero for average pooling, which needs no workspace.
   std::size_t workspace_bytes(const PoolingGeometry& geometry);
@@ -29,6 +34,7 @@ class Poolings {
   Primitives& primitives(const PoolingGeometry& geometry);
 
   DnnlContext& context_;
+  ComputePrecision storage_ = ComputePrecision::Float32;
   PrimitiveCache<PoolingGeometry, Primitives> cache_;
 };
 

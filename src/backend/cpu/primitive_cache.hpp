@@ -1,7 +1,8 @@
 // Cache of per-geometry op state (oneDNN primitives, their reorders and buffers): creating a
 // primitive JIT-compiles code and costs far more than running it, so each geometry builds its
 // state once and every later call with the same geometry finds it in a hash map. Op families
-// that compute in more than one precision key their entries by geometry and precision.
+// that compute in more than one precision key their entries by geometry and precision, and those
+// that touch activations also by the precision the activations are held in.
 #pragma once
 
 #include <cstddef>
@@ -51,7 +52,14 @@ class PrimitiveCache {
   // The entry of `geometry` in `precision`; a new one is built as Entry(geometry, arguments...).
   template <typename... Arguments>
   Entry& find_or_create_in(ComputePrecision precision, const Geometry& geometry, Arguments&&... arguments) {
-    auto& entries = entries_[static_cast<std::size_t>(precision)];
+    return find_or_create_with(precision, ComputePrecision::Float32, geometry,
+                               std::forward<Arguments>(arguments)...);
+  }
+  // The entry of `geometry` computed in `precision` over activations held in `storage`.
+  template <typename... Arguments>
+  Entry& find_or_create_with(ComputePrecision precision, ComputePrecision storage, const Geometry& geometry,
+                             Arguments&&... arguments) {
+    auto& entries = entries_[static_cast<std::size_t>(precision)][static_cast<std::size_t>(storage)];
     auto found = entries.find(geometry);
     if (found == entries.end())
       found =
@@ -61,13 +69,14 @@ class PrimitiveCache {
   }
   std::size_t size() const {
     std::size_t total = 0;
-    for (const auto& entries : entries_) total += entries.size();
+    for (const auto& by_storage : entries_)
+      for (const auto& entries : by_storage) total += entries.size();
     return total;
   }
 
  private:
-  // One map per ComputePrecision value (Float32, BFloat16, Float16).
-  std::unordered_map<Geometry, std::unique_ptr<Entry>, GeometryHash> entries_[3];
+  // One map per pair of ComputePrecision values (Float32, BFloat16, Float16): compute, storage.
+  std::unordered_map<Geometry, std::unique_ptr<Entry>, GeometryHash> entries_[3][3];
 };
 
 }  // namespace phalanx::backend::cpu
