@@ -188,7 +188,7 @@ class Coordinator {
     group.joiners.clear();
     for (const int joiner : joiners) groups_[static_cast<std::size_t>(joiner)].joining = -1;
     if (type == "handed_over" && !stopping_) {
-      hand_over(worker, message, joiners, now);
+      hand_over(worker, members, message, joiners, now);
       return;
     }
     if (!joiners.empty())
@@ -286,12 +286,13 @@ class Coordinator {
       group.speed = group.trained_units / group.trained_seconds;
   }
 
-  // No idle tail: the job of `worker` stopped after a step with a checkpoint; the rest of its rung
-  // starts at once on its groups and the ones that were waiting to join (docs/SWEEPS.md). The
+  // No idle tail: the job of `worker` on the groups `before` (itself first) stopped after a step
+  // with a checkpoint; the rest of its rung starts at once on those groups and the ones that were
+  // waiting to join (docs/SWEEPS.md), so a trial's groups only ever grow within a rung. The
   // reporting group stays first, so its leader is the merged job's rank 0 and reports it.
-  void hand_over(int worker, const nlohmann::json& message, const std::vector<int>& joiners, double now) {
+  void hand_over(int worker, const std::vector<int>& before, const nlohmann::json& message,
+                 const std::vector<int>& joiners, double now) {
     Group& group = groups_[static_cast<std::size_t>(worker)];
-    const std::vector<int> before = group.merged.empty() ? std::vector<int>{worker} : group.merged;
     if (before.size() == 1) measure_speed(group, message, now - group.started);
     std::vector<int> members = before;
     members.insert(members.end(), joiners.begin(), joiners.end());

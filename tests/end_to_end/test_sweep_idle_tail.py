@@ -3,20 +3,22 @@ that ASHA has nothing for joins a running trial: the trial stops after its next 
 checkpoint (a "handover") and continues on the merged ranks with the same global batch, through
 the elastic resume (docs/CHECKPOINTS.md).
 
-A 2-rank CPU sweep (groups {0} and {1}) of 3 trials, ASHA with eta 3 and rungs of 0.5 and 1.5
-epochs. Trials 0 and 1 start on the two groups; the first to finish starts trial 2; the other then
-has nothing (two rung-0 results promote nobody) and joins trial 2. When trial 2 ends, ASHA
-promotes one trial to rung 1; one group takes it, the other has nothing and joins it after its
-first step. So the sweep's last trial runs its final steps on both ranks. Checked from the
+A 3-rank CPU sweep (groups {0}, {1} and {2}) of 3 trials, ASHA with eta 3 and rungs of 0.5 and
+1.5 epochs. The three trials start on the three groups; a group whose trial ends first has nothing
+(fewer than 3 rung-0 results promote nobody) and joins a running trial (which one, and whether it
+is already on merged groups, depends on timing). When the last rung-0 result is in, ASHA promotes
+one trial to rung 1; one group takes it, the other two have nothing and join it after its first
+step. So the sweep's last trial runs its final steps on all three ranks. Checked from the
 database, the trial's files and a straight run:
 
-- the records: the last job of the promoted trial ran on workers 0 and 1 (job_groups, ranks "0"
-  and "1") and resumed from the checkpoint of a job recorded as 'handed_over' at the step where it
-  starts; every job starts where the previous one of its trial ended; the handover is in the
-  trial's metrics.jsonl (event "handover") and in the sweep's log;
+- the records: the last job of the promoted trial ran on workers 0, 1 and 2 (job_groups, ranks
+  "0", "1" and "2") and resumed from the checkpoint of a job recorded as 'handed_over' at the step
+  where it starts; every job starts where the previous one of its trial ended; a handed-over job's
+  successor keeps all its groups (a trial's groups only grow within a rung); the handover is in
+  the trial's metrics.jsonl (event "handover") and in the sweep's log;
 - every step exactly once: the step events (log_every_steps: 1) are 1..N, each once;
 - the same trajectory: the promoted trial against `phalanx train` of its config straight on one
-  rank (its global batch): the same learning rate at every step, the same losses bitwise up to the
+  rank (its global batch, cut 6 + 5 + 5 on three ranks): the same learning rate at every step, the same losses bitwise up to the
   first handover, within 1e-4 relative after it, and the final weights and momentum within 1e-4
   of each tensor's largest magnitude (the bound and its argument are test_elastic_resume.py's:
   after a handover each update sums the same per-sample gradients in other groups; the learning
@@ -37,6 +39,7 @@ import e2e_common as e2e
 
 TRAIN, TEST = 480, 160
 BATCH = 16  # 30 steps per epoch on one rank: rung 0 is 15 steps, rung 1 another 30
+RANKS = 3
 RELATIVE_TOLERANCE = 1e-4
 SWEEP_TEXT = """name: e2e_idle_tail
 seed: 3
@@ -71,7 +74,7 @@ def setUpModule():
             stream.write(SWEEP_TEXT.format(join=join))
         directory = os.path.join(WORK, f"sweep-{join}")
         started = time.monotonic()
-        result = e2e.mpirun(2, "sweep", path, "--sweep-dir", directory, timeout=120)
+        result = e2e.mpirun(RANKS, "sweep", path, "--sweep-dir", directory, timeout=120)
         RESULTS[join] = (result, directory, time.monotonic() - started)
 
 
@@ -91,7 +94,7 @@ def flat_arrays(path):
 
 
 class NoIdleTail(unittest.TestCase):
-    def test_the_last_trial_ends_on_both_groups_with_every_step_once(self):
+    def test_the_last_trial_ends_on_every_group_with_every_step_once(self):
         result, directory, seconds = RESULTS["true"]
         self.assertEqual(result.returncode, 0, result.describe())
         print(f"sweep with joins: {seconds:.1f} s")
@@ -118,10 +121,10 @@ class NoIdleTail(unittest.TestCase):
             previous_end = job["end_step"]
         self.assertEqual(mine[-1]["status"], "done")
         self.assertEqual(mine[-1]["end_step"], top["steps"])
-        # The final steps ran on both groups, the reporting one first.
+        # The final steps ran on every group, the reporting one first.
         last = mine[-1]
         groups = query(directory, "SELECT * FROM job_groups WHERE job_id = ? ORDER BY rowid", last["job_id"])
-        self.assertEqual(sorted(row["ranks"] for row in groups), ["0", "1"], groups)
+        self.assertEqual(sorted(row["ranks"] for row in groups), [str(rank) for rank in range(RANKS)], groups)
         self.assertEqual(groups[0]["worker"], last["worker"])
         self.assertEqual({row["start_step"] for row in groups}, {last["start_step"]})
         self.assertLess(last["start_step"], last["end_step"])
@@ -134,18 +137,35 @@ class NoIdleTail(unittest.TestCase):
         self.assertEqual(steps, list(range(1, top["steps"] + 1)))
         handovers = [event["step"] for event in events if event["event"] == "handover"]
         self.assertEqual(handovers, [job["end_step"] for job in mine if job["status"] == "handed_over"])
+        # Within a rung a trial's groups only grow: the successor of a handed-over job keeps them all.
+        by_trial = {}
+        for job in jobs:
+            by_trial.setdefault(job["trial_id"], []).append(job)
+        for trial_jobs in by_trial.values():
+            for before, after in zip(trial_jobs, trial_jobs[1:]):
+                if before["status"] != "handed_over":
+                    continue
+                self.assertEqual(after["start_step"], before["end_step"], after)
+                self.assertEqual(after["worker"], before["worker"], after)
+                self.assertLess(self.workers_of(directory, before), self.workers_of(directory, after),
+                                (before, after))
         summary = e2e.read_summary(top["run_dir"])
-        self.assertEqual(summary["elastic"]["world_size"], 2, summary["elastic"])
+        self.assertEqual(summary["elastic"]["world_size"], RANKS, summary["elastic"])
         self.assertEqual(summary["elastic"]["global_batch"], BATCH, summary["elastic"])
         # The handover checkpoint is the one the job resumed from, written by one rank.
         with e2e.h5py.File(last["resumed_from"], "r") as checkpoint:
             self.assertEqual(int(checkpoint.attrs["step"]), last["start_step"])
         # Both groups count the merged job as busy time.
         workers = query(directory, "SELECT * FROM workers ORDER BY worker")
-        self.assertEqual(len(workers), 2)
+        self.assertEqual(len(workers), RANKS)
         for worker in workers:
             self.assertGreaterEqual(worker["busy_seconds"], last["wall_seconds"], worker)
         self.check_against_the_straight_run(directory, top, mine)
+
+    @staticmethod
+    def workers_of(directory, job):
+        rows = query(directory, "SELECT worker FROM job_groups WHERE job_id = ?", job["job_id"])
+        return {row["worker"] for row in rows} or {job["worker"]}
 
     def check_against_the_straight_run(self, directory, top, mine):
         config = os.path.join(WORK, "trial.yaml")
