@@ -320,8 +320,8 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
     if (workers["join_running"].IsDefined())
       sweep.join_running = reader.boolean(workers["join_running"], "workers.join_running");
     if (workers["join_min_seconds"].IsDefined())
-      sweep.join_min_seconds =
-          reader.real(workers["join_min_seconds"], "workers.join_min_seconds", Bound{0.0, true}, std::nullopt);
+      sweep.join_min_seconds = reader.real(workers["join_min_seconds"], "workers.join_min_seconds",
+                                           Bound{0.0, true}, std::nullopt);
     if (const YAML::Node sizes = workers["cpu_ranks_per_trial"]; sizes.IsDefined()) {
       // One size for every CPU group, or a list of sizes that repeats.
       sweep.cpu_ranks_per_trial.clear();

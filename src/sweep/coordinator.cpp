@@ -192,8 +192,9 @@ class Coordinator {
       return;
     }
     if (!joiners.empty())
-      join_lines_.push_back("[" + format_seconds(now - start_) + "] trial " + std::to_string(group.job.trial) +
-                            " ended before its handover: worker(s) " + worker_list(joiners) + " free again");
+      join_lines_.push_back("[" + format_seconds(now - start_) + "] trial " +
+                            std::to_string(group.job.trial) + " ended before its handover: worker(s) " +
+                            worker_list(joiners) + " free again");
     if (type == "interrupted" || type == "handed_over") {
       const std::int64_t start_step = message.at("start_step"), end_step = message.at("end_step");
       store_.interrupt_job(group.job_id, group.job.trial, start_step, end_step, message.at("resumed_from"),
@@ -241,12 +242,11 @@ class Coordinator {
     asha_.record(group.job.trial, group.job.rung, metric);
     ++results_;
     char line[512];
-    std::snprintf(line, sizeof(line),
-                  "[%7.1f s] trial %3d rung %d (%s) %s %.4f  worker %s (%s, %d thr) %.1f s%s", now - start_,
-                  group.job.trial, group.job.rung, budget_text(sweep_, finish.budget).c_str(),
-                  sweep_.metric.c_str(), metric, worker_list(members).c_str(), group.gpu ? "gpu" : "cpu",
-                  group.threads, seconds,
-                  start_step > 0 ? (" resumed at step " + std::to_string(start_step)).c_str() : "");
+    std::snprintf(
+        line, sizeof(line), "[%7.1f s] trial %3d rung %d (%s) %s %.4f  worker %s (%s, %d thr) %.1f s%s",
+        now - start_, group.job.trial, group.job.rung, budget_text(sweep_, finish.budget).c_str(),
+        sweep_.metric.c_str(), metric, worker_list(members).c_str(), group.gpu ? "gpu" : "cpu", group.threads,
+        seconds, start_step > 0 ? (" resumed at step " + std::to_string(start_step)).c_str() : "");
     // Printed after dispatch(), so that the line shows who is busy on what comes next.
     pending_line_ = line;
   }
@@ -318,7 +318,8 @@ class Coordinator {
         begin = end + 1;
       }
     }
-    group.cost = next.budget * static_cast<double>(target - end_step) / static_cast<double>(std::max<std::int64_t>(target, 1));
+    group.cost = next.budget * static_cast<double>(target - end_step) /
+                 static_cast<double>(std::max<std::int64_t>(target, 1));
     group.job_id = store_.hand_over_job(group.job_id, start_step, end_step, message.at("resumed_from"), now,
                                         next, rows);  // committed before the job is sent
     group.merged = members;
@@ -339,11 +340,12 @@ class Coordinator {
                     {"assignments", parameters.assignments()},
                     {"ranks", ranks}});
     char line[320];
-    std::snprintf(line, sizeof(line),
-                  "[%7.1f s] trial %3d rung %d handed over after step %lld (checkpoint written): continues on "
-                  "workers %s (%zu ranks), same global batch",
-                  now - start_, group.job.trial, group.job.rung, static_cast<long long>(end_step),
-                  worker_list(members).c_str(), ranks.size());
+    std::snprintf(
+        line, sizeof(line),
+        "[%7.1f s] trial %3d rung %d handed over after step %lld (checkpoint written): continues on "
+        "workers %s (%zu ranks), same global batch",
+        now - start_, group.job.trial, group.job.rung, static_cast<long long>(end_step),
+        worker_list(members).c_str(), ranks.size());
     pending_line_ = line;
   }
 
@@ -386,11 +388,12 @@ class Coordinator {
       leader.handover_asked = true;
     }
     char line[256];
-    std::snprintf(line, sizeof(line),
-                  "[%7.1f s] worker %d (ranks %s) has nothing from ASHA: joins trial %d on worker %s (about %.0f s "
-                  "left on %d ranks) after its next step",
-                  wall_seconds_since_epoch() - start_, worker, idle.ranks.c_str(), target.trial,
-                  worker_list(job_groups(target.leader)).c_str(), target.seconds_left, target.ranks);
+    std::snprintf(
+        line, sizeof(line),
+        "[%7.1f s] worker %d (ranks %s) has nothing from ASHA: joins trial %d on worker %s (about %.0f s "
+        "left on %d ranks) after its next step",
+        wall_seconds_since_epoch() - start_, worker, idle.ranks.c_str(), target.trial,
+        worker_list(job_groups(target.leader)).c_str(), target.seconds_left, target.ranks);
     join_lines_.push_back(line);  // after the line of the result that freed the group
   }
 

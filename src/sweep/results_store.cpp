@@ -119,10 +119,11 @@ std::int64_t ResultsStore::insert_job(const JobStart& job) {
 }
 
 void ResultsStore::add_busy_time(std::int64_t job_id, int worker, double finished) {
-  Statement(database_,
-            "UPDATE workers SET jobs = jobs + 1, busy_seconds = busy_seconds + (?3 - (SELECT started FROM jobs "
-            "WHERE job_id = ?1)) WHERE worker = ?2 OR worker IN (SELECT worker FROM job_groups WHERE job_id = ?1 "
-            "AND worker != ?2)")
+  Statement(
+      database_,
+      "UPDATE workers SET jobs = jobs + 1, busy_seconds = busy_seconds + (?3 - (SELECT started FROM jobs "
+      "WHERE job_id = ?1)) WHERE worker = ?2 OR worker IN (SELECT worker FROM job_groups WHERE job_id = ?1 "
+      "AND worker != ?2)")
       .bind(1, job_id)
       .bind(2, worker)
       .bind(3, finished)
@@ -130,8 +131,8 @@ void ResultsStore::add_busy_time(std::int64_t job_id, int worker, double finishe
 }
 
 std::int64_t ResultsStore::hand_over_job(std::int64_t job_id, std::int64_t start_step, std::int64_t end_step,
-                                         const std::string& resumed_from, double finished, const JobStart& next,
-                                         const std::vector<JobGroup>& groups) {
+                                         const std::string& resumed_from, double finished,
+                                         const JobStart& next, const std::vector<JobGroup>& groups) {
   Transaction transaction(database_);
   Statement(database_,
             "UPDATE jobs SET status = 'handed_over', start_step = ?2, end_step = ?3, resumed_from = ?4, "
@@ -142,9 +143,10 @@ std::int64_t ResultsStore::hand_over_job(std::int64_t job_id, std::int64_t start
       .bind(4, resumed_from)
       .bind(5, finished)
       .run();
-  Statement(database_,
-            "UPDATE trials SET wall_seconds = wall_seconds + (?2 - (SELECT started FROM jobs WHERE job_id = ?3)), "
-            "steps = ?4, worker = ?5, updated = ?2 WHERE trial_id = ?1")
+  Statement(
+      database_,
+      "UPDATE trials SET wall_seconds = wall_seconds + (?2 - (SELECT started FROM jobs WHERE job_id = ?3)), "
+      "steps = ?4, worker = ?5, updated = ?2 WHERE trial_id = ?1")
       .bind(1, next.trial)
       .bind(2, finished)
       .bind(3, job_id)
@@ -153,10 +155,16 @@ std::int64_t ResultsStore::hand_over_job(std::int64_t job_id, std::int64_t start
       .run();
   add_busy_time(job_id, next.worker, finished);
   const std::int64_t next_id = insert_job(next);
-  Statement group(database_,
-                  "INSERT INTO job_groups (job_id, trial_id, worker, ranks, start_step) VALUES (?1, ?2, ?3, ?4, ?5)");
+  Statement group(
+      database_,
+      "INSERT INTO job_groups (job_id, trial_id, worker, ranks, start_step) VALUES (?1, ?2, ?3, ?4, ?5)");
   for (const auto& member : groups)
-    group.bind(1, next_id).bind(2, next.trial).bind(3, member.worker).bind(4, member.ranks).bind(5, end_step).run();
+    group.bind(1, next_id)
+        .bind(2, next.trial)
+        .bind(3, member.worker)
+        .bind(4, member.ranks)
+        .bind(5, end_step)
+        .run();
   transaction.commit();
   return next_id;
 }

@@ -92,15 +92,16 @@ std::function<bool()> handover_check(const WorkerOptions& options, const comm::C
     while (!asked && channel.try_receive_string(tag_to_worker, message)) {
       const auto request = nlohmann::json::parse(message.text);
       PHALANX_CHECK(request.at("type") == "handover", "worker ", worker, " received '",
-                    request.at("type").get<std::string>(), "' from the coordinator while training job ", job_id);
+                    request.at("type").get<std::string>(), "' from the coordinator while training job ",
+                    job_id);
       asked = request.at("job").get<std::int64_t>() == job_id;
     }
     return asked;
   };
 }
 
-nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job, const comm::Communicator& group,
-                       comm::NcclCommunicator* nccl) {
+nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job,
+                       const comm::Communicator& group, comm::NcclCommunicator* nccl) {
   const int trial = job.at("trial").get<int>();
   auto config = config::trial_config(*options.sweep, job.at("assignments").get<std::vector<std::string>>());
   const std::string run_directory = trial_directory(options.sweep_directory, trial);
@@ -126,10 +127,10 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job, 
   // The coordinator asked for a handover: the trial continues on this group merged with idle
   // ones, from the checkpoint just written.
   if (summary.value("stopped_for_handover", false))
-    return {{"type", "handed_over"},     {"job", job.at("job")},
-            {"worker", options.worker},  {"start_step", start_step},
+    return {{"type", "handed_over"},           {"job", job.at("job")},
+            {"worker", options.worker},        {"start_step", start_step},
             {"end_step", summary.at("steps")}, {"target_step", target_step},
-            {"resumed_from", resume},    {"train_seconds", clock.seconds()}};
+            {"resumed_from", resume},          {"train_seconds", clock.seconds()}};
   // A stop signal ended the trial early with a checkpoint: the coordinator records the job as
   // interrupted and --resume continues it from that checkpoint.
   if (summary.value("stopped_by_signal", false))
@@ -189,8 +190,9 @@ void run_worker(const WorkerOptions& options) {
       // The trial continues on this group merged with others (no idle tail): the ranks of every
       // group in it form one communicator for the job, the reporting group's ranks first. Only
       // those ranks take part in forming it; the other groups train on undisturbed.
-      const comm::Communicator merged = options.sweep_ranks->subgroup(
-          job.at("ranks").get<std::vector<int>>(), static_cast<int>(job.at("job").get<std::int64_t>() % 32768));
+      const comm::Communicator merged =
+          options.sweep_ranks->subgroup(job.at("ranks").get<std::vector<int>>(),
+                                        static_cast<int>(job.at("job").get<std::int64_t>() % 32768));
       // A failure here ends the job: the other ranks may be inside a collective.
       const auto report = run_job(options, job, merged, nullptr);
       if (merged.rank() == 0) channel.send_string(report.dump(), 0, tag_to_coordinator);

@@ -53,11 +53,11 @@ int choose_job(const std::vector<Candidate>& candidates, const std::vector<Group
 // the merged ranks with the same global batch (an elastic resume), so its trajectory does not
 // change; only where its remaining steps run does.
 struct RunningJob {
-  int leader = 0;               // the group whose leader reports the job
+  int leader = 0;  // the group whose leader reports the job
   int trial = 0;
-  int ranks = 1;                // ranks training it, counting groups already on their way to join it
-  double seconds_left = 0;      // expected rest of the job on those ranks
-  bool joinable = false;        // CPU ranks only (a merged group trains over MPI), not stopping
+  int ranks = 1;            // ranks training it, counting groups already on their way to join it
+  double seconds_left = 0;  // expected rest of the job on those ranks
+  bool joinable = false;    // CPU ranks only (a merged group trains over MPI), not stopping
 };
 
 // Index into `running` of the job the idle group of `idle_ranks` CPU ranks should join, or -1 to
