@@ -320,6 +320,12 @@ class Coordinator {
     }
     group.cost = next.budget * static_cast<double>(target - end_step) /
                  static_cast<double>(std::max<std::int64_t>(target, 1));
+    // The dispatch's estimate for the rest: the groups' measured speeds added up.
+    const auto states = group_states();
+    double speed = 0;
+    for (const int member : members)
+      speed += effective_speed(states[static_cast<std::size_t>(member)], states);
+    next.estimate_seconds = group.cost / std::max(speed, 1e-9);
     group.job_id = store_.hand_over_job(group.job_id, start_step, end_step, message.at("resumed_from"), now,
                                         next, rows);  // committed before the job is sent
     group.merged = members;

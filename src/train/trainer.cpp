@@ -342,7 +342,10 @@ void Trainer::start_session() {
   if (leader) data::write_statistics_sidecar(options_.config.data, options_.run_directory, dataset_info_);
   run_control_ = std::make_unique<RunControl>(communicator_, options_.run_directory,
                                               options_.config.distributed.timeout_s);
-  if (options_.handover_check) run_control_->set_handover_check(options_.handover_check);
+  // A handover resumes on more ranks: a streamed split cannot continue there (its epoch order is cut
+  // per rank, see the resume checks), so such a run never stops for one.
+  if (options_.handover_check && train_split_->order().kind == data::ShardOrder::Kind::Permutation)
+    run_control_->set_handover_check(options_.handover_check);
   progress_ = std::make_unique<Progress>(leader && !options_.quiet, options_.config.train.log_every_steps);
   Progress& progress = *progress_;
 

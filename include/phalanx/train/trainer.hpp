@@ -50,7 +50,8 @@ struct TrainerOptions {
   BatchSplit batch_split{};
   // Asked on every rank after every step: true on any rank stops the run after that step with a
   // checkpoint, as a stop signal does, but recorded as a "handover" (a sweep regrouping the trial
-  // onto more ranks); run() then returns {"stopped_for_handover": true, "steps": N}.
+  // onto more ranks); run() then returns {"stopped_for_handover": true, "steps": N}. Not asked when
+  // the training split is streamed (data.cache: none): that run cannot continue on other ranks.
   std::function<bool()> handover_check{};
 };
 
