@@ -141,6 +141,8 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
   // The coordinator's messages travel on their own communicator, apart from any training traffic.
   const auto channel = world.split(0, world.rank());
   const auto group = world.split(my_group >= 0 ? my_group : static_cast<int>(members.size()), world.rank());
+  // Merged groups for joined trials (docs/SWEEPS.md, "No idle tail") are formed from this one.
+  const auto sweep_ranks = world.split(0, world.rank());
   std::unique_ptr<comm::NcclCommunicator> nccl;
   status = agree(world, [&] {
     if (my_group >= 0 && gpu)
@@ -176,7 +178,7 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
       for (const int rank : members[static_cast<std::size_t>(my_group)])
         ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
       sweep::WorkerOptions options{
-          &sweep,     directory,         my_group, &channel, &group, resources.backend.get(),
+          &sweep,     directory,         my_group, &channel, &group, &sweep_ranks, resources.backend.get(),
           nccl.get(), resources.threads, ranks};
       sweep::run_worker(options);
     }

@@ -134,6 +134,21 @@ Communicator Communicator::split(int color, int key) const {
   return Communicator(result, true);
 }
 
+Communicator Communicator::subgroup(const std::vector<int>& ranks, int tag) const {
+  PHALANX_CHECK(tag >= 0 && tag <= 32767, "subgroup tag ", tag, " is outside 0..32767");
+  MPI_Group parent = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
+  PHALANX_MPI(MPI_Comm_group(comm_of(handle_), &parent));
+  const int status = MPI_Group_incl(parent, static_cast<int>(ranks.size()), ranks.data(), &members);
+  MPI_Group_free(&parent);
+  PHALANX_MPI(status);
+  auto* result = new MPI_Comm;
+  const int created = MPI_Comm_create_group(comm_of(handle_), members, tag, result);
+  MPI_Group_free(&members);
+  if (created != MPI_SUCCESS) delete result;
+  PHALANX_MPI(created);
+  return Communicator(result, true);
+}
+
 Communicator Communicator::node() const {
   auto* result = new MPI_Comm;
   PHALANX_MPI(MPI_Comm_split_type(comm_of(handle_), MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, result));

@@ -37,7 +37,8 @@ const std::vector<std::string>& budget_keys() {
   return keys;
 }
 const std::vector<std::string>& worker_keys() {
-  static const std::vector<std::string> keys = {"gpu_ranks_per_trial", "cpu_ranks_per_trial", "cpu_trials"};
+  static const std::vector<std::string> keys = {"gpu_ranks_per_trial", "cpu_ranks_per_trial", "cpu_trials",
+                                                "join_running", "join_min_seconds"};
   return keys;
 }
 // The dotted keys --set may name in the sweep file itself (besides config.*).
@@ -316,6 +317,11 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
           reader.integer(workers["gpu_ranks_per_trial"], "workers.gpu_ranks_per_trial", 1, 4096));
     if (workers["cpu_trials"].IsDefined())
       sweep.cpu_trials = reader.boolean(workers["cpu_trials"], "workers.cpu_trials");
+    if (workers["join_running"].IsDefined())
+      sweep.join_running = reader.boolean(workers["join_running"], "workers.join_running");
+    if (workers["join_min_seconds"].IsDefined())
+      sweep.join_min_seconds = reader.real(workers["join_min_seconds"], "workers.join_min_seconds",
+                                           Bound{0.0, true}, std::nullopt);
     if (const YAML::Node sizes = workers["cpu_ranks_per_trial"]; sizes.IsDefined()) {
       // One size for every CPU group, or a list of sizes that repeats.
       sweep.cpu_ranks_per_trial.clear();

@@ -12,7 +12,9 @@
 #include <deque>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/timer.hpp"
@@ -41,8 +43,15 @@ struct Group {
   double cost = 0;  // budget units of the current job
   double started = 0;
   double busy_seconds = 0;
-  double speed = 0;  // budget units per second over the jobs it finished
+  double speed = 0;  // budget units per second over the jobs it finished (on its own)
   double trained_units = 0, trained_seconds = 0;
+  int rank_count = 1;
+  // No idle tail (docs/SWEEPS.md): a job on merged groups is held by the group that reports it.
+  std::vector<int> merged;      // the groups of its current job when merged, this one first
+  int member_of = -1;           // busy in the merged job that this group reports
+  int joining = -1;             // free, waiting to join the job of this group
+  std::vector<int> joiners;     // groups waiting to join this group's job
+  bool handover_asked = false;  // the current job was asked to stop for them
 };
 
 std::string budget_text(const config::SweepConfig& sweep, double budget) {
@@ -155,6 +164,7 @@ class Coordinator {
       group.ranks = message.at("ranks");
       group.threads = message.at("threads").get<int>();
       group.host = message.at("host");
+      group.rank_count = static_cast<int>(std::count(group.ranks.begin(), group.ranks.end(), ',')) + 1;
       if (leaders_.size() < groups_.size()) leaders_.resize(groups_.size(), -1);
       leaders_[static_cast<std::size_t>(worker)] = std::stoi(group.ranks.substr(0, group.ranks.find(',')));
       store_.register_worker(worker, group.ranks, group.device, group.threads, group.host);
@@ -163,14 +173,35 @@ class Coordinator {
     PHALANX_CHECK(group.busy && message.at("job").get<std::int64_t>() == group.job_id, "worker ", worker,
                   " reported a job it does not hold");
     const double seconds = now - group.started;
-    group.busy = false;
-    group.busy_seconds += seconds;
-    if (type == "interrupted") {
+    const std::vector<int> members = job_groups(worker);
+    const bool alone = members.size() == 1;
+    for (const int member : members) {
+      Group& held = groups_[static_cast<std::size_t>(member)];
+      held.busy = false;
+      held.busy_seconds += seconds;
+      held.member_of = -1;
+    }
+    group.merged.clear();
+    group.handover_asked = false;
+    // Groups waiting to join this job take part only in a handover; otherwise they are free again.
+    std::vector<int> joiners = std::move(group.joiners);
+    group.joiners.clear();
+    for (const int joiner : joiners) groups_[static_cast<std::size_t>(joiner)].joining = -1;
+    if (type == "handed_over" && !stopping_) {
+      hand_over(worker, members, message, joiners, now);
+      return;
+    }
+    if (!joiners.empty())
+      join_lines_.push_back("[" + format_seconds(now - start_) + "] trial " +
+                            std::to_string(group.job.trial) + " ended before its handover: worker(s) " +
+                            worker_list(joiners) + " free again");
+    if (type == "interrupted" || type == "handed_over") {
       const std::int64_t start_step = message.at("start_step"), end_step = message.at("end_step");
       store_.interrupt_job(group.job_id, group.job.trial, start_step, end_step, message.at("resumed_from"),
                            now);  // committed before the sweep ends
       ++interrupted_;
-      // The signal reached this worker's ranks but maybe not rank 0: the whole sweep stops.
+      // The signal reached this worker's ranks but maybe not rank 0: the whole sweep stops. (A
+      // handover that ended as the sweep was stopping is an interruption too: --resume requeues it.)
       if (!stopping_) begin_stop(message.at("signal").get<int>());
       char line[256];
       std::snprintf(
@@ -189,15 +220,7 @@ class Coordinator {
     }
     const double metric = message.at("metric").get<double>();
     const std::int64_t start_step = message.at("start_step"), end_step = message.at("end_step");
-    // Speed in budget units per second of this job, counting only the part it trained.
-    const double trained =
-        end_step > 0 ? static_cast<double>(end_step - start_step) / static_cast<double>(end_step) : 0;
-    // The running mean over the group's jobs: one job's speed varies with its trial's batch size and
-    // model, the mean tracks the group's hardware.
-    group.trained_units += asha_.budget(group.job.rung) * trained;
-    group.trained_seconds += seconds;
-    if (group.trained_units > 0 && group.trained_seconds > 0)
-      group.speed = group.trained_units / group.trained_seconds;
+    if (alone) measure_speed(group, message, seconds);
     JobFinish finish;
     finish.job_id = group.job_id;
     finish.trial = group.job.trial;
@@ -219,19 +242,177 @@ class Coordinator {
     asha_.record(group.job.trial, group.job.rung, metric);
     ++results_;
     char line[512];
-    std::snprintf(line, sizeof(line),
-                  "[%7.1f s] trial %3d rung %d (%s) %s %.4f  worker %d (%s, %d thr) %.1f s%s", now - start_,
-                  group.job.trial, group.job.rung, budget_text(sweep_, finish.budget).c_str(),
-                  sweep_.metric.c_str(), metric, worker, group.gpu ? "gpu" : "cpu", group.threads, seconds,
-                  start_step > 0 ? (" resumed at step " + std::to_string(start_step)).c_str() : "");
+    std::snprintf(
+        line, sizeof(line), "[%7.1f s] trial %3d rung %d (%s) %s %.4f  worker %s (%s, %d thr) %.1f s%s",
+        now - start_, group.job.trial, group.job.rung, budget_text(sweep_, finish.budget).c_str(),
+        sweep_.metric.c_str(), metric, worker_list(members).c_str(), group.gpu ? "gpu" : "cpu", group.threads,
+        seconds, start_step > 0 ? (" resumed at step " + std::to_string(start_step)).c_str() : "");
     // Printed after dispatch(), so that the line shows who is busy on what comes next.
     pending_line_ = line;
   }
 
+  // The groups of `worker`'s current job: itself, or every group of its merged job (itself first).
+  std::vector<int> job_groups(int worker) const {
+    const Group& group = groups_[static_cast<std::size_t>(worker)];
+    return group.merged.empty() ? std::vector<int>{worker} : group.merged;
+  }
+
+  static std::string format_seconds(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%7.1f s", seconds);
+    return text;
+  }
+
+  static std::string worker_list(const std::vector<int>& workers) {
+    std::string text;
+    for (const int worker : workers) {
+      if (!text.empty()) text += '+';
+      text += std::to_string(worker);
+    }
+    return text;
+  }
+
+  // Speed in budget units per second of a job the group trained on its own, counting only the
+  // part it trained. The running mean over the group's jobs: one job's speed varies with its
+  // trial's batch size and model, the mean tracks the group's hardware.
+  void measure_speed(Group& group, const nlohmann::json& message, double seconds) {
+    const std::int64_t start_step = message.at("start_step"), end_step = message.at("end_step");
+    const std::int64_t target = message.value("target_step", end_step);
+    const double trained =
+        target > 0 ? static_cast<double>(end_step - start_step) / static_cast<double>(target) : 0;
+    group.trained_units += asha_.budget(group.job.rung) * trained;
+    group.trained_seconds += seconds;
+    if (group.trained_units > 0 && group.trained_seconds > 0)
+      group.speed = group.trained_units / group.trained_seconds;
+  }
+
+  // No idle tail: the job of `worker` on the groups `before` (itself first) stopped after a step
+  // with a checkpoint; the rest of its rung starts at once on those groups and the ones that were
+  // waiting to join (docs/SWEEPS.md), so a trial's groups only ever grow within a rung. The
+  // reporting group stays first, so its leader is the merged job's rank 0 and reports it.
+  void hand_over(int worker, const std::vector<int>& before, const nlohmann::json& message,
+                 const std::vector<int>& joiners, double now) {
+    Group& group = groups_[static_cast<std::size_t>(worker)];
+    if (before.size() == 1) measure_speed(group, message, now - group.started);
+    std::vector<int> members = before;
+    members.insert(members.end(), joiners.begin(), joiners.end());
+    const std::int64_t start_step = message.at("start_step"), end_step = message.at("end_step");
+    const std::int64_t target = message.at("target_step");
+    JobStart next;
+    next.trial = group.job.trial;
+    next.rung = group.job.rung;
+    next.budget = asha_.budget(group.job.rung);
+    next.worker = worker;
+    next.device = group.device;
+    next.started = now;
+    next.run_dir = trial_directory(options_.sweep_directory, group.job.trial);
+    std::vector<JobGroup> rows;
+    std::vector<int> ranks;
+    for (const int member : members) {
+      const Group& held = groups_[static_cast<std::size_t>(member)];
+      rows.push_back({member, held.ranks});
+      std::size_t begin = 0;
+      while (begin < held.ranks.size()) {
+        const std::size_t end = std::min(held.ranks.find(',', begin), held.ranks.size());
+        ranks.push_back(std::stoi(held.ranks.substr(begin, end - begin)));
+        begin = end + 1;
+      }
+    }
+    group.cost = next.budget * static_cast<double>(target - end_step) /
+                 static_cast<double>(std::max<std::int64_t>(target, 1));
+    // The dispatch's estimate for the rest: the groups' measured speeds added up.
+    const auto states = group_states();
+    double speed = 0;
+    for (const int member : members)
+      speed += effective_speed(states[static_cast<std::size_t>(member)], states);
+    next.estimate_seconds = group.cost / std::max(speed, 1e-9);
+    group.job_id = store_.hand_over_job(group.job_id, start_step, end_step, message.at("resumed_from"), now,
+                                        next, rows);  // committed before the job is sent
+    group.merged = members;
+    for (const int member : members) {
+      Group& held = groups_[static_cast<std::size_t>(member)];
+      held.busy = true;
+      held.started = now;
+      held.joining = -1;
+      held.member_of = member == worker ? -1 : worker;
+    }
+    const auto parameters = sample_trial(sweep_, group.job.trial);
+    for (const int member : members)
+      send(member, {{"type", "job"},
+                    {"job", group.job_id},
+                    {"trial", group.job.trial},
+                    {"rung", group.job.rung},
+                    {"budget", next.budget},
+                    {"assignments", parameters.assignments()},
+                    {"ranks", ranks}});
+    char line[320];
+    std::snprintf(
+        line, sizeof(line),
+        "[%7.1f s] trial %3d rung %d handed over after step %lld (checkpoint written): continues on "
+        "workers %s (%zu ranks), same global batch",
+        now - start_, group.job.trial, group.job.rung, static_cast<long long>(end_step),
+        worker_list(members).c_str(), ranks.size());
+    pending_line_ = line;
+  }
+
+  // No idle tail: a free CPU group that ASHA gave nothing joins the running job with the most
+  // seconds left (dispatch.hpp, choose_join), which is asked to stop after its next step.
+  void join_running(int worker) {
+    Group& idle = groups_[static_cast<std::size_t>(worker)];
+    if (!sweep_.join_running || idle.gpu || stopping_) return;
+    const auto states = group_states();
+    std::vector<RunningJob> running;
+    for (std::size_t index = 0; index < groups_.size(); ++index) {
+      const Group& group = groups_[index];
+      if (!group.busy || group.member_of >= 0) continue;
+      RunningJob job;
+      job.leader = static_cast<int>(index);
+      job.trial = group.job.trial;
+      job.seconds_left = states[index].busy_seconds_left;
+      job.joinable = true;
+      job.ranks = 0;
+      for (const int member : job_groups(static_cast<int>(index))) {
+        job.ranks += groups_[static_cast<std::size_t>(member)].rank_count;
+        job.joinable = job.joinable && !groups_[static_cast<std::size_t>(member)].gpu;
+      }
+      int pending = 0;
+      for (const int joiner : group.joiners) pending += groups_[static_cast<std::size_t>(joiner)].rank_count;
+      if (pending > 0) {
+        job.seconds_left = seconds_left_after_join(job, pending);
+        job.ranks += pending;
+      }
+      running.push_back(job);
+    }
+    const int choice = choose_join(running, sweep_.join_min_seconds);
+    if (choice < 0) return;
+    const RunningJob& target = running[static_cast<std::size_t>(choice)];
+    Group& leader = groups_[static_cast<std::size_t>(target.leader)];
+    idle.joining = target.leader;
+    leader.joiners.push_back(worker);
+    if (!leader.handover_asked) {
+      send(target.leader, {{"type", "handover"}, {"job", leader.job_id}});
+      leader.handover_asked = true;
+    }
+    char line[256];
+    std::snprintf(
+        line, sizeof(line),
+        "[%7.1f s] worker %d (ranks %s) has nothing from ASHA: joins trial %d on worker %s (about %.0f s "
+        "left on %d ranks) after its next step",
+        wall_seconds_since_epoch() - start_, worker, idle.ranks.c_str(), target.trial,
+        worker_list(job_groups(target.leader)).c_str(), target.seconds_left, target.ranks);
+    join_lines_.push_back(line);  // after the line of the result that freed the group
+  }
+
   void print_pending_line() {
-    if (pending_line_.empty()) return;
+    if (pending_line_.empty() && join_lines_.empty()) return;
     erase_live_block();
-    std::printf("%s | %s\n", pending_line_.c_str(), status_line().c_str());
+    if (!pending_line_.empty()) std::printf("%s | %s\n", pending_line_.c_str(), status_line().c_str());
+    for (const auto& line : join_lines_) std::printf("%s\n", line.c_str());
+    join_lines_.clear();
+    if (pending_line_.empty()) {
+      std::fflush(stdout);
+      return;
+    }
     pending_line_.clear();
     // On a terminal the leaderboard stays below the event lines, redrawn after each; in a log it
     // is printed every 10 results.
@@ -303,7 +484,8 @@ class Coordinator {
     // Free groups ask fastest first, so promotions go to the fast groups when several are free.
     std::vector<int> free_groups;
     for (std::size_t worker = 0; worker < groups_.size(); ++worker)
-      if (groups_[worker].known && !groups_[worker].busy) free_groups.push_back(static_cast<int>(worker));
+      if (groups_[worker].known && !groups_[worker].busy && groups_[worker].joining < 0)
+        free_groups.push_back(static_cast<int>(worker));
     auto states = group_states();
     std::stable_sort(free_groups.begin(), free_groups.end(), [&](int a, int b) {
       return effective_speed(states[static_cast<std::size_t>(a)], states) >
@@ -316,7 +498,10 @@ class Coordinator {
       DispatchEstimate estimate;
       const int choice = choose_job(candidates, states, worker, &estimate);
       passed_over_ += estimate.passed_over;
-      if (choice < 0) continue;
+      if (choice < 0) {
+        join_running(worker);
+        continue;
+      }
       const Job chosen = candidates[static_cast<std::size_t>(choice)].job;
       const auto requeued = std::find(requeued_.begin(), requeued_.end(), chosen);
       Job job = chosen;
@@ -338,20 +523,20 @@ class Coordinator {
     std::vector<GroupState> states;
     for (std::size_t worker = 0; worker < groups_.size(); ++worker) {
       const Group& group = groups_[worker];
-      GroupState state{static_cast<int>(worker), group.gpu, group.speed, 0.0, group.busy};
-      if (group.busy) {
-        const double speed = effective_speed(state, {});
-        state.busy_seconds_left = std::max(0.0, group.started + group.cost / std::max(speed, 1e-9) - now);
-      }
-      states.push_back(state);
+      states.push_back(GroupState{static_cast<int>(worker), group.gpu, group.speed, 0.0, group.busy});
     }
-    // Unmeasured speeds are filled in relative to the others.
-    for (auto& state : states)
-      if (state.busy && state.speed <= 0)
-        state.busy_seconds_left = std::max(
-            0.0, groups_[static_cast<std::size_t>(state.worker)].started +
-                     groups_[static_cast<std::size_t>(state.worker)].cost / effective_speed(state, states) -
-                     now);
+    // Unmeasured speeds are filled in relative to the others; a merged job goes at the sum of its
+    // groups' speeds, and each of its groups is busy until it ends.
+    for (std::size_t worker = 0; worker < groups_.size(); ++worker) {
+      const Group& group = groups_[worker];
+      if (!group.busy || group.member_of >= 0) continue;
+      double speed = 0;
+      for (const int member : job_groups(static_cast<int>(worker)))
+        speed += effective_speed(states[static_cast<std::size_t>(member)], states);
+      const double left = std::max(0.0, group.started + group.cost / std::max(speed, 1e-9) - now);
+      for (const int member : job_groups(static_cast<int>(worker)))
+        states[static_cast<std::size_t>(member)].busy_seconds_left = left;
+    }
     return states;
   }
 
@@ -392,7 +577,7 @@ class Coordinator {
     stop_signal_ = signal_number;
     erase_live_block();
     int busy = 0;
-    for (const auto& group : groups_) busy += group.busy ? 1 : 0;
+    for (const auto& group : groups_) busy += group.busy && group.member_of < 0 ? 1 : 0;
     std::printf("[%7.1f s] %s: no new jobs; waiting for %d running trial(s) to stop with a checkpoint\n",
                 wall_seconds_since_epoch() - start_, signal_name(signal_number), busy);
     std::fflush(stdout);
@@ -457,6 +642,7 @@ class Coordinator {
   double start_ = 0;
   int results_ = 0;
   std::string pending_line_;
+  std::vector<std::string> join_lines_;  // groups that chose a running trial to join (no idle tail)
   int passed_over_ = 0;
   bool live_ = train::live_terminal_output();
   int live_block_lines_ = 0;

@@ -53,4 +53,25 @@ int choose_job(const std::vector<Candidate>& candidates, const std::vector<Group
   return -1;
 }
 
+int choose_join(const std::vector<RunningJob>& running, double min_seconds) {
+  int best = -1;
+  for (std::size_t index = 0; index < running.size(); ++index) {
+    const RunningJob& job = running[index];
+    if (!job.joinable || job.seconds_left < min_seconds) continue;
+    if (best < 0) {
+      best = static_cast<int>(index);
+      continue;
+    }
+    const RunningJob& chosen = running[static_cast<std::size_t>(best)];
+    if (job.seconds_left > chosen.seconds_left ||
+        (job.seconds_left == chosen.seconds_left && job.trial < chosen.trial))
+      best = static_cast<int>(index);
+  }
+  return best;
+}
+
+double seconds_left_after_join(const RunningJob& job, int joining_ranks) {
+  return job.seconds_left * static_cast<double>(job.ranks) / static_cast<double>(job.ranks + joining_ranks);
+}
+
 }  // namespace phalanx::sweep

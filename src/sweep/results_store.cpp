@@ -27,6 +27,9 @@ ResultsStore::ResultsStore(const std::string& path) : database_(path, true) {
     CREATE TABLE IF NOT EXISTS epoch_metrics (
       trial_id INTEGER NOT NULL REFERENCES trials(trial_id), epoch INTEGER NOT NULL, job_id INTEGER NOT NULL,
       test_accuracy REAL, test_loss REAL, train_loss REAL, epoch_seconds REAL, PRIMARY KEY (trial_id, epoch));
+    CREATE TABLE IF NOT EXISTS job_groups (
+      job_id INTEGER NOT NULL REFERENCES jobs(job_id), trial_id INTEGER NOT NULL, worker INTEGER NOT NULL,
+      ranks TEXT NOT NULL, start_step INTEGER NOT NULL, PRIMARY KEY (job_id, worker));
   )sql");
 }
 
@@ -90,6 +93,12 @@ std::int64_t ResultsStore::start_job(const JobStart& job) {
         .bind(5, job.started)
         .run();
   }
+  const std::int64_t job_id = insert_job(job);
+  transaction.commit();
+  return job_id;
+}
+
+std::int64_t ResultsStore::insert_job(const JobStart& job) {
   Statement insert(
       database_,
       "INSERT INTO jobs (trial_id, rung, budget, worker, device, status, started, estimate_seconds, "
@@ -106,9 +115,58 @@ std::int64_t ResultsStore::start_job(const JobStart& job) {
   else
     insert.bind_null(8);
   insert.run();
-  const std::int64_t job_id = database_.last_insert_id();
+  return database_.last_insert_id();
+}
+
+void ResultsStore::add_busy_time(std::int64_t job_id, int worker, double finished) {
+  Statement(
+      database_,
+      "UPDATE workers SET jobs = jobs + 1, busy_seconds = busy_seconds + (?3 - (SELECT started FROM jobs "
+      "WHERE job_id = ?1)) WHERE worker = ?2 OR worker IN (SELECT worker FROM job_groups WHERE job_id = ?1 "
+      "AND worker != ?2)")
+      .bind(1, job_id)
+      .bind(2, worker)
+      .bind(3, finished)
+      .run();
+}
+
+std::int64_t ResultsStore::hand_over_job(std::int64_t job_id, std::int64_t start_step, std::int64_t end_step,
+                                         const std::string& resumed_from, double finished,
+                                         const JobStart& next, const std::vector<JobGroup>& groups) {
+  Transaction transaction(database_);
+  Statement(database_,
+            "UPDATE jobs SET status = 'handed_over', start_step = ?2, end_step = ?3, resumed_from = ?4, "
+            "finished = ?5, wall_seconds = ?5 - started WHERE job_id = ?1")
+      .bind(1, job_id)
+      .bind(2, start_step)
+      .bind(3, end_step)
+      .bind(4, resumed_from)
+      .bind(5, finished)
+      .run();
+  Statement(
+      database_,
+      "UPDATE trials SET wall_seconds = wall_seconds + (?2 - (SELECT started FROM jobs WHERE job_id = ?3)), "
+      "steps = ?4, worker = ?5, updated = ?2 WHERE trial_id = ?1")
+      .bind(1, next.trial)
+      .bind(2, finished)
+      .bind(3, job_id)
+      .bind(4, end_step)
+      .bind(5, next.worker)
+      .run();
+  add_busy_time(job_id, next.worker, finished);
+  const std::int64_t next_id = insert_job(next);
+  Statement group(
+      database_,
+      "INSERT INTO job_groups (job_id, trial_id, worker, ranks, start_step) VALUES (?1, ?2, ?3, ?4, ?5)");
+  for (const auto& member : groups)
+    group.bind(1, next_id)
+        .bind(2, next.trial)
+        .bind(3, member.worker)
+        .bind(4, member.ranks)
+        .bind(5, end_step)
+        .run();
   transaction.commit();
-  return job_id;
+  return next_id;
 }
 
 void ResultsStore::finish_job(const JobFinish& job) {
@@ -166,15 +224,11 @@ void ResultsStore::finish_job(const JobFinish& job) {
       .bind(7, job.finished)
       .bind(8, job.job_id)
       .run();
-  Statement(
-      database_,
-      "UPDATE workers SET speed = ?2, jobs = jobs + 1, "
-      "busy_seconds = busy_seconds + (?3 - (SELECT started FROM jobs WHERE job_id = ?4)) WHERE worker = ?1")
+  Statement(database_, "UPDATE workers SET speed = ?2 WHERE worker = ?1")
       .bind(1, job.worker)
       .bind(2, job.worker_speed)
-      .bind(3, job.finished)
-      .bind(4, job.job_id)
       .run();
+  add_busy_time(job.job_id, job.worker, job.finished);
   transaction.commit();
 }
 

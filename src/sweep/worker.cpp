@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "phalanx/core/error.hpp"
@@ -79,8 +80,28 @@ std::int64_t trial_batch_split(const config::Config& config, const std::string& 
   return global_batch;
 }
 
-nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job) {
-  const auto& group = *options.group;
+// The handover check of a job (TrainerOptions::handover_check): the group leader looks for the
+// coordinator's "handover" message after each step, without blocking; the trainer's per-step stop
+// agreement tells the group's other ranks. Only the coordinator sends to a busy group, and only
+// this for its current job.
+std::function<bool()> handover_check(const WorkerOptions& options, const comm::Communicator& group,
+                                     std::int64_t job_id) {
+  if (group.rank() != 0) return {};
+  return [&channel = *options.channel, job_id, worker = options.worker, asked = false]() mutable {
+    comm::Message message;
+    while (!asked && channel.try_receive_string(tag_to_worker, message)) {
+      const auto request = nlohmann::json::parse(message.text);
+      PHALANX_CHECK(request.at("type") == "handover", "worker ", worker, " received '",
+                    request.at("type").get<std::string>(), "' from the coordinator while training job ",
+                    job_id);
+      asked = request.at("job").get<std::int64_t>() == job_id;
+    }
+    return asked;
+  };
+}
+
+nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job,
+                       const comm::Communicator& group, comm::NcclCommunicator* nccl) {
   const int trial = job.at("trial").get<int>();
   auto config = config::trial_config(*options.sweep, job.at("assignments").get<std::vector<std::string>>());
   const std::string run_directory = trial_directory(options.sweep_directory, trial);
@@ -92,14 +113,24 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job) 
   const std::int64_t global_batch = trial_batch_split(config, resume, group, *options.backend, split);
   set_budget(*options.sweep, job.at("budget").get<double>(), global_batch, config);
 
+  const std::int64_t target_step = *config.train.max_steps;
   train::TrainerOptions trainer_options{config, config::to_yaml(config), run_directory,
-                                        resume, options.threads,         options.nccl};
+                                        resume, options.threads,         nccl};
   trainer_options.quiet = true;
   trainer_options.batch_split = std::move(split);
+  if (options.sweep->join_running)
+    trainer_options.handover_check = handover_check(options, group, job.at("job").get<std::int64_t>());
   Stopwatch clock;
   train::Trainer trainer(std::move(trainer_options), group, *options.backend);
   const std::int64_t start_step = trainer.position().global_step;
   const auto summary = trainer.run();
+  // The coordinator asked for a handover: the trial continues on this group merged with idle
+  // ones, from the checkpoint just written.
+  if (summary.value("stopped_for_handover", false))
+    return {{"type", "handed_over"},           {"job", job.at("job")},
+            {"worker", options.worker},        {"start_step", start_step},
+            {"end_step", summary.at("steps")}, {"target_step", target_step},
+            {"resumed_from", resume},          {"train_seconds", clock.seconds()}};
   // A stop signal ended the trial early with a checkpoint: the coordinator records the job as
   // interrupted and --resume continues it from that checkpoint.
   if (summary.value("stopped_by_signal", false))
@@ -115,6 +146,7 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job) 
           {"metric", summary.at(metric).get<double>()},
           {"start_step", start_step},
           {"end_step", summary.at("steps")},
+          {"target_step", target_step},
           {"resumed_from", resume},
           {"train_seconds", clock.seconds()},
           {"images_per_sec", summary.value("images_per_sec", 0.0)},
@@ -144,13 +176,31 @@ void run_worker(const WorkerOptions& options) {
     channel.send_string(hello.dump(), 0, tag_to_coordinator);
   }
   for (;;) {
-    std::string text = leader ? channel.receive_string(0, tag_to_worker).text : std::string();
+    std::string text;
+    if (leader) {
+      // A handover request that came after its job had ended (the job finished first, and the
+      // coordinator has its result) is stale: the coordinator already gave up on it.
+      do text = channel.receive_string(0, tag_to_worker).text;
+      while (nlohmann::json::parse(text).at("type") == "handover");
+    }
     group.broadcast_string(text, 0);
     const auto job = nlohmann::json::parse(text);
     if (job.at("type") == "stop") return;
+    if (job.contains("ranks")) {
+      // The trial continues on this group merged with others (no idle tail): the ranks of every
+      // group in it form one communicator for the job, the reporting group's ranks first. Only
+      // those ranks take part in forming it; the other groups train on undisturbed.
+      const comm::Communicator merged =
+          options.sweep_ranks->subgroup(job.at("ranks").get<std::vector<int>>(),
+                                        static_cast<int>(job.at("job").get<std::int64_t>() % 32768));
+      // A failure here ends the job: the other ranks may be inside a collective.
+      const auto report = run_job(options, job, merged, nullptr);
+      if (merged.rank() == 0) channel.send_string(report.dump(), 0, tag_to_coordinator);
+      continue;
+    }
     nlohmann::json report;
     try {
-      report = run_job(options, job);
+      report = run_job(options, job, group, options.nccl);
     } catch (const Error& error) {
       // A lone rank can report a failed trial and go on; in a larger group the other ranks may be
       // inside a collective, so the failure ends the job (the caller aborts).

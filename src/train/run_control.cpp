@@ -85,10 +85,17 @@ bool RunControl::end_of_step(std::int64_t step, double busy_seconds, bool log_in
   // arrival (max of minus the time).
   enter("stop agreement", step, comm::StageKind::Collective);
   const int received = StopRequest::signal_received();
-  double values[2] = {static_cast<double>(received),
-                      received ? -StopRequest::signal_time() : -std::numeric_limits<double>::max()};
-  communicator_.allreduce_max(values, 2);
-  if (values[0] == 0) return false;
+  // The handover rides in the same reduction: no extra collective per step.
+  double values[3] = {static_cast<double>(received),
+                      received ? -StopRequest::signal_time() : -std::numeric_limits<double>::max(),
+                      handover_check_ && handover_check_() ? 1.0 : 0.0};
+  communicator_.allreduce_max(values, 3);
+  if (values[0] == 0 && values[2] == 0) return false;
+  if (values[0] == 0) {
+    handover_ = true;
+    stop_agreed_time_ = wall_seconds_since_epoch();
+    return true;
+  }
   stop_signal_ = static_cast<int>(values[0]);
   first_signal_time_ = -values[1];
   stop_agreed_time_ = wall_seconds_since_epoch();
@@ -98,6 +105,16 @@ bool RunControl::end_of_step(std::int64_t step, double busy_seconds, bool log_in
 void RunControl::report_stop(std::int64_t step, const std::string& checkpoint, RunDirectory& run_directory,
                              Progress& progress) const {
   const double now = wall_seconds_since_epoch();
+  if (handover_) {
+    run_directory.append_metrics({{"event", "handover"},
+                                  {"step", step},
+                                  {"checkpoint", checkpoint},
+                                  {"agreement_to_checkpoint_seconds", now - stop_agreed_time_},
+                                  {"time", now}});
+    progress.line("stopped after step " + std::to_string(step) + " for a handover: checkpoint " + checkpoint +
+                  " written; the trial continues on a larger group");
+    return;
+  }
   run_directory.append_metrics({{"event", "preempted"},
                                 {"step", step},
                                 {"signal", signal_name(stop_signal_)},

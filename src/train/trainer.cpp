@@ -316,7 +316,10 @@ nlohmann::json Trainer::run() {
       bookkeeping.losses.take();
     }
     bookkeeping.callbacks.after_step(step);
-    if (bookkeeping.stop.stopped()) return {{"stopped_by_signal", true}, {"steps", position_.global_step}};
+    if (bookkeeping.stop.stopped()) {
+      if (stopped_for_handover_) return {{"stopped_for_handover", true}, {"steps", position_.global_step}};
+      return {{"stopped_by_signal", true}, {"steps", position_.global_step}};
+    }
   }
   run_control_->enter("final evaluation and summary", position_.global_step, comm::StageKind::Collective);
   clock->settle();  // a run whose data ended early, too
@@ -339,6 +342,10 @@ void Trainer::start_session() {
   if (leader) data::write_statistics_sidecar(options_.config.data, options_.run_directory, dataset_info_);
   run_control_ = std::make_unique<RunControl>(communicator_, options_.run_directory,
                                               options_.config.distributed.timeout_s);
+  // A handover resumes on more ranks: a streamed split cannot continue there (its epoch order is cut
+  // per rank, see the resume checks), so such a run never stops for one.
+  if (options_.handover_check && train_split_->order().kind == data::ShardOrder::Kind::Permutation)
+    run_control_->set_handover_check(options_.handover_check);
   progress_ = std::make_unique<Progress>(leader && !options_.quiet, options_.config.train.log_every_steps);
   Progress& progress = *progress_;
 
@@ -690,7 +697,10 @@ void Trainer::stop_on_signal(const RunningTotals& totals) {
   // first rank exits must not kill rank 0 while it writes.
   run_control_->enter("stop checkpoint", position_.global_step, comm::StageKind::Collective);
   communicator_.barrier();
-  stopped_by_signal_ = true;
+  if (run_control_->stopped_for_handover())
+    stopped_for_handover_ = true;
+  else
+    stopped_by_signal_ = true;
 }
 
 void Trainer::save_checkpoint(CheckpointKind kind, const RunningTotals& totals) {

@@ -163,6 +163,23 @@ TEST_F(SweepFile, CpuGroupSizesAreOneNumberOrAList) {
       {"sweep.yaml", "workers.cpu_ranks_per_trial", "empty list"});
 }
 
+// No idle tail (docs/SWEEPS.md): on by default, with a minimum expected time left to join a trial.
+TEST_F(SweepFile, JoiningRunningTrialsIsOnByDefaultAndCanBeTurnedOff) {
+  const auto defaults = load_sweep(sweep());
+  EXPECT_TRUE(defaults.join_running);
+  EXPECT_DOUBLE_EQ(defaults.join_min_seconds, 10.0);
+  const auto off = load_sweep(sweep(), {"workers.join_running=false", "workers.join_min_seconds=2.5"});
+  EXPECT_FALSE(off.join_running);
+  EXPECT_DOUBLE_EQ(off.join_min_seconds, 2.5);
+  EXPECT_DOUBLE_EQ(load_sweep(sweep(), {"workers.join_min_seconds=0"}).join_min_seconds, 0.0);
+  expect_input_error([&] { load_sweep(sweep(), {"workers.join_min_seconds=-1"}); },
+                     {"sweep.yaml", "workers.join_min_seconds"});
+  expect_input_error([&] { load_sweep(sweep(), {"workers.join_running=sometimes"}); },
+                     {"sweep.yaml", "workers.join_running"});
+  expect_input_error([&] { load_sweep(sweep(), {"workers.join_runing=true"}); },
+                     {"sweep.yaml", "join_running"});
+}
+
 // A trial keeps its global batch when it moves to a group of another size: another one is refused.
 TEST_F(SweepFile, AnotherGlobalBatchOnResumeIsRefused) {
   expect_input_error([&] { load_sweep(sweep(), {"config.elastic.global_batch=change"}); },

@@ -46,6 +46,9 @@ metric: test_accuracy
 budget: {unit: epochs, min: 1, max: 3, eta: 3}
 space:
   optimizer.learning_rate: {type: loguniform, low: 0.01, high: 0.1}
+# Both groups are CPU ranks to phalanx (the "GPU" rank trains on the CPU), so one could join the
+# other's trial; the requeue test checks that the redone job starts where the interrupted one ended.
+workers: {join_running: false}
 """
 
 

@@ -11,6 +11,10 @@
 - Heterogeneous ranks (2 threads vs 1): the dispatch rule's recorded estimates obey the rule.
 - Bad sweep files and bad --resume use exit with status 2 and one message naming the key.
 - configs/sweeps/fmnist_asha.yaml runs (tiny, via --set).
+
+Idle groups joining running trials (workers.join_running) are off in these sweeps: a trial that
+continues on merged ranks matches its one-group run within float summation order, not bitwise,
+and these checks compare metrics across sweeps exactly. test_sweep_idle_tail.py tests joins.
 """
 
 import csv
@@ -37,6 +41,7 @@ scheduler: asha
 trials: {trials}
 metric: test_accuracy
 budget: {{unit: epochs, min: 1, max: 3, eta: 3}}
+workers: {{join_running: false}}
 space:
   optimizer.learning_rate: {{type: loguniform, low: 0.0005, high: 0.005}}
   train.batch_size: {{type: choice, values: [64, 128]}}

@@ -24,6 +24,9 @@ group. Checked from the database, the trials' checkpoints and their metrics:
   which is why the tight comparison covers the 10 steps and the final test accuracy is only
   required to stay within 5 points of the straight run's;
 - bad worker layouts and elastic.global_batch: change exit 2 naming the key.
+
+Idle groups joining running trials at the end (workers.join_running) would add handed-over jobs to
+the ladder checked here; they are off in this sweep and tested in test_sweep_idle_tail.py.
 """
 
 import json
@@ -54,6 +57,7 @@ metric: test_accuracy
 budget: {{unit: epochs, min: 1, max: 8, eta: 2}}
 workers:
   cpu_ranks_per_trial: [1, 2]
+  join_running: false
 space:
   optimizer.learning_rate: {{type: loguniform, low: 0.002, high: 0.05}}
 """

@@ -86,3 +86,44 @@ TEST(Dispatch, ATrialMovesToAGroupOfAnotherSize) {
                        {GroupState{0, false, 1.0, 0.0, false}, GroupState{1, true, 50.0, 0.5, true}}, 0),
             1);
 }
+
+// No idle tail: which running trial an idle group joins.
+using phalanx::sweep::choose_join;
+using phalanx::sweep::RunningJob;
+using phalanx::sweep::seconds_left_after_join;
+
+TEST(JoinRunning, TheJobWithTheMostSecondsLeftGetsTheIdleGroup) {
+  const std::vector<RunningJob> running = {RunningJob{0, 5, 1, 40.0, true}, RunningJob{1, 9, 1, 120.0, true},
+                                           RunningJob{2, 3, 2, 80.0, true}};
+  EXPECT_EQ(choose_join(running, 30.0), 1);
+}
+
+TEST(JoinRunning, NothingWorthJoiningMeansWaiting) {
+  // Below the minimum: a join's checkpoint and resume would cost more than it saves.
+  EXPECT_EQ(choose_join({RunningJob{0, 5, 1, 29.0, true}}, 30.0), -1);
+  EXPECT_EQ(choose_join({RunningJob{0, 5, 1, 30.0, true}}, 30.0), 0);
+  // Not joinable (a GPU group, or a job already stopping for a signal), however long it runs.
+  EXPECT_EQ(choose_join({RunningJob{0, 5, 1, 500.0, false}}, 0.0), -1);
+  EXPECT_EQ(choose_join({}, 0.0), -1);
+}
+
+TEST(JoinRunning, TiesGoToTheLowerTrial) {
+  const std::vector<RunningJob> running = {RunningJob{3, 8, 1, 60.0, true}, RunningJob{0, 2, 1, 60.0, true},
+                                           RunningJob{1, 4, 1, 60.0, true}};
+  EXPECT_EQ(choose_join(running, 0.0), 1);
+}
+
+TEST(JoinRunning, GroupsOnTheirWayToAJobSpreadTheNextOneElsewhere) {
+  // One rank, 100 s left; a one-rank group on its way halves it: 50 s, so the next idle group
+  // picks the 70 s job instead.
+  RunningJob first{0, 1, 1, 100.0, true};
+  const RunningJob second{1, 2, 1, 70.0, true};
+  EXPECT_EQ(choose_join({first, second}, 0.0), 0);
+  EXPECT_DOUBLE_EQ(seconds_left_after_join(first, 1), 50.0);
+  first.seconds_left = seconds_left_after_join(first, 1);
+  first.ranks += 1;
+  EXPECT_EQ(choose_join({first, second}, 0.0), 1);
+  // A 2-rank group joining a 2-rank job halves it too; joining a 1-rank job thirds it.
+  EXPECT_DOUBLE_EQ(seconds_left_after_join(RunningJob{0, 1, 2, 90.0, true}, 2), 45.0);
+  EXPECT_DOUBLE_EQ(seconds_left_after_join(RunningJob{0, 1, 1, 90.0, true}, 2), 30.0);
+}

@@ -71,6 +71,11 @@ class Communicator {
 
   // Sub-groups: ranks with the same color form one communicator, ordered by key.
   Communicator split(int color, int key) const;
+  // The listed ranks of this communicator (in that order) as a new communicator. Collective over
+  // those ranks only (MPI_Comm_create_group): the others go on undisturbed, which is how a sweep
+  // merges worker groups while other groups train. Concurrent calls on one communicator whose
+  // rank lists overlap in a process must differ in `tag` (0..32767).
+  Communicator subgroup(const std::vector<int>& ranks, int tag) const;
   // The ranks of this node (MPI_COMM_TYPE_SHARED) in this communicator's order: the new
   // communicator's rank() is this one's local_rank(). Collective.
   Communicator node() const;

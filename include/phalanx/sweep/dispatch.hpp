@@ -48,4 +48,25 @@ struct DispatchEstimate {
 int choose_job(const std::vector<Candidate>& candidates, const std::vector<GroupState>& groups, int asking,
                DispatchEstimate* estimate = nullptr);
 
+// No idle tail: a free group that choose_job() gave nothing joins a running trial instead of
+// waiting (docs/SWEEPS.md). The trial stops after its next step with a checkpoint and continues on
+// the merged ranks with the same global batch (an elastic resume), so its trajectory does not
+// change; only where its remaining steps run does.
+struct RunningJob {
+  int leader = 0;  // the group whose leader reports the job
+  int trial = 0;
+  int ranks = 1;            // ranks training it, counting groups already on their way to join it
+  double seconds_left = 0;  // expected rest of the job on those ranks
+  bool joinable = false;    // CPU ranks only (a merged group trains over MPI), not stopping
+};
+
+// Index into `running` of the job the idle group of `idle_ranks` CPU ranks should join, or -1 to
+// wait: the joinable job with the most seconds left (ties: the lower trial id), if that is at
+// least `min_seconds` (a join costs a checkpoint and a resume: not worth it for a job about to end).
+int choose_join(const std::vector<RunningJob>& running, double min_seconds);
+
+// The expected rest of a job once `joining_ranks` more ranks train it, assuming the step time
+// scales with the ranks (what the coordinator assumes until the merged job is measured).
+double seconds_left_after_join(const RunningJob& job, int joining_ranks);
+
 }  // namespace phalanx::sweep

@@ -5,7 +5,7 @@
 
 namespace phalanx::sweep {
 
-constexpr int tag_to_coordinator = 1;  // hello, result, failed
-constexpr int tag_to_worker = 2;       // job, stop
+constexpr int tag_to_coordinator = 1;  // hello, result, failed, interrupted, handed_over
+constexpr int tag_to_worker = 2;       // job, stop, handover
 
 }  // namespace phalanx::sweep

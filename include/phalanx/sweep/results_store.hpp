@@ -8,6 +8,7 @@
 //   rung_results  the metric of each trial at the end of each rung it reached
 //   epoch_metrics per-epoch test metrics of each trial
 //   workers       the worker groups: ranks, device, threads, measured speed
+//   job_groups    the groups of a job that ran on merged worker groups (no idle tail)
 //   sweep         key/value facts about the sweep (its definition, for --resume checks)
 #pragma once
 
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "phalanx/sweep/database.hpp"
 
@@ -56,6 +58,12 @@ struct JobFinish {
   double worker_speed = 0;
 };
 
+// One worker group of a job trained on merged groups.
+struct JobGroup {
+  int worker = 0;
+  std::string ranks;  // its world ranks, "2" or "1,2"
+};
+
 class ResultsStore {
  public:
   explicit ResultsStore(const std::string& path);
@@ -79,10 +87,20 @@ class ResultsStore {
   // --resume: the interrupted jobs that are their trial's latest (not yet taken up again), as
   // (trial, rung) in job order. A job can stay interrupted over several stops before it runs again.
   std::vector<std::pair<int, int>> interrupted_jobs() const;
+  // No idle tail: a job that stopped after `end_step` with a checkpoint so that idle groups can
+  // join its trial becomes 'handed_over', and `next` (the rest of the same rung, resuming from that
+  // checkpoint) starts on `groups` (the first one reports it), in one transaction: a kill finds
+  // either the old job running or the new one. Returns the new job's id.
+  std::int64_t hand_over_job(std::int64_t job_id, std::int64_t start_step, std::int64_t end_step,
+                             const std::string& resumed_from, double finished, const JobStart& next,
+                             const std::vector<JobGroup>& groups);
   // The end: trials ASHA did not promote are 'stopped'.
   void stop_paused();
 
  private:
+  std::int64_t insert_job(const JobStart& job);
+  // Busy time and job count of the job's groups (its worker and the others in job_groups).
+  void add_busy_time(std::int64_t job_id, int worker, double finished);
   Database database_;
 };
 

@@ -20,6 +20,9 @@ struct WorkerOptions {
   int worker = 0;                               // the group's index
   const comm::Communicator* channel = nullptr;  // the sweep communicator (coordinator is rank 0)
   const comm::Communicator* group = nullptr;    // the ranks of this group
+  // Every rank of the sweep, in world order, used only to merge groups for a joined trial (no idle
+  // tail); kept apart from the channel, which rank 0's coordinator thread polls.
+  const comm::Communicator* sweep_ranks = nullptr;
   backend::Backend* backend = nullptr;
   comm::NcclCommunicator* nccl = nullptr;  // set when the group trains over NCCL
   int threads = 1;

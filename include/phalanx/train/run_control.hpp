@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -29,13 +30,22 @@ class RunControl {
 
   // Collective, after every step: adds the step's busy time (step minus waiting for the other
   // ranks), reports stragglers when `log_interval` is true, and returns true when a stop signal
-  // reached any rank; then all ranks return true after the same step.
+  // reached any rank, or the caller's `handover` check (below) said yes on any rank; then all
+  // ranks return true after the same step.
   bool end_of_step(std::int64_t step, double busy_seconds, bool log_interval, RunDirectory& run_directory,
                    Progress& progress);
 
-  // After the stop's checkpoint is written: records the "preempted" event and prints why.
+  // After the stop's checkpoint is written: records the "preempted" event (or, for a handover,
+  // the "handover" event) and prints why.
   void report_stop(std::int64_t step, const std::string& checkpoint, RunDirectory& run_directory,
                    Progress& progress) const;
+
+  // A caller's own reason to stop after a step with a checkpoint, asked on every rank after every
+  // step (a sweep: the coordinator wants more ranks to take over the trial, docs/SWEEPS.md "No idle
+  // tail"). A stop signal wins over it.
+  void set_handover_check(std::function<bool()> check) { handover_check_ = std::move(check); }
+  // True when the agreed stop was a handover, not a signal.
+  bool stopped_for_handover() const { return handover_; }
 
  private:
   const comm::Communicator& communicator_;
@@ -44,6 +54,8 @@ class RunControl {
   int stop_signal_ = 0;           // agreed over all ranks once a stop is requested
   double first_signal_time_ = 0;  // wall seconds when the first rank received it
   double stop_agreed_time_ = 0;   // wall seconds when the ranks agreed to stop
+  std::function<bool()> handover_check_;
+  bool handover_ = false;  // the agreed stop is a handover
 };
 
 }  // namespace phalanx::train

@@ -5,6 +5,7 @@
 // and the bookkeeping around it in step callbacks (bookkeeping_callbacks.hpp).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -47,6 +48,11 @@ struct TrainerOptions {
   bool quiet = false;  // no progress lines on stdout (a sweep's trials: the leaderboard speaks)
   // The ranks' local batches (DESIGN §3); with none given, train.batch_size on every rank.
   BatchSplit batch_split{};
+  // Asked on every rank after every step: true on any rank stops the run after that step with a
+  // checkpoint, as a stop signal does, but recorded as a "handover" (a sweep regrouping the trial
+  // onto more ranks); run() then returns {"stopped_for_handover": true, "steps": N}. Not asked when
+  // the training split is streamed (data.cache: none): that run cannot continue on other ranks.
+  std::function<bool()> handover_check{};
 };
 
 class Trainer : private TrainingActions {
@@ -62,6 +68,8 @@ class Trainer : private TrainingActions {
   // True when run() returned early because a stop signal (SIGTERM, SIGUSR1) reached a rank; the
   // checkpoint of the last step is written.
   bool stopped_by_signal() const { return stopped_by_signal_; }
+  // True when run() returned early because the handover check asked for it.
+  bool stopped_for_handover() const { return stopped_for_handover_; }
 
  private:
   struct Bookkeeping;    // the run's step callbacks and the ones the loop asks
@@ -125,6 +133,7 @@ class Trainer : private TrainingActions {
   double run_metrics_seconds_ = 0;
   std::unique_ptr<RunControl> run_control_;  // watchdog, straggler report, stop agreement
   bool stopped_by_signal_ = false;
+  bool stopped_for_handover_ = false;
 };
 
 }  // namespace phalanx::train
