@@ -151,6 +151,11 @@ void run_worker(const WorkerOptions& options) {
     nlohmann::json report;
     try {
       report = run_job(options, job);
+    } catch (const train::NonFiniteStop& error) {
+      // A diverged trial (train.nonfinite: stop): every rank of the group stopped at the same step,
+      // none is inside a collective, so the group reports the failure and takes the next job.
+      report = {
+          {"type", "failed"}, {"job", job.at("job")}, {"worker", options.worker}, {"message", error.what()}};
     } catch (const Error& error) {
       // A lone rank can report a failed trial and go on; in a larger group the other ranks may be
       // inside a collective, so the failure ends the job (the caller aborts).

@@ -472,8 +472,8 @@ void Trainer::on_nonfinite_gradients() {
                            "with non-finite gradients: " +
                            describe(finding);
   if (nonfinite_guard_->policy() == NonFinitePolicy::Stop)
-    throw_run_failure(what + "; stopped before the update (train.nonfinite: stop), learning rate " + rate +
-                      " (optimizer.learning_rate too high?); " + kept_checkpoint_note());
+    throw NonFiniteStop(what + "; stopped before the update (train.nonfinite: stop), learning rate " + rate +
+                        " (optimizer.learning_rate too high?); " + kept_checkpoint_note());
   progress_->line(what + "; update skipped on every rank (train.nonfinite: skip), " +
                   std::to_string(skipped_updates() + 1) + " skipped so far");
 }
@@ -484,10 +484,10 @@ void Trainer::require_finite_state(const std::string& checkpoint_path) {
     for (const auto& name : optimizer_->state_names()) states.push_back(&optimizer_->state(name));
   const auto finding = nonfinite_guard_->find_nonfinite_state(model_->registry(), states);
   if (!finding) return;
-  throw_run_failure("step " + std::to_string(position_.global_step) +
-                    ": the weights are not finite after the update (" + describe(*finding) +
-                    "), so the checkpoint " + checkpoint_path +
-                    " is not written (optimizer.learning_rate too high?); " + kept_checkpoint_note());
+  throw NonFiniteStop("step " + std::to_string(position_.global_step) +
+                      ": the weights are not finite after the update (" + describe(*finding) +
+                      "), so the checkpoint " + checkpoint_path +
+                      " is not written (optimizer.learning_rate too high?); " + kept_checkpoint_note());
 }
 
 std::unique_ptr<MicroBatches> Trainer::make_micro_batches(int local_batch) const {

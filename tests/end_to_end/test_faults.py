@@ -13,6 +13,7 @@ YAML alias bomb of layers and a sweep grid of 10^9 points are refused at once, i
 import os
 import random
 import re
+import sqlite3
 import resource
 import signal
 import subprocess
@@ -267,6 +268,27 @@ class FaultTest(unittest.TestCase):
             np.testing.assert_array_equal(before[name], after[name], err_msg=name)
         with h5py.File(os.path.join(folder, "latest.h5"), "r") as file:
             self.assertEqual(int(file["state/nonfinite_skipped_steps"][()]), len(skips))
+
+    def test_a_diverged_trial_fails_alone_in_a_two_rank_sweep_group(self):
+        # One worker group of both ranks: the trial at 1e30 stops on both together, is recorded as
+        # failed with its message, and the group trains the next trial (before, any error in a
+        # group of several ranks aborted the whole sweep).
+        base = small_config("sweep_base", epochs=1)
+        path = os.path.join(WORK, "diverging_sweep.yaml")
+        with open(path, "w") as file:
+            file.write(f"name: diverging\nconfig: {base}\nsearch: grid\nscheduler: full\nmetric: test_accuracy\n"
+                       f"budget: {{unit: samples, max: 48}}\nworkers: {{cpu_ranks_per_trial: 2}}\n"
+                       f"space:\n  optimizer.learning_rate: {{type: choice, values: [1.0e+30, 0.01]}}\n")
+        directory = os.path.join(WORK, "diverging-sweep")
+        result = e2e.mpirun(2, "sweep", path, "--sweep-dir", directory, timeout=300)
+        self.assertEqual(result.returncode, 0, result.describe())
+        failed = [line for line in result.stdout.splitlines() if " failed on worker " in line]
+        self.assertEqual(len(failed), 1, result.describe())
+        self.assertIn("the loss or its gradients are not finite", failed[0])
+        connection = sqlite3.connect(os.path.join(directory, "sweep.db"))
+        statuses = sorted(row[0] for row in connection.execute("SELECT status FROM jobs"))
+        connection.close()
+        self.assertEqual(statuses, ["done", "failed"], result.describe())
 
     def test_yaml_alias_bomb_of_layers_is_refused_in_bounded_memory(self):
         layers = "    - &b0 {type: relu}\n" + "".join(

@@ -12,11 +12,20 @@
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/comm/communicator.hpp"
+#include "phalanx/core/error.hpp"
 #include "phalanx/nn/parameter_registry.hpp"
 
 namespace phalanx::train {
 
 enum class NonFinitePolicy { Stop, Skip };
+
+// Thrown by every rank together when train.nonfinite: stop ends a run (the ranks agreed on the
+// step, or hold the same non-finite weights): a sweep worker group may then report the trial as
+// failed and go on, since no rank is left inside a collective. Exit status 1.
+class NonFiniteStop final : public Error {
+ public:
+  explicit NonFiniteStop(const std::string& message) : Error(ErrorKind::Internal, message) {}
+};
 
 // train.nonfinite's value ("stop" or "skip"; the config reader has validated it).
 NonFinitePolicy nonfinite_policy(const std::string& value);
