@@ -49,7 +49,8 @@ bool read_samples_alone(hid_t dataset, hid_t memory_type, std::int64_t begin, st
 void SplitReader::fail_if_shrank(const std::string& what) const {
   const std::int64_t bytes = open_file_bytes(file_.get(), mpi_io_ != nullptr);
   if (bytes >= 0 && bytes < opened_bytes_)
-    fail(path_, what + ": the file shrank from " + std::to_string(opened_bytes_) + " to " + std::to_string(bytes) +
+    fail(path_, what + ": the file shrank from " + std::to_string(opened_bytes_) + " to " +
+                    std::to_string(bytes) +
                     " bytes while it was read (truncated or being rewritten in place)");
 }
 
@@ -83,7 +84,8 @@ void SplitReader::fail_read(hid_t dataset, hid_t memory_type, const std::string&
       break;
     }
   fail(path_, name + samples + ": cannot read the data: " + reason + " (the chunk of samples " + samples +
-                  " is damaged" + (samples == range ? std::string() : "; read as part of " + name + range) + ")");
+                  " is damaged" + (samples == range ? std::string() : "; read as part of " + name + range) +
+                  ")");
 }
 
 SplitReader::SplitReader(const std::string& path, const std::string& split_name,

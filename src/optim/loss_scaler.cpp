@@ -38,7 +38,8 @@ bool LossScaler::unscale_or_skip(backend::Backend& backend, float* gradients, st
   return unscale_or_skip(backend.all_finite(count, gradients), backend, gradients, count);
 }
 
-bool LossScaler::unscale_or_skip(bool finite, backend::Backend& backend, float* gradients, std::int64_t count) {
+bool LossScaler::unscale_or_skip(bool finite, backend::Backend& backend, float* gradients,
+                                 std::int64_t count) {
   if (!finite) {
     state_.scale = std::max(state_.scale * backoff_factor, smallest_scale);
     state_.good_steps = 0;

@@ -9,8 +9,8 @@
 #include <bit>
 #include <cctype>
 #include <cerrno>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <numeric>

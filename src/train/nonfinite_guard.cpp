@@ -40,7 +40,8 @@ std::optional<NonFiniteFinding> find_nonfinite(const std::vector<nn::ParameterIn
 
 std::string describe(const NonFiniteFinding& finding) {
   std::string text = finding.parameter + ": " + std::to_string(finding.values) + " of " +
-                     std::to_string(finding.count) + " values " + (finding.any_nan ? "NaN or infinite" : "infinite");
+                     std::to_string(finding.count) + " values " +
+                     (finding.any_nan ? "NaN or infinite" : "infinite");
   if (finding.parameters > 1)
     text += " (and " + std::to_string(finding.parameters - 1) + " more parameter" +
             (finding.parameters > 2 ? "s" : "") + ")";
@@ -75,7 +76,8 @@ NonFiniteFinding NonFiniteGuard::describe_gradients(nn::ParameterRegistry& regis
 
 std::optional<NonFiniteFinding> NonFiniteGuard::find_nonfinite_state(
     nn::ParameterRegistry& registry, const std::vector<const Tensor*>& optimizer_states) {
-  const auto scan = [&](const Tensor& tensor, std::int64_t count, const std::vector<nn::ParameterInfo>& layout,
+  const auto scan = [&](const Tensor& tensor, std::int64_t count,
+                        const std::vector<nn::ParameterInfo>& layout,
                         const std::string& prefix) -> std::optional<NonFiniteFinding> {
     if (count == 0 || backend_.all_finite(count, tensor.data())) return std::nullopt;
     const auto host = to_host(tensor, count);
@@ -85,9 +87,11 @@ std::optional<NonFiniteFinding> NonFiniteGuard::find_nonfinite_state(
   };
   if (auto finding = scan(registry.parameters(), registry.parameter_count(), registry.parameters_info(), ""))
     return finding;
-  if (auto finding = scan(registry.buffers(), registry.buffer_count(), registry.buffers_info(), "")) return finding;
+  if (auto finding = scan(registry.buffers(), registry.buffer_count(), registry.buffers_info(), ""))
+    return finding;
   for (const Tensor* state : optimizer_states)
-    if (auto finding = scan(*state, registry.parameter_count(), registry.parameters_info(), "optimizer state of "))
+    if (auto finding =
+            scan(*state, registry.parameter_count(), registry.parameters_info(), "optimizer state of "))
       return finding;
   return std::nullopt;
 }

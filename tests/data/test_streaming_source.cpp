@@ -150,7 +150,8 @@ TEST(SplitReader, DamagedChunkIsAnInputErrorNamingItsSamples) {
     detail::Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
     detail::Hdf5Handle images(H5Dopen2(file.get(), "/train/images", H5P_DEFAULT), H5Dclose);
     const hsize_t fourth_chunk[4] = {24, 0, 0, 0};
-    ASSERT_GE(H5Dget_chunk_info_by_coord(images.get(), fourth_chunk, nullptr, &chunk_offset, &chunk_bytes), 0);
+    ASSERT_GE(H5Dget_chunk_info_by_coord(images.get(), fourth_chunk, nullptr, &chunk_offset, &chunk_bytes),
+              0);
   }
   {
     std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);

@@ -61,7 +61,8 @@ class StepMetricsCallback final : public StepCallback {
   StepMetricsCallback(const comm::Communicator& communicator, RunControl& run_control,
                       RunDirectory& run_directory, const optim::Schedule& schedule,
                       const optim::LossScaler* loss_scaler, const NonFiniteGuard& nonfinite_guard,
-                      TrainingLosses& losses, std::int64_t global_batch, int log_every_steps, double start_wall)
+                      TrainingLosses& losses, std::int64_t global_batch, int log_every_steps,
+                      double start_wall)
       : communicator_(communicator),
         run_control_(run_control),
         run_directory_(run_directory),

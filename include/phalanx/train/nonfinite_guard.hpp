@@ -32,11 +32,11 @@ NonFinitePolicy nonfinite_policy(const std::string& value);
 
 // Where the non-finite values of a flat buffer lie, by parameter.
 struct NonFiniteFinding {
-  std::string parameter;            // "<layer>/<param>" of the first one found (see find_nonfinite)
-  std::int64_t values = 0;          // its values that are inf or NaN
-  std::int64_t count = 0;           // its values in all
-  int parameters = 0;               // parameters holding any, over the whole buffer
-  bool any_nan = false;             // in the first one: NaN (else only infinities)
+  std::string parameter;    // "<layer>/<param>" of the first one found (see find_nonfinite)
+  std::int64_t values = 0;  // its values that are inf or NaN
+  std::int64_t count = 0;   // its values in all
+  int parameters = 0;       // parameters holding any, over the whole buffer
+  bool any_nan = false;     // in the first one: NaN (else only infinities)
 };
 
 enum class ScanOrder { Forward, Backward };
