@@ -24,6 +24,7 @@
 #include "phalanx/train/evaluation.hpp"
 #include "phalanx/train/gradient_exchange.hpp"
 #include "phalanx/train/input_pipeline.hpp"
+#include "phalanx/train/memory_check.hpp"
 #include "phalanx/train/progress.hpp"
 #include "phalanx/train/run_control.hpp"
 #include "phalanx/train/step_clock.hpp"
@@ -70,6 +71,7 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
                                   std::to_string(communicator_.size()) + " ranks"
                             : "local batches " + options_.batch_split.description(),
                         "): lower the batch size or use more data");
+  require_activations_fit();
   const data::ShardPlan plan(train_split_->count, local_batches_, communicator_.rank(), config.seed);
   steps_per_epoch_ = plan.steps_per_epoch();
   learning_rate_ = config.optimizer.learning_rate;
@@ -450,6 +452,21 @@ void Trainer::update_weights(GradientExchange& exchange) {
   // The optimizer counts the updates it made (AdamW's bias correction), as GradScaler's do.
   const std::int64_t updates = position_.global_step + 1 - skipped_updates();
   if (update) optimizer_->step(registry, schedule_->learning_rate(schedule_step(position_)), updates);
+}
+
+void Trainer::require_activations_fit() {
+  // Before the first step allocates them: the weights and optimizer state are in memory already.
+  const auto& config = options_.config;
+  const int local_batch = local_batches_[static_cast<std::size_t>(communicator_.rank())];
+  const bool even_split =
+      config.distributed.batch_split == "equal" && config.distributed.local_batches.empty();
+  const int micro_batches = std::max(1, micro_batch_count(config.train.accumulation_steps, local_batch,
+                                                          config.train.batch_size, even_split));
+  const std::int64_t micro_batch = (local_batch + micro_batches - 1) / micro_batches;
+  const std::size_t needed =
+      step_activation_bytes(*model_, micro_batch, local_batch, config.data.prefetch_batches);
+  require_memory_fits(needed, memory_available_to_rank(backend_, communicator_.local_size()), local_batch,
+                      micro_batches, backend_.name());
 }
 
 std::int64_t Trainer::skipped_updates() const {

@@ -7,8 +7,10 @@ streaming run stops it with exit status 2 naming the file, the dataset and the s
 system that fails under it (reads answer EIO) stops it with exit status 1 naming the file. A
 learning rate far too high stops the run at the first step whose gradients are not finite, naming
 the step and the layer, with every checkpoint finite (train.nonfinite: stop); with
-train.nonfinite: skip two ranks skip those updates together and count them. Resource limits: a
-YAML alias bomb of layers and a sweep grid of 10^9 points are refused at once, in bounded memory."""
+train.nonfinite: skip two ranks skip those updates together and count them, and in a sweep the
+diverged trial fails alone while its 2-rank group goes on. Resource limits: activations that
+cannot fit in the memory a CPU rank may use, a YAML alias bomb of layers and a sweep grid of 10^9
+points are refused at once, in bounded memory."""
 
 import os
 import random
@@ -289,6 +291,33 @@ class FaultTest(unittest.TestCase):
         statuses = sorted(row[0] for row in connection.execute("SELECT status FROM jobs"))
         connection.close()
         self.assertEqual(statuses, ["done", "failed"], result.describe())
+
+    def test_activations_that_do_not_fit_are_refused_before_training(self):
+        # Two 256-channel convolutions at 32x32 and a local batch of 1024: about 4 GiB of
+        # activations, under a 4 GiB address-space limit of which the process maps about 1 GiB.
+        data = e2e.make_synth(os.path.join(WORK, "wide.h5"), train=1024, test=32, height=32, width=32,
+                              channels=3, classes=3)
+        config = e2e.base_config(data, name="too_wide", batch_size=1024, max_steps=1)
+        del config["model"]["preset"]
+        config["model"]["layers"] = [{"type": "conv", "out_channels": 256, "kernel": 3, "padding": 1},
+                                     {"type": "relu"},
+                                     {"type": "conv", "out_channels": 256, "kernel": 3, "padding": 1},
+                                     {"type": "relu"}, {"type": "global_avg_pool"}, {"type": "flatten"},
+                                     {"type": "linear", "out_features": 3}]
+        path = e2e.write_config(os.path.join(WORK, "too_wide.yaml"), config)
+        start = time.monotonic()
+        completed = subprocess.run([e2e.PHALANX, "train", path, "--run-dir", os.path.join(WORK, "too_wide")],
+                                   capture_output=True, text=True, timeout=120, env=e2e.child_environment(),
+                                   preexec_fn=in_memory_limit(4))
+        self.assertEqual(completed.returncode, 2, completed.stdout[-2000:] + completed.stderr[-2000:])
+        lines = [line for line in completed.stderr.splitlines() if line.startswith("phalanx: error")]
+        self.assertEqual(len(lines), 1, completed.stderr)
+        for culprit in ("train.batch_size: a training step at a local batch of 1024 needs about", "GiB",
+                        "ulimit -v", "train.accumulation_steps"):
+            self.assertIn(culprit, lines[0])
+        print(f"\n    {lines[0]}", end=" ")
+        self.assertNotIn("loss", completed.stdout, "it trained")
+        self.assertLess(time.monotonic() - start, 30)
 
     def test_yaml_alias_bomb_of_layers_is_refused_in_bounded_memory(self):
         layers = "    - &b0 {type: relu}\n" + "".join(

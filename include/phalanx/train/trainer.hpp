@@ -73,6 +73,8 @@ class Trainer : private TrainingActions {
   void on_nonfinite_gradients();
   // Stops, naming the parameter, before a checkpoint of weights that are not finite is written.
   void require_finite_state(const std::string& checkpoint_path);
+  // Stops before training when a step's activations cannot fit in this rank's memory (memory_check.hpp).
+  void require_activations_fit();
   // Updates left out so far: the loss scaler's count, or the non-finite guard's.
   std::int64_t skipped_updates() const;
   // "the last good checkpoint, PATH, is kept" or that none was written yet.
