@@ -165,6 +165,7 @@ std::string to_yaml(const Config& config) {
   emit_number(out, "loss_scale_initial", train.loss_scale_initial);
   emit_text(out, "activation_dtype", train.activation_dtype);
   out << YAML::Key << "deterministic" << YAML::Value << train.deterministic;
+  emit_text(out, "nonfinite", train.nonfinite);
   out << YAML::EndMap;
 
   out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;

@@ -28,7 +28,8 @@ const std::map<std::string, std::vector<std::string>>& sections() {
         "one_cycle_peak_fraction", "one_cycle_div_factor", "one_cycle_final_div_factor"}},
       {"train",
        {"epochs", "max_steps", "batch_size", "accumulation_steps", "label_smoothing", "log_every_steps",
-        "precision", "loss_scale", "loss_scale_initial", "activation_dtype", "deterministic"}},
+        "precision", "loss_scale", "loss_scale_initial", "activation_dtype", "deterministic",
+        "nonfinite"}},
       {"checkpoint", {"every_steps", "keep"}},
       {"distributed", {"bucket_mb", "timeout_s", "grad_dtype", "batch_split", "local_batches"}},
       {"elastic", {"global_batch", "learning_rate_rule"}},
@@ -172,6 +173,11 @@ const std::vector<std::string>& learning_rate_rules() {
 
 const std::vector<std::string>& loss_scales() {
   static const std::vector<std::string> values = {"auto", "dynamic", "none"};
+  return values;
+}
+
+const std::vector<std::string>& nonfinite_policies() {
+  static const std::vector<std::string> values = {"stop", "skip"};
   return values;
 }
 

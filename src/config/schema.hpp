@@ -36,6 +36,7 @@ const std::vector<std::string>& optimizer_types();
 const std::vector<std::string>& schedule_types();
 const std::vector<std::string>& precisions();
 const std::vector<std::string>& loss_scales();
+const std::vector<std::string>& nonfinite_policies();  // train.nonfinite
 const std::vector<std::string>& gradient_dtypes();
 const std::vector<std::string>& batch_splits();
 const std::vector<std::string>& elastic_global_batches();

@@ -326,6 +326,9 @@ void read_train(const Section& section, TrainConfig& train) {
     train.loss_scale_initial =
         reader.real(value, section.key("loss_scale_initial"), zero_exclusive, std::nullopt);
   }
+  if (const YAML::Node value = section["nonfinite"]; has(value)) {
+    train.nonfinite = reader.choice(value, section.key("nonfinite"), schema::nonfinite_policies());
+  }
 }
 
 void read_checkpoint(const Section& section, CheckpointConfig& checkpoint) {

@@ -23,8 +23,8 @@ void sync_path(const std::string& path, int flags, const std::string& what) {
   const int status = ::fsync(descriptor);
   const int saved_errno = errno;
   ::close(descriptor);
-  if (status != 0)
-    throw_internal_error("fsync of " + path + " failed: " + std::strerror(saved_errno), __FILE__, __LINE__);
+  // A full disk can surface only here (delayed allocation): the machine's failure, said plainly.
+  if (status != 0) throw_run_failure("fsync of " + path + " failed: " + std::strerror(saved_errno));
 }
 
 }  // namespace

@@ -22,4 +22,6 @@ void throw_internal_error(const std::string& message, const char* file, int line
   throw Error(ErrorKind::Internal, message + " (" + file + ":" + std::to_string(line) + ")");
 }
 
+void throw_run_failure(const std::string& message) { throw Error(ErrorKind::Internal, message); }
+
 }  // namespace phalanx

@@ -168,6 +168,10 @@ Hdf5Handle create_chunked_dataset(hid_t group, const char* name, hid_t file_type
                                  H5Z_FLAG_MANDATORY, 0, nullptr),
                    path, "enabling lzf for " + dataset_name);
   }
+  // A Fletcher-32 checksum per chunk, last in the pipeline so it covers the stored bytes: a chunk
+  // damaged after the import fails its read, naming its samples, where the whole-dataset checksum
+  // could tell only that something in the dataset changed (and a streaming run never reads it all).
+  checked_status(H5Pset_fletcher32(properties.get()), path, "enabling checksums for " + dataset_name);
   Hdf5Handle space = detail::dataspace_handle(
       checked(H5Screate_simple(static_cast<int>(dimensions.size()), dimensions.data(), nullptr), path,
               "creating a dataspace"));

@@ -25,7 +25,68 @@ std::int64_t open_file_bytes(hid_t file, bool mpi_io) {
   if (fstat(*static_cast<int*>(handle), &status) != 0) return -1;
   return static_cast<std::int64_t>(status.st_size);
 }
+
+// Reads samples [begin, end) of `dataset` (any rank, split along its first axis) into scratch
+// memory; whether HDF5 could.
+bool read_samples_alone(hid_t dataset, hid_t memory_type, std::int64_t begin, std::int64_t end) {
+  detail::Hdf5Handle space = detail::dataspace_handle(H5Dget_space(dataset));
+  const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 1 || rank > 8) return false;
+  hsize_t dimensions[8] = {0}, start[8] = {0};
+  H5Sget_simple_extent_dims(space.get(), dimensions, nullptr);
+  start[0] = static_cast<hsize_t>(begin);
+  dimensions[0] = static_cast<hsize_t>(end - begin);
+  std::size_t elements = 1;
+  for (int axis = 0; axis < rank; ++axis) elements *= dimensions[axis];
+  std::vector<std::uint8_t> scratch(elements * H5Tget_size(memory_type));
+  detail::Hdf5Handle memory = detail::dataspace_handle(H5Screate_simple(rank, dimensions, nullptr));
+  return memory.valid() &&
+         H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, dimensions, nullptr) >= 0 &&
+         H5Dread(dataset, memory_type, memory.get(), space.get(), H5P_DEFAULT, scratch.data()) >= 0;
+}
 }  // namespace
+
+void SplitReader::fail_if_shrank(const std::string& what) const {
+  const std::int64_t bytes = open_file_bytes(file_.get(), mpi_io_ != nullptr);
+  if (bytes >= 0 && bytes < opened_bytes_)
+    fail(path_, what + ": the file shrank from " + std::to_string(opened_bytes_) + " to " +
+                    std::to_string(bytes) +
+                    " bytes while it was read (truncated or being rewritten in place)");
+}
+
+void SplitReader::fail_read(hid_t dataset, hid_t memory_type, const std::string& name, std::int64_t begin,
+                            std::int64_t end) const {
+  // Read right after the failure, before another HDF5 call clears the error stack.
+  const std::string system_reason = detail::hdf5_system_reason();
+  const std::string innermost = detail::hdf5_innermost_error();
+  const std::string range = "[" + std::to_string(begin) + ":" + std::to_string(end) + "]";
+  // Chunks past the new end of a truncated file read as zeros and then fail their checksums:
+  // the truncation is the cause to name.
+  fail_if_shrank(name + range);
+  // The operating system refused the read (an I/O error, a file system that went away): the data
+  // may be fine, the machine is not. A failure of the run, not of its input (exit status 1).
+  if (!system_reason.empty())
+    throw_run_failure(path_ + ": " + name + range + ": the file cannot be read: " + system_reason +
+                      " (the file system failed under the run; the checkpoints written before are kept, and "
+                      "--resume auto continues from the newest once the file reads again)");
+  // Otherwise the bytes are wrong (a chunk fails its Fletcher-32 checksum or does not decompress):
+  // read the range chunk by chunk, as HDF5 stores and checks it, to name the samples at fault. A
+  // collective read needs every rank, so MPI-IO reads name the whole range.
+  std::string samples = range;
+  std::string reason = innermost.empty() ? "file truncated or corrupt" : innermost;
+  if (!mpi_io_)
+    for (std::int64_t first = begin - begin % chunk_samples_; first < end; first += chunk_samples_) {
+      const std::int64_t last = std::min(first + chunk_samples_, split_.count);
+      if (read_samples_alone(dataset, memory_type, first, last)) continue;
+      samples = "[" + std::to_string(first) + ":" + std::to_string(last) + "]";
+      if (const std::string chunk_reason = detail::hdf5_innermost_error(); !chunk_reason.empty())
+        reason = chunk_reason;
+      break;
+    }
+  fail(path_, name + samples + ": cannot read the data: " + reason + " (the chunk of samples " + samples +
+                  " is damaged" + (samples == range ? std::string() : "; read as part of " + name + range) +
+                  ")");
+}
 
 SplitReader::SplitReader(const std::string& path, const std::string& split_name,
                          const comm::MpiIoAccess* mpi_io)
@@ -100,7 +161,7 @@ void SplitReader::read(std::int64_t begin, std::int64_t end, std::uint8_t* image
                                    nullptr) >= 0;
   if (!selected ||
       H5Dread(images_.get(), H5T_NATIVE_UINT8, image_memory.get(), image_space.get(), transfer, images) < 0)
-    fail(path_, images_name_ + range + ": cannot read the data (file truncated or corrupt)");
+    fail_read(images_.get(), H5T_NATIVE_UINT8, images_name_, begin, end);
 
   detail::Hdf5Handle label_space = detail::dataspace_handle(H5Dget_space(labels_.get()));
   detail::Hdf5Handle label_memory = detail::dataspace_handle(H5Screate_simple(1, &memory_count, nullptr));
@@ -112,15 +173,12 @@ void SplitReader::read(std::int64_t begin, std::int64_t end, std::uint8_t* image
         H5Sselect_hyperslab(label_space.get(), H5S_SELECT_SET, &label_start, nullptr, &count, nullptr) >= 0;
   if (!selected ||
       H5Dread(labels_.get(), H5T_NATIVE_INT32, label_memory.get(), label_space.get(), transfer, labels) < 0)
-    fail(path_, labels_name_ + range + ": cannot read the data (file truncated or corrupt)");
+    fail_read(labels_.get(), H5T_NATIVE_INT32, labels_name_, begin, end);
   // HDF5 reads a file that shrank after it was opened as zeros past the new end, without an
   // error: a dataset truncated under a running job would train on blank images. The size is
   // checked after the read, so whatever the read returned is known to be from the whole file. (A
   // file deleted or replaced while open still reads whole through its descriptor: that goes on.)
-  const std::int64_t bytes = open_file_bytes(file_.get(), mpi_io_ != nullptr);
-  if (bytes >= 0 && bytes < opened_bytes_)
-    fail(path_, images_name_ + range + ": the file shrank from " + std::to_string(opened_bytes_) + " to " +
-                    std::to_string(bytes) + " bytes while it was read (truncated or being rewritten in place)");
+  fail_if_shrank(images_name_ + range);
   const auto class_count = static_cast<std::int32_t>(info_.classes.size());
   for (std::int64_t index = 0; index < end - begin; ++index)
     if (labels[index] < 0 || labels[index] >= class_count)

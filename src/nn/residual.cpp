@@ -14,6 +14,12 @@ Residual::Residual(std::string name, std::unique_ptr<Sequential> main, std::uniq
       relu_after_(relu_after),
       fusion_(fusion) {}
 
+std::int64_t Residual::sample_activation_elements(std::int64_t output_elements) const {
+  return main_->sample_activation_elements() +
+         (shortcut_ && !shortcut_->empty() ? shortcut_->sample_activation_elements() : 0) +
+         4 * output_elements;
+}
+
 Shape Residual::configure(const Shape& sample_input, ParameterRegistry& registry) {
   Shape shortcut_shape = sample_input;
   if (shortcut_ && !shortcut_->empty()) {

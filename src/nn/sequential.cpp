@@ -1,6 +1,8 @@
 // Sequential container: runs its layers in order, keeping each intermediate activation for
 // backward, and reports gradients as final layer by layer in reverse order. A relu fused into
 // the layer before it shares that layer's output buffer (see layers.hpp).
+#include <algorithm>
+
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/layers.hpp"
 
@@ -42,6 +44,19 @@ std::size_t Sequential::activation_bytes() const {
   std::size_t bytes = 0;
   for (const auto& activation : activations_) bytes += activation.capacity_bytes();
   return bytes;
+}
+
+std::int64_t Sequential::sample_activation_elements() const {
+  std::int64_t total = 0, largest = 0;
+  for (std::size_t index = 0; index < sample_shapes_.size(); ++index) {
+    const std::int64_t elements = sample_shapes_[index].elements();
+    // A producer whose relu is fused writes into the relu's buffer: one buffer for the two.
+    if (index + 1 >= fused_into_previous_.size() || !fused_into_previous_[index + 1]) total += elements;
+    largest = std::max(largest, elements);
+    if (const auto* residual = dynamic_cast<const Residual*>(layers_[index].get()))
+      total += residual->sample_activation_elements(elements);
+  }
+  return total + 2 * largest;
 }
 
 void Sequential::forward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,

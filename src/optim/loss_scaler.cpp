@@ -35,7 +35,12 @@ void LossScaler::restore(const LossScalerState& state) {
 }
 
 bool LossScaler::unscale_or_skip(backend::Backend& backend, float* gradients, std::int64_t count) {
-  if (!backend.all_finite(count, gradients)) {
+  return unscale_or_skip(backend.all_finite(count, gradients), backend, gradients, count);
+}
+
+bool LossScaler::unscale_or_skip(bool finite, backend::Backend& backend, float* gradients,
+                                 std::int64_t count) {
+  if (!finite) {
     state_.scale = std::max(state_.scale * backoff_factor, smallest_scale);
     state_.good_steps = 0;
     ++state_.skipped_steps;

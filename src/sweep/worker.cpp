@@ -193,14 +193,26 @@ void run_worker(const WorkerOptions& options) {
       const comm::Communicator merged =
           options.sweep_ranks->subgroup(job.at("ranks").get<std::vector<int>>(),
                                         static_cast<int>(job.at("job").get<std::int64_t>() % 32768));
-      // A failure here ends the job: the other ranks may be inside a collective.
-      const auto report = run_job(options, job, merged, nullptr);
+      // A failure here ends the job: the other ranks may be inside a collective. A diverged trial
+      // is the exception, as below: all of the merged ranks stopped at the same step.
+      nlohmann::json report;
+      try {
+        report = run_job(options, job, merged, nullptr);
+      } catch (const train::NonFiniteStop& error) {
+        report = {
+            {"type", "failed"}, {"job", job.at("job")}, {"worker", options.worker}, {"message", error.what()}};
+      }
       if (merged.rank() == 0) channel.send_string(report.dump(), 0, tag_to_coordinator);
       continue;
     }
     nlohmann::json report;
     try {
       report = run_job(options, job, group, options.nccl);
+    } catch (const train::NonFiniteStop& error) {
+      // A diverged trial (train.nonfinite: stop): every rank of the group stopped at the same step,
+      // none is inside a collective, so the group reports the failure and takes the next job.
+      report = {
+          {"type", "failed"}, {"job", job.at("job")}, {"worker", options.worker}, {"message", error.what()}};
     } catch (const Error& error) {
       // A lone rank can report a failed trial and go on; in a larger group the other ranks may be
       // inside a collective, so the failure ends the job (the caller aborts).

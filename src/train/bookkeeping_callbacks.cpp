@@ -38,6 +38,9 @@ void StepMetricsCallback::after_step(const StepEnd& step) {
     event["loss_scale"] = loss_scaler_->scale();
     event["skipped_steps"] = loss_scaler_->state().skipped_steps;
   }
+  // Without a loss scaler the updates train.nonfinite: skip left out (a scaler counts them above).
+  if (!loss_scaler_ && nonfinite_guard_.policy() == NonFinitePolicy::Skip)
+    event["skipped_steps"] = nonfinite_guard_.skipped_steps();
   run_directory_.append_metrics(event);
   losses_.reset_interval();
 }

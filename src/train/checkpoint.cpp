@@ -3,10 +3,14 @@
 // /optimizer/<layer>/<param>/<state>, position under /state, so h5py + torch can read them.
 #include "phalanx/train/checkpoint.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <bit>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <numeric>
@@ -32,7 +36,42 @@ void silence_hdf5() {
 }
 
 void require_write(bool ok, const std::string& path, const std::string& what) {
-  if (!ok) throw_internal_error("checkpoint " + path + ": writing " + what + " failed", __FILE__, __LINE__);
+  if (ok) return;
+  // A full disk or a failing file system is the machine's, not phalanx's: say which, and that the
+  // earlier checkpoints are untouched (this one was going to a temporary name).
+  std::string reason = data::detail::hdf5_system_reason();
+  if (!reason.empty()) {
+    reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
+    throw_run_failure("checkpoint " + path + ": " + reason + " (writing " + what +
+                      " failed; the checkpoints written before it are kept)");
+  }
+  throw_internal_error("checkpoint " + path + ": writing " + what + " failed", __FILE__, __LINE__);
+}
+
+// Writes a checkpoint's bytes to its temporary name. A full disk (or another failed write) names
+// the checkpoint and the system's reason; the temporary file goes with the AtomicFile.
+void write_bytes(const std::string& temporary_path, const std::string& path, const std::vector<char>& bytes) {
+  const int descriptor = ::open(temporary_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const auto fail = [&](int error) {
+    std::string reason = std::strerror(error);
+    reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
+    throw_run_failure("checkpoint " + path + ": " + reason + " (writing " + temporary_path +
+                      " failed; the checkpoints written before it are kept)");
+  };
+  if (descriptor < 0) fail(errno);
+  std::size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t result = ::write(descriptor, bytes.data() + written, bytes.size() - written);
+    if (result < 0 && errno == EINTR) continue;
+    if (result <= 0) {
+      const int error = result < 0 ? errno : ENOSPC;  // a write of nothing: the device took no more
+      ::close(descriptor);
+      fail(error);
+    }
+    written += static_cast<std::size_t>(result);
+  }
+  // close() reports errors of delayed writes on some file systems (NFS): those count too.
+  if (::close(descriptor) != 0) fail(errno);
 }
 
 // Dataset creation properties without modification times: two identical runs then write
@@ -347,7 +386,8 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
                       optim::Optimizer* optimizer, const TrainingPosition& position, int world_size,
                       std::uint64_t seed, const std::string& config_text,
                       const optim::LossScalerState* loss_scale, const std::vector<int>& local_batches,
-                      const std::vector<RunningTotals>& running_totals, double learning_rate) {
+                      const std::vector<RunningTotals>& running_totals, double learning_rate,
+                      std::int64_t nonfinite_skipped_steps) {
   PHALANX_CHECK(running_totals.empty() || running_totals.size() == static_cast<std::size_t>(world_size),
                 running_totals.size(), " running loss totals for ", world_size, " ranks");
   const auto hdf5_lock = data::lock_hdf5();
@@ -355,7 +395,12 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
   backend.synchronize();
   AtomicFile output(path);
   {
-    Hdf5Handle file(H5Fcreate(output.temporary_path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+    // HDF5 builds the file in memory (the core driver, no backing store) and phalanx writes its
+    // bytes: a full disk or a failing file system then fails a write() of ours, with its errno,
+    // instead of HDF5's close, which leaves a half-closed file that crashes HDF5 at exit.
+    Hdf5Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    require_write(access.valid() && H5Pset_fapl_core(access.get(), 1 << 20, false) >= 0, path, "the file");
+    Hdf5Handle file(H5Fcreate(output.temporary_path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()),
                     H5Fclose);
     require_write(file.valid(), path, "the file");
     Hdf5Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
@@ -415,9 +460,17 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
       write_int64(file.get(), "/state/loss_scale_good_steps", loss_scale->good_steps, path);
       write_int64(file.get(), "/state/loss_scale_skipped_steps", loss_scale->skipped_steps, path);
     }
+    if (nonfinite_skipped_steps > 0)
+      write_int64(file.get(), "/state/nonfinite_skipped_steps", nonfinite_skipped_steps, path);
     root = Hdf5Handle();
-    // Closing flushes: its status decides whether the file may take the real name.
+    require_write(H5Fflush(file.get(), H5F_SCOPE_LOCAL) >= 0, path, "the file (flush)");
+    const ssize_t image_bytes = H5Fget_file_image(file.get(), nullptr, 0);
+    require_write(image_bytes > 0, path, "the file image");
+    std::vector<char> image(static_cast<std::size_t>(image_bytes));
+    require_write(H5Fget_file_image(file.get(), image.data(), image.size()) == image_bytes, path,
+                  "the file image");
     require_write(file.close(), path, "the file (close)");
+    write_bytes(output.temporary_path(), path, image);
   }
   output.commit();
 }
@@ -484,6 +537,11 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
     PHALANX_REQUIRE_INPUT(state.good_steps >= 0 && state.skipped_steps >= 0, path,
                           ": negative loss-scale step counts");
     header.loss_scale = state;
+  }
+  if (link_exists(file.get(), "/state/nonfinite_skipped_steps")) {
+    header.nonfinite_skipped_steps = read_int64(file.get(), "/state/nonfinite_skipped_steps", path);
+    PHALANX_REQUIRE_INPUT(header.nonfinite_skipped_steps >= 0, path, ": /state/nonfinite_skipped_steps is ",
+                          header.nonfinite_skipped_steps, ", negative");
   }
   return header;
 }

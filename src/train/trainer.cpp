@@ -24,6 +24,7 @@
 #include "phalanx/train/evaluation.hpp"
 #include "phalanx/train/gradient_exchange.hpp"
 #include "phalanx/train/input_pipeline.hpp"
+#include "phalanx/train/memory_check.hpp"
 #include "phalanx/train/progress.hpp"
 #include "phalanx/train/run_control.hpp"
 #include "phalanx/train/step_clock.hpp"
@@ -50,6 +51,8 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
   if (config.train.loss_scale == "dynamic" ||
       (config.train.loss_scale == "auto" && config.train.precision == "fp16"))
     loss_scaler_ = std::make_unique<optim::LossScaler>(config.train.loss_scale_initial);
+  nonfinite_guard_ =
+      std::make_unique<NonFiniteGuard>(nonfinite_policy(config.train.nonfinite), communicator_, backend_);
   PHALANX_REQUIRE_INPUT(config.distributed.grad_dtype == "fp32" || options_.nccl != nullptr,
                         "distributed.grad_dtype: ", config.distributed.grad_dtype,
                         " compresses the NCCL all-reduce of jobs whose ranks all drive a GPU; this job sums "
@@ -68,6 +71,7 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
                                   std::to_string(communicator_.size()) + " ranks"
                             : "local batches " + options_.batch_split.description(),
                         "): lower the batch size or use more data");
+  require_activations_fit();
   const data::ShardPlan plan(train_split_->count, local_batches_, communicator_.rank(), config.seed);
   steps_per_epoch_ = plan.steps_per_epoch();
   learning_rate_ = config.optimizer.learning_rate;
@@ -130,6 +134,7 @@ void Trainer::resume_from(const std::string& checkpoint) {
       "rank or node) from the start");
   load_checkpoint(checkpoint, backend_, model_->registry(), optimizer_.get());
   if (loss_scaler_ && header.loss_scale) loss_scaler_->restore(*header.loss_scale);
+  nonfinite_guard_->restore_skipped(header.nonfinite_skipped_steps);
   position_ = header.position;
   if (!header.running_totals.empty()) {
     // On the same split each rank continues its own sums (bitwise the straight run's losses);
@@ -179,6 +184,7 @@ config::Config trajectory_settings(config::Config config) {
   config.train.max_steps.reset();
   config.train.accumulation_steps = 0;  // the same update in other pieces
   config.train.log_every_steps = 1;
+  config.train.nonfinite = "stop";  // what happens to a step that fails, not to those that do not
   config.checkpoint = {};
   config.distributed = {};
   config.elastic = {};
@@ -425,8 +431,8 @@ Trainer::Bookkeeping Trainer::make_bookkeeping(std::int64_t global_batch, std::i
       ProgressCallback::RunLength{config.train.epochs, steps_per_epoch_, global_batch, last_step,
                                   config.train.log_every_steps});
   callbacks.add<StepMetricsCallback>(communicator_, *run_control_, run_directory_, *schedule_,
-                                     loss_scaler_.get(), losses, global_batch, config.train.log_every_steps,
-                                     start_wall_);
+                                     loss_scaler_.get(), *nonfinite_guard_, losses, global_batch,
+                                     config.train.log_every_steps, start_wall_);
   auto& epoch_end = callbacks.add<EpochEndCallback>(actions, record, losses);
   // After the epoch's reset, as the checkpoint must hold the sums a resumed run continues.
   callbacks.add<CheckpointCallback>(actions, losses, config.checkpoint.every_steps);
@@ -438,14 +444,74 @@ Trainer::Bookkeeping Trainer::make_bookkeeping(std::int64_t global_batch, std::i
 void Trainer::update_weights(GradientExchange& exchange) {
   auto& registry = model_->registry();
   // The finite check waits for the summed gradients without a bound: a stuck peer is caught first.
-  if (loss_scaler_) exchange.wait_before_host_reads();
-  // Skipped when dynamic loss scaling finds an overflow in the summed gradients.
-  const bool update = !loss_scaler_ || loss_scaler_->unscale_or_skip(backend_, registry.gradients().data(),
-                                                                     registry.parameter_count());
+  exchange.wait_before_host_reads();
+  float* gradients = registry.gradients().data();
+  const bool finite = nonfinite_guard_->gradients_finite(gradients, registry.parameter_count());
+  // With dynamic loss scaling an inf or NaN is first an overflow of the scaled gradients: the
+  // scaler skips the update and halves the scale, as GradScaler does. At a scale of 1 or below
+  // the gradients themselves are not finite, and train.nonfinite decides.
+  if (!finite && (!loss_scaler_ || loss_scaler_->scale() <= 1.0)) on_nonfinite_gradients();
+  bool update = finite;
+  if (loss_scaler_)
+    update = loss_scaler_->unscale_or_skip(finite, backend_, gradients, registry.parameter_count());
+  else if (!finite)
+    nonfinite_guard_->count_skipped();
   // The optimizer counts the updates it made (AdamW's bias correction), as GradScaler's do.
-  const std::int64_t updates =
-      position_.global_step + 1 - (loss_scaler_ ? loss_scaler_->state().skipped_steps : 0);
+  const std::int64_t updates = position_.global_step + 1 - skipped_updates();
   if (update) optimizer_->step(registry, schedule_->learning_rate(schedule_step(position_)), updates);
+}
+
+void Trainer::require_activations_fit() {
+  // Before the first step allocates them: the weights and optimizer state are in memory already.
+  const auto& config = options_.config;
+  const int local_batch = local_batches_[static_cast<std::size_t>(communicator_.rank())];
+  const bool even_split =
+      config.distributed.batch_split == "equal" && config.distributed.local_batches.empty();
+  const int micro_batches = std::max(1, micro_batch_count(config.train.accumulation_steps, local_batch,
+                                                          config.train.batch_size, even_split));
+  const std::int64_t micro_batch = (local_batch + micro_batches - 1) / micro_batches;
+  const std::size_t needed =
+      step_activation_bytes(*model_, micro_batch, local_batch, config.data.prefetch_batches);
+  require_memory_fits(needed, memory_available_to_rank(backend_, communicator_.local_size()), local_batch,
+                      micro_batches, backend_.name());
+}
+
+std::int64_t Trainer::skipped_updates() const {
+  return loss_scaler_ ? loss_scaler_->state().skipped_steps : nonfinite_guard_->skipped_steps();
+}
+
+std::string Trainer::kept_checkpoint_note() const {
+  const std::string latest = run_directory_.find_latest_checkpoint();
+  return latest.empty() ? "no checkpoint was written before it"
+                        : "the last good checkpoint, " + latest + ", is kept";
+}
+
+void Trainer::on_nonfinite_gradients() {
+  const std::int64_t step = position_.global_step + 1;
+  const NonFiniteFinding finding = nonfinite_guard_->describe_gradients(model_->registry());
+  char rate[64];
+  std::snprintf(rate, sizeof(rate), "%g", schedule_->learning_rate(schedule_step(position_)));
+  const std::string what = "step " + std::to_string(step) +
+                           ": the loss or its gradients are not finite; the first layer in backward order "
+                           "with non-finite gradients: " +
+                           describe(finding);
+  if (nonfinite_guard_->policy() == NonFinitePolicy::Stop)
+    throw NonFiniteStop(what + "; stopped before the update (train.nonfinite: stop), learning rate " + rate +
+                        " (optimizer.learning_rate too high?); " + kept_checkpoint_note());
+  progress_->line(what + "; update skipped on every rank (train.nonfinite: skip), " +
+                  std::to_string(skipped_updates() + 1) + " skipped so far");
+}
+
+void Trainer::require_finite_state(const std::string& checkpoint_path) {
+  std::vector<const Tensor*> states;
+  if (optimizer_)
+    for (const auto& name : optimizer_->state_names()) states.push_back(&optimizer_->state(name));
+  const auto finding = nonfinite_guard_->find_nonfinite_state(model_->registry(), states);
+  if (!finding) return;
+  throw NonFiniteStop("step " + std::to_string(position_.global_step) +
+                      ": the weights are not finite after the update (" + describe(*finding) +
+                      "), so the checkpoint " + checkpoint_path +
+                      " is not written (optimizer.learning_rate too high?); " + kept_checkpoint_note());
 }
 
 std::unique_ptr<MicroBatches> Trainer::make_micro_batches(int local_batch) const {
@@ -560,6 +626,8 @@ nlohmann::json Trainer::write_summary(const TrainingRecord& record, std::int64_t
   if (loss_scaler_)
     summary["loss_scaling"] = {{"final_scale", loss_scaler_->scale()},
                                {"skipped_steps", loss_scaler_->state().skipped_steps}};
+  else if (nonfinite_guard_->policy() == NonFinitePolicy::Skip)
+    summary["nonfinite_skipped_steps"] = nonfinite_guard_->skipped_steps();
   run_directory_.write_summary(summary);
   if (communicator_.rank() == 0) write_report(*progress_);
 
@@ -706,14 +774,17 @@ void Trainer::stop_on_signal(const RunningTotals& totals) {
 void Trainer::save_checkpoint(CheckpointKind kind, const RunningTotals& totals) {
   const bool final = kind == CheckpointKind::Final;
   synchronise_buffers();
+  const std::string path =
+      final ? run_directory_.latest_checkpoint_path() : run_directory_.checkpoint_path(position_.global_step);
+  // Every rank holds the same weights, so every rank stops here together, without a collective.
+  require_finite_state(path);
   const auto every_rank_totals = gather_running_totals(communicator_, totals);
   if (communicator_.rank() == 0) {
-    const std::string path = final ? run_directory_.latest_checkpoint_path()
-                                   : run_directory_.checkpoint_path(position_.global_step);
     write_checkpoint(path, backend_, model_->registry(), optimizer_.get(), position_, communicator_.size(),
                      options_.config.seed, options_.config_text,
                      loss_scaler_ ? &loss_scaler_->state() : nullptr, local_batches_, every_rank_totals,
-                     learning_rate_ != options_.config.optimizer.learning_rate ? learning_rate_ : 0.0);
+                     learning_rate_ != options_.config.optimizer.learning_rate ? learning_rate_ : 0.0,
+                     loss_scaler_ ? 0 : nonfinite_guard_->skipped_steps());
     if (!final) run_directory_.prune_checkpoints(options_.config.checkpoint.keep);
   }
 }

@@ -2,11 +2,13 @@
 // equal the same batches gathered from memory, each chunk is read about once per epoch, bad
 // labels met while streaming are input errors naming the sample, and auto picks the mode by size.
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <vector>
 
 #include "data/data_test_support.hpp"
 #include "phalanx/core/allocator.hpp"
+#include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 #include "phalanx/data/importers.hpp"
 #include "phalanx/data/loader.hpp"
@@ -131,6 +133,46 @@ TEST(SplitReader, FileTruncatedWhileOpenIsAnInputErrorNamingTheSamples) {
   EXPECT_NE(message.find(path), std::string::npos) << message;
   EXPECT_NE(message.find("/train/images[56:64]"), std::string::npos) << message;
   EXPECT_NE(message.find("shrank"), std::string::npos) << message;
+}
+
+// A chunk damaged on disk after the import fails its Fletcher-32 checksum: the read stops with an
+// input error naming the file, the dataset and that chunk's samples, not the whole range read.
+TEST(SplitReader, DamagedChunkIsAnInputErrorNamingItsSamples) {
+  ScratchDirectory scratch("split_reader_damaged_chunk");
+  const Split train = make_split("train", 64, 4, 4, 1, 10, 2);
+  const Split test = make_split("test", 8, 4, 4, 1, 10, 3);
+  const std::string path = scratch.file("data.h5");
+  write_dataset(path, digit_classes(), {&train, &test}, {.chunk_samples = 8});
+  haddr_t chunk_offset = 0;
+  hsize_t chunk_bytes = 0;
+  {
+    const auto hdf5_lock = lock_hdf5();
+    detail::Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    detail::Hdf5Handle images(H5Dopen2(file.get(), "/train/images", H5P_DEFAULT), H5Dclose);
+    const hsize_t fourth_chunk[4] = {24, 0, 0, 0};
+    ASSERT_GE(H5Dget_chunk_info_by_coord(images.get(), fourth_chunk, nullptr, &chunk_offset, &chunk_bytes),
+              0);
+  }
+  {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(static_cast<std::streamoff>(chunk_offset + chunk_bytes / 2));
+    char byte = 0;
+    file.get(byte);
+    file.seekp(static_cast<std::streamoff>(chunk_offset + chunk_bytes / 2));
+    file.put(static_cast<char>(byte ^ 0x5a));
+  }
+  std::vector<std::uint8_t> images(24 * 16);
+  std::vector<std::int32_t> labels(24);
+  SplitReader reader(path, "train");
+  reader.read(0, 16, images.data(), labels.data());  // the chunks before it read as written
+  EXPECT_EQ(std::vector<std::uint8_t>(images.begin(), images.begin() + 16 * 16),
+            std::vector<std::uint8_t>(train.images.begin(), train.images.begin() + 16 * 16));
+  const std::string message =
+      testing::input_error_message([&] { reader.read(16, 40, images.data(), labels.data()); });
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find("/train/images[24:32]"), std::string::npos) << message;
+  EXPECT_NE(message.find("Fletcher32"), std::string::npos) << message;
+  EXPECT_NE(message.find("/train/images[16:40]"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 """End-to-end: dynamic loss scaling (train.loss_scale) through the real binary on 2 ranks.
 Scales are powers of two, so without an overflow a scaled run gives bitwise the weights of an
 unscaled one; an update whose summed gradients overflow is skipped (weights stay finite where the
-unscaled run turns them into NaN) and the scale halves; the scaler's state lives in the checkpoint
+unscaled run stops at its first non-finite step, train.nonfinite: stop) and the scale halves; the scaler's state lives in the checkpoint
 and a resumed run continues it. Gradient compression (distributed.grad_dtype: bf16) belongs to NCCL
 and automatic batch sizing to GPU memory: both are refused for CPU ranks."""
 
@@ -79,14 +79,17 @@ class LossScalingTest(unittest.TestCase):
 
     def test_overflowing_updates_are_skipped_and_the_scale_backs_off(self):
         # A learning rate of 1e25 blows the weights up after one update: from then on the loss and the
-        # gradients are inf/NaN. Unscaled, the NaN reaches the weights; scaled, every such update is
-        # skipped and the scale halves each time.
+        # gradients are inf/NaN. Unscaled, the run stops at the first such step (train.nonfinite:
+        # stop) before the NaN reaches the weights; scaled, every such update is skipped and the
+        # scale halves each time.
         blow_up = ("optimizer.type=sgd", "optimizer.learning_rate=1e25")
-        unscaled = train("blow-up-unscaled", *blow_up, "train.loss_scale=none")
+        unscaled_dir = os.path.join(WORK, "blow-up-unscaled")
+        unscaled = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", unscaled_dir, "--set", *blow_up,
+                              "train.loss_scale=none", timeout=240)
+        self.assertEqual(unscaled.returncode, 1, unscaled.describe())
+        self.assertIn("are not finite", unscaled.stderr, unscaled.describe())
+        self.assertFalse(os.path.exists(latest(unscaled_dir)), "a run that stopped wrote latest.h5")
         scaled = train("blow-up-scaled", *blow_up, "train.loss_scale=dynamic")
-        unscaled_weights = e2e.read_checkpoint_arrays(latest(unscaled))["model"]
-        self.assertFalse(all(np.isfinite(value).all() for value in unscaled_weights.values()),
-                         "the unscaled run should have NaN weights, else this test proves nothing")
         scaled_weights = e2e.read_checkpoint_arrays(latest(scaled))["model"]
         for name, value in scaled_weights.items():
             self.assertTrue(np.isfinite(value).all(), f"/model/{name} is not finite despite skipped updates")

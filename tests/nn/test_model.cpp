@@ -302,5 +302,27 @@ TEST(ModelInit, SameSeedSameWeightsOtherSeedOtherWeights) {
       0, std::memcmp(first.registry().parameters().data(), third.registry().parameters().data(), count * 4));
 }
 
+// The memory check's count of activation floats per sample: every layer output once (a conv and
+// the relu fused into it share one buffer), two gradient buffers of the largest, and a residual
+// block's own four buffers besides its paths'.
+TEST(ModelActivations, SampleActivationElementsCountsTheBuffersOfAStep) {
+  auto backend = backend::make_cpu_backend(1);
+  config::ModelConfig plain;
+  plain.layers = {layer("conv", 2, 3, 1, 1), layer("relu"), layer("flatten"), layer("linear", 3)};
+  const Model flat(plain, Shape{8, 8, 1}, 3, *backend, 0);
+  // relu (the conv's buffer) 128, flatten 128, linear 3, gradients 2 x 128.
+  EXPECT_EQ(flat.network().sample_activation_elements(), 128 + 128 + 3 + 2 * 128);
+
+  config::ModelConfig residual;
+  config::LayerSpec block = layer("residual");
+  block.main = {layer("conv", 2, 3, 1, 1), layer("relu"), layer("conv", 2, 3, 1, 1)};
+  residual.layers = {layer("conv", 2, 3, 1, 1), block, layer("flatten"), layer("linear", 3)};
+  const Model nested(residual, Shape{8, 8, 1}, 3, *backend, 0);
+  // Inside the block: 128 + 128 and 2 x 128 of gradients; the block's own four buffers 4 x 128.
+  const std::int64_t block_elements = (128 + 128 + 2 * 128) + 4 * 128;
+  // Outside: conv 128 (no relu after it), the block's output 128, flatten 128, linear 3, 2 x 128.
+  EXPECT_EQ(nested.network().sample_activation_elements(), 128 + 128 + block_elements + 128 + 3 + 2 * 128);
+}
+
 }  // namespace
 }  // namespace phalanx::nn

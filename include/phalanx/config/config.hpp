@@ -136,6 +136,9 @@ struct TrainConfig {
   std::string precision = "fp32";       // fp32 | bf16 | fp16 (reduced precision on GPU ranks only)
   std::string loss_scale = "auto";      // auto (dynamic for fp16, else none) | dynamic | none
   double loss_scale_initial = 65536.0;  // first scale of dynamic loss scaling
+  // What a step whose summed gradients hold an inf or NaN does (train.nonfinite): stop the run
+  // naming the step and the first layer, or skip the update on every rank and count it.
+  std::string nonfinite = "stop";  // stop | skip
   // fp32 | the value of precision: how GPU ranks hold activations (train.activation_dtype)
   std::string activation_dtype = "fp32";
   // true: GPU convolutions take algorithms whose results are the same bits on every call (where a

@@ -35,6 +35,9 @@ class Error : public std::runtime_error {
 [[noreturn]] void throw_input_error(const std::string& message);
 // A broken invariant or a failed system/library call.
 [[noreturn]] void throw_internal_error(const std::string& message, const char* file, int line);
+// The run failed for a reason its message states in full (a non-finite loss, a full disk, the
+// data gone): exit status 1, and no source location, which would say nothing to the user.
+[[noreturn]] void throw_run_failure(const std::string& message);
 
 namespace detail {
 template <typename... Parts>

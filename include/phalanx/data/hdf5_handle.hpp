@@ -79,6 +79,44 @@ inline void silence_hdf5_error_printing() {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
 }
 
+// The operating system's reason for the HDF5 call that just failed, as HDF5's file driver recorded
+// it on the error stack ("No space left on device", "Input/output error"); empty when the failure
+// was not a system call's. Call it right after the failed call: the next HDF5 call clears the stack.
+inline std::string hdf5_system_reason() {
+  std::string reason;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_DOWNWARD,
+      [](unsigned, const H5E_error2_t* entry, void* found) -> herr_t {
+        const std::string text = entry->desc ? entry->desc : "";
+        const std::string marker = "error message = '";
+        const auto begin = text.find(marker);
+        if (begin == std::string::npos) return 0;
+        const auto end = text.find('\'', begin + marker.size());
+        if (end == std::string::npos) return 0;
+        *static_cast<std::string*>(found) = text.substr(begin + marker.size(), end - begin - marker.size());
+        return 1;  // the innermost system call is the one to name
+      },
+      &reason);
+  return reason;
+}
+
+// The description HDF5 gave where the failure of the call that just failed was first detected
+// ("data error detected by Fletcher32 checksum"); empty when there is none.
+inline std::string hdf5_innermost_error() {
+  std::string innermost;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned, const H5E_error2_t* entry, void* found) -> herr_t {
+        if (entry->desc && entry->desc[0]) {
+          *static_cast<std::string*>(found) = entry->desc;
+          return 1;
+        }
+        return 0;
+      },
+      &innermost);
+  return innermost;
+}
+
 // A variable-length UTF-8 string type: what h5py writes for `str` and reads back as `str`.
 inline Hdf5Handle variable_string_type() {
   Hdf5Handle type = datatype_handle(H5Tcopy(H5T_C_S1));

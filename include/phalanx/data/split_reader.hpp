@@ -33,6 +33,12 @@ class SplitReader final : public SplitRangeReader {
   void read(std::int64_t begin, std::int64_t end, std::uint8_t* images, std::int32_t* labels) const override;
 
  private:
+  // After a failed read of samples [begin, end) of `dataset`: throws, naming the samples and why.
+  // Throws when the open file is smaller than when it was opened (see read()).
+  void fail_if_shrank(const std::string& what) const;
+  [[noreturn]] void fail_read(hid_t dataset, hid_t memory_type, const std::string& name, std::int64_t begin,
+                              std::int64_t end) const;
+
   std::string path_;
   DatasetInfo info_;
   DatasetInfo::SplitInfo split_;

@@ -146,6 +146,10 @@ class Sequential final : public Layer {
   // Bytes of the intermediate activations this Sequential holds (not those of nested blocks):
   // each fused pair holds one buffer instead of two.
   std::size_t activation_bytes() const;
+  // Floats of activation memory one sample needs here, nested blocks included, known once
+  // configured: every buffer of a layer's output (one for a fused pair), two gradient buffers of the
+  // largest, a residual block's own four. The memory check before training scales it by the batch.
+  std::int64_t sample_activation_elements() const;
 
  private:
   // The index of the tensor layer `index` writes: its own, or its fused relu's.
@@ -167,6 +171,8 @@ class Residual final : public Layer {
            bool relu_after, ReluFusion fusion = ReluFusion::Fused);
   std::string type() const override { return "residual"; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  // Its paths' activation floats per sample and its own buffers, for an output of `output_elements`.
+  std::int64_t sample_activation_elements(std::int64_t output_elements) const;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
                 const GradientsReady&) override;

@@ -34,6 +34,8 @@ class LossScaler {
   // After the gradients of one update are summed: true (gradients unscaled in place) when the
   // optimizer may step, false when they overflowed and the update must be skipped.
   bool unscale_or_skip(backend::Backend& backend, float* gradients, std::int64_t count);
+  // The same with the finite check made by the caller (the trainer's, agreed by all ranks).
+  bool unscale_or_skip(bool finite, backend::Backend& backend, float* gradients, std::int64_t count);
 
  private:
   LossScalerState state_;

@@ -9,6 +9,7 @@
 #include "phalanx/comm/communicator.hpp"
 #include "phalanx/optim/loss_scaler.hpp"
 #include "phalanx/optim/schedule.hpp"
+#include "phalanx/train/nonfinite_guard.hpp"
 #include "phalanx/train/progress.hpp"
 #include "phalanx/train/run_control.hpp"
 #include "phalanx/train/run_directory.hpp"
@@ -59,13 +60,15 @@ class StepMetricsCallback final : public StepCallback {
  public:
   StepMetricsCallback(const comm::Communicator& communicator, RunControl& run_control,
                       RunDirectory& run_directory, const optim::Schedule& schedule,
-                      const optim::LossScaler* loss_scaler, TrainingLosses& losses, std::int64_t global_batch,
-                      int log_every_steps, double start_wall)
+                      const optim::LossScaler* loss_scaler, const NonFiniteGuard& nonfinite_guard,
+                      TrainingLosses& losses, std::int64_t global_batch, int log_every_steps,
+                      double start_wall)
       : communicator_(communicator),
         run_control_(run_control),
         run_directory_(run_directory),
         schedule_(schedule),
         loss_scaler_(loss_scaler),
+        nonfinite_guard_(nonfinite_guard),
         losses_(losses),
         global_batch_(global_batch),
         log_every_steps_(log_every_steps),
@@ -80,6 +83,7 @@ class StepMetricsCallback final : public StepCallback {
   RunDirectory& run_directory_;
   const optim::Schedule& schedule_;
   const optim::LossScaler* loss_scaler_;
+  const NonFiniteGuard& nonfinite_guard_;
   TrainingLosses& losses_;
   std::int64_t global_batch_;
   int log_every_steps_;

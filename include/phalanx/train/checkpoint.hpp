@@ -41,6 +41,8 @@ struct CheckpointHeader {
   double learning_rate = 0;
   // One per rank; empty: a checkpoint written before the totals were stored.
   std::vector<RunningTotals> running_totals;
+  // Updates train.nonfinite: skip left out without a loss scaler (AdamW counts only the others).
+  std::int64_t nonfinite_skipped_steps = 0;
 };
 
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
@@ -48,7 +50,8 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
                       std::uint64_t seed, const std::string& config_text,
                       const optim::LossScalerState* loss_scale = nullptr,
                       const std::vector<int>& local_batches = {},
-                      const std::vector<RunningTotals>& running_totals = {}, double learning_rate = 0);
+                      const std::vector<RunningTotals>& running_totals = {}, double learning_rate = 0,
+                      std::int64_t nonfinite_skipped_steps = 0);
 
 // Validates the file (HDF5, format, version, attributes) and reads the header; InvalidInput
 // naming the file on any problem, e.g. a truncated file.

@@ -28,6 +28,7 @@
 #include "phalanx/train/bookkeeping_callbacks.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/micro_batches.hpp"
+#include "phalanx/train/nonfinite_guard.hpp"
 #include "phalanx/train/run_directory.hpp"
 #include "phalanx/train/stage_times.hpp"
 
@@ -76,6 +77,16 @@ class Trainer : private TrainingActions {
   void start_session();  // run directory, run control, progress, machine metrics, rank 0's weights
   Bookkeeping make_bookkeeping(std::int64_t global_batch, std::int64_t last_step);
   void update_weights(GradientExchange& exchange);
+  // A step whose summed gradients are not finite: stop (throws) or log the skip (train.nonfinite).
+  void on_nonfinite_gradients();
+  // Stops, naming the parameter, before a checkpoint of weights that are not finite is written.
+  void require_finite_state(const std::string& checkpoint_path);
+  // Stops before training when a step's activations cannot fit in this rank's memory (memory_check.hpp).
+  void require_activations_fit();
+  // Updates left out so far: the loss scaler's count, or the non-finite guard's.
+  std::int64_t skipped_updates() const;
+  // "the last good checkpoint, PATH, is kept" or that none was written yet.
+  std::string kept_checkpoint_note() const;
   // Moves the position past `batch`; true when that ended its epoch.
   bool advance_position(const BatchFacts& batch, std::int64_t global_batch);
   // The step of the learning-rate schedule at `position`: epochs x steps per epoch + the batch in
@@ -111,6 +122,7 @@ class Trainer : private TrainingActions {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::Schedule> schedule_;
   std::unique_ptr<optim::LossScaler> loss_scaler_;  // dynamic loss scaling, when enabled
+  std::unique_ptr<NonFiniteGuard> nonfinite_guard_;  // train.nonfinite
   std::int64_t steps_per_epoch_ = 0;
   std::vector<int> local_batches_;  // every rank's, from options_.batch_split
   std::int64_t global_batch_ = 0;
