@@ -24,6 +24,14 @@ void expect_same_on_every_rank(const comm::Communicator& world, double value, co
   EXPECT_EQ(-lowest, value) << what;
 }
 
+#if defined(__SANITIZE_THREAD__)
+// TSan records every synchronisation MPI's calls make, which makes each round trip several times
+// longer (4.0 ms seen with 4 ranks on 2 loaded cores): there the bound is only kept sane.
+constexpr double largest_error_bound_seconds = 20e-3;
+#else
+constexpr double largest_error_bound_seconds = 2e-3;
+#endif
+
 void check_offsets(const comm::Communicator& world, const std::vector<ClockOffset>& offsets,
                    double (*true_offset)(int rank)) {
   ASSERT_EQ(offsets.size(), static_cast<std::size_t>(world.size()));
@@ -37,7 +45,7 @@ void check_offsets(const comm::Communicator& world, const std::vector<ClockOffse
         << "rank " << rank << ": offset " << estimate.offset << " s, bound " << estimate.error_bound << " s";
     // The shortest of up to 64 round trips stays far below a scheduler tick even beside busy
     // ranks (a quiet machine gives a few microseconds).
-    EXPECT_LT(estimate.error_bound, 2e-3) << "rank " << rank;
+    EXPECT_LT(estimate.error_bound, largest_error_bound_seconds) << "rank " << rank;
     expect_same_on_every_rank(world, estimate.offset, "offset");
     expect_same_on_every_rank(world, estimate.error_bound, "error bound");
   }

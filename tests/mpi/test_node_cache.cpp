@@ -133,6 +133,11 @@ TEST(NodeCache, OneCopyPerNodeAndTheSameBytesAsRankMode) {
   // One copy per node: the ranks' proportional shares add up to about one copy (plus a little per
   // rank: HDF5's chunk cache, page tables), and no rank holds the data privately. A lone rank's
   // window is ordinary private memory in Open MPI, so that part needs two ranks or more.
+  // Under TSan every touched page of the copy also gets shadow pages (several times its size, in
+  // each rank that touches it), and under ASan shadow memory and the allocator's quarantine add to
+  // every rank (node mode: +48 MB for a 25 MB copy with 4 ranks): the memory bounds hold only
+  // without a sanitizer; the bytes are checked anyway.
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
   EXPECT_GT(node.node_pss_growth, 0.8 * copy);
   EXPECT_LT(node.node_pss_growth, 1.5 * copy);
   if (world.local_size() > 1) {
@@ -144,6 +149,7 @@ TEST(NodeCache, OneCopyPerNodeAndTheSameBytesAsRankMode) {
   // room; node mode's 20% above keeps the contrast.
   EXPECT_GT(rank.private_growth, 0.75 * copy);
   EXPECT_GT(rank.node_pss_growth, 0.9 * copy * world.size());
+#endif
   EXPECT_TRUE(from_node == from_rank) << "the node copy differs from the file's bytes";
 }
 
