@@ -138,8 +138,11 @@ TEST(NodeCache, OneCopyPerNodeAndTheSameBytesAsRankMode) {
   // every rank (node mode: +48 MB for a 25 MB copy with 4 ranks): the memory bounds hold only
   // without a sanitizer; the bytes are checked anyway.
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+  // The upper bound is 2 copies, well apart from rank mode's 5: since the chunks carry Fletcher-32
+  // checksums, the parallel-HDF5 flavour's collective fill reads 1.54 copies (38.9 MB for a 25.2
+  // MB copy on 4 ranks; the serial flavour stays under 1.5).
   EXPECT_GT(node.node_pss_growth, 0.8 * copy);
-  EXPECT_LT(node.node_pss_growth, 1.5 * copy);
+  EXPECT_LT(node.node_pss_growth, 2.0 * copy);
   if (world.local_size() > 1) {
     EXPECT_LT(node.private_growth, 0.2 * copy);
   }
