@@ -18,7 +18,7 @@
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/core/median.hpp"
-#include "phalanx/nn/model.hpp"
+#include "training_rounds.hpp"
 
 namespace {
 
@@ -47,71 +47,32 @@ struct Case {
   std::function<void(Backend&)> run;
 };
 
-// One model trained step by step under bf16 compute, with activations in `activations`.
-class Training {
- public:
-  Training(const std::string& preset, ComputePrecision activations)
-      : backend_(make_cpu_backend(0)),
-        sample_(preset == "fmnist_cnn" ? phalanx::Shape{28, 28, 1} : phalanx::Shape{32, 32, 3}) {
-    backend_->set_compute_precision(ComputePrecision::BFloat16);
-    backend_->set_activation_precision(activations);
-    phalanx::config::ModelConfig config;
-    config.preset = preset;
-    model_ = std::make_unique<phalanx::nn::Model>(config, sample_, classes, *backend_, 7);
-    input_ = phalanx::Tensor(*backend_, phalanx::Shape{batch, sample_[0], sample_[1], sample_[2]});
-    // The input through the backend's own normalisation, so it is held as the activations are.
-    std::vector<std::uint8_t> images(static_cast<std::size_t>(input_.elements()));
-    for (std::size_t i = 0; i < images.size(); ++i) images[i] = static_cast<std::uint8_t>(i * 7919 % 251);
-    const std::vector<float> mean(sample_[2], 0.5f), deviation(sample_[2], 0.25f);
-    backend_->normalize_images(images.data(), input_.elements() / sample_[2], static_cast<int>(sample_[2]),
-                               mean.data(), deviation.data(), input_.data());
-    for (int sample = 0; sample < batch; ++sample) labels_.push_back(sample % classes);
-    grad_logits_ = phalanx::Tensor(*backend_, phalanx::Shape{batch, classes});
-    momentum_ = phalanx::Tensor(*backend_, phalanx::Shape{model_->registry().parameter_count()});
-    backend_->fill(momentum_.data(), momentum_.elements(), 0.0f);
-  }
-  void step() {
-    auto& registry = model_->registry();
-    const phalanx::Tensor& logits =
-        model_->forward(input_, phalanx::nn::ForwardContext{phalanx::nn::Mode::Training, 1, steps_++, 0});
-    backend_->softmax_cross_entropy(batch, classes, logits.data(), labels_.data(), 0.0f, 1.0f / batch,
-                                    grad_logits_.data());
-    model_->backward(input_, grad_logits_, {});
-    backend_->sgd_step(registry.parameter_count(), {0.01f, 0.9f, 0.0f, false}, registry.parameters().data(),
-                       registry.gradients().data(), momentum_.data());
-    backend_->synchronize();
-  }
-  static constexpr int batch = 128;
-  static constexpr int classes = 10;
-
- private:
-  std::unique_ptr<Backend> backend_;
-  phalanx::Shape sample_;
-  std::unique_ptr<phalanx::nn::Model> model_;
-  phalanx::Tensor input_, grad_logits_, momentum_;
-  std::vector<std::int32_t> labels_;
-  std::int64_t steps_ = 0;
-};
+// One model trained step by step under bf16 compute, with activations in `activations`, on a
+// batch put through the backend's own normalisation, so that it is held as the activations are.
+phalanx::bench::TrainingSteps training(const std::string& preset, ComputePrecision activations) {
+  auto cpu_backend = make_cpu_backend(0);
+  cpu_backend->set_compute_precision(ComputePrecision::BFloat16);
+  cpu_backend->set_activation_precision(activations);
+  return phalanx::bench::TrainingSteps(
+      std::move(cpu_backend), preset, 128, phalanx::nn::ReluFusion::Fused,
+      [](Backend& backend, phalanx::Tensor& input) {
+        const std::int64_t channels = input.shape()[3];
+        std::vector<std::uint8_t> images(static_cast<std::size_t>(input.elements()));
+        for (std::size_t i = 0; i < images.size(); ++i) images[i] = static_cast<std::uint8_t>(i * 7919 % 251);
+        const std::vector<float> mean(static_cast<std::size_t>(channels), 0.5f),
+            deviation(static_cast<std::size_t>(channels), 0.25f);
+        backend.normalize_images(images.data(), input.elements() / channels, static_cast<int>(channels),
+                                 mean.data(), deviation.data(), input.data());
+      });
+}
 
 void compare_steps(const std::string& preset, int rounds, int steps) {
-  Training fp32(preset, ComputePrecision::Float32), bf16(preset, ComputePrecision::BFloat16);
-  for (int warm_up = 0; warm_up < 2; ++warm_up) {
-    fp32.step();
-    bf16.step();
-  }
-  std::vector<double> fp32_ms, bf16_ms, ratios;
-  for (int round = 0; round < rounds; ++round) {
-    for (int turn = 0; turn < 2; ++turn) {
-      const bool fp32_turn = (turn == 0) == (round % 2 == 0);
-      const double start = process_cpu_seconds();
-      for (int step = 0; step < steps; ++step) (fp32_turn ? fp32 : bf16).step();
-      (fp32_turn ? fp32_ms : bf16_ms).push_back((process_cpu_seconds() - start) * 1e3 / steps);
-    }
-    ratios.push_back(bf16_ms.back() / fp32_ms.back());
-  }
+  auto fp32 = training(preset, ComputePrecision::Float32),
+       bf16 = training(preset, ComputePrecision::BFloat16);
+  const auto times = phalanx::bench::alternate_rounds(fp32, bf16, 2, rounds, steps, process_cpu_seconds);
   std::printf("%-34s %12.2f %12.2f %8.2f   (training step, median of %d rounds x %d steps)\n",
-              (preset + " step").c_str(), phalanx::median(fp32_ms), phalanx::median(bf16_ms),
-              phalanx::median(ratios), rounds, steps);
+              (preset + " step").c_str(), phalanx::median(times.first_ms), phalanx::median(times.second_ms),
+              phalanx::median(times.ratios), rounds, steps);
 }
 
 }  // namespace

@@ -6,30 +6,22 @@ end of the job with distributed.timeout_s = T. Prints the median and range of R 
   /usr/bin/python3 bench/cluster_failures.py build/src/phalanx [--repetitions 5] [--timeout 5]
 """
 
-import argparse
 import os
 import signal
-import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "end_to_end"))
-os.environ.setdefault("PHALANX_E2E_WORK", os.path.join(os.getcwd(), "bench-work"))
+import failure_bench
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("phalanx")
+    parser = failure_bench.argument_parser()
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=5.0, help="distributed.timeout_s for the stall")
     arguments = parser.parse_args()
-    os.environ["PHALANX_BIN"] = os.path.abspath(arguments.phalanx)
+    e2e = failure_bench.use_binary(arguments.phalanx)
     import cluster_jobs as jobs
-    import e2e_common as e2e
-    e2e.PHALANX = os.environ["PHALANX_BIN"]
 
-    work = e2e.work_dir("bench-failures")
-    data = e2e.make_fashion_subset(work, 8192, 256)
+    work, data = failure_bench.scratch_with_fashion("bench-failures", 8192, 256)
 
     def config(name, timeout_s=300.0):
         settings = e2e.base_config(data, name=name, seed=3, epochs=2, batch_size=32, log_every_steps=2)
@@ -78,8 +70,7 @@ def main():
         stalled.append(time.monotonic() - sent)
 
     def line(name, values, unit="s"):
-        print(f"{name:<52} median {statistics.median(values):8.3f} {unit}  (min {min(values):.3f}, "
-              f"max {max(values):.3f}, n={len(values)})")
+        print(failure_bench.median_line(name, values, 52, 3, unit))
     line("signal -> checkpoint written (rank 0)", to_checkpoint)
     line("signal to mpirun -> mpirun exited (75)", to_exit)
     line("steps redone after --resume auto", redone, "steps")

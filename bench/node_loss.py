@@ -15,20 +15,16 @@ batch 64 as 2 micro-batches of 32) and from a 1-rank checkpoint of the same step
       [--slurmd-timeout 5] [--message-timeout 3] [--every-steps 20] [--lost-after 104]
 """
 
-import argparse
 import os
 import re
 import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "end_to_end"))
-os.environ.setdefault("PHALANX_E2E_WORK", os.path.join(os.getcwd(), "bench-work"))
+import failure_bench
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("phalanx")
+    parser = failure_bench.argument_parser()
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--stop-grace", type=int, default=10, help="PHALANX_STOP_GRACE (phalanx-mpirun --stop-grace)")
     parser.add_argument("--slurmd-timeout", type=int, default=5, help="SlurmdTimeout of the local cluster")
@@ -37,15 +33,12 @@ def main():
     parser.add_argument("--lost-after", type=int, default=104, help="kill the node once this step is logged")
     parser.add_argument("--resume-runs", type=int, default=5, help="runs of each resume in the world-size part")
     arguments = parser.parse_args()
-    os.environ["PHALANX_BIN"] = os.path.abspath(arguments.phalanx)
+    e2e = failure_bench.use_binary(arguments.phalanx)
     import cluster_jobs as jobs
-    import e2e_common as e2e
     import local_slurm
-    e2e.PHALANX = os.environ["PHALANX_BIN"]
     local_slurm.require_slurm()
 
-    work = e2e.work_dir("bench-node-loss")
-    data = e2e.make_fashion_subset(work, 4096, 256)
+    work, data = failure_bench.scratch_with_fashion("bench-node-loss", 4096, 256)
     config = e2e.write_config(os.path.join(work, "node-loss.yaml"), e2e.base_config(
         data, name="node-loss", seed=13, epochs=2, batch_size=32, log_every_steps=2, every_steps=arguments.every_steps,
         keep=10, optimizer={"type": "sgd", "learning_rate": 0.05, "momentum": 0.9}))
@@ -101,9 +94,7 @@ def main():
         cluster.close()
     for key, label in (("requeued", "kill -> job requeued"), ("running", "kill -> job running again"),
                        ("training", "kill -> training again"), ("lost", "steps lost")):
-        values = columns[key]
-        print(f"{label:28s} median {statistics.median(values):6.1f}  (min {min(values):.1f}, max {max(values):.1f}, "
-              f"n={len(values)})")
+        print(failure_bench.median_line(label, columns[key], 28, 1))
 
     # The world-size change at resume: the job's 2-rank checkpoint against a 1-rank one of the same step.
     elastic_checkpoint, step = checkpoint

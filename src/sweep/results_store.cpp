@@ -118,6 +118,20 @@ std::int64_t ResultsStore::insert_job(const JobStart& job) {
   return database_.last_insert_id();
 }
 
+void ResultsStore::end_job(std::int64_t job_id, const std::string& status, std::int64_t start_step,
+                           std::int64_t end_step, const std::string& resumed_from, double finished) {
+  Statement(database_,
+            "UPDATE jobs SET status = ?2, start_step = ?3, end_step = ?4, resumed_from = ?5, finished = ?6, "
+            "wall_seconds = ?6 - started WHERE job_id = ?1")
+      .bind(1, job_id)
+      .bind(2, status)
+      .bind(3, start_step)
+      .bind(4, end_step)
+      .bind(5, resumed_from)
+      .bind(6, finished)
+      .run();
+}
+
 void ResultsStore::add_busy_time(std::int64_t job_id, int worker, double finished) {
   Statement(
       database_,
@@ -134,15 +148,7 @@ std::int64_t ResultsStore::hand_over_job(std::int64_t job_id, std::int64_t start
                                          const std::string& resumed_from, double finished,
                                          const JobStart& next, const std::vector<JobGroup>& groups) {
   Transaction transaction(database_);
-  Statement(database_,
-            "UPDATE jobs SET status = 'handed_over', start_step = ?2, end_step = ?3, resumed_from = ?4, "
-            "finished = ?5, wall_seconds = ?5 - started WHERE job_id = ?1")
-      .bind(1, job_id)
-      .bind(2, start_step)
-      .bind(3, end_step)
-      .bind(4, resumed_from)
-      .bind(5, finished)
-      .run();
+  end_job(job_id, "handed_over", start_step, end_step, resumed_from, finished);
   Statement(
       database_,
       "UPDATE trials SET wall_seconds = wall_seconds + (?2 - (SELECT started FROM jobs WHERE job_id = ?3)), "
@@ -171,18 +177,13 @@ std::int64_t ResultsStore::hand_over_job(std::int64_t job_id, std::int64_t start
 
 void ResultsStore::finish_job(const JobFinish& job) {
   Transaction transaction(database_);
-  Statement(
-      database_,
-      "UPDATE jobs SET status = 'done', start_step = ?2, end_step = ?3, resumed_from = ?4, finished = ?5, "
-      "wall_seconds = ?5 - started, train_seconds = ?6, images_per_sec = ?7, metric = ?8 WHERE job_id = ?1")
+  end_job(job.job_id, "done", job.start_step, job.end_step, job.resumed_from, job.finished);
+  Statement(database_,
+            "UPDATE jobs SET train_seconds = ?2, images_per_sec = ?3, metric = ?4 WHERE job_id = ?1")
       .bind(1, job.job_id)
-      .bind(2, job.start_step)
-      .bind(3, job.end_step)
-      .bind(4, job.resumed_from)
-      .bind(5, job.finished)
-      .bind(6, job.train_seconds)
-      .bind(7, job.images_per_sec)
-      .bind(8, job.metric)
+      .bind(2, job.train_seconds)
+      .bind(3, job.images_per_sec)
+      .bind(4, job.metric)
       .run();
   Statement(
       database_,
@@ -271,15 +272,7 @@ std::vector<std::pair<int, int>> ResultsStore::interrupt_running(double now) {
 void ResultsStore::interrupt_job(std::int64_t job_id, int trial, std::int64_t start_step,
                                  std::int64_t end_step, const std::string& resumed_from, double finished) {
   Transaction transaction(database_);
-  Statement(database_,
-            "UPDATE jobs SET status = 'interrupted', start_step = ?2, end_step = ?3, resumed_from = ?4, "
-            "finished = ?5, wall_seconds = ?5 - started WHERE job_id = ?1")
-      .bind(1, job_id)
-      .bind(2, start_step)
-      .bind(3, end_step)
-      .bind(4, resumed_from)
-      .bind(5, finished)
-      .run();
+  end_job(job_id, "interrupted", start_step, end_step, resumed_from, finished);
   Statement(database_, "UPDATE trials SET status = 'paused', updated = ?2 WHERE trial_id = ?1")
       .bind(1, trial)
       .bind(2, finished)

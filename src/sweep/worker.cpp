@@ -18,6 +18,7 @@
 #include "phalanx/sweep/protocol.hpp"
 #include "phalanx/train/batch_split.hpp"
 #include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/run_directory.hpp"
 #include "phalanx/train/stop_request.hpp"
 #include "phalanx/train/trainer.hpp"
 
@@ -123,6 +124,10 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job,
   Stopwatch clock;
   train::Trainer trainer(std::move(trainer_options), group, *options.backend);
   const std::int64_t start_step = trainer.position().global_step;
+  // A job a kill cut short may have logged steps past the checkpoint this one resumes from (its
+  // rank 0 appends to metrics.jsonl every step): they are trained again now, so their events go,
+  // as `phalanx train --resume` drops them, and the trial's metrics hold every step once.
+  if (group.rank() == 0 && !resume.empty()) train::prepare_run_directory(run_directory, true, start_step);
   const auto summary = trainer.run();
   // The coordinator asked for a handover: the trial continues on this group merged with idle
   // ones, from the checkpoint just written.

@@ -32,7 +32,7 @@ class Job:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             found = {}
-            for pid in _descendants(self.process.pid):
+            for pid in descendants(self.process.pid):
                 try:
                     with open(f"/proc/{pid}/environ", "rb") as stream:
                         environment = dict(item.split(b"=", 1) for item in stream.read().split(b"\0") if b"=" in item)
@@ -77,7 +77,7 @@ class Job:
                 f"{self.stdout()[-4000:]}\n--- stderr ---\n{self.stderr()[-4000:]}")
 
 
-def _descendants(pid):
+def descendants(pid):
     children = []
     try:
         for task in os.listdir(f"/proc/{pid}/task"):
@@ -87,7 +87,7 @@ def _descendants(pid):
         return []
     result = list(children)
     for child in children:
-        result += _descendants(child)
+        result += descendants(child)
     return result
 
 

@@ -31,10 +31,10 @@ the ladder checked here; they are off in this sweep and tested in test_sweep_idl
 
 import json
 import os
-import sqlite3
 import unittest
 
 import e2e_common as e2e
+import sweep_common as sweep
 from e2e_common import h5py
 
 TRAIN, TEST = 1920, 160
@@ -65,29 +65,19 @@ space:
 
 def setUpModule():
     global WORK, DATA, SWEEP, DIRECTORY, RESULT
-    e2e.require_fashion()
-    WORK = e2e.work_dir("sweep_group_sizes")
-    DATA = e2e.make_fashion_subset(WORK, TRAIN, TEST)
-    config = e2e.base_config(DATA, name="group-sizes-base", batch_size=BATCH, preset="lenet5",
-                             optimizer={"type": "sgd", "learning_rate": 0.002, "momentum": 0.9},
-                             every_steps=0, keep=2, log_every_steps=1)
-    e2e.write_config(os.path.join(WORK, "base.yaml"), config)
+    WORK, DATA = sweep.set_up("sweep_group_sizes", TRAIN, TEST, name="group-sizes-base", batch_size=BATCH,
+                              preset="lenet5", optimizer={"type": "sgd", "learning_rate": 0.002, "momentum": 0.9},
+                              every_steps=0, keep=2, log_every_steps=1)
     # Where promotions go is the dispatch's decision, by measured speeds: should a sweep happen to
     # keep every trial on groups of its first size, it is run again with another seed (a fresh
     # sweep), up to len(SEEDS) times; the checks then need one that moved.
     for seed in SEEDS:
-        SWEEP = write_sweep(f"sweep-{seed}.yaml", SWEEP_TEXT.format(trials=TRIALS, seed=seed))
+        SWEEP = sweep.write_text(os.path.join(WORK, f"sweep-{seed}.yaml"),
+                                 SWEEP_TEXT.format(trials=TRIALS, seed=seed))
         DIRECTORY = os.path.join(WORK, f"sweep-{seed}")
         RESULT = e2e.mpirun(4, "sweep", SWEEP, "--sweep-dir", DIRECTORY, timeout=240)
         if RESULT.returncode != 0 or moved_trials():
             break
-
-
-def write_sweep(name, text):
-    path = os.path.join(WORK, name)
-    with open(path, "w") as stream:
-        stream.write(text)
-    return path
 
 
 def moved_trials():
@@ -101,12 +91,8 @@ def moved_trials():
 
 
 def query(sql, *parameters):
-    connection = sqlite3.connect(os.path.join(DIRECTORY, "sweep.db"))
-    connection.row_factory = sqlite3.Row
-    try:
-        return [dict(row) for row in connection.execute(sql, parameters)]
-    finally:
-        connection.close()
+    """The rows of `sql` on the sweep's database."""
+    return sweep.query(DIRECTORY, sql, *parameters)
 
 
 class SweepAcrossGroupSizes(unittest.TestCase):
@@ -142,7 +128,7 @@ class SweepAcrossGroupSizes(unittest.TestCase):
                         moves.append((trial["trial_id"], sizes[index - 1], sizes[index], job["start_step"]))
                 previous_end = job["end_step"]
             # Every step trained once: the step events (log_every_steps: 1) of all the trial's jobs.
-            steps = [event for event in e2e.read_metrics(trial["run_dir"]) if event["event"] == "step"]
+            steps = sweep.step_events(trial["run_dir"])
             self.assertEqual([event["step"] for event in steps], list(range(1, previous_end + 1)),
                              f"trial {trial['trial_id']} on groups of {sizes} ranks")
             for event in steps:
@@ -172,25 +158,14 @@ class SweepAcrossGroupSizes(unittest.TestCase):
         (trial,) = query("SELECT * FROM trials WHERE trial_id = ?", trial_id)
         first_job = next(job for job in done if job["trial_id"] == trial_id)
         ranks = group_size[first_job["worker"]]
-        config = os.path.join(WORK, f"trial-{trial_id}.yaml")
-        with open(config, "w") as stream:
-            stream.write(trial["config"])
+        config = sweep.write_text(os.path.join(WORK, f"trial-{trial_id}.yaml"), trial["config"])
         run_dir = os.path.join(WORK, f"straight-{trial_id}")
         result = e2e.mpirun(ranks, "train", config, "--run-dir", run_dir, "--set", f"train.epochs={MAX_EPOCHS}",
                             "--set", f"train.max_steps={trial['steps']}", timeout=120)
         self.assertEqual(result.returncode, 0, result.describe())
-        straight = [event for event in e2e.read_metrics(run_dir) if event["event"] == "step"]
-        moved = [event for event in e2e.read_metrics(trial["run_dir"]) if event["event"] == "step"]
-        self.assertEqual([event["step"] for event in moved], [event["step"] for event in straight])
-        largest = 0.0
-        for mine, theirs in zip(moved, straight):
-            self.assertAlmostEqual(mine["learning_rate"], theirs["learning_rate"], delta=1e-9, msg=mine)
-            if mine["step"] <= moved_at:
-                self.assertEqual(mine["loss"], theirs["loss"], mine)  # the same ranks as the straight run
-            elif mine["step"] <= moved_at + 10:
-                self.assertAlmostEqual(mine["loss"], theirs["loss"], delta=RELATIVE_TOLERANCE * theirs["loss"],
-                                       msg=mine)
-                largest = max(largest, abs(mine["loss"] - theirs["loss"]) / theirs["loss"])
+        # Bitwise up to the move (the same ranks as the straight run), close for 10 steps after it.
+        largest = sweep.compare_with_straight_run(self, trial["run_dir"], run_dir, moved_at, RELATIVE_TOLERANCE,
+                                                  close_until=moved_at + 10)
         print(f"trial {trial_id} moved at step {moved_at}: largest relative loss difference to the straight "
               f"run over the next 10 steps {largest:.2e}")
         self.assertAlmostEqual(trial["metric"], e2e.read_summary(run_dir)["test_accuracy"], delta=0.05)
@@ -205,15 +180,8 @@ class SweepAcrossGroupSizes(unittest.TestCase):
         for name, ((original, replacement), fragment) in cases.items():
             with self.subTest(case=name):
                 text = SWEEP_TEXT.format(trials=TRIALS, seed=SEEDS[0]).replace(original, replacement)
-                path = write_sweep("bad.yaml", text)
-                directory = os.path.join(WORK, "bad-" + name.replace(" ", "-"))
-                result = e2e.phalanx("sweep", path, "--sweep-dir", directory, timeout=60)
-                self.assertEqual(result.returncode, 2, result.describe())
-                errors = result.error_lines()
-                self.assertEqual(len(errors), 1, result.describe())
-                self.assertIn("bad.yaml", errors[0])
-                self.assertIn(fragment, errors[0])
-                self.assertFalse(os.path.exists(directory))
+                sweep.check_bad_sweep_file(self, WORK, text, fragment,
+                                           os.path.join(WORK, "bad-" + name.replace(" ", "-")))
 
 
 if __name__ == "__main__":

@@ -8,14 +8,22 @@ A 3-rank CPU sweep (groups {0}, {1} and {2}) of 3 trials, ASHA with eta 3 and ru
 (fewer than 3 rung-0 results promote nobody) and joins a running trial (which one, and whether it
 is already on merged groups, depends on timing). When the last rung-0 result is in, ASHA promotes
 one trial to rung 1; one group takes it, the other two have nothing and join it after its first
-step. So the sweep's last trial runs its final steps on all three ranks. Checked from the
-database, the trial's files and a straight run:
+step. So the sweep's last trial runs its final steps on all three ranks. Once that merged job has
+logged a step, the whole mpirun is killed (SIGKILL) and the sweep continued with --resume: the
+merged job is requeued on one group, the other two join it again, and the sweep ends as it would
+have without the kill. Checked from the database, the trial's files and a straight run:
+
+- the kill: the merged job is the one job left 'interrupted' and the only one requeued (not the
+  job it continued, 'handed_over'); the job that redoes it starts at the handover's step, from
+  its checkpoint (checkpoint.every_steps is 0: the merged job wrote none), so the steps the
+  killed job had trained past it are trained again, and their events logged before the kill are
+  dropped from metrics.jsonl (every step once, below);
 
 - the records: the last job of the promoted trial ran on workers 0, 1 and 2 (job_groups, ranks
   "0", "1" and "2") and resumed from the checkpoint of a job recorded as 'handed_over' at the step
-  where it starts; every job starts where the previous one of its trial ended; a handed-over job's
-  successor keeps all its groups (a trial's groups only grow within a rung); the handover is in
-  the trial's metrics.jsonl (event "handover") and in the sweep's log;
+  where it starts; every job but the killed one starts where the previous one of its trial ended;
+  a handed-over job's successor keeps all its groups (a trial's groups only grow within a rung);
+  the handover is in the trial's metrics.jsonl (event "handover") and in the sweep's log;
 - every step exactly once: the step events (log_every_steps: 1) are 1..N, each once;
 - the same trajectory: the promoted trial against `phalanx train` of its config straight on one
   rank (its global batch, cut 6 + 5 + 5 on three ranks): the same learning rate at every step, the same losses bitwise up to the
@@ -35,7 +43,10 @@ import unittest
 
 import numpy as np
 
+import cluster_jobs
 import e2e_common as e2e
+import sweep_common as sweep
+from sweep_common import query
 
 TRAIN, TEST = 480, 160
 BATCH = 16  # 30 steps per epoch on one rank: rung 0 is 15 steps, rung 1 another 30
@@ -59,32 +70,52 @@ space:
 
 
 def setUpModule():
-    global WORK, DATA, RESULTS
-    e2e.require_fashion()
-    WORK = e2e.work_dir("sweep_idle_tail")
-    DATA = e2e.make_fashion_subset(WORK, TRAIN, TEST)
-    config = e2e.base_config(DATA, name="idle-tail-base", batch_size=BATCH, preset="lenet5",
-                             optimizer={"type": "sgd", "learning_rate": 0.01, "momentum": 0.9},
-                             every_steps=0, keep=3, log_every_steps=1)
-    e2e.write_config(os.path.join(WORK, "base.yaml"), config)
+    global WORK, RESULTS, KILL
+    WORK, _ = sweep.set_up("sweep_idle_tail", TRAIN, TEST, name="idle-tail-base", batch_size=BATCH,
+                           preset="lenet5", optimizer={"type": "sgd", "learning_rate": 0.01, "momentum": 0.9},
+                           every_steps=0, keep=3, log_every_steps=1)
     RESULTS = {}
     for join in ("true", "false"):
-        path = os.path.join(WORK, f"sweep-{join}.yaml")
-        with open(path, "w") as stream:
-            stream.write(SWEEP_TEXT.format(join=join))
+        path = sweep.write_text(os.path.join(WORK, f"sweep-{join}.yaml"), SWEEP_TEXT.format(join=join))
         directory = os.path.join(WORK, f"sweep-{join}")
         started = time.monotonic()
-        result = e2e.mpirun(RANKS, "sweep", path, "--sweep-dir", directory, timeout=120)
+        resume = []
+        if join == "true":
+            KILL = kill_the_merged_top_rung_job(path, directory)
+            resume = ["--resume"]
+        result = e2e.mpirun(RANKS, "sweep", path, "--sweep-dir", directory, *resume, timeout=120)
         RESULTS[join] = (result, directory, time.monotonic() - started)
 
 
-def query(directory, sql, *parameters):
-    connection = sqlite3.connect(os.path.join(directory, "sweep.db"))
-    connection.row_factory = sqlite3.Row
+def kill_the_merged_top_rung_job(path, directory):
+    """Starts the sweep and SIGKILLs the whole mpirun once the promoted trial's job on merged groups
+    has logged a step, 5 or more steps before its last (the only job running then: every other
+    trial is done). Returns the killed job's row (with `merged_at`, the step it started at, and
+    `run_dir`), or None when the sweep ended first; the last step logged before the kill; and the
+    sweep's output."""
+    process = sweep.start_sweep(RANKS, path, directory)
+    killed, logged = None, 0
     try:
-        return [dict(row) for row in connection.execute(sql, parameters)]
+        deadline = time.monotonic() + 120
+        while killed is None and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)  # the merged job trains its 29 steps in a fraction of a second
+            if not os.path.exists(os.path.join(directory, "sweep.db")):
+                continue  # (sqlite3 would create it)
+            try:
+                running = query(directory, "SELECT jobs.*, job_groups.start_step AS merged_at, trials.run_dir "
+                                "FROM jobs JOIN job_groups ON job_groups.job_id = jobs.job_id AND "
+                                "job_groups.worker = jobs.worker JOIN trials ON trials.trial_id = jobs.trial_id "
+                                "WHERE jobs.status = 'running' AND jobs.rung = 1")
+            except sqlite3.OperationalError:  # no tables yet
+                continue
+            for job in running:
+                logged = cluster_jobs.last_logged_step(job["run_dir"])
+                if job["merged_at"] < logged <= round(job["budget"] * (TRAIN // BATCH)) - 5:
+                    killed = job
     finally:
-        connection.close()
+        output = sweep.kill_sweep(process)
+    sweep.wait_for_lock(directory)
+    return killed, logged, output
 
 
 def flat_arrays(path):
@@ -95,21 +126,25 @@ def flat_arrays(path):
 
 class NoIdleTail(unittest.TestCase):
     def test_the_last_trial_ends_on_every_group_with_every_step_once(self):
+        killed, _, output = KILL
+        self.assertIsNotNone(killed, "the sweep ended before its promoted trial trained on merged groups:\n" + output)
         result, directory, seconds = RESULTS["true"]
         self.assertEqual(result.returncode, 0, result.describe())
-        print(f"sweep with joins: {seconds:.1f} s")
-        for line in result.stdout.splitlines():
+        print(f"sweep with joins, killed once and resumed: {seconds:.1f} s")
+        for line in (output + result.stdout).splitlines():
             if "handed over" in line or "joins trial" in line or "handover" in line:
                 print(line)
         jobs = query(directory, "SELECT * FROM jobs ORDER BY job_id")
         handed_over = [job for job in jobs if job["status"] == "handed_over"]
         self.assertTrue(handed_over, jobs)
-        self.assertFalse([job for job in jobs if job["status"] not in ("done", "handed_over")], jobs)
+        self.assertEqual([job["job_id"] for job in jobs if job["status"] not in ("done", "handed_over")],
+                         [killed["job_id"]], jobs)
         (top,) = query(directory, "SELECT * FROM trials WHERE rung = 1")
         self.assertEqual(top["status"], "completed")
-        mine = [job for job in jobs if job["trial_id"] == top["trial_id"]]
-        # Jobs follow each other without a gap or an overlap; a handed-over job's successor resumes
-        # from the checkpoint it wrote at its last step.
+        # The killed job recorded no steps; the job that redid it starts where it started (checked
+        # in the next test), so the others follow each other without a gap or an overlap.
+        mine = [job for job in jobs if job["trial_id"] == top["trial_id"] and job["job_id"] != killed["job_id"]]
+        # A handed-over job's successor resumes from the checkpoint it wrote at its last step.
         previous_end = 0
         for before, job in zip([None] + mine, mine):
             self.assertEqual(job["start_step"], previous_end, job)
@@ -133,7 +168,7 @@ class NoIdleTail(unittest.TestCase):
         self.assertRegex(result.stdout, r"joins trial \d+ on worker \d")
         # Every step once, with the handovers in the metrics where they happened.
         events = e2e.read_metrics(top["run_dir"])
-        steps = [event["step"] for event in events if event["event"] == "step"]
+        steps = [event["step"] for event in sweep.step_events(top["run_dir"])]
         self.assertEqual(steps, list(range(1, top["steps"] + 1)))
         handovers = [event["step"] for event in events if event["event"] == "handover"]
         self.assertEqual(handovers, [job["end_step"] for job in mine if job["status"] == "handed_over"])
@@ -145,7 +180,11 @@ class NoIdleTail(unittest.TestCase):
             for before, after in zip(trial_jobs, trial_jobs[1:]):
                 if before["status"] != "handed_over":
                     continue
-                self.assertEqual(after["start_step"], before["end_step"], after)
+                # The successor (the killed job too) starts at the handover's step on all its groups.
+                groups = query(directory, "SELECT start_step FROM job_groups WHERE job_id = ?", after["job_id"])
+                self.assertEqual({row["start_step"] for row in groups}, {before["end_step"]}, after)
+                if after["job_id"] != killed["job_id"]:
+                    self.assertEqual(after["start_step"], before["end_step"], after)
                 self.assertEqual(after["worker"], before["worker"], after)
                 self.assertLess(self.workers_of(directory, before), self.workers_of(directory, after),
                                 (before, after))
@@ -168,27 +207,14 @@ class NoIdleTail(unittest.TestCase):
         return {row["worker"] for row in rows} or {job["worker"]}
 
     def check_against_the_straight_run(self, directory, top, mine):
-        config = os.path.join(WORK, "trial.yaml")
-        with open(config, "w") as stream:
-            stream.write(top["config"])
+        config = sweep.write_text(os.path.join(WORK, "trial.yaml"), top["config"])
         run_dir = os.path.join(WORK, "straight")
         result = e2e.phalanx("train", config, "--run-dir", run_dir, "--set", "train.epochs=2",
                              "--set", f"train.max_steps={top['steps']}", timeout=120)
         self.assertEqual(result.returncode, 0, result.describe())
-        straight = [event for event in e2e.read_metrics(run_dir) if event["event"] == "step"]
-        joined = [event for event in e2e.read_metrics(top["run_dir"]) if event["event"] == "step"]
-        self.assertEqual([event["step"] for event in joined], [event["step"] for event in straight])
         # Bitwise while the trial ran on one rank, as the straight run does.
         one_rank_until = min(job["end_step"] for job in mine if job["status"] == "handed_over")
-        largest = 0.0
-        for ours, theirs in zip(joined, straight):
-            self.assertAlmostEqual(ours["learning_rate"], theirs["learning_rate"], delta=1e-9, msg=ours)
-            if ours["step"] <= one_rank_until:
-                self.assertEqual(ours["loss"], theirs["loss"], ours)
-            else:
-                self.assertAlmostEqual(ours["loss"], theirs["loss"], delta=RELATIVE_TOLERANCE * theirs["loss"],
-                                       msg=ours)
-                largest = max(largest, abs(ours["loss"] - theirs["loss"]) / theirs["loss"])
+        largest = sweep.compare_with_straight_run(self, top["run_dir"], run_dir, one_rank_until, RELATIVE_TOLERANCE)
         ours = flat_arrays(os.path.join(top["run_dir"], "checkpoints", "latest.h5"))
         theirs = flat_arrays(os.path.join(run_dir, "checkpoints", "latest.h5"))
         self.assertTrue(theirs)
@@ -202,6 +228,29 @@ class NoIdleTail(unittest.TestCase):
         print(f"trial {top['trial_id']}: largest relative loss difference after the handover {largest:.2e}, "
               f"final weights and momentum within {worst:.2e} of their largest magnitude")
         self.assertAlmostEqual(top["metric"], e2e.read_summary(run_dir)["test_accuracy"], delta=0.01)
+
+    def test_a_killed_merged_job_resumes_from_its_handover_checkpoint(self):
+        killed, logged, output = KILL
+        self.assertIsNotNone(killed, "the sweep ended before its promoted trial trained on merged groups:\n" + output)
+        result, directory, _ = RESULTS["true"]
+        self.assertEqual(result.returncode, 0, result.describe())
+        # Only the merged job was in flight; the job it continued is not run again.
+        self.assertIn(", 1 interrupted jobs requeued", result.stdout)
+        jobs = query(directory, "SELECT * FROM jobs WHERE trial_id = ? ORDER BY job_id", killed["trial_id"])
+        index = [job["job_id"] for job in jobs].index(killed["job_id"])
+        self.assertEqual(jobs[index]["status"], "interrupted")
+        before, redo = jobs[index - 1], jobs[index + 1]
+        self.assertEqual(before["status"], "handed_over", before)
+        self.assertEqual(before["end_step"], killed["merged_at"], before)
+        # The redo: the same rung from the handover's checkpoint, the newest one (every_steps: 0), so
+        # the steps the killed job had trained past it are trained again.
+        self.assertEqual(redo["rung"], killed["rung"], redo)
+        self.assertEqual(redo["start_step"], killed["merged_at"], redo)
+        self.assertTrue(redo["resumed_from"].endswith(f"/step-{killed['merged_at']}.h5"), redo)
+        self.assertGreater(logged, killed["merged_at"])
+        print(f"trial {killed['trial_id']}: killed on merged groups at step {logged} (handed over at step "
+              f"{killed['merged_at']}); resumed from step {redo['start_step']}, "
+              f"{logged - redo['start_step']} logged step(s) dropped and trained again")
 
     def test_without_joins_one_group_finishes_alone(self):
         result, directory, seconds = RESULTS["false"]

@@ -11,19 +11,43 @@ using phalanx::sweep::ResultsStore;
 using phalanx::sweep::Transaction;
 
 namespace {
-JobStart new_trial_job(int trial) {
+// Trial `trial`'s rung 0 (budget 1) on the CPU group `worker`, from `started` on.
+JobStart rung_zero_job(int trial, int worker, double started) {
   JobStart job;
   job.trial = trial;
   job.rung = 0;
   job.budget = 1;
-  job.worker = 0;
+  job.worker = worker;
   job.device = "cpu";
-  job.started = 100.0 + trial;
+  job.started = started;
+  return job;
+}
+
+JobStart new_trial_job(int trial) {
+  JobStart job = rung_zero_job(trial, 0, 100.0 + trial);
   job.new_trial = true;
   job.parameters = "{\"optimizer.learning_rate\":0.01}";
   job.config = "seed: 5\n";
   job.seed = 5;
   job.run_dir = "trials/" + std::to_string(trial);
+  return job;
+}
+
+// Job `job_id` of trial `trial`'s rung 0 (budget 1, on the CPU), which trained from `start_step` to
+// `end_step` and reported `metric` at `finished`.
+JobFinish finished_job(std::int64_t job_id, int trial, std::int64_t start_step, std::int64_t end_step,
+                       double metric, double finished) {
+  JobFinish job;
+  job.job_id = job_id;
+  job.trial = trial;
+  job.rung = 0;
+  job.budget = 1;
+  job.device = "cpu";
+  job.metric = metric;
+  job.start_step = start_step;
+  job.end_step = end_step;
+  job.finished = finished;
+  job.history = nlohmann::json::array();
   return job;
 }
 }  // namespace
@@ -37,15 +61,7 @@ TEST(ResultsStore, JobLifecycleAndResumeBookkeeping) {
     const auto first = store.start_job(new_trial_job(0));
     store.start_job(new_trial_job(1));
     EXPECT_TRUE(store.has_trials());
-    JobFinish finish;
-    finish.job_id = first;
-    finish.trial = 0;
-    finish.rung = 0;
-    finish.budget = 1;
-    finish.device = "cpu";
-    finish.metric = 0.75;
-    finish.end_step = 15;
-    finish.finished = 110;
+    JobFinish finish = finished_job(first, 0, 0, 15, 0.75, 110);
     finish.history = nlohmann::json::array({{{"epoch", 1}, {"test_accuracy", 0.75}, {"test_loss", 0.6}}});
     store.finish_job(finish);
     store.set_meta("definition", "x");
@@ -100,24 +116,8 @@ TEST(ResultsStore, InterruptedJobsAreTheTrialsWhoseLatestJobWasInterrupted) {
   store.interrupt_job(stopped, 0, 0, 7, "", 110);
   store.interrupt_job(stopped_then_done, 1, 0, 4, "", 110);
   // Trial 1 ran again from its checkpoint and finished; trial 2 was left running by a kill.
-  JobStart again;
-  again.trial = 1;
-  again.rung = 0;
-  again.budget = 1;
-  again.device = "cpu";
-  again.started = 120;
-  const auto redone = store.start_job(again);
-  JobFinish finish;
-  finish.job_id = redone;
-  finish.trial = 1;
-  finish.budget = 1;
-  finish.device = "cpu";
-  finish.metric = 0.5;
-  finish.start_step = 4;
-  finish.end_step = 15;
-  finish.finished = 130;
-  finish.history = nlohmann::json::array();
-  store.finish_job(finish);
+  const auto redone = store.start_job(rung_zero_job(1, 0, 120));
+  store.finish_job(finished_job(redone, 1, 4, 15, 0.5, 130));
   store.interrupt_running(140);
 
   const auto requeue = store.interrupted_jobs();
@@ -134,4 +134,76 @@ TEST(ResultsStore, InterruptedJobsAreTheTrialsWhoseLatestJobWasInterrupted) {
   EXPECT_EQ(trials[2]["status"], "paused");
   // Stopped again before it ran: still the one job to requeue for trial 0.
   EXPECT_EQ(store.interrupted_jobs(), requeue);
+}
+
+// No idle tail, then a kill: the handover commits the stopped job and its successor on the merged
+// groups together; a kill then finds the successor running, --resume requeues it (never the
+// handed-over job), and its redo is recorded like any finished job.
+TEST(ResultsStore, HandOverThenKillRequeuesTheSuccessorOnly) {
+  phalanx::testing::ScratchDirectory scratch("results_store_hand_over");
+  ResultsStore store(scratch.file("sweep.db"));
+  store.register_worker(0, "0", "cpu", 1, "host");
+  store.register_worker(1, "1", "cpu", 1, "host");
+  const auto first = store.start_job(new_trial_job(0));  // started at 100 on worker 0
+  JobStart rest = rung_zero_job(0, 0, 110);
+  rest.estimate_seconds = 3;
+  const auto merged = store.hand_over_job(first, 0, 5, "", 110, rest, {{0, "0"}, {1, "1"}});
+  const auto select_job = [&](std::int64_t job_id) {
+    return store.database().rows("SELECT * FROM jobs WHERE job_id = " + std::to_string(job_id)).at(0);
+  };
+  auto handed_over = select_job(first);
+  EXPECT_EQ(handed_over["status"], "handed_over");
+  EXPECT_EQ(handed_over["start_step"], 0);
+  EXPECT_EQ(handed_over["end_step"], 5);
+  EXPECT_EQ(handed_over["resumed_from"], "");
+  EXPECT_DOUBLE_EQ(handed_over["finished"].get<double>(), 110);
+  EXPECT_DOUBLE_EQ(handed_over["wall_seconds"].get<double>(), 10);
+  auto successor = select_job(merged);
+  EXPECT_EQ(successor["status"], "running");
+  EXPECT_EQ(successor["worker"], 0);
+  EXPECT_DOUBLE_EQ(successor["estimate_seconds"].get<double>(), 3);
+  EXPECT_TRUE(successor["faster_group_seconds"].is_null());
+  const auto groups =
+      store.database().rows("SELECT job_id, worker, ranks, start_step FROM job_groups ORDER BY worker");
+  ASSERT_EQ(groups.size(), 2u);
+  for (std::size_t index = 0; index < 2; ++index) {
+    EXPECT_EQ(groups[index]["job_id"], merged);
+    EXPECT_EQ(groups[index]["worker"], index);
+    EXPECT_EQ(groups[index]["ranks"], std::to_string(index));
+    EXPECT_EQ(groups[index]["start_step"], 5);
+  }
+  auto trial = store.database().rows("SELECT status, steps, wall_seconds FROM trials").at(0);
+  EXPECT_EQ(trial["status"], "running");
+  EXPECT_EQ(trial["steps"], 5);
+  EXPECT_DOUBLE_EQ(trial["wall_seconds"].get<double>(), 10);
+
+  // Killed while the merged job ran.
+  const auto interrupted = store.interrupt_running(130);
+  ASSERT_EQ(interrupted.size(), 1u);
+  EXPECT_EQ(interrupted[0], std::make_pair(0, 0));
+  EXPECT_EQ(select_job(first)["status"], "handed_over");
+  EXPECT_EQ(select_job(merged)["status"], "interrupted");
+  EXPECT_EQ(store.interrupted_jobs(), interrupted);
+
+  // The redo on worker 1, from the handover checkpoint to the rung's end.
+  const auto redone = store.start_job(rung_zero_job(0, 1, 140));
+  JobFinish finish = finished_job(redone, 0, 5, 15, 0.5, 150);
+  finish.worker = 1;
+  finish.resumed_from = "trials/0/checkpoints/step-5.h5";
+  finish.train_seconds = 8;
+  finish.images_per_sec = 100;
+  store.finish_job(finish);
+  const auto done = select_job(redone);
+  EXPECT_EQ(done["status"], "done");
+  EXPECT_EQ(done["start_step"], 5);
+  EXPECT_EQ(done["end_step"], 15);
+  EXPECT_EQ(done["resumed_from"], finish.resumed_from);
+  EXPECT_DOUBLE_EQ(done["wall_seconds"].get<double>(), 10);
+  EXPECT_DOUBLE_EQ(done["train_seconds"].get<double>(), 8);
+  EXPECT_DOUBLE_EQ(done["images_per_sec"].get<double>(), 100);
+  EXPECT_DOUBLE_EQ(done["metric"].get<double>(), 0.5);
+  EXPECT_TRUE(store.interrupted_jobs().empty());
+  trial = store.database().rows("SELECT status, steps, wall_seconds FROM trials").at(0);
+  EXPECT_EQ(trial["status"], "paused");
+  EXPECT_EQ(trial["steps"], 15);
 }

@@ -99,6 +99,11 @@ class ResultsStore {
 
  private:
   std::int64_t insert_job(const JobStart& job);
+  // The row of a job that ran and stopped: its status (done, interrupted, handed_over), the steps
+  // it trained from and to, the checkpoint it resumed from, and when it ended (its wall time
+  // follows). Inside the caller's transaction.
+  void end_job(std::int64_t job_id, const std::string& status, std::int64_t start_step, std::int64_t end_step,
+               const std::string& resumed_from, double finished);
   // Busy time and job count of the job's groups (its worker and the others in job_groups).
   void add_busy_time(std::int64_t job_id, int worker, double finished);
   Database database_;
