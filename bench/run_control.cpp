@@ -1,6 +1,7 @@
-// Per-step cost of the cluster-job safety net (train::RunControl): the stop agreement (one
-// all-reduce of two doubles after every step) and the watchdog's stage marks (three per step,
-// atomic stores). Prints medians over blocks of steps, to set against a training step's time.
+// Per-step cost of the cluster-job safety net (train::RunControl): the agreement before the update
+// (one all-reduce of four doubles per step: stop signal, its time, handover, finite gradients) and
+// the watchdog's stage marks (three per step, atomic stores). Prints medians over blocks of steps,
+// to set against a training step's time.
 //   mpirun -np 2 ./phalanx_bench_run_control
 #include <unistd.h>
 
@@ -31,8 +32,8 @@ int main(int argc, char** argv) {
       world.barrier();
       phalanx::Stopwatch clock;
       for (int step = 0; step < steps; ++step) {
-        double values[2] = {0.0, -1.0};
-        world.allreduce_max(values, 2);
+        double values[4] = {0.0, -1.0, 0.0, 0.0};
+        world.allreduce_max(values, 4);
       }
       agreement.push_back(clock.seconds() / steps);
       clock.restart();

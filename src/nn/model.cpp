@@ -38,6 +38,22 @@ LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name,
   throw_input_error("model.layers: unknown layer type '" + spec.type + "'");
 }
 
+// The network of `model_config` for this data, its parameters declared in `registry` (not yet
+// allocated).
+std::unique_ptr<Sequential> configured_network(const config::ModelConfig& model_config,
+                                               const Shape& sample_shape, int classes, ReluFusion fusion,
+                                               ParameterRegistry& registry) {
+  const auto specs = model_config.preset.empty() ? model_config.layers
+                                                 : preset_layers(model_config.preset, sample_shape, classes);
+  PHALANX_REQUIRE_INPUT(!specs.empty(), "model: no layers (set model.preset or model.layers)");
+  auto network = build_layers(specs, "model", fusion);
+  const Shape output = network->configure(sample_shape, registry);
+  PHALANX_REQUIRE_INPUT(output.elements() == classes, "model: the last layer gives ", output.to_string(),
+                        " outputs per sample but the data has ", classes,
+                        " classes (the model does not fit the data)");
+  return network;
+}
+
 }  // namespace
 
 std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& specs, const std::string& name,
@@ -58,15 +74,17 @@ std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& s
 Model::Model(const config::ModelConfig& model_config, const Shape& sample_shape, int classes,
              backend::Backend& backend, std::uint64_t seed, ReluFusion fusion)
     : backend_(backend), sample_shape_(sample_shape), classes_(classes) {
-  const auto specs = model_config.preset.empty() ? model_config.layers
-                                                 : preset_layers(model_config.preset, sample_shape, classes);
-  PHALANX_REQUIRE_INPUT(!specs.empty(), "model: no layers (set model.preset or model.layers)");
-  network_ = build_layers(specs, "model", fusion);
-  const Shape output = network_->configure(sample_shape, registry_);
-  PHALANX_REQUIRE_INPUT(output.elements() == classes, "model: the last layer gives ", output.to_string(),
-                        " outputs per sample but the data has ", classes,
-                        " classes (the model does not fit the data)");
+  network_ = configured_network(model_config, sample_shape, classes, fusion, registry_);
   registry_.allocate(backend, seed);
+}
+
+ModelSize model_size(const config::ModelConfig& model_config, const Shape& sample_shape, int classes) {
+  // Declaring the parameters allocates nothing: only ParameterRegistry::allocate does.
+  ParameterRegistry registry;
+  configured_network(model_config, sample_shape, classes, ReluFusion::Fused, registry);
+  ModelSize size{0, registry.parameter_count(), registry.buffer_count()};
+  for (const auto& info : registry.parameters_info()) size.parameters += info.count;
+  return size;
 }
 
 const Tensor& Model::forward(const Tensor& input, const ForwardContext& context) {

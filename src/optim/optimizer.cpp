@@ -24,7 +24,7 @@ class Sgd final : public Optimizer {
     backend_.sgd_step(registry.parameter_count(), hyperparameters, registry.parameters().data(),
                       registry.gradients().data(), momentum_buffer_.data());
   }
-  std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }
+  std::vector<std::string> state_names() const override { return optimizer_state_names(config_); }
   Tensor& state(const std::string& name) override {
     PHALANX_CHECK(name == "momentum_buffer", "sgd has no state '", name, "'");
     return momentum_buffer_;
@@ -58,7 +58,7 @@ class AdamW final : public Optimizer {
     backend_.adamw_step(registry.parameter_count(), hyperparameters, registry.parameters().data(),
                         registry.gradients().data(), first_moment_.data(), second_moment_.data());
   }
-  std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  std::vector<std::string> state_names() const override { return optimizer_state_names(config_); }
   Tensor& state(const std::string& name) override {
     if (name == "exp_avg") return first_moment_;
     PHALANX_CHECK(name == "exp_avg_sq", "adamw has no state '", name, "'");
@@ -72,6 +72,12 @@ class AdamW final : public Optimizer {
 };
 
 }  // namespace
+
+std::vector<std::string> optimizer_state_names(const config::OptimizerConfig& config) {
+  if (config.type == "sgd") return {"momentum_buffer"};
+  if (config.type == "adamw") return {"exp_avg", "exp_avg_sq"};
+  throw_input_error("optimizer.type: unknown optimizer '" + config.type + "' (known: sgd, adamw)");
+}
 
 std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config, backend::Backend& backend,
                                           std::int64_t parameter_elements) {

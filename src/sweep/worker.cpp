@@ -82,9 +82,9 @@ std::int64_t trial_batch_split(const config::Config& config, const std::string& 
 }
 
 // The handover check of a job (TrainerOptions::handover_check): the group leader looks for the
-// coordinator's "handover" message after each step, without blocking; the trainer's per-step stop
-// agreement tells the group's other ranks. Only the coordinator sends to a busy group, and only
-// this for its current job.
+// coordinator's "handover" message in each step, without blocking; the trainer's per-step
+// agreement before the update tells the group's other ranks. Only the coordinator sends to a busy
+// group, and only this for its current job.
 std::function<bool()> handover_check(const WorkerOptions& options, const comm::Communicator& group,
                                      std::int64_t job_id) {
   if (group.rank() != 0) return {};

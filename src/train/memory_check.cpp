@@ -92,6 +92,24 @@ std::size_t step_activation_bytes(const nn::Model& model, std::int64_t micro_bat
   return static_cast<std::size_t>(floats) * sizeof(float) + static_cast<std::size_t>(ring);
 }
 
+std::size_t model_state_bytes(const nn::ModelSize& size, std::size_t optimizer_states) {
+  const auto parameters = static_cast<std::size_t>(size.parameter_elements);
+  return ((2 + optimizer_states) * parameters + static_cast<std::size_t>(size.buffer_elements)) *
+         sizeof(float);
+}
+
+void require_model_state_fits(std::size_t needed, const std::optional<MemoryLimit>& limit,
+                              const nn::ModelSize& size, const std::string& model_key,
+                              const std::string& optimizer, const std::string& device) {
+  if (!limit || needed <= limit->bytes) return;
+  throw_input_error(model_key + ": the model's " + std::to_string(size.parameters) +
+                    " parameters need about " + gib(needed) + " on this rank (" + device +
+                    ") for the weights, their gradients and the optimizer state (" + optimizer +
+                    "), more than the " + gib(limit->bytes) + " it can still use: " + limit->source +
+                    "; use a smaller model (fewer or narrower layers in " + model_key +
+                    ") or give the rank more memory");
+}
+
 void require_memory_fits(std::size_t needed, const std::optional<MemoryLimit>& limit,
                          std::int64_t local_batch, int micro_batches, const std::string& device) {
   if (!limit || needed <= limit->bytes) return;

@@ -1,6 +1,7 @@
 // The non-finite check of train.nonfinite. The common path is one pass over the summed gradients
-// (backend all_finite) and one all-reduce of a flag; finding the layer copies the buffer to the
-// host and runs only when a step has already failed.
+// (backend all_finite), whose flag the ranks agree on in the step's one small collective
+// (RunControl::agree_before_update); finding the layer copies the buffer to the host and runs only
+// when a step has already failed.
 #include "phalanx/train/nonfinite_guard.hpp"
 
 #include <cmath>
@@ -48,17 +49,18 @@ std::string describe(const NonFiniteFinding& finding) {
   return text;
 }
 
-NonFiniteGuard::NonFiniteGuard(NonFinitePolicy policy, const comm::Communicator& communicator,
-                               backend::Backend& backend)
-    : policy_(policy), communicator_(communicator), backend_(backend) {}
+NonFiniteGuard::NonFiniteGuard(NonFinitePolicy policy, backend::Backend& backend)
+    : policy_(policy), backend_(backend) {}
 
-bool NonFiniteGuard::gradients_finite(const float* gradients, std::int64_t count) {
-  // Sums of the same bits are the same on every rank, but a rank's own sums may still differ in
-  // the last bits from another's under some all-reduce algorithms, and an overflow to inf is a
-  // last-bit matter: the ranks agree explicitly, so none takes an update another skipped.
-  double non_finite = backend_.all_finite(count, gradients) ? 0.0 : 1.0;
-  if (communicator_.size() > 1) communicator_.allreduce_max(&non_finite, 1);
-  return non_finite == 0.0;
+bool NonFiniteGuard::local_gradients_finite(const float* gradients, std::int64_t count) {
+  // On a GPU rank all_finite reduces on the device and reads one flag back: the host waits here
+  // for backward and the gradient sums. Keeping that wait off the host would take the flag's
+  // agreement onto the device too: the flag reduced with NCCL (a max, after the last bucket on the
+  // communication stream), the optimizer and loss-scaler kernels reading it from device memory
+  // to skip the update and halve the scale there, and the host learning of a skip (the message,
+  // the skip count, train.nonfinite: stop) a step late, like the step times; the stop signal and
+  // handover would still need their host collective. Nothing of that exists yet.
+  return backend_.all_finite(count, gradients);
 }
 
 std::vector<float> NonFiniteGuard::to_host(const Tensor& tensor, std::int64_t count) {
@@ -70,7 +72,8 @@ std::vector<float> NonFiniteGuard::to_host(const Tensor& tensor, std::int64_t co
 NonFiniteFinding NonFiniteGuard::describe_gradients(nn::ParameterRegistry& registry) {
   const auto host = to_host(registry.gradients(), registry.parameter_count());
   const auto finding = find_nonfinite(registry.parameters_info(), host.data(), ScanOrder::Backward);
-  // Another rank's sums held the inf or NaN (see gradients_finite): this rank's are finite.
+  // Another rank's sums held the inf or NaN (see RunControl::agree_before_update): this rank's are
+  // finite.
   return finding.value_or(NonFiniteFinding{"(another rank's gradient sums)", 0, 0, 0, false});
 }
 

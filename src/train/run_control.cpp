@@ -1,6 +1,6 @@
-// RunControl: the watchdog's action on a stall, the per-step stop agreement and the straggler
-// event. The stop agreement is one 16-byte all-reduce per step; its cost is measured in
-// bench/bench_stop_agreement.cpp (docs/BENCHMARKS.md).
+// RunControl: the watchdog's action on a stall, the per-step agreement before the update and the
+// straggler event. The agreement is one 32-byte all-reduce per step, the step's only collective
+// besides the gradients' own; its cost is measured by bench/run_control.cpp (docs/BENCHMARKS.md).
 #include "phalanx/train/run_control.hpp"
 
 #include <algorithm>
@@ -57,49 +57,54 @@ void RunControl::enter(const char* stage, std::int64_t step, comm::StageKind kin
   watchdog_->enter(stage, step, kind);
 }
 
-bool RunControl::end_of_step(std::int64_t step, double busy_seconds, bool log_interval,
-                             RunDirectory& run_directory, Progress& progress) {
-  stragglers_.add_step(busy_seconds);
-  if (log_interval) {
-    enter("straggler report", step, comm::StageKind::Collective);
-    if (const auto summary = stragglers_.close_interval(communicator_); summary && communicator_.size() > 1) {
-      run_directory.append_metrics({{"event", "straggler"},
-                                    {"step", step},
-                                    {"slowest_rank", summary->slowest_rank},
-                                    {"slowest_ms", summary->slowest_ms},
-                                    {"median_ms", summary->median_ms},
-                                    {"ratio", summary->ratio},
-                                    {"rank_ms", summary->rank_ms}});
-      if (summary->ratio >= straggler_print_ratio) {
-        char text[192];
-        std::snprintf(text, sizeof(text),
-                      "straggler: rank %d busy %.1f ms per step, %.2fx the median %.1f ms (steps to %lld)",
-                      summary->slowest_rank, summary->slowest_ms, summary->ratio, summary->median_ms,
-                      static_cast<long long>(step));
-        progress.line(text);
-      }
-    }
-  }
-  // A signal reaches the ranks at slightly different times (or only some of them): agreeing
-  // once per step makes them all stop after the same step. The second value finds the earliest
-  // arrival (max of minus the time).
+StepAgreement RunControl::agree_before_update(std::int64_t step, bool gradients_finite, bool last_step) {
+  // A signal reaches the ranks at slightly different times (or only some of them): agreeing once
+  // per step makes them all stop after the same step. The second value finds the earliest arrival
+  // (max of minus the time). The handover and the finite flag ride in the same reduction: the
+  // finite flag must be agreed before the update, and one collective there serves all four. The
+  // handover is not asked on the last step (a sweep's request then stays for the worker to drop).
   enter("stop agreement", step, comm::StageKind::Collective);
   const int received = StopRequest::signal_received();
-  // The handover rides in the same reduction: no extra collective per step.
-  double values[3] = {static_cast<double>(received),
+  const bool handover = !last_step && handover_check_ && handover_check_();
+  double values[4] = {static_cast<double>(received),
                       received ? -StopRequest::signal_time() : -std::numeric_limits<double>::max(),
-                      handover_check_ && handover_check_() ? 1.0 : 0.0};
-  communicator_.allreduce_max(values, 3);
-  if (values[0] == 0 && values[2] == 0) return false;
+                      handover ? 1.0 : 0.0, gradients_finite ? 0.0 : 1.0};
+  communicator_.allreduce_max(values, 4);
+  StepAgreement agreement;
+  agreement.gradients_finite = values[3] == 0.0;
+  if (last_step || (values[0] == 0 && values[2] == 0)) return agreement;
+  agreement.stop = true;
+  stop_agreed_time_ = wall_seconds_since_epoch();
   if (values[0] == 0) {
     handover_ = true;
-    stop_agreed_time_ = wall_seconds_since_epoch();
-    return true;
+    return agreement;
   }
   stop_signal_ = static_cast<int>(values[0]);
   first_signal_time_ = -values[1];
-  stop_agreed_time_ = wall_seconds_since_epoch();
-  return true;
+  return agreement;
+}
+
+void RunControl::end_of_step(std::int64_t step, double busy_seconds, bool log_interval,
+                             RunDirectory& run_directory, Progress& progress) {
+  stragglers_.add_step(busy_seconds);
+  if (!log_interval) return;
+  enter("straggler report", step, comm::StageKind::Collective);
+  const auto summary = stragglers_.close_interval(communicator_);
+  if (!summary || communicator_.size() == 1) return;
+  run_directory.append_metrics({{"event", "straggler"},
+                                {"step", step},
+                                {"slowest_rank", summary->slowest_rank},
+                                {"slowest_ms", summary->slowest_ms},
+                                {"median_ms", summary->median_ms},
+                                {"ratio", summary->ratio},
+                                {"rank_ms", summary->rank_ms}});
+  if (summary->ratio < straggler_print_ratio) return;
+  char text[192];
+  std::snprintf(text, sizeof(text),
+                "straggler: rank %d busy %.1f ms per step, %.2fx the median %.1f ms (steps to %lld)",
+                summary->slowest_rank, summary->slowest_ms, summary->ratio, summary->median_ms,
+                static_cast<long long>(step));
+  progress.line(text);
 }
 
 void RunControl::report_stop(std::int64_t step, const std::string& checkpoint, RunDirectory& run_directory,

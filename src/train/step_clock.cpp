@@ -73,7 +73,9 @@ class HostStepClock final : public StepClock {
   void mark_queued(Stage) override {}
   void set_aside(Stage stage, double seconds) override { marks_.move_to(stage, seconds); }
   void record_upload(const UploadCost& upload) override { marks_.record_upload(upload); }
-  double busy_seconds() const override { return marks_.step_clock.seconds() - marks_.step.allreduce_wait; }
+  double busy_seconds() const override {
+    return marks_.step_clock.seconds() - marks_.step.allreduce_wait - marks_.step.sync_wait;
+  }
   double end_step(std::int64_t run_step, std::int64_t global_step, const BatchFacts& batch) override {
     marks_.step.total = marks_.step_clock.seconds();
     marks_.step.close_other();
@@ -113,7 +115,9 @@ class DeviceStepClock final : public StepClock {
   }
   void set_aside(Stage stage, double seconds) override { marks_.move_to(stage, seconds); }
   void record_upload(const UploadCost& upload) override { marks_.record_upload(upload); }
-  double busy_seconds() const override { return marks_.step_clock.seconds() - previous_allreduce_wait_; }
+  double busy_seconds() const override {
+    return marks_.step_clock.seconds() - previous_allreduce_wait_ - marks_.step.sync_wait;
+  }
   double end_step(std::int64_t run_step, std::int64_t global_step, const BatchFacts& batch) override {
     marks_.step.total = marks_.step_clock.seconds();
     // The step before has run to its end on the device meanwhile: settle it, hold this one.

@@ -56,8 +56,10 @@ void TraceRecorder::record(const StepTimeline& timeline) {
   stage(TraceTrack::Compute, "forward", timeline.forward);
   stage(TraceTrack::Compute, "backward", timeline.backward);
   stage(TraceTrack::Compute, "all-reduce wait", timeline.allreduce_wait);
-  stage(TraceTrack::Compute, "optimizer", timeline.optimizer);
+  // The agreement before the update is most of it (the straggler report after the optimizer runs
+  // every log interval only).
   stage(TraceTrack::Compute, "sync wait", timeline.sync_wait);
+  stage(TraceTrack::Compute, "optimizer", timeline.optimizer);
   const double communication_end = timeline.start + timeline.data_wait + timeline.host_to_device +
                                    timeline.forward + timeline.backward + timeline.allreduce_wait;
   add(TraceTrack::Communication, "all-reduce", timeline.step, communication_end - timeline.allreduce_total,

@@ -45,14 +45,14 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
   test_split_ = std::make_shared<const data::Split>(
       read_evaluation_part(config.data, config.data.test_split, communicator_));
   const Shape sample{train_split_->height, train_split_->width, train_split_->channels};
+  require_model_fits(sample, static_cast<int>(dataset_info_.classes.size()));
   model_ = std::make_unique<nn::Model>(config.model, sample, static_cast<int>(dataset_info_.classes.size()),
                                        backend_, config.seed);
   optimizer_ = optim::make_optimizer(config.optimizer, backend_, model_->registry().parameter_count());
   if (config.train.loss_scale == "dynamic" ||
       (config.train.loss_scale == "auto" && config.train.precision == "fp16"))
     loss_scaler_ = std::make_unique<optim::LossScaler>(config.train.loss_scale_initial);
-  nonfinite_guard_ =
-      std::make_unique<NonFiniteGuard>(nonfinite_policy(config.train.nonfinite), communicator_, backend_);
+  nonfinite_guard_ = std::make_unique<NonFiniteGuard>(nonfinite_policy(config.train.nonfinite), backend_);
   PHALANX_REQUIRE_INPUT(config.distributed.grad_dtype == "fp32" || options_.nccl != nullptr,
                         "distributed.grad_dtype: ", config.distributed.grad_dtype,
                         " compresses the NCCL all-reduce of jobs whose ranks all drive a GPU; this job sums "
@@ -300,7 +300,12 @@ nlohmann::json Trainer::run() {
     exchange->wait();
     clock->mark(Stage::AllReduceWait);
     run_control_->enter("optimizer", position_.global_step + 1, comm::StageKind::Local);
-    update_weights(*exchange);
+    // Finite gradients, a stop signal, a handover: the step's one small collective, where a rank
+    // also waits for a slower peer. The last step finishes the run instead of stopping it (that
+    // costs less than a requeue).
+    const StepAgreement agreement =
+        agree_before_update(*exchange, *clock, position_.global_step + 1 == last_step);
+    update_weights(agreement.gradients_finite);
     clock->mark(Stage::Optimizer);
     clock->record_upload(input->last_upload());
 
@@ -308,13 +313,12 @@ nlohmann::json Trainer::run() {
     step.global_step = position_.global_step;
     step.schedule_step = batch->epoch * steps_per_epoch_ + batch->step;
     step.last_step = step.global_step == last_step;
-    // Whether a stop signal reached any rank: one small collective per step (and the straggler
-    // report every log interval), where a rank also waits for a slower peer. The last step
-    // finishes instead (that costs less than a requeue).
-    step.stop_requested =
-        !step.last_step && run_control_->end_of_step(step.global_step, clock->busy_seconds(),
-                                                     step.global_step % config.train.log_every_steps == 0,
-                                                     run_directory_, *progress_);
+    step.stop_requested = agreement.stop;
+    // The straggler report, a collective every log interval.
+    if (!step.last_step)
+      run_control_->end_of_step(step.global_step, clock->busy_seconds(),
+                                step.global_step % config.train.log_every_steps == 0, run_directory_,
+                                *progress_);
     clock->mark(Stage::SyncWait);
     step.seconds = clock->end_step(bookkeeping.record.run_steps, step.global_step, *batch);
     if (bookkeeping.callbacks.read_device_results(step)) {  // one wait for the device, for all of them
@@ -441,12 +445,27 @@ Trainer::Bookkeeping Trainer::make_bookkeeping(std::int64_t global_batch, std::i
   return Bookkeeping{std::move(callbacks), record, losses, epoch_end, stop, trace};
 }
 
-void Trainer::update_weights(GradientExchange& exchange) {
+StepAgreement Trainer::agree_before_update(GradientExchange& exchange, StepClock& clock, bool last_step) {
   auto& registry = model_->registry();
+  const std::int64_t step = position_.global_step + 1;
   // The finite check waits for the summed gradients without a bound: a stuck peer is caught first.
   exchange.wait_before_host_reads();
+  const bool finite =
+      nonfinite_guard_->local_gradients_finite(registry.gradients().data(), registry.parameter_count());
+  // Sums of the same bits are the same on every rank, but a rank's own sums may still differ in
+  // the last bits from another's under some all-reduce algorithms (MPI does not promise the same
+  // result on every rank), and an overflow to inf is a last-bit matter: the ranks agree
+  // explicitly, so none takes an update another skipped.
+  const Stopwatch waiting;
+  const StepAgreement agreement = run_control_->agree_before_update(step, finite, last_step);
+  clock.set_aside(Stage::SyncWait, waiting.seconds());
+  run_control_->enter("optimizer", step, comm::StageKind::Local);
+  return agreement;
+}
+
+void Trainer::update_weights(bool finite) {
+  auto& registry = model_->registry();
   float* gradients = registry.gradients().data();
-  const bool finite = nonfinite_guard_->gradients_finite(gradients, registry.parameter_count());
   // With dynamic loss scaling an inf or NaN is first an overflow of the scaled gradients: the
   // scaler skips the update and halves the scale, as GradScaler does. At a scale of 1 or below
   // the gradients themselves are not finite, and train.nonfinite decides.
@@ -459,6 +478,20 @@ void Trainer::update_weights(GradientExchange& exchange) {
   // The optimizer counts the updates it made (AdamW's bias correction), as GradScaler's do.
   const std::int64_t updates = position_.global_step + 1 - skipped_updates();
   if (update) optimizer_->step(registry, schedule_->learning_rate(schedule_step(position_)), updates);
+}
+
+void Trainer::require_model_fits(const Shape& sample, int classes) {
+  // Before anything of the model is allocated: weights that cannot fit would fail an allocation
+  // (exit status 1) or get the rank killed, not name what to change.
+  const auto& config = options_.config;
+  const nn::ModelSize size = nn::model_size(config.model, sample, classes);
+  const std::vector<std::string> states = optim::optimizer_state_names(config.optimizer);
+  std::string optimizer = "optimizer.type " + config.optimizer.type + ":";
+  for (std::size_t index = 0; index < states.size(); ++index)
+    optimizer += (index ? ", " : " ") + states[index];
+  require_model_state_fits(
+      model_state_bytes(size, states.size()), memory_available_to_rank(backend_, communicator_.local_size()),
+      size, config.model.preset.empty() ? "model.layers" : "model.preset", optimizer, backend_.name());
 }
 
 void Trainer::require_activations_fit() {

@@ -116,6 +116,38 @@ double error_of_scale(const std::vector<float>& actual, const std::vector<float>
 constexpr double accumulated_tolerance = 1e-5;
 constexpr double weight_gradient_tolerance = 1e-4;
 
+// A convolution's or linear layer's forward output and backward gradients.
+struct LayerResults {
+  std::vector<float> output, grad_input, grad_weight, grad_bias;
+};
+
+// Runs `pass` (forward and backward of one layer: stored input, stored output gradient, results
+// to fill) on fp32 activations, or on bf16-stored ones read back as floats.
+LayerResults run_layer(const std::vector<float>& input, const std::vector<float>& grad_output,
+                       std::size_t weights, std::size_t biases, bool bf16,
+                       const std::function<void(const float*, const float*, LayerResults&)>& pass) {
+  LayerResults results{std::vector<float>(grad_output.size()), std::vector<float>(input.size()),
+                       std::vector<float>(weights), std::vector<float>(biases)};
+  const std::vector<float> in = bf16 ? stored_bf16(input) : input;
+  const std::vector<float> grad = bf16 ? stored_bf16(grad_output) : grad_output;
+  pass(in.data(), grad.data(), results);
+  if (bf16) {
+    results.output = read_bf16(results.output);
+    results.grad_input = read_bf16(results.grad_input);
+  }
+  return results;
+}
+
+// Activations within one rounding (accumulated in fp32, rounded once), fp32 weight and bias
+// gradients within the scale's tolerance.
+void expect_layer_results_match(const LayerResults& actual, const LayerResults& expected,
+                                const std::string& name) {
+  EXPECT_LE(error_beyond_one_rounding(actual.output, expected.output), accumulated_tolerance) << name;
+  EXPECT_LE(error_beyond_one_rounding(actual.grad_input, expected.grad_input), accumulated_tolerance) << name;
+  EXPECT_LE(error_of_scale(actual.grad_weight, expected.grad_weight), weight_gradient_tolerance) << name;
+  EXPECT_LE(error_of_scale(actual.grad_bias, expected.grad_bias), weight_gradient_tolerance) << name;
+}
+
 // Whether this CPU takes bf16 activations (oneDNN has bf16 kernels: not below AVX-512).
 bool bf16_activations_available() {
   auto backend = make_test_backend();
@@ -338,32 +370,21 @@ TEST_F(CpuBf16Activations, ConvolutionMatchesFp32ActivationsOnRoundedInputs) {
                              grad_output = rounded(random_values(outputs, 14));
     const std::vector<float> weight = rounded(random_values(weights, 12, -0.5f, 0.5f)),
                              bias = random_values(geometry.out_channels, 13);
-    struct Results {
-      std::vector<float> output, grad_input, grad_weight, grad_bias;
-    };
     auto run = [&](backend::Backend& on, bool bf16) {
-      Results r{std::vector<float>(outputs), std::vector<float>(inputs), std::vector<float>(weights),
-                std::vector<float>(geometry.out_channels)};
-      const std::vector<float> in = bf16 ? stored_bf16(input) : input;
-      const std::vector<float> grad = bf16 ? stored_bf16(grad_output) : grad_output;
-      on.convolution_forward(geometry, in.data(), weight.data(), geometry.has_bias ? bias.data() : nullptr,
-                             r.output.data());
-      on.convolution_backward(geometry, in.data(), grad.data(), weight.data(), r.grad_input.data(),
-                              r.grad_weight.data(), geometry.has_bias ? r.grad_bias.data() : nullptr);
-      if (bf16) {
-        r.output = read_bf16(r.output);
-        r.grad_input = read_bf16(r.grad_input);
-      }
-      return r;
+      return run_layer(input, grad_output, weights, geometry.out_channels, bf16,
+                       [&](const float* in, const float* grad, LayerResults& results) {
+                         const float* layer_bias = geometry.has_bias ? bias.data() : nullptr;
+                         on.convolution_forward(geometry, in, weight.data(), layer_bias,
+                                                results.output.data());
+                         on.convolution_backward(geometry, in, grad, weight.data(), results.grad_input.data(),
+                                                 results.grad_weight.data(),
+                                                 geometry.has_bias ? results.grad_bias.data() : nullptr);
+                       });
     };
-    const Results expected = run(*reference_, false), actual = run(*bf16_, true);
+    const LayerResults expected = run(*reference_, false), actual = run(*bf16_, true);
     const std::string name =
         std::to_string(geometry.in_channels) + "->" + std::to_string(geometry.out_channels);
-    EXPECT_LE(error_beyond_one_rounding(actual.output, expected.output), accumulated_tolerance) << name;
-    EXPECT_LE(error_beyond_one_rounding(actual.grad_input, expected.grad_input), accumulated_tolerance)
-        << name;
-    EXPECT_LE(error_of_scale(actual.grad_weight, expected.grad_weight), weight_gradient_tolerance) << name;
-    EXPECT_LE(error_of_scale(actual.grad_bias, expected.grad_bias), weight_gradient_tolerance) << name;
+    expect_layer_results_match(actual, expected, name);
 
     // The fused ReLU writes the rounded ReLU of the plain output.
     ConvolutionGeometry fused = geometry;
@@ -387,31 +408,18 @@ TEST_F(CpuBf16Activations, LinearMatchesFp32ActivationsOnRoundedInputs) {
                              grad_output = rounded(random_values(outputs, 22)),
                              weight = rounded(random_values(weights, 23, -0.1f, 0.1f)),
                              bias = random_values(geometry.out_features, 24);
-    struct Results {
-      std::vector<float> output, grad_input, grad_weight, grad_bias;
-    };
     auto run = [&](backend::Backend& on, bool bf16) {
-      Results r{std::vector<float>(outputs), std::vector<float>(inputs), std::vector<float>(weights),
-                std::vector<float>(geometry.out_features)};
-      const std::vector<float> in = bf16 ? stored_bf16(input) : input;
-      const std::vector<float> grad = bf16 ? stored_bf16(grad_output) : grad_output;
-      on.linear_forward(geometry, in.data(), weight.data(), bias.data(), r.output.data());
-      on.linear_backward(geometry, in.data(), weight.data(), grad.data(), r.grad_input.data(),
-                         r.grad_weight.data(), r.grad_bias.data());
-      if (bf16) {
-        r.output = read_bf16(r.output);
-        r.grad_input = read_bf16(r.grad_input);
-      }
-      return r;
+      return run_layer(input, grad_output, weights, geometry.out_features, bf16,
+                       [&](const float* in, const float* grad, LayerResults& results) {
+                         on.linear_forward(geometry, in, weight.data(), bias.data(), results.output.data());
+                         on.linear_backward(geometry, in, weight.data(), grad, results.grad_input.data(),
+                                            results.grad_weight.data(), results.grad_bias.data());
+                       });
     };
-    const Results expected = run(*reference_, false), actual = run(*bf16_, true);
+    const LayerResults expected = run(*reference_, false), actual = run(*bf16_, true);
     const std::string name =
         std::to_string(geometry.in_features) + "->" + std::to_string(geometry.out_features);
-    EXPECT_LE(error_beyond_one_rounding(actual.output, expected.output), accumulated_tolerance) << name;
-    EXPECT_LE(error_beyond_one_rounding(actual.grad_input, expected.grad_input), accumulated_tolerance)
-        << name;
-    EXPECT_LE(error_of_scale(actual.grad_weight, expected.grad_weight), weight_gradient_tolerance) << name;
-    EXPECT_LE(error_of_scale(actual.grad_bias, expected.grad_bias), weight_gradient_tolerance) << name;
+    expect_layer_results_match(actual, expected, name);
   }
 }
 

@@ -9,8 +9,9 @@ learning rate far too high stops the run at the first step whose gradients are n
 the step and the layer, with every checkpoint finite (train.nonfinite: stop); with
 train.nonfinite: skip two ranks skip those updates together and count them, and in a sweep the
 diverged trial fails alone while its 2-rank group goes on. Resource limits: activations that
-cannot fit in the memory a CPU rank may use, a YAML alias bomb of layers and a sweep grid of 10^9
-points are refused at once, in bounded memory."""
+cannot fit in the memory a CPU rank may use, or a model whose weights and optimizer state alone
+cannot, a YAML alias bomb of layers and a sweep grid of 10^9 points are refused at once, in
+bounded memory."""
 
 import os
 import random
@@ -296,7 +297,23 @@ class FaultTest(unittest.TestCase):
         connection.close()
         self.assertEqual(statuses, ["done", "failed"], result.describe())
 
-    def test_activations_that_do_not_fit_are_refused_before_training(self):
+    def refused_in_bounded_memory(self, name, config):
+        """Trains `config` under a 4 GiB address-space limit, which must refuse it at start with
+        exit status 2 and one error line, without training; returns the line."""
+        path = e2e.write_config(os.path.join(WORK, name + ".yaml"), config)
+        start = time.monotonic()
+        completed = subprocess.run([e2e.PHALANX, "train", path, "--run-dir", os.path.join(WORK, name)],
+                                   capture_output=True, text=True, timeout=120, env=e2e.child_environment(),
+                                   preexec_fn=in_memory_limit(4))
+        self.assertEqual(completed.returncode, 2, completed.stdout[-2000:] + completed.stderr[-2000:])
+        lines = [line for line in completed.stderr.splitlines() if line.startswith("phalanx: error")]
+        self.assertEqual(len(lines), 1, completed.stderr)
+        print(f"\n    {lines[0]}", end=" ")
+        self.assertNotIn("loss", completed.stdout, "it trained")
+        self.assertLess(time.monotonic() - start, 30)
+        return lines[0]
+
+    def test_a_model_or_activations_that_do_not_fit_are_refused_before_training(self):
         # Two 256-channel convolutions at 32x32 and a local batch of 1024: about 4 GiB of
         # activations, under a 4 GiB address-space limit of which the process maps about 1 GiB.
         data = e2e.make_synth(os.path.join(WORK, "wide.h5"), train=1024, test=32, height=32, width=32,
@@ -308,20 +325,23 @@ class FaultTest(unittest.TestCase):
                                      {"type": "conv", "out_channels": 256, "kernel": 3, "padding": 1},
                                      {"type": "relu"}, {"type": "global_avg_pool"}, {"type": "flatten"},
                                      {"type": "linear", "out_features": 3}]
-        path = e2e.write_config(os.path.join(WORK, "too_wide.yaml"), config)
-        start = time.monotonic()
-        completed = subprocess.run([e2e.PHALANX, "train", path, "--run-dir", os.path.join(WORK, "too_wide")],
-                                   capture_output=True, text=True, timeout=120, env=e2e.child_environment(),
-                                   preexec_fn=in_memory_limit(4))
-        self.assertEqual(completed.returncode, 2, completed.stdout[-2000:] + completed.stderr[-2000:])
-        lines = [line for line in completed.stderr.splitlines() if line.startswith("phalanx: error")]
-        self.assertEqual(len(lines), 1, completed.stderr)
+        line = self.refused_in_bounded_memory("too_wide", config)
         for culprit in ("train.batch_size: a training step at a local batch of 1024 needs about", "GiB",
                         "ulimit -v", "train.accumulation_steps"):
-            self.assertIn(culprit, lines[0])
-        print(f"\n    {lines[0]}", end=" ")
-        self.assertNotIn("loss", completed.stdout, "it trained")
-        self.assertLess(time.monotonic() - start, 30)
+            self.assertIn(culprit, line)
+        # 3.4e9 parameters (a 64 -> 5e7 -> 3 linear stack): 51 GiB of weights, gradients and AdamW's
+        # two moments. Refused before the model is built: its first allocation would fail under the
+        # limit with the allocator's error and exit status 1.
+        config = e2e.base_config(DATA, name="too_large", batch_size=4, max_steps=1)
+        del config["model"]["preset"]
+        config["model"]["layers"] = [{"type": "flatten"}, {"type": "linear", "out_features": 50_000_000},
+                                     {"type": "linear", "out_features": 3}]
+        line = self.refused_in_bounded_memory("too_large", config)
+        for culprit in ("model.layers: the model's 3400000003 parameters need about 50.66 GiB",
+                        "weights, their gradients and the optimizer state (optimizer.type adamw: exp_avg, "
+                        "exp_avg_sq)",
+                        "ulimit -v"):
+            self.assertIn(culprit, line)
 
     def test_yaml_alias_bomb_of_layers_is_refused_in_bounded_memory(self):
         layers = "    - &b0 {type: relu}\n" + "".join(

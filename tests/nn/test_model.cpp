@@ -1,6 +1,6 @@
 // Model-level tests: finite-difference gradient checks through every layer type as the model
-// wires them (residual sums, flatten order, first-layer shortcuts), preset shapes and names,
-// and the "model does not fit the data" errors.
+// wires them (residual sums, flatten order, first-layer shortcuts), preset shapes and names (and
+// their size counted without allocating), and the "model does not fit the data" errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -197,6 +197,11 @@ TEST(ModelPreset, ResNet20HasTheCifarParameterCount) {
   EXPECT_LT(total, 278000);
   EXPECT_TRUE(has_shortcut);
   EXPECT_EQ(model.registry().buffers_info().front().name, "bn1/running_mean");
+  // The memory check's count, taken before anything is allocated, is the built model's.
+  const ModelSize size = model_size(config, Shape{32, 32, 3}, 10);
+  EXPECT_EQ(size.parameters, total);
+  EXPECT_EQ(size.parameter_elements, model.registry().parameter_count());
+  EXPECT_EQ(size.buffer_elements, model.registry().buffer_count());
 }
 
 // What a torchvision ImageNet preset declares at 1000 classes. 64x64 images keep the activations

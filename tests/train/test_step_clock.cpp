@@ -2,9 +2,11 @@
 // hands each step over at its end with the time between marks in the named stages and the
 // exchange's own all-reduce costs; a device clock holds a step until the next one has run (or
 // settle() is called) and gives each step the communication cost of that step, not its neighbour's.
+// The straggler report's busy time leaves out both waits for other ranks (all-reduce, sync).
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -111,6 +113,32 @@ TEST(StepClock, ADeviceClockSettlesAStepOnceTheNextHasRunWithThatStepsCommunicat
   EXPECT_GE(settled[1].times.backward, 0.011);
   clock->settle();
   EXPECT_EQ(settled.size(), 2u) << "nothing is held after a settle";
+}
+
+TEST(StepClock, BusyTimeLeavesOutTheWaitsForTheOtherRanks) {
+  for (const bool device_timed : {false, true}) {
+    const auto backend = backend::make_cpu_backend(1);
+    RecordedExchange exchange;
+    const auto clock = make_step_clock(*backend, exchange, device_timed, [](const SettledStep&) {});
+    clock->begin_step();
+    pause_milliseconds(10);
+    clock->mark(Stage::DataWait);
+    clock->mark(Stage::HostToDevice);
+    clock->mark(Stage::Forward);
+    clock->mark_queued(Stage::Backward);
+    clock->mark(Stage::Backward);
+    clock->mark(Stage::AllReduceWait);
+    pause_milliseconds(20);
+    clock->set_aside(Stage::SyncWait, 0.020);  // the agreement before the update, inside its stage
+    clock->mark(Stage::Optimizer);
+    const double busy = clock->busy_seconds();
+    const double total = clock->end_step(0, 1, BatchFacts{});
+    // A device clock knows no all-reduce wait before its first step settles.
+    const double all_reduce_wait = device_timed ? 0.0 : exchange.current.exposed;
+    const std::string which = device_timed ? "device clock" : "host clock";
+    EXPECT_GE(busy, 0.0099 - all_reduce_wait) << which;
+    EXPECT_LE(busy, total - 0.020 - all_reduce_wait) << which << ": the sync wait is not busy time";
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // given input shape and class count, with its flat parameter registry.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -41,6 +42,17 @@ class Model {
   ParameterRegistry registry_;
   Tensor logits_;
 };
+
+// What a model declares: its parameters (the count summary() prints) and the elements of the
+// registry's flat buffers as allocated (each parameter aligned).
+struct ModelSize {
+  std::int64_t parameters = 0;
+  std::int64_t parameter_elements = 0, buffer_elements = 0;
+};
+
+// The size of the model that `model_config` builds for this data, found without allocating it
+// (the memory check before the model is built). Throws InvalidInput as the constructor does.
+ModelSize model_size(const config::ModelConfig& model_config, const Shape& sample_shape, int classes);
 
 // The layer list of a preset ("fmnist_cnn", "lenet5", "resnet20") for `classes` outputs and
 // input channels; throws InvalidInput for unknown presets or shapes a preset cannot take.

@@ -26,6 +26,10 @@ class Optimizer {
   virtual Tensor& state(const std::string& name) = 0;
 };
 
+// The state names the optimizer of `config` keeps, each a buffer of the parameters' size (what
+// its memory costs, known before it is made). Throws InvalidInput for an unknown optimizer.
+std::vector<std::string> optimizer_state_names(const config::OptimizerConfig& config);
+
 std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config, backend::Backend& backend,
                                           std::int64_t parameter_elements);
 

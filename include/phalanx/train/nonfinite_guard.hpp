@@ -1,8 +1,9 @@
 // NonFiniteGuard: keeps a diverged run (a learning rate far too high) from training on, or from
 // saving what it diverged to (train.nonfinite). Every step, after the all-reduce, each rank tests
-// the summed gradients for inf and NaN and the ranks agree by one small all-reduce of the flags,
-// so all of them stop, or all skip the update, at the same step and never drift apart. A stop
-// names the step and the first layer, in backward order, whose gradients were not finite.
+// the summed gradients for inf and NaN and the ranks agree on the flags in the step's one small
+// collective before the update (RunControl::agree_before_update), so all of them stop, or all skip
+// the update, at the same step and never drift apart. A stop names the step and the first layer,
+// in backward order, whose gradients were not finite.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,6 @@
 #include <vector>
 
 #include "phalanx/backend/backend.hpp"
-#include "phalanx/comm/communicator.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/parameter_registry.hpp"
 
@@ -50,13 +50,13 @@ std::optional<NonFiniteFinding> find_nonfinite(const std::vector<nn::ParameterIn
 
 class NonFiniteGuard {
  public:
-  NonFiniteGuard(NonFinitePolicy policy, const comm::Communicator& communicator, backend::Backend& backend);
+  NonFiniteGuard(NonFinitePolicy policy, backend::Backend& backend);
 
   NonFinitePolicy policy() const { return policy_; }
 
-  // Collective (every rank calls it once per step): true when the summed gradients are finite on
-  // every rank. Waits for the device.
-  bool gradients_finite(const float* gradients, std::int64_t count);
+  // True when this rank's summed gradients are all finite. Not collective: the ranks agree on it
+  // before the update (RunControl::agree_before_update). Waits for the device.
+  bool local_gradients_finite(const float* gradients, std::int64_t count);
 
   // The gradients' non-finite values by parameter (copies them to the host: the failing path only).
   NonFiniteFinding describe_gradients(nn::ParameterRegistry& registry);
@@ -76,7 +76,6 @@ class NonFiniteGuard {
   std::vector<float> to_host(const Tensor& tensor, std::int64_t count);
 
   NonFinitePolicy policy_;
-  const comm::Communicator& communicator_;
   backend::Backend& backend_;
   std::int64_t skipped_steps_ = 0;
 };

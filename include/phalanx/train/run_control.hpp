@@ -1,6 +1,7 @@
 // RunControl: what keeps a cluster job honest around the training step, in one object the
 // trainer calls at a few points: the stall watchdog (comm::Watchdog), the straggler report and
-// the collective agreement on a stop signal (StopRequest). Each rank has one for the run.
+// the per-step agreement of the ranks before the update (finite gradients, a stop signal from
+// StopRequest, a handover). Each rank has one for the run.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,12 @@ namespace phalanx::train {
 class Progress;
 class RunDirectory;
 
+// What every rank agreed on before a step's update (RunControl::agree_before_update).
+struct StepAgreement {
+  bool gradients_finite = true;  // the summed gradients are finite on every rank
+  bool stop = false;             // a stop signal or a handover: every rank stops after this step
+};
+
 class RunControl {
  public:
   // Heartbeats go to <run_directory>/heartbeat; a collective that waits longer than
@@ -28,11 +35,18 @@ class RunControl {
   // Marks the stage the main thread enters (for the watchdog); `stage` is a string literal.
   void enter(const char* stage, std::int64_t step, comm::StageKind kind);
 
-  // Collective, after every step: adds the step's busy time (step minus waiting for the other
-  // ranks), reports stragglers when `log_interval` is true, and returns true when a stop signal
-  // reached any rank, or the caller's `handover` check (below) said yes on any rank; then all
-  // ranks return true after the same step.
-  bool end_of_step(std::int64_t step, double busy_seconds, bool log_interval, RunDirectory& run_directory,
+  // Collective, once every step, between the gradient all-reduce and the update: the step's one
+  // small collective (an all-reduce of four doubles). `gradients_finite` is this rank's test of
+  // its summed gradients; the agreement says whether they are finite on every rank (so every rank
+  // takes the update or skips it alike), and whether a stop signal reached any rank or the
+  // caller's handover check (below) said yes on any rank: then every rank stops after this step.
+  // On the run's `last_step` a stop is not taken (the step finishes the run anyway) and the
+  // handover check is not asked.
+  StepAgreement agree_before_update(std::int64_t step, bool gradients_finite, bool last_step);
+
+  // After every step but the last: adds the step's busy time (step minus waiting for the other
+  // ranks) and, when `log_interval` is true, reports stragglers (a collective then).
+  void end_of_step(std::int64_t step, double busy_seconds, bool log_interval, RunDirectory& run_directory,
                    Progress& progress);
 
   // After the stop's checkpoint is written: records the "preempted" event (or, for a handover,
@@ -40,9 +54,9 @@ class RunControl {
   void report_stop(std::int64_t step, const std::string& checkpoint, RunDirectory& run_directory,
                    Progress& progress) const;
 
-  // A caller's own reason to stop after a step with a checkpoint, asked on every rank after every
-  // step (a sweep: the coordinator wants more ranks to take over the trial, docs/SWEEPS.md "No idle
-  // tail"). A stop signal wins over it.
+  // A caller's own reason to stop after a step with a checkpoint, asked on every rank in the
+  // agreement of every step but the last (a sweep: the coordinator wants more ranks to take over the trial,
+  // docs/SWEEPS.md "No idle tail"). A stop signal wins over it.
   void set_handover_check(std::function<bool()> check) { handover_check_ = std::move(check); }
   // True when the agreed stop was a handover, not a signal.
   bool stopped_for_handover() const { return handover_; }

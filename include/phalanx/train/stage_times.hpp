@@ -14,8 +14,9 @@ enum class Stage { DataWait, HostToDevice, Forward, Backward, AllReduceWait, Opt
 // Seconds per stage of a step; `other` is what the named stages do not cover. The stages add up
 // to `total`; `allreduce_total` is not a stage: it is the whole all-reduce window, of which only
 // `allreduce_wait` (exposed) was not hidden behind backward. `sync_wait` is the step's time in the
-// run-control collectives after the optimizer (stop agreement, straggler report): mostly waiting
-// for a peer that left the gradient all-reduce later.
+// run-control collectives (the agreement on finite gradients and a stop between the all-reduce and
+// the optimizer, the straggler report after it): mostly waiting for a peer that left the gradient
+// all-reduce later.
 struct StageTimes {
   double data_wait = 0, forward = 0, backward = 0, allreduce_wait = 0, optimizer = 0, other = 0, total = 0;
   double sync_wait = 0;

@@ -54,8 +54,9 @@ class StepClock {
   // fetch during backward is data wait).
   virtual void set_aside(Stage stage, double seconds) = 0;
   virtual void record_upload(const UploadCost& upload) = 0;
-  // The step's time so far less its wait for the other ranks (a device clock knows the exposed
-  // all-reduce a step late and counts the previous step's): the straggler report's busy time.
+  // The step's time so far less its waits for the other ranks, the exposed all-reduce (a device
+  // clock knows it a step late and counts the previous step's) and the sync wait set aside so far
+  // (the agreement before the update): the straggler report's busy time.
   virtual double busy_seconds() const = 0;
   // The step is over: its times go to the handler now (host) or once the device has run it
   // (device). Returns the step's host seconds.

@@ -22,7 +22,7 @@ struct StepTimeline {
   std::int64_t step = 0;  // global step number (1-based after the step)
   double start = 0;       // steady seconds when the step began waiting for data
   double data_wait = 0, host_to_device = 0, forward = 0, backward = 0, allreduce_wait = 0, optimizer = 0;
-  double sync_wait = 0;  // the run-control collectives after the optimizer (waiting for peers)
+  double sync_wait = 0;  // the run-control collectives, mostly before the optimizer (waiting for peers)
   // The whole all-reduce window (StageTimes::allreduce_total); it ends where the exposed wait ends
   // (on NCCL ranks approximately: the device's end is not on the host's clock).
   double allreduce_total = 0;

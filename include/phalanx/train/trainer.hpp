@@ -29,13 +29,14 @@
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/micro_batches.hpp"
 #include "phalanx/train/nonfinite_guard.hpp"
+#include "phalanx/train/run_control.hpp"
 #include "phalanx/train/run_directory.hpp"
 #include "phalanx/train/stage_times.hpp"
+#include "phalanx/train/step_clock.hpp"
 
 namespace phalanx::train {
 
 class Progress;
-class RunControl;
 
 struct TrainerOptions {
   config::Config config;
@@ -49,10 +50,11 @@ struct TrainerOptions {
   bool quiet = false;  // no progress lines on stdout (a sweep's trials: the leaderboard speaks)
   // The ranks' local batches (DESIGN §3); with none given, train.batch_size on every rank.
   BatchSplit batch_split{};
-  // Asked on every rank after every step: true on any rank stops the run after that step with a
-  // checkpoint, as a stop signal does, but recorded as a "handover" (a sweep regrouping the trial
-  // onto more ranks); run() then returns {"stopped_for_handover": true, "steps": N}. Not asked when
-  // the training split is streamed (data.cache: none): that run cannot continue on other ranks.
+  // Asked on every rank in every step but the last, before its update: true on any rank stops the
+  // run after that step with a checkpoint, as a stop signal does, but recorded as a "handover" (a
+  // sweep regrouping the trial onto more ranks); run() then returns {"stopped_for_handover": true,
+  // "steps": N}. Not asked when the training split is streamed (data.cache: none): that run cannot
+  // continue on other ranks.
   std::function<bool()> handover_check{};
 };
 
@@ -76,11 +78,20 @@ class Trainer : private TrainingActions {
   struct Bookkeeping;    // the run's step callbacks and the ones the loop asks
   void start_session();  // run directory, run control, progress, machine metrics, rank 0's weights
   Bookkeeping make_bookkeeping(std::int64_t global_batch, std::int64_t last_step);
-  void update_weights(GradientExchange& exchange);
+  // Between the gradient all-reduce and the update: this rank's finite check of the summed
+  // gradients and the ranks' agreement on it, a stop and a handover (RunControl), its wait set
+  // aside on `clock` as sync wait.
+  StepAgreement agree_before_update(GradientExchange& exchange, StepClock& clock, bool last_step);
+  // The update, or its skip when the agreed gradients are not finite (the loss scaler's, or
+  // train.nonfinite's).
+  void update_weights(bool finite);
   // A step whose summed gradients are not finite: stop (throws) or log the skip (train.nonfinite).
   void on_nonfinite_gradients();
   // Stops, naming the parameter, before a checkpoint of weights that are not finite is written.
   void require_finite_state(const std::string& checkpoint_path);
+  // Stops before the model is built when its weights, gradients and optimizer state cannot fit in
+  // this rank's memory (memory_check.hpp).
+  void require_model_fits(const Shape& sample, int classes);
   // Stops before training when a step's activations cannot fit in this rank's memory (memory_check.hpp).
   void require_activations_fit();
   // Updates left out so far: the loss scaler's count, or the non-finite guard's.
