@@ -129,10 +129,12 @@ bool is_phalanx_dataset(const std::string& path) {
   if (!type.valid() || H5Tget_class(type.get()) != H5T_STRING) return false;
   std::string value;
   bool read = false;
+  std::string refusal;  // taken at once: the next HDF5 call clears the error stack
   if (H5Tis_variable_str(type.get()) > 0) {
     char* text = nullptr;
     detail::Hdf5Handle memory_type = detail::variable_string_type();
     read = H5Aread(attribute.get(), memory_type.get(), &text) >= 0;
+    if (!read) refusal = detail::checked_file_refusal();
     if (read && text) value = text;
     if (text) H5free_memory(text);
   } else {
@@ -142,11 +144,9 @@ bool is_phalanx_dataset(const std::string& path) {
   }
   // A format that cannot be read is a damaged file, not a foreign one (a damaged global heap is
   // refused by the checked driver: say where).
-  if (!read) {
-    const std::string refusal = detail::checked_file_refusal();
+  if (!read)
     throw_input_error(path + ": attribute \"format\" of /: cannot be read" +
                       (refusal.empty() ? "" : ": " + refusal) + " (file corrupt?)");
-  }
   return value == dataset_format;
 }
 
