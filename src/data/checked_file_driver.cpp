@@ -87,17 +87,21 @@ const CheckedFile& checked(const H5FD_t* file) {
   return *reinterpret_cast<const CheckedFile*>(file);
 }
 
-void push_error(const char* origin, hid_t minor, const std::string& message) {
+// Never throws (HDF5 calls the callbacks from C); a message that cannot be built is dropped.
+void push_error(const char* origin, hid_t minor, const std::string& message) noexcept {
   H5Epush2(H5E_DEFAULT, __FILE__, origin, __LINE__, H5E_ERR_CLS, H5E_VFL, minor, "%s", message.c_str());
 }
 
 // A system call that failed, worded as sec2 words it ("..., errno = 5, error message =
 // 'Input/output error'"): hdf5_system_reason() finds the reason by that wording, and readers tell
 // a failing file system (exit status 1) from a damaged file (exit status 2) by it.
-void push_system_error(hid_t minor, const std::string& what, int error) {
-  push_error(
-      system_origin, minor,
-      what + ": errno = " + std::to_string(error) + ", error message = '" + std::strerror(error) + "'");
+void push_system_error(hid_t minor, const char* what, int error) noexcept {
+  try {
+    push_error(system_origin, minor,
+               std::string(what) + ": errno = " + std::to_string(error) + ", error message = '" +
+                   std::strerror(error) + "'");
+  } catch (...) {  // std::bad_alloc
+  }
 }
 
 // Reads `size` bytes at `address` whole, across interrupted and short reads, as sec2 does; bytes
@@ -316,14 +320,16 @@ H5FD_t* open_file(const char* name, unsigned flags, hid_t file_access, haddr_t l
     }
     descriptor = ::open(name, O_RDONLY | O_CLOEXEC);
     if (descriptor < 0) {
-      push_system_error(H5E_CANTOPENFILE, std::string("unable to open file '") + name + "'", errno);
+      const int error = errno;  // before the message's allocation can change it
+      push_system_error(H5E_CANTOPENFILE, (std::string("unable to open file '") + name + "'").c_str(), error);
       return nullptr;
     }
     struct stat status {};
     if (fstat(descriptor, &status) != 0) {
       const int error = errno;
       ::close(descriptor);
-      push_system_error(H5E_BADFILE, std::string("unable to query file '") + name + "'", error);
+      descriptor = -1;
+      push_system_error(H5E_BADFILE, (std::string("unable to query file '") + name + "'").c_str(), error);
       return nullptr;
     }
     auto* file = new CheckedFile{};
@@ -346,10 +352,7 @@ herr_t close_file(H5FD_t* hdf5_file) noexcept {
   const int error = errno;
   delete file;
   if (status == 0) return 0;
-  try {
-    push_system_error(H5E_CANTCLOSEFILE, "unable to close file", error);
-  } catch (...) {
-  }
+  push_system_error(H5E_CANTCLOSEFILE, "unable to close file", error);
   return -1;
 }
 
@@ -406,15 +409,18 @@ herr_t read_file(H5FD_t* hdf5_file, H5FD_mem_t type, hid_t, haddr_t address, std
     if (const int error = read_whole(file.descriptor, address, size, bytes)) {
       push_system_error(
           H5E_READERROR,
-          "reading " + std::to_string(size) + " bytes at byte " + std::to_string(address) + " failed", error);
+          ("reading " + std::to_string(size) + " bytes at byte " + std::to_string(address) + " failed")
+              .c_str(),
+          error);
       return -1;
     }
     if (file.length_bytes == 0 || !is_first_collection_read(file, type, address, size, bytes)) return 0;
     const CollectionVerdict verdict = check_collection(file, address, bytes, size);
     if (verdict.system_error != 0) {
-      push_system_error(H5E_READERROR,
-                        "reading the global heap collection at byte " + std::to_string(address) + " failed",
-                        verdict.system_error);
+      push_system_error(
+          H5E_READERROR,
+          ("reading the global heap collection at byte " + std::to_string(address) + " failed").c_str(),
+          verdict.system_error);
       return -1;
     }
     if (!verdict.damage.empty()) {
@@ -432,41 +438,33 @@ herr_t read_file(H5FD_t* hdf5_file, H5FD_mem_t type, hid_t, haddr_t address, std
 herr_t write_file(H5FD_t*, H5FD_mem_t, hid_t, haddr_t, std::size_t, const void*) noexcept {
   try {
     push_error(system_origin, H5E_WRITEERROR, "the checked file driver is read-only");
-  } catch (...) {
+  } catch (...) {  // std::bad_alloc
   }
   return -1;
 }
 
-// Shared locks for readers, as sec2 takes them (HDF5 asks for one at every open unless
-// HDF5_USE_FILE_LOCKING=FALSE), so a writer opening the file meanwhile is refused.
-herr_t lock_file(H5FD_t* hdf5_file, hbool_t read_write) noexcept {
+// flock() under HDF5's lock and unlock, as sec2 calls it: readers take shared locks (HDF5 asks for
+// one at every open unless HDF5_USE_FILE_LOCKING=FALSE), so a writer opening the file meanwhile is
+// refused; where the file system has no locks (ENOSYS) that is fine if the open allowed it.
+herr_t change_lock(H5FD_t* hdf5_file, int operation, hid_t minor, const char* what) noexcept {
   CheckedFile& file = checked(hdf5_file);
-  if (flock(file.descriptor, (read_write ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return 0;
+  if (flock(file.descriptor, operation) == 0) return 0;
   const int error = errno;
   if (error == ENOSYS && file.ignore_disabled_locks) {
     errno = 0;
     return 0;
   }
-  try {
-    push_system_error(H5E_CANTLOCKFILE, "unable to lock file", error);
-  } catch (...) {
-  }
+  push_system_error(minor, what, error);
   return -1;
+}
+
+herr_t lock_file(H5FD_t* hdf5_file, hbool_t read_write) noexcept {
+  return change_lock(hdf5_file, (read_write ? LOCK_EX : LOCK_SH) | LOCK_NB, H5E_CANTLOCKFILE,
+                     "unable to lock file");
 }
 
 herr_t unlock_file(H5FD_t* hdf5_file) noexcept {
-  CheckedFile& file = checked(hdf5_file);
-  if (flock(file.descriptor, LOCK_UN) == 0) return 0;
-  const int error = errno;
-  if (error == ENOSYS && file.ignore_disabled_locks) {
-    errno = 0;
-    return 0;
-  }
-  try {
-    push_system_error(H5E_CANTUNLOCKFILE, "unable to unlock file", error);
-  } catch (...) {
-  }
-  return -1;
+  return change_lock(hdf5_file, LOCK_UN, H5E_CANTUNLOCKFILE, "unable to unlock file");
 }
 
 const H5FD_class_t checked_driver_class = {

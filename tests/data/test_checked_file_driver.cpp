@@ -129,17 +129,19 @@ TEST(CheckedFileDriver, ReadsWhatHdf5WroteAndHandsOutTheDescriptor) {
   EXPECT_EQ(result.strings, strings);
 
   // Damage past the first 4096 bytes of a large collection, which HDF5 reads in a second call, is
-  // found as well: the driver walks the whole collection at the first.
+  // found as well: the driver walks the whole collection at the first. (One collection holds all
+  // the strings here: a read that fails after converting some leaks them inside HDF5 1.10.8.)
   {
-    std::string damaged = file_bytes(path);
-    std::size_t collection = 0;
-    std::uint64_t header = 0;
-    for (const auto& [offset, size] : found)
-      if (size > 4096 && (header = object_header_from(damaged, offset, size, 4096)) != 0) {
-        collection = offset;
-        break;
-      }
-    ASSERT_NE(header, 0u) << "no object header past the first 4096 bytes of a collection";
+    std::vector<std::string> fewer(strings.begin(), strings.begin() + 300);
+    const std::string single = scratch.file("single.h5");
+    write_strings(single, fewer);
+    std::string damaged = file_bytes(single);
+    const auto one = collections(damaged);
+    ASSERT_EQ(one.size(), 1u);
+    ASSERT_GT(one[0].second, 4096u);
+    const std::size_t collection = one[0].first;
+    const std::uint64_t header = object_header_from(damaged, collection, one[0].second, 4096);
+    ASSERT_NE(header, 0u) << "no object header past the first 4096 bytes of the collection";
     damaged[collection + header] = damaged[collection + header + 1] = 0;
     put_length(damaged, collection + header + 8, 0);
     const std::string damaged_path = scratch.file("damaged-past-4096.h5");
