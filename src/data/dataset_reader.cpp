@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
@@ -35,7 +36,9 @@ Hdf5Handle open_file(const std::string& path) {
     fail(path, "empty file (0 bytes), not a dataset");
   // H5Fis_hdf5 only looks at the signature; H5Fopen also notices a file shorter than its superblock says.
   if (H5Fis_hdf5(path.c_str()) <= 0) fail(path, "not an HDF5 file (or truncated)");
-  Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  // Through the checked driver: a damaged heap of class names would otherwise hang HDF5.
+  const Hdf5Handle access = detail::checked_file_access();
+  Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
   if (!file.valid()) fail(path, "not an HDF5 file (or truncated)");
   return file;
 }
@@ -80,8 +83,11 @@ std::vector<std::string> read_strings(const std::string& path, const OpenAttribu
     Hdf5Handle memory_type = detail::variable_string_type();
     H5Tset_cset(memory_type.get(), H5Tget_cset(opened.type.get()));
     std::vector<char*> pointers(count, nullptr);
-    if (H5Aread(opened.attribute.get(), memory_type.get(), pointers.data()) < 0)
-      fail(path, place + ": cannot be read (file corrupt?)");
+    if (H5Aread(opened.attribute.get(), memory_type.get(), pointers.data()) < 0) {
+      // The strings live in a global heap collection; the checked driver says when it is damaged.
+      const std::string refusal = detail::checked_file_refusal();
+      fail(path, place + ": cannot be read" + (refusal.empty() ? "" : ": " + refusal) + " (file corrupt?)");
+    }
     for (char* pointer : pointers) values.emplace_back(pointer ? pointer : "");
     H5Dvlen_reclaim(memory_type.get(), opened.space.get(), H5P_DEFAULT, pointers.data());
   } else {

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "mapped_file.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 #include "phalanx/data/source_layout.hpp"
@@ -126,15 +128,25 @@ bool is_phalanx_dataset(const std::string& path) {
   detail::Hdf5Handle type = detail::datatype_handle(attribute.valid() ? H5Aget_type(attribute.get()) : -1);
   if (!type.valid() || H5Tget_class(type.get()) != H5T_STRING) return false;
   std::string value;
+  bool read = false;
+  std::string refusal;  // taken at once: the next HDF5 call clears the error stack
   if (H5Tis_variable_str(type.get()) > 0) {
     char* text = nullptr;
     detail::Hdf5Handle memory_type = detail::variable_string_type();
-    if (H5Aread(attribute.get(), memory_type.get(), &text) >= 0 && text) value = text;
+    read = H5Aread(attribute.get(), memory_type.get(), &text) >= 0;
+    if (!read) refusal = detail::checked_file_refusal();
+    if (read && text) value = text;
     if (text) H5free_memory(text);
   } else {
     std::vector<char> buffer(H5Tget_size(type.get()) + 1, '\0');
-    if (H5Aread(attribute.get(), type.get(), buffer.data()) >= 0) value = buffer.data();
+    read = H5Aread(attribute.get(), type.get(), buffer.data()) >= 0;
+    if (read) value = buffer.data();
   }
+  // A format that cannot be read is a damaged file, not a foreign one (a damaged global heap is
+  // refused by the checked driver: say where).
+  if (!read)
+    throw_input_error(path + ": attribute \"format\" of /: cannot be read" +
+                      (refusal.empty() ? "" : ": " + refusal) + " (file corrupt?)");
   return value == dataset_format;
 }
 

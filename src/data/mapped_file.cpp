@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_file_driver.hpp"
 
 namespace phalanx::data::mapped {
 
@@ -20,13 +21,13 @@ detail::Hdf5Handle open_file(const std::string& path, const std::string& key) {
   if (!std::filesystem::exists(status)) throw_input_error(where + ": no such file");
   if (std::filesystem::is_directory(status)) throw_input_error(where + ": is a directory, not an HDF5 file");
   if (H5Fis_hdf5(path.c_str()) <= 0) throw_input_error(where + ": not an HDF5 file (or truncated)");
-  detail::Hdf5Handle access = detail::property_list_handle(H5Pcreate(H5P_FILE_ACCESS));
+  // The checked driver, as for phalanx's own datasets: a damaged global heap must not hang HDF5.
+  detail::Hdf5Handle access = detail::checked_file_access();
 #if H5_VERSION_GE(1, 10, 7)
   // use_file_locking = true, ignore_when_disabled = true: lock where the file system can.
-  if (access.valid()) H5Pset_file_locking(access.get(), 1, 1);
+  H5Pset_file_locking(access.get(), 1, 1);
 #endif
-  detail::Hdf5Handle file =
-      detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.valid() ? access.get() : H5P_DEFAULT));
+  detail::Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
   if (!file.valid())
     throw_input_error(where +
                       ": cannot be opened read-only (truncated, or locked by a writer; on a file "

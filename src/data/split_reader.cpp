@@ -8,6 +8,7 @@
 #include <string>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 
 namespace phalanx::data {
@@ -99,7 +100,11 @@ SplitReader::SplitReader(const std::string& path, const std::string& split_name,
   split_ = *found;
   images_name_ = "/" + split_.name + "/images";
   labels_name_ = "/" + split_.name + "/labels";
-  const hid_t file_access = mpi_io_ ? static_cast<hid_t>(mpi_io_->file_access()) : H5P_DEFAULT;
+  // Serial reads go through the checked driver, whose handle is the descriptor the truncation
+  // check asks for; MPI-IO reads keep HDF5's MPI-IO driver (read_dataset_info above has read the
+  // file's variable-length strings through the checked one already).
+  const detail::Hdf5Handle checked_access = mpi_io_ ? detail::Hdf5Handle() : detail::checked_file_access();
+  const hid_t file_access = mpi_io_ ? static_cast<hid_t>(mpi_io_->file_access()) : checked_access.get();
   file_ = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, file_access));
   if (!file_.valid()) fail(path, "cannot be opened (truncated or damaged file)");
   opened_bytes_ = open_file_bytes(file_.get(), mpi_io_ != nullptr);

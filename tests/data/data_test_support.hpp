@@ -1,11 +1,18 @@
-// Helpers shared by the data tests: small deterministic splits, and an assertion that a call
-// fails with an input error (exit status 2) whose message contains the expected text.
+// Helpers shared by the data tests: small deterministic splits, an assertion that a call fails
+// with an input error (exit status 2) whose message contains the expected text, and a deadline for
+// calls that once hung.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/dataset.hpp"
@@ -45,6 +52,37 @@ std::string input_error_message(Call&& call) {
   }
   ADD_FAILURE() << "expected an input error, but the call succeeded";
   return {};
+}
+
+// Runs `call` and ends the test program, naming `what`, if it has not returned within `seconds`.
+// For reads of damaged files that once spun forever inside HDF5: nothing can interrupt such a call,
+// and without this a regression would hold CTest until its 600 s timeout.
+template <typename Call>
+void within_seconds(int seconds, const char* what, Call&& call) {
+  std::mutex mutex;
+  std::condition_variable finished_signal;
+  bool finished = false;
+  std::thread deadline([&] {
+    std::unique_lock lock(mutex);
+    if (finished_signal.wait_for(lock, std::chrono::seconds(seconds), [&] { return finished; })) return;
+    std::fprintf(stderr, "%s did not return within %d s (hung)\n", what, seconds);
+    std::_Exit(1);
+  });
+  const auto finish = [&] {
+    {
+      const std::lock_guard lock(mutex);
+      finished = true;
+    }
+    finished_signal.notify_one();
+    deadline.join();
+  };
+  try {
+    call();
+  } catch (...) {
+    finish();
+    throw;
+  }
+  finish();
 }
 
 }  // namespace phalanx::testing

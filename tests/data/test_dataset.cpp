@@ -417,6 +417,21 @@ TEST(DatasetValidation, EmptyClasses) {
   EXPECT_INPUT_ERROR(read_dataset_info(path), path + ": attribute \"classes\" of /: missing");
 }
 
+TEST(DatasetValidation, DamagedGlobalHeapIsAnInputErrorNotAHang) {
+  // A fuzzer's input: the global heap collection holding the variable-length strings of the root
+  // attributes has a free-space object of size 0 after its first object, which HDF5 1.10 steps over
+  // forever. The checked file driver refuses the collection; the first attribute read from it fails.
+  const std::string path =
+      std::string(PHALANX_SOURCE_DIR) + "/tests/fuzz/regressions/dataset/hdf5_vlen_class_names_loop.h5";
+  std::string message;
+  testing::within_seconds(30, "read_dataset_info of a damaged global heap",
+                          [&] { message = testing::input_error_message([&] { read_dataset_info(path); }); });
+  EXPECT_NE(message.find(path + ": attribute \"format\" of /: cannot be read: the global heap collection at "
+                                "byte 2048 is damaged: its object 0 at byte 2096 (free space) has size 0"),
+            std::string::npos)
+      << message;
+}
+
 TEST(DatasetValidation, MeanAndStandardDeviation) {
   ScratchDirectory scratch("dataset-statistics");
   const std::string path = write_valid_file(scratch);

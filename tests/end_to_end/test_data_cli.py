@@ -198,6 +198,16 @@ class SynthTest(unittest.TestCase):
         self.assertIn("no-such-dataset.h5", result.stderr)
         self.assertEqual(len(result.error_lines()), 1, result.describe())
 
+    def test_inspect_of_a_damaged_global_heap_exits_2_at_once(self):
+        # A fuzzer's input on which HDF5 1.10 spun forever: the checked file driver refuses its
+        # global heap collection, so inspect names the file, the attribute and the damage.
+        path = os.path.join(e2e.SOURCE_DIR, "tests", "fuzz", "regressions", "dataset", "hdf5_vlen_class_names_loop.h5")
+        result = e2e.phalanx("data", "inspect", path, timeout=60)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertEqual(len(result.error_lines()), 1, result.describe())
+        self.assertIn(f'{path}: attribute "format" of /: cannot be read: the global heap collection at byte 2048 '
+                      "is damaged", result.error_lines()[0])
+
 
 if __name__ == "__main__":
     e2e.main()

@@ -118,28 +118,45 @@ class FaultTest(unittest.TestCase):
             process.wait(timeout=60)
             self.assertEqual(checkpoint_problems(run_dir), [], f"attempt {attempt}")
 
+    def stream(self, name, data, checkpoint_every_steps, environment=None):
+        """Starts a 3-epoch training run that streams `data` (data.cache: none, a 1 MB shuffle
+        window), checkpointing every `checkpoint_every_steps` steps (0: never); returns the process,
+        its output piped, and the run directory."""
+        config = small_config(name, data=data, epochs=3)
+        run_dir = os.path.join(WORK, name)
+        process = subprocess.Popen([e2e.PHALANX, "train", config, "--run-dir", run_dir, "--set", "data.cache=none",
+                                    "--set", "data.stream_window_mb=1",
+                                    "--set", f"checkpoint.every_steps={checkpoint_every_steps}"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=environment or e2e.child_environment())
+        self.addCleanup(process.kill)
+        return process, run_dir
+
+    def assert_stopped_naming(self, process, status, culprits):
+        """Waits for a run to end with exit status `status` and one error line naming every culprit."""
+        stdout, stderr = process.communicate(timeout=300)
+        self.assertEqual(process.returncode, status, stdout[-2000:] + stderr[-2000:])
+        lines = [line for line in stderr.splitlines() if line.startswith("phalanx: error")]
+        self.assertEqual(len(lines), 1, stderr)
+        for culprit in culprits:
+            self.assertIn(culprit, lines[0])
+        print(f"\n    {lines[0]}", end=" ")
+
+    def assert_checkpoints_before_the_fault_are_whole(self, run_dir):
+        # keep: 3, every 20 steps from step 20 on: all there up to the fault, each loadable.
+        self.assertTrue(checkpoint_names(run_dir), "no checkpoint before the fault")
+        self.assertEqual(checkpoint_problems(run_dir), [])
+
     def test_dataset_truncated_while_streaming_is_an_input_error(self):
         data = e2e.make_synth(os.path.join(WORK, "stream.h5"), train=8192, test=32, height=16, width=16,
                               channels=3, classes=3)
-        config = small_config("truncated", data=data, epochs=3)
-        run_dir = os.path.join(WORK, "truncated")
-        process = subprocess.Popen([e2e.PHALANX, "train", config, "--run-dir", run_dir, "--set", "data.cache=none",
-                                    "--set", "data.stream_window_mb=1", "--set", "checkpoint.every_steps=0"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   env=e2e.child_environment())
-        self.addCleanup(process.kill)
+        process, _ = self.stream("truncated", data, checkpoint_every_steps=0)
         for line in process.stdout:
             if "step" in line and "loss" in line:
                 break
         with open(data, "r+b") as file:  # cut the file in half under the running job
             file.truncate(os.path.getsize(data) // 2)
-        stdout, stderr = process.communicate(timeout=300)
-        self.assertEqual(process.returncode, 2, stdout[-2000:] + stderr[-2000:])
-        lines = [line for line in stderr.splitlines() if line.startswith("phalanx: error")]
-        self.assertEqual(len(lines), 1, stderr)
-        for culprit in (data, "/train/images[", "shrank"):
-            self.assertIn(culprit, lines[0])
-        print(f"\n    {lines[0]}", end=" ")
+        self.assert_stopped_naming(process, 2, (data, "/train/images[", "shrank"))
 
     def test_chunk_damaged_while_streaming_is_an_input_error_naming_its_samples(self):
         data = os.path.join(WORK, "damaged.h5")
@@ -148,33 +165,15 @@ class FaultTest(unittest.TestCase):
         self.assertEqual(synth.returncode, 0, synth.describe())
         with h5py.File(data, "r") as file:  # where the sixth chunk of the training images lies
             chunk = file["train/images"].id.get_chunk_info(5)
-        config = small_config("damaged", data=data, epochs=3)
-        run_dir = os.path.join(WORK, "damaged")
-        process = subprocess.Popen([e2e.PHALANX, "train", config, "--run-dir", run_dir, "--set", "data.cache=none",
-                                    "--set", "data.stream_window_mb=1", "--set", "checkpoint.every_steps=20"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   env=e2e.child_environment())
-        self.addCleanup(process.kill)
-        deadline = time.monotonic() + 120
-        # Until the first checkpoint is there (any: on a quiet machine step-20.h5 may already have
-        # been rotated out by the time this loop looks).
-        while not checkpoint_names(run_dir) and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
+        process, run_dir = self.stream("damaged", data, checkpoint_every_steps=20)
+        wait_for_a_checkpoint(process, run_dir)
         with open(data, "r+b") as file:  # flip bytes in the middle of the chunk, on disk, under the job
             file.seek(chunk.byte_offset + chunk.size // 2)
             damaged = bytes(byte ^ 0xFF for byte in file.read(64))
             file.seek(chunk.byte_offset + chunk.size // 2)
             file.write(damaged)
-        stdout, stderr = process.communicate(timeout=300)
-        self.assertEqual(process.returncode, 2, stdout[-2000:] + stderr[-2000:])
-        lines = [line for line in stderr.splitlines() if line.startswith("phalanx: error")]
-        self.assertEqual(len(lines), 1, stderr)
-        for culprit in (data, "/train/images[2560:3072]", "Fletcher32"):
-            self.assertIn(culprit, lines[0])
-        print(f"\n    {lines[0]}", end=" ")
-        # The checkpoints up to the fault (keep: 3, every 20 steps from step 20 on) are all whole.
-        self.assertTrue(checkpoint_names(run_dir), "no checkpoint before the fault")
-        self.assertEqual(checkpoint_problems(run_dir), [])
+        self.assert_stopped_naming(process, 2, (data, "/train/images[2560:3072]", "Fletcher32"))
+        self.assert_checkpoints_before_the_fault_are_whole(run_dir)
 
     def test_file_system_failing_under_a_streaming_run_names_the_file(self):
         library = os.path.join(WORK, "failing_file_system.so")
@@ -188,33 +187,16 @@ class FaultTest(unittest.TestCase):
         trigger = os.path.join(WORK, "file-system-gone")
         if os.path.exists(trigger):
             os.remove(trigger)
-        config = small_config("failing", data=data, epochs=3)
-        run_dir = os.path.join(WORK, "failing")
         environment = e2e.child_environment()
         environment.update({"LD_PRELOAD": library, "PHALANX_TEST_FAILING_FILE": os.path.realpath(data),
                             "PHALANX_TEST_FAILURE_TRIGGER": trigger})
         # A sanitizer runtime wants to come first; the preloaded reads are not what it checks.
         environment["ASAN_OPTIONS"] = environment.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
-        process = subprocess.Popen([e2e.PHALANX, "train", config, "--run-dir", run_dir, "--set", "data.cache=none",
-                                    "--set", "data.stream_window_mb=1", "--set", "checkpoint.every_steps=20"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
-        self.addCleanup(process.kill)
-        deadline = time.monotonic() + 120
-        # Until the first checkpoint is there (any: on a quiet machine step-20.h5 may already have
-        # been rotated out by the time this loop looks).
-        while not checkpoint_names(run_dir) and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
+        process, run_dir = self.stream("failing", data, checkpoint_every_steps=20, environment=environment)
+        wait_for_a_checkpoint(process, run_dir)
         open(trigger, "w").close()  # from now on every read of the dataset fails with EIO
-        stdout, stderr = process.communicate(timeout=300)
-        self.assertEqual(process.returncode, 1, stdout[-2000:] + stderr[-2000:])
-        lines = [line for line in stderr.splitlines() if line.startswith("phalanx: error")]
-        self.assertEqual(len(lines), 1, stderr)
-        for culprit in (data, "/train/", "Input/output error", "--resume auto"):
-            self.assertIn(culprit, lines[0])
-        print(f"\n    {lines[0]}", end=" ")
-        # The checkpoints up to the fault (keep: 3, every 20 steps from step 20 on) are all whole.
-        self.assertTrue(checkpoint_names(run_dir), "no checkpoint before the fault")
-        self.assertEqual(checkpoint_problems(run_dir), [])
+        self.assert_stopped_naming(process, 1, (data, "/train/", "Input/output error", "--resume auto"))
+        self.assert_checkpoints_before_the_fault_are_whole(run_dir)
 
     def test_nonfinite_loss_stops_at_its_step_and_keeps_the_last_good_checkpoint(self):
         config = small_config("diverged", epochs=1)
@@ -383,6 +365,14 @@ class FaultTest(unittest.TestCase):
 def checkpoint_names(run_dir):
     folder = os.path.join(run_dir, "checkpoints")
     return [name for name in os.listdir(folder) if name.startswith("step-")] if os.path.isdir(folder) else []
+
+
+def wait_for_a_checkpoint(process, run_dir):
+    """Until the run's first checkpoint is there, it ended, or 120 s passed (any checkpoint: on a
+    quiet machine step-20.h5 may already have been rotated out by the time this looks)."""
+    deadline = time.monotonic() + 120
+    while not checkpoint_names(run_dir) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ std::string describe_hdf5_tree(const std::string& path);
 // be in separate files); empty when the files have no recognisable pair.
 std::string suggest_source_block(const std::vector<std::string>& paths);
 
-// True when `path` is a phalanx dataset (root attribute format = "phalanx-dataset").
+// True when `path` is a phalanx dataset (root attribute format = "phalanx-dataset"); an input error
+// when the file cannot be opened or its format attribute cannot be read (a damaged file).
 bool is_phalanx_dataset(const std::string& path);
 
 }  // namespace phalanx::data
