@@ -203,11 +203,11 @@ def phalanx_sets(args, model, data, ranks, threads, precision):
     }
     if spec["optimizer"] == "sgd":
         sets["optimizer.momentum"] = spec["momentum"]
-    if precision != "fp32":
-        # bf16 compute (operands of convolutions and linear layers); activations in fp32, or in bf16
-        # for bf16act (train.activation_dtype).
-        sets["train.precision"] = "bf16"
-        sets["train.activation_dtype"] = "bf16" if precision == "bf16act" else "fp32"
+    # Named in every column: the configs may say auto (configs/fashion_mnist.yaml does), which would
+    # make the fp32 column bf16 on a CPU with bf16 instructions. bf16: bf16 compute (operands of
+    # convolutions and linear layers); activations in fp32, or in bf16 for bf16act.
+    sets["train.precision"] = "fp32" if precision == "fp32" else "bf16"
+    sets["train.activation_dtype"] = "bf16" if precision == "bf16act" else "fp32"
     return sets
 
 

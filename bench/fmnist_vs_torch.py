@@ -84,6 +84,10 @@ def run_phalanx(args, pairing, run_dir):
         "schedule.type": "constant",
         "schedule.warmup_epochs": 0,
         "checkpoint.every_steps": 0,
+        # PyTorch runs fp32 here: so does phalanx, whatever the config says (auto is bf16 on CPUs
+        # with bf16 instructions).
+        "train.precision": "fp32",
+        "train.activation_dtype": "fp32",
     }
     return train_runs.run_phalanx(args.phalanx, args.config, sets, ranks, threads, run_dir, args.mpirun,
                                   args.timeout)

@@ -275,7 +275,7 @@ step train-cpu 120 "$bundle/phalanx" train "$config" --set device=cpu --set data
   --set train.max_steps=200 --run-dir "$work/run-cpu"
 step eval-cpu-checkpoint-on-gpu 120 "$bundle/phalanx" eval --checkpoint "$work/run-cpu/checkpoints/latest.h5" \
   --data "$data" --device $device
-note "  CPU-trained, evaluated on the GPU: $(tail -n 1 "$work/eval-cpu-checkpoint-on-gpu.log"); on the CPU it had $(json "$work/run-cpu/summary.json" 'd["test_accuracy"]')"
+note "  CPU-trained ($(grep -m1 -oE 'train.precision auto: [a-z0-9]+( \([^)]*\))?, train.activation_dtype auto: [a-z0-9]+' "$work/train-cpu.log"): a bf16 run's checkpoint where auto chose bf16), evaluated on the GPU: $(tail -n 1 "$work/eval-cpu-checkpoint-on-gpu.log"); on the CPU it had $(json "$work/run-cpu/summary.json" 'd["test_accuracy"]')"
 
 # 7. Where the ResNet-50 time goes, op by op: phalanx's ops in fp32, bf16 compute and bf16
 # activations, then PyTorch's on bf16 tensors as autocast runs them, at the same shapes

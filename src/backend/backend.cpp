@@ -12,6 +12,15 @@ ComputePrecision compute_precision_from_name(const std::string& name) {
   throw_internal_error(detail::concat("unknown compute precision '", name, "'"), __FILE__, __LINE__);
 }
 
+std::string compute_precision_name(ComputePrecision precision) {
+  switch (precision) {
+    case ComputePrecision::BFloat16: return "bf16";
+    case ComputePrecision::Float16: return "fp16";
+    case ComputePrecision::Float32: break;
+  }
+  return "fp32";
+}
+
 void Backend::set_compute_precision(ComputePrecision precision) {
   PHALANX_REQUIRE_INPUT(precision == ComputePrecision::Float32, name(),
                         " computes in fp32 only; bf16 and fp16 need a GPU rank (the CUDA backend)");

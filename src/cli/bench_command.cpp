@@ -47,7 +47,7 @@ bool every_rank(const comm::Communicator& world, bool value) {
 // ----- devices -------------------------------------------------------------------------------
 
 struct DeviceRun {
-  std::string device, precision, backend_name, arithmetic_note;
+  std::string device, precision, activations, backend_name, arithmetic_note;
   nlohmann::json summary;
 };
 
@@ -78,9 +78,12 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
   const LocalGpu gpu = find_local_gpu(world);
   const bool gpus = every_rank(world, gpu.device >= 0);
   if (gpus) devices.push_back("cuda");
-  // bf16 activations where the configuration asks for them (GPU ranks, and CPU ranks where oneDNN
-  // has bf16 kernels); otherwise bf16 compute on fp32 activations, which every device has.
-  const std::string bf16_activations = config.train.activation_dtype == "bf16" ? "bf16" : "fp32";
+  // bf16 activations where the configuration asks for them (bf16, or auto: where the rank can hold
+  // them); otherwise bf16 compute on fp32 activations, which every device has.
+  const std::string bf16_activations =
+      config.train.activation_dtype == "bf16" || config.train.activation_dtype == "auto"
+          ? config.train.activation_dtype
+          : "fp32";
   std::vector<DeviceRun> runs;
   for (const auto& [device, precision] : std::vector<std::pair<std::string, std::string>>{
            {"cpu", "fp32"}, {"cpu", "bf16"}, {"cuda", "fp32"}, {"cuda", "bf16"}}) {
@@ -108,7 +111,12 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
       trainer = std::make_unique<train::Trainer>(std::move(options), world, *resources.backend);
     });
     if (status) return status;
-    DeviceRun run{device, precision, resources.backend->name(), resources.backend->arithmetic_note(), {}};
+    DeviceRun run{device,
+                  precision,
+                  trainer->arithmetic().activation_dtype,
+                  resources.backend->name(),
+                  resources.backend->arithmetic_note(),
+                  {}};
     status = run_or_abort(world, [&] { run.summary = trainer->run(); });
     if (status) return status;
     runs.push_back(std::move(run));
@@ -128,7 +136,7 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
     const auto& breakdown = run.summary["time_breakdown"];
     const auto ms = [&](const char* stage) { return breakdown[stage]["ms_per_step"].get<double>(); };
     const std::string precision =
-        run.precision + (run.precision == "bf16" && bf16_activations == "bf16" ? "+act" : "");
+        run.precision + (run.precision == "bf16" && run.activations == "bf16" ? "+act" : "");
     const std::string backend =
         run.backend_name + (run.arithmetic_note.empty() ? std::string() : "; " + run.arithmetic_note);
     std::printf("%-6s %-9s %10.0f %9.2f %8.2f %8.3f %9.2f %9.2f %11.2f %10.2f %8.2f  %s\n", run.device.c_str(),

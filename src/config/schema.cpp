@@ -147,7 +147,7 @@ const std::vector<std::string>& schedule_types() {
 }
 
 const std::vector<std::string>& precisions() {
-  static const std::vector<std::string> values = {"fp32", "bf16", "fp16"};
+  static const std::vector<std::string> values = {"fp32", "bf16", "fp16", "auto"};
   return values;
 }
 

@@ -302,14 +302,18 @@ void read_train(const Section& section, TrainConfig& train) {
   if (const YAML::Node value = section["activation_dtype"]; has(value)) {
     train.activation_dtype = reader.choice(value, section.key("activation_dtype"), schema::precisions());
     // Activations are held in fp32 or in the compute precision itself (a convolution's output
-    // is then stored as it is computed); any other pair would add a conversion at every op.
-    if (train.activation_dtype != "fp32" && train.activation_dtype != train.precision)
+    // is then stored as it is computed); any other pair would add a conversion at every op. auto
+    // is that precision where it can be (train::resolve_arithmetic); a reduced precision named
+    // outright needs the same named as train.precision, not auto, which may resolve to fp32.
+    const bool automatic = train.activation_dtype == "auto";
+    if (train.activation_dtype != "fp32" && !automatic && train.activation_dtype != train.precision)
       reader.fail(section.key("activation_dtype"),
                   section.key("activation_dtype") + ": " + train.activation_dtype +
-                      " must be fp32 or equal to train.precision, which is " + train.precision,
+                      " must be fp32, auto or equal to train.precision, which is " + train.precision,
                   value);
-    // Micro-batches slice the input and sum the parameter gradients in fp32 elements.
-    if (train.activation_dtype != "fp32" && train.accumulation_steps > 1)
+    // Micro-batches slice the input and sum the parameter gradients in fp32 elements (auto
+    // activations are fp32 then).
+    if (train.activation_dtype != "fp32" && !automatic && train.accumulation_steps > 1)
       reader.fail(section.key("activation_dtype"),
                   section.key("activation_dtype") + ": " + train.activation_dtype +
                       " cannot be combined with gradient accumulation (train.accumulation_steps: " +

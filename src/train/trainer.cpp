@@ -39,7 +39,15 @@ constexpr int evaluation_batch = 256;
 Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator, backend::Backend& backend)
     : options_(std::move(options)), communicator_(communicator), backend_(backend) {
   const auto& config = options_.config;
-  apply_arithmetic(config, backend_);
+  local_batches_ = options_.batch_split.local_batches;
+  if (local_batches_.empty())
+    local_batches_.assign(static_cast<std::size_t>(communicator_.size()), config.train.batch_size);
+  PHALANX_CHECK(static_cast<int>(local_batches_.size()) == communicator_.size(), local_batches_.size(),
+                " local batches for ", communicator_.size(), " ranks");
+  // The rank's micro-batches per step decide how activation_dtype: auto holds activations.
+  arithmetic_ = apply_arithmetic(
+      config, backend_,
+      micro_batches_per_step(local_batches_[static_cast<std::size_t>(communicator_.rank())]));
   dataset_info_ = data::describe_dataset(config.data, options_.run_directory, communicator_);
   train_split_ = data::open_training_source(config.data, communicator_);
   test_split_ = std::make_shared<const data::Split>(
@@ -50,18 +58,13 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
                                        backend_, config.seed);
   optimizer_ = optim::make_optimizer(config.optimizer, backend_, model_->registry().parameter_count());
   if (config.train.loss_scale == "dynamic" ||
-      (config.train.loss_scale == "auto" && config.train.precision == "fp16"))
+      (config.train.loss_scale == "auto" && arithmetic_.precision == "fp16"))
     loss_scaler_ = std::make_unique<optim::LossScaler>(config.train.loss_scale_initial);
   nonfinite_guard_ = std::make_unique<NonFiniteGuard>(nonfinite_policy(config.train.nonfinite), backend_);
   PHALANX_REQUIRE_INPUT(config.distributed.grad_dtype == "fp32" || options_.nccl != nullptr,
                         "distributed.grad_dtype: ", config.distributed.grad_dtype,
                         " compresses the NCCL all-reduce of jobs whose ranks all drive a GPU; this job sums "
                         "gradients with MPI on host memory (use fp32)");
-  local_batches_ = options_.batch_split.local_batches;
-  if (local_batches_.empty())
-    local_batches_.assign(static_cast<std::size_t>(communicator_.size()), config.train.batch_size);
-  PHALANX_CHECK(static_cast<int>(local_batches_.size()) == communicator_.size(), local_batches_.size(),
-                " local batches for ", communicator_.size(), " ranks");
   global_batch_ = std::accumulate(local_batches_.begin(), local_batches_.end(), std::int64_t{0});
   PHALANX_REQUIRE_INPUT(train_split_->count >= global_batch_, data::source_name(config.data), ": split '",
                         config.data.train_split, "' has ", train_split_->count,
@@ -373,7 +376,10 @@ void Trainer::start_session() {
   broadcast_from_root(model_->registry().parameters());
   broadcast_from_root(model_->registry().buffers());
 
-  const std::string arithmetic_note = backend_.arithmetic_note();
+  // What train.precision/activation_dtype: auto became here, then how the backend computes so.
+  std::string arithmetic_note = describe_resolution(options_.config.train, arithmetic_);
+  if (const std::string backend_note = backend_.arithmetic_note(); !backend_note.empty())
+    arithmetic_note += (arithmetic_note.empty() ? "" : ", ") + backend_note;
   const auto rank_lines = communicator_.gather_strings(
       "rank " + std::to_string(communicator_.rank()) + ", host " + communicator_.host_name() + ", device " +
           backend_.name() + ", threads " + std::to_string(options_.threads) +
@@ -547,17 +553,22 @@ void Trainer::require_finite_state(const std::string& checkpoint_path) {
                       " is not written (optimizer.learning_rate too high?); " + kept_checkpoint_note());
 }
 
-std::unique_ptr<MicroBatches> Trainer::make_micro_batches(int local_batch) const {
+int Trainer::micro_batches_per_step(int local_batch) const {
   const auto& config = options_.config;
   const bool even_split =
       config.distributed.batch_split == "equal" && config.distributed.local_batches.empty();
-  const int count =
-      micro_batch_count(config.train.accumulation_steps, local_batch, config.train.batch_size, even_split);
+  return micro_batch_count(config.train.accumulation_steps, local_batch, config.train.batch_size, even_split);
+}
+
+std::unique_ptr<MicroBatches> Trainer::make_micro_batches(int local_batch) const {
+  const auto& config = options_.config;
+  const int count = micro_batches_per_step(local_batch);
   if (count < 2) return nullptr;
   // The micro-batches slice the input batch by fp32 sample sizes and sum the fp32 parameter
-  // gradients with the backend's add, which under reduced activations reads 2-byte elements.
+  // gradients with the backend's add, which under reduced activations reads 2-byte elements
+  // (activation_dtype: auto chose fp32 for this rank already).
   PHALANX_REQUIRE_INPUT(
-      config.train.activation_dtype == "fp32", "train.activation_dtype: ", config.train.activation_dtype,
+      arithmetic_.activation_dtype == "fp32", "train.activation_dtype: ", config.train.activation_dtype,
       " cannot be combined with gradient accumulation (", count, " micro-batches of a local batch of ",
       local_batch, ", train.accumulation_steps); use fp32 activations or one micro-batch per step");
   return std::make_unique<MicroBatches>(backend_, local_batch, count, model_->classes(),

@@ -126,7 +126,7 @@ TEST(ConfigParseErrors, UnknownEnumeratedValuesSuggestOrList) {
                      {"schedule.type: unknown value 'cosin' (did you mean 'cosine'?)"});
   expect_parse_error("device: cuad\n", {"device: unknown value 'cuad' (did you mean 'cuda'?)"});
   expect_parse_error("train: {precision: float32}\n",
-                     {"train.precision: unknown value 'float32' (allowed: fp32, bf16, fp16)"});
+                     {"train.precision: unknown value 'float32' (allowed: fp32, bf16, fp16, auto)"});
   expect_input_error([&] { parse("model: {preset: resnet2}\ndata: {path: d.h5}\n", source); },
                      {source + ": model.preset: unknown value 'resnet2' (did you mean 'resnet20'?)"});
   expect_input_error(

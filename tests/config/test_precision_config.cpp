@@ -91,17 +91,19 @@ TEST(PrecisionConfig, ActivationDtypeErrorsNameTheKeyAndTheRule) {
   expect_input_error([&] { parse(base + "train: {activation_dtype: bf61}\n", source); },
                      {source + ": ", "train.activation_dtype: unknown value 'bf61' (did you mean 'bf16'?)"});
   expect_input_error([&] { parse(base + "train: {activation_dtype: float8}\n", source); },
-                     {"train.activation_dtype: unknown value 'float8' (allowed: fp32, bf16, fp16)"});
+                     {"train.activation_dtype: unknown value 'float8' (allowed: fp32, bf16, fp16, auto)"});
   expect_input_error(
       [&] { parse(base + "train: {activation_dtype: bf16}\n", source); },
-      {source + ": ", "train.activation_dtype: bf16 must be fp32 or equal to train.precision, which is fp32",
+      {source + ": ",
+       "train.activation_dtype: bf16 must be fp32, auto or equal to train.precision, which is fp32",
        "(line 3)"});
   expect_input_error(
       [&] { parse(base + "train: {precision: bf16, activation_dtype: fp16}\n", source); },
-      {"train.activation_dtype: fp16 must be fp32 or equal to train.precision, which is bf16"});
-  expect_input_error([&] { parse(base, source, {"train.activation_dtype=fp16"}); },
-                     {"train.activation_dtype: fp16 must be fp32 or equal to train.precision, which is fp32",
-                      "(from --set train.activation_dtype)"});
+      {"train.activation_dtype: fp16 must be fp32, auto or equal to train.precision, which is bf16"});
+  expect_input_error(
+      [&] { parse(base, source, {"train.activation_dtype=fp16"}); },
+      {"train.activation_dtype: fp16 must be fp32, auto or equal to train.precision, which is fp32",
+       "(from --set train.activation_dtype)"});
   expect_input_error([&] { parse(base + "train: {activation_type: bf16}\n", source); },
                      {"unknown key 'train.activation_type' (did you mean 'train.activation_dtype'?)"});
   // Micro-batches work in fp32 elements: reduced activations with gradient accumulation are refused,
@@ -115,6 +117,32 @@ TEST(PrecisionConfig, ActivationDtypeErrorsNameTheKeyAndTheRule) {
   EXPECT_EQ(parse(base + "train: {precision: bf16, activation_dtype: bf16, accumulation_steps: 1}\n", source)
                 .train.activation_dtype,
             "bf16");
+}
+
+// auto: resolved per rank at start (train::resolve_arithmetic), so the config keeps the word:
+// a resumed run compares it unresolved, and a checkpoint moved to another CPU resolves anew.
+TEST(PrecisionConfig, AutoIsKeptAsWrittenAndCombinesWithAnything) {
+  const Config config = parse(base + "train: {precision: auto, activation_dtype: auto}\n", source);
+  EXPECT_EQ(config.train.precision, "auto");
+  EXPECT_EQ(config.train.activation_dtype, "auto");
+  EXPECT_EQ(parse(to_yaml(config), "round trip"), config);
+  EXPECT_NE(hash(config), hash(parse(base + "train: {precision: bf16, activation_dtype: bf16}\n", source)));
+  // auto activations go with any compute precision, and with gradient accumulation (they are
+  // fp32 then); a reduced precision named outright needs that precision named, not auto.
+  for (const std::string precision : {"fp32", "bf16", "fp16", "auto"})
+    EXPECT_EQ(
+        parse(base + "train: {precision: " + precision + ", activation_dtype: auto, accumulation_steps: 2}\n",
+              source)
+            .train.activation_dtype,
+        "auto");
+  EXPECT_EQ(parse(base + "train: {precision: auto, activation_dtype: fp32}\n", source).train.activation_dtype,
+            "fp32");
+  expect_input_error(
+      [&] { parse(base + "train: {precision: auto, activation_dtype: bf16}\n", source); },
+      {source + ": ",
+       "train.activation_dtype: bf16 must be fp32, auto or equal to train.precision, which is auto"});
+  expect_input_error([&] { parse(base + "train: {precision: atuo}\n", source); },
+                     {"train.precision: unknown value 'atuo' (did you mean 'auto'?)"});
 }
 
 }  // namespace

@@ -200,7 +200,7 @@ TEST_F(SweepFile, ReducedActivationsNeedThatPrecisionInTheBase) {
   expect_input_error(
       [&] { load_sweep(sweep(space, activations)); },
       {"space.train.activation_dtype", "the value bf16",
-       "train.activation_dtype: bf16 must be fp32 or equal to train.precision, which is fp32"});
+       "train.activation_dtype: bf16 must be fp32, auto or equal to train.precision, which is fp32"});
   const auto sweep_config = load_sweep(sweep(space, activations), {"config.train.precision=bf16"});
   ASSERT_EQ(sweep_config.space.size(), 2u);
   EXPECT_EQ(sweep_config.space[1].values, (std::vector<std::string>{"fp32", "bf16"}));

@@ -7,7 +7,9 @@ where oneDNN 2.6 has no bf16 kernels) it trains in fp32 and says that. Its check
 layout of an fp32 run's, resume exactly, and evaluate in fp32 through `phalanx eval`. A sweep whose
 space searches train.precision trains its bf16 trials on CPU ranks. With bf16 activations as well
 (`train.activation_dtype: bf16`, activations held in bf16 between layers) the same run learns and
-lands within 0.5% of fp32 too, and its checkpoint is fp32 in the fp32 layout."""
+lands within 0.5% of fp32 too, and its checkpoint is fp32 in the fp32 layout. `auto` for both keys
+(the default config's) is bf16 on AMX or where the core's bf16 dot products outpace its fp32 FMAs,
+fp32 where not or where bf16 would be emulated, with fp32 activations under micro-batches."""
 
 import csv
 
@@ -188,6 +190,48 @@ class Bf16CpuTest(unittest.TestCase):
                 self.assertTrue(e2e.finite(summary["test_loss"]))
                 self.assertGreater(summary["test_accuracy"], 0.5)
 
+    def test_auto_is_bf16_where_it_outpaces_fp32(self):
+        # train.precision: auto with activation_dtype: auto (configs/fashion_mnist.yaml): every rank
+        # says what it chose and why; bf16 (compute and activations) on AMX, or where the core's bf16
+        # dot products are at least as fast as its fp32 FMAs, else fp32; fp32 where oneDNN would
+        # emulate bf16 (held at AVX512_CORE). A resume on one rank, which keeps the global batch in
+        # two micro-batches per step, holds activations in fp32 and goes on.
+        auto = ["--set", "train.precision=auto", "--set", "train.activation_dtype=auto"]
+        said = re.compile(r"train\.precision auto: (bf16|fp32) \(([^)]*)\), train\.activation_dtype auto: (bf16|fp32)")
+        for isa in (None, "AVX512_CORE"):
+            with self.subTest(isa=isa):
+                run_dir = os.path.join(WORK, f"auto-{(isa or 'native').lower()}")
+                arguments = ["train", CONFIG_PATH, "--run-dir", run_dir, *auto, "--set", "train.max_steps=20",
+                             "--set", "checkpoint.every_steps=10"]
+                result = (mpirun_with_isa(isa, *arguments) if isa else e2e.mpirun(RANKS, *arguments, timeout=300))
+                self.assertEqual(result.returncode, 0, result.describe())
+                choices = said.findall(result.stdout)
+                self.assertEqual(len(choices), RANKS, result.stdout)
+                precision, reason, activations = choices[0]
+                self.assertEqual(activations, precision)
+                if reason == "AMX tiles":
+                    self.assertEqual(precision, "bf16")
+                elif reason.startswith("bf16 dot products at "):
+                    ratio = float(reason.split(" at ")[1].split("x")[0])
+                    self.assertEqual(precision, "bf16" if ratio >= 1.0 else "fp32", reason)
+                else:
+                    self.assertEqual(precision, "fp32", reason)
+                if isa == "AVX512_CORE":
+                    self.assertEqual(reason, "no bf16 instructions: oneDNN would emulate bf16")
+                # The backend's own line says how bf16 runs exactly when bf16 was chosen.
+                self.assertEqual(NOTE.search(result.stdout) is not None, precision == "bf16", result.stdout)
+                summary = e2e.read_summary(run_dir)
+                self.assertEqual(summary["steps"], 20)
+                self.assertTrue(e2e.finite(summary["test_loss"]))
+                if isa is None:
+                    resumed = e2e.mpirun(1, "train", CONFIG_PATH, "--run-dir", run_dir, *auto, "--set",
+                                         "train.max_steps=30", "--resume", "auto", timeout=300)
+                    self.assertEqual(resumed.returncode, 0, resumed.describe())
+                    self.assertIn("gradient accumulation: micro-batches per rank [2]", resumed.stdout)
+                    # The same choice (the measured ratio may differ in its last digit), fp32 activations.
+                    again = said.findall(resumed.stdout)
+                    self.assertEqual([(choice[0], choice[2]) for choice in again], [(precision, "fp32")], resumed.stdout)
+                    self.assertEqual(e2e.read_summary(run_dir)["steps"], 30)
 
 if __name__ == "__main__":
     e2e.main()

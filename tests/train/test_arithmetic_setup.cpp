@@ -58,6 +58,52 @@ TEST(ArithmeticSetup, CpuRankTakesFp32AndBf16AndRefusesTheRestNamingTheKey) {
   EXPECT_EQ(backend->arithmetic_note(), "");
 }
 
+// train.precision: auto is the backend's preferred precision (which rule picks it is the backend
+// tests' concern), with its reason on the rank's line; auto activations follow the compute
+// precision, except under micro-batches (fp32 elements) and where the backend cannot hold them.
+// Named precisions pass through unresolved.
+TEST(ArithmeticSetup, AutoTakesTheBackendsPreferredPrecision) {
+  const auto backend = make_test_backend();
+  const backend::PrecisionChoice choice = backend->preferred_precision();
+  const std::string expected = backend::compute_precision_name(choice.precision);
+  ASSERT_TRUE(expected == "bf16" || expected == "fp32") << expected;
+  EXPECT_FALSE(choice.reason.empty());
+
+  const config::Config automatic = config_with("auto", "auto");
+  const train::Arithmetic one = train::apply_arithmetic(automatic, *backend);
+  EXPECT_EQ(one.precision, expected) << choice.reason;
+  EXPECT_EQ(one.activation_dtype, expected) << choice.reason;
+  EXPECT_EQ(one.precision_reason, choice.reason);
+  EXPECT_EQ(train::describe_resolution(automatic.train, one),
+            "train.precision auto: " + expected + " (" + choice.reason +
+                "), train.activation_dtype auto: " + expected);
+  // The backend computes in what auto chose: its note speaks of bf16 exactly when bf16 was chosen.
+  EXPECT_EQ(backend->arithmetic_note().find("bf16") != std::string::npos, expected == "bf16")
+      << backend->arithmetic_note();
+
+  const train::Arithmetic split = train::apply_arithmetic(automatic, *backend, 2);
+  EXPECT_EQ(split.precision, expected);
+  EXPECT_EQ(split.activation_dtype, "fp32");
+
+  // auto activations under a named precision: that precision where the backend holds it
+  // (every AVX-512 CPU for bf16), fp32 where it does not, instead of a refusal.
+  train::apply_arithmetic(config_with("bf16", "fp32"), *backend);
+  const bool bf16_unavailable = backend->arithmetic_note().find("bf16 unavailable") != std::string::npos;
+  const train::Arithmetic named = train::apply_arithmetic(config_with("bf16", "auto"), *backend);
+  EXPECT_EQ(named.precision, "bf16");
+  EXPECT_EQ(named.activation_dtype, bf16_unavailable ? "fp32" : "bf16");
+  EXPECT_EQ(train::describe_resolution(config_with("bf16", "auto").train, named),
+            "train.activation_dtype auto: " + named.activation_dtype);
+  EXPECT_EQ(train::apply_arithmetic(config_with("fp32", "auto"), *backend).activation_dtype, "fp32");
+
+  // Nothing auto: nothing to describe, the names as given.
+  const config::Config fp32 = config_with("fp32", "fp32");
+  const train::Arithmetic plain = train::apply_arithmetic(fp32, *backend);
+  EXPECT_EQ(plain.precision, "fp32");
+  EXPECT_EQ(train::describe_resolution(fp32.train, plain), "");
+  EXPECT_EQ(backend->arithmetic_note(), "");
+}
+
 // The probes measure the steps training will take: a probe runs under the configured precision
 // (bf16 on a CPU rank), and one asked for what the rank refuses is refused as training would be,
 // instead of quietly measuring an fp32 step.

@@ -25,6 +25,14 @@ enum class ComputePrecision { Float32, BFloat16, Float16 };
 
 // "fp32" | "bf16" | "fp16" (train.precision) -> ComputePrecision; anything else is an internal error.
 ComputePrecision compute_precision_from_name(const std::string& name);
+// ComputePrecision -> "fp32" | "bf16" | "fp16".
+std::string compute_precision_name(ComputePrecision precision);
+
+// What train.precision: auto computes in on a backend, and why (for the rank's start line).
+struct PrecisionChoice {
+  ComputePrecision precision = ComputePrecision::Float32;
+  std::string reason;  // e.g. "bf16 dot products at 2.00x this core's fp32 FMA rate"; may be empty
+};
 
 // One block of host memory copied to the device by an Upload.
 struct UploadPart {
@@ -141,6 +149,12 @@ class Backend : public Allocator {
   // run (the CPU backend: whether bf16 runs on AMX, on AVX-512 bf16 instructions or emulated);
   // empty when there is nothing to say.
   virtual std::string arithmetic_note() const { return {}; }
+  // What train.precision: auto computes in on this backend: the faster precision where bf16 trains
+  // to fp32's accuracy (measured on the main job, docs/BENCHMARKS.md). The base version (and the
+  // CUDA backend, whose bf16 and fp16 have not been compared with fp32 on a GPU; docs/GPU.md) says
+  // fp32; the CPU backend says bf16 on AMX, and on AVX512-BF16 where this core's bf16 dot products
+  // outpace its fp32 FMAs (measured once per process: on some CPUs they run at half the rate).
+  virtual PrecisionChoice preferred_precision() const { return {}; }
   // How activations are held in memory from now on: every float* an op reads or writes as a layer
   // input or output, its gradient, the logits and their gradient, and the input ops' output. fp32
   // (the default) or the compute precision itself (bf16/fp16, as torch.autocast keeps a

@@ -24,6 +24,7 @@
 #include "phalanx/optim/loss_scaler.hpp"
 #include "phalanx/optim/optimizer.hpp"
 #include "phalanx/optim/schedule.hpp"
+#include "phalanx/train/arithmetic_setup.hpp"
 #include "phalanx/train/batch_split.hpp"
 #include "phalanx/train/bookkeeping_callbacks.hpp"
 #include "phalanx/train/checkpoint.hpp"
@@ -68,6 +69,8 @@ class Trainer : private TrainingActions {
   nn::Model& model() { return *model_; }
   // Where training starts (after a resume) or stands.
   const TrainingPosition& position() const { return position_; }
+  // This rank's train.precision and activation_dtype, auto resolved.
+  const Arithmetic& arithmetic() const { return arithmetic_; }
   // True when run() returned early because a stop signal (SIGTERM, SIGUSR1) reached a rank; the
   // checkpoint of the last step is written.
   bool stopped_by_signal() const { return stopped_by_signal_; }
@@ -105,6 +108,8 @@ class Trainer : private TrainingActions {
   // global batch (elastic.global_batch: change).
   std::int64_t schedule_step(const TrainingPosition& position) const;
   // Gradient accumulation for this rank's local batch; none when it trains in one piece.
+  // Micro-batches per step for a local batch (train.accumulation_steps, or auto after a shrink).
+  int micro_batches_per_step(int local_batch) const;
   std::unique_ptr<MicroBatches> make_micro_batches(int local_batch) const;
   // TrainingActions, for the bookkeeping callbacks.
   void end_of_epoch(std::int64_t epoch, const TrainingRecord& record, const RunningTotals& totals) override;
@@ -139,6 +144,7 @@ class Trainer : private TrainingActions {
   std::int64_t global_batch_ = 0;
   TrainingPosition position_;
   std::string resumed_from_;
+  Arithmetic arithmetic_;      // this rank's train.precision and activation_dtype, auto resolved
   int micro_batch_count_ = 1;  // micro-batches per step on this rank (gradient accumulation)
   double learning_rate_ = 0;   // the schedule's peak rate (the config's unless a resume rescaled it)
   // A resume on another world size or global batch: what changed (summary.json "elastic").

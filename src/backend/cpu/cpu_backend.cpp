@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "activation_element.hpp"
@@ -11,6 +12,7 @@
 #include "bf16_support.hpp"
 #include "elementwise.hpp"
 #include "optimizers.hpp"
+#include "phalanx/backend/arithmetic_rate.hpp"
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::backend {
@@ -83,6 +85,25 @@ void CpuBackend::set_activation_precision(ComputePrecision precision) {
 std::string CpuBackend::arithmetic_note() const {
   if (precision_ != ComputePrecision::BFloat16) return {};
   return bf16_support_note();
+}
+
+PrecisionChoice CpuBackend::preferred_precision() const {
+  switch (bf16_support()) {
+    case Bf16Support::Amx: return {ComputePrecision::BFloat16, "AMX tiles"};
+    case Bf16Support::Avx512Bf16: {
+      // About 10 ms, once: the rate ratio is near 2 or near 0.5 on the CPUs measured, far from the
+      // threshold, so run-to-run noise does not flip the choice.
+      static const ArithmeticRates rates = measure_arithmetic_rates(1L << 18, 5);
+      const double ratio = rates.fp32_fma > 0.0 ? rates.bf16_dot_product / rates.fp32_fma : 0.0;
+      char text[96];
+      std::snprintf(text, sizeof text, "bf16 dot products at %.2fx this core's fp32 FMA rate", ratio);
+      return {ratio >= 1.0 ? ComputePrecision::BFloat16 : ComputePrecision::Float32, text};
+    }
+    case Bf16Support::Emulated:
+      return {ComputePrecision::Float32, "no bf16 instructions: oneDNN would emulate bf16"};
+    case Bf16Support::Unavailable: break;
+  }
+  return {ComputePrecision::Float32, "no oneDNN bf16 kernels below AVX-512"};
 }
 
 void CpuBackend::copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) {

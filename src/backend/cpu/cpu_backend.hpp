@@ -34,6 +34,10 @@ class CpuBackend final : public Backend {
   // kernels (AVX-512, native or emulated); fp16 is refused.
   void set_activation_precision(ComputePrecision precision) override;
   std::string arithmetic_note() const override;
+  // bf16 on AMX tiles; on AVX512-BF16 where the core's bf16 dot products are at least as fast as
+  // its fp32 FMAs (backend::measure_arithmetic_rates, once per process); fp32 where bf16 would be
+  // emulated or is unavailable.
+  PrecisionChoice preferred_precision() const override;
 
   void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) override;
   void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) override;
