@@ -39,14 +39,30 @@ TEST(Dispatch, SlowGroupTakesThePromotionWhenTheFastGroupIsTooFarBehind) {
 }
 
 TEST(Dispatch, WorkLeftToAFastGroupAddsUp) {
-  // First promotion left to the fast group (1 + 0.6 = 1.6 s < 6 s); the second would finish there
-  // at 1 + 0.6 + 0.2 = 1.8 s < 2 s here, so it is left too.
+  // First promotion left to the fast group (0.5 + 0.6 = 1.1 s < 6 s); the second would finish there
+  // at 0.5 + 0.6 + 0.2 = 1.3 s, well under 2 s here, so it is left too.
   phalanx::sweep::DispatchEstimate estimate;
-  EXPECT_EQ(choose_job({promotion, promotion_b, new_trial}, slow_and_fast(1.0), 0, &estimate), 2);
+  EXPECT_EQ(choose_job({promotion, promotion_b, new_trial}, slow_and_fast(0.5), 0, &estimate), 2);
   EXPECT_EQ(estimate.passed_over, 2);
   EXPECT_DOUBLE_EQ(estimate.own_seconds, 1.0);  // the new trial: 1 unit at 1 unit/s
   // With 1.5 s left: 1.5 + 0.6 + 0.2 = 2.3 s > 2 s: the slow group takes the second one.
   EXPECT_EQ(choose_job({promotion, promotion_b, new_trial}, slow_and_fast(1.5), 0), 1);
+}
+
+// Waiting must save at least a tenth of the job's time here: a faster group expected to finish
+// only slightly sooner (estimates measured with noise) is not worth the risk of a late start.
+TEST(Dispatch, AFasterGroupOnlySlightlySoonerIsNotWaitedFor) {
+  // As a 4-rank sweep measured it: 5.0 units; 0.0174 units/s here (287 s) against 0.0199 on a
+  // group busy for 35 s more (35 + 251 = 286 s): under 1% saved, so the asking group takes it.
+  const Candidate top_rung{{24, 2}, 5.0};
+  const std::vector<GroupState> close = {GroupState{0, false, 0.0174, 0.0, false},
+                                         GroupState{1, false, 0.0199, 35.0, true}};
+  phalanx::sweep::DispatchEstimate estimate;
+  EXPECT_EQ(choose_job({top_rung}, close, 0, &estimate), 0);
+  EXPECT_NEAR(estimate.faster_group_seconds, 35.0 + 5.0 / 0.0199, 1e-9);
+  // 10% saved is the threshold: 5.7 s of 6 s (5%) is taken here, 5.3 s (12%) is left.
+  EXPECT_EQ(choose_job({promotion, new_trial}, slow_and_fast(5.1), 0), 0);
+  EXPECT_EQ(choose_job({promotion, new_trial}, slow_and_fast(4.7), 0), 1);
 }
 
 TEST(Dispatch, FastGroupsAndFreeGroupsAreNeverWaitedFor) {
