@@ -557,4 +557,8 @@ std::string checked_file_refusal() {
   return refusal;
 }
 
+std::string unreadable_message(const std::string& place, const std::string& refusal) {
+  return place + ": cannot be read" + (refusal.empty() ? "" : ": " + refusal) + " (file corrupt?)";
+}
+
 }  // namespace phalanx::data::detail

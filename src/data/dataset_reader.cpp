@@ -85,8 +85,7 @@ std::vector<std::string> read_strings(const std::string& path, const OpenAttribu
     std::vector<char*> pointers(count, nullptr);
     if (H5Aread(opened.attribute.get(), memory_type.get(), pointers.data()) < 0) {
       // The strings live in a global heap collection; the checked driver says when it is damaged.
-      const std::string refusal = detail::checked_file_refusal();
-      fail(path, place + ": cannot be read" + (refusal.empty() ? "" : ": " + refusal) + " (file corrupt?)");
+      fail(path, detail::unreadable_message(place, detail::checked_file_refusal()));
     }
     for (char* pointer : pointers) values.emplace_back(pointer ? pointer : "");
     H5Dvlen_reclaim(memory_type.get(), opened.space.get(), H5P_DEFAULT, pointers.data());

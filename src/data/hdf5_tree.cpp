@@ -145,8 +145,7 @@ bool is_phalanx_dataset(const std::string& path) {
   // A format that cannot be read is a damaged file, not a foreign one (a damaged global heap is
   // refused by the checked driver: say where).
   if (!read)
-    throw_input_error(path + ": attribute \"format\" of /: cannot be read" +
-                      (refusal.empty() ? "" : ": " + refusal) + " (file corrupt?)");
+    throw_input_error(path + ": " + detail::unreadable_message("attribute \"format\" of /", refusal));
   return value == dataset_format;
 }
 

@@ -1,91 +1,26 @@
-// Model construction from config specs, and the forward/backward entry points.
+// The second phase of building a Model (allocating what a ModelPlan configured), and the
+// forward/backward entry points.
 #include "phalanx/nn/model.hpp"
 
-#include <map>
 #include <sstream>
 
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::nn {
-namespace {
 
-backend::PoolingKind pooling_kind(const std::string& type) {
-  return type == "max_pool" ? backend::PoolingKind::Max : backend::PoolingKind::Average;
-}
-
-LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name, ReluFusion fusion) {
-  if (spec.type == "conv")
-    return std::make_unique<Convolution>(name, spec.out_channels, spec.kernel, spec.stride, spec.padding,
-                                         spec.bias);
-  if (spec.type == "linear") return std::make_unique<Linear>(name, spec.out_features, spec.bias);
-  if (spec.type == "relu") return std::make_unique<Relu>(name);
-  if (spec.type == "max_pool" || spec.type == "avg_pool") {
-    // Stride 0 (the config's default for pools) means "equal to the kernel", as in torch.
-    const int stride = spec.stride > 0 ? spec.stride : spec.kernel;
-    return std::make_unique<Pooling>(name, pooling_kind(spec.type), spec.kernel, stride, spec.padding, false);
-  }
-  if (spec.type == "global_avg_pool")
-    return std::make_unique<Pooling>(name, backend::PoolingKind::Average, 1, 1, 0, true);
-  if (spec.type == "batch_norm") return std::make_unique<BatchNorm>(name);
-  if (spec.type == "dropout") return std::make_unique<Dropout>(name, spec.probability);
-  if (spec.type == "flatten") return std::make_unique<Flatten>(name);
-  if (spec.type == "residual") {
-    PHALANX_REQUIRE_INPUT(!spec.main.empty(), "layer '", name, "': a residual block needs a main path");
-    auto main = build_layers(spec.main, name, fusion);
-    auto shortcut = spec.shortcut.empty() ? nullptr : build_layers(spec.shortcut, name + "/shortcut", fusion);
-    return std::make_unique<Residual>(name, std::move(main), std::move(shortcut), spec.relu_after, fusion);
-  }
-  throw_input_error("model.layers: unknown layer type '" + spec.type + "'");
-}
-
-// The network of `model_config` for this data, its parameters declared in `registry` (not yet
-// allocated).
-std::unique_ptr<Sequential> configured_network(const config::ModelConfig& model_config,
-                                               const Shape& sample_shape, int classes, ReluFusion fusion,
-                                               ParameterRegistry& registry) {
-  const auto specs = model_config.preset.empty() ? model_config.layers
-                                                 : preset_layers(model_config.preset, sample_shape, classes);
-  PHALANX_REQUIRE_INPUT(!specs.empty(), "model: no layers (set model.preset or model.layers)");
-  auto network = build_layers(specs, "model", fusion);
-  const Shape output = network->configure(sample_shape, registry);
-  PHALANX_REQUIRE_INPUT(output.elements() == classes, "model: the last layer gives ", output.to_string(),
-                        " outputs per sample but the data has ", classes,
-                        " classes (the model does not fit the data)");
-  return network;
-}
-
-}  // namespace
-
-std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& specs, const std::string& name,
-                                         ReluFusion fusion) {
-  auto sequential = std::make_unique<Sequential>(name, fusion);
-  std::map<std::string, int> counts;
-  for (const auto& spec : specs) {
-    std::string layer_name = spec.name;
-    if (layer_name.empty()) {
-      layer_name = spec.type + std::to_string(++counts[spec.type]);
-      if (!name.empty() && name != "model") layer_name = name + "/" + layer_name;
-    }
-    sequential->add(build_layer(spec, layer_name, fusion));
-  }
-  return sequential;
+Model::Model(ModelPlan plan, backend::Backend& backend, std::uint64_t seed)
+    : backend_(backend),
+      sample_shape_(plan.sample_shape_),
+      classes_(plan.classes_),
+      network_(std::move(plan.network_)),
+      registry_(std::move(plan.registry_)),
+      size_(plan.size_) {
+  registry_.allocate(backend, seed);
 }
 
 Model::Model(const config::ModelConfig& model_config, const Shape& sample_shape, int classes,
              backend::Backend& backend, std::uint64_t seed, ReluFusion fusion)
-    : backend_(backend), sample_shape_(sample_shape), classes_(classes) {
-  network_ = configured_network(model_config, sample_shape, classes, fusion, registry_);
-  registry_.allocate(backend, seed);
-}
-
-ModelSize model_size(const config::ModelConfig& model_config, const Shape& sample_shape, int classes) {
-  // Declaring the parameters allocates nothing: only ParameterRegistry::allocate does.
-  ParameterRegistry registry;
-  configured_network(model_config, sample_shape, classes, ReluFusion::Fused, registry);
-  ModelSize size{0, registry.parameter_count(), registry.buffer_count()};
-  for (const auto& info : registry.parameters_info()) size.parameters += info.count;
-  return size;
-}
+    : Model(ModelPlan(model_config, sample_shape, classes, fusion), backend, seed) {}
 
 const Tensor& Model::forward(const Tensor& input, const ForwardContext& context) {
   PHALANX_CHECK(input.shape().rank() == 4, "model input must be [batch, H, W, C]");
@@ -100,9 +35,7 @@ void Model::backward(const Tensor& input, const Tensor& grad_logits, const Gradi
 
 std::string Model::summary() const {
   std::ostringstream text;
-  std::int64_t total = 0;
-  for (const auto& info : registry_.parameters_info()) total += info.count;
-  text << "model: " << network_->layers().size() << " layers, " << total << " parameters";
+  text << "model: " << network_->layers().size() << " layers, " << size_.parameters << " parameters";
   return text.str();
 }
 

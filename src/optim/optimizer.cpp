@@ -1,20 +1,61 @@
-// SGD and AdamW over the flat buffers; each step is one backend call over every parameter.
+// SGD and AdamW over the flat buffers; each step is one backend call over every parameter. The
+// kinds of optimizer are one table (optimizer_kinds): its name, the state buffers it keeps and how
+// it is made, which the memory check, the factory and checkpoints all read, so adding an optimizer
+// is its class and one row.
 #include "phalanx/optim/optimizer.hpp"
+
+#include <algorithm>
 
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::optim {
 namespace {
 
-class Sgd final : public Optimizer {
+struct OptimizerKind;
+using MakeOptimizer = std::unique_ptr<Optimizer> (*)(const OptimizerKind& kind,
+                                                     const config::OptimizerConfig& config,
+                                                     backend::Backend& backend, std::int64_t elements);
+
+struct OptimizerKind {
+  const char* type;                      // optimizer.type
+  std::vector<std::string> state_names;  // PyTorch's state_dict names, in the order the kind uses them
+  MakeOptimizer make;
+};
+
+// An optimizer whose name and state come from its row of the table: one zeroed buffer of the
+// parameters' size per state name.
+class TabledOptimizer : public Optimizer {
  public:
-  Sgd(const config::OptimizerConfig& config, backend::Backend& backend, std::int64_t elements)
-      : config_(config),
-        backend_(backend),
-        momentum_buffer_(backend, Shape{std::max<std::int64_t>(elements, 1)}) {
-    backend.fill(momentum_buffer_.data(), momentum_buffer_.elements(), 0.0f);
+  TabledOptimizer(const OptimizerKind& kind, backend::Backend& backend, std::int64_t elements) : kind_(kind) {
+    states_.reserve(kind.state_names.size());
+    for (std::size_t index = 0; index < kind.state_names.size(); ++index) {
+      states_.emplace_back(backend, Shape{std::max<std::int64_t>(elements, 1)});
+      backend.fill(states_.back().data(), states_.back().elements(), 0.0f);
+    }
   }
-  std::string type() const override { return "sgd"; }
+  std::string type() const override { return kind_.type; }
+  std::vector<std::string> state_names() const override { return kind_.state_names; }
+  Tensor& state(const std::string& name) override {
+    const auto& names = kind_.state_names;
+    const auto found = std::find(names.begin(), names.end(), name);
+    PHALANX_CHECK(found != names.end(), kind_.type, " has no state '", name, "'");
+    return states_[static_cast<std::size_t>(found - names.begin())];
+  }
+
+ protected:
+  // The buffer of the kind's `index`-th state name.
+  float* state_data(std::size_t index) { return states_[index].data(); }
+
+ private:
+  const OptimizerKind& kind_;
+  std::vector<Tensor> states_;
+};
+
+class Sgd final : public TabledOptimizer {
+ public:
+  Sgd(const OptimizerKind& kind, const config::OptimizerConfig& config, backend::Backend& backend,
+      std::int64_t elements)
+      : TabledOptimizer(kind, backend, elements), config_(config), backend_(backend) {}
   void step(nn::ParameterRegistry& registry, double learning_rate, std::int64_t) override {
     backend::SgdHyperparameters hyperparameters;
     hyperparameters.learning_rate = static_cast<float>(learning_rate);
@@ -22,31 +63,19 @@ class Sgd final : public Optimizer {
     hyperparameters.weight_decay = static_cast<float>(config_.weight_decay);
     hyperparameters.nesterov = config_.nesterov;
     backend_.sgd_step(registry.parameter_count(), hyperparameters, registry.parameters().data(),
-                      registry.gradients().data(), momentum_buffer_.data());
-  }
-  std::vector<std::string> state_names() const override { return optimizer_state_names(config_); }
-  Tensor& state(const std::string& name) override {
-    PHALANX_CHECK(name == "momentum_buffer", "sgd has no state '", name, "'");
-    return momentum_buffer_;
+                      registry.gradients().data(), state_data(0));
   }
 
  private:
   config::OptimizerConfig config_;
   backend::Backend& backend_;
-  Tensor momentum_buffer_;
 };
 
-class AdamW final : public Optimizer {
+class AdamW final : public TabledOptimizer {
  public:
-  AdamW(const config::OptimizerConfig& config, backend::Backend& backend, std::int64_t elements)
-      : config_(config),
-        backend_(backend),
-        first_moment_(backend, Shape{std::max<std::int64_t>(elements, 1)}),
-        second_moment_(backend, Shape{std::max<std::int64_t>(elements, 1)}) {
-    backend.fill(first_moment_.data(), first_moment_.elements(), 0.0f);
-    backend.fill(second_moment_.data(), second_moment_.elements(), 0.0f);
-  }
-  std::string type() const override { return "adamw"; }
+  AdamW(const OptimizerKind& kind, const config::OptimizerConfig& config, backend::Backend& backend,
+        std::int64_t elements)
+      : TabledOptimizer(kind, backend, elements), config_(config), backend_(backend) {}
   void step(nn::ParameterRegistry& registry, double learning_rate, std::int64_t step) override {
     backend::AdamWHyperparameters hyperparameters;
     hyperparameters.learning_rate = static_cast<float>(learning_rate);
@@ -56,34 +85,53 @@ class AdamW final : public Optimizer {
     hyperparameters.weight_decay = static_cast<float>(config_.weight_decay);
     hyperparameters.step = step;
     backend_.adamw_step(registry.parameter_count(), hyperparameters, registry.parameters().data(),
-                        registry.gradients().data(), first_moment_.data(), second_moment_.data());
-  }
-  std::vector<std::string> state_names() const override { return optimizer_state_names(config_); }
-  Tensor& state(const std::string& name) override {
-    if (name == "exp_avg") return first_moment_;
-    PHALANX_CHECK(name == "exp_avg_sq", "adamw has no state '", name, "'");
-    return second_moment_;
+                        registry.gradients().data(), state_data(0), state_data(1));
   }
 
  private:
   config::OptimizerConfig config_;
   backend::Backend& backend_;
-  Tensor first_moment_, second_moment_;
 };
+
+template <typename Kind>
+std::unique_ptr<Optimizer> make(const OptimizerKind& kind, const config::OptimizerConfig& config,
+                                backend::Backend& backend, std::int64_t elements) {
+  return std::make_unique<Kind>(kind, config, backend, elements);
+}
+
+const std::vector<OptimizerKind>& optimizer_kinds() {
+  static const std::vector<OptimizerKind> kinds = {
+      {"sgd", {"momentum_buffer"}, make<Sgd>},
+      {"adamw", {"exp_avg", "exp_avg_sq"}, make<AdamW>},  // first moment, second moment
+  };
+  return kinds;
+}
+
+const OptimizerKind& optimizer_kind(const std::string& type) {
+  std::string known;
+  for (const auto& kind : optimizer_kinds()) {
+    if (type == kind.type) return kind;
+    known += (known.empty() ? "" : ", ") + std::string(kind.type);
+  }
+  throw_input_error("optimizer.type: unknown optimizer '" + type + "' (known: " + known + ")");
+}
 
 }  // namespace
 
+std::vector<std::string> optimizer_types() {
+  std::vector<std::string> types;
+  for (const auto& kind : optimizer_kinds()) types.emplace_back(kind.type);
+  return types;
+}
+
 std::vector<std::string> optimizer_state_names(const config::OptimizerConfig& config) {
-  if (config.type == "sgd") return {"momentum_buffer"};
-  if (config.type == "adamw") return {"exp_avg", "exp_avg_sq"};
-  throw_input_error("optimizer.type: unknown optimizer '" + config.type + "' (known: sgd, adamw)");
+  return optimizer_kind(config.type).state_names;
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config, backend::Backend& backend,
                                           std::int64_t parameter_elements) {
-  if (config.type == "sgd") return std::make_unique<Sgd>(config, backend, parameter_elements);
-  if (config.type == "adamw") return std::make_unique<AdamW>(config, backend, parameter_elements);
-  throw_input_error("optimizer.type: unknown optimizer '" + config.type + "' (known: sgd, adamw)");
+  const OptimizerKind& kind = optimizer_kind(config.type);
+  return kind.make(kind, config, backend, parameter_elements);
 }
 
 }  // namespace phalanx::optim

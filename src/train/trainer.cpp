@@ -53,9 +53,10 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
   test_split_ = std::make_shared<const data::Split>(
       read_evaluation_part(config.data, config.data.test_split, communicator_));
   const Shape sample{train_split_->height, train_split_->width, train_split_->channels};
-  require_model_fits(sample, static_cast<int>(dataset_info_.classes.size()));
-  model_ = std::make_unique<nn::Model>(config.model, sample, static_cast<int>(dataset_info_.classes.size()),
-                                       backend_, config.seed);
+  // One walk of the layers: the plan's sizes are checked, then the model allocates that plan.
+  nn::ModelPlan model_plan(config.model, sample, static_cast<int>(dataset_info_.classes.size()));
+  require_model_fits(model_plan.size());
+  model_ = std::make_unique<nn::Model>(std::move(model_plan), backend_, config.seed);
   optimizer_ = optim::make_optimizer(config.optimizer, backend_, model_->registry().parameter_count());
   if (config.train.loss_scale == "dynamic" ||
       (config.train.loss_scale == "auto" && arithmetic_.precision == "fp16"))
@@ -486,11 +487,10 @@ void Trainer::update_weights(bool finite) {
   if (update) optimizer_->step(registry, schedule_->learning_rate(schedule_step(position_)), updates);
 }
 
-void Trainer::require_model_fits(const Shape& sample, int classes) {
+void Trainer::require_model_fits(const nn::ModelSize& size) {
   // Before anything of the model is allocated: weights that cannot fit would fail an allocation
   // (exit status 1) or get the rank killed, not name what to change.
   const auto& config = options_.config;
-  const nn::ModelSize size = nn::model_size(config.model, sample, classes);
   const std::vector<std::string> states = optim::optimizer_state_names(config.optimizer);
   std::string optimizer = "optimizer.type " + config.optimizer.type + ":";
   for (std::size_t index = 0; index < states.size(); ++index)

@@ -248,5 +248,15 @@ TEST(CheckedFileDriver, RefusesDamagedCollectionsAtOnce) {
   }
 }
 
+// The dataset reader and `data inspect` both report a refused read in these words.
+TEST(CheckedFileDriver, UnreadableMessageNamesThePlaceAndTheRefusal) {
+  EXPECT_EQ(unreadable_message("attribute \"classes\" of /", ""),
+            "attribute \"classes\" of /: cannot be read (file corrupt?)");
+  EXPECT_EQ(
+      unreadable_message("attribute \"format\" of /", "the global heap collection at byte 2048 is damaged"),
+      "attribute \"format\" of /: cannot be read: the global heap collection at byte 2048 is damaged "
+      "(file corrupt?)");
+}
+
 }  // namespace
 }  // namespace phalanx::data::detail

@@ -1,6 +1,7 @@
 // Model-level tests: finite-difference gradient checks through every layer type as the model
 // wires them (residual sums, flatten order, first-layer shortcuts), preset shapes and names (and
-// their size counted without allocating), and the "model does not fit the data" errors.
+// their size counted by the plan before anything is allocated), the two build phases, and the "model
+// does not fit the data" errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -197,11 +198,12 @@ TEST(ModelPreset, ResNet20HasTheCifarParameterCount) {
   EXPECT_LT(total, 278000);
   EXPECT_TRUE(has_shortcut);
   EXPECT_EQ(model.registry().buffers_info().front().name, "bn1/running_mean");
-  // The memory check's count, taken before anything is allocated, is the built model's.
-  const ModelSize size = model_size(config, Shape{32, 32, 3}, 10);
-  EXPECT_EQ(size.parameters, total);
-  EXPECT_EQ(size.parameter_elements, model.registry().parameter_count());
-  EXPECT_EQ(size.buffer_elements, model.registry().buffer_count());
+  // The memory check's count, taken from the plan before anything is allocated, is the built model's.
+  const ModelPlan plan(config, Shape{32, 32, 3}, 10);
+  EXPECT_EQ(plan.size().parameters, total);
+  EXPECT_EQ(plan.size().parameter_elements, model.registry().parameter_count());
+  EXPECT_EQ(plan.size().buffer_elements, model.registry().buffer_count());
+  EXPECT_EQ(model.size().parameters, total);
 }
 
 // What a torchvision ImageNet preset declares at 1000 classes. 64x64 images keep the activations
@@ -305,6 +307,46 @@ TEST(ModelInit, SameSeedSameWeightsOtherSeedOtherWeights) {
       0, std::memcmp(first.registry().parameters().data(), second.registry().parameters().data(), count * 4));
   EXPECT_NE(
       0, std::memcmp(first.registry().parameters().data(), third.registry().parameters().data(), count * 4));
+}
+
+// The two phases share one walk of the layers: the model takes the plan's configured network
+// over (the same object, its activation sizes already known) and allocates what the plan
+// declared, with the weights the one-step constructor gives.
+TEST(ModelPlan, TheModelTakesThePlannedLayersOverAndAllocatesThem) {
+  auto backend = backend::make_cpu_backend(1);
+  config::ModelConfig config;
+  config.preset = "resnet20";
+  ModelPlan plan(config, Shape{32, 32, 3}, 10);
+  const Sequential* planned = &plan.network();
+  const std::int64_t activation_elements = plan.network().sample_activation_elements();
+  const ModelSize size = plan.size();
+  EXPECT_FALSE(plan.registry().allocated());
+  Model model(std::move(plan), *backend, 3);
+  EXPECT_TRUE(model.registry().allocated());
+  EXPECT_EQ(&model.network(), planned);
+  EXPECT_EQ(model.network().sample_activation_elements(), activation_elements);
+  EXPECT_EQ(model.size().parameters, size.parameters);
+  EXPECT_EQ(model.registry().parameter_count(), size.parameter_elements);
+  EXPECT_EQ(model.registry().parameters().elements(), size.parameter_elements);
+  EXPECT_EQ(model.registry().buffer_count(), size.buffer_elements);
+
+  Model direct(config, Shape{32, 32, 3}, 10, *backend, 3);
+  ASSERT_EQ(direct.registry().parameter_count(), size.parameter_elements);
+  EXPECT_EQ(0, std::memcmp(direct.registry().parameters().data(), model.registry().parameters().data(),
+                           static_cast<std::size_t>(size.parameter_elements) * sizeof(float)));
+  EXPECT_EQ(direct.summary(), model.summary());
+}
+
+TEST(ModelPlan, AModelThatDoesNotFitTheDataFailsInThePlan) {
+  config::ModelConfig config;
+  config.layers = {layer("flatten"), layer("linear", 7)};
+  try {
+    const ModelPlan plan(config, Shape{4, 4, 1}, 10);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.exit_status(), 2);
+    EXPECT_NE(std::string(error.what()).find("10 classes"), std::string::npos) << error.what();
+  }
 }
 
 // The memory check's count of activation floats per sample: every layer output once (a conv and

@@ -24,4 +24,8 @@ Hdf5Handle checked_file_access();
 // Call it right after the failed call: the next HDF5 call clears the stack.
 std::string checked_file_refusal();
 
+// The one wording of a failed read of `place` ("attribute \"format\" of /") for an input error:
+// "<place>: cannot be read: <refusal> (file corrupt?)", or without ": <refusal>" when it is empty.
+std::string unreadable_message(const std::string& place, const std::string& refusal);
+
 }  // namespace phalanx::data::detail

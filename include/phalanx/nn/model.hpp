@@ -1,5 +1,6 @@
 // Model: the network built from the model config (a preset or an explicit layer list) for a
-// given input shape and class count, with its flat parameter registry.
+// given input shape and class count, with its flat parameter registry allocated and initialised.
+// It is the second phase of the build: a ModelPlan configures the layers, the Model allocates them.
 #pragma once
 
 #include <cstdint>
@@ -9,15 +10,17 @@
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/nn/layers.hpp"
+#include "phalanx/nn/model_plan.hpp"
 #include "phalanx/nn/parameter_registry.hpp"
 
 namespace phalanx::nn {
 
 class Model {
  public:
-  // `sample_shape` is one image [H, W, C]. Throws InvalidInput (naming the layer) when the model
-  // does not fit the data, e.g. its last layer does not give `classes` outputs. `fusion`: see
-  // ReluFusion (names, parameters and checkpoints are the same either way).
+  // Takes the plan's configured layers over and allocates its parameters on `backend`,
+  // initialised from `seed`: no layer is configured a second time.
+  Model(ModelPlan plan, backend::Backend& backend, std::uint64_t seed);
+  // Plans and builds in one go; throws InvalidInput as ModelPlan does.
   Model(const config::ModelConfig& model_config, const Shape& sample_shape, int classes,
         backend::Backend& backend, std::uint64_t seed, ReluFusion fusion = ReluFusion::Fused);
 
@@ -31,6 +34,7 @@ class Model {
   int classes() const { return classes_; }
   backend::Backend& backend() { return backend_; }
   const Sequential& network() const { return *network_; }
+  const ModelSize& size() const { return size_; }
   // One line for the log: layer count and parameter count.
   std::string summary() const;
 
@@ -40,27 +44,8 @@ class Model {
   int classes_;
   std::unique_ptr<Sequential> network_;
   ParameterRegistry registry_;
+  ModelSize size_;
   Tensor logits_;
 };
-
-// What a model declares: its parameters (the count summary() prints) and the elements of the
-// registry's flat buffers as allocated (each parameter aligned).
-struct ModelSize {
-  std::int64_t parameters = 0;
-  std::int64_t parameter_elements = 0, buffer_elements = 0;
-};
-
-// The size of the model that `model_config` builds for this data, found without allocating it
-// (the memory check before the model is built). Throws InvalidInput as the constructor does.
-ModelSize model_size(const config::ModelConfig& model_config, const Shape& sample_shape, int classes);
-
-// The layer list of a preset ("fmnist_cnn", "lenet5", "resnet20") for `classes` outputs and
-// input channels; throws InvalidInput for unknown presets or shapes a preset cannot take.
-std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Shape& sample_shape,
-                                             int classes);
-
-// Builds layers from specs; unnamed layers get "<type><n>" names under `prefix`.
-std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& specs, const std::string& name,
-                                         ReluFusion fusion = ReluFusion::Fused);
 
 }  // namespace phalanx::nn

@@ -49,6 +49,8 @@ class ParameterRegistry {
   Tensor& parameters() { return parameters_; }
   Tensor& gradients() { return gradients_; }
   Tensor& buffers() { return buffers_; }
+  // False while only declared (a ModelPlan's registry), true once allocate() ran.
+  bool allocated() const { return !parameters_.empty(); }
   std::int64_t parameter_count() const { return parameter_elements_; }
   std::int64_t buffer_count() const { return buffer_elements_; }
 

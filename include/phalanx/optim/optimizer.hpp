@@ -26,6 +26,10 @@ class Optimizer {
   virtual Tensor& state(const std::string& name) = 0;
 };
 
+// The optimizer.type of every kind of optimizer, in the order of the one table of kinds that
+// optimizer_state_names and make_optimizer read.
+std::vector<std::string> optimizer_types();
+
 // The state names the optimizer of `config` keeps, each a buffer of the parameters' size (what
 // its memory costs, known before it is made). Throws InvalidInput for an unknown optimizer.
 std::vector<std::string> optimizer_state_names(const config::OptimizerConfig& config);

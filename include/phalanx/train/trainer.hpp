@@ -92,9 +92,9 @@ class Trainer : private TrainingActions {
   void on_nonfinite_gradients();
   // Stops, naming the parameter, before a checkpoint of weights that are not finite is written.
   void require_finite_state(const std::string& checkpoint_path);
-  // Stops before the model is built when its weights, gradients and optimizer state cannot fit in
-  // this rank's memory (memory_check.hpp).
-  void require_model_fits(const Shape& sample, int classes);
+  // Stops before the model is allocated when the weights, gradients and optimizer state of a model
+  // of `size` (its ModelPlan's) cannot fit in this rank's memory (memory_check.hpp).
+  void require_model_fits(const nn::ModelSize& size);
   // Stops before training when a step's activations cannot fit in this rank's memory (memory_check.hpp).
   void require_activations_fit();
   // Updates left out so far: the loss scaler's count, or the non-finite guard's.
