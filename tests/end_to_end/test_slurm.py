@@ -23,6 +23,7 @@ import unittest
 import cluster_jobs as jobs
 import e2e_common as e2e
 import local_slurm
+import sweep_common
 
 RANKS, BATCH, EPOCHS = 2, 32, 2
 TRAIN, TEST = 4096, 256
@@ -127,12 +128,8 @@ def submit_sweep(name, sweep_file):
 
 
 def query(directory, sql, *parameters):
-    connection = sqlite3.connect(os.path.join(directory, "sweep.db"), timeout=10)
-    connection.row_factory = sqlite3.Row
-    try:
-        return [dict(row) for row in connection.execute(sql, parameters)]
-    finally:
-        connection.close()
+    """The rows of `sql` on the sweep's database; the running sweep may hold its write lock for a while."""
+    return sweep_common.query(directory, sql, *parameters, timeout=10)
 
 
 def read(path):
