@@ -1,8 +1,10 @@
 """A node lost under launch/slurm/train.sbatch on a real local Slurm (tests/end_to_end/local_slurm.py:
 slurmctld and two slurmd, the second node being this machine under a second name): a job on
 `--nodes=1-2`, one CPU rank per node (fmnist_cnn, batch 32 per rank, a 4,096-image Fashion-MNIST
-subset, 128 steps, a checkpoint every --every-steps steps), loses its second node after step
---lost-after (its slurmd and its job step's processes are killed). Per repetition it prints the
+subset, 128 steps, a checkpoint every --every-steps steps), loses a node after step --lost-after
+(its slurmd and its job steps' processes are killed): the second node (--lose second; the batch
+script on the first one requeues the job) or the node of the batch script (--lose batch; the
+script, mpirun and rank 0 die with it, and slurmctld requeues the job for NODE_FAIL). Per repetition it prints the
 seconds from the kill to the job's requeue, to the job running again, and to the first training
 step on the node left, and the steps lost (the last step logged before the kill minus the step of
 the checkpoint resumed). Then the cost of the world-size change itself: wall time of
@@ -13,6 +15,7 @@ batch 64 as 2 micro-batches of 32) and from a 1-rank checkpoint of the same step
 
   /usr/bin/python3 bench/node_loss.py build/src/phalanx [--repetitions 3] [--stop-grace 10]
       [--slurmd-timeout 5] [--message-timeout 3] [--every-steps 20] [--lost-after 104]
+      [--lose second|batch] [--resume-runs 5 (0: no world-size part)]
 """
 
 import os
@@ -31,7 +34,10 @@ def main():
     parser.add_argument("--message-timeout", type=int, default=3, help="MessageTimeout of the local cluster")
     parser.add_argument("--every-steps", type=int, default=20, help="checkpoint.every_steps")
     parser.add_argument("--lost-after", type=int, default=104, help="kill the node once this step is logged")
-    parser.add_argument("--resume-runs", type=int, default=5, help="runs of each resume in the world-size part")
+    parser.add_argument("--resume-runs", type=int, default=5,
+                        help="runs of each resume in the world-size part (0: skip it)")
+    parser.add_argument("--lose", choices=("second", "batch"), default="second",
+                        help="the node that dies: the second one, or the one that runs the batch script")
     arguments = parser.parse_args()
     e2e = failure_bench.use_binary(arguments.phalanx)
     import cluster_jobs as jobs
@@ -49,6 +55,8 @@ def main():
         "ALL", f"PHALANX={e2e.PHALANX}", f"PHALANX_MPIRUN={os.path.join(e2e.SOURCE_DIR, 'launch', 'phalanx-mpirun')}",
         f"PHALANX_RUNS={os.path.join(work, 'runs')}", "PHALANX_CPU_RANKS_PER_NODE=1",
         f"PHALANX_STOP_GRACE={arguments.stop_grace}", "OMP_NUM_THREADS=1"])
+    # The batch script runs on the first node of the allocation, this machine's own name.
+    lost = cluster.host if arguments.lose == "batch" else cluster.cpu_host
     columns = {"requeued": [], "running": [], "training": [], "lost": []}
     checkpoint = None
     try:
@@ -67,7 +75,7 @@ def main():
                 time.sleep(0.02)
             lost_step = jobs.last_logged_step(run_dir)
             killed = time.monotonic()
-            cluster.kill_node(cluster.cpu_host)
+            cluster.kill_node(lost)
             while cluster.job_field(job_id, "Restarts") in ("", "0"):
                 time.sleep(0.05)
             requeued = time.monotonic() - killed
@@ -86,16 +94,18 @@ def main():
             checkpoint = checkpoint or (match.group(1), resumed_step)
             for key, value in zip(columns, (requeued, running, training, lost_step - resumed_step)):
                 columns[key].append(value)
-            print(f"run {repetition + 1}: node lost after step {lost_step}; requeued {requeued:.1f} s, running "
+            print(f"run {repetition + 1}: node {lost} lost after step {lost_step}; requeued {requeued:.1f} s, running "
                   f"again {running:.1f} s, training again {training:.1f} s after the kill; resumed from step "
                   f"{resumed_step} ({lost_step - resumed_step} steps lost)", flush=True)
-            cluster.restart_node(cluster.cpu_host)
+            cluster.restart_node(lost)
     finally:
         cluster.close()
     for key, label in (("requeued", "kill -> job requeued"), ("running", "kill -> job running again"),
                        ("training", "kill -> training again"), ("lost", "steps lost")):
         print(failure_bench.median_line(label, columns[key], 28, 1))
 
+    if arguments.resume_runs == 0:
+        return
     # The world-size change at resume: the job's 2-rank checkpoint against a 1-rank one of the same step.
     elastic_checkpoint, step = checkpoint
     single_dir = os.path.join(work, "single-rank")

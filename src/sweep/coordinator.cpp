@@ -115,6 +115,15 @@ class Coordinator {
  private:
   // --resume: jobs a kill left running are requeued (their trials resume from their newest
   // checkpoint); ASHA's rungs and promotions are rebuilt from what the database recorded.
+  //
+  // A kill between a handover's checkpoint (and its "handover" event in the trial's metrics.jsonl)
+  // and hand_over_job's commit leaves the job 'running', with no 'handed_over' row: it is requeued
+  // like any killed job and needs nothing of its own. The checkpoint was renamed into place before
+  // the event was written and is the trial's newest, so the redo (run_job: find_latest_checkpoint)
+  // starts exactly after the handover's step; the metrics keep every step up to it and the event,
+  // and the redo logs the steps after it, each once. The database then says what happened: the
+  // killed job 'interrupted' (no end step, as every killed job), its redo starting at the handover's
+  // step. The groups that were to join are free in the new start, and may join the redo again.
   void restore() {
     store_.interrupt_running(wall_seconds_since_epoch());
     const auto& database = store_.database();

@@ -2,7 +2,7 @@
 started in a scratch folder with their own key, socket, ports and slurm.conf (nothing under /etc
 is read or changed), and stopped again by close(). Commands run with SLURM_CONF pointing at it.
 Optionally a second node name for this machine, in a partition `cpu`, for heterogeneous jobs, and
-with the first node in a partition `both`, for jobs on two nodes; kill_node() makes such a node
+with the first node in a partition `both`, for jobs on two nodes; kill_node() makes either node
 die (its slurmd and every process of the job steps it started) and restart_node() brings it back."""
 
 import os
@@ -126,15 +126,19 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP Over
         steps it started (slurmstepd and its tasks, found by SLURMD_NODENAME and this cluster's
         SLURM_CONF in their environment: another test cluster on this machine has nodes of the same
         names) stop at once and are then killed, so none of them reports anything on its way out.
-        Returns the pids of the killed task processes."""
+        On the node that runs a job's batch script, the tasks include the script and what it
+        started there (phalanx-mpirun, mpirun, the srun that started the other nodes' daemons, the
+        local ranks). Returns {pid: command name} of the killed task processes."""
         (slurmd,) = [process for process in self.processes if process.args[-1] == node and process.poll() is None]
         marks = {f"SLURMD_NODENAME={node}".encode(), f"SLURM_CONF={self.config}".encode()}
-        tasks = []
+        tasks = {}
         for entry in os.listdir("/proc"):
             try:
                 with open(f"/proc/{entry}/environ", "rb") as stream:
-                    if marks <= set(stream.read().split(b"\0")):
-                        tasks.append(int(entry))
+                    if not marks <= set(stream.read().split(b"\0")):
+                        continue
+                with open(f"/proc/{entry}/comm") as stream:
+                    tasks[int(entry)] = stream.read().strip()
             except (OSError, ValueError):
                 continue
         stepds = set()
@@ -193,6 +197,12 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP Over
             with open(os.path.join(self.folder, "log", name), errors="replace") as stream:
                 text.append(f"--- {name} ---\n" + "\n".join(stream.read().splitlines()[-30:]))
         return "\n".join(text)
+
+    def controller_log(self):
+        """slurmctld's whole log (what it decided about jobs and nodes, e.g. a requeue for a node
+        failure)."""
+        with open(os.path.join(self.folder, "log", "slurmctld.log"), errors="replace") as stream:
+            return stream.read()
 
     def run(self, command, check=True, timeout=60, env=None):
         environment = dict(self.environment, **(env or {}))

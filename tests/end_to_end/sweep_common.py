@@ -32,9 +32,10 @@ def write_text(path, text):
     return path
 
 
-def query(directory, sql, *parameters):
-    """The rows of `sql` on DIRECTORY/sweep.db, as dicts."""
-    connection = sqlite3.connect(os.path.join(directory, "sweep.db"))
+def query(directory, sql, *parameters, timeout=5):
+    """The rows of `sql` on DIRECTORY/sweep.db, as dicts; `timeout`: seconds to wait for a lock
+    that a running sweep holds (sqlite3's default 5)."""
+    connection = sqlite3.connect(os.path.join(directory, "sweep.db"), timeout=timeout)
     connection.row_factory = sqlite3.Row
     try:
         return [dict(row) for row in connection.execute(sql, parameters)]

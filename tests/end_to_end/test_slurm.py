@@ -7,7 +7,9 @@ after the job id, and its final weights equal the first job's bit for bit. A thi
 nodes (`--nodes=1-2`; the second node is this machine under a second name, with its own slurmd):
 that node dies mid-run (its slurmd and its job step's processes are killed), the job ends naming
 the node and its rank, requeues itself, and the requeued job resumes on the one node left with the
-global batch kept, within elastic resume's tolerance of the first job. sweep.sbatch, a
+global batch kept, within elastic resume's tolerance of the first job. A fourth one loses the node
+of its batch script instead (the script, mpirun and rank 0 die with it): slurmctld ends it with
+NODE_FAIL and requeues it, and it finishes the same way on the other node. sweep.sbatch, a
 heterogeneous job (GPU and CPU components), is checked with `sbatch --test-only` and then run for
 real with a tiny sweep on one rank per component (the GPU component's stand-in GPU trains on the
 CPU): stopped with USR1 mid-sweep, it exits 75, requeues itself, and the requeued job finishes the
@@ -23,6 +25,7 @@ import unittest
 import cluster_jobs as jobs
 import e2e_common as e2e
 import local_slurm
+import sweep_common
 
 RANKS, BATCH, EPOCHS = 2, 32, 2
 TRAIN, TEST = 4096, 256
@@ -127,12 +130,8 @@ def submit_sweep(name, sweep_file):
 
 
 def query(directory, sql, *parameters):
-    connection = sqlite3.connect(os.path.join(directory, "sweep.db"), timeout=10)
-    connection.row_factory = sqlite3.Row
-    try:
-        return [dict(row) for row in connection.execute(sql, parameters)]
-    finally:
-        connection.close()
+    """The rows of `sql` on the sweep's database; the running sweep may hold its write lock for a while."""
+    return sweep_common.query(directory, sql, *parameters, timeout=10)
 
 
 def read(path):
@@ -184,24 +183,31 @@ class SlurmTest(unittest.TestCase):
         print(f"\nSlurm: USR1 -> stop after step {stops[0]['step']}, checkpoint "
               f"{stops[0]['signal_to_checkpoint_seconds']:.3f} s after the signal, requeued after {requeued:.1f} s")
 
-    def test_job_that_loses_a_node_requeues_and_finishes_on_the_node_left(self):
+    def lose_node(self, name, lost, left):
+        """A job on both nodes (submit_on_two_nodes, the batch script on SLURM.host) loses node
+        `lost` after step LOST_AFTER_STEP (kill_node: its slurmd, its job steps' processes), is
+        requeued, and finishes on node `left` alone, from the newest checkpoint, with the global
+        batch kept and within elastic resume's tolerance of the straight run. Returns (job id,
+        the job's log, {pid: command} of the killed processes); the caller checks who requeued."""
         submitted = time.monotonic()
-        job_id, run_dir, log_path = submit_on_two_nodes("node-lost")
+        job_id, run_dir, log_path = submit_on_two_nodes(name)
         SLURM.wait_for_state(job_id, ("RUNNING",), 120)
         self.assertEqual(SLURM.job_field(job_id, "NodeList"), f"{SLURM.host},{SLURM.cpu_host}",
                          "--nodes=1-2 with both nodes idle should get both")
+        self.assertEqual(SLURM.job_field(job_id, "BatchHost"), SLURM.host)
         deadline = time.monotonic() + 180
         while jobs.last_logged_step(run_dir) < LOST_AFTER_STEP:
             self.assertLess(time.monotonic(), deadline, read(log_path) if os.path.exists(log_path) else "no log")
             time.sleep(0.02)
         lost_step = jobs.last_logged_step(run_dir)
         killed = time.monotonic()
-        self.assertTrue(SLURM.kill_node(SLURM.cpu_host), "no process of the job ran on the second node")
+        killed_commands = SLURM.kill_node(lost)
+        self.assertTrue(killed_commands, f"no process of the job ran on node {lost}")
         restarted = []
 
-        def bring_node_back():  # the sweep tests need it
+        def bring_node_back():  # the other tests need it
             if not restarted:
-                restarted.append(SLURM.restart_node(SLURM.cpu_host))
+                restarted.append(SLURM.restart_node(lost))
         self.addCleanup(bring_node_back)
 
         deadline = time.monotonic() + 120
@@ -223,21 +229,39 @@ class SlurmTest(unittest.TestCase):
         log = read(log_path)
         self.assertEqual(state, "COMPLETED", log + SLURM.logs())
         self.assertIn("2 ranks on 2 node(s)", log)
-        self.assertRegex(log, rf"lost node {SLURM.cpu_host} \(rank 1\): mpirun exited with status \d+; .*requeueing")
         self.assertIn(f"phalanx job {job_id} (start 2)", log)
         self.assertIn("1 ranks on 1 node(s)", log)
-        self.assertEqual(SLURM.job_field(job_id, "NodeList"), SLURM.host)
+        self.assertEqual(SLURM.job_field(job_id, "NodeList"), left)
+        self.assertEqual(SLURM.job_field(job_id, "BatchHost"), left)
         self.assertIn("elastic resume: the checkpoint's 2 ranks' global batch of 64 continues on 1 ranks", log)
         self.assertLessEqual(lost_step - resumed_step, LOST_EVERY_STEPS, "more than a checkpoint interval lost")
         summary = e2e.read_summary(run_dir)
         self.assertEqual((summary["steps"], summary["world_size"], summary["global_batch"]), (TOTAL_STEPS, 1, 64))
         worst, beyond = jobs.elastic_differences(os.path.join(self.straight_dir, "checkpoints", "latest.h5"),
                                                  os.path.join(run_dir, "checkpoints", "latest.h5"))
-        self.assertEqual(beyond, [], "the job resumed on one node ends too far from the straight run")
-        print(f"\nSlurm node lost after step {lost_step}: requeued {requeued:.1f} s later, training again on "
-              f"the node left {training_again:.1f} s after the kill, from step {resumed_step} "
+        self.assertEqual(beyond, [], f"the job resumed on node {left} ends too far from the straight run")
+        print(f"\nSlurm node {lost} lost after step {lost_step}: requeued {requeued:.1f} s later, training again "
+              f"on node {left} {training_again:.1f} s after the kill, from step {resumed_step} "
               f"({lost_step - resumed_step} logged steps lost); largest relative difference {worst:.2g}; "
               f"job done {time.monotonic() - submitted:.1f} s after its submission", end=" ")
+        return job_id, log, killed_commands
+
+    def test_job_that_loses_a_node_requeues_and_finishes_on_the_node_left(self):
+        _, log, _ = self.lose_node("node-lost", SLURM.cpu_host, SLURM.host)
+        # The batch script on the node left names the lost node and its rank and requeues the job
+        # (or finds that slurmctld, having marked the node DOWN, requeued it first).
+        self.assertRegex(log, rf"lost node {SLURM.cpu_host} \(rank 1\): mpirun exited with status \d+; .*requeueing")
+
+    def test_job_that_loses_its_batch_node_is_requeued_by_slurm_and_finishes_on_the_node_left(self):
+        job_id, log, killed_commands = self.lose_node("batch-node-lost", SLURM.host, SLURM.cpu_host)
+        # The node of the batch script: the script, mpirun and rank 0 die with it, so nothing of
+        # the job is left to requeue it; slurmctld marks the node DOWN, ends the job with NODE_FAIL
+        # and requeues it (--requeue). The daemon Open MPI started on the other node loses mpirun
+        # and ends rank 1 there.
+        self.assertLessEqual({"slurm_script", "mpirun", "phalanx"}, set(killed_commands.values()), killed_commands)
+        self.assertIn(f"requeue job JobId={job_id} due to failure of node {SLURM.host}", SLURM.controller_log())
+        self.assertNotIn("requeueing", log, "the batch script died with its node: it cannot have requeued")
+        self.assertNotIn("finished with status", log.split(f"phalanx job {job_id} (start 2)")[0])
 
     def test_sweep_script_is_a_valid_heterogeneous_job(self):
         sweep = os.path.join(e2e.SOURCE_DIR, "configs", "sweeps")
