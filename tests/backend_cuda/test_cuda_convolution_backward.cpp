@@ -16,17 +16,9 @@ namespace phalanx::testing {
 namespace {
 
 using backend::Backend;
+using backend::compute_precision_name;
 using backend::ComputePrecision;
 using backend::ConvolutionGeometry;
-
-std::string precision_name(ComputePrecision precision) {
-  switch (precision) {
-    case ComputePrecision::BFloat16: return "bf16";
-    case ComputePrecision::Float16: return "fp16";
-    case ComputePrecision::Float32: break;
-  }
-  return "fp32";
-}
 
 // Sets the CUDA backend's precision for one test and restores fp32 however the test ends.
 class PrecisionScope {
@@ -122,7 +114,7 @@ TEST(CudaConvolutionBackward, CombinedEqualsTheSeparateOpsInEveryPrecision) {
     const PrecisionScope scope(cuda, precision);
     std::uint64_t stream = 100;
     for (const ConvolutionGeometry& g : geometries()) {
-      SCOPED_TRACE(precision_name(precision) + " " + std::to_string(g.in_channels) + "->" +
+      SCOPED_TRACE(compute_precision_name(precision) + " " + std::to_string(g.in_channels) + "->" +
                    std::to_string(g.out_channels) + " kernel " + std::to_string(g.kernel_height) +
                    " stride " + std::to_string(g.stride));
       const Layer layer(cuda, g, stream += 3);
@@ -147,7 +139,7 @@ TEST(CudaConvolutionBackward, CombinedFirstThenSeparateGiveTheSameBits) {
     // Shapes no other test of this program uses, so nothing is cached for them yet.
     for (const ConvolutionGeometry& g :
          {square_convolution(5, 24, 9, 40, 3, 1, 1, true), square_convolution(3, 1, 20, 8, 5, 1, 2, true)}) {
-      SCOPED_TRACE(precision_name(precision) + " " + std::to_string(g.in_channels) + "->" +
+      SCOPED_TRACE(compute_precision_name(precision) + " " + std::to_string(g.in_channels) + "->" +
                    std::to_string(g.out_channels));
       const Layer layer(cuda, g, 300 + static_cast<std::uint64_t>(precision));
       const Gradients combined = combined_op(cuda, layer, true);
@@ -179,9 +171,9 @@ TEST(CudaConvolutionBackward, ReusedGradOutputBufferIsCastAfresh) {
                                   grad_input.data(), grad_weight.data(), nullptr);
         const Gradients& expected = layer == &first ? expected_first : expected_second;
         EXPECT_TRUE(same_bits(download(cuda, grad_input), expected.input))
-            << precision_name(precision) << " round " << round;
+            << compute_precision_name(precision) << " round " << round;
         EXPECT_TRUE(same_bits(download(cuda, grad_weight), expected.weight))
-            << precision_name(precision) << " round " << round;
+            << compute_precision_name(precision) << " round " << round;
       }
     }
   }
