@@ -20,6 +20,7 @@
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
@@ -33,6 +34,22 @@ constexpr int checkpoint_version = 1;
 
 void silence_hdf5() {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+// Opens a checkpoint read-only through the checked file driver, as every user file is read: a
+// checkpoint's strings may be variable-length (h5py writes them so when a user edits one), and
+// HDF5 1.10 would loop forever over a damaged global heap collection holding them
+// (docs/HARDENING.md). Writes stay on HDF5's core driver (write_checkpoint).
+Hdf5Handle open_checkpoint(const std::string& path) {
+  const Hdf5Handle access = data::detail::checked_file_access();
+  return data::detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
+}
+
+// What the checked file driver refused under the HDF5 call that just failed, as ": the global heap
+// collection at byte N is damaged: ..."; empty when it refused nothing.
+std::string driver_refusal() {
+  const std::string refusal = data::detail::checked_file_refusal();
+  return refusal.empty() ? refusal : ": " + refusal + " (file corrupt?)";
 }
 
 void require_write(bool ok, const std::string& path, const std::string& what) {
@@ -201,8 +218,11 @@ std::string read_attribute_string(hid_t object, const char* name, const std::str
     char* text = nullptr;
     Hdf5Handle memory_type(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(memory_type.get(), H5T_VARIABLE);
+    // HDF5 converts no string between character sets: h5py writes UTF-8, other tools ASCII.
+    H5Tset_cset(memory_type.get(), H5Tget_cset(type.get()));
+    // The string lives in a global heap collection, which the checked driver refuses if damaged.
     PHALANX_REQUIRE_INPUT(H5Aread(attribute.get(), memory_type.get(), &text) >= 0, path, ": attribute '",
-                          name, "' is unreadable");
+                          name, "' is unreadable", driver_refusal());
     value = text ? text : "";
     H5free_memory(text);
   } else {
@@ -481,7 +501,7 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
   PHALANX_REQUIRE_INPUT(std::filesystem::exists(path), path, ": no such checkpoint file");
   PHALANX_REQUIRE_INPUT(std::filesystem::file_size(path) > 0, path, ": checkpoint file is empty");
   PHALANX_REQUIRE_INPUT(H5Fis_hdf5(path.c_str()) > 0, path, ": not an HDF5 checkpoint (or truncated)");
-  Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  Hdf5Handle file = open_checkpoint(path);
   PHALANX_REQUIRE_INPUT(file.valid(), path, ": cannot open the checkpoint (truncated or damaged file)");
   Hdf5Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
   PHALANX_REQUIRE_INPUT(root.valid(), path, ": cannot read the checkpoint's root group (truncated file?)");
@@ -558,7 +578,8 @@ void load_checkpoint(const std::string& path, backend::Backend& backend, nn::Par
                      optim::Optimizer* optimizer) {
   const auto hdf5_lock = data::lock_hdf5();
   const CheckpointHeader header = read_checkpoint_header(path);
-  Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  Hdf5Handle file = open_checkpoint(path);
+  PHALANX_REQUIRE_INPUT(file.valid(), path, ": cannot open the checkpoint (truncated or damaged file)");
   std::vector<float> parameters(static_cast<std::size_t>(registry.parameter_count()), 0.0f);
   for (const auto& info : registry.parameters_info())
     read_floats(file.get(), "/model/" + info.name, info.shape, parameters.data() + info.offset, path);

@@ -323,6 +323,42 @@ class BadInputsTest(unittest.TestCase):
         self.assertEqual([name for name in os.listdir(WORK) if name.startswith("damaged-predictions")], [])
         self.train_refused("damaged-checkpoint", config_path, damaged, "checksum", extra=("--resume", damaged))
 
+    def test_checkpoint_whose_string_heap_would_hang_hdf5_is_refused_at_once(self):
+        # An h5py edit stores a string attribute as a variable-length string, in a global heap
+        # collection. One damaged as the dataset fuzzer found (a free-space object of size 0) makes
+        # HDF5 1.10 loop forever reading it; checkpoints are read through phalanx's checked file
+        # driver, so eval, predict and --resume stop at once naming the file (a hang times out).
+        config_path, source_dir = self.trained_run()
+        damaged = os.path.join(WORK, "heap-damaged-checkpoint.h5")
+        shutil.copyfile(os.path.join(source_dir, "checkpoints", "latest.h5"), damaged)
+        with h5py.File(damaged, "r+") as file:
+            del file.attrs["format"]
+            file.attrs["format"] = "phalanx-checkpoint"
+        with open(damaged, "rb") as stream:
+            content = bytearray(stream.read())
+        collection = content.find(b"GCOL\x01")
+        self.assertGreaterEqual(collection, 0, "h5py wrote no global heap collection")
+        self.assertEqual(content.find(b"GCOL\x01", collection + 1), -1, "more than one collection")
+        # The string is object 1 (a 16-byte header, its 18 bytes padded to 24); free space follows.
+        self.assertEqual(content[collection + 16], 1)
+        self.assertEqual(int.from_bytes(content[collection + 24:collection + 32], "little"), 18)
+        free_space = collection + 16 + 16 + 24
+        self.assertEqual(content[free_space:free_space + 2], b"\0\0", "no free space after the string")
+        content[free_space + 8:free_space + 16] = bytes(8)
+        with open(damaged, "wb") as stream:
+            stream.write(content)
+        culprits = (damaged, f"the global heap collection at byte {collection} is damaged",
+                    f"object 0 at byte {free_space} (free space) has size 0")
+        error_format = re.compile(r"^phalanx: error: rank 0: ")
+        result = e2e.phalanx("eval", "--checkpoint", damaged, "--data", DATA, timeout=60)
+        self.check_refused(result, None, *culprits, error_format=error_format)
+        output = os.path.join(WORK, "heap-damaged-predictions.h5")
+        result = e2e.mpirun(RANKS, "predict", "--checkpoint", damaged, "--data", DATA, "--output", output,
+                            timeout=60)
+        self.check_refused(result, None, *culprits, error_format=error_format)
+        self.assertEqual([name for name in os.listdir(WORK) if name.startswith("heap-damaged-predictions")], [])
+        self.train_refused("heap-damaged-checkpoint", config_path, *culprits, extra=("--resume", damaged))
+
     def test_run_directory_that_cannot_be_created(self):
         in_the_way = os.path.join(WORK, "a-file-in-the-way")
         with open(in_the_way, "w") as stream:

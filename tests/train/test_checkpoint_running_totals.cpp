@@ -13,6 +13,7 @@
 #include "phalanx/nn/parameter_registry.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "support/test_support.hpp"
+#include "train/checkpoint_test_model.hpp"
 
 namespace phalanx::train {
 namespace {
@@ -26,13 +27,7 @@ std::vector<RunningTotals> three_ranks() {
           {12345.678901234567, 128, 5e-324, 1, 1}};
 }
 
-struct SmallModel {
-  std::unique_ptr<backend::Backend> backend = backend::make_cpu_backend(1);
-  nn::ParameterRegistry registry;
-  SmallModel() {
-    registry.declare_parameter("fc/weight", Shape{2, 3}, nn::Initializer::KaimingUniformWeight, 3);
-    registry.allocate(*backend, 5);
-  }
+struct SmallModel : phalanx::testing::CheckpointTestModel {
   void write(const std::string& path, const std::vector<RunningTotals>& totals, int world_size = 3) {
     const TrainingPosition position{11, 0, 11, 11 * 96};
     write_checkpoint(path, *backend, registry, nullptr, position, world_size, 5, "name: test\n", nullptr, {},

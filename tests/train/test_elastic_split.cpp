@@ -14,6 +14,7 @@
 #include "phalanx/train/batch_split.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "support/test_support.hpp"
+#include "train/checkpoint_test_model.hpp"
 
 namespace phalanx::train {
 namespace {
@@ -22,13 +23,7 @@ using phalanx::testing::ScratchDirectory;
 
 const std::string config_text = "model: {preset: lenet5}\ndata: {path: d.h5}\ntrain: {batch_size: 12}\n";
 
-struct SmallModel {
-  std::unique_ptr<backend::Backend> backend = backend::make_cpu_backend(1);
-  nn::ParameterRegistry registry;
-  SmallModel() {
-    registry.declare_parameter("fc/weight", Shape{2, 3}, nn::Initializer::KaimingUniformWeight, 3);
-    registry.allocate(*backend, 5);
-  }
+struct SmallModel : phalanx::testing::CheckpointTestModel {
   void write(const std::string& path, const std::vector<int>& local_batches, int world_size) {
     write_checkpoint(path, *backend, registry, nullptr, TrainingPosition{6, 0, 6, 6 * 48}, world_size, 5,
                      config_text, nullptr, local_batches);

@@ -1,12 +1,13 @@
 // The checked file driver: the HDF5 file driver every serial read of a user's HDF5 file goes
-// through (datasets, data.source files, `data inspect`). It reads as HDF5's own sec2 driver does
-// (pread on one descriptor, which H5Fget_vfd_handle hands out), and it checks each global heap
+// through (datasets, data.source files, `data inspect`, checkpoints). It reads as HDF5's own sec2
+// driver does (pread on one descriptor, which H5Fget_vfd_handle hands out), and it checks each global heap
 // collection (where HDF5 keeps variable-length strings such as a dataset's class names) before
 // HDF5 parses it: HDF5 1.10 walks a collection's objects by their stored sizes and never gets
 // past one of size 0, so a damaged collection would hang the reader instead of failing it
 // (docs/HARDENING.md). A collection whose objects do not each move forward and stay inside it is
 // refused; the read fails and HDF5 returns an error the caller turns into an input error.
-// Private to the data module; callers hold the HDF5 lock (hdf5_lock.hpp).
+// Internal to phalanx (the data module and the checkpoint reader); callers hold the HDF5 lock
+// (hdf5_lock.hpp).
 #pragma once
 
 #include <string>
