@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/mark.h>
+
 #include "conversion.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
@@ -44,15 +47,60 @@ void require_utf8(const std::string& text, const std::string& where) {
                     std::to_string(offset) + "); YAML files are UTF-8");
 }
 
+// Counts the YAML documents of `text` with yaml-cpp's event parser, building no nodes. yaml-cpp
+// 0.7's YAML::LoadAll never returns on text with a ',' (or another token no node can begin with)
+// where a document's value should begin: its parser reports an empty document there without
+// consuming the token, again and again, and LoadAll keeps every one until memory runs out. Here a
+// document that begins where the one before it began is that loop, refused as the syntax error it
+// is. YAML::Exception (a syntax error yaml-cpp reports itself) goes to the caller.
+std::size_t count_documents(const std::string& text, const std::string& source_name) {
+  // Only where each document begins: the nodes themselves are built by YAML::Load afterwards.
+  class DocumentStart final : public YAML::EventHandler {
+   public:
+    YAML::Mark mark = YAML::Mark::null_mark();
+    void OnDocumentStart(const YAML::Mark& start) override { mark = start; }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+  };
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  DocumentStart document;
+  std::size_t documents = 0;
+  int previous_start = -1;
+  while (parser.HandleNextDocument(document)) {
+    if (documents > 0 && document.mark.pos == previous_start) {
+      const auto offset = static_cast<std::size_t>(document.mark.pos);
+      const std::string token = offset < text.size() ? " '" + text.substr(offset, 1) + "'" : "";
+      throw_input_error(source_name + ": line " + std::to_string(document.mark.line + 1) + ", column " +
+                        std::to_string(document.mark.column + 1) + ": YAML syntax error: unexpected" + token +
+                        " where a value should begin");
+    }
+    previous_start = document.mark.pos;
+    ++documents;
+  }
+  return documents;
+}
+
 }  // namespace
 
 Config parse(const std::string& yaml_text, const std::string& source_name,
              const std::vector<std::string>& overrides) {
   require_utf8(yaml_text, source_name);
   for (const auto& assignment : overrides) require_utf8(assignment, source_name + ": --set");
-  std::vector<YAML::Node> documents;
+  std::size_t documents = 0;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(yaml_text);
+    documents = count_documents(yaml_text, source_name);
+    // The first document only: a second one is refused below.
+    if (documents > 0) root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& error) {
     std::string where;
     if (!error.mark.is_null()) {
@@ -62,15 +110,14 @@ Config parse(const std::string& yaml_text, const std::string& source_name,
     throw_input_error(source_name + ": " + where + "YAML syntax error: " + error.msg);
   }
   // A second document would otherwise be dropped without a word.
-  if (documents.size() > 1) {
-    throw_input_error(source_name + ": holds " + std::to_string(documents.size()) +
+  if (documents > 1) {
+    throw_input_error(source_name + ": holds " + std::to_string(documents) +
                       " YAML documents (separated by '---'); a configuration is one");
   }
-  if (documents.empty() || documents.front().IsNull()) {
+  if (documents == 0 || root.IsNull()) {
     throw_input_error(source_name +
                       ": the configuration is empty (it needs at least 'model' and 'data.path')");
   }
-  YAML::Node root = documents.front();
   if (!root.IsMap()) {
     throw_input_error(source_name + ": expected a mapping of keys at the top level, got " + describe(root));
   }

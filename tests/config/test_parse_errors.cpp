@@ -246,5 +246,19 @@ TEST(ConfigParseErrors, TextThatIsNotUtf8IsRefusedWithItsLine) {
   EXPECT_EQ(parse(to_yaml(config), "emitted.yaml"), config);
 }
 
+// The config fuzzer's out-of-memory finding: yaml-cpp 0.7's YAML::LoadAll reads a ',' where a
+// document's value should begin as an empty document without consuming it, again and again, and
+// kept every one until memory ran out. It is a syntax error naming the line, and so is the same
+// ',' after a first, sound document; a ',' inside a mapping was one already.
+TEST(ConfigParseErrors, CommaWhereAValueShouldBeginIsASyntaxErrorNotEndlessDocuments) {
+  const std::string unexpected = "YAML syntax error: unexpected ',' where a value should begin";
+  expect_input_error([&] { parse(",", source); }, {source + ": line 1, column 1: " + unexpected});
+  expect_input_error([&] { parse(",\n" + base, source); }, {source + ": line 1, column 1: " + unexpected});
+  expect_input_error([&] { parse(base + "---\n  ,\n", source); },
+                     {source + ": line 4, column 3: " + unexpected});
+  expect_input_error([&] { parse(base + ",\n", source); },
+                     {source + ": line 3, column 1: YAML syntax error"});
+}
+
 }  // namespace
 }  // namespace phalanx::config
