@@ -334,6 +334,9 @@ class BadInputsTest(unittest.TestCase):
         with h5py.File(damaged, "r+") as file:
             del file.attrs["format"]
             file.attrs["format"] = "phalanx-checkpoint"
+        edited = e2e.phalanx("eval", "--checkpoint", damaged, "--data", DATA, timeout=60)
+        self.assertEqual(edited.returncode, 0, "the edited checkpoint, still sound, does not load\n" +
+                         edited.describe())
         with open(damaged, "rb") as stream:
             content = bytearray(stream.read())
         collection = content.find(b"GCOL\x01")
