@@ -45,13 +45,6 @@ Hdf5Handle open_checkpoint(const std::string& path) {
   return data::detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
 }
 
-// What the checked file driver refused under the HDF5 call that just failed, as ": the global heap
-// collection at byte N is damaged: ..."; empty when it refused nothing.
-std::string driver_refusal() {
-  const std::string refusal = data::detail::checked_file_refusal();
-  return refusal.empty() ? refusal : ": " + refusal + " (file corrupt?)";
-}
-
 void require_write(bool ok, const std::string& path, const std::string& what) {
   if (ok) return;
   // A full disk or a failing file system is the machine's, not phalanx's: say which, and that the
@@ -221,8 +214,9 @@ std::string read_attribute_string(hid_t object, const char* name, const std::str
     // HDF5 converts no string between character sets: h5py writes UTF-8, other tools ASCII.
     H5Tset_cset(memory_type.get(), H5Tget_cset(type.get()));
     // The string lives in a global heap collection, which the checked driver refuses if damaged.
-    PHALANX_REQUIRE_INPUT(H5Aread(attribute.get(), memory_type.get(), &text) >= 0, path, ": attribute '",
-                          name, "' is unreadable", driver_refusal());
+    PHALANX_REQUIRE_INPUT(H5Aread(attribute.get(), memory_type.get(), &text) >= 0,
+                          data::detail::unreadable_message(path + ": attribute '" + name + "'",
+                                                           data::detail::checked_file_refusal()));
     value = text ? text : "";
     H5free_memory(text);
   } else {

@@ -92,7 +92,7 @@ void expect_damaged_heap_refused(H5T_cset_t character_set) {
   std::ofstream(damaged, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 
   const std::string expected =
-      damaged + ": attribute 'format' is unreadable: the global heap collection at byte " +
+      damaged + ": attribute 'format': cannot be read: the global heap collection at byte " +
       std::to_string(collection) + " is damaged: its object 0 at byte " + std::to_string(free_space) +
       " (free space) has size 0, which HDF5 would never get past";
   testing::within_seconds(30, "read_checkpoint_header of a damaged global heap",
