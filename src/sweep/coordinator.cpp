@@ -183,7 +183,6 @@ class Coordinator {
                   " reported a job it does not hold");
     const double seconds = now - group.started;
     const std::vector<int> members = job_groups(worker);
-    const bool alone = members.size() == 1;
     for (const int member : members) {
       Group& held = groups_[static_cast<std::size_t>(member)];
       held.busy = false;
@@ -229,7 +228,7 @@ class Coordinator {
     }
     const double metric = message.at("metric").get<double>();
     const std::int64_t start_step = message.at("start_step"), end_step = message.at("end_step");
-    if (alone) measure_speed(group, message, seconds);
+    measure(group, members, message, seconds);
     JobFinish finish;
     finish.job_id = group.job_id;
     finish.trial = group.job.trial;
@@ -295,6 +294,22 @@ class Coordinator {
       group.speed = group.trained_units / group.trained_seconds;
   }
 
+  // What a job that ended tells about speeds: a lone group's own speed, or how close a merged job
+  // came to the sum of its groups' speeds. `seconds` count from the job's start (a merged job's
+  // resume included: it is part of what a join costs).
+  void measure(Group& group, const std::vector<int>& members, const nlohmann::json& message, double seconds) {
+    if (members.size() == 1) {
+      measure_speed(group, message, seconds);
+      return;
+    }
+    const std::int64_t start_step = message.at("start_step"), end_step = message.at("end_step");
+    const std::int64_t target = message.value("target_step", end_step);
+    if (target <= 0) return;
+    const double units = asha_.budget(group.job.rung) * static_cast<double>(end_step - start_step) /
+                         static_cast<double>(target);
+    merged_speed_.record(units, seconds, summed_speed(members, group_states()));
+  }
+
   // No idle tail: the job of `worker` on the groups `before` (itself first) stopped after a step
   // with a checkpoint; the rest of its rung starts at once on those groups and the ones that were
   // waiting to join (docs/SWEEPS.md), so a trial's groups only ever grow within a rung. The
@@ -302,7 +317,7 @@ class Coordinator {
   void hand_over(int worker, const std::vector<int>& before, const nlohmann::json& message,
                  const std::vector<int>& joiners, double now) {
     Group& group = groups_[static_cast<std::size_t>(worker)];
-    if (before.size() == 1) measure_speed(group, message, now - group.started);
+    measure(group, before, message, now - group.started);
     std::vector<int> members = before;
     members.insert(members.end(), joiners.begin(), joiners.end());
     const std::int64_t start_step = message.at("start_step"), end_step = message.at("end_step");
@@ -329,11 +344,10 @@ class Coordinator {
     }
     group.cost = next.budget * static_cast<double>(target - end_step) /
                  static_cast<double>(std::max<std::int64_t>(target, 1));
-    // The dispatch's estimate for the rest: the groups' measured speeds added up.
+    // The dispatch's estimate for the rest: the groups' measured speeds added up, times what merged
+    // jobs achieved so far.
     const auto states = group_states();
-    double speed = 0;
-    for (const int member : members)
-      speed += effective_speed(states[static_cast<std::size_t>(member)], states);
+    const double speed = merged_speed_.speed(summed_speed(members, states), static_cast<int>(members.size()));
     next.estimate_seconds = group.cost / std::max(speed, 1e-9);
     group.job_id = store_.hand_over_job(group.job_id, start_step, end_step, message.at("resumed_from"), now,
                                         next, rows);  // committed before the job is sent
@@ -364,11 +378,12 @@ class Coordinator {
     pending_line_ = line;
   }
 
-  // No idle tail: a free CPU group that ASHA gave nothing joins the running job with the most
-  // seconds left (dispatch.hpp, choose_join), which is asked to stop after its next step.
+  // No idle tail: a free group that ASHA gave nothing joins the running job of its kind (GPU or
+  // CPU) with the most seconds left (dispatch.hpp, choose_join), which is asked to stop after its
+  // next step.
   void join_running(int worker) {
     Group& idle = groups_[static_cast<std::size_t>(worker)];
-    if (!sweep_.join_running || idle.gpu || stopping_) return;
+    if (!sweep_.join_running || stopping_) return;
     const auto states = group_states();
     std::vector<RunningJob> running;
     for (std::size_t index = 0; index < groups_.size(); ++index) {
@@ -379,20 +394,22 @@ class Coordinator {
       job.trial = group.job.trial;
       job.seconds_left = states[index].busy_seconds_left;
       job.joinable = true;
+      job.gpu = group.gpu;
       job.ranks = 0;
-      for (const int member : job_groups(static_cast<int>(index))) {
+      const auto members = job_groups(static_cast<int>(index));
+      for (const int member : members) {
         job.ranks += groups_[static_cast<std::size_t>(member)].rank_count;
-        job.joinable = job.joinable && !groups_[static_cast<std::size_t>(member)].gpu;
+        job.joinable = job.joinable && groups_[static_cast<std::size_t>(member)].gpu == group.gpu;
       }
-      int pending = 0;
-      for (const int joiner : group.joiners) pending += groups_[static_cast<std::size_t>(joiner)].rank_count;
-      if (pending > 0) {
-        job.seconds_left = seconds_left_after_join(job, pending);
-        job.ranks += pending;
-      }
+      // Groups on their way to it count as joined already.
+      for (const int joiner : group.joiners)
+        job.ranks += groups_[static_cast<std::size_t>(joiner)].rank_count;
+      job.seconds_left = seconds_left_after_join(
+          job.seconds_left, summed_speed(members, states), static_cast<int>(members.size()),
+          summed_speed(group.joiners, states), static_cast<int>(group.joiners.size()), merged_speed_);
       running.push_back(job);
     }
-    const int choice = choose_join(running, sweep_.join_min_seconds);
+    const int choice = choose_join(running, idle.gpu, sweep_.join_min_seconds);
     if (choice < 0) return;
     const RunningJob& target = running[static_cast<std::size_t>(choice)];
     Group& leader = groups_[static_cast<std::size_t>(target.leader)];
@@ -535,18 +552,26 @@ class Coordinator {
       states.push_back(GroupState{static_cast<int>(worker), group.gpu, group.speed, 0.0, group.busy});
     }
     // Unmeasured speeds are filled in relative to the others; a merged job goes at the sum of its
-    // groups' speeds, and each of its groups is busy until it ends.
+    // groups' speeds times what merged jobs achieved so far (MergedSpeed), and each of its groups is
+    // busy until it ends.
     for (std::size_t worker = 0; worker < groups_.size(); ++worker) {
       const Group& group = groups_[worker];
       if (!group.busy || group.member_of >= 0) continue;
-      double speed = 0;
-      for (const int member : job_groups(static_cast<int>(worker)))
-        speed += effective_speed(states[static_cast<std::size_t>(member)], states);
+      const auto members = job_groups(static_cast<int>(worker));
+      const double speed =
+          merged_speed_.speed(summed_speed(members, states), static_cast<int>(members.size()));
       const double left = std::max(0.0, group.started + group.cost / std::max(speed, 1e-9) - now);
-      for (const int member : job_groups(static_cast<int>(worker)))
-        states[static_cast<std::size_t>(member)].busy_seconds_left = left;
+      for (const int member : members) states[static_cast<std::size_t>(member)].busy_seconds_left = left;
     }
     return states;
+  }
+
+  // The speeds of `members` added up, unmeasured ones filled in as effective_speed() does.
+  static double summed_speed(const std::vector<int>& members, const std::vector<GroupState>& states) {
+    double speed = 0;
+    for (const int member : members)
+      speed += effective_speed(states[static_cast<std::size_t>(member)], states);
+    return speed;
   }
 
   void assign(int worker, const Job& job, bool new_trial, const DispatchEstimate& estimate) {
@@ -651,6 +676,7 @@ class Coordinator {
   double start_ = 0;
   int results_ = 0;
   std::string pending_line_;
+  MergedSpeed merged_speed_;             // how merged jobs compare with their groups' speeds
   std::vector<std::string> join_lines_;  // groups that chose a running trial to join (no idle tail)
   int passed_over_ = 0;
   bool live_ = train::live_terminal_output();

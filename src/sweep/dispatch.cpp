@@ -61,11 +61,11 @@ int choose_job(const std::vector<Candidate>& candidates, const std::vector<Group
   return -1;
 }
 
-int choose_join(const std::vector<RunningJob>& running, double min_seconds) {
+int choose_join(const std::vector<RunningJob>& running, bool idle_gpu, double min_seconds) {
   int best = -1;
   for (std::size_t index = 0; index < running.size(); ++index) {
     const RunningJob& job = running[index];
-    if (!job.joinable || job.seconds_left < min_seconds) continue;
+    if (!job.joinable || job.gpu != idle_gpu || job.seconds_left < min_seconds) continue;
     if (best < 0) {
       best = static_cast<int>(index);
       continue;
@@ -78,8 +78,25 @@ int choose_join(const std::vector<RunningJob>& running, double min_seconds) {
   return best;
 }
 
-double seconds_left_after_join(const RunningJob& job, int joining_ranks) {
-  return job.seconds_left * static_cast<double>(job.ranks) / static_cast<double>(job.ranks + joining_ranks);
+void MergedSpeed::record(double units, double seconds, double summed_speed) {
+  if (!(units > 0) || !(seconds > 0) || !(summed_speed > 0)) return;
+  units_ += units;
+  promised_units_ += seconds * summed_speed;
+}
+
+double MergedSpeed::efficiency() const {
+  return promised_units_ > 0 ? units_ / promised_units_ : 1.0;
+}
+
+double MergedSpeed::speed(double summed_speed, int groups) const {
+  return groups > 1 ? summed_speed * efficiency() : summed_speed;
+}
+
+double seconds_left_after_join(double seconds_left, double summed_speed, int groups, double joining_speed,
+                               int joining_groups, const MergedSpeed& merged) {
+  const double before = merged.speed(summed_speed, groups);
+  const double after = merged.speed(summed_speed + joining_speed, groups + joining_groups);
+  return after > 0 ? seconds_left * before / after : seconds_left;
 }
 
 }  // namespace phalanx::sweep

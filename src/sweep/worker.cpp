@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "phalanx/core/error.hpp"
@@ -158,6 +159,25 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job,
           {"history", summary.value("history", nlohmann::json::array())}};
 }
 
+// Merged GPU groups sum their gradients over NCCL, as each group does alone: a communicator over
+// the merged ranks, built for the job (its own groups' communicators cannot span the others) and
+// destroyed at its end, when every group in it is free again. Its cost (an NCCL unique id broadcast
+// over MPI, then the NCCL rendezvous) is part of the join's resume. The coordinator merges only
+// groups of one kind; a mixed set would leave the CPU ranks outside the NCCL rendezvous, so the
+// ranks agree on it first and refuse it together rather than hang.
+std::unique_ptr<comm::NcclCommunicator> merged_gradient_communicator(const WorkerOptions& options,
+                                                                     const comm::Communicator& merged,
+                                                                     const nlohmann::json& job) {
+  const auto over_nccl = merged.allgather(static_cast<std::uint64_t>(options.nccl != nullptr));
+  const auto nccl_ranks = std::count(over_nccl.begin(), over_nccl.end(), std::uint64_t{1});
+  if (nccl_ranks == 0) return nullptr;
+  PHALANX_CHECK(nccl_ranks == static_cast<std::int64_t>(over_nccl.size()), "worker ", options.worker,
+                ": job ", job.at("job").get<std::int64_t>(), " merges groups that train over NCCL with ",
+                over_nccl.size() - static_cast<std::size_t>(nccl_ranks), " rank(s) that do not");
+  return std::make_unique<comm::NcclCommunicator>(merged, *options.backend,
+                                                  options.sweep->base.distributed.timeout_s);
+}
+
 }  // namespace
 
 std::string trial_directory(const std::string& sweep_directory, int trial) {
@@ -198,11 +218,12 @@ void run_worker(const WorkerOptions& options) {
       const comm::Communicator merged =
           options.sweep_ranks->subgroup(job.at("ranks").get<std::vector<int>>(),
                                         static_cast<int>(job.at("job").get<std::int64_t>() % 32768));
+      const auto merged_nccl = merged_gradient_communicator(options, merged, job);
       // A failure here ends the job: the other ranks may be inside a collective. A diverged trial
       // is the exception, as below: all of the merged ranks stopped at the same step.
       nlohmann::json report;
       try {
-        report = run_job(options, job, merged, nullptr);
+        report = run_job(options, job, merged, merged_nccl.get());
       } catch (const train::NonFiniteStop& error) {
         report = {
             {"type", "failed"}, {"job", job.at("job")}, {"worker", options.worker}, {"message", error.what()}};

@@ -105,41 +105,89 @@ TEST(Dispatch, ATrialMovesToAGroupOfAnotherSize) {
 
 // No idle tail: which running trial an idle group joins.
 using phalanx::sweep::choose_join;
+using phalanx::sweep::MergedSpeed;
 using phalanx::sweep::RunningJob;
 using phalanx::sweep::seconds_left_after_join;
 
 TEST(JoinRunning, TheJobWithTheMostSecondsLeftGetsTheIdleGroup) {
   const std::vector<RunningJob> running = {RunningJob{0, 5, 1, 40.0, true}, RunningJob{1, 9, 1, 120.0, true},
                                            RunningJob{2, 3, 2, 80.0, true}};
-  EXPECT_EQ(choose_join(running, 30.0), 1);
+  EXPECT_EQ(choose_join(running, false, 30.0), 1);
 }
 
 TEST(JoinRunning, NothingWorthJoiningMeansWaiting) {
   // Below the minimum: a join's checkpoint and resume would cost more than it saves.
-  EXPECT_EQ(choose_join({RunningJob{0, 5, 1, 29.0, true}}, 30.0), -1);
-  EXPECT_EQ(choose_join({RunningJob{0, 5, 1, 30.0, true}}, 30.0), 0);
-  // Not joinable (a GPU group, or a job already stopping for a signal), however long it runs.
-  EXPECT_EQ(choose_join({RunningJob{0, 5, 1, 500.0, false}}, 0.0), -1);
-  EXPECT_EQ(choose_join({}, 0.0), -1);
+  EXPECT_EQ(choose_join({RunningJob{0, 5, 1, 29.0, true}}, false, 30.0), -1);
+  EXPECT_EQ(choose_join({RunningJob{0, 5, 1, 30.0, true}}, false, 30.0), 0);
+  // Not joinable (groups of both kinds train it), however long it runs.
+  EXPECT_EQ(choose_join({RunningJob{0, 5, 1, 500.0, false}}, false, 0.0), -1);
+  EXPECT_EQ(choose_join({}, false, 0.0), -1);
 }
 
 TEST(JoinRunning, TiesGoToTheLowerTrial) {
   const std::vector<RunningJob> running = {RunningJob{3, 8, 1, 60.0, true}, RunningJob{0, 2, 1, 60.0, true},
                                            RunningJob{1, 4, 1, 60.0, true}};
-  EXPECT_EQ(choose_join(running, 0.0), 1);
+  EXPECT_EQ(choose_join(running, false, 0.0), 1);
 }
 
 TEST(JoinRunning, GroupsOnTheirWayToAJobSpreadTheNextOneElsewhere) {
-  // One rank, 100 s left; a one-rank group on its way halves it: 50 s, so the next idle group
+  // One group, 100 s left; a group as fast on its way halves it: 50 s, so the next idle group
   // picks the 70 s job instead.
+  const MergedSpeed unmeasured;
   RunningJob first{0, 1, 1, 100.0, true};
   const RunningJob second{1, 2, 1, 70.0, true};
-  EXPECT_EQ(choose_join({first, second}, 0.0), 0);
-  EXPECT_DOUBLE_EQ(seconds_left_after_join(first, 1), 50.0);
-  first.seconds_left = seconds_left_after_join(first, 1);
+  EXPECT_EQ(choose_join({first, second}, false, 0.0), 0);
+  EXPECT_DOUBLE_EQ(seconds_left_after_join(first.seconds_left, 1.0, 1, 1.0, 1, unmeasured), 50.0);
+  first.seconds_left = seconds_left_after_join(first.seconds_left, 1.0, 1, 1.0, 1, unmeasured);
   first.ranks += 1;
-  EXPECT_EQ(choose_join({first, second}, 0.0), 1);
-  // A 2-rank group joining a 2-rank job halves it too; joining a 1-rank job thirds it.
-  EXPECT_DOUBLE_EQ(seconds_left_after_join(RunningJob{0, 1, 2, 90.0, true}, 2), 45.0);
-  EXPECT_DOUBLE_EQ(seconds_left_after_join(RunningJob{0, 1, 1, 90.0, true}, 2), 30.0);
+  EXPECT_EQ(choose_join({first, second}, false, 0.0), 1);
+  // A group as fast as a 2-group job joining it thirds what is left; one twice as fast as a lone
+  // group, too.
+  EXPECT_DOUBLE_EQ(seconds_left_after_join(90.0, 2.0, 2, 1.0, 1, unmeasured), 60.0);
+  EXPECT_DOUBLE_EQ(seconds_left_after_join(90.0, 1.0, 1, 2.0, 1, unmeasured), 30.0);
+}
+
+TEST(MergedSpeed, MergedJobsGoAtTheShareOfTheirGroupsSpeedsThatMergedJobsAchieved) {
+  MergedSpeed merged;
+  // Unmeasured: the sum; a lone group always goes at its own speed.
+  EXPECT_DOUBLE_EQ(merged.efficiency(), 1.0);
+  EXPECT_DOUBLE_EQ(merged.speed(4.0, 2), 4.0);
+  // Two groups of speed 1 (sum 2) trained 60 units in 60 s: half of the 120 the sum promised, as
+  // four ranks on two cores do.
+  merged.record(60.0, 60.0, 2.0);
+  EXPECT_DOUBLE_EQ(merged.efficiency(), 0.5);
+  EXPECT_DOUBLE_EQ(merged.speed(3.0, 3), 1.5);
+  EXPECT_DOUBLE_EQ(merged.speed(3.0, 1), 3.0);
+  // Jobs weigh by the units they were promised: 60 + 90 units of 120 + 100 promised.
+  merged.record(90.0, 50.0, 2.0);
+  EXPECT_DOUBLE_EQ(merged.efficiency(), 150.0 / 220.0);
+  // A job with nothing trained or no time tells nothing.
+  merged.record(0.0, 10.0, 2.0);
+  merged.record(5.0, 0.0, 2.0);
+  EXPECT_DOUBLE_EQ(merged.efficiency(), 150.0 / 220.0);
+}
+
+TEST(MergedSpeed, AJoinPromisesOnlyWhatMergedJobsAchieved) {
+  MergedSpeed merged;
+  merged.record(60.0, 60.0, 2.0);  // efficiency 0.5
+  // A lone group of speed 1 with 100 s left, joined by another of speed 1: the merged job goes at
+  // 2 x 0.5 = 1, so nothing is saved and the estimate says so (it said 50 s before a merged job
+  // was measured).
+  EXPECT_DOUBLE_EQ(seconds_left_after_join(100.0, 1.0, 1, 1.0, 1, merged), 100.0);
+  // A merged job of two joined by a third: 1.0 -> 1.5 units/s.
+  EXPECT_DOUBLE_EQ(seconds_left_after_join(90.0, 2.0, 2, 1.0, 1, merged), 60.0);
+}
+
+TEST(JoinRunning, GroupsJoinOnlyJobsOfTheirKind) {
+  // A CPU job with the most seconds left, and a shorter GPU job.
+  const std::vector<RunningJob> running = {RunningJob{0, 5, 1, 300.0, true, false},
+                                           RunningJob{1, 9, 2, 40.0, true, true}};
+  EXPECT_EQ(choose_join(running, false, 10.0), 0);
+  // An idle GPU group takes the GPU job, though the CPU one has more left: merged GPU groups sum
+  // over NCCL, and a CPU rank among them would set the pace of every step.
+  EXPECT_EQ(choose_join(running, true, 10.0), 1);
+  // Below the minimum, or no job of its kind: the GPU group waits.
+  EXPECT_EQ(choose_join(running, true, 41.0), -1);
+  EXPECT_EQ(choose_join({RunningJob{0, 5, 1, 300.0, true, false}}, true, 0.0), -1);
+  EXPECT_EQ(choose_join({RunningJob{1, 9, 2, 40.0, true, true}}, false, 0.0), -1);
 }

@@ -40,9 +40,9 @@ struct SweepConfig {
   // last group takes what is left): {1} puts each CPU rank alone, {2} pairs them, {1, 2} makes
   // groups of 1, 2, 1, 2, ... ranks.
   std::vector<int> cpu_ranks_per_trial = {1};
-  // No idle tail (docs/SWEEPS.md): a CPU group that ASHA has nothing for joins a running CPU trial,
-  // which stops after its next step with a checkpoint and continues on the merged ranks, when
-  // that trial is expected to run at least join_min_seconds longer.
+  // No idle tail (docs/SWEEPS.md): a group that ASHA has nothing for joins a running trial of its
+  // kind (GPU or CPU), which stops after its next step with a checkpoint and continues on the
+  // merged ranks, when that trial is expected to run at least join_min_seconds longer.
   bool join_running = true;
   double join_min_seconds = 10;
   std::vector<SearchParameter> space;  // in file order

@@ -57,16 +57,43 @@ struct RunningJob {
   int trial = 0;
   int ranks = 1;            // ranks training it, counting groups already on their way to join it
   double seconds_left = 0;  // expected rest of the job on those ranks
-  bool joinable = false;    // CPU ranks only (a merged group trains over MPI), not stopping
+  bool joinable = false;    // every group training it of one kind (GPU or CPU)
+  bool gpu = false;         // trained by GPU groups (over NCCL), not CPU groups (over MPI)
 };
 
-// Index into `running` of the job the idle group of `idle_ranks` CPU ranks should join, or -1 to
-// wait: the joinable job with the most seconds left (ties: the lower trial id), if that is at
-// least `min_seconds` (a join costs a checkpoint and a resume: not worth it for a job about to end).
-int choose_join(const std::vector<RunningJob>& running, double min_seconds);
+// Index into `running` of the job an idle group (of GPU ranks when `idle_gpu`) should join, or -1
+// to wait: the joinable job of its own kind with the most seconds left (ties: the lower trial id),
+// if that is at least `min_seconds` (a join costs a checkpoint and a resume: not worth it for a job
+// about to end). Kinds never mix: merged GPU groups sum
+// gradients over one NCCL communicator, and a CPU rank in it would hold every GPU step to its pace (and to
+// host-staged MPI all-reduces).
+int choose_join(const std::vector<RunningJob>& running, bool idle_gpu, double min_seconds);
 
-// The expected rest of a job once `joining_ranks` more ranks train it, assuming the step time
-// scales with the ranks (what the coordinator assumes until the merged job is measured).
-double seconds_left_after_join(const RunningJob& job, int joining_ranks);
+// A merged job's speed (budget units per second): the sum of its groups' speeds times the share
+// of such sums that this sweep's merged jobs have achieved so far (1 until one has ended). Ranks
+// that share cores (an oversubscribed node: four ranks on two cores train a merged trial no faster
+// than two), all-reduces over more ranks and each join's checkpoint and resume make a merged job
+// slower than the sum, by an amount only the sweep's own merged jobs tell: without it the
+// coordinator promised "35 s left on 3 ranks" for a job that took 87 s on 4, and left a promotion
+// waiting on that promise (docs/BENCHMARKS.md, "Sweeps: no idle tail").
+class MergedSpeed {
+ public:
+  // One merged job (or the part of it before a handover): `units` trained in `seconds`, by groups
+  // whose own speeds add up to `summed_speed`.
+  void record(double units, double seconds, double summed_speed);
+  // Budget units trained over units the summed speeds promised in the same time; 1 when unmeasured.
+  double efficiency() const;
+  // The speed of `groups` groups whose own speeds add up to `summed_speed` (a lone group: its own).
+  double speed(double summed_speed, int groups) const;
+
+ private:
+  double units_ = 0;
+  double promised_units_ = 0;
+};
+
+// The expected rest of `job`, trained by `groups` groups whose speeds add up to `summed_speed`,
+// once groups with `joining_speed` more (`joining_groups` of them) have joined it.
+double seconds_left_after_join(double seconds_left, double summed_speed, int groups, double joining_speed,
+                               int joining_groups, const MergedSpeed& merged);
 
 }  // namespace phalanx::sweep
