@@ -106,6 +106,8 @@ budget_seconds=${GPU_CHECK_BUDGET_S:-540}
 dry_run=${GPU_CHECK_DRY_RUN:-0}
 device=cuda resnet_batch=256 resnet_image=224 resnet_train=2560 resnet_test=256 resnet_steps=30 resnet_precision=bf16
 fmnist_limit=()
+# The sweep step's trials and rungs (epochs): on a dry run's two cores a third and a tenth of them.
+sweep_size=(trials=9 budget.min=0.25 budget.max=2.25)
 # The second ResNet-50 run holds activations in the compute precision (fp32 on a dry run's CPU).
 resnet_activations=bf16
 if [ "$dry_run" = 1 ]; then
@@ -115,6 +117,7 @@ if [ "$dry_run" = 1 ]; then
   device=cpu resnet_batch=2 resnet_image=32 resnet_train=8 resnet_test=8 resnet_steps=5 resnet_precision=fp32
   resnet_activations=fp32
   fmnist_limit=(--set train.max_steps=200)
+  sweep_size=(trials=3 budget.min=0.025 budget.max=0.225)
 fi
 started=$SECONDS
 note() { echo "$*" | tee -a "$summary"; }
@@ -325,6 +328,14 @@ if command -v mpirun >/dev/null; then
     --set data.path="$data" --set train.max_steps=50 --set distributed.batch_split=throughput \
     --run-dir "$work/run-mixed-split"
   note "  $(grep -m1 'batch split' "$work/train-mixed-split.log"); test_accuracy $(json "$work/run-mixed-split/summary.json" 'd["test_accuracy"]')"
+  # A sweep with a GPU worker group (rank 0, NCCL) beside two CPU groups: GPU-first dispatch, and
+  # joins that stay within a kind (one GPU cannot show a GPU join: NCCL needs a device per rank).
+  note "== an ASHA sweep on one GPU group and two CPU groups (${sweep_size[*]}, epochs, eta 3)"
+  step sweep-gpu-and-cpu 180 mpirun -np 3 --oversubscribe --bind-to none "$bundle/phalanx" sweep \
+    "$bundle/configs/sweeps/fmnist_asha.yaml" --sweep-dir "$work/sweep-gpu-and-cpu" --set config.data.path="$data" \
+    "${sweep_size[@]}"
+  grep -s -E 'worker groups|joins trial|handed over|sweep done' "$work/sweep-gpu-and-cpu.log" | tail -n 8 >>"$summary"
+  note "  jobs per device: $(grep -s -o -E 'worker [0-9+]+ \((cpu|gpu)' "$work/sweep-gpu-and-cpu.log" | sort | uniq -c | tr -s ' \n' ' ')"
 else
   note "  skipped: no mpirun on this machine (Open MPI's launcher is not carried)"
 fi

@@ -157,6 +157,10 @@ class RunWithoutGpuTest(unittest.TestCase):
         # Without a GPU both ranks are CPU ranks; the batch split by throughput still trains.
         self.assertRegex(summary, r"train-mixed-split: exit 0 ")
         self.assertRegex(summary, r"batch split: rank 0 cpu \d+ \(")
+        # The sweep step (all CPU groups without a GPU) runs to its end and counts its jobs.
+        self.assertRegex(summary, r"sweep-gpu-and-cpu: exit 0 ")
+        self.assertRegex(summary, r"sweep done in [0-9.]+ s: 3 trials")
+        self.assertRegex(summary, r"jobs per device: +\d+ worker \d+ \(cpu")
         with open(os.path.join(out, "fmnist-summary.json")) as file:
             fmnist = json.load(file)
         self.assertGreater(fmnist["test_accuracy"], 0.6)
