@@ -307,7 +307,7 @@ class Coordinator {
     if (target <= 0) return;
     const double units = asha_.budget(group.job.rung) * static_cast<double>(end_step - start_step) /
                          static_cast<double>(target);
-    merged_speed_.record(units, seconds, summed_speed(members, group_states()));
+    merged_speed(group.gpu).record(units, seconds, summed_speed(members, group_states()));
   }
 
   // No idle tail: the job of `worker` on the groups `before` (itself first) stopped after a step
@@ -347,7 +347,8 @@ class Coordinator {
     // The dispatch's estimate for the rest: the groups' measured speeds added up, times what merged
     // jobs achieved so far.
     const auto states = group_states();
-    const double speed = merged_speed_.speed(summed_speed(members, states), static_cast<int>(members.size()));
+    const double speed =
+        merged_speed(group.gpu).speed(summed_speed(members, states), static_cast<int>(members.size()));
     next.estimate_seconds = group.cost / std::max(speed, 1e-9);
     group.job_id = store_.hand_over_job(group.job_id, start_step, end_step, message.at("resumed_from"), now,
                                         next, rows);  // committed before the job is sent
@@ -404,9 +405,10 @@ class Coordinator {
       // Groups on their way to it count as joined already.
       for (const int joiner : group.joiners)
         job.ranks += groups_[static_cast<std::size_t>(joiner)].rank_count;
-      job.seconds_left = seconds_left_after_join(
-          job.seconds_left, summed_speed(members, states), static_cast<int>(members.size()),
-          summed_speed(group.joiners, states), static_cast<int>(group.joiners.size()), merged_speed_);
+      job.seconds_left =
+          seconds_left_after_join(job.seconds_left, summed_speed(members, states),
+                                  static_cast<int>(members.size()), summed_speed(group.joiners, states),
+                                  static_cast<int>(group.joiners.size()), merged_speed(group.gpu));
       running.push_back(job);
     }
     const int choice = choose_join(running, idle.gpu, sweep_.join_min_seconds);
@@ -559,12 +561,15 @@ class Coordinator {
       if (!group.busy || group.member_of >= 0) continue;
       const auto members = job_groups(static_cast<int>(worker));
       const double speed =
-          merged_speed_.speed(summed_speed(members, states), static_cast<int>(members.size()));
+          merged_speed(group.gpu).speed(summed_speed(members, states), static_cast<int>(members.size()));
       const double left = std::max(0.0, group.started + group.cost / std::max(speed, 1e-9) - now);
       for (const int member : members) states[static_cast<std::size_t>(member)].busy_seconds_left = left;
     }
     return states;
   }
+
+  MergedSpeed& merged_speed(bool gpu) { return merged_speeds_[gpu ? 1 : 0]; }
+  const MergedSpeed& merged_speed(bool gpu) const { return merged_speeds_[gpu ? 1 : 0]; }
 
   // The speeds of `members` added up, unmeasured ones filled in as effective_speed() does.
   static double summed_speed(const std::vector<int>& members, const std::vector<GroupState>& states) {
@@ -676,7 +681,9 @@ class Coordinator {
   double start_ = 0;
   int results_ = 0;
   std::string pending_line_;
-  MergedSpeed merged_speed_;             // how merged jobs compare with their groups' speeds
+  // How merged jobs compare with their groups' speeds, for CPU [0] and GPU [1] groups apart: MPI
+  // over shared cores and NCCL over GPUs differ in what a merge costs.
+  MergedSpeed merged_speeds_[2];
   std::vector<std::string> join_lines_;  // groups that chose a running trial to join (no idle tail)
   int passed_over_ = 0;
   bool live_ = train::live_terminal_output();
