@@ -369,13 +369,18 @@ class Coordinator {
                     {"budget", next.budget},
                     {"assignments", parameters.assignments()},
                     {"ranks", ranks}});
-    char line[320];
+    // The estimate and what it rests on, so that a user can see why groups join or wait.
+    char share[96] = "";
+    if (merged_speed(group.gpu).measured())
+      std::snprintf(share, sizeof(share), ", at %.0f%% of their summed speed as merged jobs so far",
+                    100.0 * merged_speed(group.gpu).efficiency());
+    char line[512];
     std::snprintf(
         line, sizeof(line),
         "[%7.1f s] trial %3d rung %d handed over after step %lld (checkpoint written): continues on "
-        "workers %s (%zu ranks), same global batch",
+        "workers %s (%zu ranks), same global batch, about %.0f s%s",
         now - start_, group.job.trial, group.job.rung, static_cast<long long>(end_step),
-        worker_list(members).c_str(), ranks.size());
+        worker_list(members).c_str(), ranks.size(), next.estimate_seconds, share);
     pending_line_ = line;
   }
 

@@ -166,6 +166,12 @@ class NoIdleTail(unittest.TestCase):
         self.assertIn(f"trial   {top['trial_id']} rung 1 handed over after step {last['start_step']}",
                       result.stdout)
         self.assertRegex(result.stdout, r"joins trial \d+ on worker \d")
+        # Each handover says what the rest is expected to take; once a merged job has ended, at
+        # what share of its groups' summed speed merged jobs went.
+        for line in (output + result.stdout).splitlines():
+            if "handed over after step" in line:
+                self.assertRegex(line, r"same global batch, about \d+ s"
+                                 r"(, at \d+% of their summed speed as merged jobs so far)?( \||$)")
         # Every step once, with the handovers in the metrics where they happened.
         events = e2e.read_metrics(top["run_dir"])
         steps = [event["step"] for event in sweep.step_events(top["run_dir"])]

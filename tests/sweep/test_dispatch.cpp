@@ -150,11 +150,13 @@ TEST(JoinRunning, GroupsOnTheirWayToAJobSpreadTheNextOneElsewhere) {
 TEST(MergedSpeed, MergedJobsGoAtTheShareOfTheirGroupsSpeedsThatMergedJobsAchieved) {
   MergedSpeed merged;
   // Unmeasured: the sum; a lone group always goes at its own speed.
+  EXPECT_FALSE(merged.measured());
   EXPECT_DOUBLE_EQ(merged.efficiency(), 1.0);
   EXPECT_DOUBLE_EQ(merged.speed(4.0, 2), 4.0);
   // Two groups of speed 1 (sum 2) trained 60 units in 60 s: half of the 120 the sum promised, as
   // four ranks on two cores do.
   merged.record(60.0, 60.0, 2.0);
+  EXPECT_TRUE(merged.measured());
   EXPECT_DOUBLE_EQ(merged.efficiency(), 0.5);
   EXPECT_DOUBLE_EQ(merged.speed(3.0, 3), 1.5);
   EXPECT_DOUBLE_EQ(merged.speed(3.0, 1), 3.0);

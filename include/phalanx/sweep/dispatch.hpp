@@ -83,6 +83,7 @@ class MergedSpeed {
   void record(double units, double seconds, double summed_speed);
   // Budget units trained over units the summed speeds promised in the same time; 1 when unmeasured.
   double efficiency() const;
+  bool measured() const { return promised_units_ > 0; }
   // The speed of `groups` groups whose own speeds add up to `summed_speed` (a lone group: its own).
   double speed(double summed_speed, int groups) const;
 
