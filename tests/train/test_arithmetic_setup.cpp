@@ -8,6 +8,7 @@
 #include "backend/backend_test_support.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/train/arithmetic_setup.hpp"
+#include "phalanx/train/micro_batches.hpp"
 #include "phalanx/train/probe_step.hpp"
 
 namespace phalanx::testing {
@@ -181,6 +182,33 @@ TEST(ArithmeticSetup, ProbeStepRunsUnderTheConfiguredPrecision) {
   } else {
     EXPECT_EQ(message, "");
   }
+}
+
+// A probe resolves activation_dtype: auto for the micro-batches the run will split its step into
+// (micro_batches_per_step), not for one: with train.accumulation_steps: 2 the run holds fp32
+// activations, and so does its probe; a batch of one sample is one micro-batch whatever is asked.
+TEST(ArithmeticSetup, ProbeStepResolvesAutoForTheRunsMicroBatches) {
+  const auto backend = make_test_backend();
+  const Shape sample{28, 28, 1};
+  const std::string reduced = holds_bf16_activations(*backend) ? "bf16" : "fp32";
+  const config::Config whole = config_with("bf16", "auto"),
+                       accumulated = config_with("bf16", "auto", ", accumulation_steps: 2"),
+                       automatic = config_with("auto", "auto", ", accumulation_steps: 2");
+  train::ProbeStep whole_probe(whole, *backend, sample, 10, 8);
+  EXPECT_EQ(whole_probe.arithmetic().activation_dtype, reduced);
+  EXPECT_NO_THROW(whole_probe.run());
+  train::ProbeStep accumulated_probe(accumulated, *backend, sample, 10, 8);
+  EXPECT_EQ(accumulated_probe.arithmetic().precision, "bf16");
+  EXPECT_EQ(accumulated_probe.arithmetic().activation_dtype, "fp32");
+  EXPECT_NO_THROW(accumulated_probe.run());
+  train::ProbeStep single_sample(accumulated, *backend, sample, 10, 1);
+  EXPECT_EQ(single_sample.arithmetic().activation_dtype, reduced);
+  train::ProbeStep automatic_probe(automatic, *backend, sample, 10, 8);
+  EXPECT_EQ(automatic_probe.arithmetic().activation_dtype, "fp32");
+  // The Trainer's own resolution for the same rank: the probe measures what training holds.
+  EXPECT_EQ(automatic_probe.arithmetic().activation_dtype,
+            train::resolve_arithmetic(automatic.train, *backend, train::micro_batches_per_step(automatic, 8))
+                .activation_dtype);
 }
 
 }  // namespace
