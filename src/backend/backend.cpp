@@ -27,10 +27,15 @@ void Backend::set_compute_precision(ComputePrecision precision) {
 }
 
 void Backend::set_activation_precision(ComputePrecision precision) {
-  PHALANX_REQUIRE_INPUT(
-      precision == ComputePrecision::Float32, name(),
-      " keeps activations in fp32 only; bf16 and fp16 activations need a GPU rank (the CUDA "
-      "backend)");
+  const std::string refusal = activation_precision_refusal(precision, ComputePrecision::Float32);
+  PHALANX_REQUIRE_INPUT(refusal.empty(), refusal);
+}
+
+std::string Backend::activation_precision_refusal(ComputePrecision activations, ComputePrecision) const {
+  if (activations == ComputePrecision::Float32) return {};
+  return name() +
+         " keeps activations in fp32 only; bf16 and fp16 activations need a GPU rank (the CUDA "
+         "backend)";
 }
 
 void Backend::convolution_backward(const ConvolutionGeometry& geometry, const float* input,

@@ -14,8 +14,14 @@ Arithmetic resolve_arithmetic(const config::TrainConfig& train, const backend::B
     arithmetic.precision = backend::compute_precision_name(choice.precision);
     arithmetic.precision_reason = choice.reason;
   }
-  if (arithmetic.activation_dtype == "auto")
-    arithmetic.activation_dtype = micro_batches > 1 ? "fp32" : arithmetic.precision;
+  if (arithmetic.activation_dtype == "auto") {
+    // Reduced activations only where the backend holds them (not on a CPU whose oneDNN has no bf16
+    // kernels, even with bf16 named as the precision): the backend is asked, nothing is tried.
+    const backend::ComputePrecision compute = backend::compute_precision_from_name(arithmetic.precision);
+    const bool reduced = micro_batches <= 1 && compute != backend::ComputePrecision::Float32 &&
+                         backend.can_hold_activations(compute, compute);
+    arithmetic.activation_dtype = reduced ? arithmetic.precision : "fp32";
+  }
   return arithmetic;
 }
 
@@ -31,26 +37,21 @@ std::string describe_resolution(const config::TrainConfig& train, const Arithmet
 }
 
 Arithmetic apply_arithmetic(const config::Config& config, backend::Backend& backend, int micro_batches) {
-  Arithmetic arithmetic = resolve_arithmetic(config.train, backend, micro_batches);
+  const Arithmetic arithmetic = resolve_arithmetic(config.train, backend, micro_batches);
   PHALANX_REQUIRE_INPUT(arithmetic.precision != "fp16" || backend.device_kind() == DeviceKind::Cuda,
                         "train.precision: fp16 needs a GPU rank (the CUDA backend); CPU ranks train in fp32 "
                         "or bf16");
+  const backend::ComputePrecision compute = backend::compute_precision_from_name(arithmetic.precision);
+  const backend::ComputePrecision activations =
+      backend::compute_precision_from_name(arithmetic.activation_dtype);
+  // Only a precision named outright can be one the backend cannot hold (auto asked it already):
+  // refused with the backend's reason and the key that asked, before the backend changes.
+  const std::string refusal = backend.activation_precision_refusal(activations, compute);
+  PHALANX_REQUIRE_INPUT(refusal.empty(), "train.activation_dtype: ", config.train.activation_dtype, ": ",
+                        refusal);
   backend.set_activation_precision(backend::ComputePrecision::Float32);
-  backend.set_compute_precision(backend::compute_precision_from_name(arithmetic.precision));
-  // A backend that cannot hold activations so (a CPU without oneDNN bf16 kernels) says why; the
-  // message gains the key that asked for it.
-  try {
-    backend.set_activation_precision(backend::compute_precision_from_name(arithmetic.activation_dtype));
-  } catch (const Error& error) {
-    if (error.kind() != ErrorKind::InvalidInput) throw;
-    if (config.train.activation_dtype != "auto")
-      throw_input_error(
-          detail::concat("train.activation_dtype: ", config.train.activation_dtype, ": ", error.what()));
-    // auto asks for reduced activations only where the backend holds them; where it does not
-    // (bf16 named as the precision on a CPU whose oneDNN has no bf16 kernels) they stay fp32.
-    backend.set_activation_precision(backend::ComputePrecision::Float32);
-    arithmetic.activation_dtype = "fp32";
-  }
+  backend.set_compute_precision(compute);
+  backend.set_activation_precision(activations);
   backend.set_deterministic(config.train.deterministic);
   return arithmetic;
 }

@@ -489,15 +489,24 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
   output.commit();
 }
 
-CheckpointHeader read_checkpoint_header(const std::string& path) {
-  const auto hdf5_lock = data::lock_hdf5();
+namespace {
+
+// The checkpoint at `path`, open read-only through the checked driver, after the checks that name
+// what is wrong with a file that is not one (missing, empty, not HDF5, damaged). The caller holds
+// the HDF5 lock.
+Hdf5Handle open_checkpoint_file(const std::string& path) {
   silence_hdf5();
   PHALANX_REQUIRE_INPUT(std::filesystem::exists(path), path, ": no such checkpoint file");
   PHALANX_REQUIRE_INPUT(std::filesystem::file_size(path) > 0, path, ": checkpoint file is empty");
   PHALANX_REQUIRE_INPUT(H5Fis_hdf5(path.c_str()) > 0, path, ": not an HDF5 checkpoint (or truncated)");
   Hdf5Handle file = open_checkpoint(path);
   PHALANX_REQUIRE_INPUT(file.valid(), path, ": cannot open the checkpoint (truncated or damaged file)");
-  Hdf5Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
+  return file;
+}
+
+// Validates and reads the header of the open checkpoint `file` (read from `path`).
+CheckpointHeader read_header(hid_t file, const std::string& path) {
+  Hdf5Handle root(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose);
   PHALANX_REQUIRE_INPUT(root.valid(), path, ": cannot read the checkpoint's root group (truncated file?)");
   CheckpointHeader header;
   header.path = path;
@@ -510,11 +519,11 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
   header.world_size = static_cast<int>(read_attribute_int64(root.get(), "world_size", path));
   header.config_text = read_attribute_string(root.get(), "config", path);
   header.optimizer_type = read_attribute_string(root.get(), "optimizer", path);
-  header.position.global_step = read_int64(file.get(), "/state/global_step", path);
-  header.position.epoch = read_int64(file.get(), "/state/epoch", path);
-  header.position.step_in_epoch = read_int64(file.get(), "/state/step_in_epoch", path);
-  header.position.samples_seen = read_int64(file.get(), "/state/samples_seen", path);
-  header.seed = static_cast<std::uint64_t>(read_int64(file.get(), "/state/rng_seed", path));
+  header.position.global_step = read_int64(file, "/state/global_step", path);
+  header.position.epoch = read_int64(file, "/state/epoch", path);
+  header.position.step_in_epoch = read_int64(file, "/state/step_in_epoch", path);
+  header.position.samples_seen = read_int64(file, "/state/samples_seen", path);
+  header.seed = static_cast<std::uint64_t>(read_int64(file, "/state/rng_seed", path));
   if (H5Aexists(root.get(), "local_batches") > 0)
     header.local_batches = read_attribute_local_batches(
         root.get(), "local_batches", static_cast<std::size_t>(std::max(header.world_size, 0)), path);
@@ -539,25 +548,33 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
                         path, ": the local_batches attribute does not add up to the global_batch attribute ",
                         header.global_batch);
   header.running_totals =
-      read_running_totals(file.get(), static_cast<std::size_t>(std::max(header.world_size, 0)), path);
-  if (link_exists(file.get(), "/state/loss_scale_log2")) {
-    const std::int64_t exponent = read_int64(file.get(), "/state/loss_scale_log2", path);
+      read_running_totals(file, static_cast<std::size_t>(std::max(header.world_size, 0)), path);
+  if (link_exists(file, "/state/loss_scale_log2")) {
+    const std::int64_t exponent = read_int64(file, "/state/loss_scale_log2", path);
     PHALANX_REQUIRE_INPUT(exponent >= -126 && exponent <= 126, path, ": /state/loss_scale_log2 is ", exponent,
                           ", outside [-126, 126]");
     optim::LossScalerState state;
     state.scale = std::ldexp(1.0, static_cast<int>(exponent));
-    state.good_steps = read_int64(file.get(), "/state/loss_scale_good_steps", path);
-    state.skipped_steps = read_int64(file.get(), "/state/loss_scale_skipped_steps", path);
+    state.good_steps = read_int64(file, "/state/loss_scale_good_steps", path);
+    state.skipped_steps = read_int64(file, "/state/loss_scale_skipped_steps", path);
     PHALANX_REQUIRE_INPUT(state.good_steps >= 0 && state.skipped_steps >= 0, path,
                           ": negative loss-scale step counts");
     header.loss_scale = state;
   }
-  if (link_exists(file.get(), "/state/nonfinite_skipped_steps")) {
-    header.nonfinite_skipped_steps = read_int64(file.get(), "/state/nonfinite_skipped_steps", path);
+  if (link_exists(file, "/state/nonfinite_skipped_steps")) {
+    header.nonfinite_skipped_steps = read_int64(file, "/state/nonfinite_skipped_steps", path);
     PHALANX_REQUIRE_INPUT(header.nonfinite_skipped_steps >= 0, path, ": /state/nonfinite_skipped_steps is ",
                           header.nonfinite_skipped_steps, ", negative");
   }
   return header;
+}
+
+}  // namespace
+
+CheckpointHeader read_checkpoint_header(const std::string& path) {
+  const auto hdf5_lock = data::lock_hdf5();
+  const Hdf5Handle file = open_checkpoint_file(path);
+  return read_header(file.get(), path);
 }
 
 std::int64_t stored_global_batch(const CheckpointHeader& header) {
@@ -571,9 +588,10 @@ std::int64_t stored_global_batch(const CheckpointHeader& header) {
 void load_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
                      optim::Optimizer* optimizer) {
   const auto hdf5_lock = data::lock_hdf5();
-  const CheckpointHeader header = read_checkpoint_header(path);
-  Hdf5Handle file = open_checkpoint(path);
-  PHALANX_REQUIRE_INPUT(file.valid(), path, ": cannot open the checkpoint (truncated or damaged file)");
+  // One open for the header and the tensors: the weights come from the file the header was
+  // validated in, and the checked driver opens and sizes it once.
+  const Hdf5Handle file = open_checkpoint_file(path);
+  const CheckpointHeader header = read_header(file.get(), path);
   std::vector<float> parameters(static_cast<std::size_t>(registry.parameter_count()), 0.0f);
   for (const auto& info : registry.parameters_info())
     read_floats(file.get(), "/model/" + info.name, info.shape, parameters.data() + info.offset, path);

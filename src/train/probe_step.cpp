@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "phalanx/train/arithmetic_setup.hpp"
+#include "phalanx/train/micro_batches.hpp"
 
 namespace phalanx::train {
 
@@ -20,9 +20,10 @@ ProbeStep::ProbeStep(const config::Config& config, backend::Backend& backend, co
       optimizer_(optim::make_optimizer(config.optimizer, backend, model_.registry().parameter_count())),
       input_(backend, sample.batched(batch)),
       labels_(backend, Shape{batch}, DType::Int32),
-      grad_logits_(backend, Shape{batch, classes}) {
-  // The arithmetic and activation storage of the run: its memory and speed are what is measured.
-  apply_arithmetic(config, backend_);
+      grad_logits_(backend, Shape{batch, classes}),
+      // The arithmetic and activation storage of the run: its memory and speed are what is
+      // measured. A run that splits this batch into micro-batches holds auto activations in fp32.
+      arithmetic_(apply_arithmetic(config, backend, micro_batches_per_step(config, batch))) {
   backend_.fill(input_.data(), input_.elements(), 0.0f);
   const std::vector<std::int32_t> zero_labels(static_cast<std::size_t>(batch), 0);
   backend_.copy_from_host(labels_.data_as<void>(), zero_labels.data(), labels_.bytes());

@@ -47,7 +47,7 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
   // The rank's micro-batches per step decide how activation_dtype: auto holds activations.
   arithmetic_ = apply_arithmetic(
       config, backend_,
-      micro_batches_per_step(local_batches_[static_cast<std::size_t>(communicator_.rank())]));
+      micro_batches_per_step(config, local_batches_[static_cast<std::size_t>(communicator_.rank())]));
   dataset_info_ = data::describe_dataset(config.data, options_.run_directory, communicator_);
   train_split_ = data::open_training_source(config.data, communicator_);
   test_split_ = std::make_shared<const data::Split>(
@@ -504,10 +504,7 @@ void Trainer::require_activations_fit() {
   // Before the first step allocates them: the weights and optimizer state are in memory already.
   const auto& config = options_.config;
   const int local_batch = local_batches_[static_cast<std::size_t>(communicator_.rank())];
-  const bool even_split =
-      config.distributed.batch_split == "equal" && config.distributed.local_batches.empty();
-  const int micro_batches = std::max(1, micro_batch_count(config.train.accumulation_steps, local_batch,
-                                                          config.train.batch_size, even_split));
+  const int micro_batches = std::max(1, micro_batches_per_step(config, local_batch));
   const std::int64_t micro_batch = (local_batch + micro_batches - 1) / micro_batches;
   const std::size_t needed =
       step_activation_bytes(*model_, micro_batch, local_batch, config.data.prefetch_batches);
@@ -553,16 +550,9 @@ void Trainer::require_finite_state(const std::string& checkpoint_path) {
                       " is not written (optimizer.learning_rate too high?); " + kept_checkpoint_note());
 }
 
-int Trainer::micro_batches_per_step(int local_batch) const {
-  const auto& config = options_.config;
-  const bool even_split =
-      config.distributed.batch_split == "equal" && config.distributed.local_batches.empty();
-  return micro_batch_count(config.train.accumulation_steps, local_batch, config.train.batch_size, even_split);
-}
-
 std::unique_ptr<MicroBatches> Trainer::make_micro_batches(int local_batch) const {
   const auto& config = options_.config;
-  const int count = micro_batches_per_step(local_batch);
+  const int count = micro_batches_per_step(config, local_batch);
   if (count < 2) return nullptr;
   // The micro-batches slice the input batch by fp32 sample sizes and sum the fp32 parameter
   // gradients with the backend's add, which under reduced activations reads 2-byte elements

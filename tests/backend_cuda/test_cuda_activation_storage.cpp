@@ -905,6 +905,40 @@ TEST(CudaActivationStorage, SetterRules) {
   EXPECT_EQ(download(b, data), (std::vector<float>{0.0f, 2.25f, 1e-30f}));
 }
 
+// activation_precision_refusal answers for set_activation_precision without trying it: for every
+// pair of activations and compute precision, empty exactly where the setter accepts the pair (fp32,
+// or the compute precision itself), and the setter's message where it refuses.
+TEST(CudaActivationStorage, QueryAgreesWithTheSetter) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  Backend& b = cuda_backend();
+  const std::vector<ComputePrecision> precisions{ComputePrecision::Float32, ComputePrecision::BFloat16,
+                                                 ComputePrecision::Float16};
+  for (const ComputePrecision compute : precisions) {
+    for (const ComputePrecision activations : precisions) {
+      SCOPED_TRACE(std::string(precision_name(compute)) + " compute, " + precision_name(activations) +
+                   " activations");
+      ASSERT_NO_THROW(b.set_activation_precision(ComputePrecision::Float32));
+      ASSERT_NO_THROW(b.set_compute_precision(compute));
+      const std::string refusal = b.activation_precision_refusal(activations, compute);
+      EXPECT_EQ(b.can_hold_activations(activations, compute), refusal.empty());
+      EXPECT_EQ(refusal.empty(), activations == ComputePrecision::Float32 || activations == compute)
+          << refusal;
+      std::string thrown;
+      try {
+        b.set_activation_precision(activations);
+      } catch (const Error& error) {
+        EXPECT_EQ(error.kind(), ErrorKind::InvalidInput);
+        thrown = error.what();
+      }
+      // The error's text is the refusal after the rank's prefix ("rank 0: ").
+      EXPECT_EQ(thrown.empty(), refusal.empty()) << thrown;
+      EXPECT_TRUE(thrown.ends_with(refusal)) << thrown << "\n" << refusal;
+    }
+  }
+  ASSERT_NO_THROW(b.set_activation_precision(ComputePrecision::Float32));
+  ASSERT_NO_THROW(b.set_compute_precision(ComputePrecision::Float32));
+}
+
 // fill, scale, all_finite and the optimizer serve fp32 buffers under reduced activations too, and
 // a zero fill is a zero activation.
 TEST(CudaActivationStorage, Fp32BuffersStayFp32) {

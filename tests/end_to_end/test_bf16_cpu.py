@@ -190,6 +190,25 @@ class Bf16CpuTest(unittest.TestCase):
                 self.assertTrue(e2e.finite(summary["test_loss"]))
                 self.assertGreater(summary["test_accuracy"], 0.5)
 
+    def test_bf16_activations_below_avx512(self):
+        # Below AVX-512 (no oneDNN bf16 kernels) the CPU cannot hold bf16 activations: named outright
+        # they are refused, exit 2, one line naming the key and why; auto asks the backend and keeps
+        # fp32 activations under bf16 compute (which runs in fp32 there), and the run trains.
+        run_dir = os.path.join(WORK, "bf16-activations-avx2")
+        result = mpirun_with_isa("AVX2", "train", CONFIG_PATH, "--run-dir", run_dir, "--set", "train.precision=bf16",
+                                 "--set", "train.activation_dtype=bf16", "--set", "train.max_steps=10")
+        self.assertEqual(result.returncode, 2, result.describe())
+        lines = result.error_lines()
+        self.assertEqual(len(lines), 1, result.describe())
+        self.assertIn("train.activation_dtype: bf16: ", lines[0])
+        self.assertIn("bf16 activations need a CPU where oneDNN has bf16 kernels (AVX-512)", lines[0])
+        self.assertEqual(lines[0].count("rank "), 1, lines[0])  # the key's reason, not a nested error
+        result = mpirun_with_isa("AVX2", "train", CONFIG_PATH, "--run-dir", run_dir, "--set", "train.precision=bf16",
+                                 "--set", "train.activation_dtype=auto", "--set", "train.max_steps=10")
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.assertEqual(result.stdout.count("train.activation_dtype auto: fp32"), RANKS, result.stdout)
+        self.assertEqual(e2e.read_summary(run_dir)["steps"], 10)
+
     def test_auto_is_bf16_where_it_outpaces_fp32(self):
         # train.precision: auto with activation_dtype: auto (configs/fashion_mnist.yaml): every rank
         # says what it chose and why; bf16 (compute and activations) on AMX, or where the core's bf16

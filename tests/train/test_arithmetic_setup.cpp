@@ -2,21 +2,38 @@
 // the start-up probe step (auto batch size, throughput split) runs under them as training does.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "backend/backend_test_support.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/train/arithmetic_setup.hpp"
+#include "phalanx/train/micro_batches.hpp"
 #include "phalanx/train/probe_step.hpp"
 
 namespace phalanx::testing {
 namespace {
 
-config::Config config_with(const std::string& precision, const std::string& activation_dtype) {
+// `more_train`: further train keys, e.g. ", accumulation_steps: 2".
+config::Config config_with(const std::string& precision, const std::string& activation_dtype,
+                           const std::string& more_train = "") {
   return config::parse(
       "model: {preset: fmnist_cnn}\ndata: {path: fashion.h5}\ntrain: {batch_size: 8, precision: " +
-          precision + ", activation_dtype: " + activation_dtype + "}\n",
+          precision + ", activation_dtype: " + activation_dtype + more_train + "}\n",
       "probe.yaml");
+}
+
+// Whether the backend holds bf16 activations (under bf16 compute), as it says itself. Where CTest
+// lowers oneDNN below AVX-512 (ArithmeticSetupIsa.AVX2, PHALANX_EXPECTED_BF16=unavailable) it must
+// say no, so that run cannot pass on the other branch.
+bool holds_bf16_activations(const backend::Backend& backend) {
+  const bool held =
+      backend.can_hold_activations(backend::ComputePrecision::BFloat16, backend::ComputePrecision::BFloat16);
+  const char* expected = std::getenv("PHALANX_EXPECTED_BF16");
+  if (expected && std::string(expected) == "unavailable") {
+    EXPECT_FALSE(held) << "ONEDNN_MAX_CPU_ISA not applied";
+  }
+  return held;
 }
 
 // The InvalidInput message of `call`, or "" when it does not throw one.
@@ -39,11 +56,17 @@ TEST(ArithmeticSetup, CpuRankTakesFp32AndBf16AndRefusesTheRestNamingTheKey) {
   EXPECT_EQ(backend->arithmetic_note(), "");
   EXPECT_NO_THROW(train::apply_arithmetic(config_with("bf16", "fp32"), *backend));
   EXPECT_NE(backend->arithmetic_note().find("bf16"), std::string::npos) << backend->arithmetic_note();
-  const bool bf16_unavailable = backend->arithmetic_note().find("bf16 unavailable") != std::string::npos;
+  const bool bf16_unavailable = !holds_bf16_activations(*backend);
   const std::string activations =
       invalid_input_message([&] { train::apply_arithmetic(config_with("bf16", "bf16"), *backend); });
   if (bf16_unavailable) {
-    EXPECT_NE(activations.find("train.activation_dtype: bf16"), std::string::npos) << activations;
+    // The backend's own reason, after the key that asked for it.
+    EXPECT_TRUE(
+        activations.ends_with("train.activation_dtype: bf16: " +
+                              backend->activation_precision_refusal(backend::ComputePrecision::BFloat16,
+                                                                    backend::ComputePrecision::BFloat16)))
+        << activations;
+    EXPECT_NE(activations.find("AVX-512"), std::string::npos) << activations;
   } else {
     EXPECT_EQ(activations, "");
   }
@@ -87,8 +110,7 @@ TEST(ArithmeticSetup, AutoTakesTheBackendsPreferredPrecision) {
 
   // auto activations under a named precision: that precision where the backend holds it
   // (every AVX-512 CPU for bf16), fp32 where it does not, instead of a refusal.
-  train::apply_arithmetic(config_with("bf16", "fp32"), *backend);
-  const bool bf16_unavailable = backend->arithmetic_note().find("bf16 unavailable") != std::string::npos;
+  const bool bf16_unavailable = !holds_bf16_activations(*backend);
   const train::Arithmetic named = train::apply_arithmetic(config_with("bf16", "auto"), *backend);
   EXPECT_EQ(named.precision, "bf16");
   EXPECT_EQ(named.activation_dtype, bf16_unavailable ? "fp32" : "bf16");
@@ -101,6 +123,36 @@ TEST(ArithmeticSetup, AutoTakesTheBackendsPreferredPrecision) {
   const train::Arithmetic plain = train::apply_arithmetic(fp32, *backend);
   EXPECT_EQ(plain.precision, "fp32");
   EXPECT_EQ(train::describe_resolution(fp32.train, plain), "");
+  EXPECT_EQ(backend->arithmetic_note(), "");
+}
+
+// activation_dtype: auto asks the backend (Backend::can_hold_activations) instead of trying:
+// resolving changes nothing on the backend, and where it cannot hold bf16 activations (below
+// AVX-512) auto under bf16 resolves to fp32 before anything is set.
+TEST(ArithmeticSetup, AutoActivationsAskTheBackendWithoutSettingAnything) {
+  const auto backend = make_test_backend();
+  const bool held = holds_bf16_activations(*backend);
+  train::apply_arithmetic(config_with("fp32", "fp32"), *backend);
+  const config::Config named = config_with("bf16", "auto");
+  const train::Arithmetic resolved = train::resolve_arithmetic(named.train, *backend, 1);
+  EXPECT_EQ(resolved.precision, "bf16");
+  EXPECT_EQ(resolved.activation_dtype, held ? "bf16" : "fp32");
+  // Still fp32 compute: nothing was set to find out.
+  EXPECT_EQ(backend->arithmetic_note(), "");
+  EXPECT_EQ(train::resolve_arithmetic(named.train, *backend, 2).activation_dtype, "fp32");
+  EXPECT_EQ(train::apply_arithmetic(named, *backend).activation_dtype, resolved.activation_dtype);
+}
+
+// An activation_dtype named outright that the backend cannot hold is refused before the backend
+// changes: it keeps the arithmetic it had (fp32 compute here, no bf16 note).
+TEST(ArithmeticSetup, RefusedActivationsLeaveTheBackendAsItWas) {
+  const auto backend = make_test_backend();
+  if (holds_bf16_activations(*backend))
+    GTEST_SKIP() << "this CPU holds bf16 activations (see ArithmeticSetupIsa.AVX2)";
+  train::apply_arithmetic(config_with("fp32", "fp32"), *backend);
+  const std::string message =
+      invalid_input_message([&] { train::apply_arithmetic(config_with("bf16", "bf16"), *backend); });
+  EXPECT_NE(message.find("train.activation_dtype: bf16: "), std::string::npos) << message;
   EXPECT_EQ(backend->arithmetic_note(), "");
 }
 
@@ -125,11 +177,38 @@ TEST(ArithmeticSetup, ProbeStepRunsUnderTheConfiguredPrecision) {
   });
   // Where the CPU takes bf16 activations the probe runs with them; elsewhere it is refused as
   // training would be.
-  if (backend->arithmetic_note().find("bf16 unavailable") != std::string::npos) {
+  if (!holds_bf16_activations(*backend)) {
     EXPECT_NE(message.find("train.activation_dtype: bf16"), std::string::npos) << message;
   } else {
     EXPECT_EQ(message, "");
   }
+}
+
+// A probe resolves activation_dtype: auto for the micro-batches the run will split its step into
+// (micro_batches_per_step), not for one: with train.accumulation_steps: 2 the run holds fp32
+// activations, and so does its probe; a batch of one sample is one micro-batch whatever is asked.
+TEST(ArithmeticSetup, ProbeStepResolvesAutoForTheRunsMicroBatches) {
+  const auto backend = make_test_backend();
+  const Shape sample{28, 28, 1};
+  const std::string reduced = holds_bf16_activations(*backend) ? "bf16" : "fp32";
+  const config::Config whole = config_with("bf16", "auto"),
+                       accumulated = config_with("bf16", "auto", ", accumulation_steps: 2"),
+                       automatic = config_with("auto", "auto", ", accumulation_steps: 2");
+  train::ProbeStep whole_probe(whole, *backend, sample, 10, 8);
+  EXPECT_EQ(whole_probe.arithmetic().activation_dtype, reduced);
+  EXPECT_NO_THROW(whole_probe.run());
+  train::ProbeStep accumulated_probe(accumulated, *backend, sample, 10, 8);
+  EXPECT_EQ(accumulated_probe.arithmetic().precision, "bf16");
+  EXPECT_EQ(accumulated_probe.arithmetic().activation_dtype, "fp32");
+  EXPECT_NO_THROW(accumulated_probe.run());
+  train::ProbeStep single_sample(accumulated, *backend, sample, 10, 1);
+  EXPECT_EQ(single_sample.arithmetic().activation_dtype, reduced);
+  train::ProbeStep automatic_probe(automatic, *backend, sample, 10, 8);
+  EXPECT_EQ(automatic_probe.arithmetic().activation_dtype, "fp32");
+  // The Trainer's own resolution for the same rank: the probe measures what training holds.
+  EXPECT_EQ(automatic_probe.arithmetic().activation_dtype,
+            train::resolve_arithmetic(automatic.train, *backend, train::micro_batches_per_step(automatic, 8))
+                .activation_dtype);
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <string>
 
 #include "phalanx/backend/backend.hpp"
+#include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/train/micro_batches.hpp"
 
@@ -28,6 +30,32 @@ TEST(MicroBatches, AutoSplitsOnlyAnEvenSplitAboveTheBatchSize) {
   EXPECT_EQ(micro_batch_count(0, 13, 50, true), 1);   // on more ranks: smaller local batches
   // A throughput split gives a fast rank a larger batch on purpose: trained in one piece.
   EXPECT_EQ(micro_batch_count(0, 230, 128, false), 1);
+}
+
+config::Config config_of(const std::string& train, const std::string& distributed = "{}") {
+  return config::parse("model: {preset: fmnist_cnn}\ndata: {path: fashion.h5}\ntrain: " + train +
+                           "\ndistributed: " + distributed + "\n",
+                       "micro.yaml");
+}
+
+// What the Trainer splits a step into and what the start-up probes resolve arithmetic for: the
+// config's accumulation, split and batch size applied to a local batch.
+TEST(MicroBatches, PerStepFollowsTheConfig) {
+  EXPECT_EQ(micro_batches_per_step(config_of("{batch_size: 16}"), 16), 1);
+  EXPECT_EQ(micro_batches_per_step(config_of("{batch_size: 16}"), 48), 3);  // resumed on a third of the ranks
+  EXPECT_EQ(micro_batches_per_step(config_of("{batch_size: 16, accumulation_steps: 2}"), 16), 2);
+  EXPECT_EQ(micro_batches_per_step(config_of("{batch_size: 16, accumulation_steps: 2}"), 1), 1);
+  // A throughput split or explicit local batches are meant as they are.
+  EXPECT_EQ(micro_batches_per_step(config_of("{batch_size: 16}", "{batch_split: throughput}"), 48), 1);
+  EXPECT_EQ(micro_batches_per_step(config_of("{batch_size: 16}", "{local_batches: [48, 16]}"), 48), 1);
+  EXPECT_EQ(micro_batches_per_step(
+                config_of("{batch_size: 16, accumulation_steps: 4}", "{batch_split: throughput}"), 48),
+            4);
+  // train.batch_size: auto: the probed batch is the batch size the run would take, in one piece
+  // unless accumulation is asked for.
+  EXPECT_EQ(micro_batches_per_step(config_of("{batch_size: auto}"), 512), 1);
+  EXPECT_EQ(micro_batches_per_step(config_of("{batch_size: auto, accumulation_steps: 2}"), 512), 2);
+  EXPECT_EQ(micro_batches_per_step(config_of("{batch_size: auto, accumulation_steps: 2}"), 1), 1);
 }
 
 TEST(MicroBatches, CutsTheLocalBatchAsEvenlyAsItDivides) {

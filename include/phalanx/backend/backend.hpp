@@ -165,8 +165,19 @@ class Backend : public Allocator {
   // norm statistics and predict's probabilities stay fp32; fill, scale and all_finite are for those
   // fp32 buffers (a zero fill is zero in every precision). The base version keeps fp32 only and
   // refuses anything else; the CPU backend adds bf16 (under bf16 compute), the CUDA backend bf16
-  // and fp16.
+  // and fp16. A pair that activation_precision_refusal names a reason for is refused with it.
   virtual void set_activation_precision(ComputePrecision precision);
+  // Why this backend cannot hold activations in `activations` while convolutions and linear layers
+  // compute in `compute`, in the words set_activation_precision refuses that pair with; empty when
+  // it can. A question, not a request: nothing changes. train.activation_dtype: auto asks it before
+  // it chooses reduced activations, and a precision named outright that the backend cannot hold is
+  // refused with this reason before the backend is touched. The base version holds fp32 only.
+  virtual std::string activation_precision_refusal(ComputePrecision activations,
+                                                   ComputePrecision compute) const;
+  // Whether activation_precision_refusal(activations, compute) is empty.
+  bool can_hold_activations(ComputePrecision activations, ComputePrecision compute) const {
+    return activation_precision_refusal(activations, compute).empty();
+  }
   // Whether ops keep to algorithms whose results are the same bits on every call (true, the
   // default), or may take a faster one that can differ in the last bits from run to run (a
   // convolution's backward that sums with atomics, say), as torch.backends.cudnn.deterministic =

@@ -22,7 +22,10 @@ struct Arithmetic {
 
 // precision auto: the backend's preferred_precision. activation_dtype auto: the compute precision
 // itself (the two-byte activations that make bf16 pay off), unless the step is split into
-// micro-batches, which slice and sum in fp32 elements, or the compute precision is fp32.
+// micro-batches, which slice and sum in fp32 elements, the compute precision is fp32, or the
+// backend cannot hold activations in it (Backend::can_hold_activations; a CPU without oneDNN bf16
+// kernels). `micro_batches`: the rank's micro-batches per step (micro_batches_per_step). Changes
+// nothing on the backend.
 Arithmetic resolve_arithmetic(const config::TrainConfig& train, const backend::Backend& backend,
                               int micro_batches);
 
@@ -31,10 +34,11 @@ Arithmetic resolve_arithmetic(const config::TrainConfig& train, const backend::B
 std::string describe_resolution(const config::TrainConfig& train, const Arithmetic& arithmetic);
 
 // Sets the resolved arithmetic (resolve_arithmetic) and train.deterministic on the backend and
-// returns it. Refuses fp16 on a CPU rank, and activations the backend cannot hold (bf16 on a CPU
-// without oneDNN bf16 kernels), as bad input naming the key. Sets the activations back to fp32
-// first: a backend reused by the next trial of a sweep may hold them in the previous trial's
-// precision, and the compute precision changes only under fp32 activations.
+// returns it. Refuses fp16 on a CPU rank, and activations named outright that the backend cannot
+// hold (bf16 on a CPU without oneDNN bf16 kernels), as bad input naming the key, leaving the
+// backend as it was. Sets the activations back to fp32 first: a backend reused by the next trial of
+// a sweep may hold them in the previous trial's precision, and the compute precision changes only
+// under fp32 activations.
 Arithmetic apply_arithmetic(const config::Config& config, backend::Backend& backend, int micro_batches = 1);
 
 }  // namespace phalanx::train

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "phalanx/backend/backend.hpp"
+#include "phalanx/config/config.hpp"
 #include "phalanx/core/tensor.hpp"
 #include "phalanx/nn/model.hpp"
 
@@ -19,6 +20,13 @@ namespace phalanx::train {
 // no throughput split, whose larger local batches are meant): only a resume on fewer ranks than
 // the checkpoint's gives that.
 int micro_batch_count(int accumulation_steps, int local_batch, int batch_size, bool even_split);
+
+// micro_batch_count for a rank training `local_batch` samples per step under `config`: the count
+// the Trainer splits its step into, and the one the start-up probes (auto batch size, throughput
+// split) resolve train.activation_dtype: auto for, so that they measure the activations the run
+// will hold. Under train.batch_size: auto (a probe of the search) the probed batch is the batch
+// size the run would take.
+int micro_batches_per_step(const config::Config& config, int local_batch);
 
 class MicroBatches {
  public:

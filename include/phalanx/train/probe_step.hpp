@@ -12,17 +12,22 @@
 #include "phalanx/core/tensor.hpp"
 #include "phalanx/nn/model.hpp"
 #include "phalanx/optim/optimizer.hpp"
+#include "phalanx/train/arithmetic_setup.hpp"
 
 namespace phalanx::train {
 
 class ProbeStep {
  public:
-  // Allocates everything a step at `batch` needs (a DeviceMemory error when it does not fit).
+  // Allocates everything a step at `batch` needs (a DeviceMemory error when it does not fit), and
+  // sets the arithmetic a rank training a local batch of `batch` would (apply_arithmetic with
+  // micro_batches_per_step). Under train.batch_size: auto, `batch` is the batch size probed.
   ProbeStep(const config::Config& config, backend::Backend& backend, const Shape& sample, int classes,
             int batch);
   // One training step, waited for on the device.
   void run();
   int batch() const { return batch_; }
+  // The precision and activation storage the probe runs under, auto resolved.
+  const Arithmetic& arithmetic() const { return arithmetic_; }
 
  private:
   const config::Config& config_;
@@ -31,6 +36,7 @@ class ProbeStep {
   nn::Model model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   Tensor input_, labels_, grad_logits_;
+  Arithmetic arithmetic_;
 };
 
 }  // namespace phalanx::train

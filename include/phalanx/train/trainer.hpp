@@ -107,9 +107,8 @@ class Trainer : private TrainingActions {
   // the epoch. The number of updates made (global_step) equals it unless a resume changed the
   // global batch (elastic.global_batch: change).
   std::int64_t schedule_step(const TrainingPosition& position) const;
-  // Gradient accumulation for this rank's local batch; none when it trains in one piece.
-  // Micro-batches per step for a local batch (train.accumulation_steps, or auto after a shrink).
-  int micro_batches_per_step(int local_batch) const;
+  // Gradient accumulation for this rank's local batch (micro_batches_per_step: train.accumulation_steps,
+  // or auto after a shrink); none when it trains in one piece.
   std::unique_ptr<MicroBatches> make_micro_batches(int local_batch) const;
   // TrainingActions, for the bookkeeping callbacks.
   void end_of_epoch(std::int64_t epoch, const TrainingRecord& record, const RunningTotals& totals) override;

@@ -63,23 +63,33 @@ void CpuBackend::set_compute_precision(ComputePrecision precision) {
 }
 
 void CpuBackend::set_activation_precision(ComputePrecision precision) {
-  PHALANX_REQUIRE_INPUT(
-      precision != ComputePrecision::Float16, name(),
-      " holds activations in fp32 or bf16; fp16 activations need a GPU rank (the CUDA backend)");
-  // As on GPU ranks: bf16 activations with fp32 arithmetic would convert at every convolution and
-  // keep none of the savings.
-  PHALANX_REQUIRE_INPUT(precision == ComputePrecision::Float32 || precision == precision_, name(),
-                        ": activations can be held in fp32 or in the compute precision of the convolutions "
-                        "and linear layers only (bf16 activations need train.precision: bf16)");
-  PHALANX_REQUIRE_INPUT(precision == ComputePrecision::Float32 || bf16_support() != Bf16Support::Unavailable,
-                        name(), ": bf16 activations need a CPU where oneDNN has bf16 kernels (AVX-512); ",
-                        bf16_support_note());
+  const std::string refusal = activation_precision_refusal(precision, precision_);
+  PHALANX_REQUIRE_INPUT(refusal.empty(), refusal);
   activations_ = precision;
   convolutions_.set_storage(precision);
   poolings_.set_storage(precision);
   linears_.set_storage(precision);
   batch_norms_.set_storage(precision);
   cross_entropy_.set_storage(precision);
+}
+
+std::string CpuBackend::activation_precision_refusal(ComputePrecision activations,
+                                                     ComputePrecision compute) const {
+  if (activations == ComputePrecision::Float32) return {};
+  if (activations == ComputePrecision::Float16)
+    return name() + " holds activations in fp32 or bf16; fp16 activations need a GPU rank (the CUDA backend)";
+  // As on GPU ranks: bf16 activations with fp32 arithmetic would convert at every convolution and
+  // keep none of the savings.
+  if (activations != compute)
+    return name() +
+           ": activations can be held in fp32 or in the compute precision of the convolutions and linear "
+           "layers only (bf16 activations need train.precision: bf16)";
+  // oneDNN's ISA (bf16_support), which ONEDNN_MAX_CPU_ISA can lower, not the CPU's flags: below
+  // AVX-512 oneDNN 2.6 has no bf16 convolution, pooling or inner product to read bf16 with.
+  if (bf16_support() == Bf16Support::Unavailable)
+    return name() + ": bf16 activations need a CPU where oneDNN has bf16 kernels (AVX-512); " +
+           bf16_support_note();
+  return {};
 }
 
 std::string CpuBackend::arithmetic_note() const {

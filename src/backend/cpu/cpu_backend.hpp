@@ -33,6 +33,8 @@ class CpuBackend final : public Backend {
   // fp32 or bf16 (train.activation_dtype): bf16 needs bf16 compute and a CPU where oneDNN has bf16
   // kernels (AVX-512, native or emulated); fp16 is refused.
   void set_activation_precision(ComputePrecision precision) override;
+  std::string activation_precision_refusal(ComputePrecision activations,
+                                           ComputePrecision compute) const override;
   std::string arithmetic_note() const override;
   // bf16 on AMX tiles; on AVX512-BF16 where the core's bf16 dot products are at least as fast as
   // its fp32 FMAs (backend::measure_arithmetic_rates, once per process); fp32 where bf16 would be

@@ -162,17 +162,24 @@ void CudaBackend::set_compute_precision(ComputePrecision precision) {
 }
 
 void CudaBackend::set_activation_precision(ComputePrecision precision) {
-  // bf16 activations with fp16 arithmetic (or the other way round) would cast every operand twice,
-  // and fp32 arithmetic on reduced activations would keep none of the savings: only the two
-  // combinations that pay are accepted.
-  PHALANX_REQUIRE_INPUT(precision == ComputePrecision::Float32 || precision == compute_precision_,
-                        "activations can be held in fp32 or in the compute precision of the convolutions and "
-                        "linear layers only");
+  const std::string refusal = activation_precision_refusal(precision, compute_precision_);
+  PHALANX_REQUIRE_INPUT(refusal.empty(), refusal);
   activations_ = precision;
   convolutions_.set_storage(precision);
   batch_norms_.set_storage(precision);
   linears_.set_storage(precision);
   cross_entropy_.set_storage(precision);
+}
+
+std::string CudaBackend::activation_precision_refusal(ComputePrecision activations,
+                                                      ComputePrecision compute) const {
+  // bf16 activations with fp16 arithmetic (or the other way round) would cast every operand twice,
+  // and fp32 arithmetic on reduced activations would keep none of the savings: only the two
+  // combinations that pay are accepted, on every GPU (a convolution direction cuDNN has no bf16 or
+  // fp16 algorithm for at a shape widens its operands instead of refusing).
+  if (activations == ComputePrecision::Float32 || activations == compute) return {};
+  return "activations can be held in fp32 or in the compute precision of the convolutions and linear layers "
+         "only";
 }
 
 namespace {

@@ -39,6 +39,8 @@ class CudaBackend final : public Backend {
   Allocator& staging_allocator() override { return staging_allocator_; }
   void set_compute_precision(ComputePrecision precision) override;
   void set_activation_precision(ComputePrecision precision) override;
+  std::string activation_precision_refusal(ComputePrecision activations,
+                                           ComputePrecision compute) const override;
   void set_deterministic(bool deterministic) override { convolutions_.set_deterministic(deterministic); }
   std::optional<DeviceMemory> device_memory() override;
   std::unique_ptr<Upload> make_upload() override;
