@@ -45,10 +45,11 @@ asan() {  # $1: also the end-to-end tests
 asan_ci() {
   PHALANX_BUILD_DIR=$prefix-asan PHALANX_TARGETS="phalanx_core_tests phalanx_config_tests phalanx_data_tests
     phalanx_comm_tests phalanx_monitor_tests phalanx_fuzz_config phalanx_fuzz_sweep_file phalanx_fuzz_dataset
-    phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar phalanx_fuzz_image" launch/build.sh \
+    phalanx_fuzz_checkpoint phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar phalanx_fuzz_image" \
+    launch/build.sh \
     -DPHALANX_SANITIZE=address,undefined -DPHALANX_CUDA=OFF -DPHALANX_BENCH=OFF "$optimize" "$@"
   ctest --test-dir "$prefix-asan" --output-on-failure -j "$jobs" -LE "end_to_end|fuzz" \
-    -E "_NOT_BUILT|CpuBf16Isa|^Mpi(Data)?Tests\.|fuzz_checkpoint_replay"
+    -E "_NOT_BUILT|CpuBf16Isa|^Mpi(Data)?Tests\."
 }
 
 # TSan: the unit tests of the threaded parts, the MPI tests (the trainer's loader thread, watchdog
