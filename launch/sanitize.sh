@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The sanitizer and fuzzer set (docs/HARDENING.md), CPU builds beside the normal one:
 #   launch/sanitize.sh asan-ci     ASan+UBSan: the modules whose unit tests ran clean so far (core,
-#                                  config, data, comm, monitor) and the fuzz replays (what .ci/run
-#                                  runs: it fits CI's time)
+#                                  config, data, comm, monitor) and every fuzz target's replay (what
+#                                  .ci/run runs: it fits CI's time)
 #   launch/sanitize.sh asan-unit   ASan+UBSan: every unit and MPI test
 #   launch/sanitize.sh asan        the same plus the end-to-end tests against an ASan+UBSan phalanx
 #   launch/sanitize.sh tsan        TSan: the threaded parts (loader, streaming reads, watchdog, step
@@ -42,13 +42,16 @@ asan() {  # $1: also the end-to-end tests
 # CI's share, at -O1 (it compiled in 222 s against 384 s at -O3 here, and the reports do not need
 # it): no oneDNN-, trainer- or MPI-test binaries (the normal suite covers those; the
 # whole set is asan-unit). The GoogleTest binaries not built register *_NOT_BUILT placeholders.
+# Every fuzz target's replay is in it: the checkpoint one builds the trainer and CPU backend
+# libraries for its loader (88 of the 224 compile steps; docs/HARDENING.md, "Cost in CI").
 asan_ci() {
   PHALANX_BUILD_DIR=$prefix-asan PHALANX_TARGETS="phalanx_core_tests phalanx_config_tests phalanx_data_tests
     phalanx_comm_tests phalanx_monitor_tests phalanx_fuzz_config phalanx_fuzz_sweep_file phalanx_fuzz_dataset
-    phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar phalanx_fuzz_image" launch/build.sh \
+    phalanx_fuzz_checkpoint phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar phalanx_fuzz_image" \
+    launch/build.sh \
     -DPHALANX_SANITIZE=address,undefined -DPHALANX_CUDA=OFF -DPHALANX_BENCH=OFF "$optimize" "$@"
   ctest --test-dir "$prefix-asan" --output-on-failure -j "$jobs" -LE "end_to_end|fuzz" \
-    -E "_NOT_BUILT|CpuBf16Isa|^Mpi(Data)?Tests\.|fuzz_checkpoint_replay"
+    -E "_NOT_BUILT|CpuBf16Isa|^Mpi(Data)?Tests\."
 }
 
 # TSan: the unit tests of the threaded parts, the MPI tests (the trainer's loader thread, watchdog

@@ -127,6 +127,10 @@ bool is_phalanx_dataset(const std::string& path) {
   detail::Hdf5Handle attribute = detail::attribute_handle(H5Aopen(file.get(), "format", H5P_DEFAULT));
   detail::Hdf5Handle type = detail::datatype_handle(attribute.valid() ? H5Aget_type(attribute.get()) : -1);
   if (!type.valid() || H5Tget_class(type.get()) != H5T_STRING) return false;
+  // phalanx writes one string; the read below has room for one, and HDF5 writes as many as the
+  // file declares, so a file declaring another count is not read (and is not phalanx's).
+  detail::Hdf5Handle space = detail::dataspace_handle(H5Aget_space(attribute.get()));
+  if (!space.valid() || H5Sget_simple_extent_npoints(space.get()) != 1) return false;
   std::string value;
   bool read = false;
   std::string refusal;  // taken at once: the next HDF5 call clears the error stack

@@ -183,26 +183,74 @@ void write_attribute_double(hid_t object, const char* name, double value, const 
   require_write(attribute.valid() && H5Awrite(attribute.get(), H5T_NATIVE_DOUBLE, &value) >= 0, path, name);
 }
 
-double read_attribute_double(hid_t object, const char* name, const std::string& path) {
+// The number of values a dataspace holds (-1 when it cannot be read). The readers of one value
+// read into one variable, and HDF5 writes as many values as the file declares: a damaged file
+// declaring more would overrun it, so each reader checks for exactly one first.
+hssize_t value_count(hid_t space) {
+  return space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+}
+
+// Refuses a stored type that is not a number of at most 16 bytes (long double). HDF5 converts
+// every value read through a buffer sized by the stored type, so a damaged type size (4 GB for
+// one counter) would be allocated as the file states it; and only numbers convert to the
+// counters, sums and weights a checkpoint holds.
+void require_number_type(hid_t type, const std::string& path, const std::string& place) {
+  constexpr std::size_t largest_number_bytes = 16;
+  PHALANX_REQUIRE_INPUT(type >= 0, path, ": ", place, " is unreadable (its type cannot be read)");
+  const H5T_class_t type_class = H5Tget_class(type);
+  const bool number = type_class == H5T_INTEGER || type_class == H5T_FLOAT;
+  PHALANX_REQUIRE_INPUT(
+      number && H5Tget_size(type) <= largest_number_bytes, path, ": ", place, " is stored as ",
+      number
+          ? std::to_string(H5Tget_size(type)) + "-byte " + (type_class == H5T_INTEGER ? "integers" : "floats")
+          : data::detail::describe_type(type),
+      ", not as numbers of up to ", largest_number_bytes, " bytes");
+}
+
+void require_number_attribute(hid_t attribute, const char* name, const std::string& path) {
+  const Hdf5Handle type(H5Aget_type(attribute), H5Tclose);
+  require_number_type(type.get(), path, std::string("checkpoint attribute '") + name + "'");
+}
+
+void require_number_dataset(hid_t dataset, const std::string& name, const std::string& path) {
+  const Hdf5Handle type(H5Dget_type(dataset), H5Tclose);
+  require_number_type(type.get(), path, name);
+}
+
+// Opens an attribute of `object` that must hold exactly one value.
+Hdf5Handle open_single_value_attribute(hid_t object, const char* name, const std::string& path) {
   Hdf5Handle attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
+  PHALANX_REQUIRE_INPUT(attribute.valid(), path, ": checkpoint attribute '", name, "' is unreadable");
+  const Hdf5Handle space(H5Aget_space(attribute.get()), H5Sclose);
+  const hssize_t count = value_count(space.get());
+  PHALANX_REQUIRE_INPUT(
+      count == 1, path, ": checkpoint attribute '", name, "' must hold one value, ",
+      count < 0 ? std::string("its dataspace is unreadable") : "it holds " + std::to_string(count));
+  return attribute;
+}
+
+double read_attribute_double(hid_t object, const char* name, const std::string& path) {
+  const Hdf5Handle attribute = open_single_value_attribute(object, name, path);
+  require_number_attribute(attribute.get(), name, path);
   double value = 0;
-  PHALANX_REQUIRE_INPUT(attribute.valid() && H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, &value) >= 0, path,
+  PHALANX_REQUIRE_INPUT(H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, &value) >= 0, path,
                         ": checkpoint attribute '", name, "' is unreadable");
   return value;
 }
 
 std::int64_t read_attribute_int64(hid_t object, const char* name, const std::string& path) {
   PHALANX_REQUIRE_INPUT(H5Aexists(object, name) > 0, path, ": checkpoint attribute '", name, "' is missing");
-  Hdf5Handle attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
+  const Hdf5Handle attribute = open_single_value_attribute(object, name, path);
+  require_number_attribute(attribute.get(), name, path);
   std::int64_t value = 0;
-  PHALANX_REQUIRE_INPUT(attribute.valid() && H5Aread(attribute.get(), H5T_NATIVE_INT64, &value) >= 0, path,
+  PHALANX_REQUIRE_INPUT(H5Aread(attribute.get(), H5T_NATIVE_INT64, &value) >= 0, path,
                         ": checkpoint attribute '", name, "' is unreadable");
   return value;
 }
 
 std::string read_attribute_string(hid_t object, const char* name, const std::string& path) {
   PHALANX_REQUIRE_INPUT(H5Aexists(object, name) > 0, path, ": checkpoint attribute '", name, "' is missing");
-  Hdf5Handle attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
+  const Hdf5Handle attribute = open_single_value_attribute(object, name, path);
   Hdf5Handle type(H5Aget_type(attribute.get()), H5Tclose);
   PHALANX_REQUIRE_INPUT(H5Tget_class(type.get()) == H5T_STRING, path, ": checkpoint attribute '", name,
                         "' is not a string");
@@ -231,10 +279,16 @@ std::string read_attribute_string(hid_t object, const char* name, const std::str
 std::int64_t read_int64(hid_t file, const std::string& name, const std::string& path) {
   PHALANX_REQUIRE_INPUT(H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0, path, ": ", name, ": missing");
   Hdf5Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
-  std::int64_t value = 0;
+  PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
+  const Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
+  const hssize_t count = value_count(space.get());
   PHALANX_REQUIRE_INPUT(
-      dataset.valid() && H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
-      path, ": ", name, ": unreadable");
+      count == 1, path, ": ", name, ": must hold one value, ",
+      count < 0 ? std::string("its dataspace is unreadable") : "it holds " + std::to_string(count));
+  require_number_dataset(dataset.get(), name, path);
+  std::int64_t value = 0;
+  PHALANX_REQUIRE_INPUT(H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
+                        path, ": ", name, ": unreadable");
   return value;
 }
 
@@ -249,6 +303,7 @@ std::vector<int> read_attribute_local_batches(hid_t object, const char* name, st
                             H5Sget_simple_extent_dims(space.get(), &count, nullptr) == 1 && count == expected,
                         path, ": checkpoint attribute '", name, "' must hold ", expected,
                         " local batch sizes (one per rank)");
+  require_number_attribute(attribute.get(), name, path);
   std::vector<std::int64_t> wide(expected);
   PHALANX_REQUIRE_INPUT(H5Aread(attribute.get(), H5T_NATIVE_INT64, wide.data()) >= 0, path,
                         ": checkpoint attribute '", name, "' is unreadable");
@@ -279,6 +334,7 @@ void read_floats(hid_t file, const std::string& name, const Shape& shape, float*
   std::vector<std::int64_t> found(dims.begin(), dims.end());
   PHALANX_REQUIRE_INPUT(Shape(found) == shape, path, ": ", name, ": shape ", Shape(found).to_string(),
                         " does not match the model's ", shape.to_string());
+  require_number_dataset(dataset.get(), name, path);
   PHALANX_REQUIRE_INPUT(H5Dread(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0,
                         path, ": ", name, ": unreadable (truncated file?)");
   // Checkpoints written before checksums were stored have none; those load unverified.
@@ -333,6 +389,7 @@ std::vector<Value> read_per_rank(hid_t file, const std::string& name, std::size_
   PHALANX_REQUIRE_INPUT(H5Sget_simple_extent_ndims(space.get()) == 1 &&
                             H5Sget_simple_extent_dims(space.get(), &count, nullptr) == 1 && count == ranks,
                         path, ": ", name, " must hold ", ranks, " values (one per rank)");
+  require_number_dataset(dataset.get(), name, path);
   std::vector<Value> values(ranks);
   const hid_t memory_type = std::is_same_v<Value, double> ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64;
   PHALANX_REQUIRE_INPUT(
