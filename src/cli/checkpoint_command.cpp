@@ -26,7 +26,8 @@ std::function<int()> add_checkpoint_command(CLI::App& app) {
   auto* seal = checkpoint_command->add_subcommand(
       "seal",
       "Write a new seal into checkpoints changed on purpose (e.g. with h5py in r+ mode), so that "
-      "phalanx loads them again; each file is replaced whole (a temporary file renamed over it)");
+      "phalanx loads them again, or a first seal into checkpoints from before seals; each file is "
+      "replaced whole (a temporary file renamed over it)");
   seal->add_option("files", *files, "Checkpoint files (.h5)")->required();
 
   return [=]() -> int {
@@ -36,7 +37,8 @@ std::function<int()> add_checkpoint_command(CLI::App& app) {
         const train::SealCheck check = train::check_checkpoint_seal(file);
         PHALANX_REQUIRE_INPUT(check.state == train::SealState::Sealed, file,
                               ": unsealed: written before checkpoints were sealed (it loads unchecked; "
-                              "write a new checkpoint to have a sealed one)");
+                              "`phalanx checkpoint seal ",
+                              file, "` seals it as it is now)");
         std::printf("%s: sealed, matches (%s of %llu bytes)\n", file.c_str(),
                     data::format_checksum(check.seal.hash).c_str(),
                     static_cast<unsigned long long>(check.seal.covered_bytes));

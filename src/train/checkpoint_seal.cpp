@@ -230,15 +230,16 @@ CheckpointSeal reseal_checkpoint(const std::string& path) {
   ReadOnlyFile source(path);
   std::string start(checkpoint_seal_bytes + hdf5_signature.size(), '\0');
   start.resize(source.read(start.data(), start.size()));
+  // A checkpoint from before seals is HDF5 from byte 0: it gets a user block in front, which HDF5
+  // accepts (it finds the superblock at 512 and takes that as the base of the file's addresses).
+  const bool unsealed = start.starts_with(hdf5_signature);
   PHALANX_REQUIRE_INPUT(
-      !start.starts_with(hdf5_signature), path,
-      ": this checkpoint was written before checkpoints were sealed: it has no user block to ",
-      "hold a seal (it loads unsealed as it is)");
-  PHALANX_REQUIRE_INPUT(
-      std::string_view(start).substr(std::min(start.size(), checkpoint_seal_bytes)) == hdf5_signature, path,
-      ": not a sealable checkpoint: no HDF5 file starts after its first ", checkpoint_seal_bytes, " bytes");
+      unsealed ||
+          std::string_view(start).substr(std::min(start.size(), checkpoint_seal_bytes)) == hdf5_signature,
+      path, ": not a sealable checkpoint: HDF5 starts neither at its first byte nor after its first ",
+      checkpoint_seal_bytes, " bytes");
   // Copy the HDF5 part to a temporary sibling while hashing it, then put the seal in front and
-  // rename: the file under the real name is whole at every moment.
+  // rename: the file under the real name is whole at every moment, and a failure leaves it as it was.
   AtomicFile output(path);
   const int descriptor =
       ::open(output.temporary_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -259,7 +260,7 @@ CheckpointSeal reseal_checkpoint(const std::string& path) {
       offset += result;
     }
   };
-  source.seek(checkpoint_seal_bytes);
+  source.seek(unsealed ? 0 : checkpoint_seal_bytes);
   off_t offset = static_cast<off_t>(checkpoint_seal_bytes);
   CheckpointSeal seal;
   std::tie(seal.hash, seal.covered_bytes) = source.hash_rest([&](const char* bytes, std::size_t size) {

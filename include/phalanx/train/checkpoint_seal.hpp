@@ -42,9 +42,9 @@ struct SealCheck {
 SealCheck check_checkpoint_seal(const std::string& path, SealReuse reuse = SealReuse::Recheck);
 
 // Writes a new seal over a sealed checkpoint that was changed on purpose (e.g. with h5py in r+
-// mode), through a temporary file renamed over it: a crash leaves the old file or the new one.
-// InvalidInput when the file has no user block to hold a seal (written before seals) or is not
-// HDF5 after it. Returns the new seal.
+// mode), or a first one in front of a checkpoint from before seals, through a temporary file
+// renamed over it: a crash leaves the old file or the new one. InvalidInput when the file is HDF5
+// neither from its first byte nor after a user block. Returns the new seal.
 CheckpointSeal reseal_checkpoint(const std::string& path);
 
 }  // namespace phalanx::train
