@@ -351,7 +351,8 @@ void read_floats(hid_t file, const std::string& name, const Shape& shape, float*
   PHALANX_REQUIRE_INPUT(
       stored == computed, path, ": ", name, ": checksum mismatch (stored ", stored, ", computed ", computed,
       "): the checkpoint file is damaged (after an edit on purpose, e.g. with h5py, delete the "
-      "edited datasets' 'checksum' attributes)");
+      "edited datasets' 'checksum' attributes, then run `phalanx checkpoint seal ",
+      path, "`)");
 }
 
 // A loss sum's float64 values get the same "xxh64:<hex>" checksum rule as the float32 datasets.
