@@ -1,6 +1,7 @@
 // Checkpoint writing and reading with the HDF5 C API. Weights are copied to host memory and
 // stored per parameter under /model/<layer>/<param>, optimizer state under
-// /optimizer/<layer>/<param>/<state>, position under /state, so h5py + torch can read them.
+// /optimizer/<layer>/<param>/<state>, position under /state, so h5py + torch can read them. The
+// file's first 512 bytes (an HDF5 user block) hold its seal (checkpoint_seal.hpp).
 #include "phalanx/train/checkpoint.hpp"
 
 #include <fcntl.h>
