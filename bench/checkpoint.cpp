@@ -1,6 +1,7 @@
 // What the checkpoint checksums cost: writing and loading a ResNet-50 checkpoint with AdamW state
 // (weights, buffers, two optimizer states: about 300 MB), against XXH64 alone over the same bytes,
-// which the writer and the loader each compute once. Prints medians over repeats.
+// which the writer and the loader each compute once, and the seal's check alone (the whole file
+// read and hashed, as every load does first). Prints medians over repeats.
 //   ./phalanx_bench_checkpoint [FOLDER] [REPEATS]
 #include "phalanx/train/checkpoint.hpp"
 
@@ -18,6 +19,7 @@
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/nn/model.hpp"
 #include "phalanx/optim/optimizer.hpp"
+#include "phalanx/train/checkpoint_seal.hpp"
 
 using namespace phalanx;
 
@@ -47,7 +49,7 @@ int main(int argc, char** argv) {
   for (const auto& name : optimizer->state_names())
     append(optimizer->state(name), registry.parameter_count());
 
-  std::vector<double> write_seconds, load_seconds, hash_seconds;
+  std::vector<double> write_seconds, load_seconds, hash_seconds, seal_seconds;
   const train::TrainingPosition position{};
   for (int repeat = 0; repeat < repeats; ++repeat) {
     Stopwatch write_clock;
@@ -56,6 +58,10 @@ int main(int argc, char** argv) {
     Stopwatch load_clock;
     train::load_checkpoint(path, *backend, registry, optimizer.get());
     load_seconds.push_back(load_clock.seconds());
+    Stopwatch seal_clock;
+    const train::SealCheck seal = train::check_checkpoint_seal(path);
+    seal_seconds.push_back(seal_clock.seconds());
+    if (seal.state != train::SealState::Sealed) std::printf("the checkpoint is not sealed\n");
     Stopwatch hash_clock;
     const auto checksum = data::checksum_text(host.data(), filled * sizeof(float));
     hash_seconds.push_back(hash_clock.seconds());
@@ -70,5 +76,7 @@ int main(int argc, char** argv) {
               median(write_seconds), median(load_seconds), hash, megabytes / hash);
   std::printf("checksum share: %.1f%% of a write, %.1f%% of a load\n", 100 * hash / median(write_seconds),
               100 * hash / median(load_seconds));
+  std::printf("seal check alone (read and hash the file) %.3f s: %.1f%% of a load\n", median(seal_seconds),
+              100 * median(seal_seconds) / median(load_seconds));
   return 0;
 }

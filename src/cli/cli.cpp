@@ -54,6 +54,7 @@ int run(int argc, char** argv) {
                                                add_eval_command(app, &argc, &argv),
                                                add_predict_command(app, &argc, &argv), add_data_command(app)};
   actions.push_back(add_report_command(app));
+  actions.push_back(add_checkpoint_command(app));
   actions.push_back(add_bench_command(app, &argc, &argv));
   actions.push_back(add_sweep_command(app, &argc, &argv));
   if (const std::string problem = unknown_command(app, argc, argv); !problem.empty()) {

@@ -14,6 +14,7 @@ std::function<int()> add_eval_command(CLI::App& app, int* argc, char*** argv);
 std::function<int()> add_predict_command(CLI::App& app, int* argc, char*** argv);
 std::function<int()> add_data_command(CLI::App& app);
 std::function<int()> add_report_command(CLI::App& app);
+std::function<int()> add_checkpoint_command(CLI::App& app);
 std::function<int()> add_bench_command(CLI::App& app, int* argc, char*** argv);
 std::function<int()> add_sweep_command(CLI::App& app, int* argc, char*** argv);
 

@@ -1,6 +1,7 @@
 // Checkpoint writing and reading with the HDF5 C API. Weights are copied to host memory and
 // stored per parameter under /model/<layer>/<param>, optimizer state under
-// /optimizer/<layer>/<param>/<state>, position under /state, so h5py + torch can read them.
+// /optimizer/<layer>/<param>/<state>, position under /state, so h5py + torch can read them. The
+// file's first 512 bytes (an HDF5 user block) hold its seal (checkpoint_seal.hpp).
 #include "phalanx/train/checkpoint.hpp"
 
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <limits>
 #include <numeric>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "phalanx/config/config.hpp"
@@ -24,6 +26,7 @@
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/train/checkpoint_seal.hpp"
 
 namespace phalanx::train {
 
@@ -58,9 +61,11 @@ void require_write(bool ok, const std::string& path, const std::string& what) {
   throw_internal_error("checkpoint " + path + ": writing " + what + " failed", __FILE__, __LINE__);
 }
 
-// Writes a checkpoint's bytes to its temporary name. A full disk (or another failed write) names
-// the checkpoint and the system's reason; the temporary file goes with the AtomicFile.
-void write_bytes(const std::string& temporary_path, const std::string& path, const std::vector<char>& bytes) {
+// Writes a checkpoint's bytes to its temporary name: its seal (the user block), then the HDF5
+// image. A full disk (or another failed write) names the checkpoint and the system's reason; the
+// temporary file goes with the AtomicFile.
+void write_bytes(const std::string& temporary_path, const std::string& path, const std::string& seal,
+                 const std::vector<char>& image) {
   const int descriptor = ::open(temporary_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   const auto fail = [&](int error) {
     std::string reason = std::strerror(error);
@@ -69,16 +74,19 @@ void write_bytes(const std::string& temporary_path, const std::string& path, con
                       " failed; the checkpoints written before it are kept)");
   };
   if (descriptor < 0) fail(errno);
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t result = ::write(descriptor, bytes.data() + written, bytes.size() - written);
-    if (result < 0 && errno == EINTR) continue;
-    if (result <= 0) {
-      const int error = result < 0 ? errno : ENOSPC;  // a write of nothing: the device took no more
-      ::close(descriptor);
-      fail(error);
+  for (const auto& [bytes, size] :
+       {std::pair{seal.data(), seal.size()}, std::pair{image.data(), image.size()}}) {
+    std::size_t written = 0;
+    while (written < size) {
+      const ssize_t result = ::write(descriptor, bytes + written, size - written);
+      if (result < 0 && errno == EINTR) continue;
+      if (result <= 0) {
+        const int error = result < 0 ? errno : ENOSPC;  // a write of nothing: the device took no more
+        ::close(descriptor);
+        fail(error);
+      }
+      written += static_cast<std::size_t>(result);
     }
-    written += static_cast<std::size_t>(result);
   }
   // close() reports errors of delayed writes on some file systems (NFS): those count too.
   if (::close(descriptor) != 0) fail(errno);
@@ -344,7 +352,8 @@ void read_floats(hid_t file, const std::string& name, const Shape& shape, float*
   PHALANX_REQUIRE_INPUT(
       stored == computed, path, ": ", name, ": checksum mismatch (stored ", stored, ", computed ", computed,
       "): the checkpoint file is damaged (after an edit on purpose, e.g. with h5py, delete the "
-      "edited datasets' 'checksum' attributes)");
+      "edited datasets' 'checksum' attributes, then run `phalanx checkpoint seal ",
+      path, "`)");
 }
 
 // A loss sum's float64 values get the same "xxh64:<hex>" checksum rule as the float32 datasets.
@@ -471,7 +480,12 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
     // instead of HDF5's close, which leaves a half-closed file that crashes HDF5 at exit.
     Hdf5Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
     require_write(access.valid() && H5Pset_fapl_core(access.get(), 1 << 20, false) >= 0, path, "the file");
-    Hdf5Handle file(H5Fcreate(output.temporary_path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()),
+    // The user block reserves the file's first bytes for the seal (checkpoint_seal.hpp): HDF5
+    // starts at byte 512, and every HDF5 reader (h5py included) skips the block.
+    Hdf5Handle creation(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+    require_write(creation.valid() && H5Pset_userblock(creation.get(), checkpoint_seal_bytes) >= 0, path,
+                  "the file");
+    Hdf5Handle file(H5Fcreate(output.temporary_path().c_str(), H5F_ACC_TRUNC, creation.get(), access.get()),
                     H5Fclose);
     require_write(file.valid(), path, "the file");
     Hdf5Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
@@ -541,7 +555,10 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
     require_write(H5Fget_file_image(file.get(), image.data(), image.size()) == image_bytes, path,
                   "the file image");
     require_write(file.close(), path, "the file (close)");
-    write_bytes(output.temporary_path(), path, image);
+    // The core driver's image is the HDF5 part alone (from the superblock on): the seal covers
+    // exactly these bytes, hashed here in memory rather than read back from the disk.
+    const CheckpointSeal seal{image.size(), data::xxhash64(image.data(), image.size())};
+    write_bytes(output.temporary_path(), path, seal_block(seal), image);
   }
   output.commit();
 }
@@ -555,6 +572,10 @@ Hdf5Handle open_checkpoint_file(const std::string& path) {
   silence_hdf5();
   PHALANX_REQUIRE_INPUT(std::filesystem::exists(path), path, ": no such checkpoint file");
   PHALANX_REQUIRE_INPUT(std::filesystem::file_size(path) > 0, path, ": checkpoint file is empty");
+  // Before HDF5 reads a byte: HDF5 1.10 decodes some damaged files past its buffers (a crash, not
+  // an error), and the seal refuses any change since writing. Checkpoints from before seals have
+  // none and are parsed as they are. A resume opens one checkpoint several times: one check.
+  check_checkpoint_seal(path, SealReuse::TrustEarlierCheck);
   PHALANX_REQUIRE_INPUT(H5Fis_hdf5(path.c_str()) > 0, path, ": not an HDF5 checkpoint (or truncated)");
   Hdf5Handle file = open_checkpoint(path);
   PHALANX_REQUIRE_INPUT(file.valid(), path, ": cannot open the checkpoint (truncated or damaged file)");

@@ -106,6 +106,13 @@ def phalanx(*args, timeout=300, cwd=None):
 MPI_FLAGS = ["--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS=1"]
 
 
+def seal_checkpoint(path):
+    """`phalanx checkpoint seal PATH`, as a user accepts a checkpoint edited on purpose (h5py r+)."""
+    result = phalanx("checkpoint", "seal", path)
+    if result.returncode != 0:
+        raise AssertionError("phalanx checkpoint seal failed\n" + result.describe())
+
+
 def mpirun(np_ranks, *args, timeout=300, cwd=None):
     """`mpirun -np N phalanx ARGS...`"""
     return run_command([MPIEXEC, *MPI_FLAGS, "-np", str(np_ranks), PHALANX, *map(str, args)],

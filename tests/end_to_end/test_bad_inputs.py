@@ -275,6 +275,12 @@ class BadInputsTest(unittest.TestCase):
 
     # ----- checkpoints and ranks ------------------------------------------------------------
 
+    def reseal(self, checkpoint):
+        """`phalanx checkpoint seal`, as a user accepts a checkpoint changed on purpose."""
+        resealed = e2e.phalanx("checkpoint", "seal", checkpoint)
+        self.assertEqual(resealed.returncode, 0, resealed.describe())
+        self.assertIn(f"{checkpoint}: sealed", resealed.stdout)
+
     def trained_run(self):
         """(config path, run directory) of one short finished run, trained once for the tests that
         need a real checkpoint or a run directory that holds a run."""
@@ -299,9 +305,74 @@ class BadInputsTest(unittest.TestCase):
         self.train_refused("truncated-checkpoint", config_path, "truncated-checkpoint.h5",
                            extra=("--resume", truncated))
 
+    def test_a_byte_changed_in_a_sealed_checkpoint_is_refused_before_hdf5_reads_it(self):
+        # Every checkpoint is sealed (a 512-byte user block holds the size and XXH64 of the rest):
+        # one flipped bit anywhere, in HDF5's own structures too (where a damaged attribute message
+        # can crash HDF5 1.10's decoder), is refused before HDF5 parses a byte: exit 2 naming the
+        # file and the seal, for eval, predict and --resume, and nothing written.
+        config_path, source_dir = self.trained_run()
+        checkpoint = os.path.join(source_dir, "checkpoints", "latest.h5")
+        with open(checkpoint, "rb") as stream:
+            content = bytearray(stream.read())
+        self.assertTrue(content.startswith(b"phalanx-checkpoint-seal 1\n"), content[:64])
+        with h5py.File(checkpoint, "r") as file:  # h5py reads a sealed checkpoint as any HDF5 file
+            self.assertEqual(file.userblock_size, 512)
+            self.assertEqual(e2e.attr_text(file.attrs["format"]), "phalanx-checkpoint")
+        verified = e2e.phalanx("checkpoint", "verify", checkpoint)
+        self.assertEqual(verified.returncode, 0, verified.describe())
+        self.assertIn(f"{checkpoint}: sealed, matches", verified.stdout)
+        for name, offset in (("superblock", 512 + 20), ("middle", len(content) // 2), ("last", len(content) - 1)):
+            damaged = os.path.join(WORK, f"seal-broken-{name}.h5")
+            flipped = bytearray(content)
+            flipped[offset] ^= 0x01
+            with open(damaged, "wb") as stream:
+                stream.write(flipped)
+            culprits = (damaged, "contents do not match the seal phalanx wrote", "phalanx checkpoint seal")
+            error_format = re.compile(r"^phalanx: error: rank 0: ")
+            result = e2e.phalanx("eval", "--checkpoint", damaged, "--data", DATA, timeout=60)
+            self.check_refused(result, None, *culprits, error_format=error_format)
+            output = os.path.join(WORK, f"seal-broken-{name}-predictions.h5")
+            result = e2e.mpirun(RANKS, "predict", "--checkpoint", damaged, "--data", DATA, "--output", output,
+                                timeout=60)
+            self.check_refused(result, None, *culprits, error_format=error_format)
+            self.assertFalse([entry for entry in os.listdir(WORK) if entry.startswith(f"seal-broken-{name}-pred")])
+            self.train_refused(f"seal-broken-{name}", config_path, *culprits, extra=("--resume", damaged))
+            result = e2e.phalanx("checkpoint", "verify", checkpoint, damaged)
+            self.check_refused(result, None, *culprits, error_format=error_format)
+            self.assertIn(f"{checkpoint}: sealed, matches", result.stdout)
+            with open(damaged, "rb") as stream:
+                self.assertEqual(stream.read(), flipped, "a refused checkpoint was changed")
+
+    def test_a_checkpoint_from_before_seals_loads_and_can_be_sealed(self):
+        # Without its user block a checkpoint is what phalanx wrote before seals (HDF5 from byte 0):
+        # eval loads it unchecked, `checkpoint verify` calls it unsealed (exit 2), and
+        # `checkpoint seal` seals it as it is, after which it verifies and loads.
+        _, source_dir = self.trained_run()
+        with open(os.path.join(source_dir, "checkpoints", "latest.h5"), "rb") as stream:
+            content = stream.read()
+        unsealed = os.path.join(WORK, "unsealed-checkpoint.h5")
+        with open(unsealed, "wb") as stream:
+            stream.write(content[512:])
+        evaluated = e2e.phalanx("eval", "--checkpoint", unsealed, "--data", DATA, timeout=60)
+        self.assertEqual(evaluated.returncode, 0, evaluated.describe())
+        result = e2e.phalanx("checkpoint", "verify", unsealed)
+        self.check_refused(result, None, unsealed, "unsealed: written before checkpoints were sealed",
+                           error_format=re.compile(r"^phalanx: error: rank 0: "))
+        self.reseal(unsealed)
+        with open(unsealed, "rb") as stream:
+            self.assertEqual(stream.read(), content, "sealing the stripped file gives back the checkpoint")
+        verified = e2e.phalanx("checkpoint", "verify", unsealed)
+        self.assertEqual(verified.returncode, 0, verified.describe())
+        resealed = e2e.phalanx("eval", "--checkpoint", unsealed, "--data", DATA, timeout=60)
+        self.assertEqual(resealed.returncode, 0, resealed.describe())
+        # the same accuracy and loss (the line ends with the time taken)
+        self.assertEqual(resealed.stdout.split(" (")[0], evaluated.stdout.split(" (")[0])
+
     def test_damaged_checkpoint_is_refused_by_eval_predict_and_resume(self):
         # Bytes changed inside a weight's data leave HDF5's structure intact: without checksums the
         # checkpoint would load, and eval/predict would report on wrong weights with exit status 0.
+        # The seal refuses it first; resealed (as after an edit on purpose), the weight's own
+        # checksum still does.
         config_path, source_dir = self.trained_run()
         damaged = os.path.join(WORK, "damaged-checkpoint.h5")
         shutil.copyfile(os.path.join(source_dir, "checkpoints", "latest.h5"), damaged)
@@ -315,6 +386,11 @@ class BadInputsTest(unittest.TestCase):
             stream.seek(offset + size // 2)
             stream.write(bytes(byte ^ 0x40 for byte in original))
         error_format = re.compile(r"^phalanx: error: rank 0: ")
+        result = e2e.phalanx("eval", "--checkpoint", damaged, "--data", DATA)
+        self.check_refused(result, None, damaged, "contents do not match the seal phalanx wrote",
+                           error_format=error_format)
+        resealed = e2e.phalanx("checkpoint", "seal", damaged)
+        self.assertEqual(resealed.returncode, 0, resealed.describe())
         result = e2e.phalanx("eval", "--checkpoint", damaged, "--data", DATA)
         self.check_refused(result, None, damaged, "/model/conv1/weight", "checksum", error_format=error_format)
         output = os.path.join(WORK, "damaged-predictions.h5")
@@ -334,6 +410,7 @@ class BadInputsTest(unittest.TestCase):
         with h5py.File(damaged, "r+") as file:
             del file.attrs["format"]
             file.attrs["format"] = "phalanx-checkpoint"
+        self.reseal(damaged)  # an edit on purpose
         edited = e2e.phalanx("eval", "--checkpoint", damaged, "--data", DATA, timeout=60)
         self.assertEqual(edited.returncode, 0, "the edited checkpoint, still sound, does not load\n" +
                          edited.describe())
@@ -350,6 +427,7 @@ class BadInputsTest(unittest.TestCase):
         content[free_space + 8:free_space + 16] = bytes(8)
         with open(damaged, "wb") as stream:
             stream.write(content)
+        self.reseal(damaged)  # so that the damage gets past the seal to HDF5 and the checked driver
         culprits = (damaged, f"the global heap collection at byte {collection} is damaged",
                     f"object 0 at byte {free_space} (free space) has size 0")
         error_format = re.compile(r"^phalanx: error: rank 0: ")

@@ -233,6 +233,7 @@ class ResumeTest(unittest.TestCase):
         with h5py.File(checkpoint, "r+") as file:
             for name in RUNNING_TOTALS:
                 del file["state"][name]
+        e2e.seal_checkpoint(checkpoint)  # edited on purpose
         run_dir = os.path.join(WORK, "without-totals")
         resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint, timeout=300)
         self.assertEqual(resumed.returncode, 0, resumed.describe())
@@ -257,6 +258,7 @@ class ResumeTest(unittest.TestCase):
                 file["optimizer"][name][...] = 0.0
                 # edited on purpose: without its checksum the dataset loads unverified
                 del file["optimizer"][name].attrs["checksum"]
+        e2e.seal_checkpoint(checkpoint)  # edited on purpose
         run_dir = os.path.join(WORK, "no-momentum")
         resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint, timeout=300)
         self.assertEqual(resumed.returncode, 0, resumed.describe())

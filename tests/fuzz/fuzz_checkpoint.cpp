@@ -1,6 +1,9 @@
 // Fuzz target: the checkpoint loader. Input: the bytes of a checkpoint file. The header is read
 // and validated, then weights and AdamW state are loaded into a fixed small model (conv, batch
 // norm, linear on 4x4x1 images, 3 classes: the model of the seed corpus), as --resume does.
+// The seed is a checkpoint from before seals (HDF5 from its first byte), which loads unchecked:
+// its mutations reach HDF5's parser and phalanx's validation. A sealed seed's mutations would
+// nearly all stop at the seal's hash (the regressions named sealed_* check that they do).
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -16,6 +16,7 @@
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/nn/parameter_registry.hpp"
 #include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/checkpoint_seal.hpp"
 #include "support/test_support.hpp"
 #include "train/checkpoint_test_model.hpp"
 
@@ -70,6 +71,7 @@ void expect_damaged_heap_refused(H5T_cset_t character_set) {
   const std::string path = scratch.file("edited.h5");
   model.write(path);
   ASSERT_NO_FATAL_FAILURE(rewrite_format_as_variable_length_string(path, character_set));
+  reseal_checkpoint(path);  // an edit on purpose
   // An edited checkpoint whose collection is sound loads through the checked driver.
   testing::within_seconds(30, "reading an edited checkpoint", [&] {
     EXPECT_EQ(read_checkpoint_header(path).position.global_step, 3);
@@ -90,6 +92,8 @@ void expect_damaged_heap_refused(H5T_cset_t character_set) {
   for (int index = 0; index < 8; ++index) bytes[free_space + 8 + static_cast<std::size_t>(index)] = 0;
   const std::string damaged = scratch.file("damaged.h5");
   std::ofstream(damaged, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  // Resealed, so that the damage reaches the checked driver (the seal alone would refuse it).
+  reseal_checkpoint(damaged);
 
   const std::string expected =
       damaged + ": attribute 'format': cannot be read: the global heap collection at byte " +

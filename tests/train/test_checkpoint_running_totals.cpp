@@ -12,6 +12,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/parameter_registry.hpp"
 #include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/checkpoint_seal.hpp"
 #include "support/test_support.hpp"
 #include "train/checkpoint_test_model.hpp"
 
@@ -50,7 +51,10 @@ void replace_int64_dataset(const std::string& path, const char* name,
   H5Fclose(file);
 }
 
+// The edits are on purpose: the file is resealed so that the reader gets past the seal to the
+// check under test.
 void expect_input_error(const std::string& path, const std::string& what) {
+  reseal_checkpoint(path);
   try {
     read_checkpoint_header(path);
     ADD_FAILURE() << "a checkpoint with " << what << " was read";

@@ -12,6 +12,7 @@
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/checkpoint_seal.hpp"
 #include "support/test_support.hpp"
 #include "train/checkpoint_test_model.hpp"
 
@@ -70,7 +71,10 @@ void replace_dataset_type(const std::string& path, const char* name, hid_t type)
   H5Fclose(file);
 }
 
+// The edits are on purpose: the file is resealed so that the reader gets past the seal to the
+// check under test.
 void expect_input_error(const std::string& path, const std::string& what) {
+  reseal_checkpoint(path);
   try {
     read_checkpoint_header(path);
     ADD_FAILURE() << "a checkpoint with " << what << " was read";

@@ -1,0 +1,244 @@
+// Checkpoint seals: every checkpoint phalanx writes carries the size and XXH64 of its HDF5 part in
+// a 512-byte user block; a byte changed anywhere, a truncation or a damaged seal is refused before
+// HDF5 parses the file, a checkpoint from before seals still loads (and can be sealed), and an
+// edit on purpose loads again once resealed.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+
+#include "data/data_test_support.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/checkpoint_seal.hpp"
+#include "support/test_support.hpp"
+#include "train/checkpoint_test_model.hpp"
+
+namespace phalanx::train {
+namespace {
+
+using phalanx::testing::ScratchDirectory;
+
+const std::string mismatch = "contents do not match the seal phalanx wrote";
+const std::string hdf5_signature = "\x89HDF\r\n\x1a\n";
+
+struct SmallModel : phalanx::testing::CheckpointTestModel {
+  void write(const std::string& path) {
+    const TrainingPosition position{7, 1, 2, 7 * 16};
+    write_checkpoint(path, *backend, registry, nullptr, position, 1, 5, "name: test\n");
+  }
+};
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Both readers refuse `path` with a message naming it and containing `expected`.
+void expect_refused(const std::string& path, SmallModel& model, const std::string& expected) {
+  EXPECT_INPUT_ERROR(read_checkpoint_header(path), path + ": ");
+  EXPECT_INPUT_ERROR(read_checkpoint_header(path), expected);
+  EXPECT_INPUT_ERROR(load_checkpoint(path, *model.backend, model.registry, nullptr), expected);
+}
+
+TEST(CheckpointSeal, AWrittenCheckpointIsSealedAndLoads) {
+  ScratchDirectory scratch("checkpoint_seal_written");
+  SmallModel model;
+  const std::string path = scratch.file("step-7.h5");
+  model.write(path);
+  const std::string bytes = file_bytes(path);
+  ASSERT_GT(bytes.size(), checkpoint_seal_bytes);
+  EXPECT_TRUE(bytes.starts_with("phalanx-checkpoint-seal 1\n")) << bytes.substr(0, 40);
+  EXPECT_EQ(bytes.substr(checkpoint_seal_bytes, hdf5_signature.size()), hdf5_signature)
+      << "the HDF5 part starts after the user block";
+  const SealCheck check = check_checkpoint_seal(path);
+  EXPECT_EQ(check.state, SealState::Sealed);
+  EXPECT_EQ(check.seal.covered_bytes, bytes.size() - checkpoint_seal_bytes);
+  EXPECT_EQ(bytes.substr(0, checkpoint_seal_bytes), seal_block(check.seal));
+  EXPECT_EQ(read_checkpoint_header(path).position.global_step, 7);
+  EXPECT_NO_THROW(load_checkpoint(path, *model.backend, model.registry, nullptr));
+  // HDF5 itself sees a 512-byte user block (h5py reports it as userblock_size).
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  const hid_t creation = H5Fget_create_plist(file);
+  hsize_t user_block = 0;
+  EXPECT_GE(H5Pget_userblock(creation, &user_block), 0);
+  EXPECT_EQ(user_block, checkpoint_seal_bytes);
+  H5Pclose(creation);
+  H5Fclose(file);
+}
+
+TEST(CheckpointSeal, AByteChangedAnywhereAfterTheUserBlockIsRefused) {
+  ScratchDirectory scratch("checkpoint_seal_flipped");
+  SmallModel model;
+  const std::string original = scratch.file("original.h5");
+  model.write(original);
+  const std::string bytes = file_bytes(original);
+  // Every 61st byte of the HDF5 part, and its first and last: superblock, object headers, heaps,
+  // attribute messages and weights alike.
+  const std::string path = scratch.file("flipped.h5");
+  int checked = 0;
+  for (std::size_t offset = checkpoint_seal_bytes; offset < bytes.size(); offset += 61) {
+    for (const std::size_t target : {offset, bytes.size() - 1}) {
+      std::string flipped = bytes;
+      flipped[target] = static_cast<char>(flipped[target] ^ 0x01);
+      write_bytes(path, flipped);
+      SCOPED_TRACE("byte " + std::to_string(target));
+      EXPECT_INPUT_ERROR(read_checkpoint_header(path), path + ": the checkpoint's " + mismatch);
+      EXPECT_INPUT_ERROR(check_checkpoint_seal(path, SealReuse::TrustEarlierCheck), mismatch);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100);
+  write_bytes(path, bytes);
+  EXPECT_NO_THROW(load_checkpoint(path, *model.backend, model.registry, nullptr));
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] = static_cast<char>(flipped[bytes.size() / 2] ^ 0x80);
+  write_bytes(path, flipped);
+  expect_refused(path, model, mismatch);
+  EXPECT_INPUT_ERROR(load_checkpoint(path, *model.backend, model.registry, nullptr),
+                     "`phalanx checkpoint seal " + path + "`");
+}
+
+TEST(CheckpointSeal, ATruncatedOrLengthenedCheckpointIsRefused) {
+  ScratchDirectory scratch("checkpoint_seal_truncated");
+  SmallModel model;
+  const std::string original = scratch.file("original.h5");
+  model.write(original);
+  const std::string bytes = file_bytes(original);
+  const std::string path = scratch.file("cut.h5");
+  const std::string stated = std::to_string(bytes.size());
+  for (const std::size_t size : {bytes.size() - 1, bytes.size() / 2, checkpoint_seal_bytes + 8}) {
+    write_bytes(path, bytes.substr(0, size));
+    expect_refused(
+        path, model,
+        "the checkpoint is " + std::to_string(size) + " bytes but the seal phalanx wrote says " + stated);
+  }
+  write_bytes(path, bytes + std::string(1, '\0'));
+  expect_refused(path, model, "bytes but the seal phalanx wrote says " + stated);
+  write_bytes(path, bytes.substr(0, 300));
+  expect_refused(path, model, "the checkpoint's seal (its first 512 bytes) is truncated");
+}
+
+TEST(CheckpointSeal, ADamagedSealIsRefused) {
+  ScratchDirectory scratch("checkpoint_seal_damaged_block");
+  SmallModel model;
+  const std::string original = scratch.file("original.h5");
+  model.write(original);
+  const std::string bytes = file_bytes(original);
+  const std::string path = scratch.file("damaged.h5");
+  // In the hash's digits, in the byte count, and in the zeros that fill the block.
+  const std::size_t hash_digit = bytes.find("xxh64 ") + 8;
+  const std::size_t count_digit = bytes.find("covered-bytes ") + 14;
+  for (const std::size_t target : {hash_digit, count_digit, checkpoint_seal_bytes - 1}) {
+    std::string damaged = bytes;
+    damaged[target] = damaged[target] == '1' ? '2' : '1';
+    write_bytes(path, damaged);
+    SCOPED_TRACE("byte " + std::to_string(target));
+    EXPECT_INPUT_ERROR(read_checkpoint_header(path), "");
+    const std::string message =
+        testing::input_error_message([&] { load_checkpoint(path, *model.backend, model.registry, nullptr); });
+    EXPECT_TRUE(message.find("is damaged") != std::string::npos ||
+                message.find("bytes but the seal phalanx wrote says") != std::string::npos ||
+                message.find(mismatch) != std::string::npos)
+        << message;
+  }
+  // A seal's first line damaged: neither a seal nor HDF5 from the first byte.
+  std::string damaged = bytes;
+  damaged[0] = 'P';
+  write_bytes(path, damaged);
+  expect_refused(path, model, "not an HDF5 checkpoint (or truncated)");
+  damaged = bytes;
+  damaged[24] = '2';  // "phalanx-checkpoint-seal 2"
+  write_bytes(path, damaged);
+  expect_refused(path, model, "the checkpoint's seal is of a version this build does not read");
+}
+
+TEST(CheckpointSeal, ACheckpointFromBeforeSealsStillLoads) {
+  ScratchDirectory scratch("checkpoint_seal_unsealed");
+  SmallModel model;
+  const std::string sealed = scratch.file("sealed.h5");
+  model.write(sealed);
+  // Without its user block the file is what checkpoints were before seals: HDF5 from byte 0.
+  const std::string path = scratch.file("unsealed.h5");
+  write_bytes(path, file_bytes(sealed).substr(checkpoint_seal_bytes));
+  EXPECT_EQ(check_checkpoint_seal(path).state, SealState::Unsealed);
+  EXPECT_EQ(read_checkpoint_header(path).position.global_step, 7);
+  EXPECT_NO_THROW(load_checkpoint(path, *model.backend, model.registry, nullptr));
+  // `phalanx checkpoint seal` puts a user block in front: HDF5 finds the file after it.
+  const CheckpointSeal seal = reseal_checkpoint(path);
+  EXPECT_EQ(seal.covered_bytes, std::filesystem::file_size(sealed) - checkpoint_seal_bytes);
+  EXPECT_EQ(check_checkpoint_seal(path).state, SealState::Sealed);
+  EXPECT_EQ(read_checkpoint_header(path).position.global_step, 7);
+  EXPECT_NO_THROW(load_checkpoint(path, *model.backend, model.registry, nullptr));
+}
+
+TEST(CheckpointSeal, AnEditOnPurposeLoadsAgainOnceResealed) {
+  ScratchDirectory scratch("checkpoint_seal_edited");
+  SmallModel model;
+  const std::string path = scratch.file("step-7.h5");
+  model.write(path);
+  {
+    // As h5py in r+ mode would: HDF5 keeps the user block and its stale seal.
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hid_t dataset = H5Dopen2(file, "/state/epoch", H5P_DEFAULT);
+    const std::int64_t epoch = 4;
+    EXPECT_GE(H5Dwrite(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &epoch), 0);
+    H5Dclose(dataset);
+    H5Fclose(file);
+  }
+  expect_refused(path, model, mismatch);
+  const CheckpointSeal seal = reseal_checkpoint(path);
+  EXPECT_EQ(seal.covered_bytes, std::filesystem::file_size(path) - checkpoint_seal_bytes);
+  EXPECT_EQ(check_checkpoint_seal(path).state, SealState::Sealed);
+  EXPECT_EQ(read_checkpoint_header(path).position.epoch, 4);
+  EXPECT_NO_THROW(load_checkpoint(path, *model.backend, model.registry, nullptr));
+  // No temporary file is left beside it.
+  int files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(scratch.file(""))) ++files;
+  EXPECT_EQ(files, 1);
+}
+
+TEST(CheckpointSeal, AnEarlierCheckStandsOnlyForTheUnchangedFile) {
+  ScratchDirectory scratch("checkpoint_seal_reuse");
+  SmallModel model;
+  const std::string path = scratch.file("step-7.h5");
+  model.write(path);
+  // Older than the timestamp granularity: a matching check is remembered for the file.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ASSERT_EQ(check_checkpoint_seal(path, SealReuse::TrustEarlierCheck).state, SealState::Sealed);
+  ASSERT_EQ(read_checkpoint_header(path).position.global_step, 7);
+  // Changed in place (same inode, same size): its new ctime ends the earlier check's standing.
+  {
+    std::fstream file(path, std::ios::binary | std::ios::in | std::ios::out);
+    file.seekp(static_cast<std::streamoff>(checkpoint_seal_bytes + 100));
+    file.put('\x7f');
+  }
+  EXPECT_INPUT_ERROR(check_checkpoint_seal(path, SealReuse::TrustEarlierCheck), mismatch);
+  EXPECT_INPUT_ERROR(read_checkpoint_header(path), mismatch);
+  EXPECT_INPUT_ERROR(load_checkpoint(path, *model.backend, model.registry, nullptr), mismatch);
+}
+
+TEST(CheckpointSeal, AFileThatIsNeitherSealedNorHdf5IsRefused) {
+  ScratchDirectory scratch("checkpoint_seal_other");
+  SmallModel model;
+  const std::string path = scratch.file("notes.h5");
+  write_bytes(path, "name: not a checkpoint\n");
+  expect_refused(path, model, "not an HDF5 checkpoint (or truncated)");
+  EXPECT_INPUT_ERROR(reseal_checkpoint(path), "not a sealable checkpoint");
+}
+
+}  // namespace
+}  // namespace phalanx::train
