@@ -543,6 +543,14 @@ Hdf5Handle checked_file_access() {
   return access;
 }
 
+int checked_file_descriptor(hid_t file) {
+  const Hdf5Handle access = property_list_handle(H5Fget_access_plist(file));
+  if (!access.valid() || H5Pget_driver(access.get()) != driver_id()) return -1;
+  void* handle = nullptr;
+  if (H5Fget_vfd_handle(file, access.get(), &handle) < 0 || handle == nullptr) return -1;
+  return *static_cast<int*>(handle);
+}
+
 std::string checked_file_refusal() {
   std::string refusal;
   H5Ewalk2(

@@ -14,6 +14,7 @@
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/data/object_header_check.hpp"
 
 namespace phalanx::data {
 namespace {
@@ -40,6 +41,8 @@ Hdf5Handle open_file(const std::string& path) {
   const Hdf5Handle access = detail::checked_file_access();
   Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
   if (!file.valid()) fail(path, "not an HDF5 file (or truncated)");
+  // The root's attributes say what the file is: its header is checked before HDF5 decodes them.
+  detail::check_object_header(file.get(), "/", path);
   return file;
 }
 
@@ -145,7 +148,7 @@ OpenDataset open_dataset(const std::string& path, hid_t group, const std::string
   const std::string dataset_name = "/" + split_name + "/" + name;
   if (!detail::link_exists(group, name)) fail(path, dataset_name + ": missing");
   OpenDataset opened;
-  opened.dataset = detail::dataset_handle(H5Dopen2(group, name, H5P_DEFAULT));
+  opened.dataset = detail::open_checked_dataset(group, name, path);
   if (!opened.dataset.valid()) fail(path, dataset_name + ": not a dataset");
   opened.type = detail::datatype_handle(H5Dget_type(opened.dataset.get()));
   opened.space = detail::dataspace_handle(H5Dget_space(opened.dataset.get()));
@@ -244,7 +247,7 @@ Hdf5Handle open_and_validate(const std::string& path, DatasetInfo& info) {
       fail(path, "/" + split.name + "/images has samples of " + sample_shape_text(split) +
                      " (HxWxC) but /train/images has " + sample_shape_text(train));
 
-  Hdf5Handle train_images = detail::dataset_handle(H5Dopen2(file.get(), "/train/images", H5P_DEFAULT));
+  Hdf5Handle train_images = detail::open_checked_dataset(file.get(), "/train/images", path);
   info.mean = read_float_array_attribute(path, train_images.get(), "/train/images", "mean");
   info.standard_deviation = read_float_array_attribute(path, train_images.get(), "/train/images", "std");
   const auto channels = static_cast<std::size_t>(train.channels);
@@ -279,7 +282,7 @@ const DatasetInfo::SplitInfo& require_split(const DatasetInfo& info, const std::
 std::vector<std::int32_t> read_validated_labels(const std::string& path, hid_t file, const DatasetInfo& info,
                                                 const DatasetInfo::SplitInfo& split) {
   const std::string labels_name = "/" + split.name + "/labels";
-  Hdf5Handle dataset = detail::dataset_handle(H5Dopen2(file, labels_name.c_str(), H5P_DEFAULT));
+  Hdf5Handle dataset = detail::open_checked_dataset(file, labels_name, path);
   std::vector<std::int32_t> labels(static_cast<std::size_t>(split.count));
   if (!dataset.valid() ||
       H5Dread(dataset.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data()) < 0)
@@ -301,7 +304,7 @@ std::vector<std::int32_t> read_validated_labels(const std::string& path, hid_t f
 std::string hash_dataset(const std::string& path, hid_t file, const std::string& dataset_name,
                          hid_t memory_type) {
   constexpr std::size_t slab_target_bytes = std::size_t{64} << 20;
-  Hdf5Handle dataset = detail::dataset_handle(H5Dopen2(file, dataset_name.c_str(), H5P_DEFAULT));
+  Hdf5Handle dataset = detail::open_checked_dataset(file, dataset_name, path);
   Hdf5Handle file_space = detail::dataspace_handle(dataset.valid() ? H5Dget_space(dataset.get()) : -1);
   if (!file_space.valid()) fail(path, dataset_name + ": cannot be read (file corrupt?)");
   const int rank = H5Sget_simple_extent_ndims(file_space.get());
@@ -381,7 +384,7 @@ Split read_split(const std::string& path, const std::string& split_name) {
   split.labels = read_validated_labels(path, file.get(), info, split_info);
 
   const std::string images_name = "/" + split.name + "/images";
-  Hdf5Handle images = detail::dataset_handle(H5Dopen2(file.get(), images_name.c_str(), H5P_DEFAULT));
+  Hdf5Handle images = detail::open_checked_dataset(file.get(), images_name, path);
   split.images.resize(static_cast<std::size_t>(split.count * split.image_bytes()));
   if (!images.valid() ||
       H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, split.images.data()) < 0)
@@ -408,8 +411,7 @@ std::string verify_checksums(const std::string& path) {
   std::vector<bool> has_checksum(targets.size(), false);
   std::size_t missing = 0;
   for (std::size_t index = 0; index < targets.size(); ++index) {
-    Hdf5Handle dataset =
-        detail::dataset_handle(H5Dopen2(file.get(), targets[index].name.c_str(), H5P_DEFAULT));
+    Hdf5Handle dataset = detail::open_checked_dataset(file.get(), targets[index].name, path);
     if (!dataset.valid()) fail(path, targets[index].name + ": cannot be opened (file corrupt?)");
     has_checksum[index] = H5Aexists(dataset.get(), checksum_attribute) > 0;
     if (has_checksum[index])
@@ -461,8 +463,8 @@ Split read_samples(const std::string& path, const std::string& split_name,
   split.labels.resize(indices.size());
 
   const std::string images_name = "/" + split.name + "/images", labels_name = "/" + split.name + "/labels";
-  Hdf5Handle images = detail::dataset_handle(H5Dopen2(file.get(), images_name.c_str(), H5P_DEFAULT));
-  Hdf5Handle labels = detail::dataset_handle(H5Dopen2(file.get(), labels_name.c_str(), H5P_DEFAULT));
+  Hdf5Handle images = detail::open_checked_dataset(file.get(), images_name, path);
+  Hdf5Handle labels = detail::open_checked_dataset(file.get(), labels_name, path);
   Hdf5Handle image_space = detail::dataspace_handle(images.valid() ? H5Dget_space(images.get()) : -1);
   Hdf5Handle label_space = detail::dataspace_handle(labels.valid() ? H5Dget_space(labels.get()) : -1);
   if (!image_space.valid() || !label_space.valid())

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <exception>
 #include <filesystem>
 #include <iomanip>
 #include <map>
@@ -16,6 +17,7 @@
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/data/object_header_check.hpp"
 #include "phalanx/data/source_layout.hpp"
 
 namespace phalanx::data {
@@ -37,8 +39,12 @@ std::vector<Entry> list_entries(const std::string& path) {
   detail::Hdf5Handle file = mapped::open_file(path, "");
   struct Visit {
     hid_t file;
+    const std::string& path;
     std::vector<Entry> entries;
-  } visit{file.get(), {}};
+    // An error inside the callback, rethrown once HDF5 has returned: no exception may unwind
+    // through HDF5's C frames.
+    std::exception_ptr error;
+  } visit{file.get(), path, {}, {}};
   const std::string absolute = std::filesystem::absolute(path).lexically_normal().string();
   const auto callback = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
     auto& state = *static_cast<Visit*>(data);
@@ -49,8 +55,13 @@ std::vector<Entry> list_entries(const std::string& path) {
     if (info->type == H5O_TYPE_GROUP) {
       entry.group = true;
     } else if (info->type == H5O_TYPE_DATASET) {
-      detail::Hdf5Handle dataset =
-          detail::dataset_handle(H5Dopen2(state.file, entry.name.c_str(), H5P_DEFAULT));
+      detail::Hdf5Handle dataset;
+      try {
+        dataset = detail::open_checked_dataset(state.file, entry.name, state.path);
+      } catch (...) {
+        state.error = std::current_exception();
+        return -1;
+      }
       if (!dataset.valid()) return 0;
       detail::Hdf5Handle type = detail::datatype_handle(H5Dget_type(dataset.get()));
       entry.dtype = type.valid() ? detail::describe_type(type.get()) : "?";
@@ -64,6 +75,7 @@ std::vector<Entry> list_entries(const std::string& path) {
     return 0;
   };
   H5Ovisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, callback, &visit);
+  if (visit.error) std::rethrow_exception(visit.error);
   for (auto& entry : visit.entries) entry.file = absolute;
   return visit.entries;
 }

@@ -6,6 +6,7 @@
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
+#include "phalanx/data/object_header_check.hpp"
 
 namespace phalanx::data::mapped {
 
@@ -32,6 +33,8 @@ detail::Hdf5Handle open_file(const std::string& path, const std::string& key) {
     throw_input_error(where +
                       ": cannot be opened read-only (truncated, or locked by a writer; on a file "
                       "system without locks set HDF5_USE_FILE_LOCKING=FALSE)");
+  // The root's attributes (a phalanx dataset's "format") are read first: its header is checked.
+  detail::check_object_header(file.get(), "/", path);
   return file;
 }
 
@@ -85,6 +88,7 @@ detail::Hdf5Handle open_dataset(hid_t file, const config::DatasetLocation& locat
   if (H5Oget_info_by_name(file, location.dataset.c_str(), &object_info, H5P_DEFAULT) < 0 ||
       object_info.type != H5O_TYPE_DATASET)
     fail(location, key, "not a dataset (a group?); name the dataset itself");
+  detail::check_object_header(file, location.dataset, location.file);
   detail::Hdf5Handle dataset = detail::dataset_handle(
       H5Dopen2(file, location.dataset.c_str(), access.valid() ? access.get() : H5P_DEFAULT));
   if (!dataset.valid()) fail(location, key, "cannot be opened (file corrupt?)");

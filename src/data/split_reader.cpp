@@ -10,6 +10,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/data/object_header_check.hpp"
 
 namespace phalanx::data {
 namespace {
@@ -108,8 +109,8 @@ SplitReader::SplitReader(const std::string& path, const std::string& split_name,
   file_ = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, file_access));
   if (!file_.valid()) fail(path, "cannot be opened (truncated or damaged file)");
   opened_bytes_ = open_file_bytes(file_.get(), mpi_io_ != nullptr);
-  images_ = detail::dataset_handle(H5Dopen2(file_.get(), images_name_.c_str(), H5P_DEFAULT));
-  labels_ = detail::dataset_handle(H5Dopen2(file_.get(), labels_name_.c_str(), H5P_DEFAULT));
+  images_ = detail::open_checked_dataset(file_.get(), images_name_, path);
+  labels_ = detail::open_checked_dataset(file_.get(), labels_name_, path);
   if (!images_.valid() || !labels_.valid())
     fail(path, "/" + split_.name + ": cannot be opened (file corrupt?)");
   chunk_samples_ = split_.count;

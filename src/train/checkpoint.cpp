@@ -26,6 +26,7 @@
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/data/object_header_check.hpp"
 #include "phalanx/train/checkpoint_seal.hpp"
 
 namespace phalanx::train {
@@ -286,7 +287,7 @@ std::string read_attribute_string(hid_t object, const char* name, const std::str
 
 std::int64_t read_int64(hid_t file, const std::string& name, const std::string& path) {
   PHALANX_REQUIRE_INPUT(H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0, path, ": ", name, ": missing");
-  Hdf5Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+  Hdf5Handle dataset = data::detail::open_checked_dataset(file, name, path);
   PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
   const Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
   const hssize_t count = value_count(space.get());
@@ -333,7 +334,7 @@ void read_floats(hid_t file, const std::string& name, const Shape& shape, float*
                  const std::string& path) {
   PHALANX_REQUIRE_INPUT(link_exists(file, name), path, ": ", name,
                         ": missing (the checkpoint is not of this model)");
-  Hdf5Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+  Hdf5Handle dataset = data::detail::open_checked_dataset(file, name, path);
   PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
   Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
   const int rank = H5Sget_simple_extent_ndims(space.get());
@@ -391,7 +392,7 @@ std::vector<Value> read_per_rank(hid_t file, const std::string& name, std::size_
                                  const std::string& path) {
   PHALANX_REQUIRE_INPUT(H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0, path, ": ", name,
                         ": missing (the checkpoint holds some of the running loss totals but not all)");
-  Hdf5Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+  Hdf5Handle dataset = data::detail::open_checked_dataset(file, name, path);
   PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
   Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
   hsize_t count = 0;
@@ -579,6 +580,8 @@ Hdf5Handle open_checkpoint_file(const std::string& path) {
   PHALANX_REQUIRE_INPUT(H5Fis_hdf5(path.c_str()) > 0, path, ": not an HDF5 checkpoint (or truncated)");
   Hdf5Handle file = open_checkpoint(path);
   PHALANX_REQUIRE_INPUT(file.valid(), path, ": cannot open the checkpoint (truncated or damaged file)");
+  // The root's attributes are the header: its object header is checked before HDF5 decodes them.
+  data::detail::check_object_header(file.get(), "/", path);
   return file;
 }
 

@@ -368,6 +368,35 @@ class BadInputsTest(unittest.TestCase):
         # the same accuracy and loss (the line ends with the time taken)
         self.assertEqual(resealed.stdout.split(" (")[0], evaluated.stdout.split(" (")[0])
 
+    def test_an_unsealed_checkpoint_whose_attribute_message_is_damaged_is_refused_not_crashed(self):
+        # A checkpoint from before seals is parsed by HDF5 unchecked, and HDF5 1.10 decodes an
+        # attribute message at the sizes it states: a root attribute whose dataspace size says
+        # 65,535 bytes (as the checkpoint fuzzer found) made eval end in signal 11. phalanx reads
+        # each object header before HDF5 decodes it: exit 2 naming the file, the object and the
+        # attribute, for eval, predict and --resume, and nothing written.
+        config_path, source_dir = self.trained_run()
+        with open(os.path.join(source_dir, "checkpoints", "latest.h5"), "rb") as stream:
+            content = bytearray(stream.read()[512:])
+        name = content.find(b"samples_seen\0")
+        self.assertGreater(name, 8, "no samples_seen attribute message in the root's header")
+        self.assertEqual(content[name - 8], 1, "not a version 1 attribute message")
+        content[name - 8 + 6:name - 8 + 8] = b"\xff\xff"  # the message's dataspace size
+        damaged = os.path.join(WORK, "unsealed-attribute-damaged.h5")
+        with open(damaged, "wb") as stream:
+            stream.write(content)
+        culprits = (damaged, ": /: object header at byte", '(attribute) "samples_seen": its dataspace',
+                    "runs past the message")
+        error_format = re.compile(r"^phalanx: error: rank 0: ")
+        result = e2e.phalanx("eval", "--checkpoint", damaged, "--data", DATA, timeout=60)
+        self.check_refused(result, None, *culprits, error_format=error_format)
+        output = os.path.join(WORK, "unsealed-attribute-damaged-predictions.h5")
+        result = e2e.mpirun(RANKS, "predict", "--checkpoint", damaged, "--data", DATA, "--output", output,
+                            timeout=60)
+        self.check_refused(result, None, *culprits, error_format=error_format)
+        self.assertFalse([entry for entry in os.listdir(WORK)
+                          if entry.startswith("unsealed-attribute-damaged-predictions")])
+        self.train_refused("unsealed-attribute-damaged", config_path, *culprits, extra=("--resume", damaged))
+
     def test_damaged_checkpoint_is_refused_by_eval_predict_and_resume(self):
         # Bytes changed inside a weight's data leave HDF5's structure intact: without checksums the
         # checkpoint would load, and eval/predict would report on wrong weights with exit status 0.

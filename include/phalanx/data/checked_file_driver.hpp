@@ -20,6 +20,10 @@ namespace phalanx::data::detail {
 // driver is registered with HDF5 on first use and unregistered when the process exits.
 Hdf5Handle checked_file_access();
 
+// The POSIX descriptor of `file` when it is open through the checked driver, else -1: for reads
+// of phalanx's own beside HDF5's (the object-header check), which then need no second open.
+int checked_file_descriptor(hid_t file);
+
 // Why the checked driver refused the read under the HDF5 call that just failed ("the global heap
 // collection at byte 2048 is damaged: ..."), from HDF5's error stack; empty when it refused none.
 // Call it right after the failed call: the next HDF5 call clears the stack.

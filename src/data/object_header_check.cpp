@@ -1,0 +1,774 @@
+// The object-header check (object_header_check.hpp says why it exists). It reads an object's
+// header the way the HDF5 file format specification lays it out (version 1 and version 2 object
+// headers, their continuation chunks, and the messages HDF5 decodes when a dataset is opened or
+// an attribute looked up) and refuses a message whose parts do not fit inside it. It checks
+// sizes, not meaning: what a message says is HDF5's to judge once it can decode it safely.
+#include "phalanx/data/object_header_check.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_file_driver.hpp"
+#include "phalanx/data/hdf5_handle.hpp"
+
+namespace phalanx::data::detail {
+namespace {
+
+// A part of a message that does not fit: thrown inside the check, turned into the input error
+// (with the file, the object and the message) where the check began.
+struct Damage {
+  std::string what;
+};
+
+[[noreturn]] void refuse(std::string what) {
+  throw Damage{std::move(what)};
+}
+
+constexpr unsigned maximum_rank = 32;                // H5S_MAX_RANK
+constexpr unsigned maximum_layout_dimensions = 33;   // H5O_LAYOUT_NDIMS: the rank and the element
+constexpr int maximum_datatype_depth = 16;           // nesting of compound, array, enum, vlen types
+constexpr int maximum_committed_datatype_depth = 4;  // a shared datatype's own header, and so on
+constexpr std::size_t maximum_header_chunks = 4096;  // continuation chunks of one header
+constexpr std::uint64_t maximum_chunk_bytes = 64ull << 20;
+
+// The message types the check reads (file format specification, "Header Message Types").
+enum MessageType : unsigned {
+  dataspace_message = 0x0001,
+  datatype_message = 0x0003,
+  old_fill_value_message = 0x0004,
+  fill_value_message = 0x0005,
+  layout_message = 0x0008,
+  filter_pipeline_message = 0x000B,
+  attribute_message = 0x000C,
+  continuation_message = 0x0010,
+};
+constexpr unsigned shared_message_flag = 0x02;
+
+std::uint64_t align8(std::uint64_t size) {
+  return (size + 7) & ~std::uint64_t{7};
+}
+
+// Little-endian fields read from a span of bytes that refuses to step past its end.
+class Bytes {
+ public:
+  Bytes(const std::uint8_t* begin, std::size_t size) : begin_(begin), size_(size) {}
+
+  std::size_t left() const { return size_ - position_; }
+  std::size_t position() const { return position_; }
+  const std::uint8_t* here() const { return begin_ + position_; }
+
+  std::uint64_t number(unsigned width, const char* field) {
+    need(width, field);
+    std::uint64_t value = 0;
+    for (unsigned index = 0; index < width; ++index)
+      value |= static_cast<std::uint64_t>(begin_[position_ + index]) << (8 * index);
+    position_ += width;
+    return value;
+  }
+  unsigned byte(const char* field) { return static_cast<unsigned>(number(1, field)); }
+
+  void skip(std::uint64_t count, const char* field) {
+    need(count, field);
+    position_ += static_cast<std::size_t>(count);
+  }
+  void need(std::uint64_t count, const char* field) const {
+    if (count > left())
+      refuse(std::string("its ") + field + " (" + std::to_string(count) + " bytes) runs past the message (" +
+             std::to_string(left()) + " bytes left)");
+  }
+  // The next `count` bytes as a span of their own, skipped here.
+  Bytes part(std::uint64_t count, const char* field) {
+    need(count, field);
+    Bytes inner(here(), static_cast<std::size_t>(count));
+    position_ += static_cast<std::size_t>(count);
+    return inner;
+  }
+  // A NUL-terminated string starting here: its length with the NUL, refused if no NUL is left.
+  std::size_t terminated_length(const char* field) const {
+    const void* end = std::memchr(here(), 0, left());
+    if (end == nullptr) refuse(std::string("its ") + field + " has no terminating NUL before its end");
+    return static_cast<std::size_t>(static_cast<const std::uint8_t*>(end) - here()) + 1;
+  }
+
+ private:
+  const std::uint8_t* begin_;
+  std::size_t size_;
+  std::size_t position_ = 0;
+};
+
+// A name from a damaged file, fit for a one-line message: bytes outside printable ASCII as \xNN.
+std::string printable(const std::uint8_t* bytes, std::size_t size) {
+  static const char digits[] = "0123456789abcdef";
+  std::string text;
+  for (std::size_t index = 0; index < std::min<std::size_t>(size, 64); ++index) {
+    const std::uint8_t byte = bytes[index];
+    if (byte >= 0x20 && byte < 0x7f && byte != '"' && byte != '\\') {
+      text += static_cast<char>(byte);
+    } else {
+      text += "\\x";
+      text += digits[byte >> 4];
+      text += digits[byte & 0x0f];
+    }
+  }
+  if (size > 64) text += "...";
+  return text;
+}
+
+std::uint64_t multiply_or_refuse(std::uint64_t left, std::uint64_t right, const char* what) {
+  std::uint64_t product = 0;
+  if (__builtin_mul_overflow(left, right, &product)) refuse(std::string(what) + " overflows 64 bits");
+  return product;
+}
+
+struct Message {
+  unsigned type = 0;
+  unsigned flags = 0;
+  std::vector<std::uint8_t> data;
+};
+
+// One file's layout as HDF5 describes it, and a descriptor of its own to read headers with.
+class HeaderFile {
+ public:
+  // Reads through `descriptor` (HDF5's own, under the checked driver: pread leaves its offset
+  // alone) or, when it is -1 (a file under HDF5's MPI-IO driver), through a descriptor of its own.
+  HeaderFile(int descriptor, const std::string& path, std::uint64_t base, unsigned address_bytes,
+             unsigned length_bytes)
+      : descriptor_(descriptor), base_(base), address_bytes_(address_bytes), length_bytes_(length_bytes) {
+    if (descriptor_ < 0) {
+      descriptor_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      owned_ = descriptor_ >= 0;
+    }
+    struct stat status {};
+    if (descriptor_ >= 0 && ::fstat(descriptor_, &status) == 0)
+      size_ = static_cast<std::uint64_t>(status.st_size);
+  }
+  ~HeaderFile() {
+    if (owned_) ::close(descriptor_);
+  }
+  HeaderFile(const HeaderFile&) = delete;
+  HeaderFile& operator=(const HeaderFile&) = delete;
+
+  bool readable() const { return descriptor_ >= 0; }
+  unsigned address_bytes() const { return address_bytes_; }
+  unsigned length_bytes() const { return length_bytes_; }
+  std::uint64_t absolute(std::uint64_t address) const { return base_ + address; }
+
+  // `size` bytes at HDF5 address `address`, or false when they lie past the file's end: a
+  // truncated file is HDF5's to report (it says so in its own words, which the callers know).
+  bool read(std::uint64_t address, std::uint64_t size, std::vector<std::uint8_t>& bytes) const {
+    std::uint64_t start = 0, end = 0;
+    if (__builtin_add_overflow(base_, address, &start) || __builtin_add_overflow(start, size, &end) ||
+        end > size_ || size > maximum_chunk_bytes)
+      return false;
+    bytes.resize(static_cast<std::size_t>(size));
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t got =
+          ::pread(descriptor_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(start + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return false;
+      done += static_cast<std::size_t>(got);
+    }
+    return true;
+  }
+
+ private:
+  int descriptor_ = -1;
+  bool owned_ = false;
+  std::uint64_t size_ = 0;
+  std::uint64_t base_;
+  unsigned address_bytes_;
+  unsigned length_bytes_;
+};
+
+// The messages of the object header at `address`, from its first chunk and every continuation
+// chunk; empty when the header is not there to read (past the file's end, or of a version HDF5
+// will refuse itself).
+class HeaderMessages {
+ public:
+  HeaderMessages(const HeaderFile& file, std::uint64_t address) : file_(file) {
+    std::vector<std::uint8_t> prefix;
+    if (!file.read(address, 4, prefix)) return;
+    if (std::memcmp(prefix.data(), "OHDR", 4) == 0)
+      read_version_two(address);
+    else if (prefix[0] == 1)
+      read_version_one(address);
+  }
+  const std::vector<Message>& messages() const { return messages_; }
+
+ private:
+  void read_version_one(std::uint64_t address) {
+    std::vector<std::uint8_t> prefix;
+    if (!file_.read(address, 16, prefix)) return;
+    Bytes fields(prefix.data(), prefix.size());
+    fields.skip(8, "version, message count and reference count");
+    const std::uint64_t chunk_size = fields.number(4, "header size");
+    // Version 1 messages start on an 8-byte boundary: the 12-byte prefix is padded to 16.
+    queue_chunk(address + 16, chunk_size);
+    while (!chunks_.empty()) {
+      const auto [chunk_address, size] = chunks_.back();
+      chunks_.pop_back();
+      std::vector<std::uint8_t> chunk;
+      if (!file_.read(chunk_address, size, chunk)) continue;
+      Bytes bytes(chunk.data(), chunk.size());
+      while (bytes.left() >= 8) {
+        Message message;
+        message.type = static_cast<unsigned>(bytes.number(2, "message type"));
+        const std::uint64_t message_size = bytes.number(2, "message size");
+        message.flags = bytes.byte("message flags");
+        bytes.skip(3, "reserved bytes");
+        take(message, bytes, message_size);
+      }
+    }
+  }
+
+  void read_version_two(std::uint64_t address) {
+    std::vector<std::uint8_t> prefix;
+    if (!file_.read(address, 6, prefix)) return;
+    const unsigned flags = prefix[5];
+    creation_order_ = (flags & 0x04) != 0;
+    const std::uint64_t fixed = 6 + ((flags & 0x20) ? 16 : 0) + ((flags & 0x10) ? 4 : 0);
+    const unsigned size_width = 1u << (flags & 0x03);
+    if (!file_.read(address, fixed + size_width, prefix)) return;
+    Bytes fields(prefix.data() + fixed, size_width);
+    const std::uint64_t chunk_size = fields.number(size_width, "chunk size");
+    first_chunk_ = true;
+    queue_chunk(address + fixed + size_width, chunk_size);
+    while (!chunks_.empty()) {
+      const auto [chunk_address, size] = chunks_.back();
+      chunks_.pop_back();
+      std::vector<std::uint8_t> chunk;
+      // The first chunk's size leaves out its checksum; a continuation chunk's length counts its
+      // "OCHK" signature and its checksum.
+      if (!file_.read(chunk_address, size, chunk)) continue;
+      std::size_t begin = 0, end = chunk.size();
+      if (!first_chunk_) {
+        if (chunk.size() < 8 || std::memcmp(chunk.data(), "OCHK", 4) != 0)
+          refuse("a continuation chunk at byte " + std::to_string(file_.absolute(chunk_address)) +
+                 " does not start with OCHK");
+        begin = 4;
+        end = chunk.size() - 4;
+      }
+      first_chunk_ = false;
+      Bytes bytes(chunk.data() + begin, end - begin);
+      const std::size_t header_bytes = creation_order_ ? 6 : 4;
+      // Fewer bytes than a message header at the end are the chunk's gap.
+      while (bytes.left() >= header_bytes) {
+        Message message;
+        message.type = bytes.byte("message type");
+        const std::uint64_t message_size = bytes.number(2, "message size");
+        message.flags = bytes.byte("message flags");
+        if (creation_order_) bytes.skip(2, "creation order");
+        take(message, bytes, message_size);
+      }
+    }
+  }
+
+  void take(Message& message, Bytes& chunk, std::uint64_t size) {
+    if (size > chunk.left())
+      refuse("message " + std::to_string(messages_.size()) + " (type " + std::to_string(message.type) +
+             ") says it holds " + std::to_string(size) + " bytes, its chunk has " +
+             std::to_string(chunk.left()) + " left");
+    message.data.assign(chunk.here(), chunk.here() + size);
+    chunk.skip(size, "message");
+    if (message.type == continuation_message && !(message.flags & shared_message_flag)) {
+      Bytes fields(message.data.data(), message.data.size());
+      const std::uint64_t address = fields.number(file_.address_bytes(), "continuation address");
+      const std::uint64_t length = fields.number(file_.length_bytes(), "continuation length");
+      queue_chunk(address, length);
+    }
+    messages_.push_back(std::move(message));
+  }
+
+  void queue_chunk(std::uint64_t address, std::uint64_t size) {
+    if (!seen_.insert(address).second)
+      refuse("its continuation chunks loop back to byte " + std::to_string(file_.absolute(address)));
+    if (seen_.size() > maximum_header_chunks)
+      refuse("it has more than " + std::to_string(maximum_header_chunks) + " chunks");
+    chunks_.emplace_back(address, size);
+  }
+
+  const HeaderFile& file_;
+  std::vector<Message> messages_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> chunks_;
+  std::set<std::uint64_t> seen_;
+  bool creation_order_ = false;
+  bool first_chunk_ = true;
+};
+
+class HeaderCheck {
+ public:
+  explicit HeaderCheck(const HeaderFile& file) : file_(file) {}
+
+  // Checks every message of the header at `address` that HDF5 decodes on open or attribute lookup.
+  void check(std::uint64_t address, int depth) {
+    const HeaderMessages header(file_, address);
+    const std::vector<Message>& messages = header.messages();
+    for (std::size_t index = 0; index < messages.size(); ++index) {
+      const Message& message = messages[index];
+      current_ = "message " + std::to_string(index);
+      try {
+        check_message(message, depth);
+      } catch (Damage& damage) {
+        damage.what = current_ + ": " + damage.what;
+        throw;
+      }
+    }
+  }
+
+ private:
+  void check_message(const Message& message, int depth) {
+    Bytes bytes(message.data.data(), message.data.size());
+    if (message.flags & shared_message_flag) {
+      // The message lives elsewhere: in the header of a committed datatype (checked in turn), or
+      // in the file's shared-message heap (which phalanx does not read).
+      const std::uint64_t committed = shared_address(bytes);
+      if (committed != no_address && message.type == datatype_message)
+        committed_datatype_size(committed, depth);
+      return;
+    }
+    switch (message.type) {
+      case dataspace_message:
+        current_ += " (dataspace)";
+        dataspace_elements(bytes);
+        return;
+      case datatype_message:
+        current_ += " (datatype)";
+        datatype_size(bytes, 0);
+        return;
+      case old_fill_value_message:
+        current_ += " (fill value)";
+        bytes.skip(bytes.number(4, "fill value size"), "fill value");
+        return;
+      case fill_value_message:
+        current_ += " (fill value)";
+        fill_value(bytes);
+        return;
+      case layout_message:
+        current_ += " (layout)";
+        layout(bytes);
+        return;
+      case filter_pipeline_message:
+        current_ += " (filter pipeline)";
+        filter_pipeline(bytes);
+        return;
+      case attribute_message:
+        current_ += " (attribute)";
+        attribute(bytes, depth);
+        return;
+      default: return;
+    }
+  }
+
+  static constexpr std::uint64_t no_address = ~std::uint64_t{0};
+
+  // A shared message's reference (file format specification, "Shared Message"): the address of
+  // the object header holding the message, or no_address for one in the shared-message heap.
+  std::uint64_t shared_address(Bytes& bytes) {
+    const unsigned version = bytes.byte("shared message version");
+    if (version == 1) {
+      bytes.skip(7, "shared message type and reserved bytes");
+      return bytes.number(file_.address_bytes(), "shared message address");
+    }
+    const unsigned kind = bytes.byte("shared message type");
+    if (version == 3 && kind == 1) {
+      bytes.skip(8, "shared message heap identifier");
+      return no_address;
+    }
+    return bytes.number(file_.address_bytes(), "shared message address");
+  }
+
+  // The element size of the committed datatype whose header is at `address`.
+  std::uint64_t committed_datatype_size(std::uint64_t address, int depth) {
+    if (depth >= maximum_committed_datatype_depth)
+      refuse("its shared datatypes refer to each other too deeply");
+    const std::string outer = current_;
+    const HeaderMessages header(file_, address);
+    for (const Message& message : header.messages()) {
+      if (message.type != datatype_message) continue;
+      current_ = outer + ": the shared datatype at byte " + std::to_string(file_.absolute(address));
+      Bytes bytes(message.data.data(), message.data.size());
+      const std::uint64_t size = (message.flags & shared_message_flag)
+                                     ? committed_size_or_unknown(shared_address(bytes), depth + 1)
+                                     : datatype_size(bytes, 0);
+      current_ = outer;
+      return size;
+    }
+    return unknown_size;
+  }
+
+  static constexpr std::uint64_t unknown_size = ~std::uint64_t{0};
+
+  std::uint64_t committed_size_or_unknown(std::uint64_t address, int depth) {
+    return address == no_address ? unknown_size : committed_datatype_size(address, depth);
+  }
+
+  // A dataspace message: its number of elements.
+  std::uint64_t dataspace_elements(Bytes& bytes) {
+    const unsigned version = bytes.byte("dataspace version");
+    if (version != 1 && version != 2) refuse("unknown dataspace version " + std::to_string(version));
+    const unsigned rank = bytes.byte("dataspace rank");
+    if (rank > maximum_rank)
+      refuse("dataspace rank " + std::to_string(rank) + " is over " + std::to_string(maximum_rank));
+    const unsigned flags = bytes.byte("dataspace flags");
+    unsigned kind = rank == 0 ? 0 : 1;  // scalar or simple
+    if (version == 1)
+      bytes.skip(5, "reserved bytes");
+    else
+      kind = bytes.byte("dataspace type");
+    std::uint64_t elements = kind == 2 ? 0 : 1;  // a null dataspace holds none
+    for (unsigned dimension = 0; dimension < rank; ++dimension)
+      elements = multiply_or_refuse(elements, bytes.number(file_.length_bytes(), "dimension size"),
+                                    "the dataspace's element count");
+    if (flags & 0x01) bytes.skip(std::uint64_t{rank} * file_.length_bytes(), "maximum dimension sizes");
+    return elements;
+  }
+
+  // A datatype (file format specification, "Datatype"): its element size in bytes.
+  std::uint64_t datatype_size(Bytes& bytes, int depth) {
+    if (depth > maximum_datatype_depth) refuse("its datatype nests more than 16 deep");
+    const unsigned class_and_version = bytes.byte("datatype class and version");
+    const unsigned type_class = class_and_version & 0x0f;
+    const unsigned version = class_and_version >> 4;
+    if (version < 1 || version > 4) refuse("unknown datatype version " + std::to_string(version));
+    const std::uint64_t bit_field = bytes.number(3, "datatype bit field");
+    const std::uint64_t size = bytes.number(4, "datatype size");
+    // HDF5 converts numbers bit by bit at the places these properties give, inside elements of
+    // `size` bytes: a place outside the element is a read past HDF5's conversion buffer.
+    const std::uint64_t bits = multiply_or_refuse(size, 8, "the datatype's bit count");
+    const auto require_inside = [&](std::uint64_t offset, std::uint64_t count, const char* what) {
+      if (count == 0 || offset + count > bits)
+        refuse(std::string("its ") + what + " (bits " + std::to_string(offset) + " to " +
+               std::to_string(offset + count) + ") lies outside its " + std::to_string(size) +
+               "-byte elements");
+    };
+    switch (type_class) {
+      case 0:    // fixed-point: bit offset, precision
+      case 4: {  // bitfield: the same
+        const std::uint64_t offset = bytes.number(2, "bit offset");
+        require_inside(offset, bytes.number(2, "precision"), "precision");
+        break;
+      }
+      case 1: {  // floating-point: bit offset, precision, exponent and mantissa places, bias
+        const std::uint64_t offset = bytes.number(2, "bit offset");
+        const std::uint64_t precision = bytes.number(2, "precision");
+        require_inside(offset, precision, "precision");
+        const std::uint64_t exponent_place = bytes.byte("exponent location");
+        const std::uint64_t exponent_bits = bytes.byte("exponent size");
+        const std::uint64_t mantissa_place = bytes.byte("mantissa location");
+        const std::uint64_t mantissa_bits = bytes.byte("mantissa size");
+        bytes.skip(4, "exponent bias");
+        const std::uint64_t sign_place = (bit_field >> 8) & 0xff;
+        if (exponent_bits == 0 || exponent_place + exponent_bits > precision || mantissa_bits == 0 ||
+            mantissa_place + mantissa_bits > precision || sign_place >= precision)
+          refuse("its floating-point fields (sign at bit " + std::to_string(sign_place) + ", exponent " +
+                 std::to_string(exponent_bits) + " bits at " + std::to_string(exponent_place) +
+                 ", mantissa " + std::to_string(mantissa_bits) + " bits at " +
+                 std::to_string(mantissa_place) + ") do not fit its precision of " +
+                 std::to_string(precision) + " bits");
+        break;
+      }
+      case 2:  // time: precision
+        require_inside(0, bytes.number(2, "precision"), "precision");
+        break;
+      case 3:  // string
+        if (size == 0) refuse("its strings are 0 bytes long");
+        break;
+      case 7:  // reference
+        break;
+      case 5:  // opaque: its ASCII tag
+        bytes.skip(bit_field & 0xff, "opaque tag");
+        break;
+      case 6: compound_members(bytes, version, bit_field & 0xffff, size, depth); break;
+      case 8: {  // enumeration: base type, member names, member values
+        const std::uint64_t members = bit_field & 0xffff;
+        const std::uint64_t base_size = datatype_size(bytes, depth + 1);
+        for (std::uint64_t member = 0; member < members; ++member) {
+          const std::size_t length = bytes.terminated_length("enumeration member name");
+          bytes.skip(version < 3 ? align8(length) : length, "enumeration member name");
+        }
+        bytes.skip(multiply_or_refuse(members, base_size, "the enumeration's value bytes"),
+                   "enumeration values");
+        break;
+      }
+      case 9:  // variable-length: base type
+        datatype_size(bytes, depth + 1);
+        break;
+      case 10: {  // array: rank, dimension sizes, (version 2) permutation, base type
+        const unsigned rank = bytes.byte("array rank");
+        if (rank > maximum_rank) refuse("array rank " + std::to_string(rank) + " is over 32");
+        if (version < 3) bytes.skip(3, "reserved bytes");
+        bytes.skip(std::uint64_t{rank} * 4, "array dimension sizes");
+        if (version < 3) bytes.skip(std::uint64_t{rank} * 4, "array permutation");
+        datatype_size(bytes, depth + 1);
+        break;
+      }
+      default: refuse("unknown datatype class " + std::to_string(type_class));
+    }
+    return size;
+  }
+
+  void compound_members(Bytes& bytes, unsigned version, std::uint64_t members, std::uint64_t compound_size,
+                        int depth) {
+    // Version 3 stores a member's offset in as few bytes as the compound's size needs.
+    unsigned offset_width = 1;
+    while (offset_width < 4 && (compound_size >> (8 * offset_width)) != 0) ++offset_width;
+    for (std::uint64_t member = 0; member < members; ++member) {
+      const std::size_t length = bytes.terminated_length("compound member name");
+      bytes.skip(version < 3 ? align8(length) : length, "compound member name");
+      const std::uint64_t offset = bytes.number(version < 3 ? 4 : offset_width, "compound member offset");
+      if (version == 1) {
+        const unsigned rank = bytes.byte("compound member rank");
+        if (rank > 4) refuse("a compound member's rank " + std::to_string(rank) + " is over 4");
+        bytes.skip(3 + 4 + 4 + 16, "compound member dimensions");
+      }
+      const std::uint64_t member_size = datatype_size(bytes, depth + 1);
+      std::uint64_t end = 0;
+      if (__builtin_add_overflow(offset, member_size, &end) || end > compound_size)
+        refuse("compound member " + std::to_string(member) + " (bytes " + std::to_string(offset) + " to " +
+               std::to_string(offset + member_size) + ") lies outside the compound's " +
+               std::to_string(compound_size) + " bytes");
+    }
+  }
+
+  void fill_value(Bytes& bytes) {
+    const unsigned version = bytes.byte("fill value version");
+    if (version == 1 || version == 2) {
+      bytes.skip(2, "allocation and write times");
+      const unsigned defined = bytes.byte("fill value defined");
+      // Version 2 leaves out the size and the value when none is defined.
+      if (version == 1 || defined) {
+        const auto size = static_cast<std::int32_t>(bytes.number(4, "fill value size"));
+        if (size > 0) bytes.skip(static_cast<std::uint64_t>(size), "fill value");
+      }
+    } else if (version == 3) {
+      const unsigned flags = bytes.byte("fill value flags");
+      if (flags & 0x20) bytes.skip(bytes.number(4, "fill value size"), "fill value");
+    } else {
+      refuse("unknown fill value version " + std::to_string(version));
+    }
+  }
+
+  void layout(Bytes& bytes) {
+    const unsigned version = bytes.byte("layout version");
+    if (version == 1 || version == 2) {
+      const unsigned dimensions = bytes.byte("layout dimensionality");
+      if (dimensions > maximum_layout_dimensions)
+        refuse("layout dimensionality " + std::to_string(dimensions) + " is over 33");
+      const unsigned layout_class = bytes.byte("layout class");
+      bytes.skip(5, "reserved bytes");
+      if (layout_class != 0) bytes.skip(file_.address_bytes(), "data address");
+      bytes.skip(std::uint64_t{dimensions} * 4, "dimension sizes");
+      if (layout_class == 2) bytes.skip(4, "element size");
+      if (layout_class == 0) bytes.skip(bytes.number(4, "compact data size"), "compact data");
+      return;
+    }
+    if (version != 3 && version != 4) refuse("unknown layout version " + std::to_string(version));
+    const unsigned layout_class = bytes.byte("layout class");
+    switch (layout_class) {
+      case 0:  // compact: the data is in the message
+        bytes.skip(bytes.number(2, "compact data size"), "compact data");
+        return;
+      case 1:  // contiguous
+        bytes.skip(file_.address_bytes() + file_.length_bytes(), "address and size");
+        return;
+      case 2:
+        if (version == 3) {
+          const unsigned dimensions = bytes.byte("chunk dimensionality");
+          if (dimensions < 1 || dimensions > maximum_layout_dimensions)
+            refuse("chunk dimensionality " + std::to_string(dimensions) + " is outside 1 to 33");
+          bytes.skip(file_.address_bytes() + std::uint64_t{dimensions} * 4, "chunk index address and sizes");
+        } else {
+          chunked_version_four(bytes);
+        }
+        return;
+      case 3:  // virtual (version 4): the global heap holding the mappings
+        bytes.skip(file_.address_bytes() + 4, "virtual dataset heap address and index");
+        return;
+      default: refuse("unknown layout class " + std::to_string(layout_class));
+    }
+  }
+
+  void chunked_version_four(Bytes& bytes) {
+    const unsigned flags = bytes.byte("chunked layout flags");
+    const unsigned dimensions = bytes.byte("chunk dimensionality");
+    if (dimensions < 1 || dimensions > maximum_layout_dimensions)
+      refuse("chunk dimensionality " + std::to_string(dimensions) + " is outside 1 to 33");
+    const unsigned width = bytes.byte("chunk dimension width");
+    if (width < 1 || width > 8)
+      refuse("chunk dimension width " + std::to_string(width) + " is outside 1 to 8");
+    bytes.skip(std::uint64_t{dimensions} * width, "chunk dimension sizes");
+    const unsigned index_type = bytes.byte("chunk index type");
+    switch (index_type) {
+      case 1:  // a single chunk: its filtered size and filter mask when filtered
+        if (flags & 0x02) bytes.skip(file_.length_bytes() + 4, "filtered chunk size and mask");
+        break;
+      case 2:  // implicit
+        break;
+      case 3:  // fixed array: page bits
+        bytes.skip(1, "fixed array parameters");
+        break;
+      case 4:  // extensible array
+        bytes.skip(5, "extensible array parameters");
+        break;
+      case 5:  // version 2 B-tree
+        bytes.skip(6, "B-tree parameters");
+        break;
+      default: refuse("unknown chunk index type " + std::to_string(index_type));
+    }
+    bytes.skip(file_.address_bytes(), "chunk index address");
+  }
+
+  void filter_pipeline(Bytes& bytes) {
+    const unsigned version = bytes.byte("filter pipeline version");
+    if (version != 1 && version != 2) refuse("unknown filter pipeline version " + std::to_string(version));
+    const unsigned filters = bytes.byte("filter count");
+    if (filters > 32) refuse("filter count " + std::to_string(filters) + " is over 32");
+    if (version == 1) bytes.skip(6, "reserved bytes");
+    for (unsigned filter = 0; filter < filters; ++filter) {
+      const std::uint64_t identifier = bytes.number(2, "filter identifier");
+      const std::uint64_t name_length =
+          (version == 1 || identifier >= 256) ? bytes.number(2, "filter name length") : 0;
+      bytes.skip(2, "filter flags");
+      const std::uint64_t values = bytes.number(2, "filter parameter count");
+      if (name_length > 0) {
+        Bytes name = bytes.part(name_length, "filter name");
+        name.terminated_length("filter name");
+      }
+      bytes.skip(values * 4, "filter parameters");
+      if (version == 1 && values % 2 == 1) bytes.skip(4, "filter parameter padding");
+    }
+  }
+
+  void attribute(Bytes& bytes, int depth) {
+    const unsigned version = bytes.byte("attribute version");
+    if (version < 1 || version > 3) refuse("unknown attribute version " + std::to_string(version));
+    const unsigned flags = bytes.byte("attribute flags");
+    const std::uint64_t name_size = bytes.number(2, "attribute name size");
+    const std::uint64_t datatype_bytes = bytes.number(2, "attribute datatype size");
+    const std::uint64_t dataspace_bytes = bytes.number(2, "attribute dataspace size");
+    if (version == 3) bytes.skip(1, "attribute name encoding");
+    // Version 1 pads the name, datatype and dataspace to 8 bytes each.
+    const auto padded = [&](std::uint64_t size) { return version == 1 ? align8(size) : size; };
+
+    Bytes name = bytes.part(padded(name_size), "name");
+    if (name_size == 0) refuse("its name is empty (no NUL)");
+    const std::size_t name_length = name.terminated_length("name");
+    current_ += " \"" + printable(name.here(), name_length - 1) + "\"";
+    if (name_length != name_size)
+      refuse("its name is " + std::to_string(name_length) + " bytes with the NUL, the message says " +
+             std::to_string(name_size));
+
+    Bytes type = bytes.part(padded(datatype_bytes), "datatype");
+    std::uint64_t element_size = unknown_size;
+    if (flags & 0x01) {
+      element_size = committed_size_or_unknown(shared_address(type), depth + 1);
+    } else {
+      Bytes exact = type.part(datatype_bytes, "datatype");
+      element_size = datatype_size(exact, 0);
+    }
+
+    Bytes space = bytes.part(padded(dataspace_bytes), "dataspace");
+    if (flags & 0x02) return;  // a dataspace in the shared-message heap: its size is not known here
+    Bytes exact_space = space.part(dataspace_bytes, "dataspace");
+    const std::uint64_t elements = dataspace_elements(exact_space);
+    if (element_size == unknown_size) return;
+    const std::uint64_t value_bytes =
+        multiply_or_refuse(elements, element_size, "the attribute value's size");
+    if (value_bytes > bytes.left())
+      refuse("its value of " + std::to_string(elements) + " element" + (elements == 1 ? "" : "s") + " of " +
+             std::to_string(element_size) + " bytes runs past the message (" + std::to_string(bytes.left()) +
+             " bytes left)");
+  }
+
+  const HeaderFile& file_;
+  std::string current_;
+};
+
+// The object's name from the file's root, for messages: `name` joined to where `location` is.
+std::string object_name(hid_t location, const std::string& name) {
+  if (!name.empty() && name.front() == '/') return name;
+  std::string base;
+  const ssize_t length = H5Iget_name(location, nullptr, 0);
+  if (length > 0) {
+    base.resize(static_cast<std::size_t>(length) + 1);
+    H5Iget_name(location, base.data(), base.size());
+    base.resize(static_cast<std::size_t>(length));
+  }
+  if (name == "." || name.empty()) return base.empty() ? "/" : base;
+  if (base.empty() || base.back() != '/') base += '/';
+  return base + name;
+}
+
+// What the check needs to know of a file, from HDF5's property lists.
+struct FileFacts {
+  int descriptor = -1;  // HDF5's, under the checked driver; -1 under another driver
+  std::uint64_t base = 0;
+  unsigned address_bytes = 0;
+  unsigned length_bytes = 0;
+};
+
+// The facts of the file `location` is in, asked of HDF5 once per open file: a load checks
+// hundreds of objects of one file in a row, and copying the file's two property lists for each
+// took most of a check's time. Kept for HDF5's number of the open file (`file_number`, from
+// H5Oget_info), which no later open reuses; callers hold the HDF5 lock, which guards it. False
+// when HDF5 cannot describe the file.
+bool file_facts(hid_t location, unsigned long file_number, FileFacts& facts) {
+  static bool remembered = false;
+  static unsigned long remembered_number = 0;
+  static FileFacts remembered_facts;
+  if (remembered && remembered_number == file_number) {
+    facts = remembered_facts;
+    return true;
+  }
+  const Hdf5Handle file = file_handle(H5Iget_file_id(location));
+  if (!file.valid()) return false;
+  const Hdf5Handle creation = property_list_handle(H5Fget_create_plist(file.get()));
+  std::size_t address_bytes = 0, length_bytes = 0;
+  hsize_t user_block = 0;
+  if (!creation.valid() || H5Pget_sizes(creation.get(), &address_bytes, &length_bytes) < 0 ||
+      H5Pget_userblock(creation.get(), &user_block) < 0 || address_bytes < 2 || address_bytes > 8 ||
+      length_bytes < 2 || length_bytes > 8)
+    return false;
+  facts = {checked_file_descriptor(file.get()), user_block, static_cast<unsigned>(address_bytes),
+           static_cast<unsigned>(length_bytes)};
+  remembered = true;
+  remembered_number = file_number;
+  remembered_facts = facts;
+  return true;
+}
+
+}  // namespace
+
+void check_object_header(hid_t location, const std::string& name, const std::string& path) {
+  H5O_info_t info{};
+  if (H5Oget_info_by_name2(location, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return;
+  FileFacts facts;
+  if (!file_facts(location, info.fileno, facts)) return;
+  const HeaderFile header_file(facts.descriptor, path, facts.base, facts.address_bytes, facts.length_bytes);
+  if (!header_file.readable()) return;
+  try {
+    HeaderCheck(header_file).check(info.addr, 0);
+  } catch (const Damage& damage) {
+    throw_input_error(path + ": " + object_name(location, name) + ": object header at byte " +
+                      std::to_string(header_file.absolute(info.addr)) + ": " + damage.what +
+                      " (file corrupt?)");
+  }
+}
+
+Hdf5Handle open_checked_dataset(hid_t location, const std::string& name, const std::string& path) {
+  check_object_header(location, name, path);
+  return dataset_handle(H5Dopen2(location, name.c_str(), H5P_DEFAULT));
+}
+
+}  // namespace phalanx::data::detail
