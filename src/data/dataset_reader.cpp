@@ -83,8 +83,7 @@ std::vector<std::string> read_strings(const std::string& path, const OpenAttribu
   std::vector<std::string> values;
   values.reserve(count);
   if (H5Tis_variable_str(opened.type.get()) > 0) {
-    Hdf5Handle memory_type = detail::variable_string_type();
-    H5Tset_cset(memory_type.get(), H5Tget_cset(opened.type.get()));
+    Hdf5Handle memory_type = detail::variable_string_type_for(opened.type.get());
     std::vector<char*> pointers(count, nullptr);
     if (H5Aread(opened.attribute.get(), memory_type.get(), pointers.data()) < 0) {
       // The strings live in a global heap collection; the checked driver says when it is damaged.

@@ -148,7 +148,7 @@ bool is_phalanx_dataset(const std::string& path) {
   std::string refusal;  // taken at once: the next HDF5 call clears the error stack
   if (H5Tis_variable_str(type.get()) > 0) {
     char* text = nullptr;
-    detail::Hdf5Handle memory_type = detail::variable_string_type();
+    detail::Hdf5Handle memory_type = detail::variable_string_type_for(type.get());
     read = H5Aread(attribute.get(), memory_type.get(), &text) >= 0;
     if (!read) refusal = detail::checked_file_refusal();
     if (read && text) value = text;

@@ -149,8 +149,7 @@ std::vector<std::string> read_strings(hid_t dataset, const config::DatasetLocati
   const auto count = static_cast<std::size_t>(shape[0]);
   std::vector<std::string> values;
   if (H5Tis_variable_str(type.get()) > 0) {
-    detail::Hdf5Handle memory_type = detail::variable_string_type();
-    H5Tset_cset(memory_type.get(), H5Tget_cset(type.get()));
+    detail::Hdf5Handle memory_type = detail::variable_string_type_for(type.get());
     std::vector<char*> pointers(count, nullptr);
     if (H5Dread(dataset, memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()) < 0)
       fail(location, key, "cannot be read (file corrupt?)");

@@ -266,10 +266,7 @@ std::string read_attribute_string(hid_t object, const char* name, const std::str
   std::string value;
   if (H5Tis_variable_str(type.get()) > 0) {
     char* text = nullptr;
-    Hdf5Handle memory_type(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(memory_type.get(), H5T_VARIABLE);
-    // HDF5 converts no string between character sets: h5py writes UTF-8, other tools ASCII.
-    H5Tset_cset(memory_type.get(), H5Tget_cset(type.get()));
+    const Hdf5Handle memory_type = data::detail::variable_string_type_for(type.get());
     // The string lives in a global heap collection, which the checked driver refuses if damaged.
     PHALANX_REQUIRE_INPUT(H5Aread(attribute.get(), memory_type.get(), &text) >= 0,
                           data::detail::unreadable_message(path + ": attribute '" + name + "'",

@@ -127,6 +127,14 @@ inline Hdf5Handle variable_string_type() {
   return type;
 }
 
+// The memory type to read variable-length strings stored as `stored` into: HDF5 converts no
+// string between character sets, and h5py writes UTF-8 where other tools write ASCII.
+inline Hdf5Handle variable_string_type_for(hid_t stored) {
+  Hdf5Handle type = variable_string_type();
+  if (type.valid()) H5Tset_cset(type.get(), H5Tget_cset(stored));
+  return type;
+}
+
 // The strings of a fixed-length string read (`count` slots of `length` bytes, as numpy's `S`
 // dtype writes them): each ends at its first NUL, and a space-padded type loses its padding.
 inline std::vector<std::string> split_fixed_length_strings(const std::vector<char>& buffer, std::size_t count,
