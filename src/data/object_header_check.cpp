@@ -546,8 +546,9 @@ class HeaderCheck {
     if (version == 1 || version == 2) {
       bytes.skip(2, "allocation and write times");
       const unsigned defined = bytes.byte("fill value defined");
-      // Version 2 leaves out the size and the value when none is defined.
-      if (version == 1 || defined) {
+      // The size and the value are there only when a value is defined (HDF5 1.10 decodes
+      // version 1 so too, whatever the specification's table says).
+      if (defined) {
         const auto size = static_cast<std::int32_t>(bytes.number(4, "fill value size"));
         if (size > 0) bytes.skip(static_cast<std::uint64_t>(size), "fill value");
       }
@@ -569,7 +570,6 @@ class HeaderCheck {
       bytes.skip(5, "reserved bytes");
       if (layout_class != 0) bytes.skip(file_.address_bytes(), "data address");
       bytes.skip(std::uint64_t{dimensions} * 4, "dimension sizes");
-      if (layout_class == 2) bytes.skip(4, "element size");
       if (layout_class == 0) bytes.skip(bytes.number(4, "compact data size"), "compact data");
       return;
     }
