@@ -191,11 +191,15 @@ void write_attribute_double(hid_t object, const char* name, double value, const 
   require_write(attribute.valid() && H5Awrite(attribute.get(), H5T_NATIVE_DOUBLE, &value) >= 0, path, name);
 }
 
-// The number of values a dataspace holds (-1 when it cannot be read). The readers of one value
-// read into one variable, and HDF5 writes as many values as the file declares: a damaged file
-// declaring more would overrun it, so each reader checks for exactly one first.
-hssize_t value_count(hid_t space) {
-  return space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+// Refuses a dataspace that does not hold exactly one value. The readers of one value read into
+// one variable, and HDF5 writes as many values as the file declares: a damaged file declaring
+// more would overrun it, so each reader checks first. `subject` is what the message names before
+// "must hold one value", with its own punctuation ("checkpoint attribute 'step'", "/state/epoch:").
+void require_one_value(hid_t space, const std::string& path, const std::string& subject) {
+  const hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+  PHALANX_REQUIRE_INPUT(
+      count == 1, path, ": ", subject, " must hold one value, ",
+      count < 0 ? std::string("its dataspace is unreadable") : "it holds " + std::to_string(count));
 }
 
 // Refuses a stored type that is not a number of at most 16 bytes (long double). HDF5 converts
@@ -230,10 +234,7 @@ Hdf5Handle open_single_value_attribute(hid_t object, const char* name, const std
   Hdf5Handle attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
   PHALANX_REQUIRE_INPUT(attribute.valid(), path, ": checkpoint attribute '", name, "' is unreadable");
   const Hdf5Handle space(H5Aget_space(attribute.get()), H5Sclose);
-  const hssize_t count = value_count(space.get());
-  PHALANX_REQUIRE_INPUT(
-      count == 1, path, ": checkpoint attribute '", name, "' must hold one value, ",
-      count < 0 ? std::string("its dataspace is unreadable") : "it holds " + std::to_string(count));
+  require_one_value(space.get(), path, std::string("checkpoint attribute '") + name + "'");
   return attribute;
 }
 
@@ -289,10 +290,7 @@ std::int64_t read_int64(hid_t file, const std::string& name, const std::string& 
   Hdf5Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
   PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
   const Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
-  const hssize_t count = value_count(space.get());
-  PHALANX_REQUIRE_INPUT(
-      count == 1, path, ": ", name, ": must hold one value, ",
-      count < 0 ? std::string("its dataspace is unreadable") : "it holds " + std::to_string(count));
+  require_one_value(space.get(), path, name + ":");
   require_number_dataset(dataset.get(), name, path);
   std::int64_t value = 0;
   PHALANX_REQUIRE_INPUT(H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
