@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <thread>
 
@@ -23,7 +22,9 @@
 namespace phalanx::train {
 namespace {
 
+using phalanx::testing::file_bytes;
 using phalanx::testing::ScratchDirectory;
+using phalanx::testing::write_bytes;
 
 const std::string mismatch = "contents do not match the seal phalanx wrote";
 const std::string hdf5_signature = "\x89HDF\r\n\x1a\n";
@@ -34,16 +35,6 @@ struct SmallModel : phalanx::testing::CheckpointTestModel {
     write_checkpoint(path, *backend, registry, nullptr, position, 1, 5, "name: test\n");
   }
 };
-
-std::string file_bytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // Both readers refuse `path` with a message naming it and containing `expected`.
 void expect_refused(const std::string& path, SmallModel& model, const std::string& expected) {

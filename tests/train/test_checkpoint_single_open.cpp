@@ -8,8 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -111,11 +109,10 @@ TEST(CheckpointSingleOpen, LoadRefusesWithTheHeadersMessage) {
   SmallModel model;
   const std::string whole = scratch.file("whole.h5");
   model.write(whole);
-  std::ifstream source(whole, std::ios::binary);
-  const std::string bytes{std::istreambuf_iterator<char>(source), std::istreambuf_iterator<char>()};
+  const std::string bytes = testing::file_bytes(whole);
   const auto write_file = [&](const std::string& name, const std::string& content) {
     const std::string path = scratch.file(name);
-    std::ofstream(path, std::ios::binary) << content;
+    testing::write_bytes(path, content);
     return path;
   };
   const std::string files[] = {
