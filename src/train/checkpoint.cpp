@@ -572,8 +572,8 @@ Hdf5Handle open_checkpoint_file(const std::string& path) {
   PHALANX_REQUIRE_INPUT(std::filesystem::file_size(path) > 0, path, ": checkpoint file is empty");
   // Before HDF5 reads a byte: HDF5 1.10 decodes some damaged files past its buffers (a crash, not
   // an error), and the seal refuses any change since writing. Checkpoints from before seals have
-  // none and are parsed as they are. A resume opens one checkpoint several times: one check.
-  check_checkpoint_seal(path, SealReuse::TrustEarlierCheck);
+  // none and are parsed as they are. A resume opens its checkpoint once (OpenCheckpoint): one check.
+  check_checkpoint_seal(path);
   PHALANX_REQUIRE_INPUT(H5Fis_hdf5(path.c_str()) > 0, path, ": not an HDF5 checkpoint (or truncated)");
   Hdf5Handle file = open_checkpoint(path);
   PHALANX_REQUIRE_INPUT(file.valid(), path, ": cannot open the checkpoint (truncated or damaged file)");
@@ -647,10 +647,26 @@ CheckpointHeader read_header(hid_t file, const std::string& path) {
 
 }  // namespace
 
-CheckpointHeader read_checkpoint_header(const std::string& path) {
+struct OpenCheckpoint::File {
+  Hdf5Handle handle;
+};
+
+OpenCheckpoint::OpenCheckpoint(const std::string& path) {
   const auto hdf5_lock = data::lock_hdf5();
-  const Hdf5Handle file = open_checkpoint_file(path);
-  return read_header(file.get(), path);
+  // Held by this function until the header is read: a refused file is closed under the lock.
+  Hdf5Handle file = open_checkpoint_file(path);
+  header_ = read_header(file.get(), path);
+  file_ = std::make_unique<File>(File{std::move(file)});
+}
+
+OpenCheckpoint::~OpenCheckpoint() {
+  // HDF5 closes the file under the lock, as every HDF5 call is made.
+  const auto hdf5_lock = data::lock_hdf5();
+  file_.reset();
+}
+
+CheckpointHeader read_checkpoint_header(const std::string& path) {
+  return OpenCheckpoint(path).header();
 }
 
 std::int64_t stored_global_batch(const CheckpointHeader& header) {
@@ -663,11 +679,17 @@ std::int64_t stored_global_batch(const CheckpointHeader& header) {
 
 void load_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
                      optim::Optimizer* optimizer) {
-  const auto hdf5_lock = data::lock_hdf5();
   // One open for the header and the tensors: the weights come from the file the header was
   // validated in, and the checked driver opens and sizes it once.
-  const Hdf5Handle file = open_checkpoint_file(path);
-  const CheckpointHeader header = read_header(file.get(), path);
+  OpenCheckpoint(path).load(backend, registry, optimizer);
+}
+
+void OpenCheckpoint::load(backend::Backend& backend, nn::ParameterRegistry& registry,
+                          optim::Optimizer* optimizer) const {
+  const auto hdf5_lock = data::lock_hdf5();
+  const Hdf5Handle& file = file_->handle;
+  const CheckpointHeader& header = header_;
+  const std::string& path = header_.path;
   std::vector<float> parameters(static_cast<std::size_t>(registry.parameter_count()), 0.0f);
   for (const auto& info : registry.parameters_info())
     read_floats(file.get(), "/model/" + info.name, info.shape, parameters.data() + info.offset, path);

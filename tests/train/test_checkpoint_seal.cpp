@@ -5,13 +5,10 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
-#include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <ostream>
 #include <string>
-#include <thread>
 
 #include "data/data_test_support.hpp"
 #include "phalanx/core/error.hpp"
@@ -88,7 +85,7 @@ TEST(CheckpointSeal, AByteChangedAnywhereAfterTheUserBlockIsRefused) {
       write_bytes(path, flipped);
       SCOPED_TRACE("byte " + std::to_string(target));
       EXPECT_INPUT_ERROR(read_checkpoint_header(path), path + ": the checkpoint's " + mismatch);
-      EXPECT_INPUT_ERROR(check_checkpoint_seal(path, SealReuse::TrustEarlierCheck), mismatch);
+      EXPECT_INPUT_ERROR(check_checkpoint_seal(path), mismatch);
       ++checked;
     }
   }
@@ -243,26 +240,6 @@ TEST(CheckpointSeal, AnEditOnPurposeLoadsAgainOnceResealed) {
   int files = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(scratch.file(""))) ++files;
   EXPECT_EQ(files, 1);
-}
-
-TEST(CheckpointSeal, AnEarlierCheckStandsOnlyForTheUnchangedFile) {
-  ScratchDirectory scratch("checkpoint_seal_reuse");
-  SmallModel model;
-  const std::string path = scratch.file("step-7.h5");
-  model.write(path);
-  // Older than the timestamp granularity: a matching check is remembered for the file.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  ASSERT_EQ(check_checkpoint_seal(path, SealReuse::TrustEarlierCheck).state, SealState::Sealed);
-  ASSERT_EQ(read_checkpoint_header(path).position.global_step, 7);
-  // Changed in place (same inode, same size): its new ctime ends the earlier check's standing.
-  {
-    std::fstream file(path, std::ios::binary | std::ios::in | std::ios::out);
-    file.seekp(static_cast<std::streamoff>(checkpoint_seal_bytes + 100));
-    file.put('\x7f');
-  }
-  EXPECT_INPUT_ERROR(check_checkpoint_seal(path, SealReuse::TrustEarlierCheck), mismatch);
-  EXPECT_INPUT_ERROR(read_checkpoint_header(path), mismatch);
-  EXPECT_INPUT_ERROR(load_checkpoint(path, *model.backend, model.registry, nullptr), mismatch);
 }
 
 TEST(CheckpointSeal, AFileThatIsNeitherSealedNorHdf5IsRefused) {

@@ -1,7 +1,7 @@
 // load_checkpoint reads the header and the tensors from one open of the file: it opens the
 // checkpoint as often as read_checkpoint_header alone does, counted by the kernel (inotify's
 // IN_OPEN events on the file), and refuses a file that is no checkpoint with read_checkpoint_header's
-// very words.
+// very words. An OpenCheckpoint, which a resume passes down, loads without opening the file again.
 #include <gtest/gtest.h>
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -84,6 +84,35 @@ TEST(CheckpointSingleOpen, LoadOpensTheFileAsOftenAsTheHeaderAlone) {
   load_checkpoint(path, *loaded.backend, loaded.registry, nullptr);
   EXPECT_EQ(opens.take(), header_opens) << "load_checkpoint opened the file again after its header";
   // And it loaded the weights of that file.
+  std::vector<float> written(6), read(6);
+  model.backend->copy_to_host(written.data(), model.registry.parameters().data(), sizeof(float) * 6);
+  loaded.backend->copy_to_host(read.data(), loaded.registry.parameters().data(), sizeof(float) * 6);
+  EXPECT_EQ(read, written);
+}
+
+// A resume opens its checkpoint once (OpenCheckpoint) and hands it down: the opening reads the file
+// as read_checkpoint_header does (one seal check), and the load after it opens the file no more,
+// so it checks no seal a second time.
+TEST(CheckpointSingleOpen, AnOpenCheckpointLoadsWithoutOpeningTheFileAgain) {
+  ScratchDirectory scratch("checkpoint_single_open_held");
+  SmallModel model;
+  const std::string path = scratch.file("step-3.h5");
+  model.write(path);
+  OpenCounter opens(path);
+  ASSERT_TRUE(opens.watching()) << "inotify: " << opens.failure();
+  opens.take();
+  read_checkpoint_header(path);
+  const int header_opens = opens.take();
+  EXPECT_GE(header_opens, 1);
+  SmallModel loaded;
+  {
+    const OpenCheckpoint checkpoint(path);
+    EXPECT_EQ(opens.take(), header_opens);
+    EXPECT_EQ(checkpoint.header().position.global_step, 3);
+    EXPECT_EQ(checkpoint.header().path, path);
+    checkpoint.load(*loaded.backend, loaded.registry, nullptr);
+    EXPECT_EQ(opens.take(), 0) << "loading an open checkpoint opened the file again";
+  }
   std::vector<float> written(6), read(6);
   model.backend->copy_to_host(written.data(), model.registry.parameters().data(), sizeof(float) * 6);
   loaded.backend->copy_to_host(read.data(), loaded.registry.parameters().data(), sizeof(float) * 6);
