@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "phalanx/core/error.hpp"
-#include "phalanx/train/checkpoint.hpp"
 #include "rank_setup.hpp"
 
 namespace phalanx::cli {
@@ -15,8 +14,9 @@ bool asks_for_split(const config::Config& config) {
   return config.distributed.batch_split == "throughput" || !config.distributed.local_batches.empty();
 }
 
-int resolve_batch_split(const config::Config& config, const std::string& resume, backend::Backend& backend,
-                        const comm::Communicator& world, train::BatchSplit& split) {
+int resolve_batch_split(const config::Config& config, const train::CheckpointHeader* resume,
+                        backend::Backend& backend, const comm::Communicator& world,
+                        train::BatchSplit& split) {
   split = train::BatchSplit{};
   std::vector<int> stored;
   train::ThroughputProbe probe;
@@ -27,15 +27,15 @@ int resolve_batch_split(const config::Config& config, const std::string& resume,
   bool elastic = false;
   int status = agree(world, [&] {
     train::require_split_fits(config, world.size());
-    if (!resume.empty() && !change) elastic = train::is_elastic_resume(resume, world.size());
+    if (resume && !change) elastic = train::is_elastic_resume(*resume, world.size());
   });
   if (status) return status;
-  const bool fresh = resume.empty() || change;
+  const bool fresh = !resume || change;
   const bool measure = (fresh || elastic) && config.distributed.local_batches.empty() &&
                        config.distributed.batch_split == "throughput";
   status = agree(world, [&] {
     if (!fresh && !elastic)
-      stored = train::stored_split(resume, config, world.size());
+      stored = train::stored_split(*resume, config, world.size());
     else if (measure)
       probe = train::measure_throughput(config, backend, config.train.batch_size);
   });
@@ -51,14 +51,13 @@ int resolve_batch_split(const config::Config& config, const std::string& resume,
       split.method = !config.distributed.local_batches.empty() ? "explicit"
                      : measure                                 ? "throughput"
                                                                : "equal";
-      split.local_batches = train::elastic_split(resume, config, world.size(), rates);
-      const auto header = train::read_checkpoint_header(resume);
-      split.checkpoint_local_batches = header.local_batches;
+      split.local_batches = train::elastic_split(*resume, config, world.size(), rates);
+      split.checkpoint_local_batches = resume->local_batches;
       if (split.checkpoint_local_batches.empty())
         split.checkpoint_local_batches.assign(
-            static_cast<std::size_t>(header.world_size),
-            static_cast<int>(train::stored_global_batch(header) / header.world_size));
-      split.stored_in = resume;
+            static_cast<std::size_t>(resume->world_size),
+            static_cast<int>(train::stored_global_batch(*resume) / resume->world_size));
+      split.stored_in = resume->path;
       if (measure) {
         split.images_per_second = rates;
         split.probe_seconds = probe_seconds;
@@ -72,7 +71,7 @@ int resolve_batch_split(const config::Config& config, const std::string& resume,
         return;
       split.method = config.distributed.local_batches.empty() ? config.distributed.batch_split : "explicit";
       split.local_batches = stored;
-      split.stored_in = resume;
+      split.stored_in = resume->path;
     } else if (!config.distributed.local_batches.empty()) {
       split.method = "explicit";
       split.local_batches = config.distributed.local_batches;

@@ -34,6 +34,8 @@ struct LoadedModel {
   data::DatasetInfo info;
   data::Split split;
   std::unique_ptr<nn::Model> model;
+  // Open from reading the config to loading the weights: one seal check, one header parse.
+  std::unique_ptr<train::OpenCheckpoint> checkpoint;
 };
 
 // Two steps, each agreed across the ranks: reading the inputs may fail on some ranks only, and the
@@ -44,7 +46,8 @@ void load(const EvaluateArguments& arguments, const comm::Communicator& world, b
           LoadedModel& loaded) {
   PHALANX_REQUIRE_INPUT(arguments.batch_size >= 1, "--batch-size must be >= 1 (got ", arguments.batch_size,
                         ")");
-  const auto header = train::read_checkpoint_header(arguments.checkpoint);
+  loaded.checkpoint = std::make_unique<train::OpenCheckpoint>(arguments.checkpoint);
+  const train::CheckpointHeader& header = loaded.checkpoint->header();
   loaded.config = config::parse(header.config_text, arguments.checkpoint + ":/config");
   if (!arguments.data.empty()) {
     loaded.info = data::read_dataset_info(arguments.data);
@@ -82,7 +85,8 @@ void build_model(const EvaluateArguments& arguments, const comm::Communicator& w
   loaded.model =
       std::make_unique<nn::Model>(config.model, sample, static_cast<int>(loaded.info.classes.size()),
                                   *loaded.resources.backend, config.seed);
-  train::load_checkpoint(arguments.checkpoint, *loaded.resources.backend, loaded.model->registry(), nullptr);
+  loaded.checkpoint->load(*loaded.resources.backend, loaded.model->registry(), nullptr);
+  loaded.checkpoint.reset();
 }
 
 int evaluate(const EvaluateArguments& arguments, int* argc, char*** argv) {

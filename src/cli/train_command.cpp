@@ -2,6 +2,7 @@
 // data-parallel training job over all ranks of the mpirun.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 
 #include "batch_split_setup.hpp"
@@ -29,13 +30,13 @@ struct TrainArguments {
 
 // train.batch_size: auto. A resumed run keeps the batch of its checkpoint (the data order depends
 // on it); a new one measures: every rank probes its own GPU, the job takes the smallest answer.
-int resolve_auto_batch_size(config::Config& config, const std::string& resume, backend::Backend& backend,
-                            const comm::Communicator& world) {
+// `resume`: the checkpoint's header, null for a new run.
+int resolve_auto_batch_size(config::Config& config, const train::CheckpointHeader* resume,
+                            backend::Backend& backend, const comm::Communicator& world) {
   train::BatchSizeChoice choice;
   const int status = agree(world, [&] {
-    if (!resume.empty()) {
-      const auto header = train::read_checkpoint_header(resume);
-      choice.batch_size = config::parse(header.config_text, resume + ":/config").train.batch_size;
+    if (resume) {
+      choice.batch_size = config::parse(resume->config_text, resume->path + ":/config").train.batch_size;
       return;
     }
     choice = train::find_batch_size(config, backend, world.size());
@@ -45,9 +46,9 @@ int resolve_auto_batch_size(config::Config& config, const std::string& resume, b
   config.train.batch_size = static_cast<int>(*std::min_element(answers.begin(), answers.end()));
   config.train.batch_size_auto = false;
   if (world.rank() == 0) {
-    if (!resume.empty())
+    if (resume)
       std::printf("train.batch_size: auto -> %d per rank, as in %s\n", config.train.batch_size,
-                  resume.c_str());
+                  resume->path.c_str());
     else
       std::printf(
           "train.batch_size: auto -> %d per rank (rank 0: %d probes, %.1f of %.1f GiB in use at %d)\n",
@@ -94,15 +95,28 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
   world.broadcast_string(run_directory, 0);
 
   // Rank 0 (the checkpoint writer) decides which checkpoint --resume auto means, so every rank
-  // loads the same one (or fails to find it, which is an error, not a silent fresh start).
+  // loads the same one (or fails to find it, which is an error, not a silent fresh start). Every
+  // rank opens the checkpoint once (rank 0 keeps open the one it found): its seal is checked and its
+  // header read here, and the batch size, the batch split and the trainer take what was read, the
+  // trainer its weights from the same open file.
   std::string resume = arguments.resume;
+  std::shared_ptr<const train::OpenCheckpoint> checkpoint;
   if (resume == "auto") {
     status = agree(world, [&] {
-      resume = world.rank() == 0 ? train::RunDirectory(run_directory, false).find_latest_checkpoint() : "";
+      if (world.rank() == 0) checkpoint = train::RunDirectory(run_directory, false).open_latest_checkpoint();
+      resume = checkpoint ? checkpoint->header().path : "";
     });
     if (status) return status;
     world.broadcast_string(resume, 0);
   }
+  // Entered by every rank, whether or not it holds the file open already: agree is collective.
+  if (!resume.empty()) {
+    status = agree(world, [&] {
+      if (!checkpoint) checkpoint = std::make_shared<const train::OpenCheckpoint>(resume);
+    });
+    if (status) return status;
+  }
+  const train::CheckpointHeader* resume_header = checkpoint ? &checkpoint->header() : nullptr;
 
   // Declared in this order so that they are destroyed trainer first, backend last.
   RankResources resources;
@@ -111,13 +125,13 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
   status = agree(world, [&] { resources = make_rank_resources(config.device, config.threads, world); });
   if (status) return status;
   if (config.train.batch_size_auto) {
-    status = resolve_auto_batch_size(config, resume, *resources.backend, world);
+    status = resolve_auto_batch_size(config, resume_header, *resources.backend, world);
     if (status) return status;
     config_text = config::to_yaml(config);
   }
   // Local batches per rank (DESIGN §3): measured, given, or stored in the checkpoint.
   train::BatchSplit batch_split;
-  status = resolve_batch_split(config, resume, *resources.backend, world, batch_split);
+  status = resolve_batch_split(config, resume_header, *resources.backend, world, batch_split);
   if (status) return status;
   // When every rank drives a GPU, gradients are summed by NCCL on the devices. A synchronous job
   // of GPU and CPU ranks with equal batches would run every step at the CPU ranks' pace: refused
@@ -141,9 +155,13 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
   status = agree(world, [&] {
     train::TrainerOptions options{config, config_text, run_directory, resume, resources.threads, nccl.get()};
     options.batch_split = batch_split;
+    options.checkpoint = checkpoint;
     trainer = std::make_unique<train::Trainer>(std::move(options), world, *resources.backend);
   });
   if (status) return status;
+  // Loaded: the file closes (the trainer has let go of it too).
+  resume_header = nullptr;
+  checkpoint.reset();
   status = agree(world, [&] {
     const auto steps = world.allgather(static_cast<std::uint64_t>(trainer->position().global_step));
     for (int rank = 1; rank < world.size(); ++rank)

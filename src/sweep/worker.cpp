@@ -53,30 +53,30 @@ void set_budget(const config::SweepConfig& sweep, double budget, std::int64_t gl
 // A promotion may resume it on a group of another size; the checkpoint's global batch is then cut
 // over the group's ranks (as `phalanx train --resume` does, docs/CHECKPOINTS.md "Elastic resume"),
 // evenly, so every update takes the same samples and the rungs stay prefixes of one trajectory.
-// Returns the trial's global batch and fills `split` when the group's ranks do not each train
-// train.batch_size.
-std::int64_t trial_batch_split(const config::Config& config, const std::string& resume,
+// `resume`: the header of the checkpoint the trial resumes from, null for a new trial. Returns the
+// trial's global batch and fills `split` when the group's ranks do not each train train.batch_size.
+std::int64_t trial_batch_split(const config::Config& config, const train::CheckpointHeader* resume,
                                const comm::Communicator& group, const backend::Backend& backend,
                                train::BatchSplit& split) {
   split = train::BatchSplit{};
-  if (resume.empty()) return static_cast<std::int64_t>(config.train.batch_size) * group.size();
-  const auto header = train::read_checkpoint_header(resume);
+  if (!resume) return static_cast<std::int64_t>(config.train.batch_size) * group.size();
+  const train::CheckpointHeader& header = *resume;
   const std::int64_t global_batch = train::stored_global_batch(header);
   if (header.world_size == group.size()) {
-    const auto stored = train::stored_split(resume, config, group.size());
+    const auto stored = train::stored_split(header, config, group.size());
     if (std::all_of(stored.begin(), stored.end(),
                     [&](int batch) { return batch == config.train.batch_size; }))
       return global_batch;
     split.local_batches = stored;
   } else {
-    split.local_batches = train::elastic_split(resume, config, group.size(), {});
+    split.local_batches = train::elastic_split(header, config, group.size(), {});
     split.checkpoint_local_batches = header.local_batches;
     if (split.checkpoint_local_batches.empty())
       split.checkpoint_local_batches.assign(static_cast<std::size_t>(header.world_size),
                                             static_cast<int>(global_batch / header.world_size));
   }
   split.method = config.distributed.local_batches.empty() ? "equal" : "explicit";
-  split.stored_in = resume;
+  split.stored_in = header.path;
   const auto kinds = group.allgather(static_cast<std::uint64_t>(backend.device_kind() == DeviceKind::Cuda));
   for (const auto kind : kinds) split.devices.push_back(kind ? "cuda" : "cpu");
   return global_batch;
@@ -108,11 +108,16 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job,
   auto config = config::trial_config(*options.sweep, job.at("assignments").get<std::vector<std::string>>());
   const std::string run_directory = trial_directory(options.sweep_directory, trial);
   // The group leader picks the checkpoint so that every rank of the group loads the same one.
-  std::string resume =
-      group.rank() == 0 ? train::RunDirectory(run_directory, false).find_latest_checkpoint() : "";
+  // Opened once on each rank (one seal check): the split and the trainer take its header, the
+  // trainer its weights.
+  std::shared_ptr<const train::OpenCheckpoint> checkpoint =
+      group.rank() == 0 ? train::RunDirectory(run_directory, false).open_latest_checkpoint() : nullptr;
+  std::string resume = checkpoint ? checkpoint->header().path : "";
   group.broadcast_string(resume, 0);
+  if (!resume.empty() && !checkpoint) checkpoint = std::make_shared<const train::OpenCheckpoint>(resume);
   train::BatchSplit split;
-  const std::int64_t global_batch = trial_batch_split(config, resume, group, *options.backend, split);
+  const std::int64_t global_batch =
+      trial_batch_split(config, checkpoint ? &checkpoint->header() : nullptr, group, *options.backend, split);
   set_budget(*options.sweep, job.at("budget").get<double>(), global_batch, config);
 
   const std::int64_t target_step = *config.train.max_steps;
@@ -120,6 +125,7 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job,
                                         resume, options.threads,         nccl};
   trainer_options.quiet = true;
   trainer_options.batch_split = std::move(split);
+  trainer_options.checkpoint = std::move(checkpoint);
   if (options.sweep->join_running)
     trainer_options.handover_check = handover_check(options, group, job.at("job").get<std::int64_t>());
   Stopwatch clock;

@@ -132,13 +132,13 @@ void require_split_fits(const config::Config& config, int world_size) {
                         " ranks: give one local batch per rank");
 }
 
-bool is_elastic_resume(const std::string& checkpoint, int world_size) {
-  return read_checkpoint_header(checkpoint).world_size != world_size;
+bool is_elastic_resume(const CheckpointHeader& header, int world_size) {
+  return header.world_size != world_size;
 }
 
-std::vector<int> elastic_split(const std::string& checkpoint, const config::Config& config, int world_size,
+std::vector<int> elastic_split(const CheckpointHeader& header, const config::Config& config, int world_size,
                                const std::vector<double>& rates) {
-  const CheckpointHeader header = read_checkpoint_header(checkpoint);
+  const std::string& checkpoint = header.path;
   const std::int64_t global_batch = stored_global_batch(header);
   const std::string written = checkpoint + ": written by " + std::to_string(header.world_size) +
                               " ranks with global batch " + std::to_string(global_batch) + ", resumed on " +
@@ -165,8 +165,8 @@ std::vector<int> elastic_split(const std::string& checkpoint, const config::Conf
       global_batch, measured ? rates : std::vector<double>(static_cast<std::size_t>(world_size), 1.0));
 }
 
-std::vector<int> stored_split(const std::string& checkpoint, const config::Config& config, int world_size) {
-  const CheckpointHeader header = read_checkpoint_header(checkpoint);
+std::vector<int> stored_split(const CheckpointHeader& header, const config::Config& config, int world_size) {
+  const std::string& checkpoint = header.path;
   std::vector<int> stored = header.local_batches;
   if (stored.empty())
     stored.assign(static_cast<std::size_t>(std::max(header.world_size, 0)),

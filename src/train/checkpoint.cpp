@@ -192,11 +192,15 @@ void write_attribute_double(hid_t object, const char* name, double value, const 
   require_write(attribute.valid() && H5Awrite(attribute.get(), H5T_NATIVE_DOUBLE, &value) >= 0, path, name);
 }
 
-// The number of values a dataspace holds (-1 when it cannot be read). The readers of one value
-// read into one variable, and HDF5 writes as many values as the file declares: a damaged file
-// declaring more would overrun it, so each reader checks for exactly one first.
-hssize_t value_count(hid_t space) {
-  return space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+// Refuses a dataspace that does not hold exactly one value. The readers of one value read into
+// one variable, and HDF5 writes as many values as the file declares: a damaged file declaring
+// more would overrun it, so each reader checks first. `subject` is what the message names before
+// "must hold one value", with its own punctuation ("checkpoint attribute 'step'", "/state/epoch:").
+void require_one_value(hid_t space, const std::string& path, const std::string& subject) {
+  const hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+  PHALANX_REQUIRE_INPUT(
+      count == 1, path, ": ", subject, " must hold one value, ",
+      count < 0 ? std::string("its dataspace is unreadable") : "it holds " + std::to_string(count));
 }
 
 // Refuses a stored type that is not a number of at most 16 bytes (long double). HDF5 converts
@@ -231,10 +235,7 @@ Hdf5Handle open_single_value_attribute(hid_t object, const char* name, const std
   Hdf5Handle attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
   PHALANX_REQUIRE_INPUT(attribute.valid(), path, ": checkpoint attribute '", name, "' is unreadable");
   const Hdf5Handle space(H5Aget_space(attribute.get()), H5Sclose);
-  const hssize_t count = value_count(space.get());
-  PHALANX_REQUIRE_INPUT(
-      count == 1, path, ": checkpoint attribute '", name, "' must hold one value, ",
-      count < 0 ? std::string("its dataspace is unreadable") : "it holds " + std::to_string(count));
+  require_one_value(space.get(), path, std::string("checkpoint attribute '") + name + "'");
   return attribute;
 }
 
@@ -287,10 +288,7 @@ std::int64_t read_int64(hid_t file, const std::string& name, const std::string& 
   Hdf5Handle dataset = data::detail::open_checked_dataset(file, name, path);
   PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
   const Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
-  const hssize_t count = value_count(space.get());
-  PHALANX_REQUIRE_INPUT(
-      count == 1, path, ": ", name, ": must hold one value, ",
-      count < 0 ? std::string("its dataspace is unreadable") : "it holds " + std::to_string(count));
+  require_one_value(space.get(), path, name + ":");
   require_number_dataset(dataset.get(), name, path);
   std::int64_t value = 0;
   PHALANX_REQUIRE_INPUT(H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
@@ -572,8 +570,8 @@ Hdf5Handle open_checkpoint_file(const std::string& path) {
   PHALANX_REQUIRE_INPUT(std::filesystem::file_size(path) > 0, path, ": checkpoint file is empty");
   // Before HDF5 reads a byte: HDF5 1.10 decodes some damaged files past its buffers (a crash, not
   // an error), and the seal refuses any change since writing. Checkpoints from before seals have
-  // none and are parsed as they are. A resume opens one checkpoint several times: one check.
-  check_checkpoint_seal(path, SealReuse::TrustEarlierCheck);
+  // none and are parsed as they are. A resume opens its checkpoint once (OpenCheckpoint): one check.
+  check_checkpoint_seal(path);
   PHALANX_REQUIRE_INPUT(H5Fis_hdf5(path.c_str()) > 0, path, ": not an HDF5 checkpoint (or truncated)");
   Hdf5Handle file = open_checkpoint(path);
   PHALANX_REQUIRE_INPUT(file.valid(), path, ": cannot open the checkpoint (truncated or damaged file)");
@@ -649,10 +647,26 @@ CheckpointHeader read_header(hid_t file, const std::string& path) {
 
 }  // namespace
 
-CheckpointHeader read_checkpoint_header(const std::string& path) {
+struct OpenCheckpoint::File {
+  Hdf5Handle handle;
+};
+
+OpenCheckpoint::OpenCheckpoint(const std::string& path) {
   const auto hdf5_lock = data::lock_hdf5();
-  const Hdf5Handle file = open_checkpoint_file(path);
-  return read_header(file.get(), path);
+  // Held by this function until the header is read: a refused file is closed under the lock.
+  Hdf5Handle file = open_checkpoint_file(path);
+  header_ = read_header(file.get(), path);
+  file_ = std::make_unique<File>(File{std::move(file)});
+}
+
+OpenCheckpoint::~OpenCheckpoint() {
+  // HDF5 closes the file under the lock, as every HDF5 call is made.
+  const auto hdf5_lock = data::lock_hdf5();
+  file_.reset();
+}
+
+CheckpointHeader read_checkpoint_header(const std::string& path) {
+  return OpenCheckpoint(path).header();
 }
 
 std::int64_t stored_global_batch(const CheckpointHeader& header) {
@@ -665,11 +679,17 @@ std::int64_t stored_global_batch(const CheckpointHeader& header) {
 
 void load_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
                      optim::Optimizer* optimizer) {
-  const auto hdf5_lock = data::lock_hdf5();
   // One open for the header and the tensors: the weights come from the file the header was
   // validated in, and the checked driver opens and sizes it once.
-  const Hdf5Handle file = open_checkpoint_file(path);
-  const CheckpointHeader header = read_header(file.get(), path);
+  OpenCheckpoint(path).load(backend, registry, optimizer);
+}
+
+void OpenCheckpoint::load(backend::Backend& backend, nn::ParameterRegistry& registry,
+                          optim::Optimizer* optimizer) const {
+  const auto hdf5_lock = data::lock_hdf5();
+  const Hdf5Handle& file = file_->handle;
+  const CheckpointHeader& header = header_;
+  const std::string& path = header_.path;
   std::vector<float> parameters(static_cast<std::size_t>(registry.parameter_count()), 0.0f);
   for (const auto& info : registry.parameters_info())
     read_floats(file.get(), "/model/" + info.name, info.shape, parameters.data() + info.offset, path);

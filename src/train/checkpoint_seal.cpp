@@ -10,12 +10,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <set>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -123,65 +120,6 @@ CheckpointSeal parse_seal(std::string_view block, const std::string& path) {
   return seal;
 }
 
-struct CheckedFile {
-  dev_t device;
-  ino_t inode;
-  off_t size;
-  std::int64_t modified_ns;
-  std::int64_t changed_ns;
-  bool operator<(const CheckedFile& other) const {
-    return std::tie(device, inode) < std::tie(other.device, other.inode);
-  }
-};
-
-CheckedFile identity(const struct stat& status) {
-  constexpr std::int64_t billion = 1'000'000'000;
-  return {status.st_dev, status.st_ino, status.st_size,
-          static_cast<std::int64_t>(status.st_mtim.tv_sec) * billion + status.st_mtim.tv_nsec,
-          static_cast<std::int64_t>(status.st_ctim.tv_sec) * billion + status.st_ctim.tv_nsec};
-}
-
-bool same_contents(const CheckedFile& left, const CheckedFile& right) {
-  return left.device == right.device && left.inode == right.inode && left.size == right.size &&
-         left.modified_ns == right.modified_ns && left.changed_ns == right.changed_ns;
-}
-
-// Files whose seals matched in this process. Any change to a file moves its ctime to the time of
-// the change (the kernel sets it; no tool can set it back), so an unchanged ctime means unchanged
-// bytes, provided the ctime was older than the check by more than the file system's timestamp
-// granularity (up to 2 s): a change during or just after the check could otherwise keep the
-// same coarse ctime. Younger files are checked every time.
-class CheckedFiles {
- public:
-  bool contains(const CheckedFile& file) {
-    const std::lock_guard lock(mutex_);
-    const auto found = files_.find(file);
-    return found != files_.end() && same_contents(*found, file);
-  }
-  void remember(const CheckedFile& file, std::int64_t check_started_ns) {
-    constexpr std::int64_t timestamp_granularity_ns = 2'000'000'000;
-    if (file.changed_ns + timestamp_granularity_ns >= check_started_ns) return;
-    const std::lock_guard lock(mutex_);
-    files_.erase(file);
-    files_.insert(file);
-  }
-
- private:
-  std::mutex mutex_;
-  std::set<CheckedFile> files_;
-};
-
-CheckedFiles& checked_files() {
-  static CheckedFiles files;
-  return files;
-}
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 std::string seal_block(const CheckpointSeal& seal) {
@@ -195,10 +133,9 @@ std::string seal_block(const CheckpointSeal& seal) {
   return block;
 }
 
-SealCheck check_checkpoint_seal(const std::string& path, SealReuse reuse) {
-  const std::int64_t check_started_ns = now_ns();
+SealCheck check_checkpoint_seal(const std::string& path) {
   ReadOnlyFile file(path);
-  const CheckedFile checked = identity(file.status());
+  const struct stat status = file.status();
   std::string block(checkpoint_seal_bytes, '\0');
   block.resize(file.read(block.data(), block.size()));
   if (block.starts_with(hdf5_signature)) return {SealState::Unsealed, {}};
@@ -209,9 +146,7 @@ SealCheck check_checkpoint_seal(const std::string& path, SealReuse reuse) {
   PHALANX_REQUIRE_INPUT(block.size() == checkpoint_seal_bytes, path, ": the checkpoint's seal (its first ",
                         checkpoint_seal_bytes, " bytes) is truncated");
   const CheckpointSeal seal = parse_seal(block, path);
-  if (reuse == SealReuse::TrustEarlierCheck && checked_files().contains(checked))
-    return {SealState::Sealed, seal};
-  const std::uint64_t size = static_cast<std::uint64_t>(checked.size);
+  const std::uint64_t size = static_cast<std::uint64_t>(status.st_size);
   PHALANX_REQUIRE_INPUT(size == checkpoint_seal_bytes + seal.covered_bytes, path, ": the checkpoint is ",
                         size, " bytes but the seal phalanx wrote says ",
                         checkpoint_seal_bytes + seal.covered_bytes,
@@ -222,7 +157,6 @@ SealCheck check_checkpoint_seal(const std::string& path, SealReuse reuse) {
                         data::format_checksum(seal.hash), " of ", seal.covered_bytes, " bytes; the file has ",
                         data::format_checksum(hash), " of ", covered,
                         "): it is damaged or was changed after writing; ", reseal_hint(path));
-  checked_files().remember(checked, check_started_ns);
   return {SealState::Sealed, seal};
 }
 

@@ -67,19 +67,21 @@ void RunDirectory::prune_checkpoints(int keep) {
 }
 
 std::string RunDirectory::find_latest_checkpoint() const {
-  std::string best;
-  std::int64_t best_step = -1;
+  const auto latest = open_latest_checkpoint();
+  return latest ? latest->header().path : "";
+}
+
+std::shared_ptr<const OpenCheckpoint> RunDirectory::open_latest_checkpoint() const {
+  std::shared_ptr<const OpenCheckpoint> best;
   if (!std::filesystem::is_directory(checkpoint_folder())) return best;
   for (const auto& entry : std::filesystem::directory_iterator(checkpoint_folder())) {
     const std::string name = entry.path().filename().string();
     if (entry.path().extension() != ".h5" || name.find(".tmp-") != std::string::npos) continue;
     // Checkpoints are renamed into place only when complete, so a damaged one means
     // something outside phalanx broke it: report it (InvalidInput) rather than guess.
-    const auto header = read_checkpoint_header(entry.path().string());
-    if (header.position.global_step > best_step) {
-      best_step = header.position.global_step;
-      best = entry.path().string();
-    }
+    auto checkpoint = std::make_shared<const OpenCheckpoint>(entry.path().string());
+    const std::int64_t best_step = best ? best->header().position.global_step : -1;
+    if (checkpoint->header().position.global_step > best_step) best = std::move(checkpoint);
   }
   return best;
 }

@@ -82,15 +82,19 @@ Trainer::Trainer(TrainerOptions options, const comm::Communicator& communicator,
   schedule_ = std::make_unique<optim::Schedule>(config.schedule, learning_rate_, steps_per_epoch_,
                                                 steps_per_epoch_ * config.train.epochs);
 
-  // The CLI resolves --resume auto on rank 0 and hands every rank the same path.
-  const std::string checkpoint = options_.resume == "auto"
-                                     ? RunDirectory(options_.run_directory, false).find_latest_checkpoint()
-                                     : options_.resume;
-  if (!checkpoint.empty()) resume_from(checkpoint);
+  // The CLI resolves --resume auto on rank 0 and hands every rank the same path, and the checkpoint
+  // open: one seal check per rank.
+  if (!options_.checkpoint && options_.resume == "auto")
+    options_.checkpoint = RunDirectory(options_.run_directory, false).open_latest_checkpoint();
+  else if (!options_.checkpoint && !options_.resume.empty())
+    options_.checkpoint = std::make_shared<const OpenCheckpoint>(options_.resume);
+  if (options_.checkpoint) resume_from(*options_.checkpoint);
+  options_.checkpoint.reset();  // loaded: the file closes (unless the caller holds it too)
 }
 
-void Trainer::resume_from(const std::string& checkpoint) {
-  CheckpointHeader header = read_checkpoint_header(checkpoint);
+void Trainer::resume_from(const OpenCheckpoint& open_checkpoint) {
+  CheckpointHeader header = open_checkpoint.header();
+  const std::string& checkpoint = header.path;
   header.global_batch = stored_global_batch(header);
   const auto& elastic_config = options_.config.elastic;
   const int world_size = communicator_.size();
@@ -136,7 +140,7 @@ void Trainer::resume_from(const std::string& checkpoint) {
       "), and a streamed epoch's order is cut per rank; resume on ", header.world_size,
       " ranks with the same global batch, or train with the split cached in memory (data.cache: "
       "rank or node) from the start");
-  load_checkpoint(checkpoint, backend_, model_->registry(), optimizer_.get());
+  open_checkpoint.load(backend_, model_->registry(), optimizer_.get());
   if (loss_scaler_ && header.loss_scale) loss_scaler_->restore(*header.loss_scale);
   nonfinite_guard_->restore_skipped(header.nonfinite_skipped_steps);
   position_ = header.position;

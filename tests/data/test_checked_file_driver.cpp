@@ -9,8 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,17 +21,9 @@
 namespace phalanx::data::detail {
 namespace {
 
+using phalanx::testing::file_bytes;
 using phalanx::testing::ScratchDirectory;
-
-std::string file_bytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using phalanx::testing::write_bytes;
 
 std::uint64_t length_at(const std::string& bytes, std::size_t offset) {
   std::uint64_t value = 0;

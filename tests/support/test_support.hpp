@@ -1,4 +1,5 @@
-// Helpers shared by the unit tests: scratch folders and small numeric comparisons.
+// Helpers shared by the unit tests: scratch folders, whole files as bytes and small numeric
+// comparisons.
 #pragma once
 
 #include <filesystem>
@@ -18,6 +19,13 @@ class ScratchDirectory {
  private:
   std::filesystem::path path_;
 };
+
+// A file's bytes, all of them ("" for a file that cannot be read).
+std::string file_bytes(const std::string& path);
+
+// Writes `bytes` as the whole of the file at `path` (created or truncated), as a damaged or cut
+// file is made from a good one's bytes.
+void write_bytes(const std::string& path, const std::string& bytes);
 
 // Largest |a-b| / max(1, |a|, |b|) over two equally long arrays.
 double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b);

@@ -6,8 +6,6 @@
 #include <hdf5.h>
 
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 
@@ -24,7 +22,9 @@ namespace phalanx::train {
 namespace {
 
 using data::detail::Hdf5Handle;
+using phalanx::testing::file_bytes;
 using phalanx::testing::ScratchDirectory;
+using phalanx::testing::write_bytes;
 
 struct SmallModel : phalanx::testing::CheckpointTestModel {
   void write(const std::string& path) {
@@ -48,11 +48,6 @@ void rewrite_format_as_variable_length_string(const std::string& path, H5T_cset_
   ASSERT_TRUE(attribute.valid());
   const char* text = "phalanx-checkpoint";
   ASSERT_GE(H5Awrite(attribute.get(), type.get(), &text), 0);
-}
-
-std::string file_bytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
 std::uint64_t length_at(const std::string& bytes, std::size_t offset) {
@@ -91,7 +86,7 @@ void expect_damaged_heap_refused(H5T_cset_t character_set) {
   ASSERT_EQ(bytes[free_space + 1], 0);
   for (int index = 0; index < 8; ++index) bytes[free_space + 8 + static_cast<std::size_t>(index)] = 0;
   const std::string damaged = scratch.file("damaged.h5");
-  std::ofstream(damaged, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  write_bytes(damaged, bytes);
   // Resealed, so that the damage reaches the checked driver (the seal alone would refuse it).
   reseal_checkpoint(damaged);
 

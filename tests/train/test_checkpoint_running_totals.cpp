@@ -9,16 +9,17 @@
 #include <vector>
 
 #include "phalanx/backend/backend.hpp"
-#include "phalanx/core/error.hpp"
 #include "phalanx/nn/parameter_registry.hpp"
 #include "phalanx/train/checkpoint.hpp"
-#include "phalanx/train/checkpoint_seal.hpp"
 #include "support/test_support.hpp"
+#include "train/checkpoint_editing.hpp"
 #include "train/checkpoint_test_model.hpp"
 
 namespace phalanx::train {
 namespace {
 
+using phalanx::testing::expect_resealed_edit_refused;
+using phalanx::testing::replace_int64_dataset;
 using phalanx::testing::ScratchDirectory;
 
 // Sums that no decimal round trip (e.g. through JSON text) would keep exactly.
@@ -35,35 +36,6 @@ struct SmallModel : phalanx::testing::CheckpointTestModel {
                      totals);
   }
 };
-
-// Writes `values` as int64 dataset `name` (replacing it), as a hand edit of the file would.
-void replace_int64_dataset(const std::string& path, const char* name,
-                           const std::vector<std::int64_t>& values) {
-  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  ASSERT_GE(file, 0) << path;
-  EXPECT_GE(H5Ldelete(file, name, H5P_DEFAULT), 0) << name;
-  const hsize_t count = values.size();
-  const hid_t space = H5Screate_simple(1, &count, nullptr);
-  const hid_t dataset = H5Dcreate2(file, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  EXPECT_GE(H5Dwrite(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0) << name;
-  H5Dclose(dataset);
-  H5Sclose(space);
-  H5Fclose(file);
-}
-
-// The edits are on purpose: the file is resealed so that the reader gets past the seal to the
-// check under test.
-void expect_input_error(const std::string& path, const std::string& what) {
-  reseal_checkpoint(path);
-  try {
-    read_checkpoint_header(path);
-    ADD_FAILURE() << "a checkpoint with " << what << " was read";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::InvalidInput) << error.what();
-    EXPECT_NE(std::string(error.what()).find(path), std::string::npos) << error.what();
-    EXPECT_NE(std::string(error.what()).find(what), std::string::npos) << error.what();
-  }
-}
 
 TEST(CheckpointRunningTotals, EveryRanksTotalsComeBackBitForBit) {
   ScratchDirectory scratch("checkpoint_running_totals_round_trip");
@@ -105,12 +77,12 @@ TEST(CheckpointRunningTotals, DamagedTotalsAreRefusedNamingFileAndDataset) {
   const std::string short_list = scratch.file("short.h5");
   model.write(short_list, three_ranks());
   replace_int64_dataset(short_list, "/state/epoch_samples", {96, 96});
-  expect_input_error(short_list, "/state/epoch_samples must hold 3 values");
+  expect_resealed_edit_refused(short_list, "/state/epoch_samples must hold 3 values");
 
   const std::string too_many_correct = scratch.file("correct.h5");
   model.write(too_many_correct, three_ranks());
   replace_int64_dataset(too_many_correct, "/state/interval_correct", {30, 0, 2});
-  expect_input_error(too_many_correct, "/state/interval_correct of rank 2");
+  expect_resealed_edit_refused(too_many_correct, "/state/interval_correct of rank 2");
 
   const std::string missing = scratch.file("missing.h5");
   model.write(missing, three_ranks());
@@ -120,7 +92,7 @@ TEST(CheckpointRunningTotals, DamagedTotalsAreRefusedNamingFileAndDataset) {
     EXPECT_GE(H5Ldelete(file, "/state/interval_samples", H5P_DEFAULT), 0);
     H5Fclose(file);
   }
-  expect_input_error(missing, "/state/interval_samples: missing");
+  expect_resealed_edit_refused(missing, "/state/interval_samples: missing");
 
   // A loss sum changed inside the file's bytes: the checksum sees it.
   const std::string changed = scratch.file("changed.h5");
@@ -134,7 +106,7 @@ TEST(CheckpointRunningTotals, DamagedTotalsAreRefusedNamingFileAndDataset) {
     H5Dclose(dataset);
     H5Fclose(file);
   }
-  expect_input_error(changed, "/state/epoch_loss_sum: checksum mismatch");
+  expect_resealed_edit_refused(changed, "/state/epoch_loss_sum: checksum mismatch");
 }
 
 }  // namespace

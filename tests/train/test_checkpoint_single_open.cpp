@@ -1,15 +1,13 @@
 // load_checkpoint reads the header and the tensors from one open of the file: it opens the
 // checkpoint as often as read_checkpoint_header alone does, counted by the kernel (inotify's
 // IN_OPEN events on the file), and refuses a file that is no checkpoint with read_checkpoint_header's
-// very words.
+// very words. An OpenCheckpoint, which a resume passes down, loads without opening the file again.
 #include <gtest/gtest.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -92,6 +90,35 @@ TEST(CheckpointSingleOpen, LoadOpensTheFileAsOftenAsTheHeaderAlone) {
   EXPECT_EQ(read, written);
 }
 
+// A resume opens its checkpoint once (OpenCheckpoint) and hands it down: the opening reads the file
+// as read_checkpoint_header does (one seal check), and the load after it opens the file no more,
+// so it checks no seal a second time.
+TEST(CheckpointSingleOpen, AnOpenCheckpointLoadsWithoutOpeningTheFileAgain) {
+  ScratchDirectory scratch("checkpoint_single_open_held");
+  SmallModel model;
+  const std::string path = scratch.file("step-3.h5");
+  model.write(path);
+  OpenCounter opens(path);
+  ASSERT_TRUE(opens.watching()) << "inotify: " << opens.failure();
+  opens.take();
+  read_checkpoint_header(path);
+  const int header_opens = opens.take();
+  EXPECT_GE(header_opens, 1);
+  SmallModel loaded;
+  {
+    const OpenCheckpoint checkpoint(path);
+    EXPECT_EQ(opens.take(), header_opens);
+    EXPECT_EQ(checkpoint.header().position.global_step, 3);
+    EXPECT_EQ(checkpoint.header().path, path);
+    checkpoint.load(*loaded.backend, loaded.registry, nullptr);
+    EXPECT_EQ(opens.take(), 0) << "loading an open checkpoint opened the file again";
+  }
+  std::vector<float> written(6), read(6);
+  model.backend->copy_to_host(written.data(), model.registry.parameters().data(), sizeof(float) * 6);
+  loaded.backend->copy_to_host(read.data(), loaded.registry.parameters().data(), sizeof(float) * 6);
+  EXPECT_EQ(read, written);
+}
+
 // The message of `call`'s InvalidInput, or "" when it throws none.
 template <typename Call>
 std::string input_error_of(Call call) {
@@ -111,11 +138,10 @@ TEST(CheckpointSingleOpen, LoadRefusesWithTheHeadersMessage) {
   SmallModel model;
   const std::string whole = scratch.file("whole.h5");
   model.write(whole);
-  std::ifstream source(whole, std::ios::binary);
-  const std::string bytes{std::istreambuf_iterator<char>(source), std::istreambuf_iterator<char>()};
+  const std::string bytes = testing::file_bytes(whole);
   const auto write_file = [&](const std::string& name, const std::string& content) {
     const std::string path = scratch.file(name);
-    std::ofstream(path, std::ios::binary) << content;
+    testing::write_bytes(path, content);
     return path;
   };
   const std::string files[] = {

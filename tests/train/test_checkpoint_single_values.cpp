@@ -10,15 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "phalanx/core/error.hpp"
 #include "phalanx/train/checkpoint.hpp"
-#include "phalanx/train/checkpoint_seal.hpp"
 #include "support/test_support.hpp"
+#include "train/checkpoint_editing.hpp"
 #include "train/checkpoint_test_model.hpp"
 
 namespace phalanx::train {
 namespace {
 
+using phalanx::testing::expect_resealed_edit_refused;
+using phalanx::testing::replace_int64_dataset;
 using phalanx::testing::ScratchDirectory;
 
 struct SmallModel : phalanx::testing::CheckpointTestModel {
@@ -27,21 +28,6 @@ struct SmallModel : phalanx::testing::CheckpointTestModel {
     write_checkpoint(path, *backend, registry, nullptr, position, 1, 5, "name: test\n", nullptr, {}, {});
   }
 };
-
-// Replaces dataset `name` with a 1-D int64 dataset of `values`, as a damaged or hand-edited file
-// would hold it.
-void replace_dataset(const std::string& path, const char* name, const std::vector<std::int64_t>& values) {
-  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  ASSERT_GE(file, 0) << path;
-  EXPECT_GE(H5Ldelete(file, name, H5P_DEFAULT), 0) << name;
-  const hsize_t count = values.size();
-  const hid_t space = H5Screate_simple(1, &count, nullptr);
-  const hid_t dataset = H5Dcreate2(file, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  EXPECT_GE(H5Dwrite(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0) << name;
-  H5Dclose(dataset);
-  H5Sclose(space);
-  H5Fclose(file);
-}
 
 // Replaces the root's attribute `name` with one of `count` values of `type` (zeros, or empty
 // strings of 32 bytes for a string type).
@@ -71,28 +57,14 @@ void replace_dataset_type(const std::string& path, const char* name, hid_t type)
   H5Fclose(file);
 }
 
-// The edits are on purpose: the file is resealed so that the reader gets past the seal to the
-// check under test.
-void expect_input_error(const std::string& path, const std::string& what) {
-  reseal_checkpoint(path);
-  try {
-    read_checkpoint_header(path);
-    ADD_FAILURE() << "a checkpoint with " << what << " was read";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::InvalidInput) << error.what();
-    EXPECT_NE(std::string(error.what()).find(path), std::string::npos) << error.what();
-    EXPECT_NE(std::string(error.what()).find(what), std::string::npos) << error.what();
-  }
-}
-
 TEST(CheckpointSingleValues, ACounterHoldingSeveralValuesIsRefusedNamingIt) {
   ScratchDirectory scratch("checkpoint_single_values_dataset");
   SmallModel model;
   const std::string path = scratch.file("step-11.h5");
   model.write(path);
   ASSERT_NO_THROW(read_checkpoint_header(path));
-  replace_dataset(path, "/state/global_step", {11, 12, 13});
-  expect_input_error(path, "/state/global_step: must hold one value, it holds 3");
+  replace_int64_dataset(path, "/state/global_step", {11, 12, 13});
+  expect_resealed_edit_refused(path, "/state/global_step: must hold one value, it holds 3");
 }
 
 TEST(CheckpointSingleValues, AnAttributeHoldingSeveralValuesIsRefusedNamingIt) {
@@ -102,7 +74,7 @@ TEST(CheckpointSingleValues, AnAttributeHoldingSeveralValuesIsRefusedNamingIt) {
   const std::string version = scratch.file("version.h5");
   model.write(version);
   replace_root_attribute(version, "version", H5T_STD_I64LE, 4);
-  expect_input_error(version, "checkpoint attribute 'version' must hold one value, it holds 4");
+  expect_resealed_edit_refused(version, "checkpoint attribute 'version' must hold one value, it holds 4");
 
   const std::string format = scratch.file("format.h5");
   model.write(format);
@@ -110,7 +82,7 @@ TEST(CheckpointSingleValues, AnAttributeHoldingSeveralValuesIsRefusedNamingIt) {
   H5Tset_size(string_type, 32);
   replace_root_attribute(format, "format", string_type, 2);
   H5Tclose(string_type);
-  expect_input_error(format, "checkpoint attribute 'format' must hold one value, it holds 2");
+  expect_resealed_edit_refused(format, "checkpoint attribute 'format' must hold one value, it holds 2");
 }
 
 TEST(CheckpointSingleValues, ACounterNotStoredAsANumberIsRefusedNamingIt) {
@@ -123,7 +95,8 @@ TEST(CheckpointSingleValues, ACounterNotStoredAsANumberIsRefusedNamingIt) {
   ASSERT_GE(H5Tset_size(wide_integer, 32), 0);
   replace_dataset_type(wide, "/state/epoch", wide_integer);
   H5Tclose(wide_integer);
-  expect_input_error(wide, "/state/epoch is stored as 32-byte integers, not as numbers of up to 16 bytes");
+  expect_resealed_edit_refused(
+      wide, "/state/epoch is stored as 32-byte integers, not as numbers of up to 16 bytes");
 
   const std::string text = scratch.file("text.h5");
   model.write(text);
@@ -131,7 +104,7 @@ TEST(CheckpointSingleValues, ACounterNotStoredAsANumberIsRefusedNamingIt) {
   H5Tset_size(string_type, 8);
   replace_dataset_type(text, "/state/rng_seed", string_type);
   H5Tclose(string_type);
-  expect_input_error(text, "/state/rng_seed is stored as string, not as numbers of up to 16 bytes");
+  expect_resealed_edit_refused(text, "/state/rng_seed is stored as string, not as numbers of up to 16 bytes");
 }
 
 }  // namespace

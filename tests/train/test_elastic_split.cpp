@@ -65,7 +65,7 @@ TEST(ElasticSplit, ACheckpointWithoutASplitTakesItsConfigsBatch) {
   const CheckpointHeader header = read_checkpoint_header(path);
   EXPECT_EQ(header.global_batch, 0);
   EXPECT_EQ(stored_global_batch(header), 48);  // train.batch_size 12 x 4 ranks
-  EXPECT_EQ(elastic_split(path, parsed(), 2, {}), (std::vector<int>{24, 24}));
+  EXPECT_EQ(elastic_split(header, parsed(), 2, {}), (std::vector<int>{24, 24}));
 }
 
 TEST(ElasticSplit, CutsTheGlobalBatchOverTheNewRanks) {
@@ -73,18 +73,19 @@ TEST(ElasticSplit, CutsTheGlobalBatchOverTheNewRanks) {
   SmallModel model;
   const std::string path = scratch.file("step-6.h5");
   model.write(path, {12, 12, 12, 12}, 4);
-  EXPECT_TRUE(is_elastic_resume(path, 3));
-  EXPECT_FALSE(is_elastic_resume(path, 4));
-  EXPECT_EQ(elastic_split(path, parsed(), 1, {}), (std::vector<int>{48}));
-  EXPECT_EQ(elastic_split(path, parsed(), 3, {}), (std::vector<int>{16, 16, 16}));
-  EXPECT_EQ(elastic_split(path, parsed(), 5, {}), (std::vector<int>{10, 10, 10, 9, 9}));
+  const CheckpointHeader header = read_checkpoint_header(path);
+  EXPECT_TRUE(is_elastic_resume(header, 3));
+  EXPECT_FALSE(is_elastic_resume(header, 4));
+  EXPECT_EQ(elastic_split(header, parsed(), 1, {}), (std::vector<int>{48}));
+  EXPECT_EQ(elastic_split(header, parsed(), 3, {}), (std::vector<int>{16, 16, 16}));
+  EXPECT_EQ(elastic_split(header, parsed(), 5, {}), (std::vector<int>{10, 10, 10, 9, 9}));
   // batch_split: throughput cuts it by the rates measured on the new ranks.
-  EXPECT_EQ(elastic_split(path, parsed({"distributed.batch_split=throughput"}), 2, {3000.0, 1000.0}),
+  EXPECT_EQ(elastic_split(header, parsed({"distributed.batch_split=throughput"}), 2, {3000.0, 1000.0}),
             (std::vector<int>{36, 12}));
   // Rates are ignored unless the config asks for a throughput split.
-  EXPECT_EQ(elastic_split(path, parsed(), 2, {3000.0, 1000.0}), (std::vector<int>{24, 24}));
+  EXPECT_EQ(elastic_split(header, parsed(), 2, {3000.0, 1000.0}), (std::vector<int>{24, 24}));
   // An explicit split is taken when it keeps the global batch.
-  EXPECT_EQ(elastic_split(path, parsed({"distributed.local_batches=[40, 8]"}), 2, {}),
+  EXPECT_EQ(elastic_split(header, parsed({"distributed.local_batches=[40, 8]"}), 2, {}),
             (std::vector<int>{40, 8}));
 }
 
@@ -93,11 +94,12 @@ TEST(ElasticSplit, RefusesWhatWouldChangeTheGlobalBatch) {
   SmallModel model;
   const std::string path = scratch.file("step-6.h5");
   model.write(path, {12, 12, 12, 12}, 4);
-  expect_refused([&] { elastic_split(path, parsed({"distributed.local_batches=[40, 4]"}), 2, {}); },
+  const CheckpointHeader header = read_checkpoint_header(path);
+  expect_refused([&] { elastic_split(header, parsed({"distributed.local_batches=[40, 4]"}), 2, {}); },
                  {path, "written by 4 ranks", "global batch 48", "resumed on 2 ranks",
                   "distributed.local_batches", "adds up to 44", "elastic.global_batch: change"});
   expect_refused(
-      [&] { elastic_split(path, parsed(), 49, {}); },
+      [&] { elastic_split(header, parsed(), 49, {}); },
       {path, "written by 4 ranks", "resumed on 49 ranks", "at most 48 ranks", "elastic.global_batch"});
 }
 

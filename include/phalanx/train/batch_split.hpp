@@ -13,6 +13,7 @@
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/config/config.hpp"
+#include "phalanx/train/checkpoint.hpp"
 
 namespace phalanx::train {
 
@@ -50,10 +51,13 @@ struct ThroughputProbe {
 ThroughputProbe measure_throughput(const config::Config& config, backend::Backend& backend, int batch,
                                    int minimum_steps = 5, double minimum_seconds = 0.5);
 
-// The split a resumed run must keep: what `checkpoint` stored (its header's local batches, or
-// train.batch_size each when it stored none), checked against the world size and an explicit
+// The checkpoint functions below take the header a resume read once (OpenCheckpoint), not a path
+// to read again.
+
+// The split a resumed run must keep: what the checkpoint of `header` stored (its local batches,
+// or train.batch_size each when it stored none), checked against the world size and an explicit
 // distributed.local_batches (InvalidInput naming the checkpoint on a mismatch).
-std::vector<int> stored_split(const std::string& checkpoint, const config::Config& config, int world_size);
+std::vector<int> stored_split(const CheckpointHeader& header, const config::Config& config, int world_size);
 
 // The split of a resume on another number of ranks than the checkpoint's (DESIGN §3, elastic
 // checkpoints): the checkpoint's global batch cut into `world_size` local batches, so that every
@@ -61,11 +65,12 @@ std::vector<int> stored_split(const std::string& checkpoint, const config::Confi
 // to the global batch), else in proportion to `rates` (batch_split: throughput, measured now), else
 // as evenly as it divides (the lower ranks take one more sample each when it does not).
 // InvalidInput naming the checkpoint, both world sizes and the key to set when it cannot.
-std::vector<int> elastic_split(const std::string& checkpoint, const config::Config& config, int world_size,
+std::vector<int> elastic_split(const CheckpointHeader& header, const config::Config& config, int world_size,
                                const std::vector<double>& rates);
 
-// Whether resuming `checkpoint` on `world_size` ranks is an elastic resume (another world size).
-bool is_elastic_resume(const std::string& checkpoint, int world_size);
+// Whether resuming the checkpoint of `header` on `world_size` ranks is an elastic resume (another
+// world size).
+bool is_elastic_resume(const CheckpointHeader& header, int world_size);
 
 // distributed.local_batches checked against the world size (InvalidInput naming the key).
 void require_split_fits(const config::Config& config, int world_size);

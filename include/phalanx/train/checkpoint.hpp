@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,5 +67,27 @@ std::int64_t stored_global_batch(const CheckpointHeader& header);
 // given; every name and shape must match the model (InvalidInput naming file and dataset).
 void load_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
                      optim::Optimizer* optimizer);
+
+// A checkpoint open for reading: its seal checked and its header read at construction (the checks
+// and messages of read_checkpoint_header), the file held open until destruction. A resume consults
+// the header at several steps of its set-up (the batch size, the batch split, the trainer) before
+// it loads the weights: one OpenCheckpoint passed down reads and checks the file once, and the
+// weights come from the very file whose header was validated.
+class OpenCheckpoint {
+ public:
+  explicit OpenCheckpoint(const std::string& path);
+  ~OpenCheckpoint();
+  OpenCheckpoint(const OpenCheckpoint&) = delete;
+  OpenCheckpoint& operator=(const OpenCheckpoint&) = delete;
+
+  const CheckpointHeader& header() const { return header_; }
+  // load_checkpoint's work on the file held open: no second open, seal check or header parse.
+  void load(backend::Backend& backend, nn::ParameterRegistry& registry, optim::Optimizer* optimizer) const;
+
+ private:
+  struct File;  // the HDF5 file handle (HDF5's headers stay out of this one)
+  std::unique_ptr<File> file_;
+  CheckpointHeader header_;
+};
 
 }  // namespace phalanx::train

@@ -27,10 +27,6 @@ enum class SealState {
   Unsealed,  // an HDF5 file from its first byte: a checkpoint written before seals
 };
 
-// Whether an earlier successful check of the same unchanged file may stand in for reading it
-// again (a resume reads one checkpoint's header several times before loading it).
-enum class SealReuse { Recheck, TrustEarlierCheck };
-
 struct SealCheck {
   SealState state = SealState::Unsealed;
   CheckpointSeal seal;  // what the seal records (when sealed)
@@ -39,7 +35,7 @@ struct SealCheck {
 // Checks the seal of the checkpoint at `path`, reading the whole file for a sealed one. Throws
 // InvalidInput naming the file when its contents do not match its seal, when the seal itself is
 // damaged, or when the file is neither sealed nor HDF5 from its first byte.
-SealCheck check_checkpoint_seal(const std::string& path, SealReuse reuse = SealReuse::Recheck);
+SealCheck check_checkpoint_seal(const std::string& path);
 
 // Writes a new seal over a sealed checkpoint that was changed on purpose (e.g. with h5py in r+
 // mode), or a first one in front of a checkpoint from before seals, through a temporary file

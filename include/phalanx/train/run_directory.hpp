@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/tensorboard_writer.hpp"
 
 namespace phalanx::train {
@@ -38,6 +39,9 @@ class RunDirectory {
   void prune_checkpoints(int keep);
   // The newest checkpoint in the folder (by the step in its header), or empty.
   std::string find_latest_checkpoint() const;
+  // The same checkpoint left open (null when there is none): a resume takes its header and
+  // weights from it without checking its seal a second time.
+  std::shared_ptr<const OpenCheckpoint> open_latest_checkpoint() const;
 
  private:
   std::string path_;

@@ -57,6 +57,10 @@ struct TrainerOptions {
   // "steps": N}. Not asked when the training split is streamed (data.cache: none): that run cannot
   // continue on other ranks.
   std::function<bool()> handover_check{};
+  // The checkpoint `resume` names, already open (its seal checked once, its header read while the
+  // caller set the run up): the trainer loads from it instead of opening the file again, and lets
+  // go of it once loaded. Null: the trainer opens `resume` itself.
+  std::shared_ptr<const OpenCheckpoint> checkpoint{};
 };
 
 class Trainer : private TrainingActions {
@@ -124,7 +128,7 @@ class Trainer : private TrainingActions {
   // Host (and GPU) metrics of the interval since the last call, for one epoch event; also folded
   // into the run's totals for summary.json.
   std::vector<std::pair<std::string, double>> close_metrics_interval(double seconds);
-  void resume_from(const std::string& checkpoint);
+  void resume_from(const OpenCheckpoint& open_checkpoint);
   void require_resumable(const std::string& checkpoint, const CheckpointHeader& header) const;
 
   TrainerOptions options_;
