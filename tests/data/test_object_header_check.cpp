@@ -8,9 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -24,16 +22,6 @@ namespace phalanx::data::detail {
 namespace {
 
 using phalanx::testing::ScratchDirectory;
-
-std::string read_file_bytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-}
-
-void write_file_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 void add_attribute(hid_t object, const char* name, hid_t type, hid_t space, const void* value) {
   const Hdf5Handle attribute =
@@ -282,7 +270,7 @@ TEST(ObjectHeaderCheck, RefusesAttributeMessagesThatRunPastThemselves) {
     const std::int64_t one = 1;
     add_attribute(root.get(), "version", H5T_STD_I64LE, dataspace_handle(H5Screate(H5S_SCALAR)).get(), &one);
   }
-  const std::string original = read_file_bytes(original_path);
+  const std::string original = phalanx::testing::file_bytes(original_path);
   const AttributeBytes at = locate_samples_seen(original);
   ASSERT_EQ(original[at.datatype] & 0x0f, 0) << "the attribute's datatype is not an integer where expected";
 
@@ -319,7 +307,7 @@ TEST(ObjectHeaderCheck, RefusesAttributeMessagesThatRunPastThemselves) {
     std::string bytes = original;
     damage.apply(bytes, at);
     const std::string path = scratch.file("damaged.h5");
-    write_file_bytes(path, bytes);
+    phalanx::testing::write_bytes(path, bytes);
     silence_hdf5_error_printing();
     const Hdf5Handle access = checked_file_access();
     const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
@@ -348,7 +336,7 @@ TEST(ObjectHeaderCheck, FindsDamageInContinuationChunks) {
     ASSERT_GE(info.hdr.nchunks, 2U) << "the root's attributes fit one chunk: nothing tests continuations";
     root_address = info.addr;
   }
-  std::string bytes = read_file_bytes(path);
+  std::string bytes = phalanx::testing::file_bytes(path);
   first_chunk_end = root_address + 16 +
                     (static_cast<std::uint8_t>(bytes[root_address + 8]) |
                      static_cast<std::uint8_t>(bytes[root_address + 9]) << 8);
@@ -356,7 +344,7 @@ TEST(ObjectHeaderCheck, FindsDamageInContinuationChunks) {
   ASSERT_NE(name, std::string::npos);
   ASSERT_GT(name, first_chunk_end) << "extra_23 is in the first chunk";
   put16(bytes, name - 8 + 6, 0xffff);  // its dataspace size
-  write_file_bytes(path, bytes);
+  phalanx::testing::write_bytes(path, bytes);
   silence_hdf5_error_printing();
   const Hdf5Handle access = checked_file_access();
   const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
@@ -386,7 +374,7 @@ TEST(ObjectHeaderCheck, FindsDamageInVersionTwoHeaders) {
     const std::array<std::int64_t, 2> values = {1234, 5678};
     add_attribute(root.get(), "samples_seen", H5T_STD_I64LE, simple_space({2}).get(), values.data());
   }
-  std::string bytes = read_file_bytes(path);
+  std::string bytes = phalanx::testing::file_bytes(path);
   const std::size_t name = bytes.find(std::string("samples_seen\0", 13));
   ASSERT_NE(name, std::string::npos);
   // Version 3 attribute message: version, flags, three sizes, the name's encoding, then the name.
@@ -401,7 +389,7 @@ TEST(ObjectHeaderCheck, FindsDamageInVersionTwoHeaders) {
   const std::uint32_t checksum = H5_checksum_metadata(bytes.data() + header, checksum_at - header, 0);
   for (int index = 0; index < 4; ++index)
     bytes[checksum_at + static_cast<std::size_t>(index)] = static_cast<char>(checksum >> (8 * index));
-  write_file_bytes(path, bytes);
+  phalanx::testing::write_bytes(path, bytes);
   silence_hdf5_error_printing();
   const Hdf5Handle access = checked_file_access();
   const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
