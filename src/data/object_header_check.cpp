@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -434,8 +435,9 @@ class HeaderCheck {
     return elements;
   }
 
-  // A datatype (file format specification, "Datatype"): its element size in bytes.
-  std::uint64_t datatype_size(Bytes& bytes, int depth) {
+  // A datatype (file format specification, "Datatype"): its element size in bytes. For a
+  // variable-length type, `sequence_item_size` (when given) receives its base type's size.
+  std::uint64_t datatype_size(Bytes& bytes, int depth, std::uint64_t* sequence_item_size = nullptr) {
     if (depth > maximum_datatype_depth) refuse("its datatype nests more than 16 deep");
     const unsigned class_and_version = bytes.byte("datatype class and version");
     const unsigned type_class = class_and_version & 0x0f;
@@ -501,9 +503,18 @@ class HeaderCheck {
                    "enumeration values");
         break;
       }
-      case 9:  // variable-length: base type
-        datatype_size(bytes, depth + 1);
+      case 9: {  // variable-length: base type
+        // In a file every variable-length element is a length, a global heap collection's
+        // address and an object index; HDF5 sets that size itself once it has decoded the type, so
+        // a size stored otherwise made it copy past the value it had allocated at the stored one.
+        const std::uint64_t stored_size = 4 + std::uint64_t{file_.address_bytes()} + 4;
+        if (size != stored_size)
+          refuse("its variable-length elements say they are " + std::to_string(size) +
+                 " bytes, in a file they are " + std::to_string(stored_size));
+        const std::uint64_t item_size = datatype_size(bytes, depth + 1);
+        if (sequence_item_size) *sequence_item_size = item_size;
         break;
+      }
       case 10: {  // array: rank, dimension sizes, (version 2) permutation, base type
         const unsigned rank = bytes.byte("array rank");
         if (rank > maximum_rank) refuse("array rank " + std::to_string(rank) + " is over 32");
@@ -671,11 +682,12 @@ class HeaderCheck {
 
     Bytes type = bytes.part(padded(datatype_bytes), "datatype");
     std::uint64_t element_size = unknown_size;
+    std::uint64_t sequence_item_size = unknown_size;  // set for a variable-length type
     if (flags & 0x01) {
       element_size = committed_size_or_unknown(shared_address(type), depth + 1);
     } else {
       Bytes exact = type.part(datatype_bytes, "datatype");
-      element_size = datatype_size(exact, 0);
+      element_size = datatype_size(exact, 0, &sequence_item_size);
     }
 
     Bytes space = bytes.part(padded(dataspace_bytes), "dataspace");
@@ -689,10 +701,69 @@ class HeaderCheck {
       refuse("its value of " + std::to_string(elements) + " element" + (elements == 1 ? "" : "s") + " of " +
              std::to_string(element_size) + " bytes runs past the message (" + std::to_string(bytes.left()) +
              " bytes left)");
+    if (sequence_item_size != unknown_size) sequences_in_heap(bytes, elements, sequence_item_size);
+  }
+
+  // The values of a variable-length attribute (strings, as h5py writes them): each says where its
+  // items are, an object of a global heap collection. HDF5 1.10 looks the object up by its index
+  // without checking that the collection holds it (a damaged index read past HDF5's table of
+  // objects and crashed), and copies the object whole into room for the items the value counts.
+  void sequences_in_heap(Bytes& value, std::uint64_t elements, std::uint64_t item_size) {
+    for (std::uint64_t element = 0; element < elements; ++element) {
+      const std::uint64_t items = value.number(4, "variable-length item count");
+      const std::uint64_t collection = value.number(file_.address_bytes(), "global heap collection address");
+      const std::uint64_t index = value.number(4, "global heap object index");
+      if (items == 0) continue;  // an empty value: HDF5 reads no object
+      const std::string where = "its value " + std::to_string(element) + " refers to object " +
+                                std::to_string(index) + " of the global heap collection at byte " +
+                                std::to_string(file_.absolute(collection));
+      const std::map<std::uint64_t, std::uint64_t>& objects = heap_objects(collection, where);
+      const auto found = objects.find(index);
+      if (index == 0 || found == objects.end()) refuse(where + ", which the collection does not hold");
+      const std::uint64_t room = multiply_or_refuse(items, item_size, "the value's byte count");
+      if (found->second > room)
+        refuse(where + ", of " + std::to_string(found->second) + " bytes, more than its " +
+               std::to_string(items) + " items of " + std::to_string(item_size) + " bytes");
+    }
+  }
+
+  // The objects of the global heap collection at `address` (index to size), read once per check:
+  // "GCOL", version 1, three reserved bytes, the collection's size; then objects (index, reference
+  // count, four reserved bytes, size, data padded to 8 bytes) up to the free space (index 0).
+  const std::map<std::uint64_t, std::uint64_t>& heap_objects(std::uint64_t address,
+                                                             const std::string& where) {
+    const auto known = collections_.find(address);
+    if (known != collections_.end()) return known->second;
+    std::vector<std::uint8_t> header;
+    const unsigned length_bytes = file_.length_bytes();
+    if (!file_.read(address, 8 + length_bytes, header) || std::memcmp(header.data(), "GCOL", 4) != 0 ||
+        header[4] != 1)
+      refuse(where + ", which is not a global heap collection");
+    Bytes fields(header.data() + 8, length_bytes);
+    const std::uint64_t size = fields.number(length_bytes, "collection size");
+    std::vector<std::uint8_t> bytes;
+    if (!file_.read(address, size, bytes)) refuse(where + ", whose stated size runs past the file's end");
+    std::map<std::uint64_t, std::uint64_t> objects;
+    Bytes collection(bytes.data(), bytes.size());
+    collection.skip(8 + length_bytes, "collection header");
+    const std::size_t object_header = 8 + length_bytes;
+    while (collection.left() >= object_header) {
+      const std::uint64_t index = collection.number(2, "heap object index");
+      collection.skip(6, "heap object reference count and reserved bytes");
+      const std::uint64_t object_size = collection.number(length_bytes, "heap object size");
+      if (index == 0) break;  // the free space: the rest of the collection
+      if (object_size > collection.left() || align8(object_size) > collection.left())
+        refuse(where + ", whose object " + std::to_string(index) + " (" + std::to_string(object_size) +
+               " bytes) runs past the collection");
+      collection.skip(align8(object_size), "heap object");
+      objects[index] = object_size;
+    }
+    return collections_.emplace(address, std::move(objects)).first->second;
   }
 
   const HeaderFile& file_;
   std::string current_;
+  std::map<std::uint64_t, std::map<std::uint64_t, std::uint64_t>> collections_;
 };
 
 // The object's name from the file's root, for messages: `name` joined to where `location` is.
