@@ -6,12 +6,9 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,31 +57,18 @@ void write_values(const std::string& path, const std::string& name, hid_t type,
   ASSERT_GE(H5Dwrite(dataset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
 }
 
-std::vector<unsigned char> file_bytes(const std::string& path) {
-  std::ifstream stream(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(stream), std::istreambuf_iterator<char>()};
-}
-
-void write_file_bytes(const std::string& path, const std::vector<unsigned char>& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
-
 // The position of the only occurrence of `pattern` in `bytes` (the test fails unless it is one).
-std::size_t only_position(const std::vector<unsigned char>& bytes,
-                          const std::vector<unsigned char>& pattern) {
+std::size_t only_position(const std::string& bytes, const std::string& pattern) {
   std::vector<std::size_t> found;
-  for (auto at = bytes.begin();
-       (at = std::search(at, bytes.end(), pattern.begin(), pattern.end())) != bytes.end(); ++at)
-    found.push_back(static_cast<std::size_t>(at - bytes.begin()));
+  for (std::size_t at = bytes.find(pattern); at != std::string::npos; at = bytes.find(pattern, at + 1))
+    found.push_back(at);
   EXPECT_EQ(found.size(), 1u) << "the pattern must occur once in the file";
   return found.empty() ? 0 : found.front();
 }
 
-std::vector<unsigned char> little_endian(std::uint64_t value, int bytes) {
-  std::vector<unsigned char> result;
-  for (int index = 0; index < bytes; ++index)
-    result.push_back(static_cast<unsigned char>(value >> (8 * index)));
+std::string little_endian(std::uint64_t value, int bytes) {
+  std::string result;
+  for (int index = 0; index < bytes; ++index) result.push_back(static_cast<char>(value >> (8 * index)));
   return result;
 }
 
@@ -93,16 +77,15 @@ std::vector<unsigned char> little_endian(std::uint64_t value, int bytes) {
 // two sibling addresses, then key 0: the chunk's stored size (4 bytes) and filter mask (4 bytes).
 void damage_first_chunk_record(const std::string& path, std::uint32_t stored_bytes,
                                std::uint32_t filter_mask) {
-  std::vector<unsigned char> bytes = file_bytes(path);
-  const std::vector<unsigned char> signature = {'T', 'R', 'E', 'E', 1};
-  const auto node = std::search(bytes.begin(), bytes.end(), signature.begin(), signature.end());
-  ASSERT_NE(node, bytes.end()) << "no chunk index node";
-  const std::size_t key = static_cast<std::size_t>(node - bytes.begin()) + 24;
+  std::string bytes = testing::file_bytes(path);
+  const std::size_t node = bytes.find(std::string{'T', 'R', 'E', 'E', 1});
+  ASSERT_NE(node, std::string::npos) << "no chunk index node";
+  const std::size_t key = node + 24;
   for (int index = 0; index < 4; ++index) {
-    bytes[key + index] = static_cast<unsigned char>(stored_bytes >> (8 * index));
-    bytes[key + 4 + index] = static_cast<unsigned char>(filter_mask >> (8 * index));
+    bytes[key + index] = static_cast<char>(stored_bytes >> (8 * index));
+    bytes[key + 4 + index] = static_cast<char>(filter_mask >> (8 * index));
   }
-  write_file_bytes(path, bytes);
+  testing::write_bytes(path, bytes);
 }
 
 std::string problem_of(const std::string& path, const std::string& name) {
@@ -170,12 +153,10 @@ TEST(DatasetStorage, CompactDataShorterThanItsValuesIsRefused) {
   write_values(path, "/value", H5T_NATIVE_INT64, {}, std::vector<std::int64_t>{0x1122334455667788},
                Layout::Compact);
   // Layout message version 3, class 0 (compact), data size 8 (2 bytes), then the data.
-  std::vector<unsigned char> pattern = {3, 0, 8, 0};
-  const std::vector<unsigned char> value = little_endian(0x1122334455667788, 8);
-  pattern.insert(pattern.end(), value.begin(), value.end());
-  std::vector<unsigned char> bytes = file_bytes(path);
+  const std::string pattern = std::string{3, 0, 8, 0} + little_endian(0x1122334455667788, 8);
+  std::string bytes = testing::file_bytes(path);
   bytes[only_position(bytes, pattern) + 2] = 1;
-  write_file_bytes(path, bytes);
+  testing::write_bytes(path, bytes);
   EXPECT_EQ(problem_of(path, "/value"), "its storage holds 1 byte, its 1 value of 8 bytes needs 8");
 
   Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
@@ -190,10 +171,10 @@ TEST(DatasetStorage, CompactLabelsShorterThanTheirValuesAreRefusedByTheMappedSou
   const std::string path = scratch.file("source.h5");
   const config::SourceConfig source = SmallSource().write(path, Layout::Contiguous, Layout::Compact);
   // The labels' layout message: version 3, compact, 24 bytes (6 int32), then 0, 1, 2, 0, 1, 2.
-  std::vector<unsigned char> pattern = {3, 0, 24, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0};
-  std::vector<unsigned char> bytes = file_bytes(path);
+  const std::string pattern = {3, 0, 24, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0};
+  std::string bytes = testing::file_bytes(path);
   bytes[only_position(bytes, pattern) + 2] = 4;
-  write_file_bytes(path, bytes);
+  testing::write_bytes(path, bytes);
   EXPECT_INPUT_ERROR(MappedSource mapped(source),
                      path +
                          ":/y (data.source.train.labels): its storage holds 4 bytes, "
@@ -212,14 +193,10 @@ TEST(DatasetStorage, ContiguousStorageShorterThanItsValuesIsRefused) {
   }
   ASSERT_NE(address, HADDR_UNDEF);
   // Layout message version 3, class 1 (contiguous), the data's address, its size (8 bytes each).
-  std::vector<unsigned char> pattern = {3, 1};
-  for (const std::uint64_t field : {static_cast<std::uint64_t>(address), std::uint64_t{8}}) {
-    const std::vector<unsigned char> encoded = little_endian(field, 8);
-    pattern.insert(pattern.end(), encoded.begin(), encoded.end());
-  }
-  std::vector<unsigned char> bytes = file_bytes(path);
+  const std::string pattern = std::string{3, 1} + little_endian(address, 8) + little_endian(8, 8);
+  std::string bytes = testing::file_bytes(path);
   bytes[only_position(bytes, pattern) + 10] = 4;
-  write_file_bytes(path, bytes);
+  testing::write_bytes(path, bytes);
   EXPECT_EQ(problem_of(path, "/values"), "its storage holds 4 bytes, its 2 values of 4 bytes need 8");
 }
 
