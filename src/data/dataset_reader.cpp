@@ -12,6 +12,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/data/dataset_storage_check.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 #include "phalanx/data/object_header_check.hpp"
@@ -157,6 +158,8 @@ OpenDataset open_dataset(const std::string& path, hid_t group, const std::string
   if (rank < 0) fail(path, dataset_name + ": cannot be read (file corrupt?)");
   opened.dimensions.resize(static_cast<std::size_t>(rank));
   H5Sget_simple_extent_dims(opened.space.get(), opened.dimensions.data(), nullptr);
+  // Every read of this file's images and labels comes after this validation, on the same open file.
+  detail::require_sound_dataset_storage(opened.dataset.get(), path + ": " + dataset_name);
   return opened;
 }
 

@@ -6,6 +6,7 @@
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
+#include "phalanx/data/dataset_storage_check.hpp"
 #include "phalanx/data/object_header_check.hpp"
 
 namespace phalanx::data::mapped {
@@ -92,6 +93,9 @@ detail::Hdf5Handle open_dataset(hid_t file, const config::DatasetLocation& locat
   detail::Hdf5Handle dataset = detail::dataset_handle(
       H5Dopen2(file, location.dataset.c_str(), access.valid() ? access.get() : H5P_DEFAULT));
   if (!dataset.valid()) fail(location, key, "cannot be opened (file corrupt?)");
+  // Every read of a mapped source's dataset goes through here: checked once per open, not per read.
+  if (const std::string problem = detail::dataset_storage_problem(dataset.get()); !problem.empty())
+    fail(location, key, problem + " (file corrupt?)");
   return dataset;
 }
 

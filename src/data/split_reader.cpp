@@ -9,6 +9,7 @@
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
+#include "phalanx/data/dataset_storage_check.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 #include "phalanx/data/object_header_check.hpp"
 
@@ -113,6 +114,8 @@ SplitReader::SplitReader(const std::string& path, const std::string& split_name,
   labels_ = detail::open_checked_dataset(file_.get(), labels_name_, path);
   if (!images_.valid() || !labels_.valid())
     fail(path, "/" + split_.name + ": cannot be opened (file corrupt?)");
+  detail::require_sound_dataset_storage(images_.get(), path + ": " + images_name_);
+  detail::require_sound_dataset_storage(labels_.get(), path + ": " + labels_name_);
   chunk_samples_ = split_.count;
   detail::Hdf5Handle creation = detail::property_list_handle(H5Dget_create_plist(images_.get()));
   if (creation.valid() && H5Pget_layout(creation.get()) == H5D_CHUNKED) {

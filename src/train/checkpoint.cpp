@@ -24,6 +24,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/data/dataset_storage_check.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 #include "phalanx/data/object_header_check.hpp"
@@ -291,6 +292,7 @@ std::int64_t read_int64(hid_t file, const std::string& name, const std::string& 
   require_one_value(space.get(), path, name + ":");
   require_number_dataset(dataset.get(), name, path);
   std::int64_t value = 0;
+  data::detail::require_sound_dataset_storage(dataset.get(), path + ": " + name);
   PHALANX_REQUIRE_INPUT(H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
                         path, ": ", name, ": unreadable");
   return value;
@@ -339,6 +341,7 @@ void read_floats(hid_t file, const std::string& name, const Shape& shape, float*
   PHALANX_REQUIRE_INPUT(Shape(found) == shape, path, ": ", name, ": shape ", Shape(found).to_string(),
                         " does not match the model's ", shape.to_string());
   require_number_dataset(dataset.get(), name, path);
+  data::detail::require_sound_dataset_storage(dataset.get(), path + ": " + name);
   PHALANX_REQUIRE_INPUT(H5Dread(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0,
                         path, ": ", name, ": unreadable (truncated file?)");
   // Checkpoints written before checksums were stored have none; those load unverified.
@@ -396,6 +399,7 @@ std::vector<Value> read_per_rank(hid_t file, const std::string& name, std::size_
                         path, ": ", name, " must hold ", ranks, " values (one per rank)");
   require_number_dataset(dataset.get(), name, path);
   std::vector<Value> values(ranks);
+  data::detail::require_sound_dataset_storage(dataset.get(), path + ": " + name);
   const hid_t memory_type = std::is_same_v<Value, double> ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64;
   PHALANX_REQUIRE_INPUT(
       H5Dread(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0, path, ": ",

@@ -1,0 +1,258 @@
+// Tests of the storage check: datasets whose header or chunk index states fewer stored bytes
+// than their values need (the damage that made HDF5 1.10.8 read past buffers of its own, made
+// here by hand in files HDF5 wrote) are refused naming the file and the dataset, through the
+// check itself and through the readers that call it; a valid dataset of each layout passes and
+// still reads.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/data_test_support.hpp"
+#include "phalanx/data/dataset.hpp"
+#include "phalanx/data/dataset_storage_check.hpp"
+#include "phalanx/data/hdf5_handle.hpp"
+#include "phalanx/data/mapped_source.hpp"
+#include "phalanx/data/mapped_split_reader.hpp"
+#include "phalanx/data/split_reader.hpp"
+#include "support/test_support.hpp"
+
+namespace phalanx::data {
+namespace {
+
+using detail::Hdf5Handle;
+using testing::ScratchDirectory;
+
+enum class Layout { Compact, Contiguous, Chunked, GzipChunked };
+
+// Writes `values` as dataset `name` of `shape` in `layout` (chunks of `chunk_rows` along N),
+// adding to the file when it exists.
+template <typename Value>
+void write_values(const std::string& path, const std::string& name, hid_t type,
+                  const std::vector<hsize_t>& shape, const std::vector<Value>& values, Layout layout,
+                  hsize_t chunk_rows = 2) {
+  Hdf5Handle file = detail::file_handle(
+      std::ifstream(path).good() ? H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)
+                                 : H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  ASSERT_TRUE(file.valid());
+  Hdf5Handle space = detail::dataspace_handle(
+      shape.empty() ? H5Screate(H5S_SCALAR)
+                    : H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr));
+  Hdf5Handle creation = detail::property_list_handle(H5Pcreate(H5P_DATASET_CREATE));
+  if (layout == Layout::Compact) H5Pset_layout(creation.get(), H5D_COMPACT);
+  if (layout == Layout::Chunked || layout == Layout::GzipChunked) {
+    std::vector<hsize_t> chunk = shape;
+    chunk[0] = chunk_rows;
+    H5Pset_chunk(creation.get(), static_cast<int>(chunk.size()), chunk.data());
+    if (layout == Layout::GzipChunked) H5Pset_deflate(creation.get(), 4);
+  }
+  Hdf5Handle dataset = detail::dataset_handle(
+      H5Dcreate2(file.get(), name.c_str(), type, space.get(), H5P_DEFAULT, creation.get(), H5P_DEFAULT));
+  ASSERT_TRUE(dataset.valid());
+  ASSERT_GE(H5Dwrite(dataset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+}
+
+// The position of the only occurrence of `pattern` in `bytes` (the test fails unless it is one).
+std::size_t only_position(const std::string& bytes, const std::string& pattern) {
+  std::vector<std::size_t> found;
+  for (std::size_t at = bytes.find(pattern); at != std::string::npos; at = bytes.find(pattern, at + 1))
+    found.push_back(at);
+  EXPECT_EQ(found.size(), 1u) << "the pattern must occur once in the file";
+  return found.empty() ? 0 : found.front();
+}
+
+std::string little_endian(std::uint64_t value, int bytes) {
+  std::string result;
+  for (int index = 0; index < bytes; ++index) result.push_back(static_cast<char>(value >> (8 * index)));
+  return result;
+}
+
+// Overwrites the first record of the first chunk index (version 1 B-tree, node type 1) in the
+// file: its stored size and its filter mask. A node is "TREE", type, level, entries (2 bytes),
+// two sibling addresses, then key 0: the chunk's stored size (4 bytes) and filter mask (4 bytes).
+void damage_first_chunk_record(const std::string& path, std::uint32_t stored_bytes,
+                               std::uint32_t filter_mask) {
+  std::string bytes = testing::file_bytes(path);
+  const std::size_t node = bytes.find(std::string{'T', 'R', 'E', 'E', 1});
+  ASSERT_NE(node, std::string::npos) << "no chunk index node";
+  const std::size_t key = node + 24;
+  for (int index = 0; index < 4; ++index) {
+    bytes[key + index] = static_cast<char>(stored_bytes >> (8 * index));
+    bytes[key + 4 + index] = static_cast<char>(filter_mask >> (8 * index));
+  }
+  testing::write_bytes(path, bytes);
+}
+
+std::string problem_of(const std::string& path, const std::string& name) {
+  Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  Hdf5Handle dataset = detail::dataset_handle(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT));
+  EXPECT_TRUE(dataset.valid()) << name;
+  return detail::dataset_storage_problem(dataset.get());
+}
+
+// NCHW float images [6,3,2,2] in [0, 1] with int32 labels, as a data.source file.
+struct SmallSource {
+  std::vector<float> images = std::vector<float>(6 * 12);
+  std::vector<std::int32_t> labels = {0, 1, 2, 0, 1, 2};
+  SmallSource() {
+    for (std::size_t index = 0; index < images.size(); ++index)
+      images[index] = static_cast<float>(index % 5) / 4.0f;
+  }
+  config::SourceConfig write(const std::string& path, Layout image_layout, Layout label_layout) const {
+    write_values(path, "/x", H5T_NATIVE_FLOAT, {6, 3, 2, 2}, images, image_layout);
+    write_values(path, "/y", H5T_NATIVE_INT32, {6}, labels, label_layout);
+    config::SourceConfig source;
+    source.train = {{path, "/x"}, {path, "/y"}};
+    source.test = source.train;
+    return source;
+  }
+};
+
+TEST(DatasetStorage, ValidDatasetsOfEveryLayoutPassAndRead) {
+  const ScratchDirectory scratch("dataset-storage-valid");
+  const SmallSource data;
+  for (const Layout layout : {Layout::Compact, Layout::Contiguous, Layout::Chunked, Layout::GzipChunked}) {
+    const std::string path = scratch.file("layout" + std::to_string(static_cast<int>(layout)) + ".h5");
+    const config::SourceConfig source = data.write(path, layout, layout);
+    EXPECT_EQ(problem_of(path, "/x"), "");
+    EXPECT_EQ(problem_of(path, "/y"), "");
+    // Through the readers that call the check: every sample and label comes back.
+    const auto mapped = std::make_shared<const MappedSource>(source);
+    const MappedSplitReader reader(mapped, "train");
+    std::vector<std::uint8_t> images(6 * 12);
+    std::vector<std::int32_t> labels(6);
+    reader.read(0, 6, images.data(), labels.data());
+    EXPECT_EQ(labels, data.labels);
+    // NCHW [0, 1] floats come back as NHWC bytes: sample 0, pixel 0, channel 1 is value 4 of sample 0.
+    EXPECT_EQ(images[1], static_cast<std::uint8_t>(std::lround(data.images[4] * 255.0f)));
+  }
+  // A scalar, and a contiguous dataset never written (no storage yet: reads give the fill value).
+  const std::string path = scratch.file("scalar.h5");
+  write_values(path, "/scalar", H5T_NATIVE_INT64, {}, std::vector<std::int64_t>{7}, Layout::Compact);
+  EXPECT_EQ(problem_of(path, "/scalar"), "");
+  {
+    Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    const hsize_t count = 4;
+    Hdf5Handle space = detail::dataspace_handle(H5Screate_simple(1, &count, nullptr));
+    detail::dataset_handle(H5Dcreate2(file.get(), "/unwritten", H5T_NATIVE_FLOAT, space.get(), H5P_DEFAULT,
+                                      H5P_DEFAULT, H5P_DEFAULT));
+  }
+  EXPECT_EQ(problem_of(path, "/unwritten"), "");
+}
+
+TEST(DatasetStorage, CompactDataShorterThanItsValuesIsRefused) {
+  // The checkpoint fuzzer's file: a layout message that says compact, holding 1 byte where the
+  // scalar int64 needs 8. HDF5 1.10.8 allocated that 1 byte at open and copied 8 from it.
+  const ScratchDirectory scratch("dataset-storage-compact");
+  const std::string path = scratch.file("compact.h5");
+  write_values(path, "/value", H5T_NATIVE_INT64, {}, std::vector<std::int64_t>{0x1122334455667788},
+               Layout::Compact);
+  // Layout message version 3, class 0 (compact), data size 8 (2 bytes), then the data.
+  const std::string pattern = std::string{3, 0, 8, 0} + little_endian(0x1122334455667788, 8);
+  std::string bytes = testing::file_bytes(path);
+  bytes[only_position(bytes, pattern) + 2] = 1;
+  testing::write_bytes(path, bytes);
+  EXPECT_EQ(problem_of(path, "/value"), "its storage holds 1 byte, its 1 value of 8 bytes needs 8");
+
+  Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  Hdf5Handle dataset = detail::dataset_handle(H5Dopen2(file.get(), "/value", H5P_DEFAULT));
+  EXPECT_INPUT_ERROR(
+      detail::require_sound_dataset_storage(dataset.get(), path + ": /value"),
+      path + ": /value: its storage holds 1 byte, its 1 value of 8 bytes needs 8 (file corrupt?)");
+}
+
+TEST(DatasetStorage, CompactLabelsShorterThanTheirValuesAreRefusedByTheMappedSource) {
+  const ScratchDirectory scratch("dataset-storage-compact-labels");
+  const std::string path = scratch.file("source.h5");
+  const config::SourceConfig source = SmallSource().write(path, Layout::Contiguous, Layout::Compact);
+  // The labels' layout message: version 3, compact, 24 bytes (6 int32), then 0, 1, 2, 0, 1, 2.
+  const std::string pattern = {3, 0, 24, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0};
+  std::string bytes = testing::file_bytes(path);
+  bytes[only_position(bytes, pattern) + 2] = 4;
+  testing::write_bytes(path, bytes);
+  EXPECT_INPUT_ERROR(MappedSource mapped(source),
+                     path +
+                         ":/y (data.source.train.labels): its storage holds 4 bytes, "
+                         "its 6 values of 4 bytes need 24 (file corrupt?)");
+}
+
+TEST(DatasetStorage, ContiguousStorageShorterThanItsValuesIsRefused) {
+  const ScratchDirectory scratch("dataset-storage-contiguous");
+  const std::string path = scratch.file("contiguous.h5");
+  write_values(path, "/values", H5T_NATIVE_FLOAT, {2}, std::vector<float>{1.0f, 2.0f}, Layout::Contiguous);
+  haddr_t address = HADDR_UNDEF;
+  {
+    Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    Hdf5Handle dataset = detail::dataset_handle(H5Dopen2(file.get(), "/values", H5P_DEFAULT));
+    address = H5Dget_offset(dataset.get());
+  }
+  ASSERT_NE(address, HADDR_UNDEF);
+  // Layout message version 3, class 1 (contiguous), the data's address, its size (8 bytes each).
+  const std::string pattern = std::string{3, 1} + little_endian(address, 8) + little_endian(8, 8);
+  std::string bytes = testing::file_bytes(path);
+  bytes[only_position(bytes, pattern) + 10] = 4;
+  testing::write_bytes(path, bytes);
+  EXPECT_EQ(problem_of(path, "/values"), "its storage holds 4 bytes, its 2 values of 4 bytes need 8");
+}
+
+TEST(DatasetStorage, UnfilteredChunkRecordShorterThanAChunkIsRefused) {
+  // The mapped_source fuzzer's damage: a chunk index record of an unfiltered chunk that states
+  // fewer bytes than a chunk holds. HDF5 1.10.8 allocated the record's size and copied a chunk's
+  // rows out of it.
+  const ScratchDirectory scratch("dataset-storage-chunk");
+  const std::string path = scratch.file("source.h5");
+  const config::SourceConfig source = SmallSource().write(path, Layout::Chunked, Layout::Contiguous);
+  EXPECT_EQ(problem_of(path, "/x"), "");
+  damage_first_chunk_record(path, 8, 0);
+  EXPECT_EQ(
+      problem_of(path, "/x"),
+      "its chunk at [0,0,0,0] is stored in 8 bytes, but an unfiltered chunk of [2,3,2,2] values of 4 bytes "
+      "takes 96");
+  EXPECT_INPUT_ERROR(
+      MappedSource mapped(source),
+      path +
+          ":/x (data.source.train.images): its chunk at [0,0,0,0] is stored in 8 bytes, but an "
+          "unfiltered chunk of [2,3,2,2] values of 4 bytes takes 96 (file corrupt?)");
+}
+
+TEST(DatasetStorage, CompressedChunksPassUnlessARecordSkipsEveryFilter) {
+  const ScratchDirectory scratch("dataset-storage-gzip");
+  const std::string path = scratch.file("gzip.h5");
+  SmallSource().write(path, Layout::GzipChunked, Layout::Contiguous);
+  // Compressed chunks are stored in fewer bytes than a chunk: that is what compression is for.
+  EXPECT_EQ(problem_of(path, "/x"), "");
+  // A record whose filter mask skips gzip is a chunk stored as it is: its size must be a chunk's.
+  damage_first_chunk_record(path, 40, 1);
+  EXPECT_EQ(
+      problem_of(path, "/x"),
+      "its chunk at [0,0,0,0] is stored in 40 bytes, but an unfiltered chunk of [2,3,2,2] values of 4 bytes "
+      "takes 96");
+}
+
+TEST(DatasetStorage, DatasetFileWithADamagedChunkRecordIsRefusedByItsReaders) {
+  // phalanx's own files: chunked with Fletcher-32 (a filter), so a record whose filter mask skips
+  // every filter must hold exactly a chunk.
+  const ScratchDirectory scratch("dataset-storage-native");
+  const std::string path = scratch.file("native.h5");
+  const Split train = testing::make_split("train", 16, 2, 2, 1, 2, 1);
+  const Split test = testing::make_split("test", 8, 2, 2, 1, 2, 2);
+  write_dataset(path, {"a", "b"}, {&train, &test}, {.chunk_samples = 4});
+  EXPECT_EQ(read_split(path, "train").images, train.images);
+  damage_first_chunk_record(path, 12, 0xffffffffu);
+  // The first chunk index in the file is /train/images' (written first).
+  const std::string refusal =
+      path +
+      ": /train/images: its chunk at [0,0,0,0] is stored in 12 bytes, but an unfiltered "
+      "chunk of [4,2,2,1] values of 1 byte takes 16 (file corrupt?)";
+  EXPECT_INPUT_ERROR(read_dataset_info(path), refusal);
+  EXPECT_INPUT_ERROR(read_split(path, "test"), refusal);
+  EXPECT_INPUT_ERROR(SplitReader reader(path, "train"), refusal);
+}
+
+}  // namespace
+}  // namespace phalanx::data
