@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -717,9 +718,10 @@ class HeaderCheck {
       const std::string where = "its value " + std::to_string(element) + " refers to object " +
                                 std::to_string(index) + " of the global heap collection at byte " +
                                 std::to_string(file_.absolute(collection));
-      const std::map<std::uint64_t, std::uint64_t>& objects = heap_objects(collection, where);
-      const auto found = objects.find(index);
-      if (index == 0 || found == objects.end()) refuse(where + ", which the collection does not hold");
+      const std::map<std::uint64_t, std::uint64_t>* objects = heap_objects(collection, where);
+      if (objects == nullptr) continue;  // a damaged collection: the checked driver refuses it
+      const auto found = objects->find(index);
+      if (index == 0 || found == objects->end()) refuse(where + ", which the collection does not hold");
       const std::uint64_t room = multiply_or_refuse(items, item_size, "the value's byte count");
       if (found->second > room)
         refuse(where + ", of " + std::to_string(found->second) + " bytes, more than its " +
@@ -727,43 +729,49 @@ class HeaderCheck {
     }
   }
 
-  // The objects of the global heap collection at `address` (index to size), read once per check:
-  // "GCOL", version 1, three reserved bytes, the collection's size; then objects (index, reference
-  // count, four reserved bytes, size, data padded to 8 bytes) up to the free space (index 0).
-  const std::map<std::uint64_t, std::uint64_t>& heap_objects(std::uint64_t address,
+  // The objects of the global heap collection at `address` (index to size), read once per check,
+  // walked as HDF5 walks them: "GCOL", version 1, three reserved bytes and the collection's size,
+  // then objects (index, reference count, reserved bytes, size: a header padded to 8 bytes, then
+  // the data padded to 8), where free space (index 0) is passed by its size, header included.
+  // Null when the collection is damaged: the checked driver refuses it, in its own words, when
+  // HDF5 reads it (checked_file_driver.hpp), before HDF5 looks up an object in it.
+  // An address that holds no collection at all is refused here: HDF5 fails on it too, but only
+  // after converting the values before it, whose strings it then leaks.
+  const std::map<std::uint64_t, std::uint64_t>* heap_objects(std::uint64_t address,
                                                              const std::string& where) {
     const auto known = collections_.find(address);
-    if (known != collections_.end()) return known->second;
-    std::vector<std::uint8_t> header;
+    if (known != collections_.end()) return known->second ? &*known->second : nullptr;
+    auto& objects = collections_[address];
     const unsigned length_bytes = file_.length_bytes();
-    if (!file_.read(address, 8 + length_bytes, header) || std::memcmp(header.data(), "GCOL", 4) != 0 ||
-        header[4] != 1)
-      refuse(where + ", which is not a global heap collection");
-    Bytes fields(header.data() + 8, length_bytes);
-    const std::uint64_t size = fields.number(length_bytes, "collection size");
+    const std::uint64_t header_bytes = align8(8 + length_bytes);
     std::vector<std::uint8_t> bytes;
-    if (!file_.read(address, size, bytes)) refuse(where + ", whose stated size runs past the file's end");
-    std::map<std::uint64_t, std::uint64_t> objects;
-    Bytes collection(bytes.data(), bytes.size());
-    collection.skip(8 + length_bytes, "collection header");
-    const std::size_t object_header = 8 + length_bytes;
-    while (collection.left() >= object_header) {
-      const std::uint64_t index = collection.number(2, "heap object index");
-      collection.skip(6, "heap object reference count and reserved bytes");
-      const std::uint64_t object_size = collection.number(length_bytes, "heap object size");
-      if (index == 0) break;  // the free space: the rest of the collection
-      if (object_size > collection.left() || align8(object_size) > collection.left())
-        refuse(where + ", whose object " + std::to_string(index) + " (" + std::to_string(object_size) +
-               " bytes) runs past the collection");
-      collection.skip(align8(object_size), "heap object");
-      objects[index] = object_size;
+    if (!file_.read(address, 8 + length_bytes, bytes) || std::memcmp(bytes.data(), "GCOL", 4) != 0 ||
+        bytes[4] != 1)
+      refuse(where + ", which is not a global heap collection");
+    const std::uint64_t size = Bytes(bytes.data() + 8, length_bytes).number(length_bytes, "collection size");
+    if (size < header_bytes || !file_.read(address, size, bytes)) return nullptr;
+    std::map<std::uint64_t, std::uint64_t> found;
+    for (std::uint64_t position = header_bytes; size - position >= header_bytes;) {
+      Bytes object(bytes.data() + position, static_cast<std::size_t>(header_bytes));
+      const std::uint64_t index = object.number(2, "heap object index");
+      object.skip(6, "heap object reference count and reserved bytes");
+      const std::uint64_t object_size = object.number(length_bytes, "heap object size");
+      if (index == 0) {
+        if (object_size == 0 || object_size > size - position) return nullptr;
+        position += object_size;
+      } else {
+        if (object_size > size - position - header_bytes) return nullptr;
+        found[index] = object_size;
+        position += header_bytes + align8(object_size);
+      }
     }
-    return collections_.emplace(address, std::move(objects)).first->second;
+    objects = std::move(found);
+    return &*objects;
   }
 
   const HeaderFile& file_;
   std::string current_;
-  std::map<std::uint64_t, std::map<std::uint64_t, std::uint64_t>> collections_;
+  std::map<std::uint64_t, std::optional<std::map<std::uint64_t, std::uint64_t>>> collections_;
 };
 
 // The object's name from the file's root, for messages: `name` joined to where `location` is.
@@ -823,7 +831,15 @@ bool file_facts(hid_t location, unsigned long file_number, FileFacts& facts) {
 
 void check_object_header(hid_t location, const std::string& name, const std::string& path) {
   H5O_info_t info{};
-  if (H5Oget_info_by_name2(location, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return;
+  if (H5Oget_info_by_name2(location, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+    // A name that leads nowhere is the caller's to report ("missing"). One that leads to a header
+    // HDF5 cannot read is damage: opening it anyway fails too, after HDF5 1.10 has allocated
+    // what it then leaks.
+    if (H5Oexists_by_name(location, name.c_str(), H5P_DEFAULT) > 0)
+      throw_input_error(path + ": " + object_name(location, name) +
+                        ": its object header cannot be read (file corrupt?)");
+    return;
+  }
   FileFacts facts;
   if (!file_facts(location, info.fileno, facts)) return;
   const HeaderFile header_file(facts.descriptor, path, facts.base, facts.address_bytes, facts.length_bytes);

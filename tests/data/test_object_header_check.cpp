@@ -321,6 +321,69 @@ TEST(ObjectHeaderCheck, RefusesAttributeMessagesThatRunPastThemselves) {
   }
 }
 
+// A root attribute of variable-length strings (what h5py writes for a list of class names): each
+// value is its length, the address of a global heap collection and an object index there.
+TEST(ObjectHeaderCheck, RefusesVariableLengthValuesHdf5WouldReadPastItsBuffers) {
+  const ScratchDirectory scratch("object_header_check_variable_length");
+  const std::string original_path = scratch.file("original.h5");
+  {
+    const Hdf5Handle file =
+        file_handle(H5Fcreate(original_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    const Hdf5Handle root = group_handle(H5Gopen2(file.get(), "/", H5P_DEFAULT));
+    const Hdf5Handle text = datatype_handle(H5Tcopy(H5T_C_S1));
+    H5Tset_size(text.get(), H5T_VARIABLE);
+    H5Tset_cset(text.get(), H5T_CSET_UTF8);
+    const std::array<const char*, 3> classes = {"cat", "dog", "bird"};
+    add_attribute(root.get(), "classes", text.get(), simple_space({3}).get(), classes.data());
+  }
+  const std::string original = phalanx::testing::file_bytes(original_path);
+  const std::size_t name = original.find(std::string("classes\0", 8));
+  ASSERT_NE(name, std::string::npos);
+  const std::size_t message = name - 8;
+  const auto size_at = [&](std::size_t offset) {
+    return static_cast<std::size_t>(static_cast<std::uint8_t>(original[offset]) |
+                                    static_cast<std::uint8_t>(original[offset + 1]) << 8);
+  };
+  const auto padded = [](std::size_t size) { return (size + 7) / 8 * 8; };
+  const std::size_t datatype = name + padded(size_at(message + 2));
+  const std::size_t value = datatype + padded(size_at(message + 4)) + padded(size_at(message + 6));
+  ASSERT_EQ(original[datatype] & 0x0f, 9) << "not a variable-length datatype where expected";
+  ASSERT_EQ(original[value], 3) << "the first value is not the 3 bytes of \"cat\"";
+
+  struct VariableLengthDamage {
+    const char* name;
+    std::size_t offset;
+    std::uint16_t value;
+    const char* expected;
+  };
+  // Each made HDF5 1.10.8 read past a buffer of its own (found by the dataset fuzzer): elements
+  // stored at 10 bytes (HDF5 allocates the value at 10, then copies 16 per element), an index the
+  // collection does not hold (HDF5 indexes its object table unchecked), an address with no
+  // collection (HDF5 fails, leaking the strings it converted before).
+  const std::vector<VariableLengthDamage> damages = {
+      {"elements stored at 10 bytes", datatype + 4, 10, "its variable-length elements say they are 10 bytes"},
+      {"an object index the collection lacks", value + 4 + 8, 999,
+       "its value 0 refers to object 999 of the global heap collection at byte"},
+      {"a collection address with no collection", value + 16 + 4, 8,
+       "its value 1 refers to object 2 of the global heap collection at byte 8, which is not a global heap "
+       "collection"},
+  };
+  for (const VariableLengthDamage& damage : damages) {
+    SCOPED_TRACE(damage.name);
+    std::string bytes = original;
+    put16(bytes, damage.offset, damage.value);
+    if (damage.offset == value + 16 + 4)  // the whole 8-byte address, not its low 2 bytes only
+      for (std::size_t index = 2; index < 8; ++index) bytes[damage.offset + index] = 0;
+    const std::string path = scratch.file("damaged.h5");
+    phalanx::testing::write_bytes(path, bytes);
+    silence_hdf5_error_printing();
+    const Hdf5Handle access = checked_file_access();
+    const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
+    ASSERT_TRUE(file.valid());
+    EXPECT_INPUT_ERROR(check_object_header(file.get(), "/", path), damage.expected);
+  }
+}
+
 // The damage must be found wherever the message lies: here in a continuation chunk of a version
 // 1 header, and in a version 2 header (whose checksum is made again, or HDF5 refuses the header
 // before the check, itself).
