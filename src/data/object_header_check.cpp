@@ -316,6 +316,18 @@ class HeaderCheck {
   void check(std::uint64_t address, int depth) {
     const HeaderMessages header(file_, address);
     const std::vector<Message>& messages = header.messages();
+    // A dataset's chunks hold elements of its datatype's size, wherever the datatype message lies
+    // (HDF5 sizes chunks with it, not with the layout's own last dimension).
+    element_size_ = unknown_size;
+    for (const Message& message : messages) {
+      if (message.type != datatype_message || (message.flags & shared_message_flag)) continue;
+      try {
+        Bytes bytes(message.data.data(), message.data.size());
+        element_size_ = datatype_size(bytes, 0);
+      } catch (const Damage&) {
+        // reported, with its message's place, when the loop below reaches it
+      }
+    }
     for (std::size_t index = 0; index < messages.size(); ++index) {
       const Message& message = messages[index];
       current_ = "message " + std::to_string(index);
@@ -581,7 +593,10 @@ class HeaderCheck {
       const unsigned layout_class = bytes.byte("layout class");
       bytes.skip(5, "reserved bytes");
       if (layout_class != 0) bytes.skip(file_.address_bytes(), "data address");
-      bytes.skip(std::uint64_t{dimensions} * 4, "dimension sizes");
+      if (layout_class == 2)
+        chunk_sizes(bytes, dimensions, 4);
+      else
+        bytes.skip(std::uint64_t{dimensions} * 4, "dimension sizes");
       if (layout_class == 0) bytes.skip(bytes.number(4, "compact data size"), "compact data");
       return;
     }
@@ -599,7 +614,8 @@ class HeaderCheck {
           const unsigned dimensions = bytes.byte("chunk dimensionality");
           if (dimensions < 1 || dimensions > maximum_layout_dimensions)
             refuse("chunk dimensionality " + std::to_string(dimensions) + " is outside 1 to 33");
-          bytes.skip(file_.address_bytes() + std::uint64_t{dimensions} * 4, "chunk index address and sizes");
+          bytes.skip(file_.address_bytes(), "chunk index address");
+          chunk_sizes(bytes, dimensions, 4);
         } else {
           chunked_version_four(bytes);
         }
@@ -611,6 +627,21 @@ class HeaderCheck {
     }
   }
 
+  // A chunk's sizes (the last stands for the element's size): each positive, and a chunk under
+  // 4 GB. HDF5 1.10 refuses either only after allocating what it then leaks.
+  void chunk_sizes(Bytes& bytes, unsigned dimensions, unsigned width) {
+    std::uint64_t chunk_bytes = 1;
+    for (unsigned dimension = 0; dimension < dimensions; ++dimension) {
+      std::uint64_t size = bytes.number(width, "chunk dimension size");
+      if (size == 0) refuse("chunk dimension " + std::to_string(dimension) + " is 0");
+      if (dimension + 1 == dimensions && element_size_ != unknown_size && element_size_ > 0)
+        size = element_size_;
+      chunk_bytes = multiply_or_refuse(chunk_bytes, size, "the chunk's byte count");
+    }
+    if (chunk_bytes >= (std::uint64_t{1} << 32))
+      refuse("its chunks of " + std::to_string(chunk_bytes) + " bytes are over HDF5's 4 GB");
+  }
+
   void chunked_version_four(Bytes& bytes) {
     const unsigned flags = bytes.byte("chunked layout flags");
     const unsigned dimensions = bytes.byte("chunk dimensionality");
@@ -619,7 +650,7 @@ class HeaderCheck {
     const unsigned width = bytes.byte("chunk dimension width");
     if (width < 1 || width > 8)
       refuse("chunk dimension width " + std::to_string(width) + " is outside 1 to 8");
-    bytes.skip(std::uint64_t{dimensions} * width, "chunk dimension sizes");
+    chunk_sizes(bytes, dimensions, width);
     const unsigned index_type = bytes.byte("chunk index type");
     switch (index_type) {
       case 1:  // a single chunk: its filtered size and filter mask when filtered
@@ -772,6 +803,7 @@ class HeaderCheck {
   const HeaderFile& file_;
   std::string current_;
   std::map<std::uint64_t, std::optional<std::map<std::uint64_t, std::uint64_t>>> collections_;
+  std::uint64_t element_size_ = unknown_size;  // of the header's datatype message, when it has one
 };
 
 // The object's name from the file's root, for messages: `name` joined to where `location` is.

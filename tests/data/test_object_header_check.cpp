@@ -384,6 +384,53 @@ TEST(ObjectHeaderCheck, RefusesVariableLengthValuesHdf5WouldReadPastItsBuffers) 
   }
 }
 
+// A chunk dimension of 0, or chunks of 4 GB or more: HDF5 1.10 refuses both in H5Dopen, but only
+// after allocating what it then leaks (found by the dataset fuzzer).
+TEST(ObjectHeaderCheck, RefusesChunkSizesHdf5WouldLeakOn) {
+  const ScratchDirectory scratch("object_header_check_chunks");
+  const std::string original_path = scratch.file("original.h5");
+  {
+    const Hdf5Handle file =
+        file_handle(H5Fcreate(original_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    const Hdf5Handle plist = property_list_handle(H5Pcreate(H5P_DATASET_CREATE));
+    const std::array<hsize_t, 2> chunk = {3, 5};
+    H5Pset_chunk(plist.get(), 2, chunk.data());
+    const Hdf5Handle dataset =
+        dataset_handle(H5Dcreate2(file.get(), "/images", H5T_STD_U8LE, simple_space({6, 5}).get(),
+                                  H5P_DEFAULT, plist.get(), H5P_DEFAULT));
+    ASSERT_TRUE(dataset.valid());
+  }
+  const std::string original = phalanx::testing::file_bytes(original_path);
+  // A version 3 chunked layout message: version 3, class 2, dimensionality 3 (two and the
+  // element's size), the chunk index's address, then the sizes 3, 5 and 1 as 4-byte numbers.
+  const std::string sizes("\x03\x00\x00\x00\x05\x00\x00\x00\x01\x00\x00\x00", 12);
+  const std::size_t at = original.find(sizes);
+  ASSERT_NE(at, std::string::npos) << "no chunk sizes 3, 5, 1 in the file";
+  ASSERT_EQ(original.substr(at - 8 - 3, 3), std::string("\x03\x02\x03", 3))
+      << "not a version 3 chunked layout";
+  struct ChunkDamage {
+    const char* name;
+    std::uint32_t first_size;
+    const char* expected;
+  };
+  for (const ChunkDamage& damage :
+       {ChunkDamage{"a chunk dimension of 0", 0, "(layout): chunk dimension 0 is 0"},
+        ChunkDamage{"chunks of 4 GB", 1u << 30,
+                    "(layout): its chunks of 5368709120 bytes are over HDF5's 4 GB"}}) {
+    SCOPED_TRACE(damage.name);
+    std::string bytes = original;
+    for (int index = 0; index < 4; ++index)
+      bytes[at + static_cast<std::size_t>(index)] = static_cast<char>(damage.first_size >> (8 * index));
+    const std::string path = scratch.file("damaged.h5");
+    phalanx::testing::write_bytes(path, bytes);
+    silence_hdf5_error_printing();
+    const Hdf5Handle access = checked_file_access();
+    const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
+    ASSERT_TRUE(file.valid());
+    EXPECT_INPUT_ERROR(open_checked_dataset(file.get(), "/images", path), damage.expected);
+  }
+}
+
 // The damage must be found wherever the message lies: here in a continuation chunk of a version
 // 1 header, and in a version 2 header (whose checksum is made again, or HDF5 refuses the header
 // before the check, itself).
