@@ -739,7 +739,8 @@ class HeaderCheck {
   // The values of a variable-length attribute (strings, as h5py writes them): each says where its
   // items are, an object of a global heap collection. HDF5 1.10 looks the object up by its index
   // without checking that the collection holds it (a damaged index read past HDF5's table of
-  // objects and crashed), and copies the object whole into room for the items the value counts.
+  // objects and crashed), and copies the object whole into room it allocates for the items the
+  // value counts.
   void sequences_in_heap(Bytes& value, std::uint64_t elements, std::uint64_t item_size) {
     for (std::uint64_t element = 0; element < elements; ++element) {
       const std::uint64_t items = value.number(4, "variable-length item count");
@@ -754,9 +755,12 @@ class HeaderCheck {
       const auto found = objects->find(index);
       if (index == 0 || found == objects->end()) refuse(where + ", which the collection does not hold");
       const std::uint64_t room = multiply_or_refuse(items, item_size, "the value's byte count");
-      if (found->second > room)
-        refuse(where + ", of " + std::to_string(found->second) + " bytes, more than its " +
-               std::to_string(items) + " items of " + std::to_string(item_size) + " bytes");
+      // HDF5 writes an object of exactly the value's items; it reads one into room for the
+      // items the value counts (a count of billions made it allocate gigabytes for a small string).
+      if (found->second != room)
+        refuse(where + ", of " + std::to_string(found->second) + " bytes, not the " + std::to_string(room) +
+               " bytes of its " + std::to_string(items) + " items of " + std::to_string(item_size) +
+               " bytes");
     }
   }
 
