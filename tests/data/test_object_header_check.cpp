@@ -251,6 +251,25 @@ void put16(std::string& bytes, std::size_t offset, std::uint16_t value) {
   bytes[offset + 1] = static_cast<char>(value >> 8);
 }
 
+// Writes `bytes` as the file `path`, opens it through the checked driver and returns the
+// message of the input error `check` raises on it (a test failure when there is none).
+std::string refusal(const std::string& path, const std::string& bytes,
+                    const std::function<void(hid_t)>& check) {
+  phalanx::testing::write_bytes(path, bytes);
+  silence_hdf5_error_printing();
+  const Hdf5Handle access = checked_file_access();
+  const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
+  if (!file.valid()) {
+    ADD_FAILURE() << "HDF5 does not open the damaged file at all: nothing reaches the check";
+    return {};
+  }
+  return phalanx::testing::input_error_message([&] { check(file.get()); });
+}
+
+std::function<void(hid_t)> check_root(const std::string& path) {
+  return [path](hid_t file) { check_object_header(file, "/", path); };
+}
+
 struct Damage {
   const char* name;
   std::function<void(std::string&, const AttributeBytes&)> apply;
@@ -307,13 +326,7 @@ TEST(ObjectHeaderCheck, RefusesAttributeMessagesThatRunPastThemselves) {
     std::string bytes = original;
     damage.apply(bytes, at);
     const std::string path = scratch.file("damaged.h5");
-    phalanx::testing::write_bytes(path, bytes);
-    silence_hdf5_error_printing();
-    const Hdf5Handle access = checked_file_access();
-    const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
-    ASSERT_TRUE(file.valid());
-    const std::string message =
-        phalanx::testing::input_error_message([&] { check_object_header(file.get(), "/", path); });
+    const std::string message = refusal(path, bytes, check_root(path));
     EXPECT_NE(message.find(path + ": /: object header at byte "), std::string::npos) << message;
     EXPECT_NE(message.find("(attribute)"), std::string::npos) << message;
     EXPECT_NE(message.find(damage.expected), std::string::npos) << message;
@@ -375,12 +388,8 @@ TEST(ObjectHeaderCheck, RefusesVariableLengthValuesHdf5WouldReadPastItsBuffers) 
     if (damage.offset == value + 16 + 4)  // the whole 8-byte address, not its low 2 bytes only
       for (std::size_t index = 2; index < 8; ++index) bytes[damage.offset + index] = 0;
     const std::string path = scratch.file("damaged.h5");
-    phalanx::testing::write_bytes(path, bytes);
-    silence_hdf5_error_printing();
-    const Hdf5Handle access = checked_file_access();
-    const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
-    ASSERT_TRUE(file.valid());
-    EXPECT_INPUT_ERROR(check_object_header(file.get(), "/", path), damage.expected);
+    const std::string message = refusal(path, bytes, check_root(path));
+    EXPECT_NE(message.find(damage.expected), std::string::npos) << message;
   }
 }
 
@@ -422,12 +431,9 @@ TEST(ObjectHeaderCheck, RefusesChunkSizesHdf5WouldLeakOn) {
     for (int index = 0; index < 4; ++index)
       bytes[at + static_cast<std::size_t>(index)] = static_cast<char>(damage.first_size >> (8 * index));
     const std::string path = scratch.file("damaged.h5");
-    phalanx::testing::write_bytes(path, bytes);
-    silence_hdf5_error_printing();
-    const Hdf5Handle access = checked_file_access();
-    const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
-    ASSERT_TRUE(file.valid());
-    EXPECT_INPUT_ERROR(open_checked_dataset(file.get(), "/images", path), damage.expected);
+    const std::string message =
+        refusal(path, bytes, [&](hid_t file) { open_checked_dataset(file, "/images", path); });
+    EXPECT_NE(message.find(damage.expected), std::string::npos) << message;
   }
 }
 
@@ -454,13 +460,10 @@ TEST(ObjectHeaderCheck, FindsDamageInContinuationChunks) {
   ASSERT_NE(name, std::string::npos);
   ASSERT_GT(name, first_chunk_end) << "extra_23 is in the first chunk";
   put16(bytes, name - 8 + 6, 0xffff);  // its dataspace size
-  phalanx::testing::write_bytes(path, bytes);
-  silence_hdf5_error_printing();
-  const Hdf5Handle access = checked_file_access();
-  const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
-  ASSERT_TRUE(file.valid());
-  EXPECT_INPUT_ERROR(check_object_header(file.get(), "/", path),
-                     "(attribute) \"extra_23\": its dataspace (65536 bytes) runs past the message");
+  const std::string message = refusal(path, bytes, check_root(path));
+  EXPECT_NE(message.find("(attribute) \"extra_23\": its dataspace (65536 bytes) runs past the message"),
+            std::string::npos)
+      << message;
 }
 
 }  // namespace
@@ -499,13 +502,10 @@ TEST(ObjectHeaderCheck, FindsDamageInVersionTwoHeaders) {
   const std::uint32_t checksum = H5_checksum_metadata(bytes.data() + header, checksum_at - header, 0);
   for (int index = 0; index < 4; ++index)
     bytes[checksum_at + static_cast<std::size_t>(index)] = static_cast<char>(checksum >> (8 * index));
-  phalanx::testing::write_bytes(path, bytes);
-  silence_hdf5_error_printing();
-  const Hdf5Handle access = checked_file_access();
-  const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
-  ASSERT_TRUE(file.valid());
-  EXPECT_INPUT_ERROR(check_object_header(file.get(), "/", path),
-                     "(attribute) \"samples_seen\": its dataspace (65535 bytes) runs past the message");
+  const std::string message = refusal(path, bytes, check_root(path));
+  EXPECT_NE(message.find("(attribute) \"samples_seen\": its dataspace (65535 bytes) runs past the message"),
+            std::string::npos)
+      << message;
 }
 
 }  // namespace
