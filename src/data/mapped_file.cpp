@@ -96,7 +96,33 @@ detail::Hdf5Handle open_dataset(hid_t file, const config::DatasetLocation& locat
   // Every read of a mapped source's dataset goes through here: checked once per open, not per read.
   if (const std::string problem = detail::dataset_storage_problem(dataset.get()); !problem.empty())
     fail(location, key, problem + " (file corrupt?)");
+  // A sample is read whole: HDF5 builds its selection chunk by chunk, so a sample spread over
+  // millions of chunks (chunks of a few values) took gigabytes and minutes to read one row.
+  const std::uint64_t chunks = chunks_per_sample(dataset.get());
+  if (chunks > maximum_chunks_per_sample)
+    fail(location, key,
+         "its chunks split one sample over " + std::to_string(chunks) + " chunks (at most " +
+             std::to_string(maximum_chunks_per_sample) +
+             " are read per sample); rechunk it, e.g. with h5repack -l CHUNK=1x... so a chunk holds "
+             "whole samples");
   return dataset;
+}
+
+std::uint64_t chunks_per_sample(hid_t dataset) {
+  const std::vector<std::uint64_t> shape = dimensions(dataset);
+  detail::Hdf5Handle creation = detail::property_list_handle(H5Dget_create_plist(dataset));
+  if (shape.size() < 2 || !creation.valid() || H5Pget_layout(creation.get()) != H5D_CHUNKED) return 1;
+  std::vector<hsize_t> chunk(shape.size());
+  if (H5Pget_chunk(creation.get(), static_cast<int>(chunk.size()), chunk.data()) !=
+      static_cast<int>(chunk.size()))
+    return 1;
+  std::uint64_t chunks = 1;
+  for (std::size_t axis = 1; axis < shape.size(); ++axis) {
+    if (chunk[axis] == 0) return 1;  // refused by the object-header check before this
+    const std::uint64_t along = (shape[axis] + chunk[axis] - 1) / chunk[axis];
+    if (__builtin_mul_overflow(chunks, along, &chunks)) return ~std::uint64_t{0};
+  }
+  return chunks;
 }
 
 std::vector<std::uint64_t> dimensions(hid_t dataset) {

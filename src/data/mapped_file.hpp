@@ -29,6 +29,11 @@ detail::Hdf5Handle open_dataset(hid_t file, const config::DatasetLocation& locat
 
 std::vector<std::uint64_t> dimensions(hid_t dataset);
 
+// How many chunks one sample (a slice along the first axis) spans; 1 unless chunked. open_dataset
+// refuses more than maximum_chunks_per_sample.
+std::uint64_t chunks_per_sample(hid_t dataset);
+inline constexpr std::uint64_t maximum_chunks_per_sample = 65536;
+
 // How a dataset is stored: chunk shape (empty when contiguous or compact) and its filters.
 struct Storage {
   std::vector<std::uint64_t> chunk;

@@ -319,15 +319,25 @@ class HeaderCheck {
     // A dataset's chunks hold elements of its datatype's size, wherever the datatype message lies
     // (HDF5 sizes chunks with it, not with the layout's own last dimension).
     element_size_ = unknown_size;
+    dataspace_rank_ = unknown_size;
+    bool has_datatype = false, has_dataspace = false, has_layout = false;
     for (const Message& message : messages) {
-      if (message.type != datatype_message || (message.flags & shared_message_flag)) continue;
+      has_datatype |= message.type == datatype_message;
+      has_dataspace |= message.type == dataspace_message;
+      has_layout |= message.type == layout_message;
+      if (message.flags & shared_message_flag) continue;
       try {
         Bytes bytes(message.data.data(), message.data.size());
-        element_size_ = datatype_size(bytes, 0);
+        if (message.type == datatype_message) element_size_ = datatype_size(bytes, 0);
+        if (message.type == dataspace_message && bytes.left() >= 2) dataspace_rank_ = message.data[1];
       } catch (const Damage&) {
         // reported, with its message's place, when the loop below reaches it
       }
     }
+    // HDF5 takes an object with a datatype and a dataspace for a dataset; opening one without a
+    // layout fails after HDF5 has read (and leaks) its filter pipeline.
+    if (has_datatype && has_dataspace && !has_layout)
+      refuse("it has a datatype and a dataspace (a dataset's) but no layout message");
     for (std::size_t index = 0; index < messages.size(); ++index) {
       const Message& message = messages[index];
       current_ = "message " + std::to_string(index);
@@ -630,6 +640,11 @@ class HeaderCheck {
   // A chunk's sizes (the last stands for the element's size): each positive, and a chunk under
   // 4 GB. HDF5 1.10 refuses either only after allocating what it then leaks.
   void chunk_sizes(Bytes& bytes, unsigned dimensions, unsigned width) {
+    // One size per axis of the dataspace, and the element's: HDF5 reads sizes for the axes it
+    // has whatever the layout stores, and refuses a zero it finds (leaking, as above).
+    if (dataspace_rank_ != unknown_size && dimensions != dataspace_rank_ + 1)
+      refuse("its chunks have " + std::to_string(dimensions) + " sizes, the dataspace's " +
+             std::to_string(dataspace_rank_) + " axes need " + std::to_string(dataspace_rank_ + 1));
     std::uint64_t chunk_bytes = 1;
     for (unsigned dimension = 0; dimension < dimensions; ++dimension) {
       std::uint64_t size = bytes.number(width, "chunk dimension size");
@@ -807,7 +822,8 @@ class HeaderCheck {
   const HeaderFile& file_;
   std::string current_;
   std::map<std::uint64_t, std::optional<std::map<std::uint64_t, std::uint64_t>>> collections_;
-  std::uint64_t element_size_ = unknown_size;  // of the header's datatype message, when it has one
+  std::uint64_t element_size_ = unknown_size;    // of the header's datatype message, when it has one
+  std::uint64_t dataspace_rank_ = unknown_size;  // of its dataspace message, when it has one
 };
 
 // The object's name from the file's root, for messages: `name` joined to where `location` is.

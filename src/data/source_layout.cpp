@@ -46,12 +46,22 @@ ImageShape image_shape(const std::vector<std::uint64_t>& dimensions, const std::
     shape.error = shape_text + " has no samples (N = 0)";
     return shape;
   }
-  for (std::size_t axis = 1; axis < dimensions.size(); ++axis)
+  std::uint64_t sample_values = 1;
+  for (std::size_t axis = 1; axis < dimensions.size(); ++axis) {
     if (dimensions[axis] == 0 ||
         dimensions[axis] > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
       shape.error = shape_text + " has an empty or oversized image axis";
       return shape;
     }
+    sample_values *= dimensions[axis];  // at most 3 axes below 2^31 each: no overflow
+  }
+  // Whole samples are read into memory (a row of floats when the scale is decided, then the
+  // batches): a damaged or mistaken shape of billions of values per sample would be allocated.
+  if (sample_values > maximum_sample_values) {
+    shape.error = shape_text + " has " + std::to_string(sample_values) + " values per sample, over the " +
+                  std::to_string(maximum_sample_values) + " phalanx reads as one image";
+    return shape;
+  }
   if (dimensions.size() == 3) {
     if (requested != "auto" && requested != "nhw") {
       shape.error = shape_text + " has 3 dimensions, so it is [N,H,W], not " + requested;

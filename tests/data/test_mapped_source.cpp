@@ -48,6 +48,11 @@ TEST(SourceLayout, TellsLayoutsFromShapesAndRefusesAmbiguity) {
   EXPECT_NE(image_shape({10, 784}, "auto").error.find("cannot be images"), std::string::npos);
   EXPECT_NE(image_shape({10, 28, 28}, "nhwc").error.find("[N,H,W]"), std::string::npos);
   EXPECT_NE(image_shape({0, 28, 28}, "auto").error.find("no samples"), std::string::npos);
+  // A shape of more values per image than phalanx allocates for one (a damaged file's, found by
+  // the mapped_source fuzzer: 39 GB for one row) is refused; the largest allowed is not.
+  EXPECT_NE(image_shape({10, 16384, 16385}, "auto").error.find("values per sample, over the 268435456"),
+            std::string::npos);
+  EXPECT_TRUE(image_shape({10, 16384, 16384}, "auto").error.empty());
 }
 
 TEST(SourceLayout, TellsLabelEncodings) {
@@ -393,6 +398,33 @@ TEST_F(MappedFiles, InspectPairsImagesAndLabelsKeptInSeparateFiles) {
               std::string::npos)
         << block;
   EXPECT_EQ(suggest_source_block({scratch_.file("x_train.h5")}), "");
+}
+
+// Chunks of one value each spread a 300 x 300 image over 90,000 chunks: HDF5 builds a selection
+// piece per chunk to read one sample (gigabytes and minutes, found by the mapped_source fuzzer),
+// so such a file is refused at open, naming the dataset and what to do.
+TEST_F(MappedFiles, ImagesSpreadOverTooManyChunksPerSampleAreRefused) {
+  const std::string path = scratch_.file("tiny_chunks.h5");
+  {
+    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const std::vector<hsize_t> shape = {2, 300, 300}, chunk = {1, 1, 1};
+    const hid_t space = H5Screate_simple(3, shape.data(), nullptr);
+    const hid_t creation = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(creation, 3, chunk.data());
+    for (const char* name : {"/train_x", "/test_x"}) {
+      const hid_t dataset =
+          H5Dcreate2(file, name, H5T_NATIVE_UINT8, space, H5P_DEFAULT, creation, H5P_DEFAULT);
+      ASSERT_GE(dataset, 0);
+      H5Dclose(dataset);
+    }
+    H5Pclose(creation);
+    H5Sclose(space);
+    H5Fclose(file);
+  }
+  write_array(path, "/train_y", H5T_NATIVE_INT32, {2}, std::vector<std::int32_t>{0, 1});
+  write_array(path, "/test_y", H5T_NATIVE_INT32, {2}, std::vector<std::int32_t>{0, 1});
+  EXPECT_INPUT_ERROR(MappedSource(source_of(path)), "its chunks split one sample over 90000 chunks");
 }
 
 }  // namespace

@@ -24,6 +24,10 @@ struct ImageShape {
   std::string error;
 };
 
+// The most values one image may hold (2^28: a 16384 x 16384 single-channel image); larger
+// shapes are refused rather than allocated.
+inline constexpr std::uint64_t maximum_sample_values = std::uint64_t{1} << 28;
+
 // `requested`: auto | nhwc | nchw | nhw. Under auto: 3 dimensions are [N,H,W]; 4 dimensions are
 // NHWC when only the last axis looks like channels (1, 3 or 4) and NCHW when only the second
 // does; a shape where both or neither do is ambiguous and refused.
