@@ -21,10 +21,10 @@ namespace phalanx::data::detail {
 // Checks the object header of `name` (a path below `location`; "." for `location` itself) in the
 // file `path`, which `location` belongs to. Throws an input error naming the file, the object
 // and the message when a message does not hold what it says (".../a.h5: /state/epoch: object
-// header at byte 4096: attribute message 2 (\"checksum\"): its value of 1 element of 8 bytes runs
-// past the message's 24 bytes (file corrupt?)"). Does nothing when `name` does not name an
-// object (the caller's own lookup then reports it missing) or the file is not one HDF5 can
-// describe through its public calls.
+// header at byte 4096: message 2 (attribute) \"checksum\": its value of 1 element of 8 bytes runs
+// past the message (0 bytes left) (file corrupt?)"), or when `name` leads to a header HDF5 cannot
+// read at all. Does nothing when `name` leads to no object (the caller's own lookup then reports
+// it missing) or the file is not one HDF5 can describe through its public calls.
 void check_object_header(hid_t location, const std::string& name, const std::string& path);
 
 // H5Dopen2 of `name` below `location` once its object header checks out; invalid when HDF5
