@@ -174,6 +174,8 @@ std::string shape_text(const std::vector<hsize_t>& dimensions) {
 
 DatasetInfo::SplitInfo validate_split(const std::string& path, hid_t file, const std::string& split_name) {
   const std::string group_name = "/" + split_name;
+  // Its links are looked up next: its header (and local heap) is checked first.
+  detail::check_object_header(file, group_name, path);
   Hdf5Handle group = detail::group_handle(H5Gopen2(file, split_name.c_str(), H5P_DEFAULT));
   if (!group.valid()) fail(path, group_name + ": not a group");
 

@@ -54,6 +54,13 @@ std::vector<Entry> list_entries(const std::string& path) {
     entry.name += name;
     if (info->type == H5O_TYPE_GROUP) {
       entry.group = true;
+      // HDF5 visits the group's links next: its header (and local heap) is checked first.
+      try {
+        detail::check_object_header(state.file, entry.name, state.path);
+      } catch (...) {
+        state.error = std::current_exception();
+        return -1;
+      }
     } else if (info->type == H5O_TYPE_DATASET) {
       detail::Hdf5Handle dataset;
       try {

@@ -2,6 +2,7 @@
 #include "mapped_file.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 
 #include "phalanx/core/error.hpp"
@@ -39,15 +40,33 @@ detail::Hdf5Handle open_file(const std::string& path, const std::string& key) {
   return file;
 }
 
-std::vector<std::string> dataset_names(hid_t file) {
-  std::vector<std::string> names;
-  const auto visit = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
-    if (info->type == H5O_TYPE_DATASET && std::string(name) != ".")
-      static_cast<std::vector<std::string>*>(data)->push_back(std::string("/").append(name));
+std::vector<std::string> dataset_names(hid_t file, const std::string& path) {
+  struct Visit {
+    hid_t file;
+    const std::string& path;
+    std::vector<std::string> names;
+    // An error inside the callback, rethrown once HDF5 has returned: no exception may unwind
+    // through HDF5's C frames.
+    std::exception_ptr error;
+  } visit{file, path, {}, {}};
+  const auto callback = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
+    auto& state = *static_cast<Visit*>(data);
+    if (std::string(name) == ".") return 0;
+    const std::string full = std::string("/").append(name);
+    if (info->type == H5O_TYPE_DATASET) state.names.push_back(full);
+    if (info->type != H5O_TYPE_GROUP) return 0;
+    // HDF5 visits the group's links next: its header (and local heap) is checked first.
+    try {
+      detail::check_object_header(state.file, full, state.path);
+    } catch (...) {
+      state.error = std::current_exception();
+      return -1;
+    }
     return 0;
   };
-  H5Ovisit(file, H5_INDEX_NAME, H5_ITER_INC, visit, &names);
-  return names;
+  H5Ovisit(file, H5_INDEX_NAME, H5_ITER_INC, callback, &visit);
+  if (visit.error) std::rethrow_exception(visit.error);
+  return visit.names;
 }
 
 detail::Hdf5Handle open_dataset(hid_t file, const config::DatasetLocation& location, const std::string& key,
@@ -60,10 +79,12 @@ detail::Hdf5Handle open_dataset(hid_t file, const config::DatasetLocation& locat
     const std::size_t slash = std::min(location.dataset.find('/', start), location.dataset.size());
     prefix = location.dataset.substr(0, slash);
     exists = H5Lexists(file, prefix.c_str(), H5P_DEFAULT) > 0;
+    // The next lookup is inside this group: its header (and local heap) is checked first.
+    if (exists) detail::check_object_header(file, prefix, location.file);
     start = slash + 1;
   }
   if (!exists) {
-    std::vector<std::string> names = dataset_names(file);
+    std::vector<std::string> names = dataset_names(file, location.file);
     std::string listing;
     for (std::size_t index = 0; index < names.size() && index < 12; ++index)
       listing += (index ? ", " : "") + names[index];

@@ -41,8 +41,9 @@ struct Storage {
 };
 Storage storage(hid_t dataset);
 
-// The names of every dataset in the file, for "no dataset /x (the file has: ...)" messages.
-std::vector<std::string> dataset_names(hid_t file);
+// The names of every dataset in the file `path`, for "no dataset /x (the file has: ...)"
+// messages; each group's header is checked before HDF5 lists its links.
+std::vector<std::string> dataset_names(hid_t file, const std::string& path);
 
 // A 1-D dataset of strings (fixed or variable length, as h5py writes bytes or str).
 std::vector<std::string> read_strings(hid_t dataset, const config::DatasetLocation& location,

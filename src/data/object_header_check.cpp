@@ -46,13 +46,16 @@ constexpr std::uint64_t maximum_chunk_bytes = 64ull << 20;
 // The message types the check reads (file format specification, "Header Message Types").
 enum MessageType : unsigned {
   dataspace_message = 0x0001,
+  link_info_message = 0x0002,
   datatype_message = 0x0003,
   old_fill_value_message = 0x0004,
   fill_value_message = 0x0005,
+  link_message = 0x0006,
   layout_message = 0x0008,
   filter_pipeline_message = 0x000B,
   attribute_message = 0x000C,
   continuation_message = 0x0010,
+  symbol_table_message = 0x0011,
 };
 constexpr unsigned shared_message_flag = 0x02;
 
@@ -161,18 +164,47 @@ class HeaderFile {
   HeaderFile& operator=(const HeaderFile&) = delete;
 
   bool readable() const { return descriptor_ >= 0; }
+  // Whether `size` bytes at HDF5 address `address` lie inside the file.
+  bool holds(std::uint64_t address, std::uint64_t size) const {
+    std::uint64_t start = 0, end = 0;
+    return !__builtin_add_overflow(base_, address, &start) && !__builtin_add_overflow(start, size, &end) &&
+           end <= size_;
+  }
   unsigned address_bytes() const { return address_bytes_; }
   unsigned length_bytes() const { return length_bytes_; }
   std::uint64_t absolute(std::uint64_t address) const { return base_ + address; }
 
   // `size` bytes at HDF5 address `address`, or false when they lie past the file's end: a
   // truncated file is HDF5's to report (it says so in its own words, which the callers know).
+  // Small reads are served from a window of `window_bytes` read ahead: a header's prefix, its
+  // chunk and a group's local heap are a few hundred bytes apart, and each read of its own made
+  // the check of a thousand objects a few thousand system calls.
   bool read(std::uint64_t address, std::uint64_t size, std::vector<std::uint8_t>& bytes) const {
     std::uint64_t start = 0, end = 0;
     if (__builtin_add_overflow(base_, address, &start) || __builtin_add_overflow(start, size, &end) ||
         end > size_ || size > maximum_chunk_bytes)
       return false;
-    bytes.resize(static_cast<std::size_t>(size));
+    if (start < window_start_ || end > window_start_ + window_.size()) {
+      if (size > window_bytes) {
+        bytes.resize(static_cast<std::size_t>(size));
+        return read_exactly(start, bytes);
+      }
+      window_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(window_bytes, size_ - start)));
+      window_start_ = start;
+      if (!read_exactly(start, window_)) {
+        window_.clear();
+        return false;
+      }
+    }
+    const auto first = window_.begin() + static_cast<std::ptrdiff_t>(start - window_start_);
+    bytes.assign(first, first + static_cast<std::ptrdiff_t>(size));
+    return true;
+  }
+
+ private:
+  static constexpr std::uint64_t window_bytes = 4096;
+
+  bool read_exactly(std::uint64_t start, std::vector<std::uint8_t>& bytes) const {
     std::size_t done = 0;
     while (done < bytes.size()) {
       const ssize_t got =
@@ -184,9 +216,10 @@ class HeaderFile {
     return true;
   }
 
- private:
   int descriptor_ = -1;
   bool owned_ = false;
+  mutable std::vector<std::uint8_t> window_;
+  mutable std::uint64_t window_start_ = 0;
   std::uint64_t size_ = 0;
   std::uint64_t base_;
   unsigned address_bytes_;
@@ -389,6 +422,19 @@ class HeaderCheck {
       case attribute_message:
         current_ += " (attribute)";
         attribute(bytes, depth);
+        return;
+      case link_info_message:
+        current_ += " (link info)";
+        link_info(bytes);
+        return;
+      case link_message:
+        current_ += " (link)";
+        link(bytes);
+        return;
+      case symbol_table_message:
+        current_ += " (symbol table)";
+        bytes.skip(file_.address_bytes(), "B-tree address");
+        local_heap(bytes.number(file_.address_bytes(), "local heap address"));
         return;
       default: return;
     }
@@ -751,6 +797,77 @@ class HeaderCheck {
     if (sequence_item_size != unknown_size) sequences_in_heap(bytes, elements, sequence_item_size);
   }
 
+  // A group's index of links in its dense storage (what HDF5 reads before a lookup in it).
+  void link_info(Bytes& bytes) {
+    const unsigned version = bytes.byte("link info version");
+    if (version != 0) refuse("unknown link info version " + std::to_string(version));
+    const unsigned flags = bytes.byte("link info flags");
+    if (flags & 0x01) bytes.skip(8, "maximum creation index");
+    bytes.skip(file_.address_bytes() * ((flags & 0x02) ? 3u : 2u), "heap and index addresses");
+  }
+
+  // One link of a group in the compact form (a header message per link). HDF5 1.10 copies the
+  // name and a soft or external link's value at the lengths they state, not bounded by the
+  // message, when it looks a name up in the group.
+  void link(Bytes& bytes) {
+    const unsigned version = bytes.byte("link version");
+    if (version != 1) refuse("unknown link version " + std::to_string(version));
+    const unsigned flags = bytes.byte("link flags");
+    if (flags & ~0x1Fu) refuse("link flags " + std::to_string(flags) + " hold unknown bits");
+    const unsigned link_type = (flags & 0x08) ? bytes.byte("link type") : 0;
+    if (flags & 0x04) bytes.skip(8, "creation order");
+    if (flags & 0x10) bytes.skip(1, "name encoding");
+    const std::uint64_t name_size = bytes.number(1u << (flags & 0x03), "name length");
+    if (name_size == 0) refuse("its name is empty");
+    Bytes name = bytes.part(name_size, "name");
+    current_ += " \"" + printable(name.here(), static_cast<std::size_t>(name_size)) + "\"";
+    if (link_type == 0)
+      bytes.skip(file_.address_bytes(), "object address");
+    else
+      bytes.skip(bytes.number(2, "link value length"), "link value");
+  }
+
+  // The local heap of a group in the old form (a symbol table), which holds the group's names:
+  // "HEAP", version 0, three reserved bytes, the data block's size, the offset of its first free
+  // block and the data block's address. HDF5 1.10 reads the heap into room for the size it states
+  // plus the prefix, a sum that wraps around (a size of 2^64 - 1 made it copy a negative size),
+  // and walks the free list reading each block's two lengths without checking they fit in the
+  // block, or that the list ends.
+  void local_heap(std::uint64_t address) {
+    const unsigned length_bytes = file_.length_bytes();
+    const std::uint64_t prefix_bytes = 8 + 2 * length_bytes + file_.address_bytes();
+    std::vector<std::uint8_t> prefix;
+    if (!file_.read(address, prefix_bytes, prefix) || std::memcmp(prefix.data(), "HEAP", 4) != 0 ||
+        prefix[4] != 0)
+      return;  // not a local heap HDF5 reads: it refuses it itself
+    Bytes fields(prefix.data() + 8, prefix.size() - 8);
+    const std::uint64_t data_size = fields.number(length_bytes, "local heap data size");
+    std::uint64_t free_block = fields.number(length_bytes, "local heap free list head");
+    const std::uint64_t data_address = fields.number(file_.address_bytes(), "local heap data address");
+    const std::string where = "its local heap at byte " + std::to_string(file_.absolute(address));
+    if (data_size == 0) return;
+    if (!file_.holds(data_address, data_size))
+      refuse(where + " says its data block holds " + std::to_string(data_size) + " bytes at byte " +
+             std::to_string(file_.absolute(data_address)) + ", past the file's end");
+    constexpr std::uint64_t no_free_block = 1;  // H5HL_FREE_NULL
+    const std::uint64_t free_header_bytes = 2 * std::uint64_t{length_bytes};
+    for (std::uint64_t blocks = 0; free_block != no_free_block; ++blocks) {
+      if (blocks > data_size / free_header_bytes) refuse(where + ": its free list loops");
+      if (free_block > data_size || data_size - free_block < free_header_bytes)
+        refuse(where + ": a free block at offset " + std::to_string(free_block) + " does not fit in its " +
+               std::to_string(data_size) + " bytes");
+      std::vector<std::uint8_t> header;
+      if (!file_.read(data_address + free_block, free_header_bytes, header)) return;
+      Bytes lengths(header.data(), header.size());
+      const std::uint64_t next = lengths.number(length_bytes, "next free block");
+      const std::uint64_t size = lengths.number(length_bytes, "free block size");
+      if (size > data_size - free_block)
+        refuse(where + ": a free block of " + std::to_string(size) + " bytes at offset " +
+               std::to_string(free_block) + " runs past its " + std::to_string(data_size) + " bytes");
+      free_block = next;
+    }
+  }
+
   // The values of a variable-length attribute (strings, as h5py writes them): each says where its
   // items are, an object of a global heap collection. HDF5 1.10 looks the object up by its index
   // without checking that the collection holds it (a damaged index read past HDF5's table of
@@ -849,17 +966,35 @@ struct FileFacts {
   unsigned length_bytes = 0;
 };
 
-// The facts of the file `location` is in, asked of HDF5 once per open file: a load checks
-// hundreds of objects of one file in a row, and copying the file's two property lists for each
-// took most of a check's time. Kept for HDF5's number of the open file (`file_number`, from
-// H5Oget_info), which no later open reuses; callers hold the HDF5 lock, which guards it. False
-// when HDF5 cannot describe the file.
+// What the check keeps of the file it checked last: its facts, asked of HDF5 once per open file
+// (a load checks hundreds of objects of one file in a row, and copying the file's two property
+// lists for each took most of a check's time), and the headers that passed, so the groups on the
+// way to each of those objects are checked once. Kept for HDF5's number of the open file (from
+// H5Oget_info), which no later open reuses; callers hold the HDF5 lock, which guards it.
+struct FileMemory {
+  bool known = false;
+  unsigned long file_number = 0;
+  FileFacts facts;
+  std::set<haddr_t> passed;
+  // Groups on the way to an absolute name that passed, by name: a load names a thousand objects
+  // under a few groups, and asking HDF5 where each group's header is took half the checks' time.
+  std::set<std::string> passed_groups;
+  // HDF5's identifier of the open file whose root passed (identifiers are not reused while a
+  // process runs): a later check in the same file skips asking HDF5 about the root again, which
+  // cost as much as checking an object.
+  hid_t root_passed_in = H5I_INVALID_HID;
+};
+
+FileMemory& file_memory() {
+  static FileMemory memory;
+  return memory;
+}
+
+// The facts of the file `location` is in; false when HDF5 cannot describe it.
 bool file_facts(hid_t location, unsigned long file_number, FileFacts& facts) {
-  static bool remembered = false;
-  static unsigned long remembered_number = 0;
-  static FileFacts remembered_facts;
-  if (remembered && remembered_number == file_number) {
-    facts = remembered_facts;
+  FileMemory& memory = file_memory();
+  if (memory.known && memory.file_number == file_number) {
+    facts = memory.facts;
     return true;
   }
   const Hdf5Handle file = file_handle(H5Iget_file_id(location));
@@ -873,16 +1008,14 @@ bool file_facts(hid_t location, unsigned long file_number, FileFacts& facts) {
     return false;
   facts = {checked_file_descriptor(file.get()), user_block, static_cast<unsigned>(address_bytes),
            static_cast<unsigned>(length_bytes)};
-  remembered = true;
-  remembered_number = file_number;
-  remembered_facts = facts;
+  memory = FileMemory{true, file_number, facts, {}, {}, H5I_INVALID_HID};
   return true;
 }
 
-}  // namespace
-
-void check_object_header(hid_t location, const std::string& name, const std::string& path) {
-  H5O_info_t info{};
+// Checks the one header `name` leads to (its parent groups already checked). True when it
+// passed, or had passed before, with `info` set to what HDF5 says of it; false when the check
+// left it alone (no such object, or a file the check cannot read).
+bool check_one_header(hid_t location, const std::string& name, const std::string& path, H5O_info_t& info) {
   if (H5Oget_info_by_name2(location, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
     // A name that leads nowhere is the caller's to report ("missing"). One that leads to a header
     // HDF5 cannot read is damage: opening it anyway fails too, after HDF5 1.10 has allocated
@@ -890,12 +1023,13 @@ void check_object_header(hid_t location, const std::string& name, const std::str
     if (H5Oexists_by_name(location, name.c_str(), H5P_DEFAULT) > 0)
       throw_input_error(path + ": " + object_name(location, name) +
                         ": its object header cannot be read (file corrupt?)");
-    return;
+    return false;
   }
   FileFacts facts;
-  if (!file_facts(location, info.fileno, facts)) return;
+  if (!file_facts(location, info.fileno, facts)) return false;
+  if (file_memory().passed.count(info.addr)) return true;
   const HeaderFile header_file(facts.descriptor, path, facts.base, facts.address_bytes, facts.length_bytes);
-  if (!header_file.readable()) return;
+  if (!header_file.readable()) return false;
   try {
     HeaderCheck(header_file).check(info.addr, 0);
   } catch (const Damage& damage) {
@@ -903,6 +1037,38 @@ void check_object_header(hid_t location, const std::string& name, const std::str
                       std::to_string(header_file.absolute(info.addr)) + ": " + damage.what +
                       " (file corrupt?)");
   }
+  file_memory().passed.insert(info.addr);
+  return true;
+}
+
+}  // namespace
+
+void check_object_header(hid_t location, const std::string& name, const std::string& path) {
+  // HDF5 finds `name` by looking each of its parts up in the group before it, decoding that
+  // group's links (or its symbol table and local heap): each group on the way is checked before
+  // HDF5 looks into it, starting with `location` itself.
+  const bool absolute = !name.empty() && name.front() == '/';
+  H5O_info_t info{};
+  FileMemory& memory = file_memory();
+  // A root that passed makes the memory this file's: its groups that passed are known by name.
+  bool this_file = false;
+  if (absolute) {
+    const Hdf5Handle file = file_handle(H5Iget_file_id(location));
+    this_file = file.valid() && memory.known && memory.root_passed_in == file.get();
+    if (!this_file && check_one_header(location, "/", path, info) && file.valid()) {
+      memory.root_passed_in = file.get();
+      this_file = true;
+    }
+  } else {
+    check_one_header(location, ".", path, info);
+  }
+  for (std::size_t slash = name.find('/', 1); slash != std::string::npos; slash = name.find('/', slash + 1)) {
+    if (name[slash - 1] == '/') continue;
+    const std::string group = name.substr(0, slash);
+    if (this_file && memory.passed_groups.count(group)) continue;
+    if (check_one_header(location, group, path, info) && this_file) memory.passed_groups.insert(group);
+  }
+  if (name != "/" && name != ".") check_one_header(location, name, path, info);
 }
 
 Hdf5Handle open_checked_dataset(hid_t location, const std::string& name, const std::string& path) {

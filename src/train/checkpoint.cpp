@@ -319,17 +319,21 @@ std::vector<int> read_attribute_local_batches(hid_t object, const char* name, st
   return std::vector<int>(wide.begin(), wide.end());
 }
 
-bool link_exists(hid_t file, const std::string& name) {
-  // H5Lexists checks one level; walk the path so a missing group is "missing", not an error.
+bool link_exists(hid_t file, const std::string& name, const std::string& path) {
+  // H5Lexists checks one level; walk the path so a missing group is "missing", not an error, and
+  // check each group's header before HDF5 looks a name up in it.
   std::size_t position = 0;
-  while ((position = name.find('/', position + 1)) != std::string::npos)
-    if (H5Lexists(file, name.substr(0, position).c_str(), H5P_DEFAULT) <= 0) return false;
+  while ((position = name.find('/', position + 1)) != std::string::npos) {
+    const std::string group = name.substr(0, position);
+    if (H5Lexists(file, group.c_str(), H5P_DEFAULT) <= 0) return false;
+    data::detail::check_object_header(file, group, path);
+  }
   return H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0;
 }
 
 void read_floats(hid_t file, const std::string& name, const Shape& shape, float* values,
                  const std::string& path) {
-  PHALANX_REQUIRE_INPUT(link_exists(file, name), path, ": ", name,
+  PHALANX_REQUIRE_INPUT(link_exists(file, name, path), path, ": ", name,
                         ": missing (the checkpoint is not of this model)");
   Hdf5Handle dataset = data::detail::open_checked_dataset(file, name, path);
   PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
@@ -434,7 +438,7 @@ void write_running_totals(hid_t file, const std::vector<RunningTotals>& totals, 
 }
 
 std::vector<RunningTotals> read_running_totals(hid_t file, std::size_t ranks, const std::string& path) {
-  if (!link_exists(file, "/state/epoch_loss_sum")) return {};
+  if (!link_exists(file, "/state/epoch_loss_sum", path)) return {};
   const auto epoch_loss_sums = read_per_rank<double>(file, "/state/epoch_loss_sum", ranks, path);
   const auto epoch_samples = read_per_rank<std::int64_t>(file, "/state/epoch_samples", ranks, path);
   const auto interval_loss_sums = read_per_rank<double>(file, "/state/interval_loss_sum", ranks, path);
@@ -629,7 +633,7 @@ CheckpointHeader read_header(hid_t file, const std::string& path) {
                         header.global_batch);
   header.running_totals =
       read_running_totals(file, static_cast<std::size_t>(std::max(header.world_size, 0)), path);
-  if (link_exists(file, "/state/loss_scale_log2")) {
+  if (link_exists(file, "/state/loss_scale_log2", path)) {
     const std::int64_t exponent = read_int64(file, "/state/loss_scale_log2", path);
     PHALANX_REQUIRE_INPUT(exponent >= -126 && exponent <= 126, path, ": /state/loss_scale_log2 is ", exponent,
                           ", outside [-126, 126]");
@@ -641,7 +645,7 @@ CheckpointHeader read_header(hid_t file, const std::string& path) {
                           ": negative loss-scale step counts");
     header.loss_scale = state;
   }
-  if (link_exists(file, "/state/nonfinite_skipped_steps")) {
+  if (link_exists(file, "/state/nonfinite_skipped_steps", path)) {
     header.nonfinite_skipped_steps = read_int64(file, "/state/nonfinite_skipped_steps", path);
     PHALANX_REQUIRE_INPUT(header.nonfinite_skipped_steps >= 0, path, ": /state/nonfinite_skipped_steps is ",
                           header.nonfinite_skipped_steps, ", negative");

@@ -476,6 +476,21 @@ extern "C" std::uint32_t H5_checksum_metadata(const void* data, std::size_t leng
 namespace phalanx::data::detail {
 namespace {
 
+// Makes the checksum of the version 2 header holding byte `damaged` (in its first chunk) again,
+// or HDF5 refuses the damaged header itself before the check sees it.
+void checksum_version_two_header_again(std::string& bytes, std::size_t damaged) {
+  const std::size_t header = bytes.rfind("OHDR", damaged);
+  ASSERT_NE(header, std::string::npos);
+  const auto flags = static_cast<std::uint8_t>(bytes[header + 5]);
+  ASSERT_EQ(flags & 0x03, 0) << "the test reads a 1-byte chunk size";
+  const std::size_t size_field = header + 6 + ((flags & 0x20) ? 16 : 0) + ((flags & 0x10) ? 4 : 0);
+  const std::size_t checksum_at = size_field + 1 + static_cast<std::uint8_t>(bytes[size_field]);
+  ASSERT_LT(damaged, checksum_at) << "the damage is not in the header's first chunk";
+  const std::uint32_t checksum = H5_checksum_metadata(bytes.data() + header, checksum_at - header, 0);
+  for (int index = 0; index < 4; ++index)
+    bytes[checksum_at + static_cast<std::size_t>(index)] = static_cast<char>(checksum >> (8 * index));
+}
+
 TEST(ObjectHeaderCheck, FindsDamageInVersionTwoHeaders) {
   const ScratchDirectory scratch("object_header_check_version_two_damage");
   const std::string path = scratch.file("latest.h5");
@@ -493,19 +508,148 @@ TEST(ObjectHeaderCheck, FindsDamageInVersionTwoHeaders) {
   // Version 3 attribute message: version, flags, three sizes, the name's encoding, then the name.
   ASSERT_EQ(bytes[name - 9], 3) << "not a version 3 attribute message";
   put16(bytes, name - 9 + 6, 0xffff);  // its dataspace size
-  const std::size_t header = bytes.rfind("OHDR", name);
-  ASSERT_NE(header, std::string::npos);
-  const auto flags = static_cast<std::uint8_t>(bytes[header + 5]);
-  ASSERT_EQ(flags & 0x03, 0) << "the test reads a 1-byte chunk size";
-  const std::size_t size_field = header + 6 + ((flags & 0x20) ? 16 : 0) + ((flags & 0x10) ? 4 : 0);
-  const std::size_t checksum_at = size_field + 1 + static_cast<std::uint8_t>(bytes[size_field]);
-  const std::uint32_t checksum = H5_checksum_metadata(bytes.data() + header, checksum_at - header, 0);
-  for (int index = 0; index < 4; ++index)
-    bytes[checksum_at + static_cast<std::size_t>(index)] = static_cast<char>(checksum >> (8 * index));
+  checksum_version_two_header_again(bytes, name);
   const std::string message = refusal(path, bytes, check_root(path));
   EXPECT_NE(message.find("(attribute) \"samples_seen\": its dataspace (65535 bytes) runs past the message"),
             std::string::npos)
       << message;
+}
+
+// A file with a group /train holding a small dataset /train/images; `latest` writes groups in
+// HDF5's new form (a link message per name), else in the old form (a symbol table: a B-tree and
+// a local heap holding the names), HDF5's default and h5py's.
+void write_file_with_a_group(const std::string& path, bool latest) {
+  const Hdf5Handle access = property_list_handle(H5Pcreate(H5P_FILE_ACCESS));
+  if (latest) H5Pset_libver_bounds(access.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+  const Hdf5Handle file = file_handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()));
+  ASSERT_TRUE(file.valid());
+  const Hdf5Handle group =
+      group_handle(H5Gcreate2(file.get(), "/train", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  const Hdf5Handle dataset = dataset_handle(H5Dcreate2(group.get(), "images", H5T_STD_U8LE,
+                                                       simple_space({2, 3}).get(), H5P_DEFAULT,
+                                                       H5P_DEFAULT, H5P_DEFAULT));
+  ASSERT_TRUE(dataset.valid());
+  const std::array<std::uint8_t, 6> pixels = {1, 2, 3, 4, 5, 6};
+  ASSERT_GE(H5Dwrite(dataset.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels.data()), 0);
+}
+
+std::uint64_t get64(const std::string& bytes, std::size_t offset) {
+  std::uint64_t value = 0;
+  for (int index = 7; index >= 0; --index)
+    value = value << 8 | static_cast<std::uint8_t>(bytes[offset + static_cast<std::size_t>(index)]);
+  return value;
+}
+
+void put64(std::string& bytes, std::size_t offset, std::uint64_t value) {
+  for (int index = 0; index < 8; ++index)
+    bytes[offset + static_cast<std::size_t>(index)] = static_cast<char>(value >> (8 * index));
+}
+
+// A local heap's prefix (8-byte lengths and addresses): "HEAP", version 0, three reserved bytes,
+// the data block's size, the offset of its first free block, the data block's address.
+struct LocalHeap {
+  std::size_t at = 0;
+  std::uint64_t data_size = 0, free_block = 0, data_address = 0;
+};
+
+std::vector<LocalHeap> local_heaps(const std::string& bytes) {
+  std::vector<LocalHeap> heaps;
+  for (std::size_t at = bytes.find(std::string("HEAP\0", 5)); at != std::string::npos;
+       at = bytes.find(std::string("HEAP\0", 5), at + 1))
+    heaps.push_back({at, get64(bytes, at + 8), get64(bytes, at + 16), get64(bytes, at + 24)});
+  return heaps;
+}
+
+TEST(ObjectHeaderCheck, RefusesLocalHeapsHdf5WouldReadPast) {
+  const ScratchDirectory scratch("object_header_check_local_heap");
+  const std::string original_path = scratch.file("original.h5");
+  write_file_with_a_group(original_path, false);
+  const std::string original = phalanx::testing::file_bytes(original_path);
+  const std::vector<LocalHeap> heaps = local_heaps(original);
+  ASSERT_EQ(heaps.size(), 2U) << "expected the local heaps of / and /train";
+  const LocalHeap root = heaps[0];  // written first, with the file
+  ASSERT_NE(root.free_block, 1U) << "the root's heap has no free block to damage";
+  ASSERT_LT(root.data_address + root.free_block + 16, original.size());
+  const std::size_t free_block_at = static_cast<std::size_t>(root.data_address + root.free_block);
+
+  struct HeapDamage {
+    const char* name;
+    std::function<void(std::string&)> apply;
+    std::string expected;
+  };
+  const std::string where = "(symbol table): its local heap at byte " + std::to_string(root.at);
+  const std::vector<HeapDamage> damages = {
+      // HDF5 reads prefix and data into room for their sum, which wraps around to less than the prefix.
+      {"a data size of 2^64 - 1", [&](std::string& bytes) { put64(bytes, root.at + 8, ~std::uint64_t{0}); },
+       where + " says its data block holds 18446744073709551615 bytes at byte " +
+           std::to_string(root.data_address) + ", past the file's end"},
+      // HDF5 checks only that the free block starts inside the data; it reads 16 bytes there.
+      {"a free block at the data's last 8 bytes",
+       [&](std::string& bytes) { put64(bytes, root.at + 16, root.data_size - 8); },
+       where + ": a free block at offset " + std::to_string(root.data_size - 8) + " does not fit in its " +
+           std::to_string(root.data_size) + " bytes"},
+      // HDF5 follows the list until it ends, allocating a node per block.
+      {"a free list that loops", [&](std::string& bytes) { put64(bytes, free_block_at, root.free_block); },
+       where + ": its free list loops"},
+      {"a free block larger than the data",
+       [&](std::string& bytes) { put64(bytes, free_block_at + 8, root.data_size); },
+       where + ": a free block of " + std::to_string(root.data_size) + " bytes at offset " +
+           std::to_string(root.free_block) + " runs past its " + std::to_string(root.data_size) + " bytes"},
+  };
+  const std::string path = scratch.file("damaged.h5");
+  for (const HeapDamage& damage : damages) {
+    SCOPED_TRACE(damage.name);
+    std::string bytes = original;
+    damage.apply(bytes);
+    const std::string message = refusal(path, bytes, check_root(path));
+    EXPECT_NE(message.find(path + ": /: object header at byte "), std::string::npos) << message;
+    EXPECT_NE(message.find(damage.expected), std::string::npos) << message;
+  }
+}
+
+TEST(ObjectHeaderCheck, ChecksEachGroupOnTheWayBeforeHdf5LooksIntoIt) {
+  // The heap of /train is damaged: opening /train/images must refuse /train before HDF5 looks
+  // "images" up in it (H5Dopen, H5Lexists and H5Oget_info all do).
+  const ScratchDirectory scratch("object_header_check_path");
+  const std::string path = scratch.file("damaged.h5");
+  write_file_with_a_group(path, false);
+  std::string bytes = phalanx::testing::file_bytes(path);
+  const std::vector<LocalHeap> heaps = local_heaps(bytes);
+  ASSERT_EQ(heaps.size(), 2U);
+  put64(bytes, heaps[1].at + 8, ~std::uint64_t{0});
+  for (const std::string name : {"/train/images", "/train/no_such_dataset"}) {
+    SCOPED_TRACE(name);
+    const std::string message =
+        refusal(path, bytes, [&](hid_t file) { open_checked_dataset(file, name, path); });
+    EXPECT_NE(message.find(path + ": /train: object header at byte "), std::string::npos) << message;
+    EXPECT_NE(message.find("its local heap at byte " + std::to_string(heaps[1].at)), std::string::npos)
+        << message;
+  }
+  // Relative to /train's parent, the same.
+  const std::string message = refusal(path, bytes, [&](hid_t file) {
+    const Hdf5Handle root = group_handle(H5Gopen2(file, "/", H5P_DEFAULT));
+    check_object_header(root.get(), "train/images", path);
+  });
+  EXPECT_NE(message.find(": /train: object header at byte "), std::string::npos) << message;
+}
+
+TEST(ObjectHeaderCheck, RefusesLinkMessagesThatRunPastThemselves) {
+  // Groups in the new form hold a link message per name; HDF5 1.10 copies the name at the length
+  // it states when it looks a name up.
+  const ScratchDirectory scratch("object_header_check_link");
+  const std::string path = scratch.file("latest.h5");
+  write_file_with_a_group(path, true);
+  expect_every_object_passes(path);
+  std::string bytes = phalanx::testing::file_bytes(path);
+  // A link message: version 1, flags (here none beyond those of a 1-byte name length and the
+  // name's encoding), [the encoding,] the name's length, the name, the object's address.
+  const std::size_t name = bytes.find("train");
+  ASSERT_NE(name, std::string::npos);
+  ASSERT_EQ(bytes[name - 1], 5) << "no 1-byte name length before the link's name";
+  bytes[name - 1] = static_cast<char>(200);
+  checksum_version_two_header_again(bytes, name);
+  const std::string message = refusal(path, bytes, check_root(path));
+  EXPECT_NE(message.find("(link): its name (200 bytes) runs past the message"), std::string::npos) << message;
 }
 
 }  // namespace
