@@ -400,15 +400,15 @@ TEST_F(MappedFiles, InspectPairsImagesAndLabelsKeptInSeparateFiles) {
   EXPECT_EQ(suggest_source_block({scratch_.file("x_train.h5")}), "");
 }
 
-// Chunks of one value each spread a 300 x 300 image over 90,000 chunks: HDF5 builds a selection
-// piece per chunk to read one sample (gigabytes and minutes, found by the mapped_source fuzzer),
-// so such a file is refused at open, naming the dataset and what to do.
+// Chunks of one value each spread an image over as many chunks as it has values: HDF5 looks each
+// up and keeps a record of it to read one sample (gigabytes and minutes for 90,000 chunks, found
+// by the mapped_source fuzzer), so a file of more than 4,096 chunks per sample is refused at
+// open, naming the dataset and what to do; 4,096 (64 x 64 chunks of one value) are read.
 TEST_F(MappedFiles, ImagesSpreadOverTooManyChunksPerSampleAreRefused) {
-  const std::string path = scratch_.file("tiny_chunks.h5");
-  {
+  const auto write_file = [&](const std::string& path, hsize_t side) {
     const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     ASSERT_GE(file, 0);
-    const std::vector<hsize_t> shape = {2, 300, 300}, chunk = {1, 1, 1};
+    const std::vector<hsize_t> shape = {2, side, side}, chunk = {1, 1, 1};
     const hid_t space = H5Screate_simple(3, shape.data(), nullptr);
     const hid_t creation = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_chunk(creation, 3, chunk.data());
@@ -421,10 +421,21 @@ TEST_F(MappedFiles, ImagesSpreadOverTooManyChunksPerSampleAreRefused) {
     H5Pclose(creation);
     H5Sclose(space);
     H5Fclose(file);
-  }
-  write_array(path, "/train_y", H5T_NATIVE_INT32, {2}, std::vector<std::int32_t>{0, 1});
-  write_array(path, "/test_y", H5T_NATIVE_INT32, {2}, std::vector<std::int32_t>{0, 1});
-  EXPECT_INPUT_ERROR(MappedSource(source_of(path)), "its chunks split one sample over 90000 chunks");
+    write_array(path, "/train_y", H5T_NATIVE_INT32, {2}, std::vector<std::int32_t>{0, 1});
+    write_array(path, "/test_y", H5T_NATIVE_INT32, {2}, std::vector<std::int32_t>{0, 1});
+  };
+  write_file(scratch_.file("at_the_limit.h5"), 64);
+  const auto source = std::make_shared<const MappedSource>(source_of(scratch_.file("at_the_limit.h5")));
+  MappedSplitReader reader(source, "train");
+  std::vector<std::uint8_t> images(2 * 64 * 64, 1);
+  std::vector<std::int32_t> labels(2, -1);
+  reader.read(0, 2, images.data(), labels.data());
+  EXPECT_EQ(labels, (std::vector<std::int32_t>{0, 1}));
+  EXPECT_EQ(std::count(images.begin(), images.end(), 0), 2 * 64 * 64) << "unwritten chunks read as 0";
+
+  write_file(scratch_.file("over_the_limit.h5"), 65);
+  EXPECT_INPUT_ERROR(MappedSource(source_of(scratch_.file("over_the_limit.h5"))),
+                     "its chunks split one sample over 4225 chunks (at most 4096");
 }
 
 }  // namespace
