@@ -21,6 +21,7 @@
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/data/object_header_check.hpp"
 
 // HDF5 1.13 changed the driver class (a version and an identifier first, vector and selection I/O
 // callbacks, H5FDdevelop.h); the class below is laid out as in 1.10 and 1.12 (Debian 12: 1.10.8).
@@ -32,8 +33,9 @@ namespace phalanx::data::detail {
 namespace {
 
 // The names under which the driver's errors go on HDF5's error stack (H5E_error2_t::func_name):
-// a refused collection, which checked_file_refusal() reports, and a failed system call.
-constexpr const char* refusal_origin = "phalanx checked file driver: global heap check";
+// a refused collection or root header, which checked_file_refusal() reports, and a failed system
+// call.
+constexpr const char* refusal_origin = "phalanx checked file driver: check";
 constexpr const char* system_origin = "phalanx checked file driver";
 
 // A global heap collection (HDF5 file format specification, "Global Heap"): "GCOL", version 1,
@@ -339,6 +341,14 @@ H5FD_t* open_file(const char* name, unsigned flags, hid_t file_access, haddr_t l
     file->inode = status.st_ino;
     file->ignore_disabled_locks = ignores_disabled_locks(file_access);
     file->length_bytes = superblock_length_bytes(descriptor, file->end_of_file);
+    // HDF5 loads the root group's header inside H5Fopen, before phalanx can check it as it checks
+    // every other header it opens (object_header_check.hpp): it is checked here.
+    if (const std::string damage = root_header_problem(descriptor); !damage.empty()) {
+      push_error(refusal_origin, H5E_CANTOPENFILE, damage);
+      delete file;
+      ::close(descriptor);
+      return nullptr;
+    }
     return &file->hdf5;
   } catch (...) {  // std::bad_alloc
     if (descriptor >= 0) ::close(descriptor);

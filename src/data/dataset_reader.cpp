@@ -41,7 +41,10 @@ Hdf5Handle open_file(const std::string& path) {
   // Through the checked driver: a damaged heap of class names would otherwise hang HDF5.
   const Hdf5Handle access = detail::checked_file_access();
   Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
-  if (!file.valid()) fail(path, "not an HDF5 file (or truncated)");
+  if (!file.valid()) {
+    const std::string refusal = detail::checked_file_refusal();
+    fail(path, refusal.empty() ? "not an HDF5 file (or truncated)" : refusal + " (file corrupt?)");
+  }
   // The root's attributes say what the file is: its header is checked before HDF5 decodes them.
   detail::check_object_header(file.get(), "/", path);
   return file;

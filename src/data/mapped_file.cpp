@@ -31,10 +31,13 @@ detail::Hdf5Handle open_file(const std::string& path, const std::string& key) {
   H5Pset_file_locking(access.get(), 1, 1);
 #endif
   detail::Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
-  if (!file.valid())
+  if (!file.valid()) {
+    if (const std::string refusal = detail::checked_file_refusal(); !refusal.empty())
+      throw_input_error(where + ": " + refusal + " (file corrupt?)");
     throw_input_error(where +
                       ": cannot be opened read-only (truncated, or locked by a writer; on a file "
                       "system without locks set HDF5_USE_FILE_LOCKING=FALSE)");
+  }
   // The root's attributes (a phalanx dataset's "format") are read first: its header is checked.
   detail::check_object_header(file.get(), "/", path);
   return file;

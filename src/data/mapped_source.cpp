@@ -26,6 +26,8 @@ constexpr std::int64_t scale_sample_images = 64;
 constexpr std::int64_t large_chunk_band_bytes = std::int64_t{64} << 20;
 // Rows a contiguous dataset is read in by the streaming source (it has no chunks of its own).
 constexpr std::int64_t contiguous_read_bytes = std::int64_t{4} << 20;
+// Classes phalanx names itself ("class_0", ...) from the largest label; ImageNet-21k has 21,841.
+constexpr std::int64_t maximum_inferred_classes = 1000000;
 
 std::string format_value(double value) {
   std::ostringstream text;
@@ -90,7 +92,10 @@ void decide_scale(hid_t dataset, PendingSplit& split) {
       detail::dataspace_handle(H5Screate_simple(static_cast<int>(size.size()), size.data(), nullptr));
   float largest = 0.0f;
   for (std::int64_t draw = 0; draw < sample_count; ++draw) {
-    const std::int64_t sample = sample_count > 1 ? draw * (count - 1) / (sample_count - 1) : 0;
+    // In 128 bits: a dataset may declare up to 2^64 samples, and draw * (count - 1) overflowed
+    // 64 (found by the mapped_source fuzzer: a sample index read back negative).
+    const auto sample = static_cast<std::int64_t>(
+        sample_count > 1 ? static_cast<__int128>(draw) * (count - 1) / (sample_count - 1) : 0);
     start[0] = static_cast<hsize_t>(sample);
     if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) <
             0 ||
@@ -235,14 +240,25 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
     info_.classes = read_class_dataset(source.classes_dataset);
   } else {
     std::int64_t count = 0;
+    const PendingSplit* widest = nullptr;
     for (const auto& split : pending) {
+      const std::int64_t before = count;
       if (split.labels.shape.encoding == LabelEncoding::OneHot) {
         count = std::max(count, split.labels.shape.classes);
-        continue;
+      } else {
+        for (const double value : split.labels.values)
+          if (value >= 0 && value < 1e9) count = std::max(count, static_cast<std::int64_t>(value) + 1);
       }
-      for (const double value : split.labels.values)
-        if (value >= 0 && value < 1e9) count = std::max(count, static_cast<std::int64_t>(value) + 1);
+      if (count > before) widest = &split;
     }
+    // Each class gets a name (reports, predictions): a damaged label of 159,383,811 made phalanx
+    // build that many names (found by the mapped_source fuzzer). More classes than this need names.
+    if (count > maximum_inferred_classes)
+      mapped::fail(widest->locations.labels, widest->labels_key,
+                   "its labels imply " + std::to_string(count) + " classes, more than the " +
+                       std::to_string(maximum_inferred_classes) +
+                       " phalanx numbers itself: name them (data.source.classes or "
+                       "data.source.classes_dataset), or check the labels");
     for (std::int64_t index = 0; index < count; ++index)
       info_.classes.push_back("class_" + std::to_string(index));
   }

@@ -240,6 +240,9 @@ class HeaderMessages {
       read_version_one(address);
   }
   const std::vector<Message>& messages() const { return messages_; }
+  // The first chunk (address, size) that lies past the file's end, if any: HDF5 reports reading
+  // it, but only after allocating its stated size.
+  const std::optional<std::pair<std::uint64_t, std::uint64_t>>& chunk_past_end() const { return past_end_; }
 
  private:
   void read_version_one(std::uint64_t address) {
@@ -254,7 +257,7 @@ class HeaderMessages {
       const auto [chunk_address, size] = chunks_.back();
       chunks_.pop_back();
       std::vector<std::uint8_t> chunk;
-      if (!file_.read(chunk_address, size, chunk)) continue;
+      if (!read_chunk(chunk_address, size, chunk)) continue;
       Bytes bytes(chunk.data(), chunk.size());
       while (bytes.left() >= 8) {
         Message message;
@@ -285,7 +288,7 @@ class HeaderMessages {
       std::vector<std::uint8_t> chunk;
       // The first chunk's size leaves out its checksum; a continuation chunk's length counts its
       // "OCHK" signature and its checksum.
-      if (!file_.read(chunk_address, size, chunk)) continue;
+      if (!read_chunk(chunk_address, size, chunk)) continue;
       std::size_t begin = 0, end = chunk.size();
       if (!first_chunk_) {
         if (chunk.size() < 8 || std::memcmp(chunk.data(), "OCHK", 4) != 0)
@@ -307,6 +310,12 @@ class HeaderMessages {
         take(message, bytes, message_size);
       }
     }
+  }
+
+  bool read_chunk(std::uint64_t address, std::uint64_t size, std::vector<std::uint8_t>& chunk) {
+    if (file_.read(address, size, chunk)) return true;
+    if (!past_end_ && !file_.holds(address, size)) past_end_.emplace(address, size);
+    return false;
   }
 
   void take(Message& message, Bytes& chunk, std::uint64_t size) {
@@ -337,6 +346,7 @@ class HeaderMessages {
   std::vector<Message> messages_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> chunks_;
   std::set<std::uint64_t> seen_;
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> past_end_;
   bool creation_order_ = false;
   bool first_chunk_ = true;
 };
@@ -433,8 +443,7 @@ class HeaderCheck {
         return;
       case symbol_table_message:
         current_ += " (symbol table)";
-        bytes.skip(file_.address_bytes(), "B-tree address");
-        local_heap(bytes.number(file_.address_bytes(), "local heap address"));
+        symbol_table(bytes);
         return;
       default: return;
     }
@@ -827,6 +836,20 @@ class HeaderCheck {
       bytes.skip(bytes.number(2, "link value length"), "link value");
   }
 
+  // A group in the old form: the B-tree of its names and the local heap holding them. HDF5 1.10
+  // reads either at its address without checking that it is one inside the file (an undefined
+  // address made it copy into a buffer it never got).
+  void symbol_table(Bytes& bytes) {
+    const std::uint64_t tree = bytes.number(file_.address_bytes(), "B-tree address");
+    const std::uint64_t heap = bytes.number(file_.address_bytes(), "local heap address");
+    // A B-tree node's fixed part: "TREE", type, level, entries used, two sibling addresses.
+    if (!file_.holds(tree, 8 + 2 * std::uint64_t{file_.address_bytes()}))
+      refuse("its B-tree address " + std::to_string(tree) + " lies past the file's end");
+    if (!file_.holds(heap, 8 + 2 * std::uint64_t{file_.length_bytes()} + file_.address_bytes()))
+      refuse("its local heap address " + std::to_string(heap) + " lies past the file's end");
+    local_heap(heap);
+  }
+
   // The local heap of a group in the old form (a symbol table), which holds the group's names:
   // "HEAP", version 0, three reserved bytes, the data block's size, the offset of its first free
   // block and the data block's address. HDF5 1.10 reads the heap into room for the size it states
@@ -1074,6 +1097,47 @@ void check_object_header(hid_t location, const std::string& name, const std::str
 Hdf5Handle open_checked_dataset(hid_t location, const std::string& name, const std::string& path) {
   check_object_header(location, name, path);
   return dataset_handle(H5Dopen2(location, name.c_str(), H5P_DEFAULT));
+}
+
+std::string root_header_problem(int descriptor) {
+  // The superblock is where HDF5 looks for it: at byte 0, then 512, 1024, 2048 and on (files with
+  // a user block); addresses count from it. Versions 0 and 1 keep the root's header address in
+  // the root's symbol table entry, after four addresses (and in version 1 four more bytes) and the
+  // entry's name offset; versions 2 and 3 after three addresses.
+  struct stat status {};
+  if (::fstat(descriptor, &status) != 0) return "";
+  const auto file_size = static_cast<std::uint64_t>(status.st_size);
+  constexpr std::uint8_t signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  for (std::uint64_t offset = 0; offset + 16 <= file_size; offset = offset == 0 ? 512 : offset * 2) {
+    const HeaderFile probe(descriptor, "", offset, 8, 8);
+    std::vector<std::uint8_t> superblock;
+    if (!probe.read(0, std::min<std::uint64_t>(96, file_size - offset), superblock)) return "";
+    if (std::memcmp(superblock.data(), signature, sizeof signature) != 0) continue;
+    const unsigned version = superblock[8];
+    const unsigned address_bytes = version < 2 ? superblock[13] : superblock[9];
+    const unsigned length_bytes = version < 2 ? superblock[14] : superblock[10];
+    if ((address_bytes != 2 && address_bytes != 4 && address_bytes != 8) ||
+        (length_bytes != 2 && length_bytes != 4 && length_bytes != 8))
+      return "";  // HDF5 refuses the superblock itself
+    const std::size_t root_field =
+        version < 2 ? (version == 0 ? 24 : 28) + 5 * address_bytes : 12 + 3 * address_bytes;
+    if (root_field + address_bytes > superblock.size()) return "";
+    const std::uint64_t root = Bytes(superblock.data() + root_field, address_bytes).number(address_bytes, "root");
+    const HeaderFile file(descriptor, "", offset, address_bytes, length_bytes);
+    try {
+      const HeaderMessages header(file, root);
+      if (const auto& past = header.chunk_past_end())
+        return "the root group's object header at byte " + std::to_string(file.absolute(root)) +
+               ": a chunk of " + std::to_string(past->second) + " bytes at byte " +
+               std::to_string(file.absolute(past->first)) + " runs past the file's end (" +
+               std::to_string(file_size) + " bytes)";
+    } catch (const Damage& damage) {
+      return "the root group's object header at byte " + std::to_string(file.absolute(root)) + ": " +
+             damage.what;
+    }
+    return "";
+  }
+  return "";
 }
 
 }  // namespace phalanx::data::detail

@@ -582,7 +582,11 @@ Hdf5Handle open_checkpoint_file(const std::string& path) {
   check_checkpoint_seal(path);
   PHALANX_REQUIRE_INPUT(H5Fis_hdf5(path.c_str()) > 0, path, ": not an HDF5 checkpoint (or truncated)");
   Hdf5Handle file = open_checkpoint(path);
-  PHALANX_REQUIRE_INPUT(file.valid(), path, ": cannot open the checkpoint (truncated or damaged file)");
+  if (!file.valid()) {
+    const std::string refusal = data::detail::checked_file_refusal();
+    throw_input_error(path + ": cannot open the checkpoint (" +
+                      (refusal.empty() ? "truncated or damaged file" : refusal + "; file corrupt?") + ")");
+  }
   // The root's attributes are the header: its object header is checked before HDF5 decodes them.
   data::detail::check_object_header(file.get(), "/", path);
   return file;

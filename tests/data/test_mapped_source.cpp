@@ -438,5 +438,21 @@ TEST_F(MappedFiles, ImagesSpreadOverTooManyChunksPerSampleAreRefused) {
                      "its chunks split one sample over 4225 chunks (at most 4096");
 }
 
+// Without named classes, phalanx numbers them from the largest label: a label of 159,383,811 in a
+// damaged file made it build that many names. Past 1,000,000 the labels' dataset is refused, with
+// what to do; the named classes of a wide label set are taken as they are.
+TEST_F(MappedFiles, LabelsImplyingMoreThanAMillionClassesNeedNames) {
+  const std::string path = scratch_.file("wide_labels.h5");
+  const std::vector<std::uint8_t> images(2 * 4 * 5, 7);
+  for (const char* name : {"/train_x", "/test_x"}) write_array(path, name, H5T_NATIVE_UINT8, {2, 4, 5}, images);
+  write_array(path, "/train_y", H5T_NATIVE_INT32, {2}, std::vector<std::int32_t>{0, 1});
+  write_array(path, "/test_y", H5T_NATIVE_INT32, {2}, std::vector<std::int32_t>{1000000, 3});
+  EXPECT_INPUT_ERROR(MappedSource(source_of(path)),
+                     "/test_y (data.source.test.labels): its labels imply 1000001 classes, more than the 1000000");
+  config::SourceConfig named = source_of(path);
+  named.classes.assign(1000001, "x");
+  EXPECT_EQ(MappedSource(named).info().classes.size(), 1000001U);
+}
+
 }  // namespace
 }  // namespace phalanx::data

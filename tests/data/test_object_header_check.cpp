@@ -571,6 +571,12 @@ TEST(ObjectHeaderCheck, RefusesLocalHeapsHdf5WouldReadPast) {
   ASSERT_NE(root.free_block, 1U) << "the root's heap has no free block to damage";
   ASSERT_LT(root.data_address + root.free_block + 16, original.size());
   const std::size_t free_block_at = static_cast<std::size_t>(root.data_address + root.free_block);
+  // The root's symbol table message (its B-tree's address, then its heap's) is in the root's
+  // header, which the version 0 superblock points to at its byte 64.
+  std::string heap_address(8, '\0');
+  put64(heap_address, 0, root.at);
+  const std::size_t heap_field = original.find(heap_address, static_cast<std::size_t>(get64(original, 64)));
+  ASSERT_NE(heap_field, std::string::npos) << "no symbol table message in the root's header";
 
   struct HeapDamage {
     const char* name;
@@ -595,6 +601,14 @@ TEST(ObjectHeaderCheck, RefusesLocalHeapsHdf5WouldReadPast) {
        [&](std::string& bytes) { put64(bytes, free_block_at + 8, root.data_size); },
        where + ": a free block of " + std::to_string(root.data_size) + " bytes at offset " +
            std::to_string(root.free_block) + " runs past its " + std::to_string(root.data_size) + " bytes"},
+      // HDF5 reads the heap and the B-tree at whatever address the message holds (an undefined
+      // one made it copy into a buffer it never got).
+      {"a local heap at an undefined address",
+       [&](std::string& bytes) { put64(bytes, heap_field, ~std::uint64_t{0}); },
+       "(symbol table): its local heap address 18446744073709551615 lies past the file's end"},
+      {"a B-tree at an undefined address",
+       [&](std::string& bytes) { put64(bytes, heap_field - 8, ~std::uint64_t{0}); },
+       "(symbol table): its B-tree address 18446744073709551615 lies past the file's end"},
   };
   const std::string path = scratch.file("damaged.h5");
   for (const HeapDamage& damage : damages) {
@@ -650,6 +664,80 @@ TEST(ObjectHeaderCheck, RefusesLinkMessagesThatRunPastThemselves) {
   checksum_version_two_header_again(bytes, name);
   const std::string message = refusal(path, bytes, check_root(path));
   EXPECT_NE(message.find("(link): its name (200 bytes) runs past the message"), std::string::npos) << message;
+}
+
+// HDF5 loads the root group's header inside H5Fopen, allocating each of its chunks at the size it
+// states before reading it: the checked driver refuses to open a file whose root header has a
+// chunk past the file's end, and says so through checked_file_refusal(). With and without a user
+// block (checkpoints have one of 512 bytes), which moves the superblock and what addresses count
+// from.
+TEST(ObjectHeaderCheck, RootHeadersWithChunksPastTheFileEndAreRefusedAtOpen) {
+  const ScratchDirectory scratch("object_header_check_root_at_open");
+  for (const hsize_t user_block : {hsize_t{0}, hsize_t{512}}) {
+    SCOPED_TRACE("user block of " + std::to_string(user_block) + " bytes");
+    const std::string original_path = scratch.file("original.h5");
+    {
+      const Hdf5Handle creation = property_list_handle(H5Pcreate(H5P_FILE_CREATE));
+      H5Pset_userblock(creation.get(), user_block);
+      const Hdf5Handle file =
+          file_handle(H5Fcreate(original_path.c_str(), H5F_ACC_TRUNC, creation.get(), H5P_DEFAULT));
+      const Hdf5Handle root = group_handle(H5Gopen2(file.get(), "/", H5P_DEFAULT));
+      // More attributes than the root header's first chunk holds: a continuation chunk.
+      for (int index = 0; index < 40; ++index) {
+        const std::int64_t value = index;
+        add_attribute(root.get(), ("counter_" + std::to_string(index)).c_str(), H5T_STD_I64LE,
+                      dataspace_handle(H5Screate(H5S_SCALAR)).get(), &value);
+      }
+    }
+    const std::string original = phalanx::testing::file_bytes(original_path);
+    expect_every_object_passes(original_path);
+    // Superblock version 0 with 8-byte addresses: the root's header address at byte 64 of it.
+    ASSERT_EQ(original[static_cast<std::size_t>(user_block) + 8], 0) << "not a version 0 superblock";
+    const std::size_t root = static_cast<std::size_t>(user_block + get64(original, user_block + 64));
+    ASSERT_EQ(original[root], 1) << "not a version 1 object header";
+    // Its messages start at byte 16: type (2 bytes), size (2), flags (1), 3 reserved, the data.
+    std::size_t continuation = 0;
+    const std::uint64_t first_chunk_size = get64(original, root + 8) & 0xFFFFFFFFu;  // 4 bytes
+    for (std::size_t at = root + 16; at + 8 <= root + 16 + first_chunk_size;) {
+      const unsigned type = static_cast<std::uint8_t>(original[at]) | static_cast<std::uint8_t>(original[at + 1]) << 8;
+      const unsigned size = static_cast<std::uint8_t>(original[at + 2]) | static_cast<std::uint8_t>(original[at + 3]) << 8;
+      if (type == 0x10) continuation = at + 8;
+      at += 8 + size;
+    }
+    ASSERT_NE(continuation, 0U) << "the root header has no continuation message in its first chunk";
+
+    struct RootDamage {
+      const char* name;
+      std::size_t field;
+      std::uint64_t value;
+      bool four_bytes;
+    };
+    for (const RootDamage& damage : {RootDamage{"a first chunk of 4 GB", root + 8, 0xFFFFFF00u, true},
+                                     RootDamage{"a continuation chunk of 4 GB", continuation + 8,
+                                                std::uint64_t{1} << 32, false}}) {
+      SCOPED_TRACE(damage.name);
+      std::string bytes = original;
+      if (damage.four_bytes)
+        for (int index = 0; index < 4; ++index)
+          bytes[damage.field + static_cast<std::size_t>(index)] = static_cast<char>(damage.value >> (8 * index));
+      else
+        put64(bytes, damage.field, damage.value);
+      const std::string path = scratch.file("damaged.h5");
+      phalanx::testing::write_bytes(path, bytes);
+      silence_hdf5_error_printing();
+      const Hdf5Handle access = checked_file_access();
+      const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
+      EXPECT_FALSE(file.valid());
+      const std::string refusal = checked_file_refusal();
+      EXPECT_NE(refusal.find("the root group's object header at byte " + std::to_string(root) + ": a chunk of " +
+                             std::to_string(damage.value) + " bytes"),
+                std::string::npos)
+          << refusal;
+      EXPECT_NE(refusal.find("runs past the file's end (" + std::to_string(bytes.size()) + " bytes)"),
+                std::string::npos)
+          << refusal;
+    }
+  }
 }
 
 }  // namespace

@@ -31,4 +31,11 @@ void check_object_header(hid_t location, const std::string& name, const std::str
 // cannot open it (the caller says why in its own words, as before).
 Hdf5Handle open_checked_dataset(hid_t location, const std::string& name, const std::string& path);
 
+// Why HDF5 must not open the file open as `descriptor`, or empty: its root group's object header,
+// which HDF5 1.10 loads inside H5Fopen (so before check_object_header can run), has a chunk that
+// lies past the file's end (HDF5 allocates each chunk at its stated size before reading it: a
+// damaged continuation length made it ask for 4 GB for a file of 22 KB) or does not hold together
+// (continuation chunks that loop, a message past its chunk). The checked file driver asks on open.
+std::string root_header_problem(int descriptor);
+
 }  // namespace phalanx::data::detail
