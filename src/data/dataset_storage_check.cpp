@@ -12,8 +12,10 @@
 #include "phalanx/data/dataset_storage_check.hpp"
 
 #include <limits>
+#include <set>
 #include <vector>
 
+#include "hdf5_header_reading.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 
@@ -43,6 +45,118 @@ std::string storage_shortfall(std::uint64_t stored, std::uint64_t values, std::u
          (values == 1 ? " needs " : " need ") + std::to_string(needed);
 }
 
+// "its chunk at [0,3] is stored in 1 byte, but an unfiltered chunk of [1,2] values of 1 byte takes 2"
+std::string short_chunk(const std::vector<hsize_t>& offset, std::uint64_t stored, const std::vector<hsize_t>& chunk,
+                        std::uint64_t value_bytes, std::uint64_t chunk_bytes) {
+  return "its chunk at " + coordinates_text(offset) + " is stored in " + count_of(stored, "byte", "bytes") +
+         ", but an unfiltered chunk of " + coordinates_text(chunk) + " values of " +
+         count_of(value_bytes, "byte", "bytes") + " takes " + std::to_string(chunk_bytes);
+}
+
+// Where a chunked dataset's records are, when they are in a version 1 B-tree (HDF5's default
+// chunk index, and h5py's: layout messages of versions 1 to 3); 0 for other indexes.
+struct ChunkTree {
+  std::uint64_t address = 0;
+  unsigned dimensions = 0;  // the dataset's rank and one for the element
+};
+
+ChunkTree chunk_tree(const hdf5_format::HeaderFile& file, std::uint64_t header) {
+  using namespace hdf5_format;
+  constexpr unsigned layout_message = 0x0008;
+  const HeaderMessages header_messages(file, header);
+  for (const Message& message : header_messages.messages()) {
+    if (message.type != layout_message) continue;
+    Bytes bytes(message.data.data(), message.data.size());
+    const unsigned version = bytes.byte("layout version");
+    if (version == 1 || version == 2) {
+      const unsigned dimensions = bytes.byte("layout dimensionality");
+      const unsigned layout_class = bytes.byte("layout class");
+      bytes.skip(5, "reserved bytes");
+      if (layout_class != 2) return {};
+      return {bytes.number(file.address_bytes(), "chunk index address"), dimensions};
+    }
+    if (version == 3 && bytes.byte("layout class") == 2) {
+      const unsigned dimensions = bytes.byte("chunk dimensionality");
+      return {bytes.number(file.address_bytes(), "chunk index address"), dimensions};
+    }
+    return {};
+  }
+  return {};
+}
+
+// The records of a version 1 B-tree chunk index, read from the file a node at a time (file format
+// specification, "Version 1 B-trees"): "TREE", node type 1, level, entries used, two sibling
+// addresses, then keys and children in turn. A key holds the chunk's stored size, its filter mask
+// and its offset (one coordinate per dimension, the element's last); a leaf's child is the
+// chunk's address. One pass over the tree, for datasets of more chunks than HDF5's own record
+// queries can walk (largest_checked_chunk_count). Nodes that cannot be read are HDF5's to report.
+std::string walk_chunk_tree(const hdf5_format::HeaderFile& file, const ChunkTree& tree, const std::vector<hsize_t>& chunk,
+                            std::uint64_t value_bytes, std::uint64_t chunk_bytes, unsigned every_filter) {
+  using namespace hdf5_format;
+  if (tree.dimensions != chunk.size() + 1) return {};  // refused by the object-header check
+  const unsigned address_bytes = file.address_bytes();
+  const std::uint64_t key_bytes = 8 + 8 * std::uint64_t{tree.dimensions};
+  constexpr unsigned deepest = 64;
+  std::vector<std::pair<std::uint64_t, unsigned>> nodes = {{tree.address, deepest}};
+  std::set<std::uint64_t> seen;
+  std::vector<hsize_t> offset(chunk.size());
+  while (!nodes.empty()) {
+    const auto [address, depth_left] = nodes.back();
+    nodes.pop_back();
+    if (!seen.insert(address).second) return "its chunk index refers to the node at byte " +
+                                             std::to_string(file.absolute(address)) + " twice";
+    std::vector<std::uint8_t> node;
+    const std::uint64_t fixed = 8 + 2 * std::uint64_t{address_bytes};
+    if (!file.read(address, fixed, node) || std::memcmp(node.data(), "TREE", 4) != 0 || node[4] != 1) continue;
+    const unsigned level = node[5];
+    const std::uint64_t entries = Bytes(node.data() + 6, 2).number(2, "entries used");
+    if (level > 0 && depth_left == 0) return "its chunk index is deeper than 64 levels";
+    if (!file.read(address, fixed + entries * (key_bytes + address_bytes) + key_bytes, node)) continue;
+    Bytes body(node.data() + fixed, node.size() - fixed);
+    for (std::uint64_t entry = 0; entry < entries; ++entry) {
+      const std::uint64_t stored = body.number(4, "chunk size");
+      const unsigned skipped = static_cast<unsigned>(body.number(4, "filter mask"));
+      for (std::size_t axis = 0; axis < offset.size(); ++axis) offset[axis] = body.number(8, "chunk offset");
+      body.skip(8, "element offset");
+      const std::uint64_t child = body.number(address_bytes, "child address");
+      if (level > 0) {
+        nodes.emplace_back(child, depth_left - 1);
+      } else if ((skipped & every_filter) == every_filter && stored != chunk_bytes) {
+        return short_chunk(offset, stored, chunk, value_bytes, chunk_bytes);
+      }
+    }
+  }
+  return {};
+}
+
+// The records of a chunk index of more than largest_checked_chunk_count chunks: walked in the
+// file when they are in a version 1 B-tree; other indexes (files written for HDF5 1.10's newest
+// format) are left to HDF5.
+std::string many_chunk_records_problem(hid_t dataset, const std::vector<hsize_t>& chunk, std::uint64_t value_bytes,
+                                       std::uint64_t chunk_bytes, unsigned every_filter) {
+  using namespace hdf5_format;
+  H5O_info_t info{};
+  FileFacts facts;
+  if (H5Oget_info2(dataset, &info, H5O_INFO_BASIC) < 0 || !describe_file(dataset, facts)) return {};
+  std::string path;
+  if (facts.descriptor < 0) {  // under HDF5's MPI-IO driver: read through a descriptor of its own
+    const ssize_t length = H5Fget_name(dataset, nullptr, 0);
+    if (length <= 0) return {};
+    path.resize(static_cast<std::size_t>(length) + 1);
+    H5Fget_name(dataset, path.data(), path.size());
+    path.resize(static_cast<std::size_t>(length));
+  }
+  const HeaderFile file(facts.descriptor, path, facts.base, facts.address_bytes, facts.length_bytes);
+  if (!file.readable()) return {};
+  try {
+    const ChunkTree tree = chunk_tree(file, info.addr);
+    if (tree.address == 0) return {};
+    return walk_chunk_tree(file, tree, chunk, value_bytes, chunk_bytes, every_filter);
+  } catch (const Damage& damage) {
+    return "its chunk index is damaged: " + damage.what;
+  }
+}
+
 // Every record of the chunk index: an unfiltered chunk must be stored in exactly a chunk's bytes.
 // All records, not the one a lookup of each chunk's coordinates returns: HDF5's own lookup
 // (a binary search over the records' keys) and H5Dget_chunk_info_by_coord (the first record in
@@ -52,11 +166,12 @@ std::string chunk_records_problem(hid_t dataset, hid_t space, int rank, const st
   if (filters < 0) return "its filters cannot be read";
   hsize_t records = 0;
   if (H5Dget_num_chunks(dataset, space, &records) < 0) return "its chunk index cannot be read";
-  if (records > largest_checked_chunk_count) return {};
   std::uint64_t chunk_bytes = value_bytes;
   for (const hsize_t extent : chunk) chunk_bytes *= extent;  // below 4 GiB: HDF5 refuses larger chunks
   // A record's filter mask has bit i set when filter i was skipped for that chunk.
   const unsigned every_filter = filters >= 32 ? ~0u : (1u << filters) - 1u;
+  if (records > largest_checked_chunk_count)
+    return many_chunk_records_problem(dataset, chunk, value_bytes, chunk_bytes, every_filter);
   std::vector<hsize_t> offset(static_cast<std::size_t>(rank));
   for (hsize_t record = 0; record < records; ++record) {
     unsigned skipped = 0;
@@ -66,9 +181,7 @@ std::string chunk_records_problem(hid_t dataset, hid_t space, int rank, const st
       return "its chunk index cannot be read (record " + std::to_string(record) + ")";
     const bool unfiltered = filters == 0 || (skipped & every_filter) == every_filter;
     if (address == HADDR_UNDEF || !unfiltered || stored == chunk_bytes) continue;
-    return "its chunk at " + coordinates_text(offset) + " is stored in " + count_of(stored, "byte", "bytes") +
-           ", but an unfiltered chunk of " + coordinates_text(chunk) + " values of " +
-           count_of(value_bytes, "byte", "bytes") + " takes " + std::to_string(chunk_bytes);
+    return short_chunk(offset, stored, chunk, value_bytes, chunk_bytes);
   }
   return {};
 }

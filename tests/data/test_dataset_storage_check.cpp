@@ -220,6 +220,29 @@ TEST(DatasetStorage, UnfilteredChunkRecordShorterThanAChunkIsRefused) {
           "unfiltered chunk of [2,3,2,2] values of 4 bytes takes 96 (file corrupt?)");
 }
 
+TEST(DatasetStorage, RecordsOfMoreChunksThanHdf5CanHandOutAreWalkedInTheFile) {
+  // Past 4,096 chunks HDF5 1.10's record queries cost n^2/2 steps: the records of its default
+  // index (a version 1 B-tree) are read from the file instead, every node once. 5,000 chunks of
+  // one row, a tree of a few levels; one leaf record deep in it damaged.
+  const ScratchDirectory scratch("dataset-storage-many-chunks");
+  const std::string path = scratch.file("many.h5");
+  constexpr hsize_t rows = 5000;
+  static_assert(rows > detail::largest_checked_chunk_count);
+  std::vector<std::uint8_t> values(rows * 2);
+  for (std::size_t index = 0; index < values.size(); ++index) values[index] = static_cast<std::uint8_t>(index);
+  write_values(path, "/values", H5T_NATIVE_UINT8, {rows, 2}, values, Layout::Chunked, 1);
+  EXPECT_EQ(problem_of(path, "/values"), "");
+  // A leaf key: stored size 2, filter mask 0, offset [4321, 0] and the element's 0.
+  const std::string key = little_endian(2, 4) + little_endian(0, 4) + little_endian(4321, 8) +
+                          little_endian(0, 8) + little_endian(0, 8);
+  std::string bytes = testing::file_bytes(path);
+  const std::size_t at = only_position(bytes, key);
+  bytes[at] = 1;
+  testing::write_bytes(path, bytes);
+  EXPECT_EQ(problem_of(path, "/values"),
+            "its chunk at [4321,0] is stored in 1 byte, but an unfiltered chunk of [1,2] values of 1 byte takes 2");
+}
+
 TEST(DatasetStorage, CompressedChunksPassUnlessARecordSkipsEveryFilter) {
   const ScratchDirectory scratch("dataset-storage-gzip");
   const std::string path = scratch.file("gzip.h5");

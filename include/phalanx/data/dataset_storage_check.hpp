@@ -4,7 +4,8 @@
 // out of them, without comparing the two: a compact dataset whose layout message holds fewer bytes
 // than its values, or an unfiltered chunk whose index record states fewer bytes than a chunk
 // holds, makes H5Dread read past a buffer HDF5 allocated (docs/HARDENING.md). Everything is
-// asked through HDF5's public API; nothing is read from the dataset itself.
+// asked through HDF5's public API, but for the chunk index of a dataset of many chunks (below);
+// nothing is read from the dataset's values.
 // Internal to phalanx (the data module and the checkpoint reader); callers hold the HDF5 lock
 // (hdf5_lock.hpp).
 #pragma once
@@ -16,10 +17,12 @@
 
 namespace phalanx::data::detail {
 
-// Chunked datasets of at most this many stored chunks have every chunk index record checked. HDF5
-// 1.10 hands out a record only by its position, walking the index from its start each time, so
-// the check of n records costs n^2/2 steps of that walk (about 0.1 s for 4,096 records); datasets
-// with more chunks are left to HDF5 (docs/HARDENING.md says what that leaves open).
+// Chunked datasets of at most this many stored chunks have every chunk index record checked
+// through HDF5's record queries. HDF5 1.10 hands out a record only by its position, walking the
+// index from its start each time, so that costs n^2/2 steps of the walk (about 0.1 s for 4,096
+// records); the records of larger datasets are read from the file in one pass when they are in
+// HDF5's default index (a version 1 B-tree), and left to HDF5 in the indexes of its newest format
+// (docs/HARDENING.md says what that leaves open).
 inline constexpr std::uint64_t largest_checked_chunk_count = 4096;
 
 // Why reading `dataset` whole or in part would make HDF5 copy more bytes than its storage holds
