@@ -328,12 +328,13 @@ class SweepTest(unittest.TestCase, SweepChecks):
         self.assertTrue(all(worker["speed"] > 0 for worker in workers), workers)
         jobs = query(directory, "SELECT * FROM jobs ORDER BY job_id")
         # Rung-0 work goes to every group; a promotion is taken by a group only when no busy faster
-        # group was expected to finish it sooner.
+        # group was expected to finish it sooner by at least a tenth of its time here (docs/SWEEPS.md:
+        # waiting is a bet on noisy estimates, made only when it saves that much).
         self.assertEqual({job["worker"] for job in jobs if job["rung"] == 0}, {0, 1, 2})
         for job in jobs:
             self.assertGreater(job["estimate_seconds"], 0, job)
             if job["rung"] > 0 and job["faster_group_seconds"] is not None:
-                self.assertGreaterEqual(job["faster_group_seconds"], job["estimate_seconds"], job)
+                self.assertGreaterEqual(job["faster_group_seconds"], 0.9 * job["estimate_seconds"], job)
 
     def test_bad_sweep_files_exit_2_naming_the_key(self):
         cases = {
