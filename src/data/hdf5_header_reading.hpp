@@ -5,6 +5,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <hdf5.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,8 +18,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <hdf5.h>
 
 namespace phalanx::data::detail::hdf5_format {
 
@@ -119,6 +118,18 @@ struct Message {
   unsigned type = 0;
   unsigned flags = 0;
   std::vector<std::uint8_t> data;
+
+  // Whether HDF5 decodes this message as a reference to a shared one. The flag counts only for
+  // the classes HDF5 can share (dataspace, datatype, both fill values, filter pipeline,
+  // attribute): a message of any other class, a layout or a continuation say, is decoded as
+  // itself whatever its flags say.
+  bool refers_to_shared() const {
+    constexpr unsigned shareable[] = {0x0001, 0x0003, 0x0004, 0x0005, 0x000B, 0x000C};
+    if (!(flags & shared_message_flag)) return false;
+    for (const unsigned shareable_type : shareable)
+      if (type == shareable_type) return true;
+    return false;
+  }
 };
 
 // One file's layout as HDF5 describes it, and a descriptor of its own to read headers with.
@@ -305,7 +316,7 @@ class HeaderMessages {
              std::to_string(chunk.left()) + " left");
     message.data.assign(chunk.here(), chunk.here() + size);
     chunk.skip(size, "message");
-    if (message.type == continuation_message && !(message.flags & shared_message_flag)) {
+    if (message.type == continuation_message) {
       Bytes fields(message.data.data(), message.data.size());
       const std::uint64_t address = fields.number(file_.address_bytes(), "continuation address");
       const std::uint64_t length = fields.number(file_.length_bytes(), "continuation length");

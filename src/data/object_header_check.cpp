@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "hdf5_header_reading.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
-#include "hdf5_header_reading.hpp"
 
 namespace phalanx::data::detail {
 namespace {
@@ -65,7 +65,7 @@ class HeaderCheck {
       has_datatype |= message.type == datatype_message;
       has_dataspace |= message.type == dataspace_message;
       has_layout |= message.type == layout_message;
-      if (message.flags & shared_message_flag) continue;
+      if (message.refers_to_shared()) continue;
       try {
         Bytes bytes(message.data.data(), message.data.size());
         if (message.type == datatype_message) element_size_ = datatype_size(bytes, 0);
@@ -93,7 +93,7 @@ class HeaderCheck {
  private:
   void check_message(const Message& message, int depth) {
     Bytes bytes(message.data.data(), message.data.size());
-    if (message.flags & shared_message_flag) {
+    if (message.refers_to_shared()) {
       // The message lives elsewhere: in the header of a committed datatype (checked in turn), or
       // in the file's shared-message heap (which phalanx does not read).
       const std::uint64_t committed = shared_address(bytes);
@@ -174,7 +174,7 @@ class HeaderCheck {
       if (message.type != datatype_message) continue;
       current_ = outer + ": the shared datatype at byte " + std::to_string(file_.absolute(address));
       Bytes bytes(message.data.data(), message.data.size());
-      const std::uint64_t size = (message.flags & shared_message_flag)
+      const std::uint64_t size = message.refers_to_shared()
                                      ? committed_size_or_unknown(shared_address(bytes), depth + 1)
                                      : datatype_size(bytes, 0);
       current_ = outer;
@@ -801,7 +801,8 @@ std::string root_header_problem(int descriptor) {
     const std::size_t root_field =
         version < 2 ? (version == 0 ? 24 : 28) + 5 * address_bytes : 12 + 3 * address_bytes;
     if (root_field + address_bytes > superblock.size()) return "";
-    const std::uint64_t root = Bytes(superblock.data() + root_field, address_bytes).number(address_bytes, "root");
+    const std::uint64_t root =
+        Bytes(superblock.data() + root_field, address_bytes).number(address_bytes, "root");
     const HeaderFile file(descriptor, "", offset, address_bytes, length_bytes);
     try {
       const HeaderMessages header(file, root);
