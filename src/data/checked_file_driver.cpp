@@ -14,12 +14,16 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 #include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_chunk_decoding.hpp"
+#include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 #include "phalanx/data/object_header_check.hpp"
 
@@ -79,6 +83,10 @@ struct CheckedFile {
   // one) are its remainder, not the start of another collection.
   haddr_t checked_begin;
   haddr_t checked_end;
+  // The gzip chunks that passed the chunk check (checked_chunk_decoding.hpp), by a hash of their
+  // address and stored bytes: a chunk read again (the next epoch of a streamed dataset) is hashed
+  // instead of inflated a second time before HDF5 inflates it.
+  std::unique_ptr<std::unordered_set<std::uint64_t>> passed_gzip_chunks;
 };
 static_assert(std::is_standard_layout_v<CheckedFile>);
 
@@ -424,7 +432,26 @@ herr_t read_file(H5FD_t* hdf5_file, H5FD_mem_t type, hid_t, haddr_t address, std
           error);
       return -1;
     }
-    if (file.length_bytes == 0 || !is_first_collection_read(file, type, address, size, bytes)) return 0;
+    const bool collection =
+        file.length_bytes != 0 && is_first_collection_read(file, type, address, size, bytes);
+    // During a read_checked() of a gzip dataset every other raw read is one of its chunks.
+    if (const ChunkExpectation& chunk = chunk_expectation();
+        chunk.gzip && type == H5FD_MEM_DRAW && !collection) {
+      const std::uint64_t key = xxhash64(bytes, size, address * 0x9E3779B97F4A7C15ull + chunk.bytes);
+      if (!file.passed_gzip_chunks)
+        file.passed_gzip_chunks = std::make_unique<std::unordered_set<std::uint64_t>>();
+      if (!file.passed_gzip_chunks->count(key)) {
+        if (const std::string problem = gzip_chunk_problem(bytes, size, chunk.bytes); !problem.empty()) {
+          push_error(refusal_origin, H5E_READERROR,
+                     "the gzip chunk stored at byte " + std::to_string(address) + ": " + problem);
+          return -1;
+        }
+        // Bounded: past a million chunks (some 24 MB of hashes) it starts afresh.
+        if (file.passed_gzip_chunks->size() >= (1u << 20)) file.passed_gzip_chunks->clear();
+        file.passed_gzip_chunks->insert(key);
+      }
+    }
+    if (!collection) return 0;
     const CollectionVerdict verdict = check_collection(file, address, bytes, size);
     if (verdict.system_error != 0) {
       push_system_error(

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/dataset_storage_check.hpp"
@@ -292,8 +293,8 @@ std::vector<std::int32_t> read_validated_labels(const std::string& path, hid_t f
   Hdf5Handle dataset = detail::open_checked_dataset(file, labels_name, path);
   std::vector<std::int32_t> labels(static_cast<std::size_t>(split.count));
   if (!dataset.valid() ||
-      H5Dread(dataset.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data()) < 0)
-    fail(path, labels_name + ": cannot read the data (file truncated or corrupt)");
+      detail::read_checked(dataset.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data()) < 0)
+    fail(path, labels_name + ": cannot read the data (" + detail::read_failure_reason() + ")");
   const auto class_count = static_cast<std::int32_t>(info.classes.size());
   const auto bad = std::find_if(labels.begin(), labels.end(), [class_count](std::int32_t label) {
     return label < 0 || label >= class_count;
@@ -345,10 +346,10 @@ std::string hash_dataset(const std::string& path, hid_t file, const std::string&
     const bool selected =
         memory_space.valid() && H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
                                                     count.data(), nullptr) >= 0;
-    if (!selected || H5Dread(dataset.get(), memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT,
-                             buffer.data()) < 0)
+    if (!selected || detail::read_checked(dataset.get(), memory_type, memory_space.get(), file_space.get(),
+                                          H5P_DEFAULT, buffer.data()) < 0)
       fail(path, dataset_name + ": cannot read rows " + std::to_string(first) + ".." +
-                     std::to_string(first + count[0]) + " (file truncated or corrupt)");
+                     std::to_string(first + count[0]) + " (" + detail::read_failure_reason() + ")");
     hasher.update(buffer.data(), buffer.size());
   }
   return format_checksum(hasher.digest());
@@ -393,9 +394,55 @@ Split read_split(const std::string& path, const std::string& split_name) {
   const std::string images_name = "/" + split.name + "/images";
   Hdf5Handle images = detail::open_checked_dataset(file.get(), images_name, path);
   split.images.resize(static_cast<std::size_t>(split.count * split.image_bytes()));
-  if (!images.valid() ||
-      H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, split.images.data()) < 0)
-    fail(path, images_name + ": cannot read the data (file truncated or corrupt)");
+  if (!images.valid()) fail(path, images_name + ": cannot be opened (" + detail::read_failure_reason() + ")");
+  // In slabs of whole chunks (HDF5 reads each chunk once either way), so that a damaged chunk can
+  // be named by its samples, as a streamed read names it: a slab that fails is read again a chunk
+  // at a time to find it.
+  hsize_t chunk_rows = static_cast<hsize_t>(std::max<std::int64_t>(1, split.count));
+  const Hdf5Handle creation = detail::property_list_handle(H5Dget_create_plist(images.get()));
+  hsize_t chunk[4] = {0, 0, 0, 0};
+  if (creation.valid() && H5Pget_layout(creation.get()) == H5D_CHUNKED &&
+      H5Pget_chunk(creation.get(), 4, chunk) == 4 && chunk[0] > 0)
+    chunk_rows = chunk[0];
+  const auto row_bytes = static_cast<hsize_t>(split.image_bytes());
+  constexpr hsize_t slab_target_bytes = 16u << 20;
+  const hsize_t slab_rows =
+      chunk_rows * std::max<hsize_t>(1, slab_target_bytes / std::max<hsize_t>(1, row_bytes * chunk_rows));
+  const Hdf5Handle file_space = detail::dataspace_handle(H5Dget_space(images.get()));
+  const auto rows = static_cast<hsize_t>(split.count);
+  // Empty when rows [first, first + count) read; else why not (taken before the handles close:
+  // closing one clears HDF5's error stack).
+  const auto read_rows = [&](hsize_t first, hsize_t count) -> std::string {
+    const hsize_t shape[4] = {count, static_cast<hsize_t>(split.height), static_cast<hsize_t>(split.width),
+                              static_cast<hsize_t>(split.channels)};
+    const hsize_t start[4] = {first, 0, 0, 0};
+    const Hdf5Handle memory_space = detail::dataspace_handle(H5Screate_simple(4, shape, nullptr));
+    if (file_space.valid() && memory_space.valid() &&
+        H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, shape, nullptr) >= 0 &&
+        detail::read_checked(images.get(), H5T_NATIVE_UINT8, memory_space.get(), file_space.get(),
+                             H5P_DEFAULT, split.images.data() + first * row_bytes) >= 0)
+      return {};
+    return detail::read_failure_reason();
+  };
+  for (hsize_t first = 0; first < rows; first += slab_rows) {
+    const hsize_t count = std::min(slab_rows, rows - first);
+    std::string reason = read_rows(first, count);
+    if (reason.empty()) continue;
+    hsize_t damaged = first, damaged_count = count;
+    for (hsize_t chunk_first = first; chunk_first < first + count; chunk_first += chunk_rows) {
+      const hsize_t chunk_count = std::min(chunk_rows, first + count - chunk_first);
+      const std::string chunk_reason = read_rows(chunk_first, chunk_count);
+      if (chunk_reason.empty()) continue;
+      reason = chunk_reason;
+      damaged = chunk_first;
+      damaged_count = chunk_count;
+      break;
+    }
+    const std::string samples =
+        "[" + std::to_string(damaged) + ":" + std::to_string(damaged + damaged_count) + "]";
+    fail(path, images_name + samples + ": cannot read the data (" + reason + ") (the chunk of samples " +
+                   samples + " is damaged)");
+  }
   return split;
 }
 
@@ -494,16 +541,16 @@ Split read_samples(const std::string& path, const std::string& split_name,
         split.images.data() + position * static_cast<std::size_t>(split.image_bytes());
     if (H5Sselect_hyperslab(image_space.get(), H5S_SELECT_SET, image_start, nullptr, image_count, nullptr) <
             0 ||
-        H5Dread(images.get(), H5T_NATIVE_UINT8, image_memory.get(), image_space.get(), H5P_DEFAULT,
-                destination) < 0)
-      fail(path,
-           images_name + "[" + std::to_string(index) + "]: cannot read the data (file truncated or corrupt)");
+        detail::read_checked(images.get(), H5T_NATIVE_UINT8, image_memory.get(), image_space.get(),
+                             H5P_DEFAULT, destination) < 0)
+      fail(path, images_name + "[" + std::to_string(index) + "]: cannot read the data (" +
+                     detail::read_failure_reason() + ")");
     if (H5Sselect_hyperslab(label_space.get(), H5S_SELECT_SET, &label_start, nullptr, &label_count, nullptr) <
             0 ||
-        H5Dread(labels.get(), H5T_NATIVE_INT32, label_memory.get(), label_space.get(), H5P_DEFAULT,
-                &split.labels[position]) < 0)
-      fail(path,
-           labels_name + "[" + std::to_string(index) + "]: cannot read the data (file truncated or corrupt)");
+        detail::read_checked(labels.get(), H5T_NATIVE_INT32, label_memory.get(), label_space.get(),
+                             H5P_DEFAULT, &split.labels[position]) < 0)
+      fail(path, labels_name + "[" + std::to_string(index) + "]: cannot read the data (" +
+                     detail::read_failure_reason() + ")");
     const std::int32_t label = split.labels[position];
     if (label < 0 || label >= class_count)
       fail(path, labels_name + "[" + std::to_string(index) + "] = " + std::to_string(label) +

@@ -17,6 +17,7 @@
 
 #include "hdf5_header_reading.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 
 namespace phalanx::data::detail {
@@ -45,13 +46,40 @@ std::string storage_shortfall(std::uint64_t stored, std::uint64_t values, std::u
          (values == 1 ? " needs " : " need ") + std::to_string(needed);
 }
 
-// "its chunk at [0,3] is stored in 1 byte, but an unfiltered chunk of [1,2] values of 1 byte takes 2"
-std::string short_chunk(const std::vector<hsize_t>& offset, std::uint64_t stored, const std::vector<hsize_t>& chunk,
-                        std::uint64_t value_bytes, std::uint64_t chunk_bytes) {
-  return "its chunk at " + coordinates_text(offset) + " is stored in " + count_of(stored, "byte", "bytes") +
-         ", but an unfiltered chunk of " + coordinates_text(chunk) + " values of " +
-         count_of(value_bytes, "byte", "bytes") + " takes " + std::to_string(chunk_bytes);
-}
+// What each record of a chunk index must state about its chunk's stored size, given which of
+// the pipeline's filters it applied (a record's filter mask has bit i set when filter i was
+// skipped for that chunk). Only the compressor changes a chunk's size by an amount the record
+// cannot tell (its decoder checks what it decodes to: checked_chunk_decoding.hpp); shuffle keeps
+// it, and Fletcher-32 adds its 4-byte checksum, which HDF5 reads from the last 4 bytes stored
+// (a chunk stored in fewer made HDF5 1.10 read far before its buffer, a crash).
+struct RecordRule {
+  std::vector<hsize_t> chunk;  // a chunk's extent
+  std::uint64_t value_bytes = 0;
+  std::uint64_t chunk_bytes = 0;
+  int compressor = -1;  // pipeline positions; -1 without
+  int checksum = -1;
+
+  // "its chunk at [0,3] is stored in 1 byte, but an unfiltered chunk of [1,2] values of 1 byte
+  // takes 2"; empty when the record's size can be right.
+  std::string problem(const std::vector<hsize_t>& offset, std::uint64_t stored, unsigned skipped) const {
+    const auto applied = [skipped](int position) {
+      return position >= 0 && (position >= 32 || !(skipped & (1u << position)));
+    };
+    const bool with_checksum = applied(checksum);
+    const std::string place =
+        "its chunk at " + coordinates_text(offset) + " is stored in " + count_of(stored, "byte", "bytes");
+    if (with_checksum && stored < 4) return place + ", too few to hold its Fletcher-32 checksum (4 bytes)";
+    if (applied(compressor)) return {};
+    const std::uint64_t expected = chunk_bytes + (with_checksum ? 4 : 0);
+    if (stored == expected) return {};
+    const std::string values =
+        coordinates_text(chunk) + " values of " + count_of(value_bytes, "byte", "bytes");
+    if (!with_checksum)
+      return place + ", but an unfiltered chunk of " + values + " takes " + std::to_string(chunk_bytes);
+    return place + ", but an uncompressed chunk of " + values + " takes " + std::to_string(chunk_bytes) +
+           ", with its Fletcher-32 checksum " + std::to_string(expected);
+  }
+};
 
 // Where a chunked dataset's records are, when they are in a version 1 B-tree (HDF5's default
 // chunk index, and h5py's: layout messages of versions 1 to 3); 0 for other indexes.
@@ -90,24 +118,26 @@ ChunkTree chunk_tree(const hdf5_format::HeaderFile& file, std::uint64_t header) 
 // and its offset (one coordinate per dimension, the element's last); a leaf's child is the
 // chunk's address. One pass over the tree, for datasets of more chunks than HDF5's own record
 // queries can walk (largest_checked_chunk_count). Nodes that cannot be read are HDF5's to report.
-std::string walk_chunk_tree(const hdf5_format::HeaderFile& file, const ChunkTree& tree, const std::vector<hsize_t>& chunk,
-                            std::uint64_t value_bytes, std::uint64_t chunk_bytes, unsigned every_filter) {
+std::string walk_chunk_tree(const hdf5_format::HeaderFile& file, const ChunkTree& tree,
+                            const RecordRule& rule) {
   using namespace hdf5_format;
-  if (tree.dimensions != chunk.size() + 1) return {};  // refused by the object-header check
+  if (tree.dimensions != rule.chunk.size() + 1) return {};  // refused by the object-header check
   const unsigned address_bytes = file.address_bytes();
   const std::uint64_t key_bytes = 8 + 8 * std::uint64_t{tree.dimensions};
   constexpr unsigned deepest = 64;
   std::vector<std::pair<std::uint64_t, unsigned>> nodes = {{tree.address, deepest}};
   std::set<std::uint64_t> seen;
-  std::vector<hsize_t> offset(chunk.size());
+  std::vector<hsize_t> offset(rule.chunk.size());
   while (!nodes.empty()) {
     const auto [address, depth_left] = nodes.back();
     nodes.pop_back();
-    if (!seen.insert(address).second) return "its chunk index refers to the node at byte " +
-                                             std::to_string(file.absolute(address)) + " twice";
+    if (!seen.insert(address).second)
+      return "its chunk index refers to the node at byte " + std::to_string(file.absolute(address)) +
+             " twice";
     std::vector<std::uint8_t> node;
     const std::uint64_t fixed = 8 + 2 * std::uint64_t{address_bytes};
-    if (!file.read(address, fixed, node) || std::memcmp(node.data(), "TREE", 4) != 0 || node[4] != 1) continue;
+    if (!file.read(address, fixed, node) || std::memcmp(node.data(), "TREE", 4) != 0 || node[4] != 1)
+      continue;
     const unsigned level = node[5];
     const std::uint64_t entries = Bytes(node.data() + 6, 2).number(2, "entries used");
     if (level > 0 && depth_left == 0) return "its chunk index is deeper than 64 levels";
@@ -121,8 +151,8 @@ std::string walk_chunk_tree(const hdf5_format::HeaderFile& file, const ChunkTree
       const std::uint64_t child = body.number(address_bytes, "child address");
       if (level > 0) {
         nodes.emplace_back(child, depth_left - 1);
-      } else if ((skipped & every_filter) == every_filter && stored != chunk_bytes) {
-        return short_chunk(offset, stored, chunk, value_bytes, chunk_bytes);
+      } else if (std::string problem = rule.problem(offset, stored, skipped); !problem.empty()) {
+        return problem;
       }
     }
   }
@@ -132,8 +162,7 @@ std::string walk_chunk_tree(const hdf5_format::HeaderFile& file, const ChunkTree
 // The records of a chunk index of more than largest_checked_chunk_count chunks: walked in the
 // file when they are in a version 1 B-tree; other indexes (files written for HDF5 1.10's newest
 // format) are left to HDF5.
-std::string many_chunk_records_problem(hid_t dataset, const std::vector<hsize_t>& chunk, std::uint64_t value_bytes,
-                                       std::uint64_t chunk_bytes, unsigned every_filter) {
+std::string many_chunk_records_problem(hid_t dataset, const RecordRule& rule) {
   using namespace hdf5_format;
   H5O_info_t info{};
   FileFacts facts;
@@ -151,37 +180,29 @@ std::string many_chunk_records_problem(hid_t dataset, const std::vector<hsize_t>
   try {
     const ChunkTree tree = chunk_tree(file, info.addr);
     if (tree.address == 0) return {};
-    return walk_chunk_tree(file, tree, chunk, value_bytes, chunk_bytes, every_filter);
+    return walk_chunk_tree(file, tree, rule);
   } catch (const Damage& damage) {
     return "its chunk index is damaged: " + damage.what;
   }
 }
 
-// Every record of the chunk index: an unfiltered chunk must be stored in exactly a chunk's bytes.
+// Every record of the chunk index against the rule (RecordRule).
 // All records, not the one a lookup of each chunk's coordinates returns: HDF5's own lookup
 // (a binary search over the records' keys) and H5Dget_chunk_info_by_coord (the first record in
 // index order) can return different records of a damaged index for the same chunk.
-std::string chunk_records_problem(hid_t dataset, hid_t space, int rank, const std::vector<hsize_t>& chunk,
-                                  std::uint64_t value_bytes, int filters) {
-  if (filters < 0) return "its filters cannot be read";
+std::string chunk_records_problem(hid_t dataset, hid_t space, const RecordRule& rule) {
   hsize_t records = 0;
   if (H5Dget_num_chunks(dataset, space, &records) < 0) return "its chunk index cannot be read";
-  std::uint64_t chunk_bytes = value_bytes;
-  for (const hsize_t extent : chunk) chunk_bytes *= extent;  // below 4 GiB: HDF5 refuses larger chunks
-  // A record's filter mask has bit i set when filter i was skipped for that chunk.
-  const unsigned every_filter = filters >= 32 ? ~0u : (1u << filters) - 1u;
-  if (records > largest_checked_chunk_count)
-    return many_chunk_records_problem(dataset, chunk, value_bytes, chunk_bytes, every_filter);
-  std::vector<hsize_t> offset(static_cast<std::size_t>(rank));
+  if (records > largest_checked_chunk_count) return many_chunk_records_problem(dataset, rule);
+  std::vector<hsize_t> offset(rule.chunk.size());
   for (hsize_t record = 0; record < records; ++record) {
     unsigned skipped = 0;
     haddr_t address = HADDR_UNDEF;
     hsize_t stored = 0;
     if (H5Dget_chunk_info(dataset, space, record, offset.data(), &skipped, &address, &stored) < 0)
       return "its chunk index cannot be read (record " + std::to_string(record) + ")";
-    const bool unfiltered = filters == 0 || (skipped & every_filter) == every_filter;
-    if (address == HADDR_UNDEF || !unfiltered || stored == chunk_bytes) continue;
-    return short_chunk(offset, stored, chunk, value_bytes, chunk_bytes);
+    if (address == HADDR_UNDEF) continue;
+    if (std::string problem = rule.problem(offset, stored, skipped); !problem.empty()) return problem;
   }
   return {};
 }
@@ -196,10 +217,14 @@ std::string dataset_storage_problem(hid_t dataset) {
   const Hdf5Handle type = datatype_handle(H5Dget_type(dataset));
   const Hdf5Handle creation = property_list_handle(H5Dget_create_plist(dataset));
   const hssize_t points = space.valid() ? H5Sget_simple_extent_npoints(space.get()) : -1;
-  const std::uint64_t value_bytes = type.valid() ? H5Tget_size(type.get()) : 0;
+  const std::uint64_t value_bytes = type.valid() ? stored_value_bytes(dataset) : 0;
   const auto values = static_cast<std::uint64_t>(points);
-  if (!creation.valid() || points < 0 || value_bytes == 0) {
+  if (!creation.valid() || points < 0 || !type.valid()) {
     problem = "its dataspace, datatype or storage layout cannot be read";
+  } else if (value_bytes == 0) {
+    problem = "its datatype (" + describe_type(type.get()) +
+              ") holds variable-length values or references inside a compound or an array, which phalanx "
+              "never reads";
   } else if (values > std::numeric_limits<std::uint64_t>::max() / value_bytes) {
     problem = "its " + count_of(values, "value", "values") + " of " + count_of(value_bytes, "byte", "bytes") +
               " overflow 64 bits";
@@ -229,8 +254,14 @@ std::string dataset_storage_problem(hid_t dataset) {
           break;
         }
         chunk.resize(static_cast<std::size_t>(rank));
-        problem = chunk_records_problem(dataset, space.get(), rank, chunk, value_bytes,
-                                        H5Pget_nfilters(creation.get()));
+        const FilterPipeline pipeline = filter_pipeline(creation.get());
+        if (!pipeline.problem.empty()) {
+          problem = pipeline.problem;
+          break;
+        }
+        RecordRule rule{chunk, value_bytes, value_bytes, pipeline.compressor, pipeline.checksum};
+        for (const hsize_t extent : chunk) rule.chunk_bytes *= extent;  // below 4 GiB: refused at open
+        problem = chunk_records_problem(dataset, space.get(), rule);
         break;
       }
       default: break;  // virtual datasets store nothing of their own

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset_storage_check.hpp"
 #include "phalanx/data/object_header_check.hpp"
@@ -205,7 +206,7 @@ std::vector<std::string> read_strings(hid_t dataset, const config::DatasetLocati
   if (H5Tis_variable_str(type.get()) > 0) {
     detail::Hdf5Handle memory_type = detail::variable_string_type_for(type.get());
     std::vector<char*> pointers(count, nullptr);
-    if (H5Dread(dataset, memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()) < 0)
+    if (detail::read_checked(dataset, memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()) < 0)
       fail(location, key, "cannot be read (file corrupt?)");
     for (char* pointer : pointers) values.emplace_back(pointer ? pointer : "");
     detail::Hdf5Handle space = detail::dataspace_handle(H5Dget_space(dataset));
@@ -213,7 +214,7 @@ std::vector<std::string> read_strings(hid_t dataset, const config::DatasetLocati
   } else {
     const std::size_t length = H5Tget_size(type.get());
     std::vector<char> buffer(count * length + 1, '\0');
-    if (H5Dread(dataset, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()) < 0)
+    if (detail::read_checked(dataset, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()) < 0)
       fail(location, key, "cannot be read (file corrupt?)");
     values = detail::split_fixed_length_strings(buffer, count, length,
                                                 H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD);

@@ -11,6 +11,7 @@
 
 #include "mapped_file.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 #include "phalanx/data/split_carving.hpp"
 
@@ -69,9 +70,9 @@ LabelFile read_label_file(hid_t file, const DatasetLocation& location, const std
   if (!labels.shape.error.empty()) mapped::fail(location, key, labels.shape.error);
   labels.values.resize(
       static_cast<std::size_t>(labels.shape.count * std::max<std::int64_t>(1, labels.shape.classes)));
-  if (!labels.values.empty() &&
-      H5Dread(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.values.data()) < 0)
-    mapped::fail(location, key, "cannot read the data (file truncated or corrupt)");
+  if (!labels.values.empty() && detail::read_checked(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
+                                                     H5P_DEFAULT, labels.values.data()) < 0)
+    mapped::fail(location, key, "cannot read the data (" + detail::read_failure_reason() + ")");
   return labels;
 }
 
@@ -99,9 +100,11 @@ void decide_scale(hid_t dataset, PendingSplit& split) {
     start[0] = static_cast<hsize_t>(sample);
     if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) <
             0 ||
-        H5Dread(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(), H5P_DEFAULT, row.data()) < 0)
+        detail::read_checked(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(), H5P_DEFAULT,
+                             row.data()) < 0)
       mapped::fail(location, split.images_key,
-                   "sample " + std::to_string(sample) + ": cannot read the data (file truncated or corrupt)");
+                   "sample " + std::to_string(sample) + ": cannot read the data (" +
+                       detail::read_failure_reason() + ")");
     for (const float value : row) {
       if (!std::isfinite(value) || value < 0.0f || value > 255.0f)
         mapped::fail(location, split.images_key,

@@ -11,6 +11,7 @@
 
 #include "mapped_file.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 
 namespace phalanx::data {
@@ -55,7 +56,7 @@ void MappedSplitReader::read_rows(std::int64_t row, std::int64_t count, std::uin
   const auto fail_read = [&]() {
     mapped::fail(split_.images, split_.images_key,
                  "samples " + std::to_string(row) + ".." + std::to_string(row + count) +
-                     ": cannot read the data (file truncated or corrupt)");
+                     ": cannot read the data (" + detail::read_failure_reason() + ")");
   };
   if (!file_space.valid() || !memory_space.valid() ||
       H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) < 0)
@@ -67,8 +68,8 @@ void MappedSplitReader::read_rows(std::int64_t row, std::int64_t count, std::uin
   // uint8 stored as NHWC (or NHW, the same bytes) goes straight into the output.
   const bool direct = split_.scale == PixelScale::Bytes && split_.layout != ImageLayout::Nchw;
   if (direct) {
-    if (H5Dread(images_.get(), H5T_NATIVE_UINT8, memory_space.get(), file_space.get(), H5P_DEFAULT, images) <
-        0)
+    if (detail::read_checked(images_.get(), H5T_NATIVE_UINT8, memory_space.get(), file_space.get(),
+                             H5P_DEFAULT, images) < 0)
       fail_read();
     return;
   }
@@ -77,13 +78,13 @@ void MappedSplitReader::read_rows(std::int64_t row, std::int64_t count, std::uin
   std::vector<float> stored_floats;
   if (split_.scale == PixelScale::Bytes) {
     stored_bytes.resize(values);
-    if (H5Dread(images_.get(), H5T_NATIVE_UINT8, memory_space.get(), file_space.get(), H5P_DEFAULT,
-                stored_bytes.data()) < 0)
+    if (detail::read_checked(images_.get(), H5T_NATIVE_UINT8, memory_space.get(), file_space.get(),
+                             H5P_DEFAULT, stored_bytes.data()) < 0)
       fail_read();
   } else {
     stored_floats.resize(values);
-    if (H5Dread(images_.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(), H5P_DEFAULT,
-                stored_floats.data()) < 0)
+    if (detail::read_checked(images_.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+                             H5P_DEFAULT, stored_floats.data()) < 0)
       fail_read();
   }
   const bool unit = split_.scale == PixelScale::Unit;

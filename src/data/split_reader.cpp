@@ -8,6 +8,7 @@
 #include <string>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset_storage_check.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
@@ -45,7 +46,8 @@ bool read_samples_alone(hid_t dataset, hid_t memory_type, std::int64_t begin, st
   detail::Hdf5Handle memory = detail::dataspace_handle(H5Screate_simple(rank, dimensions, nullptr));
   return memory.valid() &&
          H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, dimensions, nullptr) >= 0 &&
-         H5Dread(dataset, memory_type, memory.get(), space.get(), H5P_DEFAULT, scratch.data()) >= 0;
+         detail::read_checked(dataset, memory_type, memory.get(), space.get(), H5P_DEFAULT, scratch.data()) >=
+             0;
 }
 }  // namespace
 
@@ -168,8 +170,8 @@ void SplitReader::read(std::int64_t begin, std::int64_t end, std::uint8_t* image
   else if (selected)
     selected = H5Sselect_hyperslab(image_space.get(), H5S_SELECT_SET, image_start, nullptr, image_count,
                                    nullptr) >= 0;
-  if (!selected ||
-      H5Dread(images_.get(), H5T_NATIVE_UINT8, image_memory.get(), image_space.get(), transfer, images) < 0)
+  if (!selected || detail::read_checked(images_.get(), H5T_NATIVE_UINT8, image_memory.get(),
+                                        image_space.get(), transfer, images) < 0)
     fail_read(images_.get(), H5T_NATIVE_UINT8, images_name_, begin, end);
 
   detail::Hdf5Handle label_space = detail::dataspace_handle(H5Dget_space(labels_.get()));
@@ -180,8 +182,8 @@ void SplitReader::read(std::int64_t begin, std::int64_t end, std::uint8_t* image
   else if (selected)
     selected =
         H5Sselect_hyperslab(label_space.get(), H5S_SELECT_SET, &label_start, nullptr, &count, nullptr) >= 0;
-  if (!selected ||
-      H5Dread(labels_.get(), H5T_NATIVE_INT32, label_memory.get(), label_space.get(), transfer, labels) < 0)
+  if (!selected || detail::read_checked(labels_.get(), H5T_NATIVE_INT32, label_memory.get(),
+                                        label_space.get(), transfer, labels) < 0)
     fail_read(labels_.get(), H5T_NATIVE_INT32, labels_name_, begin, end);
   // HDF5 reads a file that shrank after it was opened as zeros past the new end, without an
   // error: a dataset truncated under a running job would train on blank images. The size is

@@ -22,6 +22,7 @@
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/dataset_storage_check.hpp"
@@ -293,8 +294,9 @@ std::int64_t read_int64(hid_t file, const std::string& name, const std::string& 
   require_number_dataset(dataset.get(), name, path);
   std::int64_t value = 0;
   data::detail::require_sound_dataset_storage(dataset.get(), path + ": " + name);
-  PHALANX_REQUIRE_INPUT(H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
-                        path, ": ", name, ": unreadable");
+  PHALANX_REQUIRE_INPUT(
+      data::detail::read_checked(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
+      path, ": ", name, ": unreadable");
   return value;
 }
 
@@ -346,8 +348,9 @@ void read_floats(hid_t file, const std::string& name, const Shape& shape, float*
                         " does not match the model's ", shape.to_string());
   require_number_dataset(dataset.get(), name, path);
   data::detail::require_sound_dataset_storage(dataset.get(), path + ": " + name);
-  PHALANX_REQUIRE_INPUT(H5Dread(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0,
-                        path, ": ", name, ": unreadable (truncated file?)");
+  PHALANX_REQUIRE_INPUT(
+      data::detail::read_checked(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0,
+      path, ": ", name, ": unreadable (truncated file?)");
   // Checkpoints written before checksums were stored have none; those load unverified.
   if (H5Aexists(dataset.get(), data::checksum_attribute) <= 0) return;
   const std::string stored = read_attribute_string(dataset.get(), data::checksum_attribute, path);
@@ -405,9 +408,9 @@ std::vector<Value> read_per_rank(hid_t file, const std::string& name, std::size_
   std::vector<Value> values(ranks);
   data::detail::require_sound_dataset_storage(dataset.get(), path + ": " + name);
   const hid_t memory_type = std::is_same_v<Value, double> ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64;
-  PHALANX_REQUIRE_INPUT(
-      H5Dread(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0, path, ": ",
-      name, ": unreadable (truncated file?)");
+  PHALANX_REQUIRE_INPUT(data::detail::read_checked(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                                   values.data()) >= 0,
+                        path, ": ", name, ": unreadable (truncated file?)");
   if constexpr (std::is_same_v<Value, double>) {
     if (H5Aexists(dataset.get(), data::checksum_attribute) > 0) {
       const std::string stored = read_attribute_string(dataset.get(), data::checksum_attribute, path);

@@ -5,6 +5,7 @@
 // still reads.
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <zlib.h>
 
 #include <cmath>
 #include <cstdint>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "data/data_test_support.hpp"
+#include "phalanx/data/checked_chunk_decoding.hpp"
+#include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/dataset_storage_check.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
@@ -229,7 +232,8 @@ TEST(DatasetStorage, RecordsOfMoreChunksThanHdf5CanHandOutAreWalkedInTheFile) {
   constexpr hsize_t rows = 5000;
   static_assert(rows > detail::largest_checked_chunk_count);
   std::vector<std::uint8_t> values(rows * 2);
-  for (std::size_t index = 0; index < values.size(); ++index) values[index] = static_cast<std::uint8_t>(index);
+  for (std::size_t index = 0; index < values.size(); ++index)
+    values[index] = static_cast<std::uint8_t>(index);
   write_values(path, "/values", H5T_NATIVE_UINT8, {rows, 2}, values, Layout::Chunked, 1);
   EXPECT_EQ(problem_of(path, "/values"), "");
   // A leaf key: stored size 2, filter mask 0, offset [4321, 0] and the element's 0.
@@ -239,8 +243,9 @@ TEST(DatasetStorage, RecordsOfMoreChunksThanHdf5CanHandOutAreWalkedInTheFile) {
   const std::size_t at = only_position(bytes, key);
   bytes[at] = 1;
   testing::write_bytes(path, bytes);
-  EXPECT_EQ(problem_of(path, "/values"),
-            "its chunk at [4321,0] is stored in 1 byte, but an unfiltered chunk of [1,2] values of 1 byte takes 2");
+  EXPECT_EQ(
+      problem_of(path, "/values"),
+      "its chunk at [4321,0] is stored in 1 byte, but an unfiltered chunk of [1,2] values of 1 byte takes 2");
 }
 
 TEST(DatasetStorage, CompressedChunksPassUnlessARecordSkipsEveryFilter) {
@@ -275,6 +280,181 @@ TEST(DatasetStorage, DatasetFileWithADamagedChunkRecordIsRefusedByItsReaders) {
   EXPECT_INPUT_ERROR(read_dataset_info(path), refusal);
   EXPECT_INPUT_ERROR(read_split(path, "test"), refusal);
   EXPECT_INPUT_ERROR(SplitReader reader(path, "train"), refusal);
+}
+
+// Writes a chunked uint8 dataset /values of [4, 4] in chunks of [2, 4], through `filters` (called
+// on its creation property list), with values 0 to 15.
+template <typename Filters>
+void write_filtered(const std::string& path, Filters filters) {
+  Hdf5Handle file = detail::file_handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  ASSERT_TRUE(file.valid());
+  const hsize_t shape[2] = {4, 4}, chunk[2] = {2, 4};
+  Hdf5Handle space = detail::dataspace_handle(H5Screate_simple(2, shape, nullptr));
+  Hdf5Handle creation = detail::property_list_handle(H5Pcreate(H5P_DATASET_CREATE));
+  H5Pset_chunk(creation.get(), 2, chunk);
+  filters(creation.get());
+  Hdf5Handle dataset = detail::dataset_handle(H5Dcreate2(file.get(), "/values", H5T_NATIVE_UINT8, space.get(),
+                                                         H5P_DEFAULT, creation.get(), H5P_DEFAULT));
+  ASSERT_TRUE(dataset.valid());
+  std::vector<std::uint8_t> values(16);
+  for (std::size_t index = 0; index < values.size(); ++index)
+    values[index] = static_cast<std::uint8_t>(index);
+  ASSERT_GE(H5Dwrite(dataset.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+}
+
+// Replaces the stored bytes of the chunk at `offset` of `name` with `stored`, every filter applied.
+void write_stored_chunk(const std::string& path, const std::string& name, const std::vector<hsize_t>& offset,
+                        const std::string& stored) {
+  Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+  Hdf5Handle dataset = detail::dataset_handle(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT));
+  ASSERT_TRUE(dataset.valid());
+  ASSERT_GE(H5Dwrite_chunk(dataset.get(), H5P_DEFAULT, 0, offset.data(), stored.size(), stored.data()), 0);
+}
+
+// `bytes` as one zlib stream, as HDF5's gzip filter stores a chunk.
+std::string zlib_stream(const std::string& bytes) {
+  std::string stream(compressBound(bytes.size()), '\0');
+  uLongf length = stream.size();
+  EXPECT_EQ(compress2(reinterpret_cast<Bytef*>(stream.data()), &length,
+                      reinterpret_cast<const Bytef*>(bytes.data()), bytes.size(), 4),
+            Z_OK);
+  stream.resize(length);
+  return stream;
+}
+
+// Reads `name` of `path` whole through the checked driver as the readers do; the innermost reason
+// HDF5's error stack gives when the read fails, "read" when it succeeds.
+std::string read_reason(const std::string& path, const std::string& name, std::vector<std::uint8_t>& values) {
+  Hdf5Handle access = detail::checked_file_access();
+  Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
+  Hdf5Handle dataset = detail::dataset_handle(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT));
+  EXPECT_TRUE(dataset.valid());
+  EXPECT_EQ(detail::dataset_storage_problem(dataset.get()), "");
+  detail::silence_hdf5_error_printing();
+  if (detail::read_checked(dataset.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >=
+      0)
+    return "read";
+  return detail::hdf5_innermost_error();
+}
+
+TEST(CheckedChunkDecoding, GzipChunkThatInflatesToAnotherSizeFailsItsReadNamingWhy) {
+  // The damage HDF5 1.10.8 copied past its buffer for: a gzip chunk that inflates short (16 bytes
+  // copied from 5 under ASan: a heap-buffer-overflow). Longer is refused as well.
+  const ScratchDirectory scratch("checked-gzip");
+  const std::string path = scratch.file("gzip.h5");
+  write_filtered(path, [](hid_t creation) { H5Pset_shuffle(creation), H5Pset_deflate(creation, 4); });
+  std::vector<std::uint8_t> values(16);
+  EXPECT_EQ(read_reason(path, "/values", values), "read");
+  EXPECT_EQ(values[15], 15);
+  write_stored_chunk(path, "/values", {2, 0}, zlib_stream(std::string(5, '\7')));
+  EXPECT_NE(read_reason(path, "/values", values).find("the gzip chunk stored at byte "), std::string::npos);
+  EXPECT_NE(
+      read_reason(path, "/values", values).find(": it inflates to 5 bytes, a chunk of the dataset holds 8"),
+      std::string::npos);
+  write_stored_chunk(path, "/values", {2, 0}, zlib_stream(std::string(9, '\7')));
+  EXPECT_NE(
+      read_reason(path, "/values", values).find("it inflates to 9 bytes, a chunk of the dataset holds 8"),
+      std::string::npos);
+  // A stream longer than the window it is counted through stops at the chunk's size.
+  write_stored_chunk(path, "/values", {2, 0}, zlib_stream(std::string(100000, '\7')));
+  EXPECT_NE(read_reason(path, "/values", values)
+                .find("it inflates to more than the 8 bytes a chunk of the dataset holds"),
+            std::string::npos);
+  // The right size reads, whatever the values.
+  write_stored_chunk(path, "/values", {2, 0}, zlib_stream(std::string(8, '\7')));
+  EXPECT_EQ(read_reason(path, "/values", values), "read");
+  EXPECT_EQ(values[15], 7);
+}
+
+TEST(CheckedChunkDecoding, ShortGzipChunkIsRefusedByTheDatasetReaders) {
+  // phalanx's own files: gzip, then Fletcher-32. The stored stream is inflated before the checksum
+  // is looked at.
+  const ScratchDirectory scratch("checked-gzip-native");
+  const std::string path = scratch.file("native.h5");
+  const Split train = testing::make_split("train", 16, 2, 2, 1, 2, 1);
+  const Split test = testing::make_split("test", 8, 2, 2, 1, 2, 2);
+  write_dataset(path, {"a", "b"}, {&train, &test}, {.chunk_samples = 4, .gzip_level = 4});
+  EXPECT_EQ(read_split(path, "train").images, train.images);
+  write_stored_chunk(path, "/train/images", {4, 0, 0, 0}, zlib_stream(std::string(5, '\1')));
+  SplitReader reader(path, "train");
+  std::vector<std::uint8_t> images(16 * 4);
+  std::vector<std::int32_t> labels(16);
+  EXPECT_INPUT_ERROR(reader.read(0, 16, images.data(), labels.data()),
+                     "/train/images[4:8]: cannot read the data: the gzip chunk stored at byte ");
+  EXPECT_INPUT_ERROR(
+      reader.read(0, 16, images.data(), labels.data()),
+      ": it inflates to 5 bytes, a chunk of the dataset holds 16 (the chunk of samples [4:8] is damaged");
+  EXPECT_INPUT_ERROR(read_split(path, "train"), "it inflates to 5 bytes, a chunk of the dataset holds 16");
+}
+
+TEST(DatasetStorage, ChunksWithoutACompressorHoldAChunkAndTheirChecksum) {
+  // Fletcher-32 reads its checksum from a chunk's last 4 bytes: HDF5 1.10.8 read far before its
+  // buffer for a chunk stored in 2 (a crash). Shuffle keeps a chunk's size.
+  const ScratchDirectory scratch("dataset-storage-checksum");
+  const std::string path = scratch.file("checksum.h5");
+  write_filtered(path, [](hid_t creation) { H5Pset_shuffle(creation), H5Pset_fletcher32(creation); });
+  EXPECT_EQ(problem_of(path, "/values"), "");
+  damage_first_chunk_record(path, 2, 0);
+  EXPECT_EQ(problem_of(path, "/values"),
+            "its chunk at [0,0] is stored in 2 bytes, too few to hold its Fletcher-32 checksum (4 bytes)");
+  damage_first_chunk_record(path, 8, 0);
+  EXPECT_EQ(
+      problem_of(path, "/values"),
+      "its chunk at [0,0] is stored in 8 bytes, but an uncompressed chunk of [2,4] values of 1 byte takes 8, "
+      "with its Fletcher-32 checksum 12");
+  damage_first_chunk_record(path, 7, 2);  // the checksum skipped: shuffle's chunk alone
+  EXPECT_EQ(
+      problem_of(path, "/values"),
+      "its chunk at [0,0] is stored in 7 bytes, but an unfiltered chunk of [2,4] values of 1 byte takes 8");
+  damage_first_chunk_record(path, 8, 2);
+  EXPECT_EQ(problem_of(path, "/values"), "");
+}
+
+TEST(DatasetStorage, PipelinesWhoseDecodedSizePhalanxCannotCheckAreRefused) {
+  const ScratchDirectory scratch("dataset-storage-pipelines");
+  const std::string nbit = scratch.file("nbit.h5"), reordered = scratch.file("reordered.h5");
+  write_filtered(nbit, [](hid_t creation) { H5Pset_nbit(creation); });
+  EXPECT_EQ(
+      problem_of(nbit, "/values"),
+      "its chunks go through nbit, which phalanx does not read (it reads chunks filtered with shuffle, gzip, "
+      "LZF and Fletcher-32; `h5repack -f GZIP=4` rewrites a file with gzip)");
+  write_filtered(reordered, [](hid_t creation) { H5Pset_deflate(creation, 4), H5Pset_shuffle(creation); });
+  EXPECT_EQ(problem_of(reordered, "/values"),
+            "its filters (gzip, shuffle) are not in an order phalanx reads: shuffle, then gzip or LZF, then "
+            "Fletcher-32, each at most once");
+}
+
+TEST(DatasetStorage, VariableLengthValuesAreSizedAsTheFileStoresThem) {
+  // A variable-length string is a pointer (8 bytes) in memory and a heap reference (16 bytes with
+  // 8-byte addresses) in the file: chunked string datasets (h5py makes them resizable) were
+  // refused as short before the check sized values as stored.
+  const ScratchDirectory scratch("dataset-storage-strings");
+  const std::string path = scratch.file("strings.h5");
+  {
+    Hdf5Handle file = detail::file_handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    const hsize_t count = 4, chunk = 2;
+    Hdf5Handle space = detail::dataspace_handle(H5Screate_simple(1, &count, nullptr));
+    Hdf5Handle creation = detail::property_list_handle(H5Pcreate(H5P_DATASET_CREATE));
+    H5Pset_chunk(creation.get(), 1, &chunk);
+    H5Pset_deflate(creation.get(), 4);
+    Hdf5Handle type = detail::variable_string_type();
+    Hdf5Handle dataset = detail::dataset_handle(
+        H5Dcreate2(file.get(), "/names", type.get(), space.get(), H5P_DEFAULT, creation.get(), H5P_DEFAULT));
+    const char* names[4] = {"a", "bb", "ccc", "dddd"};
+    ASSERT_GE(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, names), 0);
+  }
+  Hdf5Handle access = detail::checked_file_access();
+  Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
+  Hdf5Handle dataset = detail::dataset_handle(H5Dopen2(file.get(), "/names", H5P_DEFAULT));
+  EXPECT_EQ(detail::stored_value_bytes(dataset.get()), 16u);
+  EXPECT_EQ(detail::dataset_storage_problem(dataset.get()), "");
+  // The gzip check inflates each chunk to 2 heap references.
+  Hdf5Handle type = detail::variable_string_type();
+  char* names[4] = {nullptr, nullptr, nullptr, nullptr};
+  ASSERT_GE(detail::read_checked(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, names), 0);
+  EXPECT_STREQ(names[3], "dddd");
+  Hdf5Handle space = detail::dataspace_handle(H5Dget_space(dataset.get()));
+  H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, names);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import unittest
+import zlib
 
 import numpy as np
 
@@ -212,6 +213,24 @@ class BadInputsTest(unittest.TestCase):
         self.train_refused("root-header-past-the-end", self.write("root-header-past-the-end", config), *culprits)
         result = e2e.phalanx("data", "inspect", path, timeout=60)
         self.check_refused(result, None, *culprits, error_format=re.compile(r"^phalanx: error: rank 0: "))
+
+    def test_gzip_chunk_that_inflates_short_is_refused_naming_its_samples(self):
+        # HDF5 1.10 copies a whole chunk out of what its gzip filter returns without comparing the
+        # sizes: a chunk that inflates to 5 bytes made it copy the rest from past its buffer (heap
+        # contents trained on, or a crash). The checked driver inflates each chunk as it reads it
+        # for HDF5 and refuses that one: exit 2 naming the file, the dataset and the samples.
+        path = os.path.join(WORK, "gzip-chunk-short.h5")
+        result = e2e.phalanx("data", "synth", "-o", path, "--train", 256, "--test", 64, "--chunk", 64, "--gzip", 4,
+                             "--seed", 3, timeout=120)
+        self.assertEqual(result.returncode, 0, result.describe())
+        with h5py.File(path, "r+") as file:
+            images = file["/train/images"]
+            self.assertEqual(images.chunks[0], 64)
+            self.assertEqual(images.compression, "gzip")
+            images.id.write_direct_chunk((128, 0, 0, 0), zlib.compress(b"\x07" * 5))
+        config = self.config(data={"path": path})
+        self.train_refused("gzip-chunk-short", self.write("gzip-chunk-short", config), path,
+                           "/train/images[128:192]", "it inflates to 5 bytes, a chunk of the dataset holds 50176")
 
     def test_missing_train_labels(self):
         self.broken_dataset_refused("no-train-labels", lambda file: file.__delitem__("/train/labels"),

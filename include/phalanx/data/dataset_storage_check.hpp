@@ -28,9 +28,11 @@ inline constexpr std::uint64_t largest_checked_chunk_count = 4096;
 // Why reading `dataset` whole or in part would make HDF5 copy more bytes than its storage holds
 // ("its storage holds 1 byte, its 1 value of 8 bytes need 8"), or empty when nothing is wrong.
 // Checked: a compact dataset's stored bytes against its values; an allocated contiguous dataset's
-// storage against its values; a chunked dataset's chunk rank against its own rank, and the stored
-// size of each unfiltered chunk (none of the dataset's filters, or all of them skipped for that
-// chunk) against a chunk's bytes.
+// storage against its values; a chunked dataset's chunk rank against its own rank, its filter
+// pipeline against the ones phalanx decodes (checked_chunk_decoding.hpp), and the stored size of
+// each chunk its compressor did not go through (no compressor, or one skipped for that chunk)
+// against a chunk's bytes, with 4 more for a Fletcher-32 checksum (which no record may lack room
+// for). Values are sized as the file stores them (stored_value_bytes).
 std::string dataset_storage_problem(hid_t dataset);
 
 // Throws phalanx's input error "<place>: <problem> (file corrupt?)" when dataset_storage_problem

@@ -117,6 +117,14 @@ inline std::string hdf5_innermost_error() {
   return innermost;
 }
 
+// Why the HDF5 read that just failed failed, for its message: HDF5's innermost reason ("data
+// error detected by Fletcher32 checksum", or a check of phalanx's naming a damaged chunk), else
+// "file truncated or corrupt".
+inline std::string read_failure_reason() {
+  const std::string innermost = hdf5_innermost_error();
+  return innermost.empty() ? "file truncated or corrupt" : innermost;
+}
+
 // A variable-length UTF-8 string type: what h5py writes for `str` and reads back as `str`.
 inline Hdf5Handle variable_string_type() {
   Hdf5Handle type = datatype_handle(H5Tcopy(H5T_C_S1));
