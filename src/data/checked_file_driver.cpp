@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -86,7 +85,10 @@ struct CheckedFile {
   // The gzip chunks that passed the chunk check (checked_chunk_decoding.hpp), by a hash of their
   // address and stored bytes: a chunk read again (the next epoch of a streamed dataset) is hashed
   // instead of inflated a second time before HDF5 inflates it.
-  std::unique_ptr<std::unordered_set<std::uint64_t>> passed_gzip_chunks;
+  // Owned like the CheckedFile itself (made on the first gzip chunk, deleted by close_file): a
+  // smart pointer here is not standard-layout under every compiler, and HDF5 hands the driver
+  // back the H5FD_t at this struct's start.
+  std::unordered_set<std::uint64_t>* passed_gzip_chunks;
 };
 static_assert(std::is_standard_layout_v<CheckedFile>);
 
@@ -368,6 +370,7 @@ herr_t close_file(H5FD_t* hdf5_file) noexcept {
   CheckedFile* file = &checked(hdf5_file);
   const int status = ::close(file->descriptor);
   const int error = errno;
+  delete file->passed_gzip_chunks;
   delete file;
   if (status == 0) return 0;
   push_system_error(H5E_CANTCLOSEFILE, "unable to close file", error);
@@ -438,8 +441,7 @@ herr_t read_file(H5FD_t* hdf5_file, H5FD_mem_t type, hid_t, haddr_t address, std
     if (const ChunkExpectation& chunk = chunk_expectation();
         chunk.gzip && type == H5FD_MEM_DRAW && !collection) {
       const std::uint64_t key = xxhash64(bytes, size, address * 0x9E3779B97F4A7C15ull + chunk.bytes);
-      if (!file.passed_gzip_chunks)
-        file.passed_gzip_chunks = std::make_unique<std::unordered_set<std::uint64_t>>();
+      if (!file.passed_gzip_chunks) file.passed_gzip_chunks = new std::unordered_set<std::uint64_t>();
       if (!file.passed_gzip_chunks->count(key)) {
         if (const std::string problem = gzip_chunk_problem(bytes, size, chunk.bytes); !problem.empty()) {
           push_error(refusal_origin, H5E_READERROR,
