@@ -602,11 +602,17 @@ class HeaderCheck {
       const std::string where = "its value " + std::to_string(element) + " refers to object " +
                                 std::to_string(index) + " of the global heap collection at byte " +
                                 std::to_string(file_.absolute(collection));
+      const std::uint64_t room = multiply_or_refuse(items, item_size, "the value's byte count");
+      // HDF5 allocates that room before it reads the collection, so this comes first, even where
+      // the collection is damaged (a count of 3.5 billion took 10 GB before the checked driver
+      // could refuse the collection).
+      if (!file_.holds(collection, room))
+        refuse(where + ": its " + std::to_string(items) + " items of " + std::to_string(item_size) +
+               (item_size == 1 ? " byte" : " bytes") + " would run past the file's end");
       const std::map<std::uint64_t, std::uint64_t>* objects = heap_objects(collection, where);
       if (objects == nullptr) continue;  // a damaged collection: the checked driver refuses it
       const auto found = objects->find(index);
       if (index == 0 || found == objects->end()) refuse(where + ", which the collection does not hold");
-      const std::uint64_t room = multiply_or_refuse(items, item_size, "the value's byte count");
       // HDF5 writes an object of exactly the value's items; it reads one into room for the
       // items the value counts (a count of billions made it allocate gigabytes for a small string).
       if (found->second != room)
@@ -804,16 +810,40 @@ std::string root_header_problem(int descriptor) {
     const std::uint64_t root =
         Bytes(superblock.data() + root_field, address_bytes).number(address_bytes, "root");
     const HeaderFile file(descriptor, "", offset, address_bytes, length_bytes);
-    try {
-      const HeaderMessages header(file, root);
-      if (const auto& past = header.chunk_past_end())
-        return "the root group's object header at byte " + std::to_string(file.absolute(root)) +
-               ": a chunk of " + std::to_string(past->second) + " bytes at byte " +
-               std::to_string(file.absolute(past->first)) + " runs past the file's end (" +
+    const std::uint64_t undefined =
+        address_bytes == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * address_bytes)) - 1;
+    // What else HDF5 reads inside H5Fopen at a size the file states: the driver information
+    // block of a version 0 or 1 superblock (a stated 4 GB block was allocated for a file of 1 KB),
+    // and the header of a version 2 or 3 superblock's extension (read as the root's is).
+    const std::size_t other_field =
+        version < 2 ? (version == 0 ? 24 : 28) + 3 * address_bytes : 12 + address_bytes;
+    const std::uint64_t other =
+        Bytes(superblock.data() + other_field, address_bytes).number(address_bytes, "address");
+    if (version < 2 && other != undefined) {
+      std::vector<std::uint8_t> block;
+      if (!file.read(other, 16, block))
+        return "the superblock's driver information block at byte " + std::to_string(file.absolute(other)) +
+               " lies past the file's end (" + std::to_string(file_size) + " bytes)";
+      const std::uint64_t block_bytes = Bytes(block.data() + 4, 4).number(4, "driver information size");
+      if (!file.holds(other, 16 + block_bytes))
+        return "the superblock's driver information block at byte " + std::to_string(file.absolute(other)) +
+               ": its " + std::to_string(block_bytes) + " bytes run past the file's end (" +
                std::to_string(file_size) + " bytes)";
-    } catch (const Damage& damage) {
-      return "the root group's object header at byte " + std::to_string(file.absolute(root)) + ": " +
-             damage.what;
+    }
+    std::vector<std::pair<std::string, std::uint64_t>> headers = {{"the root group's object header", root}};
+    if (version >= 2 && other != undefined)
+      headers.emplace_back("the superblock extension's object header", other);
+    for (const auto& [name, address] : headers) {
+      try {
+        const HeaderMessages header(file, address);
+        if (const auto& past = header.chunk_past_end())
+          return name + " at byte " + std::to_string(file.absolute(address)) + ": a chunk of " +
+                 std::to_string(past->second) + " bytes at byte " +
+                 std::to_string(file.absolute(past->first)) + " runs past the file's end (" +
+                 std::to_string(file_size) + " bytes)";
+      } catch (const Damage& damage) {
+        return name + " at byte " + std::to_string(file.absolute(address)) + ": " + damage.what;
+      }
     }
     return "";
   }

@@ -377,6 +377,9 @@ TEST(ObjectHeaderCheck, RefusesVariableLengthValuesHdf5WouldReadPastItsBuffers) 
       {"elements stored at 10 bytes", datatype + 4, 10, "its variable-length elements say they are 10 bytes"},
       {"an object index the collection lacks", value + 4 + 8, 999,
        "its value 0 refers to object 999 of the global heap collection at byte"},
+      // A count of items the file cannot hold: HDF5 allocates room for them before it reads the
+      // collection (the dataset fuzzer: 15 items of 704,643,073 bytes, 10 GB).
+      {"a count of 65,535 items", value, 0xFFFF, "its 65535 items of 1 byte would run past the file's end"},
       {"a collection address with no collection", value + 16 + 4, 8,
        "its value 1 refers to object 2 of the global heap collection at byte 8, which is not a global heap "
        "collection"},
@@ -525,9 +528,9 @@ void write_file_with_a_group(const std::string& path, bool latest) {
   ASSERT_TRUE(file.valid());
   const Hdf5Handle group =
       group_handle(H5Gcreate2(file.get(), "/train", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  const Hdf5Handle dataset = dataset_handle(H5Dcreate2(group.get(), "images", H5T_STD_U8LE,
-                                                       simple_space({2, 3}).get(), H5P_DEFAULT,
-                                                       H5P_DEFAULT, H5P_DEFAULT));
+  const Hdf5Handle dataset =
+      dataset_handle(H5Dcreate2(group.get(), "images", H5T_STD_U8LE, simple_space({2, 3}).get(), H5P_DEFAULT,
+                                H5P_DEFAULT, H5P_DEFAULT));
   ASSERT_TRUE(dataset.valid());
   const std::array<std::uint8_t, 6> pixels = {1, 2, 3, 4, 5, 6};
   ASSERT_GE(H5Dwrite(dataset.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels.data()), 0);
@@ -671,6 +674,31 @@ TEST(ObjectHeaderCheck, RefusesLinkMessagesThatRunPastThemselves) {
 // chunk past the file's end, and says so through checked_file_refusal(). With and without a user
 // block (checkpoints have one of 512 bytes), which moves the superblock and what addresses count
 // from.
+TEST(ObjectHeaderCheck, DriverInformationBlocksPastTheFileEndAreRefusedAtOpen) {
+  // A version 0 superblock may point at a driver information block, which HDF5 1.10 reads inside
+  // H5Fopen at the size the block states (the dataset fuzzer: 4 GB asked for by a file of 1 KB).
+  const ScratchDirectory scratch("object_header_check_driver_information");
+  const std::string original_path = scratch.file("original.h5");
+  file_handle(H5Fcreate(original_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  std::string bytes = phalanx::testing::file_bytes(original_path);
+  ASSERT_EQ(bytes[8], 0) << "not a version 0 superblock";
+  ASSERT_EQ(get64(bytes, 48), ~std::uint64_t{0}) << "the superblock already has a driver information block";
+  const std::uint64_t block = bytes.size();
+  put64(bytes, 48, block);  // after the base, free-space and end-of-file addresses
+  // Version 0, 3 reserved bytes, its size (4 bytes), then the driver's name (8 bytes).
+  bytes += std::string(4, '\0') + std::string("\x00\xEE\xEE\xEE", 4) + "NCSAmult";
+  const std::string path = scratch.file("damaged.h5");
+  phalanx::testing::write_bytes(path, bytes);
+  silence_hdf5_error_printing();
+  const Hdf5Handle access = checked_file_access();
+  const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
+  EXPECT_FALSE(file.valid());
+  EXPECT_EQ(checked_file_refusal(), "the superblock's driver information block at byte " +
+                                        std::to_string(block) +
+                                        ": its 4008635904 bytes run past the file's end (" +
+                                        std::to_string(bytes.size()) + " bytes)");
+}
+
 TEST(ObjectHeaderCheck, RootHeadersWithChunksPastTheFileEndAreRefusedAtOpen) {
   const ScratchDirectory scratch("object_header_check_root_at_open");
   for (const hsize_t user_block : {hsize_t{0}, hsize_t{512}}) {
@@ -699,8 +727,10 @@ TEST(ObjectHeaderCheck, RootHeadersWithChunksPastTheFileEndAreRefusedAtOpen) {
     std::size_t continuation = 0;
     const std::uint64_t first_chunk_size = get64(original, root + 8) & 0xFFFFFFFFu;  // 4 bytes
     for (std::size_t at = root + 16; at + 8 <= root + 16 + first_chunk_size;) {
-      const unsigned type = static_cast<std::uint8_t>(original[at]) | static_cast<std::uint8_t>(original[at + 1]) << 8;
-      const unsigned size = static_cast<std::uint8_t>(original[at + 2]) | static_cast<std::uint8_t>(original[at + 3]) << 8;
+      const unsigned type =
+          static_cast<std::uint8_t>(original[at]) | static_cast<std::uint8_t>(original[at + 1]) << 8;
+      const unsigned size =
+          static_cast<std::uint8_t>(original[at + 2]) | static_cast<std::uint8_t>(original[at + 3]) << 8;
       if (type == 0x10) continuation = at + 8;
       at += 8 + size;
     }
@@ -712,14 +742,15 @@ TEST(ObjectHeaderCheck, RootHeadersWithChunksPastTheFileEndAreRefusedAtOpen) {
       std::uint64_t value;
       bool four_bytes;
     };
-    for (const RootDamage& damage : {RootDamage{"a first chunk of 4 GB", root + 8, 0xFFFFFF00u, true},
-                                     RootDamage{"a continuation chunk of 4 GB", continuation + 8,
-                                                std::uint64_t{1} << 32, false}}) {
+    for (const RootDamage& damage :
+         {RootDamage{"a first chunk of 4 GB", root + 8, 0xFFFFFF00u, true},
+          RootDamage{"a continuation chunk of 4 GB", continuation + 8, std::uint64_t{1} << 32, false}}) {
       SCOPED_TRACE(damage.name);
       std::string bytes = original;
       if (damage.four_bytes)
         for (int index = 0; index < 4; ++index)
-          bytes[damage.field + static_cast<std::size_t>(index)] = static_cast<char>(damage.value >> (8 * index));
+          bytes[damage.field + static_cast<std::size_t>(index)] =
+              static_cast<char>(damage.value >> (8 * index));
       else
         put64(bytes, damage.field, damage.value);
       const std::string path = scratch.file("damaged.h5");
@@ -729,8 +760,8 @@ TEST(ObjectHeaderCheck, RootHeadersWithChunksPastTheFileEndAreRefusedAtOpen) {
       const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
       EXPECT_FALSE(file.valid());
       const std::string refusal = checked_file_refusal();
-      EXPECT_NE(refusal.find("the root group's object header at byte " + std::to_string(root) + ": a chunk of " +
-                             std::to_string(damage.value) + " bytes"),
+      EXPECT_NE(refusal.find("the root group's object header at byte " + std::to_string(root) +
+                             ": a chunk of " + std::to_string(damage.value) + " bytes"),
                 std::string::npos)
           << refusal;
       EXPECT_NE(refusal.find("runs past the file's end (" + std::to_string(bytes.size()) + " bytes)"),
