@@ -674,6 +674,44 @@ TEST(ObjectHeaderCheck, RefusesLinkMessagesThatRunPastThemselves) {
 // chunk past the file's end, and says so through checked_file_refusal(). With and without a user
 // block (checkpoints have one of 512 bytes), which moves the superblock and what addresses count
 // from.
+TEST(ObjectHeaderCheck, HeadersWithChunksPastTheFileEndAreRefusedBeforeHdf5LoadsThem) {
+  // HDF5 1.10 loads a header to say anything of its object (H5Oget_info), allocating its first
+  // chunk at the stated size: 4 and 8 GB for files of a few KB (the dataset fuzzer). Reached by
+  // hard links, the header is checked at the address its link gives, before HDF5 loads it.
+  const ScratchDirectory scratch("object_header_check_chunk_past_the_end");
+  const std::string original_path = scratch.file("original.h5");
+  {
+    const Hdf5Handle file =
+        file_handle(H5Fcreate(original_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    const Hdf5Handle group =
+        group_handle(H5Gcreate2(file.get(), "/train", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    const std::int64_t value = 7;
+    const Hdf5Handle dataset = dataset_handle(H5Dcreate2(group.get(), "values", H5T_STD_I64LE,
+                                                         dataspace_handle(H5Screate(H5S_SCALAR)).get(),
+                                                         H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_GE(H5Dwrite(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value), 0);
+  }
+  haddr_t address = HADDR_UNDEF;
+  {
+    const Hdf5Handle file = file_handle(H5Fopen(original_path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    H5O_info_t info{};
+    ASSERT_GE(H5Oget_info_by_name2(file.get(), "/train/values", &info, H5O_INFO_BASIC, H5P_DEFAULT), 0);
+    address = info.addr;
+  }
+  std::string bytes = phalanx::testing::file_bytes(original_path);
+  ASSERT_EQ(bytes[address], 1) << "not a version 1 object header";
+  for (int index = 0; index < 4; ++index)  // its first chunk's size: 4 bytes at byte 8
+    bytes[address + 8 + static_cast<std::size_t>(index)] = static_cast<char>(0xFFFFFF00u >> (8 * index));
+  const std::string path = scratch.file("damaged.h5");
+  const std::string message =
+      refusal(path, bytes, [&](hid_t file) { check_object_header(file, "/train/values", path); });
+  EXPECT_NE(message.find("/train/values: object header at byte " + std::to_string(address) +
+                         ": a chunk of 4294967040 bytes at byte " + std::to_string(address + 16) +
+                         " runs past the file's end"),
+            std::string::npos)
+      << message;
+}
+
 TEST(ObjectHeaderCheck, DriverInformationBlocksPastTheFileEndAreRefusedAtOpen) {
   // A version 0 superblock may point at a driver information block, which HDF5 1.10 reads inside
   // H5Fopen at the size the block states (the dataset fuzzer: 4 GB asked for by a file of 1 KB).
