@@ -701,6 +701,9 @@ struct FileMemory {
   // process runs): a later check in the same file skips asking HDF5 about the root again, which
   // cost as much as checking an object.
   hid_t root_passed_in = H5I_INVALID_HID;
+  // Absolute names found to be hard links in that file (check_before_hdf5_loads asks of each part
+  // of a name).
+  std::set<std::string> hard_links;
 };
 
 FileMemory& file_memory() {
@@ -716,7 +719,7 @@ bool file_facts(hid_t location, unsigned long file_number, FileFacts& facts) {
     return true;
   }
   if (!describe_file(location, facts)) return false;
-  memory = FileMemory{true, file_number, facts, {}, {}, H5I_INVALID_HID};
+  memory = FileMemory{true, file_number, facts, {}, {}, H5I_INVALID_HID, {}};
   return true;
 }
 
@@ -725,20 +728,30 @@ bool file_facts(hid_t location, unsigned long file_number, FileFacts& facts) {
 // Where every part of `name` is a hard link, the header's address is in the link, in a group
 // already checked, and the header is in `location`'s file: it is checked there before HDF5 loads
 // it. (A soft or external link on the way is left to the check after HDF5 has found the object.)
-void check_before_hdf5_loads(hid_t location, const std::string& name, const std::string& path) {
+void check_before_hdf5_loads(hid_t location, const std::string& name, const std::string& path,
+                             bool this_file) {
   if (name.empty() || name == "." || name == "/") return;
+  // `this_file`: `name` is absolute and the memory is of `location`'s file (check_object_header).
+  FileMemory& memory = file_memory();
   H5L_info_t link{};
   for (std::size_t slash = name.find('/', 1);; slash = name.find('/', slash + 1)) {
     const std::string part = slash == std::string::npos ? name : name.substr(0, slash);
-    if (part != "/" &&
-        (H5Lget_info(location, part.c_str(), &link, H5P_DEFAULT) < 0 || link.type != H5L_TYPE_HARD))
-      return;
-    if (slash == std::string::npos) break;
+    const bool last = slash == std::string::npos;
+    if (part != "/" && (last || !this_file || !memory.hard_links.count(part))) {
+      if (H5Lget_info(location, part.c_str(), &link, H5P_DEFAULT) < 0 || link.type != H5L_TYPE_HARD) return;
+      if (this_file && !last) memory.hard_links.insert(part);
+    }
+    if (last) break;
   }
-  H5O_info_t here{};
   FileFacts facts;
-  if (H5Oget_info2(location, &here, H5O_INFO_BASIC) < 0 || !file_facts(location, here.fileno, facts)) return;
-  if (file_memory().passed.count(link.u.address)) return;
+  if (this_file) {
+    facts = memory.facts;
+  } else {
+    H5O_info_t here{};
+    if (H5Oget_info2(location, &here, H5O_INFO_BASIC) < 0 || !file_facts(location, here.fileno, facts))
+      return;
+  }
+  if (memory.passed.count(link.u.address)) return;
   const HeaderFile header_file(facts.descriptor, path, facts.base, facts.address_bytes, facts.length_bytes);
   if (!header_file.readable()) return;
   const std::string place = path + ": " + object_name(location, name) + ": object header at byte " +
@@ -759,8 +772,9 @@ void check_before_hdf5_loads(hid_t location, const std::string& name, const std:
 // Checks the one header `name` leads to (its parent groups already checked). True when it
 // passed, or had passed before, with `info` set to what HDF5 says of it; false when the check
 // left it alone (no such object, or a file the check cannot read).
-bool check_one_header(hid_t location, const std::string& name, const std::string& path, H5O_info_t& info) {
-  check_before_hdf5_loads(location, name, path);
+bool check_one_header(hid_t location, const std::string& name, const std::string& path, H5O_info_t& info,
+                      bool this_file = false) {
+  check_before_hdf5_loads(location, name, path, this_file);
   if (H5Oget_info_by_name2(location, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
     // A name that leads nowhere is the caller's to report ("missing"). One that leads to a header
     // HDF5 cannot read is damage: opening it anyway fails too, after HDF5 1.10 has allocated
@@ -811,9 +825,10 @@ void check_object_header(hid_t location, const std::string& name, const std::str
     if (name[slash - 1] == '/') continue;
     const std::string group = name.substr(0, slash);
     if (this_file && memory.passed_groups.count(group)) continue;
-    if (check_one_header(location, group, path, info) && this_file) memory.passed_groups.insert(group);
+    if (check_one_header(location, group, path, info, this_file) && this_file)
+      memory.passed_groups.insert(group);
   }
-  if (name != "/" && name != ".") check_one_header(location, name, path, info);
+  if (name != "/" && name != ".") check_one_header(location, name, path, info, this_file);
 }
 
 Hdf5Handle open_checked_dataset(hid_t location, const std::string& name, const std::string& path) {
