@@ -723,6 +723,30 @@ bool file_facts(hid_t location, unsigned long file_number, FileFacts& facts) {
   return true;
 }
 
+// Checks the header at `address` of the file `facts` describes, the one `name` leads to, once per
+// open file; false when the check cannot read the file. A chunk past the file's end is refused
+// with the rest: HDF5 allocates each chunk at its stated size before it reads it.
+bool check_header_at(hid_t location, const std::string& name, const std::string& path, const FileFacts& facts,
+                     haddr_t address) {
+  if (file_memory().passed.count(address)) return true;
+  const HeaderFile header_file(facts.descriptor, path, facts.base, facts.address_bytes, facts.length_bytes);
+  if (!header_file.readable()) return false;
+  const std::string place = path + ": " + object_name(location, name) + ": object header at byte " +
+                            std::to_string(header_file.absolute(address)) + ": ";
+  try {
+    const HeaderMessages header(header_file, address);
+    if (const auto& past = header.chunk_past_end())
+      throw_input_error(place + "a chunk of " + std::to_string(past->second) + " bytes at byte " +
+                        std::to_string(header_file.absolute(past->first)) +
+                        " runs past the file's end (file corrupt?)");
+    HeaderCheck(header_file).check(address, 0);
+  } catch (const Damage& damage) {
+    throw_input_error(place + damage.what + " (file corrupt?)");
+  }
+  file_memory().passed.insert(address);
+  return true;
+}
+
 // HDF5 loads an object's header to say anything of it (H5Oget_info), allocating its first chunk
 // at the size the header states: 4 and 8 GB for files of a few KB (found by the dataset fuzzer).
 // Where every part of `name` is a hard link, the header's address is in the link, in a group
@@ -751,22 +775,7 @@ void check_before_hdf5_loads(hid_t location, const std::string& name, const std:
     if (H5Oget_info2(location, &here, H5O_INFO_BASIC) < 0 || !file_facts(location, here.fileno, facts))
       return;
   }
-  if (memory.passed.count(link.u.address)) return;
-  const HeaderFile header_file(facts.descriptor, path, facts.base, facts.address_bytes, facts.length_bytes);
-  if (!header_file.readable()) return;
-  const std::string place = path + ": " + object_name(location, name) + ": object header at byte " +
-                            std::to_string(header_file.absolute(link.u.address)) + ": ";
-  try {
-    const HeaderMessages header(header_file, link.u.address);
-    if (const auto& past = header.chunk_past_end())
-      throw_input_error(place + "a chunk of " + std::to_string(past->second) + " bytes at byte " +
-                        std::to_string(header_file.absolute(past->first)) +
-                        " runs past the file's end (file corrupt?)");
-    HeaderCheck(header_file).check(link.u.address, 0);
-  } catch (const Damage& damage) {
-    throw_input_error(place + damage.what + " (file corrupt?)");
-  }
-  file_memory().passed.insert(link.u.address);
+  check_header_at(location, name, path, facts, link.u.address);
 }
 
 // Checks the one header `name` leads to (its parent groups already checked). True when it
@@ -785,19 +794,7 @@ bool check_one_header(hid_t location, const std::string& name, const std::string
     return false;
   }
   FileFacts facts;
-  if (!file_facts(location, info.fileno, facts)) return false;
-  if (file_memory().passed.count(info.addr)) return true;
-  const HeaderFile header_file(facts.descriptor, path, facts.base, facts.address_bytes, facts.length_bytes);
-  if (!header_file.readable()) return false;
-  try {
-    HeaderCheck(header_file).check(info.addr, 0);
-  } catch (const Damage& damage) {
-    throw_input_error(path + ": " + object_name(location, name) + ": object header at byte " +
-                      std::to_string(header_file.absolute(info.addr)) + ": " + damage.what +
-                      " (file corrupt?)");
-  }
-  file_memory().passed.insert(info.addr);
-  return true;
+  return file_facts(location, info.fileno, facts) && check_header_at(location, name, path, facts, info.addr);
 }
 
 }  // namespace
