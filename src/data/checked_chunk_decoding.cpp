@@ -31,13 +31,6 @@ std::string filter_name(H5Z_filter_t filter) {
   }
 }
 
-H5Z_filter_t compressor_of(hid_t creation, const FilterPipeline& pipeline) {
-  unsigned flags = 0, configuration = 0;
-  std::size_t value_count = 0;
-  return H5Pget_filter2(creation, static_cast<unsigned>(pipeline.compressor), &flags, &value_count, nullptr,
-                        0, nullptr, &configuration);
-}
-
 }  // namespace
 
 FilterPipeline filter_pipeline(hid_t creation) {
@@ -47,7 +40,6 @@ FilterPipeline filter_pipeline(hid_t creation) {
     pipeline.problem = "its filters cannot be read";
     return pipeline;
   }
-  pipeline.filters = count;
   std::string names;
   bool in_order = true;
   int shuffle = -1;
@@ -73,6 +65,7 @@ FilterPipeline filter_pipeline(hid_t creation) {
       case lzf_filter_id:
         in_order &= pipeline.compressor < 0 && pipeline.checksum < 0;
         pipeline.compressor = index;
+        pipeline.compressor_filter = filter;
         break;
       case H5Z_FILTER_FLETCHER32:
         in_order &= pipeline.checksum < 0;
@@ -91,7 +84,7 @@ FilterPipeline filter_pipeline(hid_t creation) {
                        "each at most once";
     return pipeline;
   }
-  if (pipeline.compressor >= 0 && compressor_of(creation, pipeline) == lzf_filter_id)
+  if (pipeline.compressor_filter == lzf_filter_id)
     if (const std::string problem = register_lzf_filter(); !problem.empty())
       pipeline.problem = "its chunks are LZF-compressed, but HDF5 has no usable LZF filter plugin (" +
                          problem + "); install a working one or point HDF5_PLUGIN_PATH at it";
@@ -136,7 +129,7 @@ ChunkExpectation expectation_of(hid_t dataset) {
   // Below 4 GiB: the object-header check refuses larger chunks before the dataset opens.
   for (int axis = 0; axis < rank; ++axis) chunk_bytes *= chunk[static_cast<std::size_t>(axis)];
   expectation.bytes = static_cast<std::size_t>(chunk_bytes);
-  expectation.gzip = compressor_of(creation.get(), pipeline) == H5Z_FILTER_DEFLATE;
+  expectation.gzip = pipeline.compressor_filter == H5Z_FILTER_DEFLATE;
   return expectation;
 }
 

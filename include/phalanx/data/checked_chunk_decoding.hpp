@@ -29,10 +29,10 @@ namespace phalanx::data::detail {
 
 // A dataset's filter pipeline as the checks see it.
 struct FilterPipeline {
-  std::string problem;  // why phalanx will not read chunks through it; empty when it will
-  int filters = 0;      // filters in the pipeline
-  int compressor = -1;  // position of gzip or LZF; -1 without one
-  int checksum = -1;    // position of Fletcher-32; -1 without one
+  std::string problem;                  // why phalanx will not read chunks through it; empty when it will
+  int compressor = -1;                  // position of gzip or LZF; -1 without one
+  H5Z_filter_t compressor_filter = -1;  // H5Z_FILTER_DEFLATE or lzf_filter_id; -1 without one
+  int checksum = -1;                    // position of Fletcher-32; -1 without one
 };
 
 // The pipeline of the dataset creation property list `creation`, checked against the rule above,
