@@ -674,6 +674,16 @@ TEST(ObjectHeaderCheck, RefusesLinkMessagesThatRunPastThemselves) {
 // chunk past the file's end, and says so through checked_file_refusal(). With and without a user
 // block (checkpoints have one of 512 bytes), which moves the superblock and what addresses count
 // from.
+// Writes `bytes` to `path` and opens it through the checked driver, which must refuse it; why it did.
+std::string open_refusal(const std::string& path, const std::string& bytes) {
+  phalanx::testing::write_bytes(path, bytes);
+  silence_hdf5_error_printing();
+  const Hdf5Handle access = checked_file_access();
+  const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
+  EXPECT_FALSE(file.valid());
+  return checked_file_refusal();
+}
+
 TEST(ObjectHeaderCheck, HeadersWithChunksPastTheFileEndAreRefusedBeforeHdf5LoadsThem) {
   // HDF5 1.10 loads a header to say anything of its object (H5Oget_info), allocating its first
   // chunk at the stated size: 4 and 8 GB for files of a few KB (the dataset fuzzer). Reached by
@@ -725,16 +735,10 @@ TEST(ObjectHeaderCheck, DriverInformationBlocksPastTheFileEndAreRefusedAtOpen) {
   put64(bytes, 48, block);  // after the base, free-space and end-of-file addresses
   // Version 0, 3 reserved bytes, its size (4 bytes), then the driver's name (8 bytes).
   bytes += std::string(4, '\0') + std::string("\x00\xEE\xEE\xEE", 4) + "NCSAmult";
-  const std::string path = scratch.file("damaged.h5");
-  phalanx::testing::write_bytes(path, bytes);
-  silence_hdf5_error_printing();
-  const Hdf5Handle access = checked_file_access();
-  const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
-  EXPECT_FALSE(file.valid());
-  EXPECT_EQ(checked_file_refusal(), "the superblock's driver information block at byte " +
-                                        std::to_string(block) +
-                                        ": its 4008635904 bytes run past the file's end (" +
-                                        std::to_string(bytes.size()) + " bytes)");
+  EXPECT_EQ(open_refusal(scratch.file("damaged.h5"), bytes),
+            "the superblock's driver information block at byte " + std::to_string(block) +
+                ": its 4008635904 bytes run past the file's end (" + std::to_string(bytes.size()) +
+                " bytes)");
 }
 
 TEST(ObjectHeaderCheck, RootHeadersWithChunksPastTheFileEndAreRefusedAtOpen) {
@@ -791,13 +795,7 @@ TEST(ObjectHeaderCheck, RootHeadersWithChunksPastTheFileEndAreRefusedAtOpen) {
               static_cast<char>(damage.value >> (8 * index));
       else
         put64(bytes, damage.field, damage.value);
-      const std::string path = scratch.file("damaged.h5");
-      phalanx::testing::write_bytes(path, bytes);
-      silence_hdf5_error_printing();
-      const Hdf5Handle access = checked_file_access();
-      const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
-      EXPECT_FALSE(file.valid());
-      const std::string refusal = checked_file_refusal();
+      const std::string refusal = open_refusal(scratch.file("damaged.h5"), bytes);
       EXPECT_NE(refusal.find("the root group's object header at byte " + std::to_string(root) +
                              ": a chunk of " + std::to_string(damage.value) + " bytes"),
                 std::string::npos)
