@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check (DESIGN §8), for the few minutes a GPU machine is available. Most important results first:
+# GPU check (docs/DESIGN.md §8), for the few minutes a GPU machine is available. Most important results first:
 # the library check, the *Cuda* parity tests, fmnist_cnn trained to 92% test accuracy (seconds),
 # host-to-device bandwidth (seconds to measure), ResNet-50 bf16 images/s against PyTorch eager on
 # the same GPU (with fp32, then bf16 activations), the per-op times of both at ResNet-50's shapes,

@@ -1,4 +1,4 @@
-// Typed reads from a YAML tree with the error messages of DESIGN §5: every message names the
+// Typed reads from a YAML tree with the error messages of docs/DESIGN.md §5: every message names the
 // source file and the full dotted key, the allowed range or values, and says when a value came
 // from `--set` rather than the file. The section and layer parsers are written against this.
 #pragma once

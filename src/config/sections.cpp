@@ -1,5 +1,5 @@
 // Conversion of the YAML tree into the typed sections of Config, with the range rules of
-// DESIGN §5. Absent keys keep the defaults of config.hpp; every present key is checked.
+// docs/DESIGN.md §5. Absent keys keep the defaults of config.hpp; every present key is checked.
 #include <utility>
 
 #include "conversion.hpp"

@@ -1,4 +1,4 @@
-// XXH64, the checksum stored with every dataset (DESIGN §4 "Integrity"): byte-wise FNV-1a is far
+// XXH64, the checksum stored with every dataset (docs/DESIGN.md §4 "Integrity"): byte-wise FNV-1a is far
 // too slow for datasets of many GB, while XXH64 runs at memory speed, is fully specified by the
 // public xxHash definition, and gives the same value on every platform, so any tool can check it.
 #include <algorithm>

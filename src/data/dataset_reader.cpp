@@ -1,4 +1,4 @@
-// Reading the HDF5 dataset of DESIGN §4. Every field is validated before anything is used, and
+// Reading the HDF5 dataset of docs/DESIGN.md §4. Every field is validated before anything is used, and
 // every failure is an input error that names the file and the dataset or attribute at fault, so a
 // user with a bad file reads one clear line instead of an HDF5 error stack or a crash mid-training.
 #include <algorithm>

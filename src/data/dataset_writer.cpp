@@ -1,4 +1,4 @@
-// Writing the HDF5 dataset of DESIGN §4, and the per-channel statistics stored with it. The file is
+// Writing the HDF5 dataset of docs/DESIGN.md §4, and the per-channel statistics stored with it. The file is
 // written under a temporary name and renamed only once HDF5 has closed it cleanly, so a failed or
 // interrupted import never leaves a half-written file where the trainer would look for it.
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// DESIGN §3's GPU assignment of a node's ranks, from the PCI bus ids each rank sees.
+// docs/DESIGN.md §3's GPU assignment of a node's ranks, from the PCI bus ids each rank sees.
 #include <gtest/gtest.h>
 
 #include "phalanx/backend/device_assignment.hpp"

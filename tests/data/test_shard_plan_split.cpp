@@ -1,4 +1,4 @@
-// ShardPlan with one local batch per rank (heterogeneous data-parallel, DESIGN §3): the ranks'
+// ShardPlan with one local batch per rank (heterogeneous data-parallel, docs/DESIGN.md §3): the ranks'
 // slices of each global batch are disjoint, in rank order, of the requested sizes, and together
 // are exactly that global batch; the streaming order gives each rank a contiguous part of the
 // chunk sequence in proportion to its batch; and the equal split reproduces, sample for sample,

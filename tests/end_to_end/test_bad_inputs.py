@@ -1,4 +1,4 @@
-"""End-to-end: bad usage, config and data (DESIGN §4 "Exit status"). Every case must end with exit
+"""End-to-end: bad usage, config and data (docs/DESIGN.md §4 "Exit status"). Every case must end with exit
 status exactly 2, one `phalanx: error` line on stderr that names the culprit (file, key or
 dataset) even with 2 ranks, and nothing written: the --run-dir is not created, so there is no
 summary.json and no checkpoint in it."""

@@ -1,4 +1,4 @@
-"""End-to-end: heterogeneous data-parallel (DESIGN §3) through the real binary. Two CPU ranks of
+"""End-to-end: heterogeneous data-parallel (docs/DESIGN.md §3) through the real binary. Two CPU ranks of
 unequal speed (MPMD: rank 0 with 2 OpenMP threads, rank 1 with 1) train with
 distributed.batch_split: throughput: the split is logged once, is what the measured rates give
 (largest remainder, recomputed here), adds up to train.batch_size x 2, is in summary.json and in

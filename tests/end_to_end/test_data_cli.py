@@ -1,5 +1,5 @@
 """End-to-end: `phalanx data import-idx | import-cifar | synth | inspect` on real Fashion-MNIST IDX files (a subset)
-and on synthetic data; the written HDF5 files follow the dataset schema of DESIGN §4."""
+and on synthetic data; the written HDF5 files follow the dataset schema of docs/DESIGN.md §4."""
 
 import os
 import re

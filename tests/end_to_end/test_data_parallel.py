@@ -1,4 +1,4 @@
-"""End-to-end: the central property of data parallelism (DESIGN §6) through the real trainer.
+"""End-to-end: the central property of data parallelism (docs/DESIGN.md §6) through the real trainer.
 `mpirun -np 2` with train.batch_size B and `-np 4` with B/2 end with the same weights as one rank
 with 2B after the same number of steps: the global batch, the data order (ShardPlan) and the
 averaged gradient are the same; only the float summation order of the gradient differs."""

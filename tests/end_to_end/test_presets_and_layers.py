@@ -140,7 +140,7 @@ class PresetsAndLayersTest(unittest.TestCase):
 
 
 class ExampleConfigsTest(unittest.TestCase):
-    """DESIGN §5: every config in configs/ is run by a test. Each runs 10 steps with 2 ranks on the
+    """docs/DESIGN.md §5: every config in configs/ is run by a test. Each runs 10 steps with 2 ranks on the
     CPU, its data.path replaced by a small dataset of the kind it names: a Fashion-MNIST subset, or
     synthetic data made as the `phalanx data synth` command in the config's comments says."""
 

@@ -1,4 +1,4 @@
-"""End-to-end: CPU training is bitwise reproducible for a fixed seed and world size (DESIGN §6):
+"""End-to-end: CPU training is bitwise reproducible for a fixed seed and world size (docs/DESIGN.md §6):
 two `mpirun -np 2` runs with the same seed give identical /model/* in checkpoints/latest.h5, and a
 different seed gives different weights. Checked for the fmnist_cnn preset and for a layer list
 with batch_norm (running statistics averaged over ranks) and dropout (seeded masks)."""

@@ -1,6 +1,6 @@
 """End-to-end: `mpirun -np 2 phalanx train` of the fmnist_cnn preset on a 4000/1000 subset of real
 Fashion-MNIST learns (test accuracy well above chance), writes every run-directory file of
-DESIGN §4 with the right content, and its checkpoint gives the same accuracy through
+docs/DESIGN.md §4 with the right content, and its checkpoint gives the same accuracy through
 `phalanx eval`, `phalanx predict` and (when torch is installed) an equivalent torch.nn model."""
 
 import math

@@ -1,4 +1,4 @@
-// Heterogeneous data-parallel (DESIGN §3): ranks with unequal local batches b_r, each scaling its
+// Heterogeneous data-parallel (docs/DESIGN.md §3): ranks with unequal local batches b_r, each scaling its
 // gradient sum by 1/G before the all-reduce, take the same steps as 1 rank with the global batch G.
 // The splits below are uneven at every world size the MPI tests run with (2: [40, 24], 3 and 4
 // ranks uneven too). Also: the all-reduce staged through host copies (how a GPU rank joins CPU

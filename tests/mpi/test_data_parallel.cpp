@@ -1,4 +1,4 @@
-// The central property of data parallelism (DESIGN §6): N ranks with local batch G/N, their
+// The central property of data parallelism (docs/DESIGN.md §6): N ranks with local batch G/N, their
 // gradients summed by GradSync, take the same steps as 1 rank with batch G. Every rank also
 // trains the 1-rank reference locally on a communicator of its own, so the comparison needs no
 // files; and the distributed run repeated gives bitwise the same weights.

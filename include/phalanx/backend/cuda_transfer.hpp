@@ -1,5 +1,5 @@
 // Host-to-device copy bandwidth from pinned (page-locked) and from pageable host memory: why the
-// loader fills pinned buffers on GPU ranks (DESIGN §1). Implemented in src/backend/cuda; a build
+// loader fills pinned buffers on GPU ranks (docs/DESIGN.md §1). Implemented in src/backend/cuda; a build
 // without CUDA answers with a usage error, so callers need no #ifdef.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Which GPU each rank of a node drives (DESIGN §3: local ranks 0..G-1 take the node's G GPUs, one
+// Which GPU each rank of a node drives (docs/DESIGN.md §3: local ranks 0..G-1 take the node's G GPUs, one
 // each; further local ranks are CPU ranks), decided from what every local rank can see. Ranks do
 // not all see the same devices: `srun --gpus-per-task=1` or a per-rank CUDA_VISIBLE_DEVICES gives
 // every rank one GPU that it numbers 0, and a rule on local rank and device count alone would then

@@ -1,4 +1,4 @@
-// The typed, validated configuration of a training run (DESIGN §5). YAML is parsed once into
+// The typed, validated configuration of a training run (docs/DESIGN.md §5). YAML is parsed once into
 // these structs by config::load; nothing else in phalanx sees YAML.
 #pragma once
 
@@ -82,7 +82,7 @@ struct SourceConfig {
 };
 
 struct DataConfig {
-  std::string path;     // HDF5 dataset (DESIGN §4), or empty with `source`
+  std::string path;     // HDF5 dataset (docs/DESIGN.md §4), or empty with `source`
   SourceConfig source;  // a mapped source read in place (exactly one of path and source)
   std::string train_split = "train";
   std::string test_split = "test";
@@ -189,7 +189,7 @@ struct Config {
   std::string name = "run";
   std::uint64_t seed = 0;
   std::string device = "auto";  // cpu | cuda | auto
-  int threads = 0;              // per rank; 0: DESIGN §3 rule / OMP_NUM_THREADS
+  int threads = 0;              // per rank; 0: docs/DESIGN.md §3 rule / OMP_NUM_THREADS
   ModelConfig model;
   DataConfig data;
   OptimizerConfig optimizer;

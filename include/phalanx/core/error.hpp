@@ -1,5 +1,5 @@
 // Errors of phalanx: one exception type that carries what went wrong, where, on which rank,
-// and which exit status the command must end with (DESIGN §4: 2 for bad input, 1 otherwise).
+// and which exit status the command must end with (docs/DESIGN.md §4: 2 for bad input, 1 otherwise).
 #pragma once
 
 #include <sstream>

@@ -1,5 +1,5 @@
 // Shape: the dimensions of a tensor. Activations are NHWC ([batch, height, width, channels]),
-// matching the HDF5 dataset layout; parameters keep PyTorch's layouts (DESIGN §4).
+// matching the HDF5 dataset layout; parameters keep PyTorch's layouts (docs/DESIGN.md §4).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The HDF5 dataset of DESIGN §4: reading with full validation, writing atomically.
+// The HDF5 dataset of docs/DESIGN.md §4: reading with full validation, writing atomically.
 // All HDF5 calls happen on the calling thread (Debian's HDF5 is not thread-safe).
 #pragma once
 
@@ -9,7 +9,7 @@
 
 namespace phalanx::data {
 
-// Schema identity written to the root attributes (DESIGN §4).
+// Schema identity written to the root attributes (docs/DESIGN.md §4).
 inline constexpr const char* dataset_format = "phalanx-dataset";
 inline constexpr int dataset_version = 1;
 

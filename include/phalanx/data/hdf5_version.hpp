@@ -1,5 +1,5 @@
 // hdf5_version: the HDF5 library this process loaded and its flavour (serial, or parallel with
-// MPI-IO reads); DESIGN §9 says a build links exactly one, and a bug report must say which.
+// MPI-IO reads); docs/DESIGN.md §9 says a build links exactly one, and a bug report must say which.
 #pragma once
 
 #include <string>

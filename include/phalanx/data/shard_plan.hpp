@@ -2,7 +2,7 @@
 // function of (seed, epoch); global batch `step` is permutation[step*G .. (step+1)*G) with
 // G = b_0 + ... + b_{W-1} (the ranks' local batches; b_r = local_batch for all r in the equal
 // split), and rank r takes the slice [offset_r, offset_r + b_r) of it, offset_r = b_0 + ... +
-// b_{r-1}. Ranks of unequal speed (DESIGN §3) get unequal b_r.
+// b_{r-1}. Ranks of unequal speed (docs/DESIGN.md §3) get unequal b_r.
 // Training drops the last partial global batch; evaluation uses contiguous per-rank ranges
 // that cover every sample exactly once.
 //

@@ -1,5 +1,5 @@
 // The training images' per-channel mean and std for a mapped source (data.source). A phalanx file
-// stores them (DESIGN §4); a user's shared file is often read-only and has none, so they are
+// stores them (docs/DESIGN.md §4); a user's shared file is often read-only and has none, so they are
 // computed once over the training images, read as the pipeline reads them, and kept in a small
 // sidecar file: data.source.statistics, or `source_statistics.txt` in the run directory (so a
 // resumed run reuses them). A sidecar whose fingerprint (files, sizes, times, mapping) differs is

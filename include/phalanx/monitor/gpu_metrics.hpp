@@ -1,6 +1,6 @@
 // GPU metrics per interval (an epoch, say): a thread samples NVML every period and the trainer
 // asks for mean/peak utilisation, memory, power, temperature, SM clock and the energy used
-// between two calls, to put in metrics.jsonl and summary.json (DESIGN §7).
+// between two calls, to put in metrics.jsonl and summary.json (docs/DESIGN.md §7).
 #pragma once
 
 #include <chrono>

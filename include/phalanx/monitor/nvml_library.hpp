@@ -8,7 +8,7 @@
 
 namespace phalanx::monitor {
 
-// NVML's C ABI, declared here so that no NVML or CUDA header is needed (DESIGN §9).
+// NVML's C ABI, declared here so that no NVML or CUDA header is needed (docs/DESIGN.md §9).
 namespace nvml {
 using Return = int;  // nvmlReturn_t, an enum: NVML_SUCCESS = 0
 inline constexpr Return success = 0;

@@ -1,7 +1,7 @@
 // The report of one training run (report.html; `phalanx report RUN_DIR`): loss and accuracy
 // curves, throughput over time, the per-rank stacked time breakdown and step-time percentiles,
 // GPU metrics when the run had GPUs, and the run's config and summary, as one self-contained page
-// built only from the files of the run directory (DESIGN §4), so it can be rebuilt at any time.
+// built only from the files of the run directory (docs/DESIGN.md §4), so it can be rebuilt at any time.
 #pragma once
 
 #include <string>
