@@ -214,6 +214,20 @@ void refuse_keys_the_sweep_sets(const Reader& reader, const YAML::Node& root, co
     throw_input_error(sweep.source + ": elastic.global_batch: " + sweep.base.elastic.global_batch +
                       " (from the base config " + sweep.base_path + " or the sweep's set:/--set): " +
                       set_by_the_sweep("elastic.global_batch") + "; remove it");
+  // A trial's global batch is train.batch_size x the ranks of the group it starts on, cut evenly
+  // over another group's ranks when a promotion moves it: a batch size probed per group, or local
+  // batches listed or measured per rank, have no fixed group to fit.
+  const auto refuse_base = [&](bool present, const std::string& setting) {
+    if (!present) return;
+    throw_input_error(sweep.source + ": " + setting + " (from the base config " + sweep.base_path +
+                      " or the sweep's set:/--set): a sweep fixes each trial's global batch as "
+                      "train.batch_size x the ranks of the group it starts on; give train.batch_size a "
+                      "number (or search it) and remove " + setting.substr(0, setting.find(':')));
+  };
+  refuse_base(sweep.base.train.batch_size_auto, "train.batch_size: auto");
+  refuse_base(!sweep.base.distributed.local_batches.empty(), "distributed.local_batches");
+  refuse_base(sweep.base.distributed.batch_split != "equal",
+              "distributed.batch_split: " + sweep.base.distributed.batch_split);
   // train.max_steps may come from the base file too; `set: [train.max_steps=null]` removes it there.
   std::size_t max_steps_origin = sweep.base_overrides.size();
   for (std::size_t index = 0; index < sweep.base_overrides.size(); ++index) {

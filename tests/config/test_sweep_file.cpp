@@ -193,6 +193,17 @@ TEST_F(SweepFile, AnotherGlobalBatchOnResumeIsRefused) {
       {"sweep.yaml: space.elastic.global_batch: cannot be searched"});
 }
 
+// A trial's global batch is train.batch_size x the ranks of the group it starts on: a probed batch
+// size or a per-rank split in the base config has no fixed group to fit, and is refused by name.
+TEST_F(SweepFile, PerGroupBatchSizingInTheBaseIsRefused) {
+  expect_input_error([&] { load_sweep(sweep(), {"config.train.batch_size=auto"}); },
+                     {"sweep.yaml", "train.batch_size: auto", "train.batch_size x the ranks of the group"});
+  expect_input_error([&] { load_sweep(sweep(), {"config.distributed.local_batches=[32, 32]"}); },
+                     {"sweep.yaml", "distributed.local_batches", "remove distributed.local_batches"});
+  expect_input_error([&] { load_sweep(sweep(), {"config.distributed.batch_split=throughput"}); },
+                     {"sweep.yaml", "distributed.batch_split: throughput", "remove distributed.batch_split"});
+}
+
 // train.activation_dtype in a space is checked against the base's train.precision, value by value.
 TEST_F(SweepFile, ReducedActivationsNeedThatPrecisionInTheBase) {
   const std::string space = "  train.batch_size: {type: choice, values: [16, 32]}\n";

@@ -1,0 +1,42 @@
+// WeightUpdate: a step's update once the summed gradients are agreed finite or not: the optimizer
+// step at the schedule's rate, or its skip. With dynamic loss scaling an inf or NaN is first an
+// overflow of the scaled gradients (the scaler skips and halves the scale, as GradScaler does);
+// otherwise train.nonfinite decides: stop, naming the first layer with non-finite gradients, or
+// skip the update and count it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/progress.hpp"
+#include "phalanx/train/run_directory.hpp"
+#include "setup/training_setup.hpp"
+
+namespace phalanx::train {
+
+class WeightUpdate {
+ public:
+  WeightUpdate(TrainingSetup& setup, Progress& progress, const RunDirectory& run_directory)
+      : setup_(setup), progress_(progress), run_directory_(run_directory) {}
+
+  // The update of the step after `position`; throws NonFiniteStop under train.nonfinite: stop.
+  void apply(bool gradients_finite, const TrainingPosition& position);
+  // Updates left out so far: the loss scaler's count, or the non-finite guard's.
+  std::int64_t skipped_updates() const;
+  // Stops, naming the parameter, before a checkpoint of weights that are not finite is written
+  // (every rank holds the same weights, so every rank stops here together).
+  void require_finite_state(const std::string& checkpoint_path, std::int64_t step) const;
+
+ private:
+  void on_nonfinite_gradients(const TrainingPosition& position);
+  double learning_rate(const TrainingPosition& position) const;
+  // "the last good checkpoint, PATH, is kept" or that none was written yet.
+  std::string kept_checkpoint_note() const;
+
+  TrainingSetup& setup_;
+  Progress& progress_;
+  const RunDirectory& run_directory_;
+};
+
+}  // namespace phalanx::train

@@ -1,0 +1,62 @@
+// RunReporter: what a run tells about itself, apart from training it: the lines at its start (each
+// rank's device and arithmetic, the model and data, the batch split, a resume), each epoch's
+// events, line and breakdown table, the machine metrics beside them, and summary.json and
+// report.html at its end. The trainer hands it facts; it decides what is written and printed.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "phalanx/backend/backend.hpp"
+#include "phalanx/comm/communicator.hpp"
+#include "phalanx/train/evaluation.hpp"
+#include "phalanx/train/progress.hpp"
+#include "phalanx/train/run_directory.hpp"
+#include "reporting/machine_metrics.hpp"
+#include "reporting/training_record.hpp"
+#include "setup/training_setup.hpp"
+
+namespace phalanx::train {
+
+// An evaluation of the test split after training on, with the training loss of the same steps.
+struct EpochEvaluation {
+  EvaluationResult test;
+  double train_loss = 0;
+};
+
+class RunReporter {
+ public:
+  // `setup` is the trainer's: its position is where training stands.
+  RunReporter(const TrainingSetup& setup, const comm::Communicator& communicator, const backend::Backend& backend,
+              RunDirectory& run_directory, Progress& progress, double start_wall);
+
+  // Collective: every rank's line (device, threads, arithmetic), then the run's.
+  void start();
+  // The epoch's machine metrics end before its evaluation, so that they describe training.
+  void close_epoch_metrics(double epoch_seconds);
+  // Collective: the epoch and eval events, history, the epoch's line and every rank's breakdown.
+  void epoch_end(std::int64_t epoch, const TrainingRecord& record, const EpochEvaluation& evaluation);
+  // A run that ends mid-epoch (train.max_steps) reports the test metrics of what it trained.
+  void partial_epoch_end(const EpochEvaluation& evaluation);
+  // Collective: summary.json (rank 0), report.html, the final lines; returns the summary.
+  nlohmann::json finish(const TrainingRecord& record, int micro_batches);
+
+ private:
+  void print_breakdown_table(const nlohmann::json& breakdown);
+  void write_report();
+  nlohmann::json rank_entry(const TrainingRecord& record, int micro_batches, double local_rate);
+
+  const TrainingSetup& setup_;
+  const comm::Communicator& communicator_;
+  const backend::Backend& backend_;
+  RunDirectory& run_directory_;
+  Progress& progress_;
+  double start_wall_;
+  MachineMetrics machine_;
+  std::vector<monitor::MetricField> epoch_machine_fields_;
+  nlohmann::json last_evaluation_;
+  nlohmann::json history_;  // one entry per evaluated epoch (null before the first)
+};
+
+}  // namespace phalanx::train

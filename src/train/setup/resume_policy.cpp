@@ -1,0 +1,133 @@
+// The resume policy (resume_policy.hpp). The global batch, not the world size, fixes a run's
+// trajectory: the epoch's permutation is cut into global batches of that size and each rank's
+// gradient is weighted by its share of it, so a resume may spread the same global batch over
+// another number of ranks and continue exactly.
+#include "setup/resume_policy.hpp"
+
+#include <cmath>
+
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::train {
+
+config::Config trajectory_settings(config::Config config) {
+  config.name = "";
+  config.device = "auto";
+  config.threads = 0;
+  config.data.path = "";
+  config.data.test_split = "";
+  config.data.prefetch_batches = 1;
+  config.train.epochs = 1;
+  config.train.max_steps.reset();
+  config.train.accumulation_steps = 0;  // the same update in other pieces
+  config.train.log_every_steps = 1;
+  config.train.nonfinite = "stop";  // what happens to a step that fails, not to those that do not
+  config.checkpoint = {};
+  config.distributed = {};
+  config.elastic = {};
+  config.trace = {};
+  return config;
+}
+
+namespace {
+
+void require_same_trajectory(const CheckpointHeader& header, const ResumingRun& run) {
+  auto written = trajectory_settings(config::parse(header.config_text, header.path + ":/config"));
+  auto current = trajectory_settings(run.config);
+  if (run.config.elastic.global_batch == "change") written.train.batch_size = current.train.batch_size;
+  const std::string before = config::to_yaml(written);
+  const std::string now = config::to_yaml(current);
+  PHALANX_REQUIRE_INPUT(
+      before == now, header.path,
+      ": cannot resume with a different seed, model, optimizer, "
+      "schedule, batch size or training split: ",
+      config::first_difference(now, before, "in the checkpoint"),
+      " (epochs, max_steps and checkpoint settings may change; the number of ranks may change "
+      "too, and train.batch_size with elastic.global_batch: change)");
+  PHALANX_REQUIRE_INPUT(header.position.step_in_epoch < run.steps_per_epoch, header.path, ": resumes at step ",
+                        header.position.step_in_epoch, " of an epoch, but this data gives ",
+                        run.steps_per_epoch, " steps per epoch (is it the same dataset?)");
+}
+
+double learning_rate_factor(const std::string& rule, double batch_ratio) {
+  if (rule == "linear") return batch_ratio;
+  if (rule == "sqrt") return std::sqrt(batch_ratio);
+  return 1.0;
+}
+
+}  // namespace
+
+ResumePlan plan_resume(const CheckpointHeader& written, const ResumingRun& run) {
+  CheckpointHeader header = written;
+  const std::string& checkpoint = header.path;
+  header.global_batch = stored_global_batch(header);
+  const auto& elastic_config = run.config.elastic;
+  const bool elastic = header.world_size != run.world_size;
+  const bool batch_changed = header.global_batch != run.global_batch;
+  const std::string sizes = checkpoint + ": written by " + std::to_string(header.world_size) +
+                            " ranks with global batch " + std::to_string(header.global_batch) +
+                            ", resumed on " + std::to_string(run.world_size) + " ranks";
+  PHALANX_REQUIRE_INPUT(!batch_changed || elastic_config.global_batch == "change", sizes,
+                        " with global batch ", run.global_batch, " (train.batch_size ",
+                        run.config.train.batch_size,
+                        "); a resumed run keeps its checkpoint's global batch: resume with the checkpoint's "
+                        "train.batch_size and without distributed.local_batches (the batch is cut over the "
+                        "ranks for you), give local batches that add up to ",
+                        header.global_batch,
+                        ", or set elastic.global_batch: change (and elastic.learning_rate_rule) to train on "
+                        "with another global batch");
+  if (batch_changed) {
+    // The epoch's permutation is the same; the resumed run takes it in batches of the new size
+    // from the sample the checkpoint reached, which must lie on a boundary of the new batches.
+    const std::int64_t into_epoch = header.position.step_in_epoch * header.global_batch;
+    PHALANX_REQUIRE_INPUT(
+        into_epoch % run.global_batch == 0 && into_epoch / run.global_batch < run.steps_per_epoch, sizes,
+        ": it stands ", into_epoch, " samples into epoch ", header.position.epoch + 1,
+        ", which is not a whole number of the new global batches of ", run.global_batch,
+        " within the epoch's ", run.steps_per_epoch,
+        "; resume from a checkpoint at an epoch's end to change the global batch there "
+        "(elastic.global_batch: change), or keep the global batch (elastic.global_batch: keep)");
+    header.position.step_in_epoch = into_epoch / run.global_batch;
+  }
+  require_same_trajectory(header, run);
+  PHALANX_REQUIRE_INPUT(
+      elastic || batch_changed || header.local_batches.empty() || header.local_batches == run.local_batches,
+      checkpoint, ": trained with another batch split than this run's (", run.local_batches.size(),
+      " ranks, global batch ", run.global_batch, "); a resumed run keeps the split it was trained with");
+  // Streaming cuts each epoch's chunk sequence into one contiguous part per rank and shuffles
+  // within each part: another split reorders the samples, so it would not continue the run.
+  PHALANX_REQUIRE_INPUT((!elastic && !batch_changed) || run.order == data::ShardOrder::Kind::Permutation,
+                        sizes, ": the training data is streamed (", run.cache_description,
+                        "), and a streamed epoch's order is cut per rank; resume on ", header.world_size,
+                        " ranks with the same global batch, or train with the split cached in memory "
+                        "(data.cache: rank or node) from the start");
+
+  ResumePlan plan;
+  plan.checkpoint = checkpoint;
+  plan.position = header.position;
+  if (!header.running_totals.empty()) {
+    // On the same split each rank continues its own sums (bitwise the straight run's losses).
+    if (!elastic && !batch_changed)
+      plan.running_totals = header.running_totals[static_cast<std::size_t>(run.rank)];
+    else
+      plan.running_totals = run.rank == 0 ? merge_running_totals(header.running_totals) : RunningTotals{};
+  }
+  // The schedule's peak rate: the checkpoint's (a rescaled one continues), rescaled again when
+  // this resume changes the global batch.
+  const double stored_rate = header.learning_rate > 0 ? header.learning_rate : run.config.optimizer.learning_rate;
+  const double ratio = static_cast<double>(run.global_batch) / static_cast<double>(header.global_batch);
+  plan.learning_rate =
+      batch_changed ? stored_rate * learning_rate_factor(elastic_config.learning_rate_rule, ratio) : stored_rate;
+  if (elastic || batch_changed) {
+    plan.elastic = {{"checkpoint_world_size", header.world_size},
+                    {"checkpoint_global_batch", header.global_batch},
+                    {"checkpoint_learning_rate", stored_rate},
+                    {"world_size", run.world_size},
+                    {"global_batch", run.global_batch},
+                    {"learning_rate", plan.learning_rate}};
+    if (batch_changed) plan.elastic["learning_rate_rule"] = elastic_config.learning_rate_rule;
+  }
+  return plan;
+}
+
+}  // namespace phalanx::train

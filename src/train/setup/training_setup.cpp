@@ -1,0 +1,139 @@
+// Building what a trainer trains with (training_setup.hpp). One walk of the model's layers gives
+// its plan; the plan's sizes are checked against the rank's memory before anything is allocated,
+// so a model that cannot fit names what to change instead of failing an allocation.
+#include "setup/training_setup.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "loop/micro_batches.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/data/data_source.hpp"
+#include "phalanx/data/shard_plan.hpp"
+#include "phalanx/data/source_statistics.hpp"
+#include "phalanx/data/training_source.hpp"
+#include "phalanx/nn/model_plan.hpp"
+#include "phalanx/train/evaluation.hpp"
+#include "setup/memory_check.hpp"
+#include "setup/resume_policy.hpp"
+
+namespace phalanx::train {
+namespace {
+
+void require_model_fits(const config::Config& config, const nn::ModelSize& size, backend::Backend& backend,
+                        const comm::Communicator& communicator) {
+  const std::vector<std::string> states = optim::optimizer_state_names(config.optimizer);
+  std::string optimizer = "optimizer.type " + config.optimizer.type + ":";
+  for (std::size_t index = 0; index < states.size(); ++index) optimizer += (index ? ", " : " ") + states[index];
+  require_model_state_fits(model_state_bytes(size, states.size()),
+                           memory_available_to_rank(backend, communicator.local_size()), size,
+                           config.model.preset.empty() ? "model.layers" : "model.preset", optimizer,
+                           backend.name());
+}
+
+void require_activations_fit(const TrainingSetup& setup, int local_batch, backend::Backend& backend,
+                             const comm::Communicator& communicator) {
+  // The weights and optimizer state are in memory already; the first step allocates the rest.
+  const int micro_batches = std::max(1, setup.micro_batches);
+  const std::int64_t micro_batch = (local_batch + micro_batches - 1) / micro_batches;
+  const std::size_t needed =
+      step_activation_bytes(*setup.model, micro_batch, local_batch, setup.config.data.prefetch_batches);
+  require_memory_fits(needed, memory_available_to_rank(backend, communicator.local_size()), local_batch,
+                      micro_batches, backend.name());
+}
+
+void require_accumulation_arithmetic(const TrainingSetup& setup, int local_batch) {
+  // The micro-batches slice the input batch by fp32 sample sizes and sum the fp32 parameter
+  // gradients with the backend's add, which under reduced activations reads 2-byte elements
+  // (activation_dtype: auto chose fp32 for this rank already).
+  PHALANX_REQUIRE_INPUT(setup.micro_batches < 2 || setup.arithmetic.activation_dtype == "fp32",
+                        "train.activation_dtype: ", setup.config.train.activation_dtype,
+                        " cannot be combined with gradient accumulation (", setup.micro_batches,
+                        " micro-batches of a local batch of ", local_batch,
+                        ", train.accumulation_steps); use fp32 activations or one micro-batch per step");
+}
+
+void resume(TrainingSetup& setup, const OpenCheckpoint& checkpoint, backend::Backend& backend,
+            const comm::Communicator& communicator) {
+  const ResumePlan plan = plan_resume(
+      checkpoint.header(),
+      ResumingRun{setup.config, communicator.size(), communicator.rank(), setup.local_batches,
+                  setup.global_batch, setup.steps_per_epoch, setup.train_split->order().kind,
+                  setup.train_split->cache_description});
+  const CheckpointHeader& header = checkpoint.header();
+  checkpoint.load(backend, setup.model->registry(), setup.optimizer.get());
+  if (setup.loss_scaler && header.loss_scale) setup.loss_scaler->restore(*header.loss_scale);
+  setup.nonfinite_guard->restore_skipped(header.nonfinite_skipped_steps);
+  setup.position = plan.position;
+  setup.resumed_totals = plan.running_totals;
+  setup.learning_rate = plan.learning_rate;
+  setup.elastic = plan.elastic;
+  setup.resumed_from = plan.checkpoint;
+}
+
+}  // namespace
+
+TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator& communicator,
+                              backend::Backend& backend) {
+  TrainingSetup setup;
+  setup.config = std::move(request.config);
+  setup.run_directory = std::move(request.run_directory);
+  setup.threads = request.threads;
+  setup.nccl = request.nccl;
+  setup.quiet = request.quiet;
+  setup.handover_check = std::move(request.handover_check);
+  setup.batch_split = std::move(request.batch_split);
+  config::Config& config = setup.config;
+
+  setup.local_batches = setup.batch_split.local_batches;
+  if (setup.local_batches.empty())
+    setup.local_batches.assign(static_cast<std::size_t>(communicator.size()), config.train.batch_size);
+  PHALANX_CHECK(static_cast<int>(setup.local_batches.size()) == communicator.size(), setup.local_batches.size(),
+                " local batches for ", communicator.size(), " ranks");
+  const int local_batch = setup.local_batches[static_cast<std::size_t>(communicator.rank())];
+  // The rank's micro-batches per step decide how activation_dtype: auto holds activations.
+  setup.micro_batches = micro_batches_per_step(config, local_batch);
+  setup.arithmetic = apply_arithmetic(config, backend, setup.micro_batches);
+  setup.dataset = data::describe_dataset(config.data, setup.run_directory, communicator);
+  setup.train_split = data::open_training_source(config.data, communicator);
+  setup.test_split = std::make_shared<const data::Split>(
+      read_evaluation_part(config.data, config.data.test_split, communicator));
+  const Shape sample{setup.train_split->height, setup.train_split->width, setup.train_split->channels};
+
+  nn::ModelPlan model_plan(config.model, sample, static_cast<int>(setup.dataset.classes.size()));
+  require_model_fits(config, model_plan.size(), backend, communicator);
+  setup.model = std::make_unique<nn::Model>(std::move(model_plan), backend, config.seed);
+  setup.optimizer = optim::make_optimizer(config.optimizer, backend, setup.model->registry().parameter_count());
+  if (config.train.loss_scale == "dynamic" ||
+      (config.train.loss_scale == "auto" && setup.arithmetic.precision == "fp16"))
+    setup.loss_scaler = std::make_unique<optim::LossScaler>(config.train.loss_scale_initial);
+  setup.nonfinite_guard = std::make_unique<NonFiniteGuard>(nonfinite_policy(config.train.nonfinite), backend);
+  PHALANX_REQUIRE_INPUT(config.distributed.grad_dtype == "fp32" || setup.nccl != nullptr,
+                        "distributed.grad_dtype: ", config.distributed.grad_dtype,
+                        " compresses the NCCL all-reduce of jobs whose ranks all drive a GPU; this job sums "
+                        "gradients with MPI on host memory (use fp32)");
+
+  setup.global_batch =
+      std::accumulate(setup.local_batches.begin(), setup.local_batches.end(), std::int64_t{0});
+  PHALANX_REQUIRE_INPUT(setup.train_split->count >= setup.global_batch, data::source_name(config.data),
+                        ": split '", config.data.train_split, "' has ", setup.train_split->count,
+                        " samples, fewer than one global batch of ", setup.global_batch, " (",
+                        setup.batch_split.local_batches.empty()
+                            ? "train.batch_size " + std::to_string(config.train.batch_size) + " x " +
+                                  std::to_string(communicator.size()) + " ranks"
+                            : "local batches " + setup.batch_split.description(),
+                        "): lower the batch size or use more data");
+  if (request.set_length) request.set_length(config, setup.global_batch, setup.train_split->count);
+  require_activations_fit(setup, local_batch, backend, communicator);
+  require_accumulation_arithmetic(setup, local_batch);
+  const data::ShardPlan plan(setup.train_split->count, setup.local_batches, communicator.rank(), config.seed);
+  setup.steps_per_epoch = plan.steps_per_epoch();
+  setup.learning_rate = config.optimizer.learning_rate;
+  if (request.checkpoint) resume(setup, *request.checkpoint, backend, communicator);
+  setup.schedule = std::make_unique<optim::Schedule>(config.schedule, setup.learning_rate, setup.steps_per_epoch,
+                                                     setup.steps_per_epoch * config.train.epochs);
+  setup.config_text = config::to_yaml(config);
+  return setup;
+}
+
+}  // namespace phalanx::train
