@@ -13,7 +13,7 @@
 
 #include "phalanx/core/median.hpp"
 #include "phalanx/core/timer.hpp"
-#include "phalanx/train/trace_recorder.hpp"
+#include "reporting/trace_recorder.hpp"
 
 namespace {
 

@@ -8,9 +8,9 @@
 #include <memory>
 
 #include "phalanx/core/timer.hpp"
-#include "phalanx/train/step_time_statistics.hpp"
-#include "phalanx/train/tensorboard_writer.hpp"
-#include "phalanx/train/trace_recorder.hpp"
+#include "reporting/step_time_statistics.hpp"
+#include "reporting/tensorboard_writer.hpp"
+#include "reporting/trace_recorder.hpp"
 
 namespace {
 

@@ -24,7 +24,8 @@
 #include "phalanx/comm/nccl_communicator.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/train/trainer.hpp"
+#include "phalanx/train/job.hpp"
+#include "phalanx/train/rank_resources.hpp"
 #include "rank_setup.hpp"
 
 namespace phalanx::cli {
@@ -56,7 +57,7 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
   const auto world = comm::Communicator::world();
   config::Config config;
   std::string run_root = arguments.run_directory;
-  int status = agree(world, [&] {
+  int status = agreed_status(world, [&] {
     PHALANX_REQUIRE_INPUT(arguments.steps >= 1, "--steps must be >= 1 (got ", arguments.steps, ")");
     config = config::load(arguments.config_path, arguments.overrides);
   });
@@ -75,7 +76,7 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
   }
 
   std::vector<std::string> devices{"cpu"};
-  const LocalGpu gpu = find_local_gpu(world);
+  const train::LocalGpu gpu = train::find_local_gpu(world);
   const bool gpus = every_rank(world, gpu.device >= 0);
   if (gpus) devices.push_back("cuda");
   // bf16 activations where the configuration asks for them (bf16, or auto: where the rank can hold
@@ -91,33 +92,25 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
     config.device = device;
     config.train.precision = precision;
     config.train.activation_dtype = precision == "bf16" ? bf16_activations : "fp32";
-    RankResources resources;
-    std::unique_ptr<comm::NcclCommunicator> nccl;
-    std::unique_ptr<train::Trainer> trainer;
-    const std::string run_directory = run_root + "/" + device + (precision == "fp32" ? "" : "-" + precision);
-    status = agree(world, [&] {
-      if (device == "cuda") {
-        resources.backend = backend::make_cuda_backend(gpu.device);
-        resources.threads = 1;
-        // As `phalanx train` does at any size: without a communicator the trainer would stage the
-        // gradients through host memory and MPI every step, a path train never takes on GPUs.
-        nccl =
-            std::make_unique<comm::NcclCommunicator>(world, *resources.backend, config.distributed.timeout_s);
-      } else {
-        resources = make_rank_resources("cpu", config.threads, world);
-      }
-      train::TrainerOptions options{config, config::to_yaml(config), run_directory,
-                                    "",     resources.threads,       nccl.get()};
-      trainer = std::make_unique<train::Trainer>(std::move(options), world, *resources.backend);
-    });
-    if (status) return status;
+    // Set up as `phalanx train` sets up a job: on a GPU of every rank, gradients summed over NCCL
+    // at any size.
+    train::JobRequest request;
+    request.config = config;
+    request.config_source = arguments.config_path;
+    request.run_directory = run_root + "/" + device + (precision == "fp32" ? "" : "-" + precision);
+    std::unique_ptr<train::Job> job;
+    try {
+      job = std::make_unique<train::Job>(std::move(request), world);
+    } catch (const comm::AgreedFailure& failure) {
+      return report(failure, world);
+    }
     DeviceRun run{device,
                   precision,
-                  trainer->arithmetic().activation_dtype,
-                  resources.backend->name(),
-                  resources.backend->arithmetic_note(),
+                  job->activation_dtype(),
+                  job->backend().name(),
+                  job->backend().arithmetic_note(),
                   {}};
-    status = run_or_abort(world, [&] { run.summary = trainer->run(); });
+    status = run_or_abort(world, [&] { run.summary = job->run(); });
     if (status) return status;
     runs.push_back(std::move(run));
   }
@@ -160,7 +153,7 @@ int bench_allreduce(const BenchArguments& arguments, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
   const auto world = comm::Communicator::world();
   benchmark::AllreduceSettings settings;
-  int status = agree(world, [&] {
+  int status = agreed_status(world, [&] {
     PHALANX_REQUIRE_INPUT(arguments.minimum_bytes >= 4 && arguments.minimum_bytes <= arguments.maximum_bytes,
                           "--min-bytes must be >= 4 and <= --max-bytes (got ", arguments.minimum_bytes,
                           " and ", arguments.maximum_bytes, ")");
@@ -182,12 +175,12 @@ int bench_allreduce(const BenchArguments& arguments, int* argc, char*** argv) {
   });
   if (status) return status;
 
-  const LocalGpu gpu = find_local_gpu(world);
+  const train::LocalGpu gpu = train::find_local_gpu(world);
   const bool gpus = every_rank(world, gpu.device >= 0);
   if (gpus) {
     std::unique_ptr<backend::Backend> backend;
     std::unique_ptr<comm::NcclCommunicator> nccl;
-    status = agree(world, [&] {
+    status = agreed_status(world, [&] {
       backend = backend::make_cuda_backend(gpu.device);
       nccl = std::make_unique<comm::NcclCommunicator>(world, *backend);
     });

@@ -14,6 +14,7 @@
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/evaluation.hpp"
 #include "phalanx/train/predictions.hpp"
+#include "phalanx/train/rank_resources.hpp"
 #include "rank_setup.hpp"
 
 namespace phalanx::cli {
@@ -30,7 +31,7 @@ struct EvaluateArguments {
 
 struct LoadedModel {
   config::Config config;
-  RankResources resources;
+  train::RankResources resources;
   data::DatasetInfo info;
   data::Split split;
   std::unique_ptr<nn::Model> model;
@@ -80,7 +81,7 @@ std::string data_name(const EvaluateArguments& arguments, const LoadedModel& loa
 
 void build_model(const EvaluateArguments& arguments, const comm::Communicator& world, LoadedModel& loaded) {
   const auto& config = loaded.config;
-  loaded.resources = make_rank_resources(arguments.device, config.threads, world);
+  loaded.resources = train::make_rank_resources(arguments.device, config.threads, world);
   const Shape sample{loaded.split.height, loaded.split.width, loaded.split.channels};
   loaded.model =
       std::make_unique<nn::Model>(config.model, sample, static_cast<int>(loaded.info.classes.size()),
@@ -93,8 +94,8 @@ int evaluate(const EvaluateArguments& arguments, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
   const auto world = comm::Communicator::world();
   LoadedModel loaded;
-  if (int status = agree(world, [&] { load(arguments, world, false, loaded); })) return status;
-  if (int status = agree(world, [&] { build_model(arguments, world, loaded); })) return status;
+  if (int status = agreed_status(world, [&] { load(arguments, world, false, loaded); })) return status;
+  if (int status = agreed_status(world, [&] { build_model(arguments, world, loaded); })) return status;
   const auto result = train::evaluate(*loaded.model, loaded.split, loaded.info.mean,
                                       loaded.info.standard_deviation, world, arguments.batch_size);
   if (world.rank() == 0)
@@ -109,8 +110,8 @@ int predict(const EvaluateArguments& arguments, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
   const auto world = comm::Communicator::world();
   LoadedModel loaded;
-  if (int status = agree(world, [&] { load(arguments, world, world.rank() == 0, loaded); })) return status;
-  if (int status = agree(world, [&] { build_model(arguments, world, loaded); })) return status;
+  if (int status = agreed_status(world, [&] { load(arguments, world, world.rank() == 0, loaded); })) return status;
+  if (int status = agreed_status(world, [&] { build_model(arguments, world, loaded); })) return status;
   if (world.rank() != 0) return 0;  // one writer; inference of a split is cheap next to training
   return run_or_abort(world, [&] {
     const auto predictions = train::predict_split(*loaded.model, loaded.split, loaded.info.mean,

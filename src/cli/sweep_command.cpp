@@ -18,6 +18,7 @@
 #include "phalanx/sweep/sweep_lock.hpp"
 #include "phalanx/sweep/worker.hpp"
 #include "phalanx/train/stop_request.hpp"
+#include "phalanx/train/rank_resources.hpp"
 #include "rank_setup.hpp"
 
 namespace phalanx::cli {
@@ -67,14 +68,14 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
   const auto world = comm::Communicator::world();
 
   config::SweepConfig sweep;
-  int status = agree(world, [&] { sweep = config::load_sweep(arguments.sweep_path, arguments.overrides); });
+  int status = agreed_status(world, [&] { sweep = config::load_sweep(arguments.sweep_path, arguments.overrides); });
   if (status) return status;
   std::string directory =
       arguments.sweep_directory.empty() ? "sweeps/" + sweep.name : arguments.sweep_directory;
   world.broadcast_string(directory, 0);
   // Rank 0 hosts the coordinator: it holds the directory's lock until the process ends.
   std::unique_ptr<sweep::SweepLock> lock;
-  status = agree(world, [&] {
+  status = agreed_status(world, [&] {
     if (world.rank() != 0) return;
     std::error_code error;
     if (std::filesystem::is_directory(directory, error))
@@ -84,9 +85,9 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
   });
   if (status) return status;
 
-  RankResources resources;
+  train::RankResources resources;
   status =
-      agree(world, [&] { resources = make_rank_resources(sweep.base.device, sweep.base.threads, world); });
+      agreed_status(world, [&] { resources = train::make_rank_resources(sweep.base.device, sweep.base.threads, world); });
   if (status) return status;
 
   // Worker groups: GPU ranks in world order, gpu_ranks_per_trial to a group (a remainder that
@@ -131,7 +132,7 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
       std::printf("%zu GPU rank(s) left out: workers.gpu_ranks_per_trial is %d\n", gpu_ranks.size() - full,
                   sweep.gpu_ranks_per_trial);
   }
-  status = agree(world, [&] {
+  status = agreed_status(world, [&] {
     PHALANX_REQUIRE_INPUT(
         !members.empty(), arguments.sweep_path,
         ": no worker group: workers.cpu_trials is false and there are no (or too few) GPU ranks");
@@ -144,7 +145,7 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
   // Merged groups for joined trials (docs/SWEEPS.md, "No idle tail") are formed from this one.
   const auto sweep_ranks = world.split(0, world.rank());
   std::unique_ptr<comm::NcclCommunicator> nccl;
-  status = agree(world, [&] {
+  status = agreed_status(world, [&] {
     if (my_group >= 0 && gpu)
       nccl = std::make_unique<comm::NcclCommunicator>(group, *resources.backend,
                                                       sweep.base.distributed.timeout_s);

@@ -76,21 +76,22 @@ const std::vector<std::string>& GpuIntervalStats::field_names() {
   return names;
 }
 
-std::vector<std::pair<std::string, double>> GpuIntervalStats::fields() const {
-  std::vector<std::pair<std::string, double>> result;
+std::vector<MetricField> GpuIntervalStats::fields() const {
+  std::vector<MetricField> result;
   if (!available || sample_count == 0) return result;
   const auto add_measurement = [&result](const char* mean_key, const char* peak_key,
                                          const Measurement& value) {
     if (!value.measured()) return;
-    result.emplace_back(mean_key, value.mean());
-    result.emplace_back(peak_key, value.peak);
+    result.push_back({mean_key, value.mean(), RunTotal::Mean});
+    result.push_back({peak_key, value.peak, RunTotal::Peak});
   };
-  result.emplace_back("gpu_sample_count", static_cast<double>(sample_count));
+  result.push_back({"gpu_sample_count", static_cast<double>(sample_count), RunTotal::Sum});
   add_measurement("gpu_utilization_mean_percent", "gpu_utilization_peak_percent", utilization_percent);
   add_measurement("gpu_memory_mean_mib", "gpu_memory_peak_mib", memory_used_mib);
-  if (memory_total_mib) result.emplace_back("gpu_memory_total_mib", *memory_total_mib);
+  // The device's size: the same in every interval.
+  if (memory_total_mib) result.push_back({"gpu_memory_total_mib", *memory_total_mib, RunTotal::Peak});
   add_measurement("gpu_power_mean_watts", "gpu_power_peak_watts", power_watts);
-  if (energy_joules) result.emplace_back("gpu_energy_joules", *energy_joules);
+  if (energy_joules) result.push_back({"gpu_energy_joules", *energy_joules, RunTotal::Sum});
   add_measurement("gpu_temperature_mean_celsius", "gpu_temperature_peak_celsius", temperature_celsius);
   add_measurement("gpu_sm_clock_mean_mhz", "gpu_sm_clock_peak_mhz", sm_clock_mhz);
   return result;

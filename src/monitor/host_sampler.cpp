@@ -126,20 +126,20 @@ const std::vector<std::string>& HostIntervalStats::field_names() {
   return names;
 }
 
-std::vector<std::pair<std::string, double>> HostIntervalStats::fields() const {
-  std::vector<std::pair<std::string, double>> result;
+std::vector<MetricField> HostIntervalStats::fields() const {
+  std::vector<MetricField> result;
   if (!available || sample_count == 0) return result;
-  result.emplace_back("host_sample_count", static_cast<double>(sample_count));
-  if (cpu_mean_percent) result.emplace_back("host_cpu_mean_percent", *cpu_mean_percent);
-  if (cpu_peak_percent) result.emplace_back("host_cpu_peak_percent", *cpu_peak_percent);
+  result.push_back({"host_sample_count", static_cast<double>(sample_count), RunTotal::Sum});
+  if (cpu_mean_percent) result.push_back({"host_cpu_mean_percent", *cpu_mean_percent, RunTotal::Mean});
+  if (cpu_peak_percent) result.push_back({"host_cpu_peak_percent", *cpu_peak_percent, RunTotal::Peak});
   if (rss_mib.measured()) {
-    result.emplace_back("host_rss_mean_mib", rss_mib.mean());
-    result.emplace_back("host_rss_peak_mib", rss_mib.peak);
+    result.push_back({"host_rss_mean_mib", rss_mib.mean(), RunTotal::Mean});
+    result.push_back({"host_rss_peak_mib", rss_mib.peak, RunTotal::Peak});
   }
-  if (rss_high_water_mib) result.emplace_back("host_rss_high_water_mib", *rss_high_water_mib);
+  if (rss_high_water_mib) result.push_back({"host_rss_high_water_mib", *rss_high_water_mib, RunTotal::Peak});
   if (load_average.measured()) {
-    result.emplace_back("host_load_average_mean", load_average.mean());
-    result.emplace_back("host_load_average_peak", load_average.peak);
+    result.push_back({"host_load_average_mean", load_average.mean(), RunTotal::Mean});
+    result.push_back({"host_load_average_peak", load_average.peak, RunTotal::Peak});
   }
   return result;
 }

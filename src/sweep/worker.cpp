@@ -14,27 +14,20 @@
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/timer.hpp"
-#include "phalanx/data/data_source.hpp"
-#include "phalanx/data/dataset.hpp"
+#include "phalanx/comm/agreement.hpp"
 #include "phalanx/sweep/protocol.hpp"
-#include "phalanx/train/batch_split.hpp"
-#include "phalanx/train/checkpoint.hpp"
-#include "phalanx/train/run_directory.hpp"
+#include "phalanx/train/job.hpp"
+#include "phalanx/train/nonfinite_stop.hpp"
 #include "phalanx/train/stop_request.hpp"
-#include "phalanx/train/trainer.hpp"
 
 namespace phalanx::sweep {
 namespace {
 
-// Budget -> optimizer steps of the trial's global batch (the same on every group it runs on).
+// Budget -> optimizer steps of the trial's global batch (the same on every group it runs on): the
+// run's train.max_steps, while train.epochs spans the sweep's maximum budget.
 void set_budget(const config::SweepConfig& sweep, double budget, std::int64_t global_batch,
-                config::Config& config) {
-  const auto info = data::read_source_info(config.data);
-  const auto* split = info.find_split(config.data.train_split);
-  PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": has no split '", config.data.train_split, "'");
-  PHALANX_REQUIRE_INPUT(split->count >= global_batch, config.data.path, ": split '", config.data.train_split,
-                        "' has ", split->count, " samples, fewer than one global batch of ", global_batch);
-  const std::int64_t steps_per_epoch = split->count / global_batch;  // as data::ShardPlan cuts an epoch
+                std::int64_t training_samples, config::Config& config) {
+  const std::int64_t steps_per_epoch = training_samples / global_batch;  // as data::ShardPlan cuts an epoch
   if (sweep.budget_unit == "epochs") {
     config.train.max_steps =
         std::max<std::int64_t>(1, std::llround(budget * static_cast<double>(steps_per_epoch)));
@@ -47,39 +40,6 @@ void set_budget(const config::SweepConfig& sweep, double budget, std::int64_t gl
     config.train.epochs =
         static_cast<int>(std::max<std::int64_t>(1, (max_steps + steps_per_epoch - 1) / steps_per_epoch));
   }
-}
-
-// A trial's global batch is fixed where it starts: train.batch_size x the ranks of that group.
-// A promotion may resume it on a group of another size; the checkpoint's global batch is then cut
-// over the group's ranks (as `phalanx train --resume` does, docs/CHECKPOINTS.md "Elastic resume"),
-// evenly, so every update takes the same samples and the rungs stay prefixes of one trajectory.
-// `resume`: the header of the checkpoint the trial resumes from, null for a new trial. Returns the
-// trial's global batch and fills `split` when the group's ranks do not each train train.batch_size.
-std::int64_t trial_batch_split(const config::Config& config, const train::CheckpointHeader* resume,
-                               const comm::Communicator& group, const backend::Backend& backend,
-                               train::BatchSplit& split) {
-  split = train::BatchSplit{};
-  if (!resume) return static_cast<std::int64_t>(config.train.batch_size) * group.size();
-  const train::CheckpointHeader& header = *resume;
-  const std::int64_t global_batch = train::stored_global_batch(header);
-  if (header.world_size == group.size()) {
-    const auto stored = train::stored_split(header, config, group.size());
-    if (std::all_of(stored.begin(), stored.end(),
-                    [&](int batch) { return batch == config.train.batch_size; }))
-      return global_batch;
-    split.local_batches = stored;
-  } else {
-    split.local_batches = train::elastic_split(header, config, group.size(), {});
-    split.checkpoint_local_batches = header.local_batches;
-    if (split.checkpoint_local_batches.empty())
-      split.checkpoint_local_batches.assign(static_cast<std::size_t>(header.world_size),
-                                            static_cast<int>(global_batch / header.world_size));
-  }
-  split.method = config.distributed.local_batches.empty() ? "equal" : "explicit";
-  split.stored_in = header.path;
-  const auto kinds = group.allgather(static_cast<std::uint64_t>(backend.device_kind() == DeviceKind::Cuda));
-  for (const auto kind : kinds) split.devices.push_back(kind ? "cuda" : "cpu");
-  return global_batch;
 }
 
 // The handover check of a job (TrainerOptions::handover_check): the group leader looks for the
@@ -102,40 +62,31 @@ std::function<bool()> handover_check(const WorkerOptions& options, const comm::C
   };
 }
 
-nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job,
-                       const comm::Communicator& group, comm::NcclCommunicator* nccl) {
+// A trial's job, set up as `phalanx train --resume auto` sets one up (train::Job) on the group's
+// device: from the trial's newest checkpoint when it has one, its global batch cut over the
+// group's ranks when another size of group wrote it.
+nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job, const comm::Communicator& group,
+                       comm::NcclCommunicator* nccl) {
   const int trial = job.at("trial").get<int>();
-  auto config = config::trial_config(*options.sweep, job.at("assignments").get<std::vector<std::string>>());
-  const std::string run_directory = trial_directory(options.sweep_directory, trial);
-  // The group leader picks the checkpoint so that every rank of the group loads the same one.
-  // Opened once on each rank (one seal check): the split and the trainer take its header, the
-  // trainer its weights.
-  std::shared_ptr<const train::OpenCheckpoint> checkpoint =
-      group.rank() == 0 ? train::RunDirectory(run_directory, false).open_latest_checkpoint() : nullptr;
-  std::string resume = checkpoint ? checkpoint->header().path : "";
-  group.broadcast_string(resume, 0);
-  if (!resume.empty() && !checkpoint) checkpoint = std::make_shared<const train::OpenCheckpoint>(resume);
-  train::BatchSplit split;
-  const std::int64_t global_batch =
-      trial_batch_split(config, checkpoint ? &checkpoint->header() : nullptr, group, *options.backend, split);
-  set_budget(*options.sweep, job.at("budget").get<double>(), global_batch, config);
-
-  const std::int64_t target_step = *config.train.max_steps;
-  train::TrainerOptions trainer_options{config, config::to_yaml(config), run_directory,
-                                        resume, options.threads,         nccl};
-  trainer_options.quiet = true;
-  trainer_options.batch_split = std::move(split);
-  trainer_options.checkpoint = std::move(checkpoint);
+  const double budget = job.at("budget").get<double>();
+  train::JobRequest request;
+  request.config = config::trial_config(*options.sweep, job.at("assignments").get<std::vector<std::string>>());
+  request.config_source = options.sweep->source;
+  request.run_directory = trial_directory(options.sweep_directory, trial);
+  request.resume = train::ResumeFrom::Latest;
+  request.quiet = true;
+  request.set_length = [&sweep = *options.sweep, budget](config::Config& config, std::int64_t global_batch,
+                                                         std::int64_t training_samples) {
+    set_budget(sweep, budget, global_batch, training_samples, config);
+  };
   if (options.sweep->join_running)
-    trainer_options.handover_check = handover_check(options, group, job.at("job").get<std::int64_t>());
-  Stopwatch clock;
-  train::Trainer trainer(std::move(trainer_options), group, *options.backend);
-  const std::int64_t start_step = trainer.position().global_step;
-  // A job a kill cut short may have logged steps past the checkpoint this one resumes from (its
-  // rank 0 appends to metrics.jsonl every step): they are trained again now, so their events go,
-  // as `phalanx train --resume` drops them, and the trial's metrics hold every step once.
-  if (group.rank() == 0 && !resume.empty()) train::prepare_run_directory(run_directory, true, start_step);
-  const auto summary = trainer.run();
+    request.handover_check = handover_check(options, group, job.at("job").get<std::int64_t>());
+  const Stopwatch clock;
+  train::Job training(std::move(request), group, train::LentDevice{options.backend, options.threads, nccl});
+  const std::int64_t start_step = training.start_step();
+  const std::int64_t target_step = training.last_step();
+  const std::string& resume = training.resumed_from();
+  const auto summary = training.run();
   // The coordinator asked for a handover: the trial continues on this group merged with idle
   // ones, from the checkpoint just written.
   if (summary.value("stopped_for_handover", false))
@@ -233,6 +184,9 @@ void run_worker(const WorkerOptions& options) {
       } catch (const train::NonFiniteStop& error) {
         report = {
             {"type", "failed"}, {"job", job.at("job")}, {"worker", options.worker}, {"message", error.what()}};
+      } catch (const comm::AgreedFailure& error) {
+        report = {
+            {"type", "failed"}, {"job", job.at("job")}, {"worker", options.worker}, {"message", error.what()}};
       }
       if (merged.rank() == 0) channel.send_string(report.dump(), 0, tag_to_coordinator);
       continue;
@@ -240,6 +194,11 @@ void run_worker(const WorkerOptions& options) {
     nlohmann::json report;
     try {
       report = run_job(options, job, group, options.nccl);
+    } catch (const comm::AgreedFailure& error) {
+      // A trial the group could not set up (its config or data refused): every rank of the group
+      // agreed on it, none is inside a collective, so the group reports the failure and goes on.
+      report = {
+          {"type", "failed"}, {"job", job.at("job")}, {"worker", options.worker}, {"message", error.what()}};
     } catch (const train::NonFiniteStop& error) {
       // A diverged trial (train.nonfinite: stop): every rank of the group stopped at the same step,
       // none is inside a collective, so the group reports the failure and takes the next job.

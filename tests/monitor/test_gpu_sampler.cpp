@@ -99,8 +99,8 @@ NvmlFunctions fake_functions() {
   return functions;
 }
 
-bool has_key(const std::vector<std::pair<std::string, double>>& fields, const std::string& key) {
-  return std::any_of(fields.begin(), fields.end(), [&key](const auto& field) { return field.first == key; });
+bool has_key(const std::vector<MetricField>& fields, const std::string& key) {
+  return std::any_of(fields.begin(), fields.end(), [&key](const auto& field) { return field.name == key; });
 }
 
 TEST(NvmlLibrary, BogusLibraryPathIsUnavailableWithReason) {

@@ -127,13 +127,13 @@ TEST(HostSampler, FieldsHaveTheDocumentedKeys) {
   const HostIntervalStats stats = sampler.end_interval();
   const auto fields = stats.fields();
   std::vector<std::string> keys;
-  for (const auto& field : fields) keys.push_back(field.first);
+  for (const auto& field : fields) keys.push_back(field.name);
   EXPECT_EQ(keys, HostIntervalStats::field_names());
   EXPECT_EQ(HostIntervalStats::field_names(),
             (std::vector<std::string>{"host_sample_count", "host_cpu_mean_percent", "host_cpu_peak_percent",
                                       "host_rss_mean_mib", "host_rss_peak_mib", "host_rss_high_water_mib",
                                       "host_load_average_mean", "host_load_average_peak"}));
-  for (const auto& [key, value] : fields) EXPECT_TRUE(std::isfinite(value)) << key;
+  for (const auto& field : fields) EXPECT_TRUE(std::isfinite(field.value)) << field.name;
 }
 
 TEST(HostSampler, ReadingHasEveryQuantity) {

@@ -11,7 +11,7 @@
 #include "phalanx/data/shard_plan.hpp"
 #include "phalanx/nn/model.hpp"
 #include "phalanx/optim/optimizer.hpp"
-#include "phalanx/train/backend_host_staging.hpp"
+#include "loop/backend_host_staging.hpp"
 
 namespace phalanx::testing {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "phalanx/core/timer.hpp"
-#include "phalanx/train/trace_recorder.hpp"
+#include "reporting/trace_recorder.hpp"
 
 namespace phalanx::train {
 namespace {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "phalanx/comm/communicator.hpp"
-#include "phalanx/train/run_control.hpp"
+#include "control/run_control.hpp"
 #include "phalanx/train/stop_request.hpp"
 #include "support/test_support.hpp"
 

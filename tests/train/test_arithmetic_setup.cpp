@@ -7,9 +7,9 @@
 
 #include "backend/backend_test_support.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/train/arithmetic_setup.hpp"
-#include "phalanx/train/micro_batches.hpp"
-#include "phalanx/train/probe_step.hpp"
+#include "setup/arithmetic_setup.hpp"
+#include "loop/micro_batches.hpp"
+#include "setup/probe_step.hpp"
 
 namespace phalanx::testing {
 namespace {

@@ -10,7 +10,7 @@
 #include <random>
 
 #include "phalanx/core/error.hpp"
-#include "phalanx/train/batch_split.hpp"
+#include "setup/batch_split.hpp"
 
 namespace phalanx::train {
 namespace {

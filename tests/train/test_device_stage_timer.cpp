@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "phalanx/train/device_stage_timer.hpp"
+#include "loop/device_stage_timer.hpp"
 
 namespace phalanx::train {
 namespace {

@@ -11,7 +11,7 @@
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/parameter_registry.hpp"
-#include "phalanx/train/batch_split.hpp"
+#include "setup/batch_split.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "support/test_support.hpp"
 #include "train/checkpoint_test_model.hpp"

@@ -13,7 +13,7 @@
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/core/random.hpp"
 #include "phalanx/data/loader.hpp"
-#include "phalanx/train/input_batch.hpp"
+#include "loop/input_batch.hpp"
 
 namespace phalanx::train {
 namespace {

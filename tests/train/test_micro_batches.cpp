@@ -10,7 +10,7 @@
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/train/micro_batches.hpp"
+#include "loop/micro_batches.hpp"
 
 namespace phalanx::train {
 namespace {
@@ -71,6 +71,27 @@ TEST(MicroBatches, CutsTheLocalBatchAsEvenlyAsItDivides) {
   EXPECT_EQ(three.context_of(2, step).rank, 5);
   EXPECT_EQ(three.context_of(2, step).step, 11);
   EXPECT_THROW(MicroBatches(*backend, 3, 4, 10, 100, 1), Error);
+  EXPECT_THROW(MicroBatches(*backend, 3, 0, 10, 100, 1), Error);
+}
+
+TEST(MicroBatches, OneMicroBatchTrainsTheStepInPlace) {
+  // A step without accumulation: its input and labels are the last micro-batch's as they are, its
+  // context the step's, and nothing is summed aside.
+  const auto backend = backend::make_cpu_backend(1);
+  MicroBatches one(*backend, 6, 1, 3, 4, 2);
+  const Tensor input(*backend, Shape{6, 2, 2, 1});
+  const std::int32_t labels[6] = {0, 1, 2, 0, 1, 2};
+  const nn::ForwardContext step{nn::Mode::Training, 7, 11, 1};
+  const MicroBatch last = one.last(input, labels, step);
+  EXPECT_EQ(&last.input, &input);
+  EXPECT_EQ(last.labels, labels);
+  EXPECT_EQ(last.samples, 6);
+  EXPECT_EQ(last.grad_logits.shape(), (Shape{6, 3}));
+  EXPECT_EQ(last.context.rank, 1);
+  float gradients[4] = {1, 2, 3, 4};
+  one.add_summed(0, gradients);
+  EXPECT_EQ(gradients[0], 1);
+  EXPECT_EQ(gradients[3], 4);
 }
 
 }  // namespace

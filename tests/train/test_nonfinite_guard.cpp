@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "phalanx/train/nonfinite_guard.hpp"
+#include "loop/nonfinite_guard.hpp"
 
 namespace phalanx::train {
 namespace {

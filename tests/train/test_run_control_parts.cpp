@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "phalanx/train/stop_request.hpp"
-#include "phalanx/train/straggler_report.hpp"
+#include "control/straggler_report.hpp"
 
 namespace phalanx::train {
 namespace {

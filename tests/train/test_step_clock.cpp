@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "phalanx/train/step_clock.hpp"
+#include "loop/step_clock.hpp"
 
 namespace phalanx::train {
 namespace {

@@ -1,8 +1,8 @@
 // Step-time percentiles (nearest rank) and the skew between ranks.
 #include <gtest/gtest.h>
 
-#include "phalanx/train/breakdown_table.hpp"
-#include "phalanx/train/step_time_statistics.hpp"
+#include "reporting/breakdown_table.hpp"
+#include "reporting/step_time_statistics.hpp"
 
 namespace phalanx::train {
 namespace {

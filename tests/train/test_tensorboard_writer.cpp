@@ -11,7 +11,7 @@
 #include <map>
 
 #include "phalanx/core/crc32c.hpp"
-#include "phalanx/train/tensorboard_writer.hpp"
+#include "reporting/tensorboard_writer.hpp"
 #include "support/test_support.hpp"
 
 namespace phalanx::train {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "phalanx/core/tensor.hpp"
-#include "phalanx/train/step_callback.hpp"
-#include "phalanx/train/training_losses.hpp"
+#include "loop/step_callback.hpp"
+#include "loop/training_losses.hpp"
 
 namespace phalanx::train {
 namespace {

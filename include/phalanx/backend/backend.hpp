@@ -106,6 +106,11 @@ class StagedCopy {
   virtual void start_to_device(void* device_destination, const void* host_source, std::size_t bytes) = 0;
 };
 
+struct DeviceIdentity {
+  int index = 0;
+  std::string pci_bus_id;
+};
+
 struct DeviceMemory {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
@@ -186,6 +191,9 @@ class Backend : public Allocator {
   // Free and total memory of the device, where the backend has a memory of its own (GPUs);
   // nullopt on the CPU backend.
   virtual std::optional<DeviceMemory> device_memory() { return std::nullopt; }
+  // The GPU this backend drives (its CUDA device and PCI bus id, by which NVML finds it whatever
+  // CUDA_VISIBLE_DEVICES says), for the machine metrics; nullopt on the CPU backend.
+  virtual std::optional<DeviceIdentity> device_identity() const { return std::nullopt; }
   // An Upload for this backend (see Upload). The base version copies with copy_from_host.
   virtual std::unique_ptr<Upload> make_upload();
   // A TimingMarker for this backend (see TimingMarker). The base version reads the host clock.

@@ -33,7 +33,7 @@ struct GpuIntervalStats {
 
   // Stable keys for metrics.jsonl and summary.json, only for quantities that were measured
   // (nothing at all when the GPU is unavailable). The full set is field_names().
-  std::vector<std::pair<std::string, double>> fields() const;
+  std::vector<MetricField> fields() const;
   static const std::vector<std::string>& field_names();
 };
 

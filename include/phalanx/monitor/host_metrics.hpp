@@ -40,7 +40,7 @@ struct HostIntervalStats {
   Measurement load_average;
 
   // Stable keys for metrics.jsonl and summary.json, for the quantities measured; see field_names().
-  std::vector<std::pair<std::string, double>> fields() const;
+  std::vector<MetricField> fields() const;
   static const std::vector<std::string>& field_names();
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
 
 namespace phalanx::monitor {
 
@@ -20,6 +21,17 @@ struct Measurement {
   }
   bool measured() const { return count > 0; }
   double mean() const { return count == 0 ? 0.0 : sum / static_cast<double>(count); }
+};
+
+// How one interval's value of a metric folds into the run's: a mean weighted by the intervals'
+// lengths, the highest value, or a sum (energy, sample counts).
+enum class RunTotal { Mean, Peak, Sum };
+
+// One metric of an interval, as reported per epoch and folded into summary.json's totals.
+struct MetricField {
+  std::string name;
+  double value = 0.0;
+  RunTotal total = RunTotal::Mean;
 };
 
 // Seconds on the steady clock: the time base of every sample, immune to wall-clock jumps.

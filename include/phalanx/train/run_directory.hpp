@@ -9,16 +9,20 @@
 #include <string>
 
 #include "phalanx/train/checkpoint.hpp"
-#include "phalanx/train/tensorboard_writer.hpp"
 
 namespace phalanx::train {
 
+class TensorBoardWriter;
+
 class RunDirectory {
  public:
-  RunDirectory() = default;
+  RunDirectory();
   // Creates the folder (and checkpoints/) when `writer` is true. A resumed run appends to
   // metrics.jsonl; a fresh one starts it anew.
   RunDirectory(std::string path, bool writer, bool append_metrics = false);
+  RunDirectory(RunDirectory&&) noexcept;
+  RunDirectory& operator=(RunDirectory&&) noexcept;
+  ~RunDirectory();
 
   const std::string& path() const { return path_; }
   std::string checkpoint_folder() const { return path_ + "/checkpoints"; }

@@ -227,6 +227,10 @@ std::unique_ptr<StagedCopy> CudaBackend::make_staged_copy() {
   return std::make_unique<CudaStagedCopy>(device_, staging_stream_.get(), stream_.get());
 }
 
+std::optional<DeviceIdentity> CudaBackend::device_identity() const {
+  return DeviceIdentity{device(), cuda_pci_bus_id(*this)};
+}
+
 std::optional<DeviceMemory> CudaBackend::device_memory() {
   make_current();
   DeviceMemory memory;

@@ -43,6 +43,7 @@ class CudaBackend final : public Backend {
                                            ComputePrecision compute) const override;
   void set_deterministic(bool deterministic) override { convolutions_.set_deterministic(deterministic); }
   std::optional<DeviceMemory> device_memory() override;
+  std::optional<DeviceIdentity> device_identity() const override;
   std::unique_ptr<Upload> make_upload() override;
   std::unique_ptr<TimingMarker> make_timing_marker() override;
   std::unique_ptr<StagedCopy> make_staged_copy() override;

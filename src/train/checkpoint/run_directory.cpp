@@ -29,6 +29,7 @@ RunDirectory::RunDirectory(std::string path, bool writer, bool append_metrics)
   tensorboard_ = std::make_unique<TensorBoardWriter>(path_);
 }
 
+RunDirectory::RunDirectory() = default;
 RunDirectory::RunDirectory(RunDirectory&&) noexcept = default;
 RunDirectory& RunDirectory::operator=(RunDirectory&&) noexcept = default;
 RunDirectory::~RunDirectory() = default;

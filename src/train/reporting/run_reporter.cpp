@@ -3,6 +3,7 @@
 // lines through Progress, which only rank 0 prints.
 #include "reporting/run_reporter.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "phalanx/core/timer.hpp"
@@ -88,6 +89,18 @@ void RunReporter::start() {
     progress_.line("the checkpoint holds no running loss totals (written by an earlier version): epoch " +
                    std::to_string(position.epoch + 1) +
                    "'s train_loss and the next step event's loss count the steps after the resume only");
+}
+
+void RunReporter::accumulation(const std::vector<std::uint64_t>& micro_batches) {
+  if (std::none_of(micro_batches.begin(), micro_batches.end(), [](std::uint64_t count) { return count > 1; }))
+    return;
+  const auto& train = setup_.config.train;
+  std::string text = "gradient accumulation: micro-batches per rank [";
+  for (std::size_t rank = 0; rank < micro_batches.size(); ++rank)
+    text += (rank ? ", " : "") + std::to_string(micro_batches[rank]);
+  progress_.line(text + "], one all-reduce and update per step (train.accumulation_steps: " +
+                 (train.accumulation_steps ? std::to_string(train.accumulation_steps) : "auto") +
+                 ", train.batch_size " + std::to_string(train.batch_size) + ")");
 }
 
 void RunReporter::close_epoch_metrics(double epoch_seconds) {

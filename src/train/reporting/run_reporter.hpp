@@ -33,6 +33,8 @@ class RunReporter {
 
   // Collective: every rank's line (device, threads, arithmetic), then the run's.
   void start();
+  // Every rank's micro-batches per step (gathered): a line when any rank accumulates gradients.
+  void accumulation(const std::vector<std::uint64_t>& micro_batches);
   // The epoch's machine metrics end before its evaluation, so that they describe training.
   void close_epoch_metrics(double epoch_seconds);
   // Collective: the epoch and eval events, history, the epoch's line and every rank's breakdown.

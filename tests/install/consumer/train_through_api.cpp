@@ -10,7 +10,8 @@
 #include "phalanx/comm/communicator.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/train/trainer.hpp"
+#include "phalanx/comm/agreement.hpp"
+#include "phalanx/train/job.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -23,12 +24,13 @@ int main(int argc, char** argv) {
   try {
     phalanx::comm::MpiSession session(&argc, &argv);
     const auto world = phalanx::comm::Communicator::world();
-    phalanx::config::Config config = phalanx::config::load(config_path, overrides);
-    const std::string config_text = phalanx::config::to_yaml(config);
     const auto backend = phalanx::backend::make_cpu_backend(1);
-    phalanx::train::TrainerOptions options{config, config_text, run_directory, "", 1, nullptr};
-    phalanx::train::Trainer trainer(std::move(options), world, *backend);
-    const auto summary = trainer.run();
+    phalanx::train::JobRequest request;
+    request.config = phalanx::config::load(config_path, overrides);
+    request.config_source = config_path;
+    request.run_directory = run_directory;
+    phalanx::train::Job job(std::move(request), world, phalanx::train::LentDevice{backend.get(), 1, nullptr});
+    const auto summary = job.run();
     if (world.rank() == 0)
       std::printf("through the API: %lld steps, test accuracy %.4f\n", summary.at("steps").get<long long>(),
                   summary.at("test_accuracy").get<double>());
