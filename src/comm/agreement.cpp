@@ -7,7 +7,7 @@
 namespace phalanx::comm {
 
 AgreedFailure::AgreedFailure(int exit_status, const std::string& message, int first_failing_rank)
-    : Error(exit_status == 2 ? ErrorKind::InvalidInput : ErrorKind::Internal, message),
+    : Error(exit_status == 2 ? ErrorKind::InvalidInput : ErrorKind::Internal, first_failing_rank, message),
       first_failing_rank_(first_failing_rank) {}
 
 void agree(const Communicator& communicator, const std::function<void()>& phase) {

@@ -16,6 +16,9 @@ Error::Error(ErrorKind kind, const std::string& message)
       kind_(kind),
       rank_(error_rank()) {}
 
+Error::Error(ErrorKind kind, int rank, const std::string& text)
+    : std::runtime_error(text), kind_(kind), rank_(rank) {}
+
 void throw_input_error(const std::string& message) { throw Error(ErrorKind::InvalidInput, message); }
 
 void throw_internal_error(const std::string& message, const char* file, int line) {

@@ -1,6 +1,6 @@
 // ChannelHistogram: both moments from 256 exact counts per channel, so there is no rounding from
 // summing millions of floats, and the variance comes from centred values rather than E[x^2] - E[x]^2.
-#include "phalanx/data/channel_histogram.hpp"
+#include "channel_histogram.hpp"
 
 #include <cmath>
 

@@ -2,8 +2,8 @@
 // past this file nothing differs.
 #include "phalanx/data/data_source.hpp"
 
-#include "phalanx/data/mapped_source_cache.hpp"
-#include "phalanx/data/mapped_split_reader.hpp"
+#include "mapped_source_cache.hpp"
+#include "mapped_split_reader.hpp"
 #include "phalanx/data/split_reader.hpp"
 
 namespace phalanx::data {

@@ -12,7 +12,7 @@
 
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/data/channel_histogram.hpp"
+#include "channel_histogram.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"

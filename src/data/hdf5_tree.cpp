@@ -1,7 +1,7 @@
 // The tree and the suggested data.source block of `data inspect`. The suggestion uses the same
 // shape rules as the mapped reader (source_layout.hpp), so a block it prints is one the reader
 // accepts as far as shapes go; dtypes and values are still checked when training opens it.
-#include "phalanx/data/hdf5_tree.hpp"
+#include "hdf5_tree.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -18,7 +18,7 @@
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 #include "phalanx/data/object_header_check.hpp"
-#include "phalanx/data/source_layout.hpp"
+#include "source_layout.hpp"
 
 namespace phalanx::data {
 namespace {

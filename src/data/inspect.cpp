@@ -12,7 +12,7 @@
 
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
-#include "phalanx/data/hdf5_tree.hpp"
+#include "hdf5_tree.hpp"
 #include "phalanx/data/importers.hpp"
 
 namespace phalanx::data {

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "phalanx/data/importers.hpp"
-#include "phalanx/data/mapped_source.hpp"
-#include "phalanx/data/mapped_split_reader.hpp"
+#include "mapped_source.hpp"
+#include "mapped_split_reader.hpp"
 
 namespace phalanx::data {
 

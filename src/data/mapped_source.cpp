@@ -1,7 +1,7 @@
 // Opening and validating a data.source mapping. Everything that can be checked without reading
 // every image is checked here, once, before training starts: a user with a wrong key or a file of
 // another layout reads one message naming the file, the dataset and the key, not a crash hours in.
-#include "phalanx/data/mapped_source.hpp"
+#include "mapped_source.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
-#include "phalanx/data/split_carving.hpp"
+#include "split_carving.hpp"
 
 namespace phalanx::data {
 namespace {

@@ -1,5 +1,5 @@
 // The process-wide cache of validated mapped sources (see mapped_source_cache.hpp).
-#include "phalanx/data/mapped_source_cache.hpp"
+#include "mapped_source_cache.hpp"
 
 #include <deque>
 #include <mutex>

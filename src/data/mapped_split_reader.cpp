@@ -1,7 +1,7 @@
 // Reading and converting samples of a mapped split. The conversion is the only place a mapped
 // source differs from a native file once it is open: pixel for pixel it must give what the
 // importers would have stored, so training on either gives the same weights bit for bit.
-#include "phalanx/data/mapped_split_reader.hpp"
+#include "mapped_split_reader.hpp"
 
 #include <algorithm>
 #include <cmath>

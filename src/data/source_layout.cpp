@@ -1,6 +1,6 @@
 // Telling a dataset's image layout and label encoding from its shape. The rules stay small and
 // refuse rather than guess: a wrong guess would train on scrambled pixels without any error.
-#include "phalanx/data/source_layout.hpp"
+#include "source_layout.hpp"
 
 #include <limits>
 

@@ -13,9 +13,9 @@
 
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/data/channel_histogram.hpp"
-#include "phalanx/data/mapped_source_cache.hpp"
-#include "phalanx/data/mapped_split_reader.hpp"
+#include "channel_histogram.hpp"
+#include "mapped_source_cache.hpp"
+#include "mapped_split_reader.hpp"
 
 namespace phalanx::data {
 namespace {

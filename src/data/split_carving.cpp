@@ -1,7 +1,7 @@
 // Stratified, seeded carving. The permutation is our own Fisher-Yates over std::mt19937_64 (whose
 // output the standard fixes) rather than std::shuffle, whose algorithm differs between standard
 // libraries: the carved test set must not depend on the compiler.
-#include "phalanx/data/split_carving.hpp"
+#include "split_carving.hpp"
 
 #include <algorithm>
 #include <cmath>

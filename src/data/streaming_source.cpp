@@ -1,7 +1,7 @@
 // StreamingSource: whole-chunk reads into a small least-recently-used chunk cache. The chunk
 // windows order makes each rank walk its part of the shuffled chunk sequence front to back, so
 // the cache only has to hold the chunks of the window being consumed and of the next one.
-#include "phalanx/data/streaming_source.hpp"
+#include "streaming_source.hpp"
 
 #include <algorithm>
 #include <cstring>

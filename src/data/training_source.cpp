@@ -14,8 +14,8 @@
 #include "phalanx/comm/node_shared_buffer.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/data_source.hpp"
-#include "phalanx/data/mapped_source_cache.hpp"
-#include "phalanx/data/streaming_source.hpp"
+#include "mapped_source_cache.hpp"
+#include "streaming_source.hpp"
 
 namespace phalanx::data {
 namespace {

@@ -20,8 +20,8 @@
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/dataset_storage_check.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
-#include "phalanx/data/mapped_source.hpp"
-#include "phalanx/data/mapped_split_reader.hpp"
+#include "mapped_source.hpp"
+#include "mapped_split_reader.hpp"
 #include "phalanx/data/split_reader.hpp"
 #include "support/test_support.hpp"
 

@@ -16,13 +16,13 @@
 
 #include "data/data_test_support.hpp"
 #include "phalanx/data/data_source.hpp"
-#include "phalanx/data/hdf5_tree.hpp"
-#include "phalanx/data/mapped_source.hpp"
-#include "phalanx/data/mapped_source_cache.hpp"
-#include "phalanx/data/mapped_split_reader.hpp"
-#include "phalanx/data/source_layout.hpp"
-#include "phalanx/data/split_carving.hpp"
-#include "phalanx/data/streaming_source.hpp"
+#include "hdf5_tree.hpp"
+#include "mapped_source.hpp"
+#include "mapped_source_cache.hpp"
+#include "mapped_split_reader.hpp"
+#include "source_layout.hpp"
+#include "split_carving.hpp"
+#include "streaming_source.hpp"
 #include "support/test_support.hpp"
 
 namespace phalanx::data {

@@ -10,7 +10,7 @@
 
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
-#include "phalanx/data/hdf5_tree.hpp"
+#include "hdf5_tree.hpp"
 #include "support/test_support.hpp"
 
 namespace phalanx::data {

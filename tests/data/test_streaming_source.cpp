@@ -13,7 +13,7 @@
 #include "phalanx/data/importers.hpp"
 #include "phalanx/data/loader.hpp"
 #include "phalanx/data/split_reader.hpp"
-#include "phalanx/data/streaming_source.hpp"
+#include "streaming_source.hpp"
 #include "phalanx/data/training_source.hpp"
 #include "support/test_support.hpp"
 

@@ -57,7 +57,7 @@ class InstallTest(unittest.TestCase):
                      ("share", "phalanx", "launch", "phalanx-mpirun"),
                      ("share", "phalanx", "launch", "slurm", "train.sbatch"),
                      ("share", "modulefiles", "phalanx", version),
-                     ("include", "phalanx", "train", "trainer.hpp"),
+                     ("include", "phalanx", "train", "job.hpp"),
                      ("lib", "libphalanx_train.a"),
                      ("lib", "cmake", "phalanx", "phalanxConfig.cmake"),
                      ("lib", "cmake", "phalanx", "phalanxTargets.cmake")):

@@ -10,8 +10,8 @@
 
 #include "fuzz_support.hpp"
 #include "phalanx/config/config.hpp"
-#include "phalanx/data/mapped_source.hpp"
-#include "phalanx/data/mapped_split_reader.hpp"
+#include "mapped_source.hpp"
+#include "mapped_split_reader.hpp"
 
 namespace {
 

@@ -26,6 +26,10 @@ class Error : public std::runtime_error {
   int rank() const { return rank_; }
   int exit_status() const { return kind_ == ErrorKind::InvalidInput ? 2 : 1; }
 
+ protected:
+  // An error raised on `rank` and passed on to this one: its text names that rank already.
+  Error(ErrorKind kind, int rank, const std::string& text);
+
  private:
   ErrorKind kind_;
   int rank_;

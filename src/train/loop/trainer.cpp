@@ -55,8 +55,9 @@ Trainer::~Trainer() = default;
 
 nlohmann::json Trainer::run() {
   begin_run();
-  Bookkeeping bookkeeping = make_bookkeeping();
-  const std::unique_ptr<Step> step = make_step(bookkeeping);
+  const std::unique_ptr<Step> step = make_step();
+  Bookkeeping bookkeeping = make_bookkeeping();  // its epoch clock starts here
+  start_clock(*step, bookkeeping);
   while (setup_.position.global_step < last_step_) {
     const std::optional<StepEnd> end = train_step(*step);
     if (!end) break;  // the data ran out
@@ -180,7 +181,7 @@ Trainer::Bookkeeping Trainer::make_bookkeeping() {
   return Bookkeeping{std::move(callbacks), record, losses, epoch_end, stop, trace};
 }
 
-std::unique_ptr<Trainer::Step> Trainer::make_step(Bookkeeping& bookkeeping) {
+std::unique_ptr<Trainer::Step> Trainer::make_step() {
   const auto& config = setup_.config;
   auto& registry = setup_.model->registry();
   data::ShardPlan plan(setup_.train_split->count, setup_.local_batches, communicator_.rank(), config.seed,
@@ -192,18 +193,20 @@ std::unique_ptr<Trainer::Step> Trainer::make_step(Bookkeeping& bookkeeping) {
       config.distributed.grad_dtype == "bf16" ? comm::WireType::BFloat16 : comm::WireType::Float32);
   auto input = make_input_pipeline(backend_, setup_.train_split, plan, config.data, setup_.dataset,
                                    setup_.position, config.train.epochs);
-  auto clock = make_step_clock(backend_, *exchange, setup_.nccl != nullptr,
-                               [&](const SettledStep& settled) { bookkeeping.callbacks.step_settled(settled); });
-  auto stages = std::make_unique<StepStages>(*clock, *run_control_);
   const float gradient_scale = 1.0f / static_cast<float>(plan.global_batch());
-  auto step = std::unique_ptr<Step>(new Step{
-      std::move(plan), std::move(exchange), std::move(input), std::move(clock), std::move(stages),
+  return std::unique_ptr<Step>(new Step{
+      std::move(plan), std::move(exchange), std::move(input), nullptr, nullptr,
       MicroBatches(backend_, local_batch, setup_.micro_batches, setup_.model->classes(),
                    registry.parameter_count(), communicator_.size()),
       TrainingLoss(backend_, setup_.model->classes(), static_cast<float>(config.train.label_smoothing)),
       gradient_scale});
+}
+
+void Trainer::start_clock(Step& step, Bookkeeping& bookkeeping) {
+  step.clock = make_step_clock(backend_, *step.exchange, setup_.nccl != nullptr,
+                               [&](const SettledStep& settled) { bookkeeping.callbacks.step_settled(settled); });
+  step.stages = std::make_unique<StepStages>(*step.clock, *run_control_);
   reporter_->accumulation(communicator_.allgather(static_cast<std::uint64_t>(setup_.micro_batches)));
-  return step;
 }
 
 bool Trainer::advance_position(const BatchFacts& batch) {

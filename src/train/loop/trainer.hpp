@@ -41,8 +41,10 @@ class Trainer final : private TrainingActions {
   struct Bookkeeping;  // the run's step callbacks and the ones the loop asks
 
   void begin_run();  // run directory, run control, reporting, rank 0's weights on every rank
-  std::unique_ptr<Step> make_step(Bookkeeping& bookkeeping);
+  std::unique_ptr<Step> make_step();
   Bookkeeping make_bookkeeping();
+  // The step clock (it hands settled steps to the bookkeeping) and the stages that mark it.
+  void start_clock(Step& step, Bookkeeping& bookkeeping);
   // Trains one step; nothing when the data has run out.
   std::optional<StepEnd> train_step(Step& step);
   bool gradients_finite(Step& step);

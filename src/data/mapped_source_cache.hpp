@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "phalanx/config/config.hpp"
-#include "phalanx/data/mapped_source.hpp"
+#include "mapped_source.hpp"
 
 namespace phalanx::data {
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "phalanx/data/hdf5_handle.hpp"
-#include "phalanx/data/mapped_source.hpp"
+#include "mapped_source.hpp"
 #include "phalanx/data/split_range_reader.hpp"
 
 namespace phalanx::data {

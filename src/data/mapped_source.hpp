@@ -12,7 +12,7 @@
 
 #include "phalanx/config/config.hpp"
 #include "phalanx/data/dataset.hpp"
-#include "phalanx/data/source_layout.hpp"
+#include "source_layout.hpp"
 
 namespace phalanx::data {
 
