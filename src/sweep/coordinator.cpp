@@ -35,7 +35,8 @@ namespace {
 struct Group {
   bool known = false;  // said hello
   bool gpu = false;
-  std::string device, ranks, host;
+  std::string device, host;
+  std::vector<int> ranks;  // world ranks, the leader first
   int threads = 1;
   bool busy = false;
   std::int64_t job_id = 0;
@@ -69,7 +70,8 @@ class Coordinator {
         asha_(sweep_.min_budget, sweep_.max_budget, sweep_.eta, sweep_.goal == "maximize",
               trial_count(sweep_), sweep_.scheduler == "full"),
         store_(options.sweep_directory + "/sweep.db"),
-        groups_(static_cast<std::size_t>(options.groups)) {}
+        groups_(static_cast<std::size_t>(options.groups)),
+        last_job_id_(store_.last_job_id()) {}
 
   // True when a stop signal ended the sweep early.
   bool run() {
@@ -126,15 +128,12 @@ class Coordinator {
   // step. The groups that were to join are free in the new start, and may join the redo again.
   void restore() {
     store_.interrupt_running(wall_seconds_since_epoch());
-    const auto& database = store_.database();
-    for (const auto& row : database.rows("SELECT trial_id FROM trials"))
-      asha_.restore_started(row["trial_id"].get<int>());
-    for (const auto& row : database.rows("SELECT DISTINCT trial_id, rung FROM jobs WHERE rung > 0"))
-      asha_.restore_promoted(row["trial_id"].get<int>(), row["rung"].get<int>());
-    for (const auto& row : database.rows("SELECT trial_id, rung, metric FROM rung_results"))
-      asha_.record(row["trial_id"].get<int>(), row["rung"].get<int>(), row["metric"].get<double>());
+    const RecordedProgress progress = store_.progress();
+    for (const int trial : progress.trials) asha_.restore_started(trial);
+    for (const auto& [trial, rung] : progress.promotions) asha_.restore_promoted(trial, rung);
+    for (const auto& result : progress.rung_results) asha_.record(result.trial, result.rung, result.metric);
     // Jobs a kill left running, and jobs a stop signal interrupted (in this or an earlier stop).
-    for (const auto& [trial, rung] : store_.interrupted_jobs())
+    for (const auto& [trial, rung] : progress.interrupted)
       if (std::find(requeued_.begin(), requeued_.end(), Job{trial, rung}) == requeued_.end())
         requeued_.push_back(Job{trial, rung});
     std::printf("resuming %s: %d trials started, %zu interrupted jobs requeued\n",
@@ -170,12 +169,13 @@ class Coordinator {
       group.known = true;
       group.gpu = message.at("gpu").get<bool>();
       group.device = message.at("device");
-      group.ranks = message.at("ranks");
+      group.ranks = message.at("ranks").get<std::vector<int>>();
+      PHALANX_CHECK(!group.ranks.empty(), "worker ", worker, " said hello without ranks");
       group.threads = message.at("threads").get<int>();
       group.host = message.at("host");
-      group.rank_count = static_cast<int>(std::count(group.ranks.begin(), group.ranks.end(), ',')) + 1;
+      group.rank_count = static_cast<int>(group.ranks.size());
       if (leaders_.size() < groups_.size()) leaders_.resize(groups_.size(), -1);
-      leaders_[static_cast<std::size_t>(worker)] = std::stoi(group.ranks.substr(0, group.ranks.find(',')));
+      leaders_[static_cast<std::size_t>(worker)] = group.ranks.front();
       store_.register_worker(worker, group.ranks, group.device, group.threads, group.host);
       return;
     }
@@ -243,7 +243,10 @@ class Coordinator {
     finish.finished = now;
     finish.train_seconds = message.at("train_seconds");
     finish.images_per_sec = message.at("images_per_sec");
-    finish.history = message.at("history");
+    for (const auto& entry : message.at("history"))
+      finish.history.push_back({entry.value("epoch", std::int64_t{0}), entry.value("test_accuracy", 0.0),
+                                entry.value("test_loss", 0.0), entry.value("train_loss", 0.0),
+                                entry.value("epoch_seconds", 0.0)});
     finish.completed = group.job.rung == asha_.top_rung();
     finish.worker_speed = group.speed;
     store_.finish_job(finish);  // committed before ASHA acts on it
@@ -268,6 +271,15 @@ class Coordinator {
   static std::string format_seconds(double seconds) {
     char text[32];
     std::snprintf(text, sizeof(text), "%7.1f s", seconds);
+    return text;
+  }
+
+  static std::string rank_list(const std::vector<int>& ranks) {
+    std::string text;
+    for (const int rank : ranks) {
+      if (!text.empty()) text += ',';
+      text += std::to_string(rank);
+    }
     return text;
   }
 
@@ -323,24 +335,19 @@ class Coordinator {
     const std::int64_t start_step = message.at("start_step"), end_step = message.at("end_step");
     const std::int64_t target = message.at("target_step");
     JobStart next;
+    next.job_id = ++last_job_id_;
     next.trial = group.job.trial;
     next.rung = group.job.rung;
     next.budget = asha_.budget(group.job.rung);
     next.worker = worker;
     next.device = group.device;
     next.started = now;
-    next.run_dir = trial_directory(options_.sweep_directory, group.job.trial);
     std::vector<JobGroup> rows;
     std::vector<int> ranks;
     for (const int member : members) {
       const Group& held = groups_[static_cast<std::size_t>(member)];
       rows.push_back({member, held.ranks});
-      std::size_t begin = 0;
-      while (begin < held.ranks.size()) {
-        const std::size_t end = std::min(held.ranks.find(',', begin), held.ranks.size());
-        ranks.push_back(std::stoi(held.ranks.substr(begin, end - begin)));
-        begin = end + 1;
-      }
+      ranks.insert(ranks.end(), held.ranks.begin(), held.ranks.end());
     }
     group.cost = next.budget * static_cast<double>(target - end_step) /
                  static_cast<double>(std::max<std::int64_t>(target, 1));
@@ -350,8 +357,9 @@ class Coordinator {
     const double speed =
         merged_speed(group.gpu).speed(summed_speed(members, states), static_cast<int>(members.size()));
     next.estimate_seconds = group.cost / std::max(speed, 1e-9);
-    group.job_id = store_.hand_over_job(group.job_id, start_step, end_step, message.at("resumed_from"), now,
-                                        next, rows);  // committed before the job is sent
+    store_.hand_over_job(group.job_id, start_step, end_step, message.at("resumed_from"), now, next,
+                         rows);  // committed before the job is sent
+    group.job_id = next.job_id;
     group.merged = members;
     for (const int member : members) {
       Group& held = groups_[static_cast<std::size_t>(member)];
@@ -431,7 +439,7 @@ class Coordinator {
         line, sizeof(line),
         "[%7.1f s] worker %d (ranks %s) has nothing from ASHA: joins trial %d on worker %s (about %.0f s "
         "left on %d ranks) after its next step",
-        wall_seconds_since_epoch() - start_, worker, idle.ranks.c_str(), target.trial,
+        wall_seconds_since_epoch() - start_, worker, rank_list(idle.ranks).c_str(), target.trial,
         worker_list(job_groups(target.leader)).c_str(), target.seconds_left, target.ranks);
     join_lines_.push_back(line);  // after the line of the result that freed the group
   }
@@ -588,22 +596,22 @@ class Coordinator {
     Group& group = groups_[static_cast<std::size_t>(worker)];
     const auto parameters = sample_trial(sweep_, job.trial);
     JobStart start;
+    start.job_id = ++last_job_id_;
     start.trial = job.trial;
     start.rung = job.rung;
     start.budget = asha_.budget(job.rung);
     start.worker = worker;
     start.device = group.device;
     start.started = wall_seconds_since_epoch();
-    start.new_trial = new_trial;
-    start.run_dir = trial_directory(options_.sweep_directory, job.trial);
     start.estimate_seconds = estimate.own_seconds;
     start.faster_group_seconds = estimate.faster_group_seconds;
-    if (new_trial) {
-      start.parameters = parameters.to_json().dump();
-      start.config = config::to_yaml(config::trial_config(sweep_, parameters.assignments()));
-      start.seed = parameters.seed;
-    }
-    group.job_id = store_.start_job(start);  // committed before the job is sent
+    std::optional<NewTrial> trial;
+    if (new_trial)
+      trial = NewTrial{parameters.to_json().dump(),
+                       config::to_yaml(config::trial_config(sweep_, parameters.assignments())),
+                       parameters.seed, trial_directory(options_.sweep_directory, job.trial)};
+    store_.start_job(start, trial);  // committed before the job is sent
+    group.job_id = start.job_id;
     group.job = job;
     group.busy = true;
     group.started = start.started;
@@ -682,6 +690,7 @@ class Coordinator {
   ResultsStore store_;
   std::vector<Group> groups_;
   std::vector<int> leaders_;
+  std::int64_t last_job_id_;  // jobs are numbered on from the database's last
   std::deque<Job> requeued_;
   double start_ = 0;
   int results_ = 0;
