@@ -175,12 +175,16 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
       });
     }
     if (my_group >= 0) {
-      std::string ranks;
-      for (const int rank : members[static_cast<std::size_t>(my_group)])
-        ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
-      sweep::WorkerOptions options{
-          &sweep,     directory,         my_group, &channel, &group, &sweep_ranks, resources.backend.get(),
-          nccl.get(), resources.threads, ranks};
+      sweep::WorkerOptions options{&sweep,
+                                   directory,
+                                   my_group,
+                                   &channel,
+                                   &group,
+                                   &sweep_ranks,
+                                   resources.backend.get(),
+                                   nccl.get(),
+                                   resources.threads,
+                                   members[static_cast<std::size_t>(my_group)]};
       sweep::run_worker(options);
     }
     if (world.rank() == 0) {

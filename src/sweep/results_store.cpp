@@ -1,7 +1,22 @@
 // The sweep database schema and its transactions (see results_store.hpp).
 #include "phalanx/sweep/results_store.hpp"
 
+#include "phalanx/core/error.hpp"
+
 namespace phalanx::sweep {
+namespace {
+
+// The text a rank list is stored as: "2", "0,1".
+std::string rank_list_text(const std::vector<int>& ranks) {
+  std::string text;
+  for (const int rank : ranks) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(rank);
+  }
+  return text;
+}
+
+}  // namespace
 
 ResultsStore::ResultsStore(const std::string& path) : database_(path, true) {
   database_.execute(R"sql(
@@ -52,32 +67,40 @@ void ResultsStore::set_meta(const std::string& key, const std::string& value) {
       .run();
 }
 
-void ResultsStore::register_worker(int worker, const std::string& ranks, const std::string& device,
+void ResultsStore::register_worker(int worker, const std::vector<int>& ranks, const std::string& device,
                                    int threads, const std::string& host) {
   Statement(database_,
             "INSERT INTO workers (worker, ranks, device, threads, host) VALUES (?1, ?2, ?3, ?4, ?5) "
             "ON CONFLICT (worker) DO UPDATE SET ranks = ?2, device = ?3, threads = ?4, host = ?5")
       .bind(1, worker)
-      .bind(2, ranks)
+      .bind(2, rank_list_text(ranks))
       .bind(3, device)
       .bind(4, threads)
       .bind(5, host)
       .run();
 }
 
-std::int64_t ResultsStore::start_job(const JobStart& job) {
+std::int64_t ResultsStore::last_job_id() const {
+  // AUTOINCREMENT's counter too: it never goes back, even where rows would have gone.
+  Statement statement(database_,
+                      "SELECT MAX(COALESCE((SELECT MAX(job_id) FROM jobs), 0), COALESCE((SELECT seq FROM "
+                      "sqlite_sequence WHERE name = 'jobs'), 0))");
+  return statement.step() ? statement.integer(0) : 0;
+}
+
+void ResultsStore::start_job(const JobStart& job, const std::optional<NewTrial>& trial) {
   Transaction transaction(database_);
-  if (job.new_trial) {
+  if (trial) {
     Statement(
         database_,
         "INSERT INTO trials (trial_id, status, rung, config, parameters, seed, run_dir, worker, device, "
         "created, updated) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)")
         .bind(1, job.trial)
         .bind(2, job.rung)
-        .bind(3, job.config)
-        .bind(4, job.parameters)
-        .bind(5, static_cast<std::int64_t>(job.seed))
-        .bind(6, job.run_dir)
+        .bind(3, trial->config)
+        .bind(4, trial->parameters)
+        .bind(5, static_cast<std::int64_t>(trial->seed))
+        .bind(6, trial->run_dir)
         .bind(7, job.worker)
         .bind(8, job.device)
         .bind(9, job.started)
@@ -93,17 +116,18 @@ std::int64_t ResultsStore::start_job(const JobStart& job) {
         .bind(5, job.started)
         .run();
   }
-  const std::int64_t job_id = insert_job(job);
+  insert_job(job);
   transaction.commit();
-  return job_id;
 }
 
-std::int64_t ResultsStore::insert_job(const JobStart& job) {
+void ResultsStore::insert_job(const JobStart& job) {
+  PHALANX_CHECK(job.job_id > 0, "job ", job.job_id, " of trial ", job.trial, " has no id");
   Statement insert(
       database_,
-      "INSERT INTO jobs (trial_id, rung, budget, worker, device, status, started, estimate_seconds, "
-      "faster_group_seconds) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, ?8)");
-  insert.bind(1, job.trial)
+      "INSERT INTO jobs (job_id, trial_id, rung, budget, worker, device, status, started, estimate_seconds, "
+      "faster_group_seconds) VALUES (?9, ?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, ?8)");
+  insert.bind(9, job.job_id)
+      .bind(1, job.trial)
       .bind(2, job.rung)
       .bind(3, job.budget)
       .bind(4, job.worker)
@@ -115,7 +139,6 @@ std::int64_t ResultsStore::insert_job(const JobStart& job) {
   else
     insert.bind_null(8);
   insert.run();
-  return database_.last_insert_id();
 }
 
 void ResultsStore::end_job(std::int64_t job_id, const std::string& status, std::int64_t start_step,
@@ -144,9 +167,9 @@ void ResultsStore::add_busy_time(std::int64_t job_id, int worker, double finishe
       .run();
 }
 
-std::int64_t ResultsStore::hand_over_job(std::int64_t job_id, std::int64_t start_step, std::int64_t end_step,
-                                         const std::string& resumed_from, double finished,
-                                         const JobStart& next, const std::vector<JobGroup>& groups) {
+void ResultsStore::hand_over_job(std::int64_t job_id, std::int64_t start_step, std::int64_t end_step,
+                                 const std::string& resumed_from, double finished, const JobStart& next,
+                                 const std::vector<JobGroup>& groups) {
   Transaction transaction(database_);
   end_job(job_id, "handed_over", start_step, end_step, resumed_from, finished);
   Statement(
@@ -160,19 +183,18 @@ std::int64_t ResultsStore::hand_over_job(std::int64_t job_id, std::int64_t start
       .bind(5, next.worker)
       .run();
   add_busy_time(job_id, next.worker, finished);
-  const std::int64_t next_id = insert_job(next);
+  insert_job(next);
   Statement group(
       database_,
       "INSERT INTO job_groups (job_id, trial_id, worker, ranks, start_step) VALUES (?1, ?2, ?3, ?4, ?5)");
   for (const auto& member : groups)
-    group.bind(1, next_id)
+    group.bind(1, next.job_id)
         .bind(2, next.trial)
         .bind(3, member.worker)
-        .bind(4, member.ranks)
+        .bind(4, rank_list_text(member.ranks))
         .bind(5, end_step)
         .run();
   transaction.commit();
-  return next_id;
 }
 
 void ResultsStore::finish_job(const JobFinish& job) {
@@ -204,12 +226,12 @@ void ResultsStore::finish_job(const JobFinish& job) {
                   "train_loss, epoch_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   for (const auto& entry : job.history) {
     epoch.bind(1, job.trial)
-        .bind(2, entry.value("epoch", std::int64_t{0}))
+        .bind(2, entry.epoch)
         .bind(3, job.job_id)
-        .bind(4, entry.value("test_accuracy", 0.0))
-        .bind(5, entry.value("test_loss", 0.0))
-        .bind(6, entry.value("train_loss", 0.0))
-        .bind(7, entry.value("epoch_seconds", 0.0))
+        .bind(4, entry.test_accuracy)
+        .bind(5, entry.test_loss)
+        .bind(6, entry.train_loss)
+        .bind(7, entry.epoch_seconds)
         .run();
   }
   Statement(database_,
@@ -288,6 +310,28 @@ std::vector<std::pair<int, int>> ResultsStore::interrupted_jobs() const {
   while (statement.step())
     jobs.emplace_back(static_cast<int>(statement.integer(0)), static_cast<int>(statement.integer(1)));
   return jobs;
+}
+
+RecordedProgress ResultsStore::progress() const {
+  RecordedProgress progress;
+  {
+    Statement statement(database_, "SELECT trial_id FROM trials");
+    while (statement.step()) progress.trials.push_back(static_cast<int>(statement.integer(0)));
+  }
+  {
+    Statement statement(database_, "SELECT DISTINCT trial_id, rung FROM jobs WHERE rung > 0");
+    while (statement.step())
+      progress.promotions.emplace_back(static_cast<int>(statement.integer(0)),
+                                       static_cast<int>(statement.integer(1)));
+  }
+  {
+    Statement statement(database_, "SELECT trial_id, rung, metric FROM rung_results");
+    while (statement.step())
+      progress.rung_results.push_back({static_cast<int>(statement.integer(0)),
+                                       static_cast<int>(statement.integer(1)), statement.real(2)});
+  }
+  progress.interrupted = interrupted_jobs();
+  return progress;
 }
 
 void ResultsStore::stop_paused() {

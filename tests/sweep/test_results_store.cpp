@@ -7,13 +7,15 @@
 
 using phalanx::sweep::JobFinish;
 using phalanx::sweep::JobStart;
+using phalanx::sweep::NewTrial;
 using phalanx::sweep::ResultsStore;
 using phalanx::sweep::Transaction;
 
 namespace {
-// Trial `trial`'s rung 0 (budget 1) on the CPU group `worker`, from `started` on.
-JobStart rung_zero_job(int trial, int worker, double started) {
+// Job `job_id`: trial `trial`'s rung 0 (budget 1) on the CPU group `worker`, from `started` on.
+JobStart rung_zero_job(std::int64_t job_id, int trial, int worker, double started) {
   JobStart job;
+  job.job_id = job_id;
   job.trial = trial;
   job.rung = 0;
   job.budget = 1;
@@ -23,14 +25,11 @@ JobStart rung_zero_job(int trial, int worker, double started) {
   return job;
 }
 
-JobStart new_trial_job(int trial) {
-  JobStart job = rung_zero_job(trial, 0, 100.0 + trial);
-  job.new_trial = true;
-  job.parameters = "{\"optimizer.learning_rate\":0.01}";
-  job.config = "seed: 5\n";
-  job.seed = 5;
-  job.run_dir = "trials/" + std::to_string(trial);
-  return job;
+// A new trial's first job (`job_id`), started on worker 0 at 100 + trial.
+void start_new_trial(ResultsStore& store, std::int64_t job_id, int trial) {
+  store.start_job(
+      rung_zero_job(job_id, trial, 0, 100.0 + trial),
+      NewTrial{"{\"optimizer.learning_rate\":0.01}", "seed: 5\n", 5, "trials/" + std::to_string(trial)});
 }
 
 // Job `job_id` of trial `trial`'s rung 0 (budget 1, on the CPU), which trained from `start_step` to
@@ -47,7 +46,6 @@ JobFinish finished_job(std::int64_t job_id, int trial, std::int64_t start_step, 
   job.start_step = start_step;
   job.end_step = end_step;
   job.finished = finished;
-  job.history = nlohmann::json::array();
   return job;
 }
 }  // namespace
@@ -57,17 +55,20 @@ TEST(ResultsStore, JobLifecycleAndResumeBookkeeping) {
   {
     ResultsStore store(scratch.file("sweep.db"));
     EXPECT_FALSE(store.has_trials());
-    store.register_worker(0, "0", "cpu", 1, "host");
-    const auto first = store.start_job(new_trial_job(0));
-    store.start_job(new_trial_job(1));
+    EXPECT_EQ(store.last_job_id(), 0);
+    store.register_worker(0, {0}, "cpu", 1, "host");
+    start_new_trial(store, 1, 0);
+    start_new_trial(store, 2, 1);
     EXPECT_TRUE(store.has_trials());
-    JobFinish finish = finished_job(first, 0, 0, 15, 0.75, 110);
-    finish.history = nlohmann::json::array({{{"epoch", 1}, {"test_accuracy", 0.75}, {"test_loss", 0.6}}});
+    EXPECT_EQ(store.last_job_id(), 2);
+    JobFinish finish = finished_job(1, 0, 0, 15, 0.75, 110);
+    finish.history = {{1, 0.75, 0.6, 0, 0}};
     store.finish_job(finish);
     store.set_meta("definition", "x");
   }
   // As after a kill: reopen, trial 1's job was still running.
   ResultsStore store(scratch.file("sweep.db"));
+  EXPECT_EQ(store.last_job_id(), 2);  // the coordinator numbers its next jobs on from here
   EXPECT_EQ(store.meta("definition").value_or(""), "x");
   EXPECT_FALSE(store.meta("absent").has_value());
   const auto interrupted = store.interrupt_running(200);
@@ -91,6 +92,31 @@ TEST(ResultsStore, JobLifecycleAndResumeBookkeeping) {
   EXPECT_EQ(store.database().rows("SELECT * FROM trials WHERE status = 'stopped'").size(), 2u);
 }
 
+// --resume rebuilds ASHA from this: the trials started, the promotions handed out (finished or
+// not), the rung results, and the jobs to requeue in job order.
+TEST(ResultsStore, ProgressIsWhatResumeRebuildsFrom) {
+  phalanx::testing::ScratchDirectory scratch("results_store_progress");
+  ResultsStore store(scratch.file("sweep.db"));
+  store.register_worker(0, {0}, "cpu", 1, "host");
+  start_new_trial(store, 1, 0);
+  start_new_trial(store, 2, 1);
+  store.finish_job(finished_job(1, 0, 0, 15, 0.75, 110));
+  JobStart promotion = rung_zero_job(3, 0, 0, 120);
+  promotion.rung = 1;
+  promotion.budget = 3;
+  store.start_job(promotion);
+  store.interrupt_running(130);  // a kill: jobs 2 and 3 were running
+  const auto progress = store.progress();
+  EXPECT_EQ(progress.trials, (std::vector<int>{0, 1}));
+  EXPECT_EQ(progress.promotions, (std::vector<std::pair<int, int>>{{0, 1}}));
+  ASSERT_EQ(progress.rung_results.size(), 1u);
+  EXPECT_EQ(progress.rung_results[0].trial, 0);
+  EXPECT_EQ(progress.rung_results[0].rung, 0);
+  EXPECT_DOUBLE_EQ(progress.rung_results[0].metric, 0.75);
+  EXPECT_EQ(progress.interrupted, (std::vector<std::pair<int, int>>{{1, 0}, {0, 1}}));
+  EXPECT_EQ(store.last_job_id(), 3);
+}
+
 TEST(ResultsStore, UncommittedTransactionLeavesNothing) {
   phalanx::testing::ScratchDirectory scratch("results_store_rollback");
   ResultsStore store(scratch.file("sweep.db"));
@@ -109,15 +135,16 @@ TEST(ResultsStore, UncommittedTransactionLeavesNothing) {
 TEST(ResultsStore, InterruptedJobsAreTheTrialsWhoseLatestJobWasInterrupted) {
   phalanx::testing::ScratchDirectory scratch("results_store_interrupted");
   ResultsStore store(scratch.file("sweep.db"));
-  store.register_worker(0, "0", "cpu", 1, "host");
-  const auto stopped = store.start_job(new_trial_job(0));
-  const auto stopped_then_done = store.start_job(new_trial_job(1));
-  store.start_job(new_trial_job(2));
+  store.register_worker(0, {0}, "cpu", 1, "host");
+  const std::int64_t stopped = 1, stopped_then_done = 2;
+  start_new_trial(store, stopped, 0);
+  start_new_trial(store, stopped_then_done, 1);
+  start_new_trial(store, 3, 2);
   store.interrupt_job(stopped, 0, 0, 7, "", 110);
   store.interrupt_job(stopped_then_done, 1, 0, 4, "", 110);
   // Trial 1 ran again from its checkpoint and finished; trial 2 was left running by a kill.
-  const auto redone = store.start_job(rung_zero_job(1, 0, 120));
-  store.finish_job(finished_job(redone, 1, 4, 15, 0.5, 130));
+  store.start_job(rung_zero_job(4, 1, 0, 120));
+  store.finish_job(finished_job(4, 1, 4, 15, 0.5, 130));
   store.interrupt_running(140);
 
   const auto requeue = store.interrupted_jobs();
@@ -142,12 +169,13 @@ TEST(ResultsStore, InterruptedJobsAreTheTrialsWhoseLatestJobWasInterrupted) {
 TEST(ResultsStore, HandOverThenKillRequeuesTheSuccessorOnly) {
   phalanx::testing::ScratchDirectory scratch("results_store_hand_over");
   ResultsStore store(scratch.file("sweep.db"));
-  store.register_worker(0, "0", "cpu", 1, "host");
-  store.register_worker(1, "1", "cpu", 1, "host");
-  const auto first = store.start_job(new_trial_job(0));  // started at 100 on worker 0
-  JobStart rest = rung_zero_job(0, 0, 110);
+  store.register_worker(0, {0}, "cpu", 1, "host");
+  store.register_worker(1, {1, 2}, "cpu", 1, "host");
+  const std::int64_t first = 1, merged = 2;
+  start_new_trial(store, first, 0);  // started at 100 on worker 0
+  JobStart rest = rung_zero_job(merged, 0, 0, 110);
   rest.estimate_seconds = 3;
-  const auto merged = store.hand_over_job(first, 0, 5, "", 110, rest, {{0, "0"}, {1, "1"}});
+  store.hand_over_job(first, 0, 5, "", 110, rest, {{0, {0}}, {1, {1, 2}}});
   const auto select_job = [&](std::int64_t job_id) {
     return store.database().rows("SELECT * FROM jobs WHERE job_id = " + std::to_string(job_id)).at(0);
   };
@@ -169,9 +197,12 @@ TEST(ResultsStore, HandOverThenKillRequeuesTheSuccessorOnly) {
   for (std::size_t index = 0; index < 2; ++index) {
     EXPECT_EQ(groups[index]["job_id"], merged);
     EXPECT_EQ(groups[index]["worker"], index);
-    EXPECT_EQ(groups[index]["ranks"], std::to_string(index));
     EXPECT_EQ(groups[index]["start_step"], 5);
   }
+  // Rank lists as sweeps have always stored them.
+  EXPECT_EQ(groups[0]["ranks"], "0");
+  EXPECT_EQ(groups[1]["ranks"], "1,2");
+  EXPECT_EQ(store.database().rows("SELECT ranks FROM workers WHERE worker = 1").at(0)["ranks"], "1,2");
   auto trial = store.database().rows("SELECT status, steps, wall_seconds FROM trials").at(0);
   EXPECT_EQ(trial["status"], "running");
   EXPECT_EQ(trial["steps"], 5);
@@ -186,7 +217,8 @@ TEST(ResultsStore, HandOverThenKillRequeuesTheSuccessorOnly) {
   EXPECT_EQ(store.interrupted_jobs(), interrupted);
 
   // The redo on worker 1, from the handover checkpoint to the rung's end.
-  const auto redone = store.start_job(rung_zero_job(0, 1, 140));
+  const std::int64_t redone = 3;
+  store.start_job(rung_zero_job(redone, 0, 1, 140));
   JobFinish finish = finished_job(redone, 0, 5, 15, 0.5, 150);
   finish.worker = 1;
   finish.resumed_from = "trials/0/checkpoints/step-5.h5";

@@ -10,59 +10,18 @@
 //   workers       the worker groups: ranks, device, threads, measured speed
 //   job_groups    the groups of a job that ran on merged worker groups (no idle tail)
 //   sweep         key/value facts about the sweep (its definition, for --resume checks)
+// Rank lists are stored as text ("0" or "1,2"), as sweeps written before have them.
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "phalanx/sweep/database.hpp"
+#include "phalanx/sweep/job_records.hpp"
 
 namespace phalanx::sweep {
-
-struct JobStart {
-  int trial = 0;
-  int rung = 0;
-  double budget = 0;
-  int worker = 0;
-  std::string device;
-  double started = 0;  // seconds since the Unix epoch
-  bool new_trial = false;
-  // For a new trial:
-  std::string parameters;  // JSON of the sampled values
-  std::string config;      // resolved training config (YAML)
-  std::uint64_t seed = 0;
-  std::string run_dir;
-  // The dispatch rule's view when the job was given out (dispatch.hpp).
-  double estimate_seconds = 0;
-  double faster_group_seconds = -1;
-};
-
-struct JobFinish {
-  std::int64_t job_id = 0;
-  int trial = 0;
-  int rung = 0;
-  double budget = 0;
-  int worker = 0;
-  std::string device;
-  double metric = 0;
-  std::int64_t start_step = 0, end_step = 0;
-  std::string resumed_from;
-  double finished = 0;
-  double train_seconds = 0;  // inside Trainer::run
-  double images_per_sec = 0;
-  nlohmann::json history;  // summary.json's per-epoch history
-  bool completed = false;  // the top rung: the trial is done
-  double worker_speed = 0;
-};
-
-// One worker group of a job trained on merged groups.
-struct JobGroup {
-  int worker = 0;
-  std::string ranks;  // its world ranks, "2" or "1,2"
-};
 
 class ResultsStore {
  public:
@@ -72,9 +31,12 @@ class ResultsStore {
   bool has_trials() const;
   std::optional<std::string> meta(const std::string& key) const;
   void set_meta(const std::string& key, const std::string& value);
-  void register_worker(int worker, const std::string& ranks, const std::string& device, int threads,
+  void register_worker(int worker, const std::vector<int>& ranks, const std::string& device, int threads,
                        const std::string& host);
-  std::int64_t start_job(const JobStart& job);
+  // The highest job id recorded (0 when none): the coordinator numbers its jobs on from it.
+  std::int64_t last_job_id() const;
+  // A job and, when it is the trial's first, the trial.
+  void start_job(const JobStart& job, const std::optional<NewTrial>& trial = std::nullopt);
   void finish_job(const JobFinish& job);
   void fail_job(std::int64_t job_id, int trial, const std::string& message, double finished);
   // --resume: jobs left running by a kill become 'interrupted' and their trials 'paused' (to be
@@ -87,18 +49,20 @@ class ResultsStore {
   // --resume: the interrupted jobs that are their trial's latest (not yet taken up again), as
   // (trial, rung) in job order. A job can stay interrupted over several stops before it runs again.
   std::vector<std::pair<int, int>> interrupted_jobs() const;
+  // --resume: the trials, promotions, rung results and interrupted jobs recorded so far.
+  RecordedProgress progress() const;
   // No idle tail: a job that stopped after `end_step` with a checkpoint so that idle groups can
   // join its trial becomes 'handed_over', and `next` (the rest of the same rung, resuming from that
   // checkpoint) starts on `groups` (the first one reports it), in one transaction: a kill finds
-  // either the old job running or the new one. Returns the new job's id.
-  std::int64_t hand_over_job(std::int64_t job_id, std::int64_t start_step, std::int64_t end_step,
-                             const std::string& resumed_from, double finished, const JobStart& next,
-                             const std::vector<JobGroup>& groups);
+  // either the old job running or the new one.
+  void hand_over_job(std::int64_t job_id, std::int64_t start_step, std::int64_t end_step,
+                     const std::string& resumed_from, double finished, const JobStart& next,
+                     const std::vector<JobGroup>& groups);
   // The end: trials ASHA did not promote are 'stopped'.
   void stop_paused();
 
  private:
-  std::int64_t insert_job(const JobStart& job);
+  void insert_job(const JobStart& job);
   // The row of a job that ran and stopped: its status (done, interrupted, handed_over), the steps
   // it trained from and to, the checkpoint it resumed from, and when it ended (its wall time
   // follows). Inside the caller's transaction.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/comm/communicator.hpp"
@@ -26,7 +27,7 @@ struct WorkerOptions {
   backend::Backend* backend = nullptr;
   comm::NcclCommunicator* nccl = nullptr;  // set when the group trains over NCCL
   int threads = 1;
-  std::string ranks;  // world ranks of the group, for the database ("2" or "0,1")
+  std::vector<int> ranks;  // world ranks of the group, its leader first (sent in its hello)
 };
 
 // The run directory of a trial inside the sweep directory.

@@ -1,0 +1,35 @@
+// The sweep's definition as stored in sweep.db and compared on --resume (see coordinator.hpp):
+// what is searched and how, never where or on how many ranks, so a resume may run on another
+// allocation.
+#include <nlohmann/json.hpp>
+
+#include "phalanx/sweep/coordinator.hpp"
+#include "phalanx/sweep/search_space.hpp"
+
+namespace phalanx::sweep {
+
+std::string sweep_definition(const config::SweepConfig& sweep) {
+  nlohmann::json space = nlohmann::json::array();
+  for (const auto& parameter : sweep.space)
+    space.push_back({{"key", parameter.key},
+                     {"type", parameter.type},
+                     {"values", parameter.values},
+                     {"low", parameter.low},
+                     {"high", parameter.high}});
+  const nlohmann::json definition = {{"seed", sweep.seed},
+                                     {"search", sweep.search},
+                                     {"scheduler", sweep.scheduler},
+                                     {"trials", trial_count(sweep)},
+                                     {"metric", sweep.metric},
+                                     {"goal", sweep.goal},
+                                     {"budget",
+                                      {{"unit", sweep.budget_unit},
+                                       {"min", sweep.min_budget},
+                                       {"max", sweep.max_budget},
+                                       {"eta", sweep.eta}}},
+                                     {"space", space},
+                                     {"base", config::to_yaml(sweep.base)}};
+  return definition.dump(1);
+}
+
+}  // namespace phalanx::sweep

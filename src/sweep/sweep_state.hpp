@@ -1,0 +1,112 @@
+// The sweep coordinator's decisions, apart from MPI, the database, the terminal and the clock: the
+// worker groups, ASHA, the jobs requeued after a kill or a stop, and the speed estimates. A
+// group leader's message (decoded, messages.hpp) goes in with the time it arrived; the commands
+// that follow from it come out (sweep_commands.hpp): what to commit, whom to send which job or
+// handover, what to show. The coordinator loop (coordinator.cpp) executes them; tests drive it
+// with hand-made messages and times. Which job a free group takes is dispatch.hpp's rule, which
+// running trial an idle group joins its choose_join, the order of work ASHA's.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "messages.hpp"
+#include "phalanx/config/sweep_config.hpp"
+#include "phalanx/sweep/asha.hpp"
+#include "phalanx/sweep/dispatch.hpp"
+#include "phalanx/sweep/job_records.hpp"
+#include "sweep_commands.hpp"
+#include "worker_group.hpp"
+
+namespace phalanx::sweep {
+
+// A trial's place on the leaderboard: its highest recorded rung and its metric there.
+struct Standing {
+  int trial = 0;
+  int rung = 0;
+  double metric = 0;
+};
+
+class SweepState {
+ public:
+  // `groups` worker groups will say hello; jobs are numbered on from `last_job_id` (the database's
+  // highest); `start` is when this run of the sweep began (seconds since the Unix epoch).
+  SweepState(const config::SweepConfig& sweep, int groups, std::int64_t last_job_id, double start);
+
+  // --resume: ASHA's rungs and promotions as recorded, and the interrupted jobs to requeue before
+  // anything else.
+  void restore(const RecordedProgress& progress);
+
+  // A group leader's message at `now`: what it changes (commits first), then, unless the sweep is
+  // stopping, the jobs handed to the free groups (or the running trials they go to join), then
+  // what to show.
+  std::vector<Command> receive(const WorkerMessage& message, double now);
+  // A stop signal (`signal`): no job is handed out any more; the sweep ends when the busy groups
+  // have reported (their jobs interrupted with a checkpoint, or finished if at their last step).
+  std::vector<Command> stop(int signal, double now);
+
+  bool stopping() const { return stopping_; }
+  int stop_signal() const { return stop_signal_; }
+  // Every group has said hello and none is busy: with the dispatch done, nothing can change any more.
+  bool finished() const;
+
+  // What the log, the end of the sweep and the tests read.
+  const Asha& asha() const { return asha_; }
+  const config::SweepConfig& sweep() const { return sweep_; }
+  int group_count() const { return static_cast<int>(groups_.size()); }
+  const WorkerGroup& group(int worker) const;
+  int leader_rank(int worker) const;  // its first world rank
+  int busy_groups() const;
+  double busy_seconds() const;  // of every group, in this run
+  std::size_t requeued_jobs() const { return requeued_.size(); }
+  int results() const { return results_; }          // in this run
+  int interrupted() const { return interrupted_; }  // jobs a stop signal ended in this run
+  int passed_over() const { return passed_over_; }  // promotions a slower group left to a faster one
+  // Trials by their highest rung, then metric: what the leaderboard and best/ rank by.
+  std::vector<Standing> standings() const;
+
+ private:
+  struct Output;
+  void hello(const Hello& message, Output& out);
+  // Frees the groups of `worker`'s job `job_id` and those waiting to join it (`joiners`); returns
+  // the job's groups.
+  std::vector<int> release(int worker, std::int64_t job_id, double now, std::vector<int>& joiners);
+  void hand_over(int worker, const std::vector<int>& before, const std::vector<int>& joiners,
+                 const JobHandedOver& message, double now, Output& out);
+  void interrupted(int worker, const JobSteps& steps, int signal, double now, Output& out);
+  void failed(const JobFailed& message, double now, Output& out);
+  void result(const JobResult& message, const std::vector<int>& members, double now, Output& out);
+  void begin_stop(int signal, double now, Output& out);
+
+  void dispatch(double now, Output& out);
+  void assign(int worker, const Job& job, bool new_trial, const DispatchEstimate& estimate, double now,
+              Output& out);
+  void join_running(int worker, double now, Output& out);
+
+  void measure(int worker, const std::vector<int>& members, const JobSteps& steps, double seconds,
+               double now);
+  double cost(const Job& job) const;
+  std::vector<GroupState> group_states(double now) const;
+  std::vector<int> job_groups(int worker) const;
+  const MergedSpeed& merged_speed(bool gpu) const { return merged_speeds_[gpu ? 1 : 0]; }
+  MergedSpeed& merged_speed(bool gpu) { return merged_speeds_[gpu ? 1 : 0]; }
+  WorkerGroup& group_of(int worker);
+
+  const config::SweepConfig& sweep_;
+  Asha asha_;
+  std::vector<WorkerGroup> groups_;
+  std::deque<Job> requeued_;
+  std::int64_t last_job_id_;
+  double start_;
+  // How merged jobs compare with their groups' speeds, for CPU [0] and GPU [1] groups apart: MPI
+  // over shared cores and NCCL over GPUs differ in what a merge costs.
+  MergedSpeed merged_speeds_[2];
+  int results_ = 0;
+  int interrupted_ = 0;
+  int passed_over_ = 0;
+  bool stopping_ = false;
+  int stop_signal_ = 0;
+};
+
+}  // namespace phalanx::sweep
