@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <random>
+#include <vector>
 
 #include "phalanx/sweep/asha.hpp"
 #include "phalanx/sweep/dispatch.hpp"
@@ -18,21 +19,23 @@ void CommitResultAndNextJob(benchmark::State& state) {
   std::filesystem::remove_all(folder);
   std::filesystem::create_directories(folder);
   phalanx::sweep::ResultsStore store((folder / "sweep.db").string());
-  store.register_worker(0, "0", "cpu", 1, "host");
+  store.register_worker(0, {0}, "cpu", 1, "host");
   int trial = 0;
-  const nlohmann::json history =
-      nlohmann::json::array({{{"epoch", 1}, {"test_accuracy", 0.8}, {"test_loss", 0.5}}});
+  std::int64_t job_id = store.last_job_id();
+  const std::vector<phalanx::sweep::EpochRecord> history = {{1, 0.8, 0.5, 0.6, 2.0}};
   for (auto _ : state) {
     phalanx::sweep::JobStart start;
+    start.job_id = ++job_id;
     start.trial = trial;
     start.budget = 1;
     start.device = "cpu";
-    start.new_trial = true;
-    start.parameters = "{\"optimizer.learning_rate\":0.001}";
-    start.config = std::string(3000, 'x');  // a resolved config is about this long
-    start.run_dir = "trials/x";
+    phalanx::sweep::NewTrial new_trial;
+    new_trial.parameters = "{\"optimizer.learning_rate\":0.001}";
+    new_trial.config = std::string(3000, 'x');  // a resolved config is about this long
+    new_trial.run_dir = "trials/x";
+    store.start_job(start, new_trial);
     phalanx::sweep::JobFinish finish;
-    finish.job_id = store.start_job(start);
+    finish.job_id = start.job_id;
     finish.trial = trial++;
     finish.budget = 1;
     finish.device = "cpu";
