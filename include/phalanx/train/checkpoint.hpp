@@ -1,4 +1,4 @@
-// Checkpoints (DESIGN §4): HDF5 with PyTorch state_dict names and layouts, written to a
+// Checkpoints (docs/DESIGN.md §4): HDF5 with PyTorch state_dict names and layouts, written to a
 // temporary name and renamed so a crash never leaves a half file under the real name, and sealed
 // (checkpoint_seal.hpp): readers refuse a file changed since writing before HDF5 parses it.
 #pragma once

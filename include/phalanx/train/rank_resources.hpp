@@ -16,7 +16,7 @@ struct RankResources {
   int threads = 1;
 };
 
-// This rank's GPU as DESIGN §3 assigns them (backend/device_assignment.hpp), from the PCI bus ids
+// This rank's GPU as docs/DESIGN.md §3 assigns them (backend/device_assignment.hpp), from the PCI bus ids
 // every rank of the node sees: collective over the node's ranks of `communicator`.
 struct LocalGpu {
   int device = -1;         // the CUDA device this rank drives; -1: a CPU rank
@@ -26,7 +26,7 @@ struct LocalGpu {
 };
 LocalGpu find_local_gpu(const comm::Communicator& communicator);
 
-// `device` is cpu | cuda | auto (DESIGN §3): with auto, local ranks 0..G-1 take the node's G GPUs
+// `device` is cpu | cuda | auto (docs/DESIGN.md §3): with auto, local ranks 0..G-1 take the node's G GPUs
 // and further local ranks train on the CPU; cuda requires a GPU for every rank, cpu uses none.
 // Unless `device` is cpu, collective over the node (find_local_gpu).
 // `threads` (CPU ranks) 0 means: OMP_NUM_THREADS if set, else the node's cores shared evenly among

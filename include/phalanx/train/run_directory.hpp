@@ -1,4 +1,4 @@
-// RunDirectory: the files of one run (DESIGN §4): config.yaml, metrics.jsonl (and the same events
+// RunDirectory: the files of one run (docs/DESIGN.md §4): config.yaml, metrics.jsonl (and the same events
 // as TensorBoard scalars), summary.json and checkpoints/. Only rank 0 writes; other ranks hold
 // the path.
 #pragma once

@@ -1,6 +1,6 @@
 // InputBatch: batches of input on the device: the uint8 images and int32 labels copied from host
 // memory, and the normalised float images the model reads, (x / 255 - mean) / std with the
-// dataset file's own statistics (DESIGN §4). Training, evaluation and prediction share it, so the
+// dataset file's own statistics (docs/DESIGN.md §4). Training, evaluation and prediction share it, so the
 // normalisation lives in one place and only uint8 bytes cross to a GPU.
 //
 // Two staging buffers, each with its own backend::Upload, let training overlap the copy of the

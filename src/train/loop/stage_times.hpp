@@ -1,4 +1,4 @@
-// StageTimes: where one training step's time went, stage by stage (DESIGN §1 and §7), and the
+// StageTimes: where one training step's time went, stage by stage (docs/DESIGN.md §1 and §7), and the
 // sums of many steps that summary.json, the epoch events and the breakdown table report. The
 // step clock (step_clock.hpp) fills one per step; the bookkeeping adds them up.
 #pragma once

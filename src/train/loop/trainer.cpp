@@ -250,8 +250,9 @@ EpochEvaluation Trainer::evaluate_now(const RunningTotals& totals) {
 
 void Trainer::end_of_epoch(std::int64_t epoch, const TrainingRecord& record, const RunningTotals& totals) {
   run_control_->enter("evaluation", setup_.position.global_step, comm::StageKind::Collective);
-  reporter_->close_epoch_metrics(record.epoch_clock.seconds());
-  reporter_->epoch_end(epoch, record, evaluate_now(totals));
+  const double epoch_seconds = record.epoch_clock.seconds();  // training only, before the evaluation
+  reporter_->close_epoch_metrics(epoch_seconds);
+  reporter_->epoch_end(epoch, record, epoch_seconds, evaluate_now(totals));
 }
 
 void Trainer::stop_on_signal(const RunningTotals& totals) {

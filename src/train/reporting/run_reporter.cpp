@@ -107,8 +107,8 @@ void RunReporter::close_epoch_metrics(double epoch_seconds) {
   epoch_machine_fields_ = machine_.close_interval(epoch_seconds);
 }
 
-void RunReporter::epoch_end(std::int64_t epoch, const TrainingRecord& record, const EpochEvaluation& evaluation) {
-  const double epoch_seconds = record.epoch_clock.seconds();
+void RunReporter::epoch_end(std::int64_t epoch, const TrainingRecord& record, double epoch_seconds,
+                            const EpochEvaluation& evaluation) {
   const std::int64_t epoch_steps = record.epoch_steps;
   const EvaluationResult& result = evaluation.test;
   last_evaluation_ = {

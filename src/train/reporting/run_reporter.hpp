@@ -38,7 +38,9 @@ class RunReporter {
   // The epoch's machine metrics end before its evaluation, so that they describe training.
   void close_epoch_metrics(double epoch_seconds);
   // Collective: the epoch and eval events, history, the epoch's line and every rank's breakdown.
-  void epoch_end(std::int64_t epoch, const TrainingRecord& record, const EpochEvaluation& evaluation);
+  // `epoch_seconds`: the epoch's training time, read before its evaluation.
+  void epoch_end(std::int64_t epoch, const TrainingRecord& record, double epoch_seconds,
+                 const EpochEvaluation& evaluation);
   // A run that ends mid-epoch (train.max_steps) reports the test metrics of what it trained.
   void partial_epoch_end(const EpochEvaluation& evaluation);
   // Collective: summary.json (rank 0), report.html, the final lines; returns the summary.

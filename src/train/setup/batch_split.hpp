@@ -1,4 +1,4 @@
-// Heterogeneous data-parallel (DESIGN §3): how one global batch is cut into the ranks' local
+// Heterogeneous data-parallel (docs/DESIGN.md §3): how one global batch is cut into the ranks' local
 // batches. Equal: train.batch_size each. Throughput: the global batch stays train.batch_size x
 // world size, and each rank's share follows its training throughput measured at start with probe
 // steps, so ranks of unequal speed (a GPU and CPUs, or CPU ranks with unequal cores) finish their
@@ -59,7 +59,7 @@ ThroughputProbe measure_throughput(const config::Config& config, backend::Backen
 // distributed.local_batches (InvalidInput naming the checkpoint on a mismatch).
 std::vector<int> stored_split(const CheckpointHeader& header, const config::Config& config, int world_size);
 
-// The split of a resume on another number of ranks than the checkpoint's (DESIGN §3, elastic
+// The split of a resume on another number of ranks than the checkpoint's (docs/DESIGN.md §3, elastic
 // checkpoints): the checkpoint's global batch cut into `world_size` local batches, so that every
 // update takes the same samples as before. distributed.local_batches when given (it must add up
 // to the global batch), else in proportion to `rates` (batch_split: throughput, measured now), else

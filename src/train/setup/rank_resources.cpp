@@ -47,7 +47,7 @@ LocalGpu find_local_gpu(const comm::Communicator& communicator) {
 
 RankResources make_rank_resources(const std::string& device, int threads,
                                   const comm::Communicator& communicator) {
-  // DESIGN §3: local ranks 0..G-1 take the node's G visible GPUs, one each; further local ranks
+  // docs/DESIGN.md §3: local ranks 0..G-1 take the node's G visible GPUs, one each; further local ranks
   // are CPU ranks. `device` may force either.
   LocalGpu gpu;
   gpu.node_cpu_ranks = communicator.local_size();
