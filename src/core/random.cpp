@@ -1,32 +1,8 @@
-// Philox-4x32-10 (Salmon et al., SC'11): the generator cuRAND and PyTorch use on GPUs, so the
-// CUDA backend can draw the same numbers in a kernel.
+// RandomStream over Philox-4x32-10 (phalanx/core/philox.hpp, which the CUDA backend's kernels call
+// too), and the seed mixing and name hashing that derive its streams.
 #include "phalanx/core/random.hpp"
 
 namespace phalanx {
-
-std::array<std::uint32_t, 4> philox4x32(std::uint64_t key, std::uint64_t counter_high,
-                                        std::uint64_t counter_low) {
-  constexpr std::uint32_t multiplier0 = 0xD2511F53u, multiplier1 = 0xCD9E8D57u;
-  constexpr std::uint32_t weyl0 = 0x9E3779B9u, weyl1 = 0xBB67AE85u;
-  std::uint32_t key0 = static_cast<std::uint32_t>(key), key1 = static_cast<std::uint32_t>(key >> 32);
-  std::uint32_t c0 = static_cast<std::uint32_t>(counter_low),
-                c1 = static_cast<std::uint32_t>(counter_low >> 32);
-  std::uint32_t c2 = static_cast<std::uint32_t>(counter_high),
-                c3 = static_cast<std::uint32_t>(counter_high >> 32);
-  for (int round = 0; round < 10; ++round) {
-    const std::uint64_t product0 = static_cast<std::uint64_t>(multiplier0) * c0;
-    const std::uint64_t product1 = static_cast<std::uint64_t>(multiplier1) * c2;
-    const std::uint32_t next0 = static_cast<std::uint32_t>(product1 >> 32) ^ c1 ^ key0;
-    const std::uint32_t next2 = static_cast<std::uint32_t>(product0 >> 32) ^ c3 ^ key1;
-    c1 = static_cast<std::uint32_t>(product1);
-    c3 = static_cast<std::uint32_t>(product0);
-    c0 = next0;
-    c2 = next2;
-    key0 += weyl0;
-    key1 += weyl1;
-  }
-  return {c0, c1, c2, c3};
-}
 
 std::uint32_t RandomStream::next_u32() {
   if (used_ == 4) {

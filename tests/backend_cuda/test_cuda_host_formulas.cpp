@@ -1,17 +1,17 @@
 // The arithmetic the CUDA kernels share with the host (src/backend/cuda/*.hpp compiled for both),
 // checked here on the host, so these run on every machine that builds the CUDA backend, GPU or
-// not: Philox words and dropout thresholds against core's generator, the pooling window ranges
-// against a brute-force scan, and the optimizer updates bit for bit against the CPU backend's
-// steps (a GPU rank and a CPU rank of one job must step the same parameters to the same bits).
+// not: dropout thresholds against the uniform rule (the Philox words are core's own generator,
+// tests/core/test_philox.cpp), the pooling window ranges against a brute-force scan, and the
+// optimizer updates bit for bit against the CPU backend's steps (a GPU rank and a CPU rank of one
+// job must step the same parameters to the same bits).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
 #include "backend/backend_test_support.hpp"
+#include "dropout_threshold.hpp"
 #include "optimizer_formulas.hpp"
-#include "phalanx/core/random.hpp"
-#include "philox.hpp"
 #include "pooling_windows.hpp"
 
 namespace phalanx::testing {
@@ -19,18 +19,6 @@ namespace {
 
 using backend::AdamWHyperparameters;
 using backend::SgdHyperparameters;
-
-TEST(CudaHostFormulas, PhiloxWordsAreCoreGeneratorWords) {
-  for (const std::uint64_t key : {std::uint64_t{0}, std::uint64_t{20240611}, ~std::uint64_t{0}})
-    for (const std::uint64_t stream : {std::uint64_t{0}, std::uint64_t{7}, std::uint64_t{1} << 40})
-      for (std::uint64_t counter = 0; counter < 4096; counter += 37) {
-        const auto expected = phalanx::philox4x32(key, stream, counter + (counter << 33));
-        const auto actual = backend::cuda::philox4x32(key, stream, counter + (counter << 33));
-        for (int word = 0; word < 4; ++word)
-          ASSERT_EQ(actual.word[word], expected[word])
-              << "key " << key << " stream " << stream << " counter " << counter << " word " << word;
-      }
-}
 
 // Keep iff uniform >= p, uniform = (word >> 8) / 2^24: the threshold is the smallest 24-bit value
 // whose uniform reaches p.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "phalanx/comm/bucket_plan.hpp"
 #include "phalanx/comm/communicator.hpp"
 
 namespace phalanx::comm {
@@ -39,10 +40,8 @@ class HostStaging {
 
 class GradSync {
  public:
-  // `gradients` is the flat buffer of `elements` floats; buckets are cut from its end (where
-  // backward finishes first): the first of at most `first_bucket_bytes` (PyTorch DDP's 1 MiB),
-  // so the last layers' all-reduce starts while the rest of backward runs even in small
-  // models, then pieces of about `bucket_bytes`.
+  // `gradients` is the flat buffer of `elements` floats, cut into buckets by BucketPlan: from its
+  // end, the first of at most `first_bucket_bytes` (PyTorch DDP's 1 MiB), then `bucket_bytes` each.
   GradSync(const Communicator& communicator, float* gradients, std::int64_t elements,
            std::size_t bucket_bytes, std::size_t first_bucket_bytes = std::size_t{1} << 20);
   // The same over `staging` (see HostStaging): `gradients` is then device memory.
@@ -58,15 +57,14 @@ class GradSync {
   // exposed, un-overlapped share of communication).
   double wait();
 
-  std::size_t bucket_count() const { return buckets_.size(); }
+  std::size_t bucket_count() const { return plan_.size(); }
   // Seconds from the first bucket launch to the last bucket's completion in the last step.
   double last_communication_seconds() const { return last_communication_seconds_; }
 
  private:
-  struct Bucket {
-    std::int64_t begin, end;  // element range in the gradient buffer
+  // What is in flight for one bucket of the plan.
+  struct Transfer {
     Request request;
-    bool launched = false;
     bool copying = false;  // staged: its copy to the host was started, its all-reduce not yet
   };
   void launch(std::size_t index);
@@ -76,7 +74,7 @@ class GradSync {
   void start_landed_allreduces(bool wait);
   void progress();
   // Where the all-reduce of `bucket` reads and writes: the gradients, or their host copy.
-  float* reduced(const Bucket& bucket) {
+  float* reduced(const BucketPlan::Bucket& bucket) {
     return (host_gradients_ ? host_gradients_ : gradients_) + bucket.begin;
   }
   bool staging() const { return host_gradients_ != nullptr; }
@@ -86,8 +84,8 @@ class GradSync {
   float* gradients_;
   std::unique_ptr<HostStaging> staging_;  // null: gradients_ is host memory, reduced in place
   float* host_gradients_ = nullptr;       // the host copy when staging over more than one rank
-  std::vector<Bucket> buckets_;           // ordered from the end of the buffer towards its start
-  std::size_t next_bucket_ = 0;
+  BucketPlan plan_;
+  std::vector<Transfer> transfers_;  // one for each bucket of plan_
   double first_launch_time_ = 0;
   double last_communication_seconds_ = 0;
 };

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <vector>
 
+#include "phalanx/comm/bucket_plan.hpp"
 #include "phalanx/comm/nccl_communicator.hpp"
 
 namespace phalanx::comm {
@@ -25,8 +25,8 @@ struct CommunicationSeconds {
 
 class NcclGradSync {
  public:
-  // `gradients` is the flat device buffer of `elements` floats; buckets are cut from its end like
-  // GradSync's (the first of at most `first_bucket_bytes`, then about `bucket_bytes` each).
+  // `gradients` is the flat device buffer of `elements` floats, cut into buckets by BucketPlan as
+  // GradSync's is (from its end, the first of at most `first_bucket_bytes`, then `bucket_bytes` each).
   // `wire` chooses float or bf16 traffic. With `measure_exposed_time`, CUDA events time each
   // step's communication (see read_current). `communicator` must outlive this.
   NcclGradSync(NcclCommunicator& communicator, float* gradients, std::int64_t elements,
@@ -51,7 +51,7 @@ class NcclGradSync {
   // wait for the all-reduce; returns the seconds the host spent here (enqueueing).
   double wait();
 
-  std::size_t bucket_count() const { return buckets_.size(); }
+  std::size_t bucket_count() const { return plan_.size(); }
   // With measure_exposed_time: the step begun last (zeros before its wait()), and the step begun
   // before it (zeros when there is none; the next begin_step() reuses its events). Each waits,
   // bounded by the timeout with NCCL's error state polled, for that step's all-reduces only, never
@@ -66,20 +66,15 @@ class NcclGradSync {
   struct Steps;  // the ring of them
 
  private:
-  struct Bucket {
-    std::int64_t begin, end;  // element range in the gradient buffer
-    bool launched = false;
-  };
-  void launch(Bucket& bucket);
+  void launch(const BucketPlan::Bucket& bucket);
   CommunicationSeconds read(std::size_t steps_back);
 
   NcclCommunicator& communicator_;
   float* gradients_;
   WireType wire_;
   bool measure_ = false;
-  bool skip_ = false;            // one rank, OneRankSum::Skip: nothing to launch, wait for or measure
-  std::vector<Bucket> buckets_;  // ordered from the end of the buffer towards its start
-  std::size_t next_bucket_ = 0;
+  bool skip_ = false;  // one rank, OneRankSum::Skip: nothing to launch, wait for or measure
+  BucketPlan plan_;
   std::unique_ptr<Steps> steps_;
 };
 

@@ -7,10 +7,9 @@
 #include <cstdint>
 #include <string_view>
 
-namespace phalanx {
+#include "phalanx/core/philox.hpp"
 
-std::array<std::uint32_t, 4> philox4x32(std::uint64_t key, std::uint64_t counter_high,
-                                        std::uint64_t counter_low);
+namespace phalanx {
 
 // A stream of uniform numbers for one purpose (initialising one parameter, one dropout mask).
 class RandomStream {

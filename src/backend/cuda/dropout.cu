@@ -1,17 +1,23 @@
 // Inverted dropout on the device with the CPU backend's mask: element i is kept when the top 24
-// bits of word i % 4 of philox4x32(seed, stream, i / 4) reach ceil(p * 2^24) (philox.hpp, checked
-// against the host generator on the host). The masks are bitwise those of the CPU, and so are the
+// bits of word i % 4 of philox4x32(seed, stream, i / 4) reach ceil(p * 2^24), with the host's own
+// generator (phalanx/core/philox.hpp). The masks are bitwise those of the CPU, and so are the
 // outputs (one float multiply each, nothing to fuse; bf16/fp16 activations are widened first and
 // the product rounded once).
 #include "cuda_check.hpp"
+#include "dropout_threshold.hpp"
 #include "elementwise.hpp"
 #include "launch.hpp"
-#include "philox.hpp"
+#include "phalanx/core/philox.hpp"
 #include "stored_value.hpp"
 
 namespace phalanx::backend::cuda {
 
 namespace {
+
+// Philox's multiply-high as the one instruction it is on the device (phalanx/core/philox.hpp says why).
+struct DeviceMultiplyHigh {
+  __device__ std::uint32_t operator()(std::uint32_t a, std::uint32_t b) const { return __umulhi(a, b); }
+};
 
 // One thread per Philox block of four elements.
 template <typename Stored>
@@ -21,11 +27,12 @@ __global__ void dropout_forward_kernel(std::int64_t count, std::uint32_t thresho
   const std::int64_t groups = (count + 3) / 4;
   for (std::int64_t group = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; group < groups;
        group += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const PhiloxBlock draws = philox4x32(seed, random_stream, static_cast<std::uint64_t>(group));
+    const std::array<std::uint32_t, 4> draws =
+        philox4x32(seed, random_stream, static_cast<std::uint64_t>(group), DeviceMultiplyHigh{});
     const std::int64_t first = group * 4;
     const int lanes = count - first < 4 ? static_cast<int>(count - first) : 4;
     for (int lane = 0; lane < lanes; ++lane) {
-      const bool keep = (draws.word[lane] >> 8) >= threshold;
+      const bool keep = (draws[lane] >> 8) >= threshold;
       mask[first + lane] = keep ? 1 : 0;
       output[first + lane] = narrow<Stored>(keep ? widen(input[first + lane]) * keep_scale : 0.0f);
     }

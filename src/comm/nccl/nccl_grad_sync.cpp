@@ -45,20 +45,8 @@ NcclGradSync::NcclGradSync(NcclCommunicator& communicator, float* gradients, std
       gradients_(gradients),
       wire_(wire),
       measure_(measure_exposed_time),
-      skip_(communicator.size() == 1 && one_rank == OneRankSum::Skip) {
-  PHALANX_CHECK(elements >= 0, "negative gradient count ", elements);
-  const auto to_elements = [](std::size_t bytes) {
-    return std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes / sizeof(float)));
-  };
-  const std::int64_t bucket_elements = to_elements(bucket_bytes);
-  const std::int64_t first_elements = std::min(bucket_elements, to_elements(first_bucket_bytes));
-  // Cut from the end: backward finishes the last layers first, so their bucket goes first.
-  for (std::int64_t end = elements; end > 0;) {
-    const std::int64_t size = buckets_.empty() ? first_elements : bucket_elements;
-    const std::int64_t begin = std::max<std::int64_t>(0, end - size);
-    buckets_.push_back(Bucket{begin, end, false});
-    end = begin;
-  }
+      skip_(communicator.size() == 1 && one_rank == OneRankSum::Skip),
+      plan_(elements, bucket_bytes, first_bucket_bytes) {
   // The events belong to the communicator's device.
   PHALANX_CUDA(cudaSetDevice(communicator_.device()));
   steps_ = std::make_unique<Steps>();
@@ -80,12 +68,10 @@ void NcclGradSync::begin_step() {
   Step& step = steps_->begin_step();
   step.started = false;
   step.waited = false;
-  next_bucket_ = 0;
-  for (auto& bucket : buckets_) bucket.launched = false;
+  plan_.begin_step();
 }
 
-void NcclGradSync::launch(Bucket& bucket) {
-  bucket.launched = true;
+void NcclGradSync::launch(const BucketPlan::Bucket& bucket) {
   if (skip_) return;
   Step& step = steps_->step(0);
   if (measure_ && !step.started) {
@@ -95,14 +81,11 @@ void NcclGradSync::launch(Bucket& bucket) {
   }
   // A single rank has nothing to compress for: its sum is its own gradient, kept exact.
   const WireType wire = communicator_.size() > 1 ? wire_ : WireType::Float32;
-  communicator_.allreduce_sum(gradients_ + bucket.begin, bucket.end - bucket.begin, wire);
+  communicator_.allreduce_sum(gradients_ + bucket.begin, bucket.elements(), wire);
 }
 
 void NcclGradSync::gradients_ready(std::int64_t first_final_offset) {
-  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].begin >= first_final_offset) {
-    launch(buckets_[next_bucket_]);
-    ++next_bucket_;
-  }
+  for (const std::size_t index : plan_.take_ready(first_final_offset)) launch(plan_[index]);
 }
 
 double NcclGradSync::wait() {
@@ -110,14 +93,13 @@ double NcclGradSync::wait() {
   PHALANX_CHECK(steps_->steps_begun() > 0, "NcclGradSync::wait before begin_step");
   Step& step = steps_->step(0);
   if (skip_) {
-    for (; next_bucket_ < buckets_.size(); ++next_bucket_) buckets_[next_bucket_].launched = true;
     step.waited = true;
     return now() - start;
   }
   communicator_.check_async_error("gradient all-reduce");
   PHALANX_CUDA(cudaSetDevice(communicator_.device()));
   if (measure_) PHALANX_CUDA(cudaEventRecord(step.backward_end.get(), communicator_.compute_stream()));
-  for (; next_bucket_ < buckets_.size(); ++next_bucket_) launch(buckets_[next_bucket_]);
+  for (const std::size_t index : plan_.take_rest()) launch(plan_[index]);
   // A step without gradients starts its (empty) communication where backward ends.
   if (measure_ && !step.started)
     PHALANX_CUDA(cudaEventRecord(step.communication_start.get(), communicator_.compute_stream()));
