@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   model_config.preset = "resnet50";
   nn::Model model(model_config, Shape{224, 224, 3}, 1000, *backend, 1);
   config::OptimizerConfig optimizer_config;
-  optimizer_config.type = "adamw";
+  optimizer_config.type = config::OptimizerType::AdamW;
   auto& registry = model.registry();
   auto optimizer = optim::make_optimizer(optimizer_config, *backend, registry.parameter_count());
 

@@ -50,12 +50,12 @@ int main(int argc, char** argv) {
   }
   phalanx::config::DataConfig settings;
   settings.path = argv[1];
-  settings.cache = "rank";
+  settings.cache = phalanx::config::DataCache::Rank;
   int batch = 256, prefetch = 4;
   std::int64_t batches = 200;
   for (int index = 2; index + 1 < argc; index += 2) {
     const std::string option = argv[index], value = argv[index + 1];
-    if (option == "--cache") settings.cache = value;
+    if (option == "--cache") settings.cache = phalanx::config::word_named<phalanx::config::DataCache>(value).value_or(phalanx::config::DataCache::Auto);
     if (option == "--batch") batch = std::atoi(value.c_str());
     if (option == "--batches") batches = std::atoll(value.c_str());
     if (option == "--window-mb") settings.stream_window_mb = std::atoi(value.c_str());
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
       std::printf(
           "cache %s, %d ranks, %lld samples of %dx%dx%d, batch %d: median %.0f img/s per rank "
           "(slowest %.0f), open %.2f s; node Pss +%.0f MB, private per rank +%.0f MB (max)\n",
-          settings.cache.c_str(), world.size(), static_cast<long long>(source->count), source->channels,
+          phalanx::config::name_of(settings.cache).c_str(), world.size(), static_cast<long long>(source->count), source->channels,
           source->height, source->width, batch, rates[rates.size() / 2], rates.front(), open_seconds,
           pss / 1e6, *std::max_element(privates.begin(), privates.end()) / 1e6);
       std::printf("  %s\n", source->cache_description.c_str());

@@ -81,17 +81,18 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
   if (gpus) devices.push_back("cuda");
   // bf16 activations where the configuration asks for them (bf16, or auto: where the rank can hold
   // them); otherwise bf16 compute on fp32 activations, which every device has.
-  const std::string bf16_activations =
-      config.train.activation_dtype == "bf16" || config.train.activation_dtype == "auto"
+  using config::Precision;
+  const Precision bf16_activations =
+      config.train.activation_dtype == Precision::Bf16 || config.train.activation_dtype == Precision::Auto
           ? config.train.activation_dtype
-          : "fp32";
+          : Precision::Fp32;
   std::vector<DeviceRun> runs;
   for (const auto& [device, precision] : std::vector<std::pair<std::string, std::string>>{
            {"cpu", "fp32"}, {"cpu", "bf16"}, {"cuda", "fp32"}, {"cuda", "bf16"}}) {
     if (std::find(devices.begin(), devices.end(), device) == devices.end()) continue;
-    config.device = device;
-    config.train.precision = precision;
-    config.train.activation_dtype = precision == "bf16" ? bf16_activations : "fp32";
+    config.device = *config::word_named<config::Device>(device);
+    config.train.precision = *config::word_named<Precision>(precision);
+    config.train.activation_dtype = precision == "bf16" ? bf16_activations : Precision::Fp32;
     // Set up as `phalanx train` sets up a job: on a GPU of every rank, gradients summed over NCCL
     // at any size.
     train::JobRequest request;
@@ -106,7 +107,7 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
     }
     DeviceRun run{device,
                   precision,
-                  job->activation_dtype(),
+                  config::name_of(job->activation_dtype()),
                   job->backend().name(),
                   job->backend().arithmetic_note(),
                   {}};

@@ -1,6 +1,7 @@
 // `phalanx eval` and `phalanx predict`: rebuild the model from a checkpoint (its config is in
 // the file) and run it on a split of a dataset: --data, or without it the data the checkpoint was
 // trained on (its config's data.path or data.source, so a mapped source evaluates in place too).
+#include <map>
 #include <cstdio>
 #include <filesystem>
 
@@ -24,7 +25,7 @@ struct EvaluateArguments {
   std::string checkpoint;
   std::string data;
   std::string split = "test";
-  std::string device = "auto";
+  config::Device device = config::Device::Auto;
   std::string output = "predictions.h5";
   int batch_size = 256;
 };
@@ -132,8 +133,9 @@ void add_common_options(CLI::App* command, EvaluateArguments& arguments) {
   command->add_option("--data", arguments.data,
                       "Dataset (.h5); default: the data the checkpoint was trained on (data.path or data.source)");
   command->add_option("--split", arguments.split, "Split to use (default test)");
-  command->add_option("--device", arguments.device, "cpu | cuda | auto")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  std::map<std::string, config::Device> devices;
+  for (const auto& name : config::names_of<config::Device>()) devices[name] = *config::word_named<config::Device>(name);
+  command->add_option("--device", arguments.device, "cpu | cuda | auto")->transform(CLI::CheckedTransformer(devices));
   command->add_option("--batch-size", arguments.batch_size, "Inference batch size (default 256)");
 }
 

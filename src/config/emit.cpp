@@ -16,6 +16,11 @@ void emit_text(YAML::Emitter& out, const std::string& key, const std::string& va
   out << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << value;
 }
 
+template <ConfigWord Word>
+void emit_text(YAML::Emitter& out, const std::string& key, Word word) {
+  emit_text(out, key, name_of(word));
+}
+
 void emit_number(YAML::Emitter& out, const std::string& key, double value) {
   out << YAML::Key << key << YAML::Value << format_number(value);
 }

@@ -3,6 +3,7 @@
 // from `--set` rather than the file. The section and layer parsers are written against this.
 #pragma once
 
+#include "phalanx/config/words.hpp"
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
@@ -53,6 +54,11 @@ class Reader {
   // A string that must be one of `allowed`; an unknown one gets a suggestion or the list.
   std::string choice(const YAML::Node& node, const std::string& key,
                      const std::vector<std::string>& allowed) const;
+  // A config word (words.hpp): one of the enum's names, with choice's messages.
+  template <ConfigWord Word>
+  Word word(const YAML::Node& node, const std::string& key) const {
+    return *word_named<Word>(choice(node, key, names_of<Word>()));
+  }
 
  private:
   // The scalar text of `node`, or an error saying `expected` and what was found instead.

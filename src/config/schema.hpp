@@ -28,18 +28,5 @@ const std::vector<std::string>& all_layer_keys();
 bool is_pool(const std::string& type);
 
 const std::vector<std::string>& model_presets();
-const std::vector<std::string>& devices();
-const std::vector<std::string>& cache_modes();
-const std::vector<std::string>& source_layouts();   // data.source.layout
-const std::vector<std::string>& label_encodings();  // data.source.labels
-const std::vector<std::string>& optimizer_types();
-const std::vector<std::string>& schedule_types();
-const std::vector<std::string>& precisions();
-const std::vector<std::string>& loss_scales();
-const std::vector<std::string>& nonfinite_policies();  // train.nonfinite
-const std::vector<std::string>& gradient_dtypes();
-const std::vector<std::string>& batch_splits();
-const std::vector<std::string>& elastic_global_batches();
-const std::vector<std::string>& learning_rate_rules();
 
 }  // namespace phalanx::config::schema

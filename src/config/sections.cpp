@@ -123,9 +123,9 @@ void read_source(const Section& section, SourceConfig& source) {
   if (const YAML::Node value = section["split_seed"]; has(value))
     source.split_seed = reader.unsigned_integer(value, section.key("split_seed"));
   if (const YAML::Node value = section["layout"]; has(value))
-    source.layout = reader.choice(value, section.key("layout"), schema::source_layouts());
+    source.layout = reader.word<SourceLayout>(value, section.key("layout"));
   if (const YAML::Node value = section["labels"]; has(value))
-    source.labels = reader.choice(value, section.key("labels"), schema::label_encodings());
+    source.labels = reader.word<LabelEncoding>(value, section.key("labels"));
   if (const YAML::Node value = section["classes"]; has(value) && !value.IsNull()) {
     const std::string key = section.key("classes");
     if (value.IsSequence()) {
@@ -211,7 +211,7 @@ void read_data(const Section& section, DataConfig& data) {
   }
   read_augment(Section(section, "augment"), data.augment);
   if (const YAML::Node value = section["cache"]; has(value))
-    data.cache = reader.choice(value, section.key("cache"), schema::cache_modes());
+    data.cache = reader.word<DataCache>(value, section.key("cache"));
   if (const YAML::Node value = section["max_cache_gb"]; has(value))
     data.max_cache_gb = reader.real(value, section.key("max_cache_gb"), zero_inclusive, std::nullopt);
   if (const YAML::Node value = section["stream_window_mb"]; has(value))
@@ -221,7 +221,7 @@ void read_data(const Section& section, DataConfig& data) {
 void read_optimizer(const Section& section, OptimizerConfig& optimizer) {
   const Reader& reader = section.reader();
   if (const YAML::Node value = section["type"]; has(value)) {
-    optimizer.type = reader.choice(value, section.key("type"), schema::optimizer_types());
+    optimizer.type = reader.word<OptimizerType>(value, section.key("type"));
   }
   const std::optional<Bound> unbounded;
   const struct {
@@ -249,7 +249,7 @@ void read_optimizer(const Section& section, OptimizerConfig& optimizer) {
 void read_schedule(const Section& section, ScheduleConfig& schedule) {
   const Reader& reader = section.reader();
   if (const YAML::Node value = section["type"]; has(value)) {
-    schedule.type = reader.choice(value, section.key("type"), schema::schedule_types());
+    schedule.type = reader.word<ScheduleType>(value, section.key("type"));
   }
   const std::optional<Bound> unbounded;
   const struct {
@@ -297,25 +297,25 @@ void read_train(const Section& section, TrainConfig& train) {
     train.log_every_steps = reader.int_value(value, section.key("log_every_steps"), 1);
   }
   if (const YAML::Node value = section["precision"]; has(value)) {
-    train.precision = reader.choice(value, section.key("precision"), schema::precisions());
+    train.precision = reader.word<Precision>(value, section.key("precision"));
   }
   if (const YAML::Node value = section["activation_dtype"]; has(value)) {
-    train.activation_dtype = reader.choice(value, section.key("activation_dtype"), schema::precisions());
+    train.activation_dtype = reader.word<Precision>(value, section.key("activation_dtype"));
     // Activations are held in fp32 or in the compute precision itself (a convolution's output
     // is then stored as it is computed); any other pair would add a conversion at every op. auto
     // is that precision where it can be (train::resolve_arithmetic); a reduced precision named
     // outright needs the same named as train.precision, not auto, which may resolve to fp32.
-    const bool automatic = train.activation_dtype == "auto";
-    if (train.activation_dtype != "fp32" && !automatic && train.activation_dtype != train.precision)
+    const bool reduced = train.activation_dtype != Precision::Fp32 && train.activation_dtype != Precision::Auto;
+    if (reduced && train.activation_dtype != train.precision)
       reader.fail(section.key("activation_dtype"),
-                  section.key("activation_dtype") + ": " + train.activation_dtype +
-                      " must be fp32, auto or equal to train.precision, which is " + train.precision,
+                  section.key("activation_dtype") + ": " + name_of(train.activation_dtype) +
+                      " must be fp32, auto or equal to train.precision, which is " + name_of(train.precision),
                   value);
     // Micro-batches slice the input and sum the parameter gradients in fp32 elements (auto
     // activations are fp32 then).
-    if (train.activation_dtype != "fp32" && !automatic && train.accumulation_steps > 1)
+    if (reduced && train.accumulation_steps > 1)
       reader.fail(section.key("activation_dtype"),
-                  section.key("activation_dtype") + ": " + train.activation_dtype +
+                  section.key("activation_dtype") + ": " + name_of(train.activation_dtype) +
                       " cannot be combined with gradient accumulation (train.accumulation_steps: " +
                       std::to_string(train.accumulation_steps) + "); use fp32 activations",
                   value);
@@ -324,14 +324,14 @@ void read_train(const Section& section, TrainConfig& train) {
     train.deterministic = reader.boolean(value, section.key("deterministic"));
   }
   if (const YAML::Node value = section["loss_scale"]; has(value)) {
-    train.loss_scale = reader.choice(value, section.key("loss_scale"), schema::loss_scales());
+    train.loss_scale = reader.word<LossScale>(value, section.key("loss_scale"));
   }
   if (const YAML::Node value = section["loss_scale_initial"]; has(value)) {
     train.loss_scale_initial =
         reader.real(value, section.key("loss_scale_initial"), zero_exclusive, std::nullopt);
   }
   if (const YAML::Node value = section["nonfinite"]; has(value)) {
-    train.nonfinite = reader.choice(value, section.key("nonfinite"), schema::nonfinite_policies());
+    train.nonfinite = reader.word<NonFinite>(value, section.key("nonfinite"));
   }
 }
 
@@ -365,10 +365,10 @@ void read_distributed(const Section& section, DistributedConfig& distributed) {
     distributed.timeout_s = reader.real(value, section.key("timeout_s"), zero_exclusive, std::nullopt);
   }
   if (const YAML::Node value = section["grad_dtype"]; has(value)) {
-    distributed.grad_dtype = reader.choice(value, section.key("grad_dtype"), schema::gradient_dtypes());
+    distributed.grad_dtype = reader.word<GradientDtype>(value, section.key("grad_dtype"));
   }
   if (const YAML::Node value = section["batch_split"]; has(value)) {
-    distributed.batch_split = reader.choice(value, section.key("batch_split"), schema::batch_splits());
+    distributed.batch_split = reader.word<BatchSplitRule>(value, section.key("batch_split"));
   }
   if (const YAML::Node value = section["local_batches"]; has(value)) {
     distributed.local_batches = read_local_batches(reader, value, section.key("local_batches"));
@@ -379,10 +379,10 @@ void read_elastic(const Section& section, ElasticConfig& elastic) {
   const Reader& reader = section.reader();
   if (const YAML::Node value = section["global_batch"]; has(value))
     elastic.global_batch =
-        reader.choice(value, section.key("global_batch"), schema::elastic_global_batches());
+        reader.word<ResumeGlobalBatch>(value, section.key("global_batch"));
   if (const YAML::Node value = section["learning_rate_rule"]; has(value))
     elastic.learning_rate_rule =
-        reader.choice(value, section.key("learning_rate_rule"), schema::learning_rate_rules());
+        reader.word<LearningRateRule>(value, section.key("learning_rate_rule"));
 }
 
 void read_trace(const Section& section, TraceConfig& trace) {
@@ -414,7 +414,7 @@ Config convert_config(const Reader& reader, const YAML::Node& root) {
   }
   if (const YAML::Node value = root["seed"]; has(value)) config.seed = reader.unsigned_integer(value, "seed");
   if (const YAML::Node value = root["device"]; has(value))
-    config.device = reader.choice(value, "device", schema::devices());
+    config.device = reader.word<Device>(value, "device");
   if (const YAML::Node value = root["threads"]; has(value))
     config.threads = reader.int_value(value, "threads", 0);
 

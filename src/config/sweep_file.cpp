@@ -129,8 +129,8 @@ void read_space(const Reader& reader, const YAML::Node& space, SweepConfig& swee
       fail_at(reader, where, "expected a mapping such as {type: choice, values: [...]}", node);
     SearchParameter parameter;
     parameter.key = key;
-    parameter.type = reader.choice(node["type"], where + ".type", {"choice", "uniform", "loguniform", "int"});
-    if (parameter.type == "choice") {
+    parameter.type = reader.word<ParameterType>(node["type"], where + ".type");
+    if (parameter.type == ParameterType::Choice) {
       reader.check_keys(node, where, {"type", "values"});
       const YAML::Node values = node["values"];
       if (!values.IsDefined() || !values.IsSequence())
@@ -144,14 +144,14 @@ void read_space(const Reader& reader, const YAML::Node& space, SweepConfig& swee
       }
     } else {
       reader.check_keys(node, where, {"type", "low", "high"});
-      if (parameter.type == "int") {
+      if (parameter.type == ParameterType::Int) {
         parameter.low =
             static_cast<double>(reader.integer(node["low"], where + ".low", INT32_MIN, INT32_MAX));
         parameter.high =
             static_cast<double>(reader.integer(node["high"], where + ".high", INT32_MIN, INT32_MAX));
       } else {
         const std::optional<Bound> positive =
-            parameter.type == "loguniform" ? std::optional<Bound>(Bound{0.0, false}) : std::nullopt;
+            parameter.type == ParameterType::LogUniform ? std::optional<Bound>(Bound{0.0, false}) : std::nullopt;
         parameter.low = reader.real(node["low"], where + ".low", positive, std::nullopt);
         parameter.high = reader.real(node["high"], where + ".high", positive, std::nullopt);
       }
@@ -167,8 +167,8 @@ void read_space(const Reader& reader, const YAML::Node& space, SweepConfig& swee
 
 // Every value the space can produce, as KEY=VALUE, for the up-front check.
 std::vector<std::string> extreme_values(const SearchParameter& parameter) {
-  if (parameter.type == "choice") return parameter.values;
-  if (parameter.type == "int")
+  if (parameter.type == ParameterType::Choice) return parameter.values;
+  if (parameter.type == ParameterType::Int)
     return {std::to_string(static_cast<long long>(parameter.low)),
             std::to_string(static_cast<long long>(parameter.high))};
   return {format_number(parameter.low), format_number(parameter.high)};
@@ -210,8 +210,8 @@ void refuse_keys_the_sweep_sets(const Reader& reader, const YAML::Node& root, co
         parameter.key == "threads" || parameter.key == "elastic.global_batch")
       fail_at(reader, "space." + parameter.key, "cannot be searched: " + set_by_the_sweep(parameter.key),
               root["space"][parameter.key]);
-  if (sweep.base.elastic.global_batch != "keep")
-    throw_input_error(sweep.source + ": elastic.global_batch: " + sweep.base.elastic.global_batch +
+  if (sweep.base.elastic.global_batch != ResumeGlobalBatch::Keep)
+    throw_input_error(sweep.source + ": elastic.global_batch: " + name_of(sweep.base.elastic.global_batch) +
                       " (from the base config " + sweep.base_path + " or the sweep's set:/--set): " +
                       set_by_the_sweep("elastic.global_batch") + "; remove it");
   // A trial's global batch is train.batch_size x the ranks of the group it starts on, cut evenly
@@ -226,8 +226,8 @@ void refuse_keys_the_sweep_sets(const Reader& reader, const YAML::Node& root, co
   };
   refuse_base(sweep.base.train.batch_size_auto, "train.batch_size: auto");
   refuse_base(!sweep.base.distributed.local_batches.empty(), "distributed.local_batches");
-  refuse_base(sweep.base.distributed.batch_split != "equal",
-              "distributed.batch_split: " + sweep.base.distributed.batch_split);
+  refuse_base(sweep.base.distributed.batch_split != BatchSplitRule::Equal,
+              "distributed.batch_split: " + name_of(sweep.base.distributed.batch_split));
   // train.max_steps may come from the base file too; `set: [train.max_steps=null]` removes it there.
   std::size_t max_steps_origin = sweep.base_overrides.size();
   for (std::size_t index = 0; index < sweep.base_overrides.size(); ++index) {
@@ -290,24 +290,24 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
   }
   const std::size_t file_set_count = sweep.base_overrides.size();
   for (auto& assignment : command_line_base) sweep.base_overrides.push_back(std::move(assignment));
-  if (root["search"].IsDefined()) sweep.search = reader.choice(root["search"], "search", {"random", "grid"});
+  if (root["search"].IsDefined()) sweep.search = reader.word<Search>(root["search"], "search");
   if (root["scheduler"].IsDefined())
-    sweep.scheduler = reader.choice(root["scheduler"], "scheduler", {"asha", "full"});
+    sweep.scheduler = reader.word<Scheduler>(root["scheduler"], "scheduler");
   if (root["trials"].IsDefined())
     sweep.trials =
-        static_cast<int>(reader.integer(root["trials"], "trials", sweep.search == "grid" ? 0 : 1, 100000));
-  else if (sweep.search == "random")
+        static_cast<int>(reader.integer(root["trials"], "trials", sweep.search == Search::Grid ? 0 : 1, 100000));
+  else if (sweep.search == Search::Random)
     fail_at(reader, "trials", "is missing: random search needs the number of trials", root);
   if (root["metric"].IsDefined())
     sweep.metric = reader.choice(root["metric"], "metric", {"test_accuracy", "test_loss", "train_loss"});
-  sweep.goal = sweep.metric == "test_accuracy" ? "maximize" : "minimize";
-  if (root["goal"].IsDefined()) sweep.goal = reader.choice(root["goal"], "goal", {"maximize", "minimize"});
+  sweep.goal = sweep.metric == "test_accuracy" ? Goal::Maximize : Goal::Minimize;
+  if (root["goal"].IsDefined()) sweep.goal = reader.word<Goal>(root["goal"], "goal");
 
   if (reader.require_mapping(root["budget"], "budget")) {
     const YAML::Node budget = root["budget"];
     reader.check_keys(budget, "budget", budget_keys());
     if (budget["unit"].IsDefined())
-      sweep.budget_unit = reader.choice(budget["unit"], "budget.unit", {"epochs", "samples"});
+      sweep.budget_unit = reader.word<BudgetUnit>(budget["unit"], "budget.unit");
     if (budget["min"].IsDefined())
       sweep.min_budget = reader.real(budget["min"], "budget.min", Bound{0.0, false}, std::nullopt);
     if (budget["max"].IsDefined())
@@ -354,14 +354,14 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
   }
   if (!root["space"].IsDefined()) fail_at(reader, "space", "is missing: name the keys to search", root);
   read_space(reader, root["space"], sweep);
-  if (sweep.search == "grid")
+  if (sweep.search == Search::Grid)
     for (const auto& parameter : sweep.space)
-      if (parameter.type == "uniform" || parameter.type == "loguniform")
+      if (parameter.type == ParameterType::Uniform || parameter.type == ParameterType::LogUniform)
         fail_at(reader, "space." + parameter.key,
-                "is " + parameter.type + ", but grid search needs values it can list (choice or int)",
+                "is " + name_of(parameter.type) + ", but grid search needs values it can list (choice or int)",
                 root["space"][parameter.key]);
 
-  if (sweep.search == "grid" && sweep.trials == 0 && grid_points(sweep) > largest_grid)
+  if (sweep.search == Search::Grid && sweep.trials == 0 && grid_points(sweep) > largest_grid)
     fail_at(reader, "space",
             "the grid has more than " + std::to_string(largest_grid) +
                 " points: narrow it, set trials to run only its first ones, or use search: random",
@@ -385,7 +385,7 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
 }
 
 std::int64_t grid_value_count(const SearchParameter& parameter) {
-  if (parameter.type == "int")
+  if (parameter.type == ParameterType::Int)
     return static_cast<std::int64_t>(parameter.high) - static_cast<std::int64_t>(parameter.low) + 1;
   return static_cast<std::int64_t>(parameter.values.size());
 }

@@ -107,12 +107,12 @@ bool is_numeric(const Entry& entry) {
 
 bool looks_like_images(const Entry& entry) {
   return !entry.group && (entry.dtype == "uint8" || entry.type_class == H5T_FLOAT) &&
-         image_shape(entry.shape, "auto").error.empty();
+         image_shape(entry.shape, config::SourceLayout::Auto).error.empty();
 }
 
 bool looks_like_labels(const Entry& entry) {
   if (entry.group || !is_numeric(entry)) return false;
-  const LabelShape shape = label_shape(entry.shape, "auto");
+  const LabelShape shape = label_shape(entry.shape, config::LabelEncoding::Auto);
   return shape.error.empty() && shape.classes <= 10000;
 }
 
@@ -234,10 +234,10 @@ std::string suggest_source_block(const std::vector<std::string>& paths) {
   }
   if (!splits.count("test")) block << "    test_fraction: 0.1   # the file has no test split: carve one\n";
   const auto& train_images = *splits.at("train").first;
-  const ImageShape shape = image_shape(train_images.shape, "auto");
+  const ImageShape shape = image_shape(train_images.shape, config::SourceLayout::Auto);
   block << "    layout: " << layout_name(shape.layout) << "   # from shape "
         << dimensions_text(train_images.shape) << "\n";
-  const LabelShape labels = label_shape(splits.at("train").second->shape, "auto");
+  const LabelShape labels = label_shape(splits.at("train").second->shape, config::LabelEncoding::Auto);
   block << "    labels: " << label_encoding_name(labels.encoding) << "\n";
   if (class_names) block << "    classes: " << class_names->file << ":" << class_names->name << "\n";
   return block.str();

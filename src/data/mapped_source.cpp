@@ -57,7 +57,7 @@ struct PendingSplit {
 };
 
 LabelFile read_label_file(hid_t file, const DatasetLocation& location, const std::string& key,
-                          const std::string& requested) {
+                          config::LabelEncoding requested) {
   detail::Hdf5Handle dataset = mapped::open_dataset(file, location, key);
   detail::Hdf5Handle type = detail::datatype_handle(H5Dget_type(dataset.get()));
   const H5T_class_t type_class = type.valid() ? H5Tget_class(type.get()) : H5T_NO_CLASS;

@@ -35,7 +35,8 @@ std::string dimensions_text(const std::vector<std::uint64_t>& dimensions) {
   return text + "]";
 }
 
-ImageShape image_shape(const std::vector<std::uint64_t>& dimensions, const std::string& requested) {
+ImageShape image_shape(const std::vector<std::uint64_t>& dimensions, config::SourceLayout requested) {
+  using config::SourceLayout;
   ImageShape shape;
   const std::string shape_text = "shape " + dimensions_text(dimensions);
   if (dimensions.size() != 3 && dimensions.size() != 4) {
@@ -63,17 +64,17 @@ ImageShape image_shape(const std::vector<std::uint64_t>& dimensions, const std::
     return shape;
   }
   if (dimensions.size() == 3) {
-    if (requested != "auto" && requested != "nhw") {
-      shape.error = shape_text + " has 3 dimensions, so it is [N,H,W], not " + requested;
+    if (requested != SourceLayout::Auto && requested != SourceLayout::Nhw) {
+      shape.error = shape_text + " has 3 dimensions, so it is [N,H,W], not " + config::name_of(requested);
       return shape;
     }
     shape.layout = ImageLayout::Nhw;
-  } else if (requested == "nhw") {
+  } else if (requested == SourceLayout::Nhw) {
     shape.error = shape_text + " has 4 dimensions; nhw needs [N,H,W] (use nhwc or nchw)";
     return shape;
-  } else if (requested == "nhwc") {
+  } else if (requested == SourceLayout::Nhwc) {
     shape.layout = ImageLayout::Nhwc;
-  } else if (requested == "nchw") {
+  } else if (requested == SourceLayout::Nchw) {
     shape.layout = ImageLayout::Nchw;
   } else {
     const bool last = looks_like_channels(dimensions[3]), second = looks_like_channels(dimensions[1]);
@@ -107,7 +108,7 @@ ImageShape image_shape(const std::vector<std::uint64_t>& dimensions, const std::
   return shape;
 }
 
-LabelShape label_shape(const std::vector<std::uint64_t>& dimensions, const std::string& requested) {
+LabelShape label_shape(const std::vector<std::uint64_t>& dimensions, config::LabelEncoding requested) {
   LabelShape shape;
   const std::string shape_text = "shape " + dimensions_text(dimensions);
   if (dimensions.empty()) {
@@ -124,13 +125,13 @@ LabelShape label_shape(const std::vector<std::uint64_t>& dimensions, const std::
     return shape;
   }
   const std::uint64_t width = kept.empty() ? 1 : kept.front();
-  if (requested == "index" && width != 1) {
+  if (requested == config::LabelEncoding::Index && width != 1) {
     shape.error =
         shape_text + " holds " + std::to_string(width) +
         " values per sample, not one class index (one-hot? set data.source.labels to one_hot or auto)";
     return shape;
   }
-  if (requested == "one_hot" && width == 1) {
+  if (requested == config::LabelEncoding::OneHot && width == 1) {
     shape.error = shape_text +
                   " holds one value per sample, not a one-hot row (set data.source.labels to "
                   "index or auto)";

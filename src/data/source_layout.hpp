@@ -3,6 +3,8 @@
 // reader, which refuses what it cannot tell, and by `phalanx data inspect`, which suggests a block.
 #pragma once
 
+#include "phalanx/config/config.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,10 +30,10 @@ struct ImageShape {
 // shapes are refused rather than allocated.
 inline constexpr std::uint64_t maximum_sample_values = std::uint64_t{1} << 28;
 
-// `requested`: auto | nhwc | nchw | nhw. Under auto: 3 dimensions are [N,H,W]; 4 dimensions are
+// `requested` is data.source.layout. Under auto: 3 dimensions are [N,H,W]; 4 dimensions are
 // NHWC when only the last axis looks like channels (1, 3 or 4) and NCHW when only the second
 // does; a shape where both or neither do is ambiguous and refused.
-ImageShape image_shape(const std::vector<std::uint64_t>& dimensions, const std::string& requested);
+ImageShape image_shape(const std::vector<std::uint64_t>& dimensions, config::SourceLayout requested);
 
 // A label dataset's encoding: [N] or [N,1,...,1] holds class indices; [N,K] (K > 1, size-1 axes
 // dropped) holds one-hot rows. `classes` is K for one-hot, 0 for indices.
@@ -42,8 +44,8 @@ struct LabelShape {
   std::string error;
 };
 
-// `requested`: auto | index | one_hot.
-LabelShape label_shape(const std::vector<std::uint64_t>& dimensions, const std::string& requested);
+// `requested` is data.source.labels.
+LabelShape label_shape(const std::vector<std::uint64_t>& dimensions, config::LabelEncoding requested);
 
 // "[60000,28,28]" for messages.
 std::string dimensions_text(const std::vector<std::uint64_t>& dimensions);

@@ -150,14 +150,16 @@ std::int64_t cache_budget_bytes(double max_cache_gb) {
   return static_cast<std::int64_t>(pages) * page_size / 2;
 }
 
-CacheChoice choose_cache(const std::string& requested, std::int64_t split_bytes, int ranks_on_node,
+CacheChoice choose_cache(config::DataCache requested, std::int64_t split_bytes, int ranks_on_node,
                          std::int64_t budget_bytes) {
   const std::string sizes = megabytes(split_bytes) + " split, " + std::to_string(ranks_on_node) +
                             " ranks on this node, budget " + megabytes(budget_bytes) + " per node";
-  if (requested == "rank") return {CacheMode::Rank, "data.cache: rank as configured (" + sizes + ")"};
-  if (requested == "node") return {CacheMode::Node, "data.cache: node as configured (" + sizes + ")"};
-  if (requested == "none") return {CacheMode::None, "data.cache: none as configured (" + sizes + ")"};
-  PHALANX_CHECK(requested == "auto", "cache mode ", requested);
+  switch (requested) {
+    case config::DataCache::Rank: return {CacheMode::Rank, "data.cache: rank as configured (" + sizes + ")"};
+    case config::DataCache::Node: return {CacheMode::Node, "data.cache: node as configured (" + sizes + ")"};
+    case config::DataCache::None: return {CacheMode::None, "data.cache: none as configured (" + sizes + ")"};
+    case config::DataCache::Auto: break;
+  }
   if (split_bytes * std::max(1, ranks_on_node) <= budget_bytes)
     return {CacheMode::Rank, "data.cache: auto chose rank: a copy per rank fits (" + sizes + ")"};
   if (split_bytes <= budget_bytes)

@@ -17,7 +17,7 @@ using MakeOptimizer = std::unique_ptr<Optimizer> (*)(const OptimizerKind& kind,
                                                      backend::Backend& backend, std::int64_t elements);
 
 struct OptimizerKind {
-  const char* type;                      // optimizer.type
+  config::OptimizerType type;            // optimizer.type
   std::vector<std::string> state_names;  // PyTorch's state_dict names, in the order the kind uses them
   MakeOptimizer make;
 };
@@ -33,7 +33,7 @@ class TabledOptimizer : public Optimizer {
       backend.fill(states_.back().data(), states_.back().elements(), 0.0f);
     }
   }
-  std::string type() const override { return kind_.type; }
+  std::string type() const override { return config::name_of(kind_.type); }
   std::vector<std::string> state_names() const override { return kind_.state_names; }
   Tensor& state(const std::string& name) override {
     const auto& names = kind_.state_names;
@@ -101,26 +101,24 @@ std::unique_ptr<Optimizer> make(const OptimizerKind& kind, const config::Optimiz
 
 const std::vector<OptimizerKind>& optimizer_kinds() {
   static const std::vector<OptimizerKind> kinds = {
-      {"sgd", {"momentum_buffer"}, make<Sgd>},
-      {"adamw", {"exp_avg", "exp_avg_sq"}, make<AdamW>},  // first moment, second moment
+      {config::OptimizerType::Sgd, {"momentum_buffer"}, make<Sgd>},
+      {config::OptimizerType::AdamW, {"exp_avg", "exp_avg_sq"}, make<AdamW>},  // first moment, second moment
   };
   return kinds;
 }
 
-const OptimizerKind& optimizer_kind(const std::string& type) {
-  std::string known;
-  for (const auto& kind : optimizer_kinds()) {
+const OptimizerKind& optimizer_kind(config::OptimizerType type) {
+  for (const auto& kind : optimizer_kinds())
     if (type == kind.type) return kind;
-    known += (known.empty() ? "" : ", ") + std::string(kind.type);
-  }
-  throw_input_error("optimizer.type: unknown optimizer '" + type + "' (known: " + known + ")");
+  PHALANX_CHECK(false, "optimizer.type ", type, " has no row in the table of kinds");
+  return optimizer_kinds().front();
 }
 
 }  // namespace
 
 std::vector<std::string> optimizer_types() {
   std::vector<std::string> types;
-  for (const auto& kind : optimizer_kinds()) types.emplace_back(kind.type);
+  for (const auto& kind : optimizer_kinds()) types.push_back(config::name_of(kind.type));
   return types;
 }
 

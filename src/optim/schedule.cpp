@@ -19,12 +19,12 @@ double Schedule::learning_rate(std::int64_t step) const {
   const double epoch = static_cast<double>(step) / static_cast<double>(steps_per_epoch_);
   const double progress = std::clamp(static_cast<double>(step) / static_cast<double>(total_steps_), 0.0, 1.0);
   double rate = base_;
-  if (config_.type == "step") {
+  if (config_.type == config::ScheduleType::Step) {
     rate = base_ * std::pow(config_.gamma, std::floor(epoch / config_.step_epochs));
-  } else if (config_.type == "cosine") {
+  } else if (config_.type == config::ScheduleType::Cosine) {
     const double floor_rate = base_ * config_.minimum_factor;
     rate = floor_rate + (base_ - floor_rate) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
-  } else if (config_.type == "one_cycle") {
+  } else if (config_.type == config::ScheduleType::OneCycle) {
     // torch OneCycleLR with cosine annealing: rise from max/div to max, then fall to
     // max/(div*final_div); base_ is the peak.
     const double start = base_ / config_.one_cycle_div_factor;

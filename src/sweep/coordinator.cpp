@@ -141,7 +141,7 @@ class Coordinator {
   void execute(const ShowProgress& progress) { printer_.show(progress, state_); }
 
   void write_outputs() {
-    const bool maximize = sweep_.goal == "maximize";
+    const bool maximize = sweep_.goal == config::Goal::Maximize;
     write_results_csv(store_.database(), options_.sweep_directory + "/results.csv");
     write_best(store_.database(), options_.sweep_directory, maximize);
     const std::string report = write_sweep_report(options_.sweep_directory);

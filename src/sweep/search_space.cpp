@@ -21,7 +21,7 @@ std::string format_real(double value) {
 // Value number `index` of a choice or int parameter in a grid (int ranges are never listed: one
 // can span 2^32 values).
 std::string listed_value(const config::SearchParameter& parameter, std::int64_t index) {
-  if (parameter.type == "choice") return parameter.values[static_cast<std::size_t>(index)];
+  if (parameter.type == config::ParameterType::Choice) return parameter.values[static_cast<std::size_t>(index)];
   return std::to_string(static_cast<std::int64_t>(parameter.low) + index);
 }
 
@@ -54,7 +54,7 @@ nlohmann::json TrialParameters::to_json() const {
 }
 
 int trial_count(const config::SweepConfig& sweep) {
-  if (sweep.search == "random") return sweep.trials;
+  if (sweep.search == config::Search::Random) return sweep.trials;
   // load_sweep refused a grid larger than largest_grid unless `trials` caps it.
   const std::int64_t size = config::grid_points(sweep);
   if (sweep.trials > 0 && sweep.trials < size) return sweep.trials;
@@ -70,7 +70,7 @@ std::uint64_t trial_seed(const config::SweepConfig& sweep, int trial_id) {
 TrialParameters sample_trial(const config::SweepConfig& sweep, int trial_id) {
   TrialParameters trial;
   trial.seed = trial_seed(sweep, trial_id);
-  if (sweep.search == "grid") {
+  if (sweep.search == config::Search::Grid) {
     // Mixed radix over the space in file order, the last key varying fastest.
     std::int64_t rest = trial_id;
     std::vector<std::pair<std::string, std::string>> reversed;
@@ -86,13 +86,13 @@ TrialParameters sample_trial(const config::SweepConfig& sweep, int trial_id) {
     RandomStream stream(mix_seed(sweep.seed, static_cast<std::uint64_t>(trial_id)),
                         fnv1a_hash(parameter.key));
     std::string value;
-    if (parameter.type == "choice") {
+    if (parameter.type == config::ParameterType::Choice) {
       value = parameter.values[stream.next_below(parameter.values.size())];
-    } else if (parameter.type == "int") {
+    } else if (parameter.type == config::ParameterType::Int) {
       const auto span = static_cast<std::uint64_t>(parameter.high - parameter.low) + 1;
       value = std::to_string(static_cast<long long>(parameter.low) +
                              static_cast<long long>(stream.next_below(span)));
-    } else if (parameter.type == "uniform") {
+    } else if (parameter.type == config::ParameterType::Uniform) {
       value = format_real(parameter.low + (parameter.high - parameter.low) * uniform_double(stream));
     } else {  // loguniform
       const double low = std::log(parameter.low), high = std::log(parameter.high);

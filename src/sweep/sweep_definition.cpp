@@ -12,18 +12,18 @@ std::string sweep_definition(const config::SweepConfig& sweep) {
   nlohmann::json space = nlohmann::json::array();
   for (const auto& parameter : sweep.space)
     space.push_back({{"key", parameter.key},
-                     {"type", parameter.type},
+                     {"type", config::name_of(parameter.type)},
                      {"values", parameter.values},
                      {"low", parameter.low},
                      {"high", parameter.high}});
   const nlohmann::json definition = {{"seed", sweep.seed},
-                                     {"search", sweep.search},
-                                     {"scheduler", sweep.scheduler},
+                                     {"search", config::name_of(sweep.search)},
+                                     {"scheduler", config::name_of(sweep.scheduler)},
                                      {"trials", trial_count(sweep)},
                                      {"metric", sweep.metric},
-                                     {"goal", sweep.goal},
+                                     {"goal", config::name_of(sweep.goal)},
                                      {"budget",
-                                      {{"unit", sweep.budget_unit},
+                                      {{"unit", config::name_of(sweep.budget_unit)},
                                        {"min", sweep.min_budget},
                                        {"max", sweep.max_budget},
                                        {"eta", sweep.eta}}},

@@ -13,7 +13,7 @@ namespace {
 
 std::string budget_text(const config::SweepConfig& sweep, double budget) {
   char text[64];
-  std::snprintf(text, sizeof(text), "%g %s", budget, sweep.budget_unit.c_str());
+  std::snprintf(text, sizeof(text), "%g %s", budget, config::name_of(sweep.budget_unit).c_str());
   return text;
 }
 
@@ -110,8 +110,9 @@ void SweepPrinter::header(const SweepState& state) const {
   }
   std::printf(
       "sweep %s: %d trials, %s search, %s scheduler (rungs: %s; eta %d), metric %s (%s), %d worker groups\n",
-      sweep_.name.c_str(), asha.max_trials(), sweep_.search.c_str(), sweep_.scheduler.c_str(), ladder.c_str(),
-      sweep_.eta, sweep_.metric.c_str(), sweep_.goal.c_str(), state.group_count());
+      sweep_.name.c_str(), asha.max_trials(), config::name_of(sweep_.search).c_str(),
+      config::name_of(sweep_.scheduler).c_str(), ladder.c_str(), sweep_.eta, sweep_.metric.c_str(),
+      config::name_of(sweep_.goal).c_str(), state.group_count());
   std::fflush(stdout);
 }
 

@@ -38,8 +38,8 @@ struct SweepState::Output {
 
 SweepState::SweepState(const config::SweepConfig& sweep, int groups, std::int64_t last_job_id, double start)
     : sweep_(sweep),
-      asha_(sweep.min_budget, sweep.max_budget, sweep.eta, sweep.goal == "maximize", trial_count(sweep),
-            sweep.scheduler == "full"),
+      asha_(sweep.min_budget, sweep.max_budget, sweep.eta, sweep.goal == config::Goal::Maximize, trial_count(sweep),
+            sweep.scheduler == config::Scheduler::Full),
       groups_(static_cast<std::size_t>(groups)),
       last_job_id_(last_job_id),
       start_(start) {}

@@ -28,7 +28,7 @@ namespace {
 void set_budget(const config::SweepConfig& sweep, double budget, std::int64_t global_batch,
                 std::int64_t training_samples, config::Config& config) {
   const std::int64_t steps_per_epoch = training_samples / global_batch;  // as data::ShardPlan cuts an epoch
-  if (sweep.budget_unit == "epochs") {
+  if (sweep.budget_unit == config::BudgetUnit::Epochs) {
     config.train.max_steps =
         std::max<std::int64_t>(1, std::llround(budget * static_cast<double>(steps_per_epoch)));
     config.train.epochs = std::max(1, static_cast<int>(std::ceil(sweep.max_budget - 1e-9)));

@@ -17,7 +17,7 @@ const std::string base = "model: {preset: lenet5}\ndata: {path: d.h5}\n";
 
 TEST(BatchSplitConfig, DefaultsToTheEqualSplit) {
   const Config config = parse(base, source);
-  EXPECT_EQ(config.distributed.batch_split, "equal");
+  EXPECT_EQ(phalanx::config::name_of(config.distributed.batch_split), "equal");
   EXPECT_TRUE(config.distributed.local_batches.empty());
   EXPECT_EQ(parse(to_yaml(config), "round trip"), config);
 }
@@ -25,7 +25,7 @@ TEST(BatchSplitConfig, DefaultsToTheEqualSplit) {
 TEST(BatchSplitConfig, ParsesAndRoundTrips) {
   const Config config =
       parse(base + "distributed: {batch_split: throughput, local_batches: [40, 24, 1]}\n", source);
-  EXPECT_EQ(config.distributed.batch_split, "throughput");
+  EXPECT_EQ(phalanx::config::name_of(config.distributed.batch_split), "throughput");
   EXPECT_EQ(config.distributed.local_batches, (std::vector<int>{40, 24, 1}));
   EXPECT_EQ(parse(to_yaml(config), "round trip"), config);
   EXPECT_NE(hash(config), hash(parse(base, source))) << "ranks with another split must not agree";

@@ -17,20 +17,20 @@ const std::string base = "model: {preset: lenet5}\ndata: {path: d.h5}\n";
 
 TEST(ElasticConfig, DefaultsKeepTheGlobalBatchAndTheRate) {
   const Config config = parse(base, source);
-  EXPECT_EQ(config.elastic.global_batch, "keep");
-  EXPECT_EQ(config.elastic.learning_rate_rule, "keep");
+  EXPECT_EQ(phalanx::config::name_of(config.elastic.global_batch), "keep");
+  EXPECT_EQ(phalanx::config::name_of(config.elastic.learning_rate_rule), "keep");
   EXPECT_EQ(parse(to_yaml(config), "round trip"), config);
 }
 
 TEST(ElasticConfig, ParsesAndRoundTrips) {
   const Config config = parse(base + "elastic: {global_batch: change, learning_rate_rule: sqrt}\n", source);
-  EXPECT_EQ(config.elastic.global_batch, "change");
-  EXPECT_EQ(config.elastic.learning_rate_rule, "sqrt");
+  EXPECT_EQ(phalanx::config::name_of(config.elastic.global_batch), "change");
+  EXPECT_EQ(phalanx::config::name_of(config.elastic.learning_rate_rule), "sqrt");
   EXPECT_EQ(parse(to_yaml(config), "round trip"), config);
   const Config overridden =
       parse(base, source, {"elastic.global_batch=change", "elastic.learning_rate_rule=linear"});
-  EXPECT_EQ(overridden.elastic.global_batch, "change");
-  EXPECT_EQ(overridden.elastic.learning_rate_rule, "linear");
+  EXPECT_EQ(phalanx::config::name_of(overridden.elastic.global_batch), "change");
+  EXPECT_EQ(phalanx::config::name_of(overridden.elastic.learning_rate_rule), "linear");
 }
 
 TEST(ElasticConfig, BadValuesNameTheKey) {

@@ -16,12 +16,12 @@ const std::string source = "configs/nonfinite.yaml";
 const std::string base = "model: {preset: lenet5}\ndata: {path: d.h5}\n";
 
 TEST(NonFiniteConfig, StopByDefaultSkipOnRequestAndRoundTrips) {
-  EXPECT_EQ(parse(base, source).train.nonfinite, "stop");
+  EXPECT_EQ(phalanx::config::name_of(parse(base, source).train.nonfinite), "stop");
   const Config skipping = parse(base + "train: {nonfinite: skip}\n", source);
-  EXPECT_EQ(skipping.train.nonfinite, "skip");
+  EXPECT_EQ(phalanx::config::name_of(skipping.train.nonfinite), "skip");
   EXPECT_NE(to_yaml(skipping).find("nonfinite: \"skip\""), std::string::npos) << to_yaml(skipping);
   EXPECT_EQ(parse(to_yaml(skipping), "round trip"), skipping);
-  EXPECT_EQ(parse(base, source, {"train.nonfinite=skip"}).train.nonfinite, "skip");
+  EXPECT_EQ(parse(base, source, {"train.nonfinite=skip"}).train.nonfinite, NonFinite::Skip);
 }
 
 TEST(NonFiniteConfig, UnknownValuesAndKeysAreNamed) {

@@ -82,14 +82,14 @@ distributed:
   const Config config = parse(yaml, "configs/cifar10_resnet20.yaml");
   EXPECT_EQ(config.name, "cifar_resnet20");
   EXPECT_EQ(config.seed, std::numeric_limits<std::uint64_t>::max());
-  EXPECT_EQ(config.device, "cuda");
+  EXPECT_EQ(phalanx::config::name_of(config.device), "cuda");
   EXPECT_EQ(config.threads, 4);
   EXPECT_EQ(config.model.preset, "resnet20");
   EXPECT_EQ(config.data.path, "datasets/cifar10.h5");
   EXPECT_EQ(config.data.train_split, "train");
   EXPECT_EQ(config.data.test_split, "val");
   EXPECT_EQ(config.data.prefetch_batches, 8);
-  EXPECT_EQ(config.optimizer.type, "adamw");
+  EXPECT_EQ(phalanx::config::name_of(config.optimizer.type), "adamw");
   EXPECT_DOUBLE_EQ(config.optimizer.learning_rate, 3e-4);
   EXPECT_DOUBLE_EQ(config.optimizer.momentum, 0.0);
   EXPECT_TRUE(config.optimizer.nesterov);
@@ -97,7 +97,7 @@ distributed:
   EXPECT_DOUBLE_EQ(config.optimizer.beta1, 0.85);
   EXPECT_DOUBLE_EQ(config.optimizer.beta2, 0.995);
   EXPECT_DOUBLE_EQ(config.optimizer.epsilon, 1e-6);
-  EXPECT_EQ(config.schedule.type, "one_cycle");
+  EXPECT_EQ(phalanx::config::name_of(config.schedule.type), "one_cycle");
   EXPECT_DOUBLE_EQ(config.schedule.warmup_epochs, 2.5);
   EXPECT_DOUBLE_EQ(config.schedule.warmup_start_factor, 0.2);
   EXPECT_DOUBLE_EQ(config.schedule.step_epochs, 10);
@@ -112,7 +112,7 @@ distributed:
   EXPECT_EQ(config.train.batch_size, 128);
   EXPECT_DOUBLE_EQ(config.train.label_smoothing, 0.1);
   EXPECT_EQ(config.train.log_every_steps, 20);
-  EXPECT_EQ(config.train.precision, "bf16");
+  EXPECT_EQ(phalanx::config::name_of(config.train.precision), "bf16");
   EXPECT_EQ(config.checkpoint.every_steps, 500);
   EXPECT_EQ(config.checkpoint.keep, 5);
   EXPECT_DOUBLE_EQ(config.distributed.bucket_mb, 12.5);

@@ -18,11 +18,11 @@ const std::string base = "model: {preset: lenet5}\ndata: {path: d.h5}\n";
 
 TEST(PrecisionConfig, Defaults) {
   const Config config = parse(base, source);
-  EXPECT_EQ(config.train.precision, "fp32");
-  EXPECT_EQ(config.train.loss_scale, "auto");
+  EXPECT_EQ(phalanx::config::name_of(config.train.precision), "fp32");
+  EXPECT_EQ(phalanx::config::name_of(config.train.loss_scale), "auto");
   EXPECT_EQ(config.train.loss_scale_initial, 65536.0);
-  EXPECT_EQ(config.distributed.grad_dtype, "fp32");
-  EXPECT_EQ(config.train.activation_dtype, "fp32");
+  EXPECT_EQ(phalanx::config::name_of(config.distributed.grad_dtype), "fp32");
+  EXPECT_EQ(phalanx::config::name_of(config.train.activation_dtype), "fp32");
   EXPECT_TRUE(config.train.deterministic);
 }
 
@@ -45,13 +45,13 @@ TEST(PrecisionConfig, ParsesAndRoundTrips) {
                                   "train: {precision: fp16, loss_scale: dynamic, loss_scale_initial: 1024}\n"
                                   "distributed: {grad_dtype: bf16}\n",
                               source);
-  EXPECT_EQ(config.train.precision, "fp16");
-  EXPECT_EQ(config.train.loss_scale, "dynamic");
+  EXPECT_EQ(phalanx::config::name_of(config.train.precision), "fp16");
+  EXPECT_EQ(phalanx::config::name_of(config.train.loss_scale), "dynamic");
   EXPECT_EQ(config.train.loss_scale_initial, 1024.0);
-  EXPECT_EQ(config.distributed.grad_dtype, "bf16");
+  EXPECT_EQ(phalanx::config::name_of(config.distributed.grad_dtype), "bf16");
   EXPECT_EQ(parse(to_yaml(config), "round trip"), config);
   EXPECT_EQ(parse(base, source, {"train.loss_scale=none", "distributed.grad_dtype=bf16"}).train.loss_scale,
-            "none");
+            LossScale::None);
 }
 
 TEST(PrecisionConfig, BadValuesNameTheKey) {
@@ -70,16 +70,16 @@ TEST(PrecisionConfig, ActivationDtypeIsFp32OrTheComputePrecision) {
   for (const std::string precision : {"bf16", "fp16"}) {
     const Config config =
         parse(base + "train: {precision: " + precision + ", activation_dtype: " + precision + "}\n", source);
-    EXPECT_EQ(config.train.activation_dtype, precision);
+    EXPECT_EQ(phalanx::config::name_of(config.train.activation_dtype), precision);
     EXPECT_EQ(parse(to_yaml(config), "round trip"), config);
     EXPECT_NE(to_yaml(config).find("activation_dtype: \"" + precision + "\""), std::string::npos)
         << to_yaml(config);
     EXPECT_EQ(parse(base + "train: {precision: " + precision + ", activation_dtype: fp32}\n", source)
                   .train.activation_dtype,
-              "fp32");
+              Precision::Fp32);
     // The same through --set, in either order of the two keys.
-    EXPECT_EQ(parse(base, source, {"train.activation_dtype=" + precision, "train.precision=" + precision})
-                  .train.activation_dtype,
+    EXPECT_EQ(name_of(parse(base, source, {"train.activation_dtype=" + precision, "train.precision=" + precision})
+                          .train.activation_dtype),
               precision);
   }
   // A different activation dtype changes the resolved config, so ranks that disagree are caught.
@@ -116,15 +116,15 @@ TEST(PrecisionConfig, ActivationDtypeErrorsNameTheKeyAndTheRule) {
        "(train.accumulation_steps: 2)"});
   EXPECT_EQ(parse(base + "train: {precision: bf16, activation_dtype: bf16, accumulation_steps: 1}\n", source)
                 .train.activation_dtype,
-            "bf16");
+            Precision::Bf16);
 }
 
 // auto: resolved per rank at start (train::resolve_arithmetic), so the config keeps the word:
 // a resumed run compares it unresolved, and a checkpoint moved to another CPU resolves anew.
 TEST(PrecisionConfig, AutoIsKeptAsWrittenAndCombinesWithAnything) {
   const Config config = parse(base + "train: {precision: auto, activation_dtype: auto}\n", source);
-  EXPECT_EQ(config.train.precision, "auto");
-  EXPECT_EQ(config.train.activation_dtype, "auto");
+  EXPECT_EQ(phalanx::config::name_of(config.train.precision), "auto");
+  EXPECT_EQ(phalanx::config::name_of(config.train.activation_dtype), "auto");
   EXPECT_EQ(parse(to_yaml(config), "round trip"), config);
   EXPECT_NE(hash(config), hash(parse(base + "train: {precision: bf16, activation_dtype: bf16}\n", source)));
   // auto activations go with any compute precision, and with gradient accumulation (they are
@@ -134,9 +134,9 @@ TEST(PrecisionConfig, AutoIsKeptAsWrittenAndCombinesWithAnything) {
         parse(base + "train: {precision: " + precision + ", activation_dtype: auto, accumulation_steps: 2}\n",
               source)
             .train.activation_dtype,
-        "auto");
+        Precision::Auto);
   EXPECT_EQ(parse(base + "train: {precision: auto, activation_dtype: fp32}\n", source).train.activation_dtype,
-            "fp32");
+            Precision::Fp32);
   expect_input_error(
       [&] { parse(base + "train: {precision: auto, activation_dtype: bf16}\n", source); },
       {source + ": ",

@@ -40,8 +40,8 @@ data:
   EXPECT_TRUE(source.val.empty());
   EXPECT_EQ(source.val_fraction, 0.1);
   EXPECT_EQ(source.split_seed, 5u);
-  EXPECT_EQ(source.layout, "nchw");
-  EXPECT_EQ(source.labels, "one_hot");
+  EXPECT_EQ(phalanx::config::name_of(source.layout), "nchw");
+  EXPECT_EQ(phalanx::config::name_of(source.labels), "one_hot");
   EXPECT_EQ(source.classes_dataset.text(), "/shared/all.h5:/list_classes");
   EXPECT_EQ(source.statistics, "stats.txt");
 }
@@ -56,8 +56,8 @@ data:
 )",
                               file);
   EXPECT_EQ(config.data.source.classes, (std::vector<std::string>{"cat", "dog"}));
-  EXPECT_EQ(config.data.source.layout, "auto");
-  EXPECT_EQ(config.data.source.labels, "auto");
+  EXPECT_EQ(phalanx::config::name_of(config.data.source.layout), "auto");
+  EXPECT_EQ(phalanx::config::name_of(config.data.source.labels), "auto");
   EXPECT_TRUE(config.data.source.test.empty());
   EXPECT_EQ(config.data.source.test_fraction, 0.2);
 }
@@ -101,7 +101,7 @@ TEST(SourceConfig, SetOverridesNestedKeys) {
                                   "test_fraction: 0.1\n",
                               file, {"data.source.train.images=b.h5:/z", "data.source.layout=nhwc"});
   EXPECT_EQ(config.data.source.train.images.text(), "b.h5:/z");
-  EXPECT_EQ(config.data.source.layout, "nhwc");
+  EXPECT_EQ(phalanx::config::name_of(config.data.source.layout), "nhwc");
 }
 
 TEST(SourceConfig, RulesBetweenKeysNameTheKey) {

@@ -41,9 +41,9 @@ TEST_F(SweepFile, ReadsAValidSweep) {
   const auto sweep = load_sweep(this->sweep());
   EXPECT_EQ(sweep.name, "test");
   EXPECT_EQ(sweep.trials, 4);
-  EXPECT_EQ(sweep.search, "random");
-  EXPECT_EQ(sweep.scheduler, "asha");
-  EXPECT_EQ(sweep.goal, "maximize");
+  EXPECT_EQ(phalanx::config::name_of(sweep.search), "random");
+  EXPECT_EQ(phalanx::config::name_of(sweep.scheduler), "asha");
+  EXPECT_EQ(phalanx::config::name_of(sweep.goal), "maximize");
   EXPECT_DOUBLE_EQ(sweep.max_budget, 9);
   ASSERT_EQ(sweep.space.size(), 2u);
   EXPECT_EQ(sweep.space[1].values, (std::vector<std::string>{"16", "32"}));

@@ -31,39 +31,39 @@ namespace {
 using testing::ScratchDirectory;
 
 TEST(SourceLayout, TellsLayoutsFromShapesAndRefusesAmbiguity) {
-  EXPECT_EQ(image_shape({10, 28, 28}, "auto").layout, ImageLayout::Nhw);
-  const ImageShape nhwc = image_shape({10, 32, 30, 3}, "auto");
+  EXPECT_EQ(image_shape({10, 28, 28}, config::SourceLayout::Auto).layout, ImageLayout::Nhw);
+  const ImageShape nhwc = image_shape({10, 32, 30, 3}, config::SourceLayout::Auto);
   EXPECT_TRUE(nhwc.error.empty());
   EXPECT_EQ(nhwc.layout, ImageLayout::Nhwc);
   EXPECT_EQ(nhwc.height, 32);
   EXPECT_EQ(nhwc.width, 30);
   EXPECT_EQ(nhwc.channels, 3);
-  const ImageShape nchw = image_shape({10, 1, 28, 27}, "auto");
+  const ImageShape nchw = image_shape({10, 1, 28, 27}, config::SourceLayout::Auto);
   EXPECT_EQ(nchw.layout, ImageLayout::Nchw);
   EXPECT_EQ(nchw.channels, 1);
   EXPECT_EQ(nchw.width, 27);
-  EXPECT_NE(image_shape({10, 3, 8, 3}, "auto").error.find("ambiguous"), std::string::npos);
-  EXPECT_NE(image_shape({10, 28, 28, 28}, "auto").error.find("ambiguous"), std::string::npos);
-  EXPECT_TRUE(image_shape({10, 3, 8, 3}, "nchw").error.empty());
-  EXPECT_NE(image_shape({10, 784}, "auto").error.find("cannot be images"), std::string::npos);
-  EXPECT_NE(image_shape({10, 28, 28}, "nhwc").error.find("[N,H,W]"), std::string::npos);
-  EXPECT_NE(image_shape({0, 28, 28}, "auto").error.find("no samples"), std::string::npos);
+  EXPECT_NE(image_shape({10, 3, 8, 3}, config::SourceLayout::Auto).error.find("ambiguous"), std::string::npos);
+  EXPECT_NE(image_shape({10, 28, 28, 28}, config::SourceLayout::Auto).error.find("ambiguous"), std::string::npos);
+  EXPECT_TRUE(image_shape({10, 3, 8, 3}, config::SourceLayout::Nchw).error.empty());
+  EXPECT_NE(image_shape({10, 784}, config::SourceLayout::Auto).error.find("cannot be images"), std::string::npos);
+  EXPECT_NE(image_shape({10, 28, 28}, config::SourceLayout::Nhwc).error.find("[N,H,W]"), std::string::npos);
+  EXPECT_NE(image_shape({0, 28, 28}, config::SourceLayout::Auto).error.find("no samples"), std::string::npos);
   // A shape of more values per image than phalanx allocates for one (a damaged file's, found by
   // the mapped_source fuzzer: 39 GB for one row) is refused; the largest allowed is not.
-  EXPECT_NE(image_shape({10, 16384, 16385}, "auto").error.find("values per sample, over the 268435456"),
+  EXPECT_NE(image_shape({10, 16384, 16385}, config::SourceLayout::Auto).error.find("values per sample, over the 268435456"),
             std::string::npos);
-  EXPECT_TRUE(image_shape({10, 16384, 16384}, "auto").error.empty());
+  EXPECT_TRUE(image_shape({10, 16384, 16384}, config::SourceLayout::Auto).error.empty());
 }
 
 TEST(SourceLayout, TellsLabelEncodings) {
-  EXPECT_EQ(label_shape({10}, "auto").encoding, LabelEncoding::Index);
-  EXPECT_EQ(label_shape({10, 1, 1, 1}, "auto").encoding, LabelEncoding::Index);
-  const LabelShape one_hot = label_shape({10, 1, 5}, "auto");
+  EXPECT_EQ(label_shape({10}, config::LabelEncoding::Auto).encoding, LabelEncoding::Index);
+  EXPECT_EQ(label_shape({10, 1, 1, 1}, config::LabelEncoding::Auto).encoding, LabelEncoding::Index);
+  const LabelShape one_hot = label_shape({10, 1, 5}, config::LabelEncoding::Auto);
   EXPECT_EQ(one_hot.encoding, LabelEncoding::OneHot);
   EXPECT_EQ(one_hot.classes, 5);
-  EXPECT_NE(label_shape({10, 5}, "index").error.find("one-hot"), std::string::npos);
-  EXPECT_NE(label_shape({10}, "one_hot").error.find("not a one-hot"), std::string::npos);
-  EXPECT_NE(label_shape({10, 5, 5}, "auto").error.find("cannot be labels"), std::string::npos);
+  EXPECT_NE(label_shape({10, 5}, config::LabelEncoding::Index).error.find("one-hot"), std::string::npos);
+  EXPECT_NE(label_shape({10}, config::LabelEncoding::OneHot).error.find("not a one-hot"), std::string::npos);
+  EXPECT_NE(label_shape({10, 5, 5}, config::LabelEncoding::Auto).error.find("cannot be labels"), std::string::npos);
 }
 
 TEST(SplitCarving, IsStratifiedSeededAndDisjoint) {
@@ -272,7 +272,7 @@ TEST_F(MappedFiles, BadInputsNameFileDatasetAndKey) {
   fails(
       [&](auto& source) {
         source.train.images.dataset = "/hot_x";
-        source.layout = "nhwc";  // [N,4,5,3]: axis 1 could be channels too
+        source.layout = config::SourceLayout::Nhwc;  // [N,4,5,3]: axis 1 could be channels too
       },
       {path + ":/hot_x", "data.source.train.images", "300", "outside both [0, 1] and [0, 255]"});
   fails([&](auto& source) { source.test.images.dataset = "/small_x"; },
@@ -290,7 +290,7 @@ TEST_F(MappedFiles, BadInputsNameFileDatasetAndKey) {
   config::SourceConfig large_source;
   large_source.train = {at(large, "/x"), at(large, "/y")};
   large_source.test = large_source.train;
-  large_source.layout = "nhwc";
+  large_source.layout = config::SourceLayout::Nhwc;
   const auto mapped = std::make_shared<const MappedSource>(large_source);
   const MappedSplitReader reader(mapped, "train");
   std::vector<std::uint8_t> images(200 * 60);

@@ -86,13 +86,13 @@ TEST(StreamingSource, ALabelOutOfRangeIsAnInputErrorNamingTheSample) {
 
 TEST(CacheChoice, AutoPicksRankThenNodeThenNoneBySize) {
   const std::int64_t megabyte = 1000000;
-  EXPECT_EQ(choose_cache("auto", 100 * megabyte, 4, 1000 * megabyte).mode, CacheMode::Rank);
-  EXPECT_EQ(choose_cache("auto", 300 * megabyte, 4, 1000 * megabyte).mode, CacheMode::Node);
-  EXPECT_EQ(choose_cache("auto", 1001 * megabyte, 1, 1000 * megabyte).mode, CacheMode::None);
-  const CacheChoice forced = choose_cache("rank", 5000 * megabyte, 8, 1000 * megabyte);
+  EXPECT_EQ(choose_cache(config::DataCache::Auto, 100 * megabyte, 4, 1000 * megabyte).mode, CacheMode::Rank);
+  EXPECT_EQ(choose_cache(config::DataCache::Auto, 300 * megabyte, 4, 1000 * megabyte).mode, CacheMode::Node);
+  EXPECT_EQ(choose_cache(config::DataCache::Auto, 1001 * megabyte, 1, 1000 * megabyte).mode, CacheMode::None);
+  const CacheChoice forced = choose_cache(config::DataCache::Rank, 5000 * megabyte, 8, 1000 * megabyte);
   EXPECT_EQ(forced.mode, CacheMode::Rank);
   EXPECT_NE(forced.reason.find("as configured"), std::string::npos) << forced.reason;
-  EXPECT_NE(choose_cache("auto", 300 * megabyte, 4, 1000 * megabyte).reason.find("auto chose node"),
+  EXPECT_NE(choose_cache(config::DataCache::Auto, 300 * megabyte, 4, 1000 * megabyte).reason.find("auto chose node"),
             std::string::npos);
   EXPECT_EQ(cache_budget_bytes(2.5), 2500 * megabyte);
   EXPECT_GT(cache_budget_bytes(0), 0);

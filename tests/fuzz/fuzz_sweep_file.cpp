@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string path = phalanx::fuzz::write_scratch_file("sweep/sweep.yaml", input.text);
   phalanx::fuzz::accept_input_errors([&] {
     const phalanx::config::SweepConfig sweep = phalanx::config::load_sweep(path, input.overrides);
-    if (sweep.search == "grid") (void)phalanx::config::grid_points(sweep);
+    if (sweep.search == phalanx::config::Search::Grid) (void)phalanx::config::grid_points(sweep);
   });
   return 0;
 }

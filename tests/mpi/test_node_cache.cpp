@@ -80,7 +80,7 @@ Measured open_and_touch(const comm::Communicator& world, const std::string& path
                         std::vector<std::uint8_t>& every_image) {
   config::DataConfig settings;
   settings.path = path;
-  settings.cache = cache;
+  settings.cache = *config::word_named<config::DataCache>(cache);
   world.barrier();
   const auto before = memory_now();
   auto source = data::open_training_source(settings, world);

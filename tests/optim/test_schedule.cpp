@@ -22,7 +22,7 @@ TEST(Schedule, ConstantWithLinearWarmup) {
 
 TEST(Schedule, StepDecaysEveryStepEpochs) {
   config::ScheduleConfig config;
-  config.type = "step";
+  config.type = config::ScheduleType::Step;
   config.step_epochs = 2;
   config.gamma = 0.1;
   Schedule schedule(config, 1.0, 10, 100);
@@ -33,7 +33,7 @@ TEST(Schedule, StepDecaysEveryStepEpochs) {
 
 TEST(Schedule, CosineFallsFromBaseToFloor) {
   config::ScheduleConfig config;
-  config.type = "cosine";
+  config.type = config::ScheduleType::Cosine;
   config.minimum_factor = 0.01;
   Schedule schedule(config, 2.0, 10, 100);
   EXPECT_DOUBLE_EQ(schedule.learning_rate(0), 2.0);
@@ -45,7 +45,7 @@ TEST(Schedule, CosineFallsFromBaseToFloor) {
 
 TEST(Schedule, OneCycleRisesToPeakThenAnneals) {
   config::ScheduleConfig config;
-  config.type = "one_cycle";
+  config.type = config::ScheduleType::OneCycle;
   config.one_cycle_peak_fraction = 0.25;
   config.one_cycle_div_factor = 25;
   config.one_cycle_final_div_factor = 1e4;

@@ -18,10 +18,10 @@ SweepConfig random_sweep() {
   SweepConfig sweep;
   sweep.seed = 11;
   sweep.trials = 50;
-  SearchParameter rate{"optimizer.learning_rate", "loguniform", {}, 1e-4, 1e-1};
-  SearchParameter decay{"optimizer.weight_decay", "uniform", {}, 0.0, 0.01};
-  SearchParameter batch{"train.batch_size", "choice", {"32", "64", "128"}, 0, 0};
-  SearchParameter padding{"data.augment.random_crop_padding", "int", {}, 0, 4};
+  SearchParameter rate{"optimizer.learning_rate", phalanx::config::ParameterType::LogUniform, {}, 1e-4, 1e-1};
+  SearchParameter decay{"optimizer.weight_decay", phalanx::config::ParameterType::Uniform, {}, 0.0, 0.01};
+  SearchParameter batch{"train.batch_size", phalanx::config::ParameterType::Choice, {"32", "64", "128"}, 0, 0};
+  SearchParameter padding{"data.augment.random_crop_padding", phalanx::config::ParameterType::Int, {}, 0, 4};
   sweep.space = {rate, decay, batch, padding};
   return sweep;
 }
@@ -69,9 +69,9 @@ TEST(SearchSpace, RandomValuesStayInTheirRangesAndCoverThem) {
 
 TEST(SearchSpace, GridListsEveryCombinationOnceLastKeyFastest) {
   SweepConfig sweep;
-  sweep.search = "grid";
-  sweep.space = {SearchParameter{"train.batch_size", "choice", {"32", "64"}, 0, 0},
-                 SearchParameter{"data.augment.cutout", "int", {}, 0, 2}};
+  sweep.search = phalanx::config::Search::Grid;
+  sweep.space = {SearchParameter{"train.batch_size", phalanx::config::ParameterType::Choice, {"32", "64"}, 0, 0},
+                 SearchParameter{"data.augment.cutout", phalanx::config::ParameterType::Int, {}, 0, 2}};
   ASSERT_EQ(trial_count(sweep), 6);
   std::set<std::vector<std::string>> seen;
   for (int trial = 0; trial < 6; ++trial) {
@@ -91,10 +91,10 @@ TEST(SearchSpace, GridListsEveryCombinationOnceLastKeyFastest) {
 // as cheap for 2^32 values as for 3.
 TEST(SearchSpace, GridOverAWideIntRangeIsNeverListed) {
   SweepConfig sweep;
-  sweep.search = "grid";
+  sweep.search = phalanx::config::Search::Grid;
   sweep.trials = 3;
-  sweep.space = {SearchParameter{"train.batch_size", "choice", {"32", "64"}, 0, 0},
-                 SearchParameter{"data.augment.cutout", "int", {}, -2147483648.0, 2147483647.0}};
+  sweep.space = {SearchParameter{"train.batch_size", phalanx::config::ParameterType::Choice, {"32", "64"}, 0, 0},
+                 SearchParameter{"data.augment.cutout", phalanx::config::ParameterType::Int, {}, -2147483648.0, 2147483647.0}};
   EXPECT_EQ(trial_count(sweep), 3);
   EXPECT_EQ(sample_trial(sweep, 0).assignments()[1], "data.augment.cutout=-2147483648");
   EXPECT_EQ(sample_trial(sweep, 2).assignments()[1], "data.augment.cutout=-2147483646");

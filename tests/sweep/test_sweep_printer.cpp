@@ -17,8 +17,8 @@ namespace {
 phalanx::config::SweepConfig grid_sweep() {
   phalanx::config::SweepConfig sweep;
   sweep.name = "lines";
-  sweep.search = "grid";
-  sweep.scheduler = "full";
+  sweep.search = phalanx::config::Search::Grid;
+  sweep.scheduler = phalanx::config::Scheduler::Full;
   sweep.trials = 12;
   sweep.min_budget = 1;
   sweep.max_budget = 9;
@@ -26,7 +26,7 @@ phalanx::config::SweepConfig grid_sweep() {
   sweep.join_running = false;
   phalanx::config::SearchParameter batch;
   batch.key = "train.batch_size";
-  batch.type = "choice";
+  batch.type = phalanx::config::ParameterType::Choice;
   batch.values = {"32", "64", "128", "256", "512", "1024", "2048", "4096", "8192", "16384", "32768", "65536"};
   sweep.space = {batch};
   return sweep;

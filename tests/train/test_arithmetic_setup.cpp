@@ -94,8 +94,8 @@ TEST(ArithmeticSetup, AutoTakesTheBackendsPreferredPrecision) {
 
   const config::Config automatic = config_with("auto", "auto");
   const train::Arithmetic one = train::apply_arithmetic(automatic, *backend);
-  EXPECT_EQ(one.precision, expected) << choice.reason;
-  EXPECT_EQ(one.activation_dtype, expected) << choice.reason;
+  EXPECT_EQ(config::name_of(one.precision), expected) << choice.reason;
+  EXPECT_EQ(config::name_of(one.activation_dtype), expected) << choice.reason;
   EXPECT_EQ(one.precision_reason, choice.reason);
   EXPECT_EQ(train::describe_resolution(automatic.train, one),
             "train.precision auto: " + expected + " (" + choice.reason +
@@ -105,23 +105,23 @@ TEST(ArithmeticSetup, AutoTakesTheBackendsPreferredPrecision) {
       << backend->arithmetic_note();
 
   const train::Arithmetic split = train::apply_arithmetic(automatic, *backend, 2);
-  EXPECT_EQ(split.precision, expected);
-  EXPECT_EQ(split.activation_dtype, "fp32");
+  EXPECT_EQ(config::name_of(split.precision), expected);
+  EXPECT_EQ(config::name_of(split.activation_dtype), "fp32");
 
   // auto activations under a named precision: that precision where the backend holds it
   // (every AVX-512 CPU for bf16), fp32 where it does not, instead of a refusal.
   const bool bf16_unavailable = !holds_bf16_activations(*backend);
   const train::Arithmetic named = train::apply_arithmetic(config_with("bf16", "auto"), *backend);
-  EXPECT_EQ(named.precision, "bf16");
-  EXPECT_EQ(named.activation_dtype, bf16_unavailable ? "fp32" : "bf16");
+  EXPECT_EQ(config::name_of(named.precision), "bf16");
+  EXPECT_EQ(config::name_of(named.activation_dtype), bf16_unavailable ? "fp32" : "bf16");
   EXPECT_EQ(train::describe_resolution(config_with("bf16", "auto").train, named),
-            "train.activation_dtype auto: " + named.activation_dtype);
-  EXPECT_EQ(train::apply_arithmetic(config_with("fp32", "auto"), *backend).activation_dtype, "fp32");
+            "train.activation_dtype auto: " + config::name_of(named.activation_dtype));
+  EXPECT_EQ(train::apply_arithmetic(config_with("fp32", "auto"), *backend).activation_dtype, config::Precision::Fp32);
 
   // Nothing auto: nothing to describe, the names as given.
   const config::Config fp32 = config_with("fp32", "fp32");
   const train::Arithmetic plain = train::apply_arithmetic(fp32, *backend);
-  EXPECT_EQ(plain.precision, "fp32");
+  EXPECT_EQ(config::name_of(plain.precision), "fp32");
   EXPECT_EQ(train::describe_resolution(fp32.train, plain), "");
   EXPECT_EQ(backend->arithmetic_note(), "");
 }
@@ -135,11 +135,11 @@ TEST(ArithmeticSetup, AutoActivationsAskTheBackendWithoutSettingAnything) {
   train::apply_arithmetic(config_with("fp32", "fp32"), *backend);
   const config::Config named = config_with("bf16", "auto");
   const train::Arithmetic resolved = train::resolve_arithmetic(named.train, *backend, 1);
-  EXPECT_EQ(resolved.precision, "bf16");
-  EXPECT_EQ(resolved.activation_dtype, held ? "bf16" : "fp32");
+  EXPECT_EQ(config::name_of(resolved.precision), "bf16");
+  EXPECT_EQ(config::name_of(resolved.activation_dtype), held ? "bf16" : "fp32");
   // Still fp32 compute: nothing was set to find out.
   EXPECT_EQ(backend->arithmetic_note(), "");
-  EXPECT_EQ(train::resolve_arithmetic(named.train, *backend, 2).activation_dtype, "fp32");
+  EXPECT_EQ(train::resolve_arithmetic(named.train, *backend, 2).activation_dtype, config::Precision::Fp32);
   EXPECT_EQ(train::apply_arithmetic(named, *backend).activation_dtype, resolved.activation_dtype);
 }
 
@@ -195,16 +195,16 @@ TEST(ArithmeticSetup, ProbeStepResolvesAutoForTheRunsMicroBatches) {
                        accumulated = config_with("bf16", "auto", ", accumulation_steps: 2"),
                        automatic = config_with("auto", "auto", ", accumulation_steps: 2");
   train::ProbeStep whole_probe(whole, *backend, sample, 10, 8);
-  EXPECT_EQ(whole_probe.arithmetic().activation_dtype, reduced);
+  EXPECT_EQ(config::name_of(whole_probe.arithmetic().activation_dtype), reduced);
   EXPECT_NO_THROW(whole_probe.run());
   train::ProbeStep accumulated_probe(accumulated, *backend, sample, 10, 8);
-  EXPECT_EQ(accumulated_probe.arithmetic().precision, "bf16");
-  EXPECT_EQ(accumulated_probe.arithmetic().activation_dtype, "fp32");
+  EXPECT_EQ(config::name_of(accumulated_probe.arithmetic().precision), "bf16");
+  EXPECT_EQ(config::name_of(accumulated_probe.arithmetic().activation_dtype), "fp32");
   EXPECT_NO_THROW(accumulated_probe.run());
   train::ProbeStep single_sample(accumulated, *backend, sample, 10, 1);
-  EXPECT_EQ(single_sample.arithmetic().activation_dtype, reduced);
+  EXPECT_EQ(config::name_of(single_sample.arithmetic().activation_dtype), reduced);
   train::ProbeStep automatic_probe(automatic, *backend, sample, 10, 8);
-  EXPECT_EQ(automatic_probe.arithmetic().activation_dtype, "fp32");
+  EXPECT_EQ(config::name_of(automatic_probe.arithmetic().activation_dtype), "fp32");
   // The Trainer's own resolution for the same rank: the probe measures what training holds.
   EXPECT_EQ(automatic_probe.arithmetic().activation_dtype,
             train::resolve_arithmetic(automatic.train, *backend, train::micro_batches_per_step(automatic, 8))

@@ -45,8 +45,10 @@ TEST(NonFiniteScan, BackwardOrderNamesTheLayerClosestToTheLoss) {
 }
 
 TEST(NonFiniteScan, PolicyNames) {
-  EXPECT_EQ(nonfinite_policy("stop"), NonFinitePolicy::Stop);
-  EXPECT_EQ(nonfinite_policy("skip"), NonFinitePolicy::Skip);
+  EXPECT_EQ(config::word_named<config::NonFinite>("stop"), config::NonFinite::Stop);
+  EXPECT_EQ(config::word_named<config::NonFinite>("skip"), config::NonFinite::Skip);
+  EXPECT_EQ(config::name_of(config::NonFinite::Skip), "skip");
+  EXPECT_FALSE(config::word_named<config::NonFinite>("ignore"));
 }
 
 }  // namespace

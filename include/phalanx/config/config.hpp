@@ -2,12 +2,77 @@
 // these structs by config::load; nothing else in phalanx sees YAML.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "phalanx/config/words.hpp"
+
 namespace phalanx::config {
+
+// The words of the config's choice fields (config/words.hpp), each in the order messages list them.
+enum class Device { Cpu, Cuda, Auto };
+constexpr std::array<WordName<Device>, 3> words(Device) {
+  return {{{Device::Cpu, "cpu"}, {Device::Cuda, "cuda"}, {Device::Auto, "auto"}}};
+}
+enum class DataCache { Auto, Rank, Node, None };
+constexpr std::array<WordName<DataCache>, 4> words(DataCache) {
+  return {{{DataCache::Auto, "auto"}, {DataCache::Rank, "rank"}, {DataCache::Node, "node"}, {DataCache::None, "none"}}};
+}
+enum class SourceLayout { Auto, Nhwc, Nchw, Nhw };
+constexpr std::array<WordName<SourceLayout>, 4> words(SourceLayout) {
+  return {{{SourceLayout::Auto, "auto"},
+           {SourceLayout::Nhwc, "nhwc"},
+           {SourceLayout::Nchw, "nchw"},
+           {SourceLayout::Nhw, "nhw"}}};
+}
+enum class LabelEncoding { Auto, Index, OneHot };
+constexpr std::array<WordName<LabelEncoding>, 3> words(LabelEncoding) {
+  return {{{LabelEncoding::Auto, "auto"}, {LabelEncoding::Index, "index"}, {LabelEncoding::OneHot, "one_hot"}}};
+}
+enum class OptimizerType { Sgd, AdamW };
+constexpr std::array<WordName<OptimizerType>, 2> words(OptimizerType) {
+  return {{{OptimizerType::Sgd, "sgd"}, {OptimizerType::AdamW, "adamw"}}};
+}
+enum class ScheduleType { Constant, Step, Cosine, OneCycle };
+constexpr std::array<WordName<ScheduleType>, 4> words(ScheduleType) {
+  return {{{ScheduleType::Constant, "constant"},
+           {ScheduleType::Step, "step"},
+           {ScheduleType::Cosine, "cosine"},
+           {ScheduleType::OneCycle, "one_cycle"}}};
+}
+// train.precision and train.activation_dtype; auto is resolved per rank (train/setup).
+enum class Precision { Fp32, Bf16, Fp16, Auto };
+constexpr std::array<WordName<Precision>, 4> words(Precision) {
+  return {{{Precision::Fp32, "fp32"}, {Precision::Bf16, "bf16"}, {Precision::Fp16, "fp16"}, {Precision::Auto, "auto"}}};
+}
+enum class LossScale { Auto, Dynamic, None };
+constexpr std::array<WordName<LossScale>, 3> words(LossScale) {
+  return {{{LossScale::Auto, "auto"}, {LossScale::Dynamic, "dynamic"}, {LossScale::None, "none"}}};
+}
+enum class NonFinite { Stop, Skip };
+constexpr std::array<WordName<NonFinite>, 2> words(NonFinite) {
+  return {{{NonFinite::Stop, "stop"}, {NonFinite::Skip, "skip"}}};
+}
+enum class GradientDtype { Fp32, Bf16 };
+constexpr std::array<WordName<GradientDtype>, 2> words(GradientDtype) {
+  return {{{GradientDtype::Fp32, "fp32"}, {GradientDtype::Bf16, "bf16"}}};
+}
+enum class BatchSplitRule { Equal, Throughput };
+constexpr std::array<WordName<BatchSplitRule>, 2> words(BatchSplitRule) {
+  return {{{BatchSplitRule::Equal, "equal"}, {BatchSplitRule::Throughput, "throughput"}}};
+}
+enum class ResumeGlobalBatch { Keep, Change };
+constexpr std::array<WordName<ResumeGlobalBatch>, 2> words(ResumeGlobalBatch) {
+  return {{{ResumeGlobalBatch::Keep, "keep"}, {ResumeGlobalBatch::Change, "change"}}};
+}
+enum class LearningRateRule { Keep, Linear, Sqrt };
+constexpr std::array<WordName<LearningRateRule>, 3> words(LearningRateRule) {
+  return {{{LearningRateRule::Keep, "keep"}, {LearningRateRule::Linear, "linear"}, {LearningRateRule::Sqrt, "sqrt"}}};
+}
+
 
 // One entry of an explicit layer list. `type` is one of: conv, linear, relu, max_pool,
 // avg_pool, global_avg_pool, batch_norm, dropout, flatten, residual.
@@ -71,8 +136,8 @@ struct SourceConfig {
   double val_fraction = 0.0;           // carved from train (seeded, stratified) when val is absent
   double test_fraction = 0.0;          // carved from train when test is absent
   std::uint64_t split_seed = 0;        // the carving's seed, apart from `seed` so the test set stays put
-  std::string layout = "auto";         // auto | nhwc | nchw | nhw
-  std::string labels = "auto";         // auto | index | one_hot
+  SourceLayout layout = SourceLayout::Auto;
+  LabelEncoding labels = LabelEncoding::Auto;
   DatasetLocation classes_dataset;     // class names stored in a file, or ...
   std::vector<std::string> classes;    // ... given as a list; both empty: class_0, class_1, ...
   std::string statistics;              // mean/std sidecar file; empty: beside the run
@@ -88,7 +153,7 @@ struct DataConfig {
   std::string test_split = "test";
   int prefetch_batches = 4;  // loader ring depth
   AugmentConfig augment;
-  std::string cache = "auto";  // auto | rank | node | none (docs/DATA.md)
+  DataCache cache = DataCache::Auto;  // docs/DATA.md
   double max_cache_gb = 0;     // memory budget per node for cached splits; 0: half the node's memory
   int stream_window_mb = 256;  // none: shuffle window per rank
 
@@ -96,7 +161,7 @@ struct DataConfig {
 };
 
 struct OptimizerConfig {
-  std::string type = "sgd";  // sgd | adamw
+  OptimizerType type = OptimizerType::Sgd;
   double learning_rate = 0.01;
   double momentum = 0.9;  // sgd
   bool nesterov = false;  // sgd
@@ -107,7 +172,7 @@ struct OptimizerConfig {
 };
 
 struct ScheduleConfig {
-  std::string type = "constant";  // constant | step | cosine | one_cycle
+  ScheduleType type = ScheduleType::Constant;
   double warmup_epochs = 0;       // linear warm-up from warmup_start_factor * lr
   double warmup_start_factor = 0.1;
   double step_epochs = 30;               // step: multiply by gamma every step_epochs
@@ -133,14 +198,14 @@ struct TrainConfig {
   int accumulation_steps = 0;
   double label_smoothing = 0.0;
   int log_every_steps = 50;
-  std::string precision = "fp32";       // fp32 | bf16 | fp16 (reduced precision on GPU ranks only)
-  std::string loss_scale = "auto";      // auto (dynamic for fp16, else none) | dynamic | none
+  Precision precision = Precision::Fp32;  // fp16 on GPU ranks only
+  LossScale loss_scale = LossScale::Auto;  // auto: dynamic for fp16, else none
   double loss_scale_initial = 65536.0;  // first scale of dynamic loss scaling
   // What a step whose summed gradients hold an inf or NaN does (train.nonfinite): stop the run
   // naming the step and the first layer, or skip the update on every rank and count it.
-  std::string nonfinite = "stop";  // stop | skip
-  // fp32 | the value of precision: how GPU ranks hold activations (train.activation_dtype)
-  std::string activation_dtype = "fp32";
+  NonFinite nonfinite = NonFinite::Stop;
+  // How ranks hold activations (train.activation_dtype): fp32, auto or the value of precision.
+  Precision activation_dtype = Precision::Fp32;
   // true: GPU convolutions take algorithms whose results are the same bits on every call (where a
   // shape has one); false lets them take the fastest of any kind (train.deterministic)
   bool deterministic = true;
@@ -158,10 +223,10 @@ struct CheckpointConfig {
 struct DistributedConfig {
   double bucket_mb = 25.0;
   double timeout_s = 300.0;
-  std::string grad_dtype = "fp32";  // fp32 | bf16: what gradients travel as over NCCL
+  GradientDtype grad_dtype = GradientDtype::Fp32;  // what gradients travel as over NCCL
   // How the global batch is cut into local batches (docs/CONFIG.md): equal (train.batch_size per
   // rank) or throughput (measured at start); local_batches, when given, is the split itself.
-  std::string batch_split = "equal";  // equal | throughput
+  BatchSplitRule batch_split = BatchSplitRule::Equal;
   std::vector<int> local_batches;     // one per rank, each >= 1; empty: by batch_split
 
   friend bool operator==(const DistributedConfig&, const DistributedConfig&) = default;
@@ -172,8 +237,8 @@ struct DistributedConfig {
 // its trajectory continues; change: the global batch follows train.batch_size (or
 // distributed.local_batches) on the new ranks, and the learning rate follows learning_rate_rule.
 struct ElasticConfig {
-  std::string global_batch = "keep";        // keep | change
-  std::string learning_rate_rule = "keep";  // keep | linear | sqrt (with change only)
+  ResumeGlobalBatch global_batch = ResumeGlobalBatch::Keep;
+  LearningRateRule learning_rate_rule = LearningRateRule::Keep;  // with change only
 
   friend bool operator==(const ElasticConfig&, const ElasticConfig&) = default;
 };
@@ -188,7 +253,7 @@ struct TraceConfig {
 struct Config {
   std::string name = "run";
   std::uint64_t seed = 0;
-  std::string device = "auto";  // cpu | cuda | auto
+  Device device = Device::Auto;
   int threads = 0;              // per rank; 0: docs/DESIGN.md §3 rule / OMP_NUM_THREADS
   ModelConfig model;
   DataConfig data;

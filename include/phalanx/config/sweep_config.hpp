@@ -3,6 +3,7 @@
 // Parsed here because config is the only module that sees YAML.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,11 +12,32 @@
 
 namespace phalanx::config {
 
+enum class ParameterType { Choice, Uniform, LogUniform, Int };
+constexpr std::array<WordName<ParameterType>, 4> words(ParameterType) {
+  return {{{ParameterType::Choice, "choice"},
+           {ParameterType::Uniform, "uniform"},
+           {ParameterType::LogUniform, "loguniform"},
+           {ParameterType::Int, "int"}}};
+}
+enum class Search { Random, Grid };
+constexpr std::array<WordName<Search>, 2> words(Search) { return {{{Search::Random, "random"}, {Search::Grid, "grid"}}}; }
+// asha, or full: every trial to the maximum budget.
+enum class Scheduler { Asha, Full };
+constexpr std::array<WordName<Scheduler>, 2> words(Scheduler) { return {{{Scheduler::Asha, "asha"}, {Scheduler::Full, "full"}}}; }
+enum class Goal { Maximize, Minimize };
+constexpr std::array<WordName<Goal>, 2> words(Goal) {
+  return {{{Goal::Maximize, "maximize"}, {Goal::Minimize, "minimize"}}};
+}
+enum class BudgetUnit { Epochs, Samples };
+constexpr std::array<WordName<BudgetUnit>, 2> words(BudgetUnit) {
+  return {{{BudgetUnit::Epochs, "epochs"}, {BudgetUnit::Samples, "samples"}}};
+}
+
 // One dimension of the search space, over the training-config key `key` (e.g.
 // optimizer.learning_rate). `values` holds the YAML text of each choice.
 struct SearchParameter {
   std::string key;
-  std::string type;  // choice | uniform | loguniform | int
+  ParameterType type = ParameterType::Choice;
   std::vector<std::string> values;
   double low = 0, high = 0;
 };
@@ -26,12 +48,13 @@ struct SweepConfig {
   std::uint64_t seed = 0;  // samples the space; trial seeds derive from it and the trial id
   std::string base_path;   // training config file, relative paths resolved against the sweep file
   std::vector<std::string> base_overrides;  // `config.KEY=VALUE` from the file's `set:` and --set
-  std::string search = "random";            // random | grid
-  std::string scheduler = "asha";           // asha | full (every trial to the maximum budget)
-  int trials = 0;                           // random: how many; grid: at most how many (0: all)
-  std::string metric = "test_accuracy";     // test_accuracy | test_loss | train_loss
-  std::string goal = "maximize";            // maximize | minimize
-  std::string budget_unit = "epochs";       // epochs | samples
+  Search search = Search::Random;
+  Scheduler scheduler = Scheduler::Asha;
+  int trials = 0;  // random: how many; grid: at most how many (0: all)
+  // A key of the trials' summary.json: test_accuracy | test_loss | train_loss.
+  std::string metric = "test_accuracy";
+  Goal goal = Goal::Maximize;
+  BudgetUnit budget_unit = BudgetUnit::Epochs;
   double min_budget = 1, max_budget = 1;
   int eta = 3;
   int gpu_ranks_per_trial = 1;

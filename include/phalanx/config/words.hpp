@@ -45,6 +45,11 @@ std::optional<Word> word_named(std::string_view name) {
   return std::nullopt;
 }
 
+// A config word never goes into JSON (summaries, the sweep's stored definition) as its number:
+// this stops the build where one would; such places write name_of(word).
+template <typename Json, ConfigWord Word>
+void to_json(Json& json, Word word) = delete;
+
 // Messages built with << (PHALANX_REQUIRE_INPUT's parts) name the word.
 template <ConfigWord Word>
 std::ostream& operator<<(std::ostream& stream, Word word) {

@@ -25,7 +25,7 @@ std::string cache_mode_name(CacheMode mode);
 // `requested`: auto | rank | node | none. auto takes `rank` when every rank of the node can hold a
 // copy within `budget_bytes`, else `node` when one copy fits, else `none`. An explicit mode is
 // taken as asked.
-CacheChoice choose_cache(const std::string& requested, std::int64_t split_bytes, int ranks_on_node,
+CacheChoice choose_cache(config::DataCache requested, std::int64_t split_bytes, int ranks_on_node,
                          std::int64_t budget_bytes);
 
 // data.max_cache_gb in bytes; 0 means half of this node's physical memory.

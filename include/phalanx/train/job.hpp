@@ -72,8 +72,8 @@ class Job {
   // The step the run ends at (train.max_steps, or the end of the epochs).
   std::int64_t last_step() const;
   // This rank's train.precision and activation_dtype, auto resolved.
-  const std::string& precision() const;
-  const std::string& activation_dtype() const;
+  config::Precision precision() const;
+  config::Precision activation_dtype() const;
   const backend::Backend& backend() const;
   bool stopped_by_signal() const;
   bool stopped_for_handover() const;

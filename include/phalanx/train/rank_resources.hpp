@@ -8,6 +8,7 @@
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/comm/communicator.hpp"
+#include "phalanx/config/config.hpp"
 
 namespace phalanx::train {
 
@@ -31,7 +32,7 @@ LocalGpu find_local_gpu(const comm::Communicator& communicator);
 // Unless `device` is cpu, collective over the node (find_local_gpu).
 // `threads` (CPU ranks) 0 means: OMP_NUM_THREADS if set, else the node's cores shared evenly among
 // its CPU ranks.
-RankResources make_rank_resources(const std::string& device, int threads,
+RankResources make_rank_resources(config::Device device, int threads,
                                   const comm::Communicator& communicator);
 
 }  // namespace phalanx::train

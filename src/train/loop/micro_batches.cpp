@@ -20,7 +20,7 @@ int micro_batch_count(int accumulation_steps, int local_batch, int batch_size, b
 int micro_batches_per_step(const config::Config& config, int local_batch) {
   // A throughput split's or distributed.local_batches' larger local batches are meant as they are.
   const bool even_split =
-      config.distributed.batch_split == "equal" && config.distributed.local_batches.empty();
+      config.distributed.batch_split == config::BatchSplitRule::Equal && config.distributed.local_batches.empty();
   const int batch_size = config.train.batch_size_auto ? local_batch : config.train.batch_size;
   return micro_batch_count(config.train.accumulation_steps, local_batch, batch_size, even_split);
 }

@@ -10,12 +10,6 @@
 
 namespace phalanx::train {
 
-NonFinitePolicy nonfinite_policy(const std::string& value) {
-  if (value == "stop") return NonFinitePolicy::Stop;
-  PHALANX_CHECK(value == "skip", "train.nonfinite ", value);
-  return NonFinitePolicy::Skip;
-}
-
 std::optional<NonFiniteFinding> find_nonfinite(const std::vector<nn::ParameterInfo>& parameters,
                                                const float* host, ScanOrder order) {
   std::optional<NonFiniteFinding> first;
@@ -49,7 +43,7 @@ std::string describe(const NonFiniteFinding& finding) {
   return text;
 }
 
-NonFiniteGuard::NonFiniteGuard(NonFinitePolicy policy, backend::Backend& backend)
+NonFiniteGuard::NonFiniteGuard(config::NonFinite policy, backend::Backend& backend)
     : policy_(policy), backend_(backend) {}
 
 bool NonFiniteGuard::local_gradients_finite(const float* gradients, std::int64_t count) {

@@ -13,15 +13,11 @@
 
 #include "phalanx/train/nonfinite_stop.hpp"
 #include "phalanx/backend/backend.hpp"
+#include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/parameter_registry.hpp"
 
 namespace phalanx::train {
-
-enum class NonFinitePolicy { Stop, Skip };
-
-// train.nonfinite's value ("stop" or "skip"; the config reader has validated it).
-NonFinitePolicy nonfinite_policy(const std::string& value);
 
 // Where the non-finite values of a flat buffer lie, by parameter.
 struct NonFiniteFinding {
@@ -43,9 +39,9 @@ std::optional<NonFiniteFinding> find_nonfinite(const std::vector<nn::ParameterIn
 
 class NonFiniteGuard {
  public:
-  NonFiniteGuard(NonFinitePolicy policy, backend::Backend& backend);
+  NonFiniteGuard(config::NonFinite policy, backend::Backend& backend);
 
-  NonFinitePolicy policy() const { return policy_; }
+  config::NonFinite policy() const { return policy_; }
 
   // True when this rank's summed gradients are all finite. Not collective: the ranks agree on it
   // before the update (RunControl::agree_before_update). Waits for the device.
@@ -68,7 +64,7 @@ class NonFiniteGuard {
  private:
   std::vector<float> to_host(const Tensor& tensor, std::int64_t count);
 
-  NonFinitePolicy policy_;
+  config::NonFinite policy_;
   backend::Backend& backend_;
   std::int64_t skipped_steps_ = 0;
 };

@@ -190,7 +190,7 @@ std::unique_ptr<Trainer::Step> Trainer::make_step() {
   auto exchange = make_gradient_exchange(
       communicator_, setup_.nccl, backend_, registry.gradients().data(), registry.parameter_count(),
       static_cast<std::size_t>(config.distributed.bucket_mb * 1024 * 1024),
-      config.distributed.grad_dtype == "bf16" ? comm::WireType::BFloat16 : comm::WireType::Float32);
+      config.distributed.grad_dtype == config::GradientDtype::Bf16 ? comm::WireType::BFloat16 : comm::WireType::Float32);
   auto input = make_input_pipeline(backend_, setup_.train_split, plan, config.data, setup_.dataset,
                                    setup_.position, config.train.epochs);
   const float gradient_scale = 1.0f / static_cast<float>(plan.global_batch());

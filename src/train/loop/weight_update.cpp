@@ -46,7 +46,7 @@ void WeightUpdate::on_nonfinite_gradients(const TrainingPosition& position) {
                            ": the loss or its gradients are not finite; the first layer in backward order "
                            "with non-finite gradients: " +
                            describe(finding);
-  if (guard.policy() == NonFinitePolicy::Stop)
+  if (guard.policy() == config::NonFinite::Stop)
     throw NonFiniteStop(what + "; stopped before the update (train.nonfinite: stop), learning rate " + rate +
                         " (optimizer.learning_rate too high?); " + kept_checkpoint_note());
   progress_.line(what + "; update skipped on every rank (train.nonfinite: skip), " +

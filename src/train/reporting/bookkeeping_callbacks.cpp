@@ -39,7 +39,7 @@ void StepMetricsCallback::after_step(const StepEnd& step) {
     event["skipped_steps"] = loss_scaler_->state().skipped_steps;
   }
   // Without a loss scaler the updates train.nonfinite: skip left out (a scaler counts them above).
-  if (!loss_scaler_ && nonfinite_guard_.policy() == NonFinitePolicy::Skip)
+  if (!loss_scaler_ && nonfinite_guard_.policy() == config::NonFinite::Skip)
     event["skipped_steps"] = nonfinite_guard_.skipped_steps();
   run_directory_.append_metrics(event);
   losses_.reset_interval();

@@ -246,7 +246,7 @@ nlohmann::json RunReporter::finish(const TrainingRecord& record, int micro_batch
   if (setup_.loss_scaler)
     summary["loss_scaling"] = {{"final_scale", setup_.loss_scaler->scale()},
                                {"skipped_steps", setup_.loss_scaler->state().skipped_steps}};
-  else if (setup_.nonfinite_guard->policy() == NonFinitePolicy::Skip)
+  else if (setup_.nonfinite_guard->policy() == config::NonFinite::Skip)
     summary["nonfinite_skipped_steps"] = setup_.nonfinite_guard->skipped_steps();
   run_directory_.write_summary(summary);
   if (communicator_.rank() == 0) write_report();

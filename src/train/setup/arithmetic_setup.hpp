@@ -15,10 +15,14 @@ namespace phalanx::train {
 // instructions and one without, CPU and GPU ranks) computes in each rank's best precision; the
 // gradients they sum and the weights they share are fp32 either way.
 struct Arithmetic {
-  std::string precision;
-  std::string activation_dtype;
+  config::Precision precision = config::Precision::Fp32;  // never Auto
+  config::Precision activation_dtype = config::Precision::Fp32;
   std::string precision_reason;  // why auto chose `precision` here (Backend::preferred_precision)
 };
+
+// The backend's precision of a resolved config precision (fp32, bf16 or fp16), and back.
+backend::ComputePrecision compute_precision(config::Precision precision);
+config::Precision config_precision(backend::ComputePrecision precision);
 
 // precision auto: the backend's preferred_precision. activation_dtype auto: the compute precision
 // itself (the two-byte activations that make bf16 pay off), unless the step is split into

@@ -160,7 +160,7 @@ std::vector<int> elastic_split(const CheckpointHeader& header, const config::Con
   // Equal rates give the even split: the largest-remainder rule hands the leftover samples to the
   // lower ranks.
   const bool measured =
-      config.distributed.batch_split == "throughput" && static_cast<int>(rates.size()) == world_size;
+      config.distributed.batch_split == config::BatchSplitRule::Throughput && static_cast<int>(rates.size()) == world_size;
   return split_by_throughput(
       global_batch, measured ? rates : std::vector<double>(static_cast<std::size_t>(world_size), 1.0));
 }
@@ -187,7 +187,7 @@ std::vector<int> stored_split(const CheckpointHeader& header, const config::Conf
       stored == split_by_throughput(std::accumulate(stored.begin(), stored.end(), std::int64_t{0}),
                                     std::vector<double>(stored.size(), 1.0));
   PHALANX_REQUIRE_INPUT(
-      stored_equal || !explicit_split.empty() || config.distributed.batch_split == "throughput", checkpoint,
+      stored_equal || !explicit_split.empty() || config.distributed.batch_split == config::BatchSplitRule::Throughput, checkpoint,
       ": trained with the uneven batch split ", list_text(stored),
       " but distributed.batch_split is equal; resume with distributed.batch_split: "
       "throughput (the stored split is reused, not measured again)");
@@ -195,7 +195,7 @@ std::vector<int> stored_split(const CheckpointHeader& header, const config::Conf
 }
 
 bool asks_for_split(const config::Config& config) {
-  return config.distributed.batch_split == "throughput" || !config.distributed.local_batches.empty();
+  return config.distributed.batch_split == config::BatchSplitRule::Throughput || !config.distributed.local_batches.empty();
 }
 
 SplitPlan plan_batch_split(const config::Config& config, const CheckpointHeader* resume, int world_size) {
@@ -203,10 +203,10 @@ SplitPlan plan_batch_split(const config::Config& config, const CheckpointHeader*
   SplitPlan plan;
   // With elastic.global_batch: change the checkpoint's split does not matter: the split is made as
   // for a new run.
-  plan.fresh = !resume || config.elastic.global_batch == "change";
+  plan.fresh = !resume || config.elastic.global_batch == config::ResumeGlobalBatch::Change;
   plan.elastic = !plan.fresh && is_elastic_resume(*resume, world_size);
   plan.measure = (plan.fresh || plan.elastic) && config.distributed.local_batches.empty() &&
-                 config.distributed.batch_split == "throughput";
+                 config.distributed.batch_split == config::BatchSplitRule::Throughput;
   return plan;
 }
 
@@ -229,7 +229,8 @@ BatchSplit decide_batch_split(const config::Config& config, const CheckpointHead
     if (std::all_of(stored.begin(), stored.end(), [&](int batch) { return batch == config.train.batch_size; }) &&
         !asks_for_split(config))
       return split;
-    split.method = config.distributed.local_batches.empty() ? config.distributed.batch_split : "explicit";
+    split.method =
+        config.distributed.local_batches.empty() ? config::name_of(config.distributed.batch_split) : "explicit";
     split.local_batches = stored;
     split.stored_in = resume->path;
   } else if (!config.distributed.local_batches.empty()) {

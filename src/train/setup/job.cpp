@@ -211,8 +211,8 @@ const std::string& Job::run_directory() const { return state_->request.run_direc
 const std::string& Job::resumed_from() const { return state_->resumed_from; }
 std::int64_t Job::start_step() const { return state_->start.global_step; }
 std::int64_t Job::last_step() const { return trainer_->last_step(); }
-const std::string& Job::precision() const { return state_->arithmetic.precision; }
-const std::string& Job::activation_dtype() const { return state_->arithmetic.activation_dtype; }
+config::Precision Job::precision() const { return state_->arithmetic.precision; }
+config::Precision Job::activation_dtype() const { return state_->arithmetic.activation_dtype; }
 const backend::Backend& Job::backend() const { return *state_->device.backend; }
 bool Job::stopped_by_signal() const { return trainer_->stopped_by_signal(); }
 bool Job::stopped_for_handover() const { return trainer_->stopped_for_handover(); }

@@ -45,14 +45,14 @@ LocalGpu find_local_gpu(const comm::Communicator& communicator) {
   return gpu;
 }
 
-RankResources make_rank_resources(const std::string& device, int threads,
+RankResources make_rank_resources(config::Device device, int threads,
                                   const comm::Communicator& communicator) {
   // docs/DESIGN.md §3: local ranks 0..G-1 take the node's G visible GPUs, one each; further local ranks
   // are CPU ranks. `device` may force either.
   LocalGpu gpu;
   gpu.node_cpu_ranks = communicator.local_size();
-  if (device != "cpu") gpu = find_local_gpu(communicator);
-  if (device == "cuda") {
+  if (device != config::Device::Cpu) gpu = find_local_gpu(communicator);
+  if (device == config::Device::Cuda) {
     PHALANX_REQUIRE_INPUT(gpu.sees_gpu, "device: cuda, but rank ", communicator.rank(), " on ",
                           communicator.host_name(),
                           " finds no usable CUDA device (no GPU, no driver, or a build without the CUDA "

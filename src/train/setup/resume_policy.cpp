@@ -12,7 +12,7 @@ namespace phalanx::train {
 
 config::Config trajectory_settings(config::Config config) {
   config.name = "";
-  config.device = "auto";
+  config.device = config::Device::Auto;
   config.threads = 0;
   config.data.path = "";
   config.data.test_split = "";
@@ -21,7 +21,7 @@ config::Config trajectory_settings(config::Config config) {
   config.train.max_steps.reset();
   config.train.accumulation_steps = 0;  // the same update in other pieces
   config.train.log_every_steps = 1;
-  config.train.nonfinite = "stop";  // what happens to a step that fails, not to those that do not
+  config.train.nonfinite = config::NonFinite::Stop;  // what happens to a step that fails, not to those that do not
   config.checkpoint = {};
   config.distributed = {};
   config.elastic = {};
@@ -34,7 +34,7 @@ namespace {
 void require_same_trajectory(const CheckpointHeader& header, const ResumingRun& run) {
   auto written = trajectory_settings(config::parse(header.config_text, header.path + ":/config"));
   auto current = trajectory_settings(run.config);
-  if (run.config.elastic.global_batch == "change") written.train.batch_size = current.train.batch_size;
+  if (run.config.elastic.global_batch == config::ResumeGlobalBatch::Change) written.train.batch_size = current.train.batch_size;
   const std::string before = config::to_yaml(written);
   const std::string now = config::to_yaml(current);
   PHALANX_REQUIRE_INPUT(
@@ -49,9 +49,12 @@ void require_same_trajectory(const CheckpointHeader& header, const ResumingRun& 
                         run.steps_per_epoch, " steps per epoch (is it the same dataset?)");
 }
 
-double learning_rate_factor(const std::string& rule, double batch_ratio) {
-  if (rule == "linear") return batch_ratio;
-  if (rule == "sqrt") return std::sqrt(batch_ratio);
+double learning_rate_factor(config::LearningRateRule rule, double batch_ratio) {
+  switch (rule) {
+    case config::LearningRateRule::Linear: return batch_ratio;
+    case config::LearningRateRule::Sqrt: return std::sqrt(batch_ratio);
+    case config::LearningRateRule::Keep: break;
+  }
   return 1.0;
 }
 
@@ -67,7 +70,7 @@ ResumePlan plan_resume(const CheckpointHeader& written, const ResumingRun& run) 
   const std::string sizes = checkpoint + ": written by " + std::to_string(header.world_size) +
                             " ranks with global batch " + std::to_string(header.global_batch) +
                             ", resumed on " + std::to_string(run.world_size) + " ranks";
-  PHALANX_REQUIRE_INPUT(!batch_changed || elastic_config.global_batch == "change", sizes,
+  PHALANX_REQUIRE_INPUT(!batch_changed || elastic_config.global_batch == config::ResumeGlobalBatch::Change, sizes,
                         " with global batch ", run.global_batch, " (train.batch_size ",
                         run.config.train.batch_size,
                         "); a resumed run keeps its checkpoint's global batch: resume with the checkpoint's "
@@ -125,7 +128,7 @@ ResumePlan plan_resume(const CheckpointHeader& written, const ResumingRun& run) 
                     {"world_size", run.world_size},
                     {"global_batch", run.global_batch},
                     {"learning_rate", plan.learning_rate}};
-    if (batch_changed) plan.elastic["learning_rate_rule"] = elastic_config.learning_rate_rule;
+    if (batch_changed) plan.elastic["learning_rate_rule"] = config::name_of(elastic_config.learning_rate_rule);
   }
   return plan;
 }

@@ -23,7 +23,7 @@ namespace {
 void require_model_fits(const config::Config& config, const nn::ModelSize& size, backend::Backend& backend,
                         const comm::Communicator& communicator) {
   const std::vector<std::string> states = optim::optimizer_state_names(config.optimizer);
-  std::string optimizer = "optimizer.type " + config.optimizer.type + ":";
+  std::string optimizer = "optimizer.type " + config::name_of(config.optimizer.type) + ":";
   for (std::size_t index = 0; index < states.size(); ++index) optimizer += (index ? ", " : " ") + states[index];
   require_model_state_fits(model_state_bytes(size, states.size()),
                            memory_available_to_rank(backend, communicator.local_size()), size,
@@ -46,7 +46,7 @@ void require_accumulation_arithmetic(const TrainingSetup& setup, int local_batch
   // The micro-batches slice the input batch by fp32 sample sizes and sum the fp32 parameter
   // gradients with the backend's add, which under reduced activations reads 2-byte elements
   // (activation_dtype: auto chose fp32 for this rank already).
-  PHALANX_REQUIRE_INPUT(setup.micro_batches < 2 || setup.arithmetic.activation_dtype == "fp32",
+  PHALANX_REQUIRE_INPUT(setup.micro_batches < 2 || setup.arithmetic.activation_dtype == config::Precision::Fp32,
                         "train.activation_dtype: ", setup.config.train.activation_dtype,
                         " cannot be combined with gradient accumulation (", setup.micro_batches,
                         " micro-batches of a local batch of ", local_batch,
@@ -104,11 +104,11 @@ TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator&
   require_model_fits(config, model_plan.size(), backend, communicator);
   setup.model = std::make_unique<nn::Model>(std::move(model_plan), backend, config.seed);
   setup.optimizer = optim::make_optimizer(config.optimizer, backend, setup.model->registry().parameter_count());
-  if (config.train.loss_scale == "dynamic" ||
-      (config.train.loss_scale == "auto" && setup.arithmetic.precision == "fp16"))
+  if (config.train.loss_scale == config::LossScale::Dynamic ||
+      (config.train.loss_scale == config::LossScale::Auto && setup.arithmetic.precision == config::Precision::Fp16))
     setup.loss_scaler = std::make_unique<optim::LossScaler>(config.train.loss_scale_initial);
-  setup.nonfinite_guard = std::make_unique<NonFiniteGuard>(nonfinite_policy(config.train.nonfinite), backend);
-  PHALANX_REQUIRE_INPUT(config.distributed.grad_dtype == "fp32" || setup.nccl != nullptr,
+  setup.nonfinite_guard = std::make_unique<NonFiniteGuard>(config.train.nonfinite, backend);
+  PHALANX_REQUIRE_INPUT(config.distributed.grad_dtype == config::GradientDtype::Fp32 || setup.nccl != nullptr,
                         "distributed.grad_dtype: ", config.distributed.grad_dtype,
                         " compresses the NCCL all-reduce of jobs whose ranks all drive a GPU; this job sums "
                         "gradients with MPI on host memory (use fp32)");

@@ -71,9 +71,12 @@ CUstream_st* NcclCommunicator::communication_stream() const {
   no_nccl();
 }
 
-NcclGradSync::NcclGradSync(NcclCommunicator& communicator, float* gradients, std::int64_t, std::size_t,
-                           std::size_t, WireType wire, bool, OneRankSum)
-    : communicator_(communicator), gradients_(gradients), wire_(wire) {
+NcclGradSync::NcclGradSync(NcclCommunicator& communicator, float* gradients, std::int64_t elements,
+                           std::size_t bucket_bytes, std::size_t first_bucket_bytes, WireType wire, bool, OneRankSum)
+    : communicator_(communicator),
+      gradients_(gradients),
+      wire_(wire),
+      plan_(elements, bucket_bytes, first_bucket_bytes) {
   no_nccl();
 }
 NcclGradSync::~NcclGradSync() = default;
@@ -98,7 +101,7 @@ void NcclGradSync::wait_current() {
 CommunicationSeconds NcclGradSync::read(std::size_t) {
   no_nccl();
 }
-void NcclGradSync::launch(Bucket&) {
+void NcclGradSync::launch(const BucketPlan::Bucket&) {
   no_nccl();
 }
 
