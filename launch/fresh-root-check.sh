@@ -149,6 +149,13 @@ echo "fresh-root-check: debootstrap took $((SECONDS - start)) s"
 : >"$root/etc/apt/sources.list"
 for line in "${source_lines[@]}"; do echo "deb $line" >>"$root/etc/apt/sources.list"; done
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+# The CA certificates the host trusts beyond Debian's set (a site whose proxy re-signs TLS puts its
+# own there): pip fetches oneDNN 3 from PyPI over HTTPS (launch/install-dependencies.sh), and
+# Debian's pip checks against the system bundle that update-ca-certificates builds from this folder.
+if [ -d /usr/local/share/ca-certificates ]; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp -rL /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+fi
 # Packages may not start their daemons (munge, slurm) inside the root: they would outlive the check.
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod +x "$root/usr/sbin/policy-rc.d"
@@ -200,6 +207,9 @@ in_root() {
   chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"
 }
+# apt builds the bundle with these certificates when it installs ca-certificates; a root that has
+# the package already builds it now.
+if [ -x "$root/usr/sbin/update-ca-certificates" ]; then in_root update-ca-certificates >/dev/null; fi
 log="$root/root/fresh-root-check.log"
 if [ "$mode" = tests ]; then
   echo "fresh-root-check: launch/run-tests.sh in the root (commit $commit)"

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian packages phalanx builds, tests and runs with (idempotent: apt-get runs only
-# when something is missing). The CUDA toolkit, cuDNN and NCCL are expected under /usr/local/cuda.
+# Installs the Debian packages phalanx builds, tests and runs with, and oneDNN 3 from PyPI into
+# build/dependencies/onednn (idempotent: apt-get and pip run only when something is missing). The
+# CUDA toolkit, cuDNN and NCCL are expected under /usr/local/cuda.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-dev libyaml-cpp-dev libgtest-dev
-          libbenchmark-dev libdnnl-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libpng-dev dataset-fashion-mnist
+          libbenchmark-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libpng-dev dataset-fashion-mnist
           python3 python3-h5py python3-numpy python3-yaml
           libturbojpeg0-dev python3-pil libhdf5-openmpi-dev)
-# Debian's oneDNN CMake package (dnnl-config.cmake) looks for OpenCL, but libdnnl-dev only
-# recommends ocl-icd-opencl-dev, which --no-install-recommends leaves out: name it.
-# The observability tests: report screenshots (chromium, python3-pil), TensorBoard read-back (a venv).
+# The observability tests: report screenshots (chromium, python3-pil), TensorBoard read-back (a venv);
+# python3-venv also holds oneDNN 3 (below).
 packages+=(chromium python3-pil python3-venv)
 # Sweeps: the SQLite results database (the tests read it with Python's built-in sqlite3).
 packages+=(libsqlite3-dev)
@@ -31,4 +32,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   echo "installed ${#missing[@]} packages (and what they depend on) in $((SECONDS - start)) s"
+fi
+
+# oneDNN 3 (phalanx is written against its v3 API; Debian 12 has only 2.6): Intel's build on PyPI,
+# the one on GNU OpenMP as phalanx's own loops are, in a virtual environment under the build folder,
+# so no system Python package changes. CMake looks there (CMakeLists.txt); a oneDNN 3 of one's own
+# (Debian 13's libdnnl-dev, Spack, a module) is taken instead when dnnl_DIR or CMAKE_PREFIX_PATH
+# names it. PyPI numbers these packages by oneAPI release: 2023.0 is oneDNN 3.0, 2022.x is 2.x.
+onednn=build/dependencies/onednn
+requirements="onednn-cpu-gomp>=2023 onednn-devel-cpu-gomp>=2023"
+# The stamp is written last: an interrupted install, or other requirements, installs again.
+if [ "$(cat "$onednn/installed" 2>/dev/null)" != "$requirements" ]; then
+  echo "installing oneDNN 3 into $onednn: $requirements"
+  start=$SECONDS
+  python3 -m venv "$onednn"
+  # shellcheck disable=SC2086  # the requirements are separate words
+  "$onednn/bin/pip" install --quiet --disable-pip-version-check $requirements
+  echo "$requirements" >"$onednn/installed"
+  echo "installed oneDNN $(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$onednn/lib/cmake/dnnl/dnnl-config-version.cmake") in $((SECONDS - start)) s"
 fi

@@ -1,6 +1,6 @@
 // The CPU backend's ops with a fused ReLU (geometry.activation = Relu, add_relu) against the plain
 // op followed by relu_forward: bitwise the same on every value that is not NaN, for each kind of
-// convolution kernel the backend picks (direct NHWC, Winograd, 1x1, strided without bias), linear
+// kind of convolution the backend runs (few and many input channels, 1x1, strided without bias), linear
 // layers, batch norm in training and inference, and the residual sum. NaN: add_relu and batch norm
 // keep it (as relu_forward and torch.relu do); oneDNN's fused max(x, 0) may turn it into 0.
 #include <gtest/gtest.h>
@@ -50,8 +50,8 @@ TEST(CpuFusedRelu, ConvolutionForwardEqualsConvolutionThenRelu) {
   auto backend = make_test_backend();
   const auto conv = square_convolution;
   const ConvolutionCase cases[] = {
-      {"1->32 3x3 on 28x28 (direct NHWC)", conv(4, 1, 28, 32, 3, 1, 1, true)},
-      {"32->64 3x3 on 14x14 (Winograd)", conv(2, 32, 14, 64, 3, 1, 1, true)},
+      {"1->32 3x3 on 28x28 (jit kernel on AVX-512)", conv(4, 1, 28, 32, 3, 1, 1, true)},
+      {"32->64 3x3 on 14x14 (brgemm kernel on AVX-512)", conv(2, 32, 14, 64, 3, 1, 1, true)},
       {"16->16 3x3 stride 2, no bias", conv(3, 16, 9, 16, 3, 2, 1, false)},
       {"64->32 1x1", conv(2, 64, 6, 32, 1, 1, 0, true)},
   };

@@ -141,7 +141,7 @@ class Backend : public Allocator {
  public:
   ~Backend() override = default;
 
-  virtual std::string name() const = 0;  // e.g. "cpu (oneDNN 2.6, 2 threads)"
+  virtual std::string name() const = 0;  // e.g. "cpu (oneDNN 3.2.0, 2 threads)"
   virtual void synchronize() = 0;
   // Host memory for buffers copied to this device every step (the loader's ring of batches):
   // page-locked on GPU backends, so the DMA engine reads it at full bus speed without a staging

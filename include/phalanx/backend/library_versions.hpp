@@ -15,7 +15,7 @@ struct CudaLibraryVersions {
   std::string cudnn;    // the cuDNN library loaded, "9.13.0"
 };
 
-// "2.6.3" of the oneDNN library loaded, with " (git HASH)" where the library knows its commit.
+// "3.2.0" of the oneDNN library loaded, with " (git HASH)" where the library knows its commit.
 std::string onednn_version();
 // Asks the libraries, not a device: answers on machines without a GPU too. Never throws.
 CudaLibraryVersions cuda_library_versions() noexcept;

@@ -85,7 +85,8 @@ std::string CpuBackend::activation_precision_refusal(ComputePrecision activation
            ": activations can be held in fp32 or in the compute precision of the convolutions and linear "
            "layers only (bf16 activations need train.precision: bf16)";
   // oneDNN's ISA (bf16_support), which ONEDNN_MAX_CPU_ISA can lower, not the CPU's flags: below
-  // AVX-512 oneDNN 2.6 has no bf16 convolution, pooling or inner product to read bf16 with.
+  // AVX-512 oneDNN has no bf16 convolution, pooling or inner product to read bf16 with
+  // (bf16_support.hpp).
   if (bf16_support() == Bf16Support::Unavailable)
     return name() + ": bf16 activations need a CPU where oneDNN has bf16 kernels (AVX-512); " +
            bf16_support_note();
@@ -286,7 +287,7 @@ void CpuBackend::linear_forward(const LinearGeometry& geometry, const float* inp
 void CpuBackend::linear_backward(const LinearGeometry& geometry, const float* input, const float* weight,
                                  const float* grad_output, float* grad_input, float* grad_weight,
                                  float* grad_bias) {
-  linears_.backward(geometry, input, weight, grad_output, grad_input, grad_weight, grad_bias);
+  linears_.backward(geometry, input, grad_output, weight, grad_input, grad_weight, grad_bias);
 }
 
 LossTotals CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits,

@@ -28,7 +28,7 @@ class CpuBackend final : public Backend {
   void synchronize() override;
   // fp32 or bf16 (bf16 operands and fp32 accumulation in convolutions and linear layers, on AMX or
   // AVX-512 bf16 instructions where the CPU has them, emulated by oneDNN on other AVX-512 CPUs,
-  // fp32 below AVX-512 where oneDNN 2.6 has no bf16 kernels); fp16 is refused.
+  // fp32 below AVX-512 where oneDNN has no bf16 kernels); fp16 is refused.
   void set_compute_precision(ComputePrecision precision) override;
   // fp32 or bf16 (train.activation_dtype): bf16 needs bf16 compute and a CPU where oneDNN has bf16
   // kernels (AVX-512, native or emulated); fp16 is refused.

@@ -56,6 +56,7 @@ LayoutBridge LayoutBridge::out_of(const dnnl::memory& caller, const dnnl::memory
 dnnl::primitive_attr DnnlContext::primitive_attributes() {
   dnnl::primitive_attr attributes;
   attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attributes.set_fpmath_mode(dnnl::fpmath_mode::strict);
   return attributes;
 }
 
@@ -83,6 +84,32 @@ void DnnlContext::bind_transient(std::initializer_list<const LayoutBridge*> brid
       bridge->internal.set_data_handle(transient.data() + offset);
       offset += aligned_size(bridge->internal.get_desc().get_size());
     }
+}
+
+BridgedPrimitive::BridgedPrimitive(DnnlContext& context, const dnnl::primitive_desc& descriptor,
+                                   const Argument& first_operand, const Argument& second_operand,
+                                   const Argument& result_argument)
+    : primitive(descriptor),
+      first(LayoutBridge::into(first_operand.caller,
+                               descriptor.query_md(dnnl::query::exec_arg_md, first_operand.name))),
+      second(LayoutBridge::into(second_operand.caller,
+                                descriptor.query_md(dnnl::query::exec_arg_md, second_operand.name))),
+      result(LayoutBridge::out_of(result_argument.caller,
+                                  descriptor.query_md(dnnl::query::exec_arg_md, result_argument.name))),
+      scratchpad(context.scratchpad_memory(descriptor)),
+      arguments{{first_operand.name, first.internal},
+                {second_operand.name, second.internal},
+                {result_argument.name, result.internal},
+                {DNNL_ARG_SCRATCHPAD, scratchpad}} {
+  context.reserve_transient({&first, &second, &result});
+}
+
+void BridgedPrimitive::execute(const DnnlContext& context, FirstOperand first_operand) const {
+  context.bind_scratchpad(scratchpad);
+  if (first_operand == FirstOperand::Convert) first.run(context.stream);
+  second.run(context.stream);
+  primitive.execute(context.stream, arguments);
+  result.run(context.stream);
 }
 
 void throw_dnnl_error(const dnnl::error& error, const std::string& what, const char* file, int line) {

@@ -55,7 +55,9 @@ struct DnnlContext {
   GrowingBuffer scratchpad;
   GrowingBuffer transient;
 
-  // Attributes every primitive of this backend is created with (user scratchpad).
+  // Attributes every primitive of this backend is created with: user scratchpad, and strict fp32
+  // arithmetic (fpmath_mode::strict), so that ONEDNN_DEFAULT_FPMATH_MODE in the environment cannot
+  // make an fp32 layer compute in bf16 or tf32 behind train.precision's back.
   static dnnl::primitive_attr primitive_attributes();
   // A memory object without a buffer; the op sets its data handle at each call.
   dnnl::memory unbound_memory(const dnnl::memory::desc& descriptor) const;
@@ -69,6 +71,35 @@ struct DnnlContext {
   void reserve_transient(std::initializer_list<const LayoutBridge*> bridges);
   // Gives those bridges disjoint slices of the transient buffer for the current call.
   void bind_transient(std::initializer_list<const LayoutBridge*> bridges) const;
+};
+
+// A primitive with its scratchpad, its two operands converted in from the caller's layouts and its
+// result converted out (LayoutBridge: nothing where the layouts agree). Arguments that need no
+// bridge (a bias) go into `arguments` as they are.
+struct BridgedPrimitive {
+  struct Argument {
+    int name;             // DNNL_ARG_*
+    dnnl::memory caller;  // in the caller's layout
+  };
+  // Whether execute converts the first operand or finds it converted already (by another
+  // primitive that reads the same operand in the same layout, into the same buffer).
+  enum class FirstOperand { Convert, Converted };
+
+  dnnl::primitive primitive;
+  LayoutBridge first, second, result;
+  dnnl::memory scratchpad;
+  std::unordered_map<int, dnnl::memory> arguments;
+
+  BridgedPrimitive() = default;
+  BridgedPrimitive(DnnlContext& context, const dnnl::primitive_desc& descriptor,
+                   const Argument& first_operand, const Argument& second_operand,
+                   const Argument& result_argument);
+  // Lends the three bridges transient buffers for the current call.
+  void bind_transient(const DnnlContext& context) const {
+    context.bind_transient({&first, &second, &result});
+  }
+  // Operands in, the primitive, the result out, on the context's stream.
+  void execute(const DnnlContext& context, FirstOperand first_operand = FirstOperand::Convert) const;
 };
 
 // Converts oneDNN's exception into phalanx's error naming the op and geometry that failed.

@@ -62,28 +62,26 @@ Poolings::Primitives::Primitives(const PoolingGeometry& geometry, DnnlContext& c
   output = context.unbound_memory(output_descriptor);
   grad_output = context.unbound_memory(output_descriptor);
 
-  const dnnl::pooling_forward::desc forward_descriptor(dnnl::prop_kind::forward_training, algorithm,
-                                                       input_descriptor, output_descriptor, strides, kernel,
-                                                       padding, padding_right);
-  const dnnl::pooling_forward::primitive_desc forward_primitive(forward_descriptor, attributes, engine);
+  const dnnl::memory::dims no_dilation{0, 0};
+  const dnnl::pooling_forward::primitive_desc forward_primitive(
+      engine, dnnl::prop_kind::forward_training, algorithm, input_descriptor, output_descriptor, strides,
+      kernel, no_dilation, padding, padding_right, attributes);
   forward = dnnl::pooling_forward(forward_primitive);
   forward_scratchpad = context.scratchpad_memory(forward_primitive);
   forward_arguments = {
       {DNNL_ARG_SRC, input}, {DNNL_ARG_DST, output}, {DNNL_ARG_SCRATCHPAD, forward_scratchpad}};
 
-  const dnnl::pooling_forward::desc inference_descriptor(dnnl::prop_kind::forward_inference, algorithm,
-                                                         input_descriptor, output_descriptor, strides, kernel,
-                                                         padding, padding_right);
-  const dnnl::pooling_forward::primitive_desc inference_primitive(inference_descriptor, attributes, engine);
+  const dnnl::pooling_forward::primitive_desc inference_primitive(
+      engine, dnnl::prop_kind::forward_inference, algorithm, input_descriptor, output_descriptor, strides,
+      kernel, no_dilation, padding, padding_right, attributes);
   inference = dnnl::pooling_forward(inference_primitive);
   inference_scratchpad = context.scratchpad_memory(inference_primitive);
   inference_arguments = {
       {DNNL_ARG_SRC, input}, {DNNL_ARG_DST, output}, {DNNL_ARG_SCRATCHPAD, inference_scratchpad}};
 
-  const dnnl::pooling_backward::desc backward_descriptor(algorithm, input_descriptor, output_descriptor,
-                                                         strides, kernel, padding, padding_right);
-  const dnnl::pooling_backward::primitive_desc backward_primitive(backward_descriptor, attributes, engine,
-                                                                  forward_primitive);
+  const dnnl::pooling_backward::primitive_desc backward_primitive(
+      engine, algorithm, input_descriptor, output_descriptor, strides, kernel, no_dilation, padding,
+      padding_right, forward_primitive, attributes);
   backward = dnnl::pooling_backward(backward_primitive);
   backward_scratchpad = context.scratchpad_memory(backward_primitive);
   backward_arguments = {{DNNL_ARG_DIFF_DST, grad_output},
