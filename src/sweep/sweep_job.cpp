@@ -1,0 +1,159 @@
+// A sweep's set-up and run (sweep_job.hpp). Rank 0 hosts the coordinator, on a thread beside its
+// own worker group's trials (the MPI session grants multiple threads for it); the coordinator's
+// messages travel on a communicator of their own, apart from any training traffic.
+#include "phalanx/sweep/sweep_job.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "phalanx/comm/agreement.hpp"
+#include "phalanx/comm/nccl_communicator.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/sweep/coordinator.hpp"
+#include "phalanx/sweep/protocol.hpp"
+#include "phalanx/sweep/results_store.hpp"
+#include "phalanx/sweep/sweep_lock.hpp"
+#include "phalanx/sweep/worker.hpp"
+#include "phalanx/train/rank_resources.hpp"
+#include "worker_groups.hpp"
+
+namespace phalanx::sweep {
+
+struct SweepParts {
+  SweepRequest request;
+  std::unique_ptr<SweepLock> lock;  // rank 0's, held until the process ends
+  train::RankResources resources;
+  WorkerGroups groups;
+  int my_group = -1;
+  std::unique_ptr<comm::Communicator> channel, group, sweep_ranks;
+  std::unique_ptr<comm::NcclCommunicator> nccl;  // when this rank's group trains over NCCL
+};
+
+namespace {
+
+// Rank 0 checks the sweep directory against --resume before anything starts: a resume needs the
+// sweep it started with, a fresh sweep a directory without trials.
+void check_sweep_directory(const SweepRequest& request) {
+  const std::string& directory = request.directory;
+  const std::string database = directory + "/sweep.db";
+  const bool exists = std::filesystem::exists(database);
+  if (request.resume) {
+    PHALANX_REQUIRE_INPUT(exists, "--resume: ", database, " does not exist (no sweep to resume in ", directory,
+                          ")");
+    const ResultsStore store(database);
+    const auto stored = store.meta("definition");
+    const std::string now = sweep_definition(request.sweep);
+    PHALANX_REQUIRE_INPUT(!stored || *stored == now, request.sweep.source,
+                          ": --resume needs the sweep it started with; ",
+                          config::first_difference(now, stored.value_or(""), "in " + database),
+                          " (keys: search, scheduler, trials, metric, goal, budget, space, base config)");
+    return;
+  }
+  if (exists) {
+    const ResultsStore store(database);
+    PHALANX_REQUIRE_INPUT(!store.has_trials(), directory,
+                          ": already holds a sweep (sweep.db has trials); pass --resume to continue it, or "
+                          "choose another --sweep-dir");
+  }
+  std::error_code error;
+  std::filesystem::create_directories(directory + "/trials", error);
+  PHALANX_REQUIRE_INPUT(!error, "--sweep-dir ", directory, ": cannot create it (", error.message(), ")");
+}
+
+// The coordinator on rank 0's thread. A failing coordinator leaves every worker waiting for a
+// job: it ends the whole job.
+void coordinate(const SweepParts& parts, bool& stopped_by_signal) {
+  try {
+    CoordinatorOptions options{&parts.request.sweep, parts.request.directory, parts.request.resume,
+                               static_cast<int>(parts.groups.members.size())};
+    stopped_by_signal = run_coordinator(options, *parts.channel);
+    return;
+  } catch (const Error& error) {
+    std::fprintf(stderr, "phalanx: error: %s\n", error.what());
+    std::fflush(stderr);
+    comm::MpiSession::abort(error.exit_status());
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "phalanx: error: rank 0 (sweep coordinator): %s\n", error.what());
+    std::fflush(stderr);
+    comm::MpiSession::abort(1);
+  }
+}
+
+}  // namespace
+
+SweepJob::SweepJob(SweepRequest request, const comm::Communicator& world)
+    : parts_(std::make_unique<SweepParts>()) {
+  SweepParts& parts = *parts_;
+  parts.request = std::move(request);
+  const config::SweepConfig& sweep = parts.request.sweep;
+  std::string& directory = parts.request.directory;
+  if (directory.empty()) directory = "sweeps/" + sweep.name;
+  world.broadcast_string(directory, 0);
+  comm::agree(world, [&] {
+    if (world.rank() != 0) return;
+    std::error_code error;
+    if (std::filesystem::is_directory(directory, error)) parts.lock = std::make_unique<SweepLock>(directory, 30.0);
+    check_sweep_directory(parts.request);
+    if (!parts.lock) parts.lock = std::make_unique<SweepLock>(directory, 30.0);
+  });
+  comm::agree(world, [&] { parts.resources = train::make_rank_resources(sweep.base.device, sweep.base.threads, world); });
+
+  const bool gpu = parts.resources.backend->device_kind() == DeviceKind::Cuda;
+  std::vector<bool> kinds;
+  for (const auto kind : world.allgather(static_cast<std::uint64_t>(gpu))) kinds.push_back(kind != 0);
+  parts.groups = plan_worker_groups(kinds, sweep);
+  if (world.rank() == 0 && parts.groups.gpu_ranks_left_out > 0)
+    std::printf("%d GPU rank(s) left out: workers.gpu_ranks_per_trial is %d\n", parts.groups.gpu_ranks_left_out,
+                sweep.gpu_ranks_per_trial);
+  comm::agree(world, [&] {
+    PHALANX_REQUIRE_INPUT(!parts.groups.members.empty(), sweep.source,
+                          ": no worker group: workers.cpu_trials is false and there are no (or too few) GPU ranks");
+  });
+  parts.my_group = parts.groups.group_of[static_cast<std::size_t>(world.rank())];
+  const int group_count = static_cast<int>(parts.groups.members.size());
+  parts.channel = std::make_unique<comm::Communicator>(world.split(0, world.rank()));
+  parts.group = std::make_unique<comm::Communicator>(
+      world.split(parts.my_group >= 0 ? parts.my_group : group_count, world.rank()));
+  // Merged groups for joined trials (docs/SWEEPS.md, "No idle tail") are formed from this one.
+  parts.sweep_ranks = std::make_unique<comm::Communicator>(world.split(0, world.rank()));
+  comm::agree(world, [&] {
+    if (parts.my_group >= 0 && gpu)
+      parts.nccl = std::make_unique<comm::NcclCommunicator>(*parts.group, *parts.resources.backend,
+                                                            sweep.base.distributed.timeout_s);
+  });
+}
+
+SweepJob::~SweepJob() = default;
+
+bool SweepJob::run() {
+  SweepParts& parts = *parts_;
+  const comm::Communicator& channel = *parts.channel;
+  bool stopped_by_signal = false;
+  std::thread coordinator;
+  if (channel.rank() == 0) coordinator = std::thread([&] { coordinate(parts, stopped_by_signal); });
+  if (parts.my_group >= 0) {
+    WorkerOptions options{&parts.request.sweep,
+                          parts.request.directory,
+                          parts.my_group,
+                          parts.channel.get(),
+                          parts.group.get(),
+                          parts.sweep_ranks.get(),
+                          parts.resources.backend.get(),
+                          parts.nccl.get(),
+                          parts.resources.threads,
+                          parts.groups.members[static_cast<std::size_t>(parts.my_group)]};
+    run_worker(options);
+  }
+  if (channel.rank() == 0) {
+    coordinator.join();
+    // Ranks outside every group have been waiting for this word.
+    for (int rank = 0; rank < channel.size(); ++rank)
+      if (parts.groups.group_of[static_cast<std::size_t>(rank)] < 0) channel.send_string("stop", rank, tag_to_worker);
+  } else if (parts.my_group < 0) {
+    channel.receive_string(0, tag_to_worker, 0.05);
+  }
+  return stopped_by_signal;
+}
+
+}  // namespace phalanx::sweep
