@@ -42,14 +42,7 @@ struct Trainer::Bookkeeping {
 };
 
 Trainer::Trainer(TrainingSetup setup, const comm::Communicator& communicator, backend::Backend& backend)
-    : setup_(std::move(setup)), communicator_(communicator), backend_(backend) {
-  // Updates to the end of the epochs: counted from where the run stands in the epochs, which after
-  // a resume that changed the global batch is not the number of updates made so far.
-  const TrainingPosition& position = setup_.position;
-  const std::int64_t total_steps = position.global_step + setup_.steps_per_epoch * setup_.config.train.epochs -
-                                   (position.epoch * setup_.steps_per_epoch + position.step_in_epoch);
-  last_step_ = setup_.config.train.max_steps ? std::min(*setup_.config.train.max_steps, total_steps) : total_steps;
-}
+    : setup_(std::move(setup)), communicator_(communicator), backend_(backend), last_step_(setup_.last_step) {}
 
 Trainer::~Trainer() = default;
 

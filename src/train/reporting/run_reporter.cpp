@@ -39,6 +39,20 @@ std::string elastic_line(const nlohmann::json& facts, const TrainingSetup& setup
          " of epoch " + std::to_string(setup.position.epoch + 1);
 }
 
+// Wall seconds from the start of the run to the first evaluation at or above each accuracy.
+nlohmann::json seconds_to_accuracy(const nlohmann::json& history) {
+  nlohmann::json to_accuracy = nlohmann::json::object();
+  for (const double threshold : {0.85, 0.90, 0.91, 0.92, 0.93})
+    for (const auto& entry : history)
+      if (entry["test_accuracy"].get<double>() >= threshold) {
+        char key[16];
+        std::snprintf(key, sizeof(key), "%.2f", threshold);
+        to_accuracy[key] = entry["elapsed_seconds"];
+        break;
+      }
+  return to_accuracy;
+}
+
 std::string batch_split_line(const BatchSplit& split, int world_size) {
   std::string line = "batch split: " + split.description();
   if (split.stored_in.empty()) return line;
@@ -227,17 +241,7 @@ nlohmann::json RunReporter::finish(const TrainingRecord& record, int micro_batch
   summary["step_time_skew"] = step_time_skew(summary["ranks"]);
   summary["history"] = history_;
   for (const auto& [name, value] : machine_.totals()) summary["machine"][name] = value;
-  // Wall seconds from the start of the run to the first evaluation at or above each accuracy.
-  nlohmann::json to_accuracy = nlohmann::json::object();
-  for (const double threshold : {0.85, 0.90, 0.91, 0.92, 0.93})
-    for (const auto& entry : history_)
-      if (entry["test_accuracy"].get<double>() >= threshold) {
-        char key[16];
-        std::snprintf(key, sizeof(key), "%.2f", threshold);
-        to_accuracy[key] = entry["elapsed_seconds"];
-        break;
-      }
-  summary["seconds_to_accuracy"] = to_accuracy;
+  summary["seconds_to_accuracy"] = seconds_to_accuracy(history_);
   summary["run_dir"] = run_directory_.path();
   summary["dataset"] = data::source_name(setup_.config.data);  // data.path, or the mapped training images
   summary["parameters"] = setup_.model->registry().parameter_count();

@@ -58,6 +58,23 @@ double learning_rate_factor(config::LearningRateRule rule, double batch_ratio) {
   return 1.0;
 }
 
+// The split and the data order must continue as they were, unless the resume re-cuts the global
+// batch (`recut`): then a streamed split cannot follow.
+void require_same_order(const CheckpointHeader& header, const ResumingRun& run, bool recut,
+                        const std::string& sizes) {
+  PHALANX_REQUIRE_INPUT(recut || header.local_batches.empty() || header.local_batches == run.local_batches,
+                        header.path, ": trained with another batch split than this run's (", run.local_batches.size(),
+                        " ranks, global batch ", run.global_batch,
+                        "); a resumed run keeps the split it was trained with");
+  // Streaming cuts each epoch's chunk sequence into one contiguous part per rank and shuffles
+  // within each part: another split reorders the samples, so it would not continue the run.
+  PHALANX_REQUIRE_INPUT(!recut || run.order == data::ShardOrder::Kind::Permutation, sizes,
+                        ": the training data is streamed (", run.cache_description,
+                        "), and a streamed epoch's order is cut per rank; resume on ", header.world_size,
+                        " ranks with the same global batch, or train with the split cached in memory "
+                        "(data.cache: rank or node) from the start");
+}
+
 }  // namespace
 
 ResumePlan plan_resume(const CheckpointHeader& written, const ResumingRun& run) {
@@ -93,17 +110,7 @@ ResumePlan plan_resume(const CheckpointHeader& written, const ResumingRun& run) 
     header.position.step_in_epoch = into_epoch / run.global_batch;
   }
   require_same_trajectory(header, run);
-  PHALANX_REQUIRE_INPUT(
-      elastic || batch_changed || header.local_batches.empty() || header.local_batches == run.local_batches,
-      checkpoint, ": trained with another batch split than this run's (", run.local_batches.size(),
-      " ranks, global batch ", run.global_batch, "); a resumed run keeps the split it was trained with");
-  // Streaming cuts each epoch's chunk sequence into one contiguous part per rank and shuffles
-  // within each part: another split reorders the samples, so it would not continue the run.
-  PHALANX_REQUIRE_INPUT((!elastic && !batch_changed) || run.order == data::ShardOrder::Kind::Permutation,
-                        sizes, ": the training data is streamed (", run.cache_description,
-                        "), and a streamed epoch's order is cut per rank; resume on ", header.world_size,
-                        " ranks with the same global batch, or train with the split cached in memory "
-                        "(data.cache: rank or node) from the start");
+  require_same_order(header, run, elastic || batch_changed, sizes);
 
   ResumePlan plan;
   plan.checkpoint = checkpoint;

@@ -71,6 +71,20 @@ void resume(TrainingSetup& setup, const OpenCheckpoint& checkpoint, backend::Bac
   setup.resumed_from = plan.checkpoint;
 }
 
+// One walk of the layers gives the plan; its sizes are checked before the model allocates it.
+void make_model(TrainingSetup& setup, const Shape& sample, backend::Backend& backend,
+                const comm::Communicator& communicator) {
+  const config::Config& config = setup.config;
+  nn::ModelPlan model_plan(config.model, sample, static_cast<int>(setup.dataset.classes.size()));
+  require_model_fits(config, model_plan.size(), backend, communicator);
+  setup.model = std::make_unique<nn::Model>(std::move(model_plan), backend, config.seed);
+  setup.optimizer = optim::make_optimizer(config.optimizer, backend, setup.model->registry().parameter_count());
+  if (config.train.loss_scale == config::LossScale::Dynamic ||
+      (config.train.loss_scale == config::LossScale::Auto && setup.arithmetic.precision == config::Precision::Fp16))
+    setup.loss_scaler = std::make_unique<optim::LossScaler>(config.train.loss_scale_initial);
+  setup.nonfinite_guard = std::make_unique<NonFiniteGuard>(config.train.nonfinite, backend);
+}
+
 }  // namespace
 
 TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator& communicator,
@@ -100,14 +114,7 @@ TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator&
       read_evaluation_part(config.data, config.data.test_split, communicator));
   const Shape sample{setup.train_split->height, setup.train_split->width, setup.train_split->channels};
 
-  nn::ModelPlan model_plan(config.model, sample, static_cast<int>(setup.dataset.classes.size()));
-  require_model_fits(config, model_plan.size(), backend, communicator);
-  setup.model = std::make_unique<nn::Model>(std::move(model_plan), backend, config.seed);
-  setup.optimizer = optim::make_optimizer(config.optimizer, backend, setup.model->registry().parameter_count());
-  if (config.train.loss_scale == config::LossScale::Dynamic ||
-      (config.train.loss_scale == config::LossScale::Auto && setup.arithmetic.precision == config::Precision::Fp16))
-    setup.loss_scaler = std::make_unique<optim::LossScaler>(config.train.loss_scale_initial);
-  setup.nonfinite_guard = std::make_unique<NonFiniteGuard>(config.train.nonfinite, backend);
+  make_model(setup, sample, backend, communicator);
   PHALANX_REQUIRE_INPUT(config.distributed.grad_dtype == config::GradientDtype::Fp32 || setup.nccl != nullptr,
                         "distributed.grad_dtype: ", config.distributed.grad_dtype,
                         " compresses the NCCL all-reduce of jobs whose ranks all drive a GPU; this job sums "
@@ -132,6 +139,12 @@ TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator&
   if (request.checkpoint) resume(setup, *request.checkpoint, backend, communicator);
   setup.schedule = std::make_unique<optim::Schedule>(config.schedule, setup.learning_rate, setup.steps_per_epoch,
                                                      setup.steps_per_epoch * config.train.epochs);
+  // Updates to the end of the epochs: counted from where the run stands in the epochs, which after
+  // a resume that changed the global batch is not the number of updates made so far.
+  const TrainingPosition& position = setup.position;
+  const std::int64_t total_steps = position.global_step + setup.steps_per_epoch * config.train.epochs -
+                                   (position.epoch * setup.steps_per_epoch + position.step_in_epoch);
+  setup.last_step = config.train.max_steps ? std::min(*config.train.max_steps, total_steps) : total_steps;
   setup.config_text = config::to_yaml(config);
   return setup;
 }

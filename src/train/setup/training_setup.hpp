@@ -60,6 +60,7 @@ struct TrainingSetup {
   double learning_rate = 0;  // the schedule's peak (the config's unless a resume rescaled it)
 
   TrainingPosition position;
+  std::int64_t last_step = 0;  // the step the run ends at: train.max_steps, or the epochs' end
   std::string resumed_from;
   nlohmann::json elastic;  // what an elastic resume changed (summary.json "elastic"), else null
   std::optional<RunningTotals> resumed_totals;
