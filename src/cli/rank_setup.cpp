@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/train/stop_request.hpp"
 
 namespace phalanx::cli {
 
@@ -40,6 +41,19 @@ int run_or_abort(const comm::Communicator& communicator, const std::function<voi
   }
   std::fflush(stderr);
   if (communicator.size() > 1) comm::MpiSession::abort(status);
+  return status;
+}
+
+int set_up_and_run(const comm::Communicator& communicator, const std::function<void()>& set_up,
+                   const std::function<bool()>& run) {
+  try {
+    set_up();
+  } catch (const comm::AgreedFailure& failure) {
+    return report(failure, communicator);
+  }
+  bool stopped_by_signal = false;
+  const int status = run_or_abort(communicator, [&] { stopped_by_signal = run(); });
+  if (status == 0 && stopped_by_signal && communicator.rank() == 0) return train::preempted_exit_status;
   return status;
 }
 

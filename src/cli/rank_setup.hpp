@@ -23,4 +23,11 @@ int report(const comm::AgreedFailure& failure, const comm::Communicator& communi
 // others waiting forever. Returns the exit status when there is only one rank.
 int run_or_abort(const comm::Communicator& communicator, const std::function<void()>& body);
 
+// A job's two halves: `set_up` (its agreed phases: a failure ends every rank with one message) and
+// `run` (past set-up: a failure aborts the job), which returns whether a stop signal ended it. Only
+// rank 0 then reports the stop (exit status 75): mpirun tears a job down when a rank exits
+// non-zero, and waits out its kill timeouts for ranks that are still finalising.
+int set_up_and_run(const comm::Communicator& communicator, const std::function<void()>& set_up,
+                   const std::function<bool()>& run);
+
 }  // namespace phalanx::cli

@@ -34,17 +34,8 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
       agreed_status(world, [&] { request.sweep = config::load_sweep(arguments.sweep_path, arguments.overrides); });
   if (status) return status;
   std::unique_ptr<sweep::SweepJob> job;
-  try {
-    job = std::make_unique<sweep::SweepJob>(std::move(request), world);
-  } catch (const comm::AgreedFailure& failure) {
-    return report(failure, world);
-  }
-  bool stopped_by_signal = false;
-  status = run_or_abort(world, [&] { stopped_by_signal = job->run(); });
-  // As for `phalanx train`, only rank 0 reports the stop: mpirun tears a job down when a rank exits
-  // non-zero.
-  if (status == 0 && stopped_by_signal && world.rank() == 0) return train::preempted_exit_status;
-  return status;
+  return set_up_and_run(
+      world, [&] { job = std::make_unique<sweep::SweepJob>(std::move(request), world); }, [&] { return job->run(); });
 }
 
 }  // namespace

@@ -37,16 +37,12 @@ int train(const TrainArguments& arguments, int* argc, char*** argv) {
   int status = agreed_status(world, [&] { request.config = config::load(arguments.config_path, arguments.overrides); });
   if (status) return status;
   std::unique_ptr<train::Job> job;
-  try {
-    job = std::make_unique<train::Job>(std::move(request), world);
-  } catch (const comm::AgreedFailure& failure) {
-    return report(failure, world);
-  }
-  status = run_or_abort(world, [&] { job->run(); });
-  // After a stop only rank 0 reports it: mpirun tears a job down when a rank exits non-zero, and
-  // waits out its kill timeouts for ranks that are still finalising.
-  if (status == 0 && job->stopped_by_signal() && world.rank() == 0) return train::preempted_exit_status;
-  return status;
+  return set_up_and_run(
+      world, [&] { job = std::make_unique<train::Job>(std::move(request), world); },
+      [&] {
+        job->run();
+        return job->stopped_by_signal();
+      });
 }
 
 }  // namespace
