@@ -71,6 +71,9 @@ PHALANX_WARMUP = 3  # TrainingRecord::warmup_steps: the steps summary.json's ima
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--phalanx", default=os.path.join(ROOT, "build", "src", "phalanx"))
+    p.add_argument("--baseline", action="append", default=[], metavar="NAME=PATH",
+                   help="another phalanx binary measured beside --phalanx in the same rounds (e.g. the build "
+                        "before a change); repeatable; its columns are 'phalanx@NAME PRECISION'")
     p.add_argument("--mpirun", default="mpirun")
     p.add_argument("--models", default=",".join(MODELS), help="comma list of " + ",".join(MODELS))
     p.add_argument("--pairings", default=",".join(PAIRINGS), help="comma list of " + ",".join(PAIRINGS))
@@ -167,14 +170,15 @@ def ensure_data(args, model):
 class Column:
     """One configuration of one framework: what a row of the tables shows."""
 
-    def __init__(self, framework, precision, layout=None, python=None, version=None):
+    def __init__(self, framework, precision, layout=None, python=None, version=None, binary=None, label=None):
         self.framework, self.precision, self.layout = framework, precision, layout
         self.python, self.version = python, version
+        self.binary, self.label = binary, label  # phalanx: which binary (label: a --baseline's name)
 
     @property
     def key(self):
         if self.framework == "phalanx":
-            return f"phalanx {self.precision}"
+            return f"phalanx@{self.label} {self.precision}" if self.label else f"phalanx {self.precision}"
         return f"torch {self.version} {self.precision} {self.layout}"
 
 
@@ -228,7 +232,7 @@ def run_column(args, model, data, pairing, column, run_dir):
     if column.framework == "phalanx":
         config = os.path.join(ROOT, MODELS[model]["config"])
         sets = phalanx_sets(args, model, data, ranks, threads, column.precision)
-        return train_runs.run_phalanx(args.phalanx, config, sets, ranks, threads, run_dir, args.mpirun, args.timeout)
+        return train_runs.run_phalanx(column.binary, config, sets, ranks, threads, run_dir, args.mpirun, args.timeout)
     return train_runs.run_torch(column.python, torch_options(args, model, data, ranks, column), ranks, threads,
                                 not args.no_bind_ddp, args.timeout)
 
@@ -353,6 +357,17 @@ def print_tables(results, columns):
                     print(f"\nFAILED {model} {pairing} {key}: {cell['failures']} run(s)")
                     if cell.get("first_error"):
                         print("    " + cell["first_error"].replace("\n", "\n    "))
+    for model in results["models"]:
+        cells = results["per_model"][model]["cells"]
+        for key in cells:
+            if not key.startswith("phalanx@"):
+                continue
+            label, precision = key[len("phalanx@"):].split(" ", 1)
+            for pairing, cell in cells[key].items():
+                new = cells.get(f"phalanx {precision}", {}).get(pairing, {}).get("median")
+                old = cell.get("median")
+                ratio = f"{new / old:.2f}x" if new and old else "—"
+                print(f"{model:<12}{precision:<9}{pairing:<6} phalanx {fmt(new)} vs {label} {fmt(old)}: {ratio}")
     print(f"\nload average (1, 5, 15 min) at start {', '.join(f'{x:.2f}' for x in results['load_average_start'])}, "
           f"at end {', '.join(f'{x:.2f}' for x in results['load_average_end'])}; "
           f"{results['elapsed_seconds'] / 60:.1f} min")
@@ -385,7 +400,13 @@ def main(argv=None):
         log(f"cpu_vs_torch: warning: the venv has PyTorch {versions[0]}, not 2.x")
     data = {model: ensure_data(args, model) for model in args.models}
 
-    columns = [Column("phalanx", p) for p in args.precisions]
+    columns = [Column("phalanx", p, binary=args.phalanx) for p in args.precisions]
+    for baseline in args.baseline:
+        name, _, path = baseline.partition("=")
+        if not name or not os.path.exists(path):
+            print(f"cpu_vs_torch: --baseline {baseline}: expected NAME=PATH of a phalanx binary", file=sys.stderr)
+            return 2
+        columns += [Column("phalanx", p, binary=os.path.abspath(path), label=name) for p in args.precisions]
     for python, version in zip(pythons, versions):
         columns += [Column("torch", p, layout, python, version) for p in dict.fromkeys(map(torch_precision, args.precisions))
                     for layout in args.layouts]
