@@ -12,6 +12,7 @@
 #include "phalanx/data/dataset_storage_check.hpp"
 
 #include <limits>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
+#include "phalanx/data/hdf5_objects.hpp"
 
 namespace phalanx::data::detail {
 namespace {
@@ -164,9 +166,9 @@ std::string walk_chunk_tree(const hdf5_format::HeaderFile& file, const ChunkTree
 // format) are left to HDF5.
 std::string many_chunk_records_problem(hid_t dataset, const RecordRule& rule) {
   using namespace hdf5_format;
-  H5O_info_t info{};
+  const std::optional<ObjectFacts> object = object_facts(dataset, ".");
   FileFacts facts;
-  if (H5Oget_info2(dataset, &info, H5O_INFO_BASIC) < 0 || !describe_file(dataset, facts)) return {};
+  if (!object || !describe_file(dataset, facts)) return {};
   std::string path;
   if (facts.descriptor < 0) {  // under HDF5's MPI-IO driver: read through a descriptor of its own
     const ssize_t length = H5Fget_name(dataset, nullptr, 0);
@@ -178,7 +180,7 @@ std::string many_chunk_records_problem(hid_t dataset, const RecordRule& rule) {
   const HeaderFile file(facts.descriptor, path, facts.base, facts.address_bytes, facts.length_bytes);
   if (!file.readable()) return {};
   try {
-    const ChunkTree tree = chunk_tree(file, info.addr);
+    const ChunkTree tree = chunk_tree(file, object->header_address);
     if (tree.address == 0) return {};
     return walk_chunk_tree(file, tree, rule);
   } catch (const Damage& damage) {
