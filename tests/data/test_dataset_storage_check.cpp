@@ -322,8 +322,8 @@ std::string zlib_stream(const std::string& bytes) {
   return stream;
 }
 
-// Reads `name` of `path` whole through the checked driver as the readers do; the innermost reason
-// HDF5's error stack gives when the read fails, "read" when it succeeds.
+// Reads `name` of `path` whole through the checked driver as the readers do; the reason their
+// messages give when the read fails, "read" when it succeeds.
 std::string read_reason(const std::string& path, const std::string& name, std::vector<std::uint8_t>& values) {
   Hdf5Handle access = detail::checked_file_access();
   Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
@@ -334,7 +334,7 @@ std::string read_reason(const std::string& path, const std::string& name, std::v
   if (detail::read_checked(dataset.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >=
       0)
     return "read";
-  return detail::hdf5_innermost_error();
+  return detail::read_failure_reason();
 }
 
 TEST(CheckedChunkDecoding, GzipChunkThatInflatesToAnotherSizeFailsItsReadNamingWhy) {
