@@ -1,7 +1,8 @@
 // The storage check (dataset_storage_check.hpp says why it exists). What HDF5 1.10.8 does with
 // each layout when H5Dread copies values out (docs/HARDENING.md has the two damaged files):
 // - compact: the values live in the layout message; HDF5 allocates the message's stated data size
-//   when it opens the dataset and copies the extent's bytes from that buffer (H5D__compact_readvv);
+//   when it opens the dataset and copies the extent's bytes from that buffer (H5D__compact_readvv;
+//   HDF5 1.10.11, 1.12.3 and 1.14.1 refuse such a dataset at open themselves);
 // - chunked: for a chunk it finds in the index, HDF5 allocates the size the chunk's index record
 //   states and reads that much, runs the filters the record does not skip, and copies a whole
 //   chunk's worth of values from the result (H5D__chunk_lock); without filters nothing makes up a
