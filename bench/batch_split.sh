@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Heterogeneous data-parallel on CPU ranks of unequal speed: 3 ranks on 2 cores, rank 0 alone on
-# core 0 and ranks 1 and 2 sharing core 1 (taskset per rank through an MPMD mpirun, 1 OpenMP
+# core 0 and ranks 1 and 2 sharing core 1 (taskset per rank, chosen by its rank number, 1 OpenMP
 # thread each). Runs the same job with distributed.batch_split: equal and throughput, alternating,
 # REPETITIONS times each, and prints per run: overall img/s (summary.json, warm-up excluded), the
 # median step time of each rank, the split chosen and the probe's start-up seconds; then the
@@ -18,9 +18,12 @@ mkdir -p "$work"
 run() {  # run SPLIT DIRECTORY
   local split=$1 directory=$2 arguments=(train "$config" --run-dir "$2" --set "distributed.batch_split=$1" "${@:3}")
   rm -rf "$directory"
-  mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 \
-    -np 1 taskset -c 0 "$phalanx" "${arguments[@]}" : \
-    -np 2 taskset -c 1 "$phalanx" "${arguments[@]}" >"$directory.log" 2>&1
+  # One command for all ranks, not an MPMD line (`-np 1 A : -np 2 B`): Debian 13's Open MPI 5.0.7
+  # mpirun crashes on those (open-mpi/ompi#13303).
+  # shellcheck disable=SC2016  # expanded by each rank's sh
+  mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -np 3 \
+    sh -c 'exec taskset -c $((OMPI_COMM_WORLD_RANK == 0 ? 0 : 1)) "$@"' rank "$phalanx" "${arguments[@]}" \
+    >"$directory.log" 2>&1
 }
 for repetition in $(seq "$repetitions"); do
   for split in equal throughput; do

@@ -21,6 +21,7 @@
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/data/hdf5_objects.hpp"
 #include "phalanx/data/object_header_check.hpp"
 #include "phalanx/nn/model.hpp"
 #include "phalanx/optim/optimizer.hpp"
@@ -37,17 +38,14 @@ int check_every_object_header(const std::string& path) {
   const data::detail::Hdf5Handle file =
       data::detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
   std::vector<std::string> names;
-  H5Ovisit(
-      file.get(), H5_INDEX_NAME, H5_ITER_INC,
-      [](hid_t, const char* name, const H5O_info_t*, void* found) -> herr_t {
-        // Absolute names, as a load asks for them ("/" appended to: GCC 12 warns falsely,
-        // -Wrestrict, on "/" + std::string at -O3).
-        std::string absolute = "/";
-        if (std::string(name) != ".") absolute += name;
-        static_cast<std::vector<std::string>*>(found)->push_back(absolute);
-        return 0;
-      },
-      &names);
+  data::detail::visit_objects(file.get(), [&](const char* name, H5O_type_t) -> herr_t {
+    // Absolute names, as a load asks for them ("/" appended to: GCC 12 warns falsely,
+    // -Wrestrict, on "/" + std::string at -O3).
+    std::string absolute = "/";
+    if (std::string(name) != ".") absolute += name;
+    names.push_back(absolute);
+    return 0;
+  });
   for (const std::string& name : names) data::detail::check_object_header(file.get(), name, path);
   return static_cast<int>(names.size());
 }

@@ -32,7 +32,8 @@ void LoaderBatches(benchmark::State& state) {
     phalanx::data::ShardPlan plan(split->count, batch, 0, 1, 7);
     phalanx::data::Loader loader(split, plan, 4, 0, 0, 1, phalanx::HostAllocator::instance());
     while (const auto* next = loader.next()) {
-      benchmark::DoNotOptimize(next->images[0]);
+      std::uint8_t first_byte = next->images[0];  // DoNotOptimize of a const reference is deprecated
+      benchmark::DoNotOptimize(first_byte);
       ++batches;
     }
   }

@@ -20,7 +20,7 @@ void PerStepHooks(benchmark::State& state) {
   phalanx::train::StepTimeStatistics statistics;
   phalanx::Stopwatch stage_clock;
   for (auto _ : state) {
-    const double start = phalanx::steady_seconds();
+    double start = phalanx::steady_seconds();  // not const: DoNotOptimize of a const reference is deprecated
     stage_clock.restart();
     const double host_to_device = stage_clock.seconds();
     statistics.add(host_to_device + start * 0);

@@ -2,12 +2,13 @@
 # Runs the README's commands in a clean Debian root, so that a missing install step shows up here
 # and not on a user's new machine: this machine (and CI's) has packages and tweaks a fresh one lacks.
 #
-#   launch/fresh-root-check.sh [--tests] [--keep] [-- ARGS FOR phalanx train]
+#   launch/fresh-root-check.sh [--suite NAME] [--tests] [--keep] [-- ARGS FOR phalanx train]
 #
-# Builds a minimal root with `debootstrap --variant=minbase` (the host's Debian release, the mirror
-# read from the host's apt sources), binds /proc, /dev and /sys, and the CUDA toolkit read-only as
-# the host has it (the toolkit folder and its symlinks, headers, runtime and wrapper scripts under
-# /usr/local), clones the committed checkout into it (untracked files cannot help), and runs:
+# Builds a minimal root with `debootstrap --variant=minbase` (the host's Debian release, or the one
+# --suite names, e.g. trixie; the mirror and the root's apt sources are the host's Debian entries,
+# with the suite renamed for another release: bookworm-security becomes trixie-security), binds
+# /proc, /dev and /sys, and the CUDA toolkit read-only as the host has it (the toolkit folder and
+# its symlinks, headers, runtime and wrapper scripts under /usr/local), clones the committed checkout into it (untracked files cannot help), and runs:
 #   default   launch/quickstart.sh with its training cut short (ARGS, default
 #             --set train.epochs=1), then checks the exit status and the printed test accuracy
 #             (at least $PHALANX_FRESH_MIN_ACCURACY, default 0.80);
@@ -19,11 +20,15 @@ set -euo pipefail
 
 mode=main
 keep=0
+suite=""
 train_arguments=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --tests) mode=tests ;;
     --keep) keep=1 ;;
+    --suite)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "fresh-root-check: --suite needs a Debian release name" >&2; exit 2; }
+      suite=$2; shift ;;
     --) shift; train_arguments=("$@"); break ;;
     -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh-root-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -41,6 +46,10 @@ repository=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 codename=${VERSION_CODENAME:?fresh-root-check: /etc/os-release names no release}
 if [ "${ID:-}" != debian ]; then
   echo "fresh-root-check: the host is ${ID:-unknown}, not Debian: no Debian mirror to read" >&2; exit 2
+fi
+suite=${suite:-$codename}
+if [ ! -e "/usr/share/debootstrap/scripts/$suite" ]; then
+  echo "fresh-root-check: debootstrap on this machine does not know the release '$suite'" >&2; exit 2
 fi
 
 # The host's Debian sources: one-line (sources.list) and deb822 (*.sources) entries whose suite is
@@ -75,11 +84,14 @@ debian_sources() {
       END { flush() }' "$file"
   done
 }
-mapfile -t source_lines < <(debian_sources)
+mapfile -t host_source_lines < <(debian_sources)
 mirror=""
-for line in "${source_lines[@]}"; do
-  read -r uri suite _ <<<"$line"
-  if [ "$suite" = "$codename" ]; then mirror=$uri; break; fi
+source_lines=()
+for line in "${host_source_lines[@]}"; do
+  read -r uri source_suite components <<<"$line"
+  if [ "$source_suite" = "$codename" ] && [ -z "$mirror" ]; then mirror=$uri; fi
+  # The same archive for the root's release: bookworm-updates names trixie-updates in a trixie root.
+  source_lines+=("$uri $suite${source_suite#"$codename"} $components")
 done
 if [ -z "$mirror" ]; then
   echo "fresh-root-check: no apt source for '$codename' in /etc/apt/sources.list(.d)" >&2; exit 2
@@ -138,14 +150,14 @@ timed() {  # timed LABEL COMMAND...: runs it, prints how long it took, returns i
   return "$status"
 }
 
-echo "fresh-root-check: debootstrap --variant=minbase $codename from $mirror into $root"
+echo "fresh-root-check: debootstrap --variant=minbase $suite from $mirror into $root"
 start=$SECONDS
-debootstrap --variant=minbase "$codename" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
+debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
   { tail -n 30 "$root.debootstrap.log" >&2; exit 1; }
 rm -f "$root.debootstrap.log"
 echo "fresh-root-check: debootstrap took $((SECONDS - start)) s"
 
-# The host's Debian sources, so the root installs the same package versions as the host would.
+# The host's Debian sources (for the root's release), so the root installs what the host would.
 : >"$root/etc/apt/sources.list"
 for line in "${source_lines[@]}"; do echo "deb $line" >>"$root/etc/apt/sources.list"; done
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
@@ -217,7 +229,7 @@ if [ "$mode" = tests ]; then
   timed "launch/run-tests.sh" in_root bash -c 'cd /root/phalanx && launch/run-tests.sh' 2>&1 | tee "$log" ||
     status=$?
   [ "$status" -eq 0 ] || { echo "fresh-root-check: FAILED: launch/run-tests.sh exited $status" >&2; exit 1; }
-  echo "fresh-root-check: PASSED: launch/run-tests.sh in a fresh $codename root"
+  echo "fresh-root-check: PASSED: launch/run-tests.sh in a fresh $suite root"
   exit 0
 fi
 
@@ -235,4 +247,4 @@ fi
 if ! awk -v value="$accuracy" -v minimum="$minimum_accuracy" 'BEGIN { exit !(value >= minimum) }'; then
   echo "fresh-root-check: FAILED: test accuracy $accuracy is under $minimum_accuracy" >&2; exit 1
 fi
-echo "fresh-root-check: PASSED: the main job in a fresh $codename root, test accuracy $accuracy"
+echo "fresh-root-check: PASSED: the main job in a fresh $suite root, test accuracy $accuracy"

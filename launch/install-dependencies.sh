@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian packages phalanx builds, tests and runs with, and oneDNN 3 from PyPI into
-# build/dependencies/onednn (idempotent: apt-get and pip run only when something is missing). The
-# CUDA toolkit, cuDNN and NCCL are expected under /usr/local/cuda.
+# Installs the Debian packages phalanx builds, tests and runs with, and oneDNN 3: Debian's own where
+# apt offers a libdnnl-dev of major version 3 or newer (Debian 13), else Intel's build from PyPI into
+# build/dependencies/onednn (Debian 12). Idempotent: apt-get and pip run only when something is
+# missing. The CUDA toolkit, cuDNN and NCCL are expected under /usr/local/cuda.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-dev libyaml-cpp-dev libgtest-dev
@@ -20,7 +21,29 @@ packages+=(environment-modules git)
 if [ "${PHALANX_WITH_TORCH:-0}" = 1 ]; then packages+=(python3-torch); fi
 # The fuzz targets (launch/sanitize.sh fuzz): clang with libFuzzer and its sanitizer runtimes, and
 # LLVM's OpenMP for the CPU backend built with clang. (GCC's sanitizer runtimes come with g++.)
-if [ "${PHALANX_WITH_FUZZ:-0}" = 1 ]; then packages+=(clang libclang-rt-14-dev libomp-dev); fi
+if [ "${PHALANX_WITH_FUZZ:-0}" = 1 ]; then packages+=(clang libclang-rt-dev libomp-dev); fi
+
+# oneDNN 3 (phalanx is written against its v3 API): which one, by the libdnnl-dev apt would install
+# (the installed one, else the candidate of its package lists, fetched first where apt knows none, as
+# in a fresh root). Debian's needs ocl-icd-opencl-dev too: its dnnl-config.cmake asks for OpenCL,
+# which libdnnl-dev only recommends.
+onednn_debian_version() {
+  apt-cache policy libdnnl-dev 2>/dev/null | awk '$1 == "Installed:" && $2 != "(none)" { print $2; exit }
+    $1 == "Candidate:" && $2 != "(none)" { print $2; exit }'
+}
+onednn_version=$(onednn_debian_version)
+if [ -z "$onednn_version" ] && [ "$(id -u)" = 0 ]; then
+  apt-get update -qq
+  onednn_version=$(onednn_debian_version)
+fi
+# Debian versions read "3.7.1+ds-1" (an epoch "1:" would come first).
+onednn_major=$(echo "${onednn_version#*:}" | cut -d. -f1)
+if [ -n "$onednn_major" ] && [ "$onednn_major" -ge 3 ] 2>/dev/null; then
+  onednn_source=debian
+  packages+=(libdnnl-dev ocl-icd-opencl-dev)
+else
+  onednn_source=pypi
+fi
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -34,11 +57,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "installed ${#missing[@]} packages (and what they depend on) in $((SECONDS - start)) s"
 fi
 
-# oneDNN 3 (phalanx is written against its v3 API; Debian 12 has only 2.6): Intel's build on PyPI,
-# the one on GNU OpenMP as phalanx's own loops are, in a virtual environment under the build folder,
-# so no system Python package changes. CMake looks there (CMakeLists.txt); a oneDNN 3 of one's own
-# (Debian 13's libdnnl-dev, Spack, a module) is taken instead when dnnl_DIR or CMAKE_PREFIX_PATH
-# names it. PyPI numbers these packages by oneAPI release: 2023.0 is oneDNN 3.0, 2022.x is 2.x.
+if [ "$onednn_source" = debian ]; then
+  echo "oneDNN: Debian's libdnnl-dev $onednn_version"
+  exit 0
+fi
+# Where apt offers only oneDNN 2 (Debian 12 has 2.6): Intel's build on PyPI, the one on GNU OpenMP
+# as phalanx's own loops are, in a virtual environment under the build folder, so no system Python
+# package changes. CMake looks there (CMakeLists.txt); a oneDNN 3 of one's own (Spack, a module) is
+# taken instead when dnnl_DIR or CMAKE_PREFIX_PATH names it. PyPI numbers these packages by oneAPI
+# release: 2023.0 is oneDNN 3.0, 2022.x is 2.x.
 onednn=build/dependencies/onednn
 requirements="onednn-cpu-gomp>=2023 onednn-devel-cpu-gomp>=2023"
 # The stamp is written last: an interrupted install, or other requirements, installs again.

@@ -18,6 +18,12 @@ namespace {
 // What the chunks of the dataset this thread reads hold; empty when no read_checked() is under way.
 thread_local ChunkExpectation current_expectation;
 
+// Why a filter refused a chunk in the read_checked() this thread made last: the filter's own words
+// (push_filter_error), else which filter failed (note_filter_failure); empty when none failed.
+// HDF5 1.14.5 and later pause the error stack while a filter runs, so what a filter pushes there
+// never reaches the reader's message: it is kept here, the same way on every version.
+thread_local std::string filter_refusal;
+
 std::string filter_name(H5Z_filter_t filter) {
   switch (filter) {
     case H5Z_FILTER_DEFLATE: return "gzip";
@@ -29,6 +35,34 @@ std::string filter_name(H5Z_filter_t filter) {
     case lzf_filter_id: return "LZF";
     default: return "filter " + std::to_string(filter);
   }
+}
+
+// HDF5 calls this (the transfer list's filter callback) when a filter fails on a chunk.
+H5Z_cb_return_t note_filter_failure(H5Z_filter_t filter, void*, std::size_t, void*) noexcept {
+  try {
+    if (filter_refusal.empty())
+      filter_refusal = filter == H5Z_FILTER_FLETCHER32 ? "the chunk fails its Fletcher-32 checksum"
+                                                       : filter_name(filter) + " cannot decode the chunk";
+  } catch (...) {  // std::bad_alloc: the read fails all the same
+  }
+  return H5Z_CB_FAIL;  // the read fails, as it does without a callback
+}
+
+// The transfer list that reads with note_filter_failure: `transfer` itself (phalanx's own lists,
+// such as the collective MPI-IO one), or for H5P_DEFAULT one made once for the process. Set before
+// the read: an HDF5 call after a failed read would clear the error stack its reason is taken from.
+hid_t noting_filter_failures(hid_t transfer) {
+  if (transfer != H5P_DEFAULT) {
+    H5Pset_filter_callback(transfer, note_filter_failure, nullptr);
+    return transfer;
+  }
+  // Closed when the process exits, before HDF5's own exit handler closes the library.
+  static const Hdf5Handle default_transfer = [] {
+    Hdf5Handle list = property_list_handle(H5Pcreate(H5P_DATASET_XFER));
+    if (list.valid() && H5Pset_filter_callback(list.get(), note_filter_failure, nullptr) < 0) list.close();
+    return list;
+  }();
+  return default_transfer.valid() ? default_transfer.get() : H5P_DEFAULT;
 }
 
 }  // namespace
@@ -140,11 +174,17 @@ herr_t read_checked(hid_t dataset, hid_t memory_type, hid_t memory_space, hid_t 
   // Worked out before the read, its handles closed: closing one after a failed read would clear
   // the error stack the caller takes the reason from.
   const ChunkExpectation expectation = expectation_of(dataset);
+  const hid_t noting_transfer = noting_filter_failures(transfer);
   const ChunkExpectation outer = current_expectation;
   current_expectation = expectation;
-  const herr_t status = H5Dread(dataset, memory_type, memory_space, file_space, transfer, buffer);
+  filter_refusal.clear();
+  const herr_t status = H5Dread(dataset, memory_type, memory_space, file_space, noting_transfer, buffer);
   current_expectation = outer;
   return status;
+}
+
+std::string read_failure_reason() {
+  return filter_refusal.empty() ? hdf5_failure_reason() : filter_refusal;
 }
 
 const ChunkExpectation& chunk_expectation() {
@@ -153,6 +193,10 @@ const ChunkExpectation& chunk_expectation() {
 
 void push_filter_error(const char* filter, const char* reason) noexcept {
   H5Epush2(H5E_DEFAULT, __FILE__, filter, __LINE__, H5E_ERR_CLS, H5E_PLINE, H5E_CANTFILTER, "%s", reason);
+  try {
+    if (filter_refusal.empty()) filter_refusal = reason;
+  } catch (...) {  // std::bad_alloc: note_filter_failure names the filter instead
+  }
 }
 
 bool decoded_chunk_fits(const char* filter, std::size_t decoded) noexcept {

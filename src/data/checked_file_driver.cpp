@@ -26,10 +26,11 @@
 #include "phalanx/data/hdf5_lock.hpp"
 #include "phalanx/data/object_header_check.hpp"
 
-// HDF5 1.13 changed the driver class (a version and an identifier first, vector and selection I/O
-// callbacks, H5FDdevelop.h); the class below is laid out as in 1.10 and 1.12 (Debian 12: 1.10.8).
-#if H5_VERSION_GE(1, 13, 0)
-#error "checked_file_driver.cpp fills HDF5 1.10/1.12's H5FD_class_t; HDF5 1.13+ needs its new fields set"
+// The driver class has two layouts: HDF5 1.10 and 1.12's, and from 1.14 (H5FDdevelop.h) version 1
+// of the class, marked by H5FD_CLASS_VERSION, with an identifier, vector and selection I/O, delete
+// and control callbacks. A later version of the class needs its own fields set here.
+#if defined(H5FD_CLASS_VERSION) && H5FD_CLASS_VERSION != 1
+#error "checked_file_driver.cpp fills HDF5's file driver class of version 1 (HDF5 1.14); this HDF5's is newer"
 #endif
 
 namespace phalanx::data::detail {
@@ -506,7 +507,17 @@ herr_t unlock_file(H5FD_t* hdf5_file) noexcept {
   return change_lock(hdf5_file, LOCK_UN, H5E_CANTUNLOCKFILE, "unable to unlock file");
 }
 
+#ifdef H5FD_CLASS_VERSION
+// A driver's number: HDF5 keeps 0-255 for its own and leaves 256-511 to drivers that are not
+// registered with The HDF Group; this one never leaves the process (no file records it).
+constexpr H5FD_class_value_t checked_driver_value = 0x1d0;
+#endif
+
 const H5FD_class_t checked_driver_class = {
+#ifdef H5FD_CLASS_VERSION
+    .version = H5FD_CLASS_VERSION,
+    .value = checked_driver_value,
+#endif
     .name = "phalanx_checked",
     .maxaddr = largest_address,
     .fc_degree = H5F_CLOSE_WEAK,
@@ -534,10 +545,22 @@ const H5FD_class_t checked_driver_class = {
     .get_handle = file_handle,
     .read = read_file,
     .write = write_file,
+#ifdef H5FD_CLASS_VERSION
+    // Without these HDF5 turns vector and selection reads into calls of `read`, which checks them.
+    .read_vector = nullptr,
+    .write_vector = nullptr,
+    .read_selection = nullptr,
+    .write_selection = nullptr,
+#endif
     .flush = nullptr,
     .truncate = nullptr,
     .lock = lock_file,
     .unlock = unlock_file,
+#ifdef H5FD_CLASS_VERSION
+    .del = nullptr,  // H5Fdelete: a read-only driver deletes no file
+    // No control operations: HDF5 answers them as sec2 does, failing those that must be known.
+    .ctl = nullptr,
+#endif
     .fl_map = H5FD_FLMAP_DICHOTOMY,
 };
 

@@ -394,7 +394,7 @@ Split read_split(const std::string& path, const std::string& split_name) {
   const std::string images_name = "/" + split.name + "/images";
   Hdf5Handle images = detail::open_checked_dataset(file.get(), images_name, path);
   split.images.resize(static_cast<std::size_t>(split.count * split.image_bytes()));
-  if (!images.valid()) fail(path, images_name + ": cannot be opened (" + detail::read_failure_reason() + ")");
+  if (!images.valid()) fail(path, images_name + ": cannot be opened (" + detail::hdf5_failure_reason() + ")");
   // In slabs of whole chunks (HDF5 reads each chunk once either way), so that a damaged chunk can
   // be named by its samples, as a streamed read names it: a slab that fails is read again a chunk
   // at a time to find it.

@@ -1,7 +1,8 @@
 // The storage check (dataset_storage_check.hpp says why it exists). What HDF5 1.10.8 does with
 // each layout when H5Dread copies values out (docs/HARDENING.md has the two damaged files):
 // - compact: the values live in the layout message; HDF5 allocates the message's stated data size
-//   when it opens the dataset and copies the extent's bytes from that buffer (H5D__compact_readvv);
+//   when it opens the dataset and copies the extent's bytes from that buffer (H5D__compact_readvv;
+//   HDF5 1.10.11, 1.12.3 and 1.14.1 refuse such a dataset at open themselves);
 // - chunked: for a chunk it finds in the index, HDF5 allocates the size the chunk's index record
 //   states and reads that much, runs the filters the record does not skip, and copies a whole
 //   chunk's worth of values from the result (H5D__chunk_lock); without filters nothing makes up a
@@ -12,6 +13,7 @@
 #include "phalanx/data/dataset_storage_check.hpp"
 
 #include <limits>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
+#include "phalanx/data/hdf5_objects.hpp"
 
 namespace phalanx::data::detail {
 namespace {
@@ -164,9 +167,9 @@ std::string walk_chunk_tree(const hdf5_format::HeaderFile& file, const ChunkTree
 // format) are left to HDF5.
 std::string many_chunk_records_problem(hid_t dataset, const RecordRule& rule) {
   using namespace hdf5_format;
-  H5O_info_t info{};
+  const std::optional<ObjectFacts> object = object_facts(dataset, ".");
   FileFacts facts;
-  if (H5Oget_info2(dataset, &info, H5O_INFO_BASIC) < 0 || !describe_file(dataset, facts)) return {};
+  if (!object || !describe_file(dataset, facts)) return {};
   std::string path;
   if (facts.descriptor < 0) {  // under HDF5's MPI-IO driver: read through a descriptor of its own
     const ssize_t length = H5Fget_name(dataset, nullptr, 0);
@@ -178,7 +181,7 @@ std::string many_chunk_records_problem(hid_t dataset, const RecordRule& rule) {
   const HeaderFile file(facts.descriptor, path, facts.base, facts.address_bytes, facts.length_bytes);
   if (!file.readable()) return {};
   try {
-    const ChunkTree tree = chunk_tree(file, info.addr);
+    const ChunkTree tree = chunk_tree(file, object->header_address);
     if (tree.address == 0) return {};
     return walk_chunk_tree(file, tree, rule);
   } catch (const Damage& damage) {

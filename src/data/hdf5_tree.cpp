@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <exception>
 #include <filesystem>
 #include <iomanip>
 #include <map>
@@ -17,6 +16,7 @@
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/data/hdf5_objects.hpp"
 #include "phalanx/data/object_header_check.hpp"
 #include "source_layout.hpp"
 
@@ -37,54 +37,33 @@ std::vector<Entry> list_entries(const std::string& path) {
   const auto hdf5_lock = lock_hdf5();
   detail::silence_hdf5_error_printing();
   detail::Hdf5Handle file = mapped::open_file(path, "");
-  struct Visit {
-    hid_t file;
-    const std::string& path;
-    std::vector<Entry> entries;
-    // An error inside the callback, rethrown once HDF5 has returned: no exception may unwind
-    // through HDF5's C frames.
-    std::exception_ptr error;
-  } visit{file.get(), path, {}, {}};
+  std::vector<Entry> entries;
   const std::string absolute = std::filesystem::absolute(path).lexically_normal().string();
-  const auto callback = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
-    auto& state = *static_cast<Visit*>(data);
+  detail::visit_objects(file.get(), [&](const char* name, H5O_type_t type) -> herr_t {
     if (std::string(name) == ".") return 0;
     Entry entry;
     entry.name = "/";  // appended: GCC 12 warns falsely (-Wrestrict) on "/" + std::string at -O3
     entry.name += name;
-    if (info->type == H5O_TYPE_GROUP) {
+    if (type == H5O_TYPE_GROUP) {
       entry.group = true;
       // HDF5 visits the group's links next: its header (and local heap) is checked first.
-      try {
-        detail::check_object_header(state.file, entry.name, state.path);
-      } catch (...) {
-        state.error = std::current_exception();
-        return -1;
-      }
-    } else if (info->type == H5O_TYPE_DATASET) {
-      detail::Hdf5Handle dataset;
-      try {
-        dataset = detail::open_checked_dataset(state.file, entry.name, state.path);
-      } catch (...) {
-        state.error = std::current_exception();
-        return -1;
-      }
+      detail::check_object_header(file.get(), entry.name, path);
+    } else if (type == H5O_TYPE_DATASET) {
+      const detail::Hdf5Handle dataset = detail::open_checked_dataset(file.get(), entry.name, path);
       if (!dataset.valid()) return 0;
-      detail::Hdf5Handle type = detail::datatype_handle(H5Dget_type(dataset.get()));
-      entry.dtype = type.valid() ? detail::describe_type(type.get()) : "?";
-      entry.type_class = type.valid() ? H5Tget_class(type.get()) : H5T_NO_CLASS;
+      detail::Hdf5Handle datatype = detail::datatype_handle(H5Dget_type(dataset.get()));
+      entry.dtype = datatype.valid() ? detail::describe_type(datatype.get()) : "?";
+      entry.type_class = datatype.valid() ? H5Tget_class(datatype.get()) : H5T_NO_CLASS;
       entry.shape = mapped::dimensions(dataset.get());
       entry.storage = mapped::storage(dataset.get());
     } else {
       return 0;
     }
-    state.entries.push_back(std::move(entry));
+    entry.file = absolute;
+    entries.push_back(std::move(entry));
     return 0;
-  };
-  H5Ovisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, callback, &visit);
-  if (visit.error) std::rethrow_exception(visit.error);
-  for (auto& entry : visit.entries) entry.file = absolute;
-  return visit.entries;
+  });
+  return entries;
 }
 
 std::string lower(std::string text) {

@@ -2,13 +2,14 @@
 #include "mapped_file.hpp"
 
 #include <algorithm>
-#include <exception>
 #include <filesystem>
+#include <optional>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset_storage_check.hpp"
+#include "phalanx/data/hdf5_objects.hpp"
 #include "phalanx/data/object_header_check.hpp"
 
 namespace phalanx::data::mapped {
@@ -45,32 +46,16 @@ detail::Hdf5Handle open_file(const std::string& path, const std::string& key) {
 }
 
 std::vector<std::string> dataset_names(hid_t file, const std::string& path) {
-  struct Visit {
-    hid_t file;
-    const std::string& path;
-    std::vector<std::string> names;
-    // An error inside the callback, rethrown once HDF5 has returned: no exception may unwind
-    // through HDF5's C frames.
-    std::exception_ptr error;
-  } visit{file, path, {}, {}};
-  const auto callback = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
-    auto& state = *static_cast<Visit*>(data);
+  std::vector<std::string> names;
+  detail::visit_objects(file, [&](const char* name, H5O_type_t type) -> herr_t {
     if (std::string(name) == ".") return 0;
     const std::string full = std::string("/").append(name);
-    if (info->type == H5O_TYPE_DATASET) state.names.push_back(full);
-    if (info->type != H5O_TYPE_GROUP) return 0;
+    if (type == H5O_TYPE_DATASET) names.push_back(full);
     // HDF5 visits the group's links next: its header (and local heap) is checked first.
-    try {
-      detail::check_object_header(state.file, full, state.path);
-    } catch (...) {
-      state.error = std::current_exception();
-      return -1;
-    }
+    if (type == H5O_TYPE_GROUP) detail::check_object_header(file, full, path);
     return 0;
-  };
-  H5Ovisit(file, H5_INDEX_NAME, H5_ITER_INC, callback, &visit);
-  if (visit.error) std::rethrow_exception(visit.error);
-  return visit.names;
+  });
+  return names;
 }
 
 detail::Hdf5Handle open_dataset(hid_t file, const config::DatasetLocation& location, const std::string& key,
@@ -110,9 +95,8 @@ detail::Hdf5Handle open_dataset(hid_t file, const config::DatasetLocation& locat
   }
   if (H5Oexists_by_name(file, location.dataset.c_str(), H5P_DEFAULT) <= 0)
     fail(location, key, "a link that leads nowhere (dangling link)");
-  H5O_info_t object_info;
-  if (H5Oget_info_by_name(file, location.dataset.c_str(), &object_info, H5P_DEFAULT) < 0 ||
-      object_info.type != H5O_TYPE_DATASET)
+  const std::optional<detail::ObjectFacts> object = detail::object_facts(file, location.dataset.c_str());
+  if (!object || object->type != H5O_TYPE_DATASET)
     fail(location, key, "not a dataset (a group?); name the dataset itself");
   detail::check_object_header(file, location.dataset, location.file);
   detail::Hdf5Handle dataset = detail::dataset_handle(

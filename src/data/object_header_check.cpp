@@ -23,6 +23,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
+#include "phalanx/data/hdf5_objects.hpp"
 
 namespace phalanx::data::detail {
 namespace {
@@ -757,12 +758,13 @@ void check_before_hdf5_loads(hid_t location, const std::string& name, const std:
   if (name.empty() || name == "." || name == "/") return;
   // `this_file`: `name` is absolute and the memory is of `location`'s file (check_object_header).
   FileMemory& memory = file_memory();
-  H5L_info_t link{};
+  std::optional<haddr_t> address;
   for (std::size_t slash = name.find('/', 1);; slash = name.find('/', slash + 1)) {
     const std::string part = slash == std::string::npos ? name : name.substr(0, slash);
     const bool last = slash == std::string::npos;
     if (part != "/" && (last || !this_file || !memory.hard_links.count(part))) {
-      if (H5Lget_info(location, part.c_str(), &link, H5P_DEFAULT) < 0 || link.type != H5L_TYPE_HARD) return;
+      address = hard_link_address(location, part.c_str());
+      if (!address) return;
       if (this_file && !last) memory.hard_links.insert(part);
     }
     if (last) break;
@@ -771,20 +773,20 @@ void check_before_hdf5_loads(hid_t location, const std::string& name, const std:
   if (this_file) {
     facts = memory.facts;
   } else {
-    H5O_info_t here{};
-    if (H5Oget_info2(location, &here, H5O_INFO_BASIC) < 0 || !file_facts(location, here.fileno, facts))
-      return;
+    const std::optional<ObjectFacts> here = object_facts(location, ".");
+    if (!here || !file_facts(location, here->file_number, facts)) return;
   }
-  check_header_at(location, name, path, facts, link.u.address);
+  check_header_at(location, name, path, facts, *address);
 }
 
 // Checks the one header `name` leads to (its parent groups already checked). True when it
-// passed, or had passed before, with `info` set to what HDF5 says of it; false when the check
-// left it alone (no such object, or a file the check cannot read).
-bool check_one_header(hid_t location, const std::string& name, const std::string& path, H5O_info_t& info,
+// passed, or had passed before; false when the check left it alone (no such object, or a file
+// the check cannot read).
+bool check_one_header(hid_t location, const std::string& name, const std::string& path,
                       bool this_file = false) {
   check_before_hdf5_loads(location, name, path, this_file);
-  if (H5Oget_info_by_name2(location, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+  const std::optional<ObjectFacts> object = object_facts(location, name.c_str());
+  if (!object) {
     // A name that leads nowhere is the caller's to report ("missing"). One that leads to a header
     // HDF5 cannot read is damage: opening it anyway fails too, after HDF5 1.10 has allocated
     // what it then leaks.
@@ -794,7 +796,8 @@ bool check_one_header(hid_t location, const std::string& name, const std::string
     return false;
   }
   FileFacts facts;
-  return file_facts(location, info.fileno, facts) && check_header_at(location, name, path, facts, info.addr);
+  return file_facts(location, object->file_number, facts) &&
+         check_header_at(location, name, path, facts, object->header_address);
 }
 
 }  // namespace
@@ -804,28 +807,26 @@ void check_object_header(hid_t location, const std::string& name, const std::str
   // group's links (or its symbol table and local heap): each group on the way is checked before
   // HDF5 looks into it, starting with `location` itself.
   const bool absolute = !name.empty() && name.front() == '/';
-  H5O_info_t info{};
   FileMemory& memory = file_memory();
   // A root that passed makes the memory this file's: its groups that passed are known by name.
   bool this_file = false;
   if (absolute) {
     const Hdf5Handle file = file_handle(H5Iget_file_id(location));
     this_file = file.valid() && memory.known && memory.root_passed_in == file.get();
-    if (!this_file && check_one_header(location, "/", path, info) && file.valid()) {
+    if (!this_file && check_one_header(location, "/", path) && file.valid()) {
       memory.root_passed_in = file.get();
       this_file = true;
     }
   } else {
-    check_one_header(location, ".", path, info);
+    check_one_header(location, ".", path);
   }
   for (std::size_t slash = name.find('/', 1); slash != std::string::npos; slash = name.find('/', slash + 1)) {
     if (name[slash - 1] == '/') continue;
     const std::string group = name.substr(0, slash);
     if (this_file && memory.passed_groups.count(group)) continue;
-    if (check_one_header(location, group, path, info, this_file) && this_file)
-      memory.passed_groups.insert(group);
+    if (check_one_header(location, group, path, this_file) && this_file) memory.passed_groups.insert(group);
   }
-  if (name != "/" && name != ".") check_one_header(location, name, path, info, this_file);
+  if (name != "/" && name != ".") check_one_header(location, name, path, this_file);
 }
 
 Hdf5Handle open_checked_dataset(hid_t location, const std::string& name, const std::string& path) {

@@ -31,8 +31,10 @@ std::int64_t open_file_bytes(hid_t file, bool mpi_io) {
 }
 
 // Reads samples [begin, end) of `dataset` (any rank, split along its first axis) into scratch
-// memory; whether HDF5 could.
-bool read_samples_alone(hid_t dataset, hid_t memory_type, std::int64_t begin, std::int64_t end) {
+// memory; whether HDF5 could, and if not `failure` says why (taken before the read's handles close,
+// which clears HDF5's error stack).
+bool read_samples_alone(hid_t dataset, hid_t memory_type, std::int64_t begin, std::int64_t end,
+                        std::string& failure) {
   detail::Hdf5Handle space = detail::dataspace_handle(H5Dget_space(dataset));
   const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (rank < 1 || rank > 8) return false;
@@ -44,10 +46,12 @@ bool read_samples_alone(hid_t dataset, hid_t memory_type, std::int64_t begin, st
   for (int axis = 0; axis < rank; ++axis) elements *= dimensions[axis];
   std::vector<std::uint8_t> scratch(elements * H5Tget_size(memory_type));
   detail::Hdf5Handle memory = detail::dataspace_handle(H5Screate_simple(rank, dimensions, nullptr));
-  return memory.valid() &&
-         H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, dimensions, nullptr) >= 0 &&
-         detail::read_checked(dataset, memory_type, memory.get(), space.get(), H5P_DEFAULT, scratch.data()) >=
-             0;
+  if (memory.valid() &&
+      H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, dimensions, nullptr) >= 0 &&
+      detail::read_checked(dataset, memory_type, memory.get(), space.get(), H5P_DEFAULT, scratch.data()) >= 0)
+    return true;
+  failure = detail::read_failure_reason();
+  return false;
 }
 }  // namespace
 
@@ -63,7 +67,7 @@ void SplitReader::fail_read(hid_t dataset, hid_t memory_type, const std::string&
                             std::int64_t end) const {
   // Read right after the failure, before another HDF5 call clears the error stack.
   const std::string system_reason = detail::hdf5_system_reason();
-  const std::string innermost = detail::hdf5_innermost_error();
+  std::string reason = detail::read_failure_reason();
   const std::string range = "[" + std::to_string(begin) + ":" + std::to_string(end) + "]";
   // Chunks past the new end of a truncated file read as zeros and then fail their checksums:
   // the truncation is the cause to name.
@@ -78,14 +82,13 @@ void SplitReader::fail_read(hid_t dataset, hid_t memory_type, const std::string&
   // read the range chunk by chunk, as HDF5 stores and checks it, to name the samples at fault. A
   // collective read needs every rank, so MPI-IO reads name the whole range.
   std::string samples = range;
-  std::string reason = innermost.empty() ? "file truncated or corrupt" : innermost;
   if (!mpi_io_)
     for (std::int64_t first = begin - begin % chunk_samples_; first < end; first += chunk_samples_) {
       const std::int64_t last = std::min(first + chunk_samples_, split_.count);
-      if (read_samples_alone(dataset, memory_type, first, last)) continue;
+      std::string chunk_reason;
+      if (read_samples_alone(dataset, memory_type, first, last, chunk_reason)) continue;
       samples = "[" + std::to_string(first) + ":" + std::to_string(last) + "]";
-      if (const std::string chunk_reason = detail::hdf5_innermost_error(); !chunk_reason.empty())
-        reason = chunk_reason;
+      reason = chunk_reason;
       break;
     }
   fail(path_, name + samples + ": cannot read the data: " + reason + " (the chunk of samples " + samples +

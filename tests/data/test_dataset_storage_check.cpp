@@ -148,6 +148,12 @@ TEST(DatasetStorage, ValidDatasetsOfEveryLayoutPassAndRead) {
   EXPECT_EQ(problem_of(path, "/unwritten"), "");
 }
 
+// HDF5 refuses to open a compact dataset whose stored data is not the size of its values from
+// 1.10.11, 1.12.3 and 1.14.1 on (HDF5 issue 2606): there the storage check never sees one.
+constexpr bool hdf5_refuses_mismatched_compact_data = H5_VERSION_GE(1, 14, 1) ||
+                                                      (H5_VERS_MINOR == 12 && H5_VERSION_GE(1, 12, 3)) ||
+                                                      (H5_VERS_MINOR == 10 && H5_VERSION_GE(1, 10, 11));
+
 TEST(DatasetStorage, CompactDataShorterThanItsValuesIsRefused) {
   // The checkpoint fuzzer's file: a layout message that says compact, holding 1 byte where the
   // scalar int64 needs 8. HDF5 1.10.8 allocated that 1 byte at open and copied 8 from it.
@@ -160,10 +166,15 @@ TEST(DatasetStorage, CompactDataShorterThanItsValuesIsRefused) {
   std::string bytes = testing::file_bytes(path);
   bytes[only_position(bytes, pattern) + 2] = 1;
   testing::write_bytes(path, bytes);
-  EXPECT_EQ(problem_of(path, "/value"), "its storage holds 1 byte, its 1 value of 8 bytes needs 8");
 
   Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  detail::silence_hdf5_error_printing();
   Hdf5Handle dataset = detail::dataset_handle(H5Dopen2(file.get(), "/value", H5P_DEFAULT));
+  if (hdf5_refuses_mismatched_compact_data) {
+    EXPECT_FALSE(dataset.valid()) << "this HDF5 opened the damaged compact dataset";
+    return;
+  }
+  EXPECT_EQ(problem_of(path, "/value"), "its storage holds 1 byte, its 1 value of 8 bytes needs 8");
   EXPECT_INPUT_ERROR(
       detail::require_sound_dataset_storage(dataset.get(), path + ": /value"),
       path + ": /value: its storage holds 1 byte, its 1 value of 8 bytes needs 8 (file corrupt?)");
@@ -179,9 +190,10 @@ TEST(DatasetStorage, CompactLabelsShorterThanTheirValuesAreRefusedByTheMappedSou
   bytes[only_position(bytes, pattern) + 2] = 4;
   testing::write_bytes(path, bytes);
   EXPECT_INPUT_ERROR(MappedSource mapped(source),
-                     path +
-                         ":/y (data.source.train.labels): its storage holds 4 bytes, "
-                         "its 6 values of 4 bytes need 24 (file corrupt?)");
+                     path + (hdf5_refuses_mismatched_compact_data
+                                 ? ":/y (data.source.train.labels): cannot be opened (file corrupt?)"
+                                 : ":/y (data.source.train.labels): its storage holds 4 bytes, "
+                                   "its 6 values of 4 bytes need 24 (file corrupt?)"));
 }
 
 TEST(DatasetStorage, ContiguousStorageShorterThanItsValuesIsRefused) {
@@ -322,8 +334,8 @@ std::string zlib_stream(const std::string& bytes) {
   return stream;
 }
 
-// Reads `name` of `path` whole through the checked driver as the readers do; the innermost reason
-// HDF5's error stack gives when the read fails, "read" when it succeeds.
+// Reads `name` of `path` whole through the checked driver as the readers do; the reason their
+// messages give when the read fails, "read" when it succeeds.
 std::string read_reason(const std::string& path, const std::string& name, std::vector<std::uint8_t>& values) {
   Hdf5Handle access = detail::checked_file_access();
   Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()));
@@ -334,7 +346,7 @@ std::string read_reason(const std::string& path, const std::string& name, std::v
   if (detail::read_checked(dataset.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >=
       0)
     return "read";
-  return detail::hdf5_innermost_error();
+  return detail::read_failure_reason();
 }
 
 TEST(CheckedChunkDecoding, GzipChunkThatInflatesToAnotherSizeFailsItsReadNamingWhy) {

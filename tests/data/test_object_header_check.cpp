@@ -9,12 +9,14 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "data/data_test_support.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
+#include "phalanx/data/hdf5_objects.hpp"
 #include "phalanx/data/object_header_check.hpp"
 #include "support/test_support.hpp"
 
@@ -161,14 +163,10 @@ void write_rich_file(const std::string& path, bool latest) {
 // Every object's name in the file, the root as "/".
 std::vector<std::string> object_names(hid_t file) {
   std::vector<std::string> names;
-  H5Ovisit(
-      file, H5_INDEX_NAME, H5_ITER_INC,
-      [](hid_t, const char* name, const H5O_info_t*, void* found) -> herr_t {
-        static_cast<std::vector<std::string>*>(found)->push_back(
-            std::string(name) == "." ? "/" : "/" + std::string(name));
-        return 0;
-      },
-      &names);
+  visit_objects(file, [&](const char* name, H5O_type_t) -> herr_t {
+    names.push_back(std::string(name) == "." ? "/" : "/" + std::string(name));
+    return 0;
+  });
   return names;
 }
 
@@ -450,10 +448,18 @@ TEST(ObjectHeaderCheck, FindsDamageInContinuationChunks) {
   std::uint64_t root_address = 0, first_chunk_end = 0;
   {
     const Hdf5Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-    H5O_info_t info{};
-    ASSERT_GE(H5Oget_info2(file.get(), &info, H5O_INFO_BASIC | H5O_INFO_HDR), 0);
-    ASSERT_GE(info.hdr.nchunks, 2U) << "the root's attributes fit one chunk: nothing tests continuations";
-    root_address = info.addr;
+    // The header's chunk count: HDF5 1.12 moved it to the native (file format) information.
+#if H5_VERSION_GE(1, 12, 0)
+    H5O_native_info_t header{};
+    ASSERT_GE(H5Oget_native_info(file.get(), &header, H5O_NATIVE_INFO_HDR), 0);
+#else
+    H5O_info_t header{};
+    ASSERT_GE(H5Oget_info2(file.get(), &header, H5O_INFO_HDR), 0);
+#endif
+    ASSERT_GE(header.hdr.nchunks, 2U) << "the root's attributes fit one chunk: nothing tests continuations";
+    const std::optional<ObjectFacts> root = object_facts(file.get(), ".");
+    ASSERT_TRUE(root.has_value());
+    root_address = root->header_address;
   }
   std::string bytes = phalanx::testing::file_bytes(path);
   first_chunk_end = root_address + 16 +
@@ -704,9 +710,9 @@ TEST(ObjectHeaderCheck, HeadersWithChunksPastTheFileEndAreRefusedBeforeHdf5Loads
   haddr_t address = HADDR_UNDEF;
   {
     const Hdf5Handle file = file_handle(H5Fopen(original_path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-    H5O_info_t info{};
-    ASSERT_GE(H5Oget_info_by_name2(file.get(), "/train/values", &info, H5O_INFO_BASIC, H5P_DEFAULT), 0);
-    address = info.addr;
+    const std::optional<ObjectFacts> values = object_facts(file.get(), "/train/values");
+    ASSERT_TRUE(values.has_value());
+    address = values->header_address;
   }
   std::string bytes = phalanx::testing::file_bytes(original_path);
   ASSERT_EQ(bytes[address], 1) << "not a version 1 object header";

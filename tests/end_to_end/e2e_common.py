@@ -16,6 +16,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -119,14 +120,32 @@ def mpirun(np_ranks, *args, timeout=300, cwd=None):
                        timeout=timeout, cwd=cwd)
 
 
-def mpirun_mpmd(apps, timeout=300, cwd=None):
-    """MPMD: apps is a list of (ranks, [phalanx args]); one mpirun runs them all together."""
-    command = [MPIEXEC, *MPI_FLAGS]
-    for index, (ranks, args) in enumerate(apps):
-        if index:
-            command.append(":")
-        command += ["-np", str(ranks), PHALANX, *map(str, args)]
-    return run_command(command, timeout=timeout, cwd=cwd)
+def open_mpi_major():
+    """The major version of the Open MPI whose mpiexec the tests run (`mpiexec (OpenRTE) 4.1.4`,
+    `mpiexec (Open MPI) 5.0.7`); 0 for another MPI."""
+    global _OPEN_MPI_MAJOR
+    if _OPEN_MPI_MAJOR is None:
+        first = subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+        found = re.match(r"\S+ \((?:OpenRTE|Open MPI)\) (\d+)\.", first)
+        _OPEN_MPI_MAJOR = int(found.group(1)) if found else 0
+    return _OPEN_MPI_MAJOR
+
+
+_OPEN_MPI_MAJOR = None
+
+
+def mpirun_per_rank(apps, flags=MPI_FLAGS, timeout=300, cwd=None):
+    """One job whose ranks run different commands, as MPMD (`mpirun -np 1 A : -np 2 B`) would:
+    apps is a list of (ranks, [command words]), in rank order. Debian 13's Open MPI 5.0.7 mpirun
+    crashes on any MPMD command line (open-mpi/ompi#13303, external PMIx; still in 5.0.10), so
+    every rank starts `sh`, which runs its own command by its rank number, on Open MPI 4 and 5 alike."""
+    cases, rank = [], 0
+    for ranks, words in apps:
+        cases.append(f"{rank}{''.join(f'|{rank + more}' for more in range(1, ranks))}) "
+                     f"exec {shlex.join(map(str, words))} ;;")
+        rank += ranks
+    script = f'case "$OMPI_COMM_WORLD_RANK" in {" ".join(cases)} esac; exit 99'
+    return run_command([MPIEXEC, *flags, "-np", str(rank), "sh", "-c", script], timeout=timeout, cwd=cwd)
 
 
 def work_dir(name):

@@ -552,8 +552,8 @@ class BadInputsTest(unittest.TestCase):
         config["optimizer"]["learning_rate"] = 0.5
         b_path = self.write("mismatch-b", config)
         run_dir = os.path.join(WORK, "runs", "mismatch")
-        result = e2e.mpirun_mpmd([(1, ["train", a_path, "--run-dir", run_dir]),
-                                  (1, ["train", b_path, "--run-dir", run_dir])], timeout=120)
+        result = e2e.mpirun_per_rank([(1, [e2e.PHALANX, "train", a_path, "--run-dir", run_dir]),
+                                      (1, [e2e.PHALANX, "train", b_path, "--run-dir", run_dir])], timeout=120)
         line = self.check_refused(result, run_dir, "mismatch-")
         self.assertIn("rank 1", line)
 

@@ -36,13 +36,10 @@ def setUpModule():
 
 
 def unequal_ranks(*args, timeout=300):
-    """MPMD: rank 0 with 2 OpenMP threads, rank 1 with 1 (`env` sets each rank's OMP_NUM_THREADS
-    after mpirun's own -x, so it works whichever way the launcher scopes -x)."""
-    command = [e2e.MPIEXEC, *e2e.MPI_FLAGS]
-    for index, threads in enumerate((2, 1)):
-        command += ([":"] if index else []) + ["-np", "1", "env", f"OMP_NUM_THREADS={threads}", e2e.PHALANX,
-                                               "train", *map(str, args)]
-    return e2e.run_command(command, timeout=timeout)
+    """Rank 0 with 2 OpenMP threads, rank 1 with 1 (`env` sets each rank's OMP_NUM_THREADS after
+    mpirun's own -x)."""
+    return e2e.mpirun_per_rank([(1, ["env", f"OMP_NUM_THREADS={threads}", e2e.PHALANX, "train", *args])
+                                for threads in (2, 1)], timeout=timeout)
 
 
 def largest_remainder(total, rates):

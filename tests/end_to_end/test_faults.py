@@ -181,7 +181,7 @@ class FaultTest(unittest.TestCase):
             damaged = bytes(byte ^ 0xFF for byte in file.read(64))
             file.seek(chunk.byte_offset + chunk.size // 2)
             file.write(damaged)
-        self.assert_stopped_naming(process, 2, (data, "/train/images[2560:3072]", "Fletcher32"))
+        self.assert_stopped_naming(process, 2, (data, "/train/images[2560:3072]", "Fletcher-32 checksum"))
         self.assert_checkpoints_before_the_fault_are_whole(run_dir)
 
     def test_file_system_failing_under_a_streaming_run_names_the_file(self):

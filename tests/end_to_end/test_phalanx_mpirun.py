@@ -93,7 +93,10 @@ class SignalTest(unittest.TestCase):
         self.assertEqual(len(stops), 1, output)
         self.assertEqual(stops[0]["signal"], "SIGUSR1", "the wrapper turns SIGTERM into SIGUSR1 for mpirun")
         self.assertTrue(os.path.isfile(os.path.join(run_dir, "checkpoints", f"step-{stops[0]['step']}.h5")))
-        self.assertIn("mpirun: Forwarding signal 10 to job", output)
+        # Only the wrapper got SIGTERM: the ranks' SIGUSR1 came through mpirun. Open MPI 4's says so
+        # ("mpirun: Forwarding signal 10 to job"); Open MPI 5's forwards it without a word.
+        if e2e.open_mpi_major() == 4:
+            self.assertIn("mpirun: Forwarding signal 10 to job", output)
 
 
 if __name__ == "__main__":

@@ -316,11 +316,9 @@ class SweepTest(unittest.TestCase, SweepChecks):
     def test_heterogeneous_ranks_follow_the_dispatch_rule(self):
         directory = os.path.join(WORK, "heterogeneous")
         sweep_file = write_sweep("heterogeneous.yaml", trials=6)
-        command = [e2e.MPIEXEC, "--oversubscribe", "--bind-to", "none",
-                   "-np", "1", "-x", "OMP_NUM_THREADS=2", e2e.PHALANX, "sweep", sweep_file, "--sweep-dir", directory,
-                   ":", "-np", "2", "-x", "OMP_NUM_THREADS=1", e2e.PHALANX, "sweep", sweep_file, "--sweep-dir",
-                   directory]
-        result = e2e.run_command(command, timeout=400)
+        sweep = [e2e.PHALANX, "sweep", sweep_file, "--sweep-dir", directory]
+        result = e2e.mpirun_per_rank([(1, ["env", "OMP_NUM_THREADS=2", *sweep]),
+                                      (2, ["env", "OMP_NUM_THREADS=1", *sweep])], timeout=400)
         self.assertEqual(result.returncode, 0, result.describe())
         self.check_finished_sweep(directory, trials=6)
         workers = query(directory, "SELECT * FROM workers ORDER BY worker")

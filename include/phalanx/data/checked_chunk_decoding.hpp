@@ -47,9 +47,16 @@ FilterPipeline filter_pipeline(hid_t creation);
 std::uint64_t stored_value_bytes(hid_t dataset);
 
 // H5Dread, with every chunk the read decodes through gzip or LZF required to decode to exactly
-// the bytes a chunk of `dataset` holds.
+// the bytes a chunk of `dataset` holds. A filter that fails on a chunk is noted for
+// read_failure_reason() through a filter callback, set on `transfer` unless it is H5P_DEFAULT.
 herr_t read_checked(hid_t dataset, hid_t memory_type, hid_t memory_space, hid_t file_space, hid_t transfer,
                     void* buffer);
+
+// Why the read_checked() this thread made last failed, for its message: the filter that refused a
+// chunk ("the chunk fails its Fletcher-32 checksum", or the filter's own words), else HDF5's
+// innermost reason (the checked file driver's for a damaged gzip chunk), else "file truncated or
+// corrupt". Call it right after the failed read: the next HDF5 call clears the error stack.
+std::string read_failure_reason();
 
 // What a chunk of the dataset this thread reads through read_checked() holds, for its decoders: 0
 // outside read_checked() and for datasets without a compressor.

@@ -117,10 +117,10 @@ inline std::string hdf5_innermost_error() {
   return innermost;
 }
 
-// Why the HDF5 read that just failed failed, for its message: HDF5's innermost reason ("data
-// error detected by Fletcher32 checksum", or a check of phalanx's naming a damaged chunk), else
-// "file truncated or corrupt".
-inline std::string read_failure_reason() {
+// Why the HDF5 call that just failed failed, for its message: HDF5's innermost reason, else "file
+// truncated or corrupt". (A failed read_checked(): read_failure_reason(), which also names a
+// filter that refused a chunk.)
+inline std::string hdf5_failure_reason() {
   const std::string innermost = hdf5_innermost_error();
   return innermost.empty() ? "file truncated or corrupt" : innermost;
 }
