@@ -119,7 +119,10 @@ std::vector<Case> cases(int batch) {
       {"conv 3x3 64->64 @56", phalanx::backend::square_convolution(batch, 64, 56, 64, 3, 1, 1, false)},
       {"conv 1x1 64->256 @56", phalanx::backend::square_convolution(batch, 64, 56, 256, 1, 1, 0, false)},
       {"conv 3x3 512->512 @7", phalanx::backend::square_convolution(batch, 512, 7, 512, 3, 1, 1, false)}};
-  for (const auto& [name, geometry] : convolutions) {
+  for (const auto& convolution : convolutions) {
+    // References, not structured bindings: the lambdas below capture them (clang before 16 cannot).
+    const std::string& name = convolution.first;
+    const ConvolutionGeometry& geometry = convolution.second;
     const float scale = 1.0f / static_cast<float>(geometry.in_channels * geometry.kernel_height);
     list.push_back({name + " forward", [geometry, scale](Backend& backend, Buffers& buffers) {
                       const float* input = buffers.activations(geometry.input_elements());

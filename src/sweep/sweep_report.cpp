@@ -166,7 +166,9 @@ std::string rung_ladder(const json& results, const std::string& metric) {
     budgets[rung] = row["budget"].get<double>();
   }
   std::vector<report::Series> series;
-  for (auto& [trial, line] : trial_lines) {
+  for (const auto& entry : trial_lines) {
+    // A reference, not a structured binding: the sort below captures it (clang before 16 cannot).
+    const report::Series& line = entry.second;
     if (line.x.size() < 2) continue;  // a trial that stopped at rung 0 has nothing to join
     std::vector<std::size_t> order(line.x.size());
     for (std::size_t index = 0; index < order.size(); ++index) order[index] = index;

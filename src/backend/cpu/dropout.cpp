@@ -18,12 +18,12 @@ template <typename Element>
 void dropout_forward_of(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
                         const Element* input, Element* output, std::uint8_t* mask) {
   if (probability >= 1.0f) {
-    // Everything dropped: PyTorch returns zeros rather than 0 * inf.
+    // Everything dropped: PyTorch returns zeros rather than 0 * inf. The mask is filled apart: a
+    // byte store may alias anything, the loop's own pointers included, and clang then cannot
+    // vectorize the loop that `simd` asks it to.
+    std::fill_n(mask, count, std::uint8_t{0});
 #pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
-    for (std::int64_t i = 0; i < count; ++i) {
-      narrow_into(output[i], 0.0f);
-      mask[i] = 0;
-    }
+    for (std::int64_t i = 0; i < count; ++i) narrow_into(output[i], 0.0f);
     return;
   }
   // Keep when uniform >= p, uniform = (draw >> 8) / 2^24 as RandomStream::next_uniform makes
