@@ -19,9 +19,13 @@ packages+=(slurm-wlm munge iproute2)
 # The install test: `module load phalanx` with Environment Modules; the build stamps its git commit.
 packages+=(environment-modules git)
 if [ "${PHALANX_WITH_TORCH:-0}" = 1 ]; then packages+=(python3-torch); fi
-# The fuzz targets (launch/sanitize.sh fuzz): clang with libFuzzer and its sanitizer runtimes, and
-# LLVM's OpenMP for the CPU backend built with clang. (GCC's sanitizer runtimes come with g++.)
-if [ "${PHALANX_WITH_FUZZ:-0}" = 1 ]; then packages+=(clang libclang-rt-dev libomp-dev); fi
+# clang builds (launch/clang-check.sh): clang and LLVM's OpenMP, which clang's -fopenmp links. The
+# fuzz targets (launch/sanitize.sh fuzz) also need clang's libFuzzer and sanitizer runtimes. (GCC's
+# sanitizer runtimes come with g++.)
+if [ "${PHALANX_WITH_CLANG:-0}" = 1 ] || [ "${PHALANX_WITH_FUZZ:-0}" = 1 ]; then
+  packages+=(clang libomp-dev)
+fi
+if [ "${PHALANX_WITH_FUZZ:-0}" = 1 ]; then packages+=(libclang-rt-dev); fi
 
 # oneDNN 3 (phalanx is written against its v3 API): which one, by the libdnnl-dev apt would install
 # (the installed one, else the candidate of its package lists, fetched first where apt knows none, as
