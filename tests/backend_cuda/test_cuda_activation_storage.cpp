@@ -415,8 +415,8 @@ StorageCase convolution_case(const std::string& label, const ConvolutionGeometry
       }};
 }
 
-// No 3x3 stride-1 case has 32 or more channels on both sides: the CPU backend would run it as
-// Winograd, whose own error (~3e-4) is not what these cases measure.
+// No 3x3 stride-1 case has 32 or more channels on both sides: those shapes carry a looser bound
+// (test_cuda_parity.cpp, convolution_tolerance), which is not what these cases measure.
 std::vector<StorageCase> convolution_cases() {
   using enum FusedActivation;
   return {

@@ -184,10 +184,10 @@ TEST(CudaConvolutionBackward, CombinedMatchesTheCpuInFloat32) {
   PHALANX_SKIP_WITHOUT_CUDA();
   for (const ConvolutionGeometry& g : geometries()) {
     SCOPED_TRACE(std::to_string(g.in_channels) + "->" + std::to_string(g.out_channels));
-    // The CPU uses Winograd on wide 3x3 stride-1 convolutions (see test_cuda_parity.cpp).
-    const bool winograd =
+    // Wide 3x3 stride-1 convolutions keep a looser bound (see test_cuda_parity.cpp).
+    const bool wide_3x3 =
         g.kernel_height == 3 && g.stride == 1 && g.in_channels >= 32 && g.out_channels >= 32;
-    const double tolerance = winograd ? 2e-3 : 1e-4;
+    const double tolerance = wide_3x3 ? 2e-3 : 1e-4;
     const Gradients on_cuda = combined_op(cuda_backend(), Layer(cuda_backend(), g, 700), true);
     const Gradients on_cpu = combined_op(cpu_backend(), Layer(cpu_backend(), g, 700), true);
     std::size_t worst = 0;
