@@ -29,7 +29,11 @@ void expect_same_on_every_rank(const comm::Communicator& world, double value, co
 // longer (4.0 ms seen with 4 ranks on 2 loaded cores): there the bound is only kept sane.
 constexpr double largest_error_bound_seconds = 20e-3;
 #else
-constexpr double largest_error_bound_seconds = 2e-3;
+// Without TSan the bound is a few microseconds on a quiet machine, but 2.7-2.8 ms were seen with 2
+// ranks on 2 cores beside a compile (one of two runs of the test failed at the earlier 2 ms): the
+// shortest round trip waits for a core. 10 ms still catches an
+// estimate that takes a typical or the longest round trip instead of the shortest.
+constexpr double largest_error_bound_seconds = 10e-3;
 #endif
 
 void check_offsets(const comm::Communicator& world, const std::vector<ClockOffset>& offsets,
@@ -43,8 +47,8 @@ void check_offsets(const comm::Communicator& world, const std::vector<ClockOffse
     EXPECT_GE(estimate.error_bound, 0.0) << "rank " << rank;
     EXPECT_LE(std::fabs(estimate.offset - true_offset(rank)), estimate.error_bound + rounding_slack_seconds)
         << "rank " << rank << ": offset " << estimate.offset << " s, bound " << estimate.error_bound << " s";
-    // The shortest of up to 64 round trips stays far below a scheduler tick even beside busy
-    // ranks (a quiet machine gives a few microseconds).
+    // The shortest of up to 64 round trips stays within a few milliseconds even beside busy ranks
+    // (a quiet machine gives a few microseconds).
     EXPECT_LT(estimate.error_bound, largest_error_bound_seconds) << "rank " << rank;
     expect_same_on_every_rank(world, estimate.offset, "offset");
     expect_same_on_every_rank(world, estimate.error_bound, "error bound");
