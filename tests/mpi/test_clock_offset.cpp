@@ -31,8 +31,8 @@ constexpr double largest_error_bound_seconds = 20e-3;
 #else
 // Without TSan the bound is a few microseconds on a quiet machine, but 2.7-2.8 ms were seen with 2
 // ranks on 2 cores beside a compile (one of two runs of the test failed at the earlier 2 ms): the
-// shortest round trip waits for a core. 10 ms still catches an
-// estimate that takes a typical or the longest round trip instead of the shortest.
+// shortest round trip waits for a core. 10 ms still catches an estimate that takes a long round
+// trip instead of the shortest.
 constexpr double largest_error_bound_seconds = 10e-3;
 #endif
 
