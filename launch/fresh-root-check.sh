@@ -161,6 +161,11 @@ echo "fresh-root-check: debootstrap took $((SECONDS - start)) s"
 : >"$root/etc/apt/sources.list"
 for line in "${source_lines[@]}"; do echo "deb $line" >>"$root/etc/apt/sources.list"; done
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+# An installed Debian machine has an /etc/hosts (its installer writes one); a minbase bookworm root
+# has none, and there Open MPI 4.1 looks "localhost" up in DNS: every mpiexec waited 5 s for it.
+if [ ! -e "$root/etc/hosts" ]; then
+  printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
+fi
 # The CA certificates the host trusts beyond Debian's set (a site whose proxy re-signs TLS puts its
 # own there): pip fetches oneDNN 3 from PyPI over HTTPS (launch/install-dependencies.sh), and
 # Debian's pip checks against the system bundle that update-ca-certificates builds from this folder.
