@@ -35,6 +35,8 @@ void emit_layer_field(YAML::Emitter& out, const LayerSpec& layer, const std::str
   if (key == "kernel") out << layer.kernel;
   if (key == "stride") out << layer.stride;
   if (key == "padding") out << layer.padding;
+  if (key == "groups") out << layer.groups;
+  if (key == "dilation") out << layer.dilation;
   if (key == "bias") out << layer.bias;
   if (key == "out_features") out << layer.out_features;
   if (key == "probability") out << format_number(layer.probability);

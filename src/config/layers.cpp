@@ -94,6 +94,14 @@ LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::s
   if (const YAML::Node value = layer["padding"]; value.IsDefined()) {
     spec.padding = reader.int_value(value, key + ".padding", 0);
   }
+  // Whether the channels divide by `groups` and the dilated kernel fits is known only once the
+  // layer meets its input (nn::Convolution::configure).
+  if (const YAML::Node value = layer["groups"]; value.IsDefined()) {
+    spec.groups = reader.int_value(value, key + ".groups", 1);
+  }
+  if (const YAML::Node value = layer["dilation"]; value.IsDefined()) {
+    spec.dilation = reader.int_value(value, key + ".dilation", 1);
+  }
   if (const YAML::Node value = layer["bias"]; value.IsDefined())
     spec.bias = reader.boolean(value, key + ".bias");
   if (const YAML::Node value = layer["probability"]; value.IsDefined()) {

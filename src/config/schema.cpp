@@ -40,7 +40,7 @@ const std::map<std::string, std::vector<std::string>>& sections() {
 
 const std::map<std::string, std::vector<std::string>>& layer_table() {
   static const std::map<std::string, std::vector<std::string>> table = {
-      {"conv", {"type", "name", "out_channels", "kernel", "stride", "padding", "bias"}},
+      {"conv", {"type", "name", "out_channels", "kernel", "stride", "padding", "groups", "dilation", "bias"}},
       {"linear", {"type", "name", "out_features", "bias"}},
       {"relu", {"type", "name"}},
       {"max_pool", {"type", "name", "kernel", "stride", "padding"}},
@@ -100,9 +100,9 @@ const std::vector<std::string>& layer_keys(const std::string& type) {
 }
 
 const std::vector<std::string>& all_layer_keys() {
-  static const std::vector<std::string> keys = {"type",        "name",    "out_channels", "kernel",
-                                                "stride",      "padding", "bias",         "out_features",
-                                                "probability", "main",    "shortcut",     "relu_after"};
+  static const std::vector<std::string> keys = {
+      "type",     "name", "out_channels", "kernel",      "stride", "padding",  "groups",
+      "dilation", "bias", "out_features", "probability", "main",   "shortcut", "relu_after"};
   return keys;
 }
 

@@ -1,15 +1,19 @@
-// 2-D convolution layer: weight [out, in, k, k] and optional bias, as torch.nn.Conv2d.
+// 2-D convolution layer: weight [out, in / groups, k, k] and optional bias, as torch.nn.Conv2d
+// (groups and dilation included).
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/layers.hpp"
 
 namespace phalanx::nn {
 
-Convolution::Convolution(std::string name, int out_channels, int kernel, int stride, int padding, bool bias)
+Convolution::Convolution(std::string name, int out_channels, int kernel, int stride, int padding, int groups,
+                         int dilation, bool bias)
     : Layer(std::move(name)),
       out_channels_(out_channels),
       kernel_(kernel),
       stride_(stride),
       padding_(padding),
+      groups_(groups),
+      dilation_(dilation),
       bias_(bias) {}
 
 Shape Convolution::configure(const Shape& sample_input, ParameterRegistry& registry) {
@@ -18,14 +22,34 @@ Shape Convolution::configure(const Shape& sample_input, ParameterRegistry& regis
   in_height_ = static_cast<int>(sample_input[0]);
   in_width_ = static_cast<int>(sample_input[1]);
   in_channels_ = static_cast<int>(sample_input[2]);
+  PHALANX_REQUIRE_INPUT(groups_ >= 1, "layer '", name(), "': groups must be >= 1 (got ", groups_, ")");
+  PHALANX_REQUIRE_INPUT(dilation_ >= 1, "layer '", name(), "': dilation must be >= 1 (got ", dilation_, ")");
+  PHALANX_REQUIRE_INPUT(in_channels_ % groups_ == 0 && out_channels_ % groups_ == 0, "layer '", name(),
+                        "': groups ", groups_, " must divide both its ", in_channels_,
+                        " input channels and its ", out_channels_, " out_channels");
+  // Checked before the output size, in 64 bits (a config may say dilation 2^30): C++ division
+  // truncates towards zero, so a kernel one tap wider than the padded input would still come out as
+  // one output row.
+  const std::int64_t dilated_kernel = std::int64_t{dilation_} * (kernel_ - 1) + 1;
+  const std::int64_t padded_height = in_height_ + std::int64_t{2} * padding_;
+  const std::int64_t padded_width = in_width_ + std::int64_t{2} * padding_;
+  const bool fits = dilated_kernel <= padded_height && dilated_kernel <= padded_width;
+  if (dilation_ == 1) {
+    PHALANX_REQUIRE_INPUT(fits, "layer '", name(), "': a ", kernel_, "x", kernel_, " conv with padding ",
+                          padding_, " does not fit its ", in_height_, "x", in_width_,
+                          " input (the model does not fit the data)");
+  } else {
+    PHALANX_REQUIRE_INPUT(fits, "layer '", name(), "': a ", kernel_, "x", kernel_, " conv with dilation ",
+                          dilation_, " spans ", dilated_kernel, "x", dilated_kernel, ", more than its ",
+                          in_height_, "x", in_width_, " input with padding ", padding_,
+                          " (the model does not fit the data)");
+  }
   const auto probe = geometry(1);
-  PHALANX_REQUIRE_INPUT(probe.out_height() >= 1 && probe.out_width() >= 1, "layer '", name(), "': a ",
-                        kernel_, "x", kernel_, " conv with padding ", padding_, " does not fit its ",
-                        in_height_, "x", in_width_, " input (the model does not fit the data)");
-  const std::int64_t fan_in = static_cast<std::int64_t>(in_channels_) * kernel_ * kernel_;
-  weight_ =
-      registry.declare_parameter(name() + "/weight", Shape{out_channels_, in_channels_, kernel_, kernel_},
-                                 Initializer::KaimingUniformWeight, fan_in);
+  // PyTorch's fan-in of a grouped convolution: the inputs one output channel reads.
+  const std::int64_t fan_in = static_cast<std::int64_t>(probe.group_in_channels()) * kernel_ * kernel_;
+  weight_ = registry.declare_parameter(name() + "/weight",
+                                       Shape{out_channels_, probe.group_in_channels(), kernel_, kernel_},
+                                       Initializer::KaimingUniformWeight, fan_in);
   note_parameter(registry, weight_);
   if (bias_) {
     bias_index_ = registry.declare_parameter(name() + "/bias", Shape{out_channels_},
@@ -45,6 +69,8 @@ backend::ConvolutionGeometry Convolution::geometry(std::int64_t batch) const {
   geometry.kernel_height = geometry.kernel_width = kernel_;
   geometry.stride = stride_;
   geometry.padding = padding_;
+  geometry.groups = groups_;
+  geometry.dilation = dilation_;
   geometry.has_bias = bias_;
   return geometry;
 }

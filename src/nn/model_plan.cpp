@@ -16,7 +16,7 @@ backend::PoolingKind pooling_kind(const std::string& type) {
 LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name, ReluFusion fusion) {
   if (spec.type == "conv")
     return std::make_unique<Convolution>(name, spec.out_channels, spec.kernel, spec.stride, spec.padding,
-                                         spec.bias);
+                                         spec.groups, spec.dilation, spec.bias);
   if (spec.type == "linear") return std::make_unique<Linear>(name, spec.out_features, spec.bias);
   if (spec.type == "relu") return std::make_unique<Relu>(name);
   if (spec.type == "max_pool" || spec.type == "avg_pool") {

@@ -98,9 +98,9 @@ struct ConvolutionData {
 };
 
 ConvolutionData convolution_data(const ConvolutionGeometry& g) {
-  const std::size_t inputs = std::size_t(g.batch) * g.in_channels * g.in_height * g.in_width;
-  const std::size_t outputs = std::size_t(g.batch) * g.out_channels * g.out_height() * g.out_width();
-  const std::size_t weights = std::size_t(g.out_channels) * g.in_channels * g.kernel_height * g.kernel_width;
+  const auto inputs = static_cast<std::size_t>(g.input_elements());
+  const auto outputs = static_cast<std::size_t>(g.output_elements());
+  const auto weights = static_cast<std::size_t>(g.weight_elements());
   return {random_values(inputs, 11), random_values(weights, 12, -0.5f, 0.5f),
           random_values(std::size_t(g.out_channels), 13), random_values(outputs, 14)};
 }
@@ -119,6 +119,12 @@ ConvolutionResults run_convolution(backend::Backend& backend, ComputePrecision p
   backend.set_compute_precision(ComputePrecision::Float32);
   if (!g.has_bias) results.grad_bias.clear();
   return results;
+}
+
+ConvolutionGeometry grouped(ConvolutionGeometry geometry, int groups, int dilation) {
+  geometry.groups = groups;
+  geometry.dilation = dilation;
+  return geometry;
 }
 
 class CpuBf16Convolution : public ::testing::TestWithParam<ConvolutionCase> {};
@@ -213,7 +219,8 @@ TEST_P(CpuBf16Convolution, Fp32BitwiseUnchangedAfterBf16) {
 }
 
 // The layers of fmnist_cnn and resnet20 (small batches), and shapes AMX takes and does not take:
-// 1 and 3 input channels reduce over fewer than AMX's 16-wide bf16 pairs.
+// 1 and 3 input channels reduce over fewer than AMX's 16-wide bf16 pairs. Then MobileNet's
+// depthwise layers (stride 1 and 2), a ResNeXt-style grouped layer and a dilated one.
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CpuBf16Convolution,
     ::testing::Values(
@@ -223,7 +230,14 @@ INSTANTIATE_TEST_SUITE_P(
         ConvolutionCase{"resnet_16to16_32x32", square_convolution(2, 16, 32, 16, 3, 1, 1, false)},
         ConvolutionCase{"resnet_16to32_stride2", square_convolution(2, 16, 32, 32, 3, 2, 1, false)},
         ConvolutionCase{"resnet_1x1_32to64_stride2", square_convolution(2, 32, 16, 64, 1, 2, 0, false)},
-        ConvolutionCase{"resnet_64to64_8x8", square_convolution(3, 64, 8, 64, 3, 1, 1, false)}),
+        ConvolutionCase{"resnet_64to64_8x8", square_convolution(3, 64, 8, 64, 3, 1, 1, false)},
+        ConvolutionCase{"depthwise_32_3x3",
+                        grouped(square_convolution(2, 32, 12, 32, 3, 1, 1, false), 32, 1)},
+        ConvolutionCase{"depthwise_48_stride2",
+                        grouped(square_convolution(2, 48, 11, 48, 3, 2, 1, true), 48, 1)},
+        ConvolutionCase{"grouped_64to64_g8", grouped(square_convolution(2, 64, 8, 64, 3, 1, 1, false), 8, 1)},
+        ConvolutionCase{"dilated_32to32_d2",
+                        grouped(square_convolution(2, 32, 10, 32, 3, 1, 2, true), 1, 2)}),
     [](const ::testing::TestParamInfo<ConvolutionCase>& info) { return info.param.name; });
 
 // ---- linear ------------------------------------------------------------------------------------

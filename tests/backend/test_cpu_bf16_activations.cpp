@@ -394,17 +394,24 @@ TEST_F(CpuBf16Activations, PoolingMatchesFp32OnRoundedInputs) {
 }
 
 TEST_F(CpuBf16Activations, ConvolutionMatchesFp32ActivationsOnRoundedInputs) {
-  // fmnist_cnn's two layers and resnet20's stem, a block layer and a strided 1x1 shortcut.
+  const auto grouped = [](ConvolutionGeometry geometry, int groups, int dilation) {
+    geometry.groups = groups;
+    geometry.dilation = dilation;
+    return geometry;
+  };
+  // fmnist_cnn's two layers and resnet20's stem, a block layer and a strided 1x1 shortcut; then a
+  // depthwise layer (stride 1 and 2), a grouped one and a dilated one.
   for (const ConvolutionGeometry& geometry :
        {square_convolution(16, 1, 28, 32, 3, 1, 1, true), square_convolution(16, 32, 14, 64, 3, 1, 1, true),
         square_convolution(16, 3, 32, 16, 3, 1, 1, false), square_convolution(16, 16, 32, 16, 3, 1, 1, false),
-        square_convolution(16, 16, 32, 32, 1, 2, 0, false)}) {
-    const std::size_t inputs =
-        std::size_t(geometry.batch) * geometry.in_channels * geometry.in_height * geometry.in_width;
-    const std::size_t outputs =
-        std::size_t(geometry.batch) * geometry.out_channels * geometry.out_height() * geometry.out_width();
-    const std::size_t weights = std::size_t(geometry.out_channels) * geometry.in_channels *
-                                geometry.kernel_height * geometry.kernel_width;
+        square_convolution(16, 16, 32, 32, 1, 2, 0, false),
+        grouped(square_convolution(8, 32, 14, 32, 3, 1, 1, true), 32, 1),
+        grouped(square_convolution(8, 32, 14, 32, 3, 2, 1, false), 32, 1),
+        grouped(square_convolution(8, 32, 12, 64, 3, 1, 1, false), 4, 1),
+        grouped(square_convolution(8, 16, 12, 16, 3, 1, 2, true), 1, 2)}) {
+    const auto inputs = static_cast<std::size_t>(geometry.input_elements());
+    const auto outputs = static_cast<std::size_t>(geometry.output_elements());
+    const auto weights = static_cast<std::size_t>(geometry.weight_elements());
     const std::vector<float> input = rounded(random_values(inputs, 11)),
                              grad_output = rounded(random_values(outputs, 14));
     const std::vector<float> weight = rounded(random_values(weights, 12, -0.5f, 0.5f)),
@@ -422,7 +429,8 @@ TEST_F(CpuBf16Activations, ConvolutionMatchesFp32ActivationsOnRoundedInputs) {
     };
     const LayerResults expected = run(*reference_, false), actual = run(*bf16_, true);
     const std::string name =
-        std::to_string(geometry.in_channels) + "->" + std::to_string(geometry.out_channels);
+        std::to_string(geometry.in_channels) + "->" + std::to_string(geometry.out_channels) + " groups " +
+        std::to_string(geometry.groups) + " dilation " + std::to_string(geometry.dilation);
     expect_layer_results_match(actual, expected, name);
 
     // The fused ReLU writes the rounded ReLU of the plain output.

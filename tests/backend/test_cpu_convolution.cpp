@@ -1,5 +1,6 @@
 // Tests of the CPU backend's convolutions against a direct double-precision reference (NHWC
-// activations, oihw weights) and against finite differences of the float op itself.
+// activations, oihw weights; grouped, depthwise and dilated included) and against finite
+// differences of the float op itself.
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -13,8 +14,8 @@ namespace {
 using backend::ConvolutionGeometry;
 
 ConvolutionGeometry make_geometry(int batch, int in_channels, int height, int width, int out_channels,
-                                  int kernel_height, int kernel_width, int stride, int padding,
-                                  bool has_bias) {
+                                  int kernel_height, int kernel_width, int stride, int padding, bool has_bias,
+                                  int groups = 1, int dilation = 1) {
   ConvolutionGeometry geometry;
   geometry.batch = batch;
   geometry.in_channels = in_channels;
@@ -26,28 +27,35 @@ ConvolutionGeometry make_geometry(int batch, int in_channels, int height, int wi
   geometry.stride = stride;
   geometry.padding = padding;
   geometry.has_bias = has_bias;
+  geometry.groups = groups;
+  geometry.dilation = dilation;
   return geometry;
 }
 
 // Calls visit(output_index, input_index, weight_index) for every multiply of the convolution,
-// so forward and both backward references share one definition of the index arithmetic.
+// so forward and both backward references share one definition of the index arithmetic. Written
+// from torch.nn.Conv2d's definition: output channel o belongs to group o / (out / groups) and reads
+// that group's in / groups input channels; tap (kh, kw) reads the input `dilation` apart.
 template <typename Visit>
 void for_each_product(const ConvolutionGeometry& g, Visit&& visit) {
+  const int group_outputs = g.out_channels / g.groups, group_inputs = g.in_channels / g.groups;
   for (int n = 0; n < g.batch; ++n)
     for (int oh = 0; oh < g.out_height(); ++oh)
       for (int ow = 0; ow < g.out_width(); ++ow)
         for (int o = 0; o < g.out_channels; ++o)
           for (int kh = 0; kh < g.kernel_height; ++kh)
             for (int kw = 0; kw < g.kernel_width; ++kw) {
-              const int ih = oh * g.stride - g.padding + kh, iw = ow * g.stride - g.padding + kw;
+              const int ih = oh * g.stride - g.padding + kh * g.dilation;
+              const int iw = ow * g.stride - g.padding + kw * g.dilation;
               if (ih < 0 || ih >= g.in_height || iw < 0 || iw >= g.in_width) continue;
-              for (int i = 0; i < g.in_channels; ++i) {
+              for (int i = 0; i < group_inputs; ++i) {
+                const int channel = (o / group_outputs) * group_inputs + i;
                 const std::size_t output_index =
                     ((std::size_t(n) * g.out_height() + oh) * g.out_width() + ow) * g.out_channels + o;
                 const std::size_t input_index =
-                    ((std::size_t(n) * g.in_height + ih) * g.in_width + iw) * g.in_channels + i;
+                    ((std::size_t(n) * g.in_height + ih) * g.in_width + iw) * g.in_channels + channel;
                 const std::size_t weight_index =
-                    ((std::size_t(o) * g.in_channels + i) * g.kernel_height + kh) * g.kernel_width + kw;
+                    ((std::size_t(o) * group_inputs + i) * g.kernel_height + kh) * g.kernel_width + kw;
                 visit(output_index, input_index, weight_index);
               }
             }
@@ -145,7 +153,17 @@ INSTANTIATE_TEST_SUITE_P(
         ConvolutionCase{"FashionFirstLayer", make_geometry(2, 1, 28, 28, 32, 3, 3, 1, 1, true)},
         ConvolutionCase{"FashionSecondLayer", make_geometry(2, 32, 14, 14, 64, 3, 3, 1, 1, true)},
         ConvolutionCase{"WideStride2", make_geometry(2, 32, 9, 9, 48, 3, 3, 2, 1, true)},
-        ConvolutionCase{"WideNoBiasPadding0", make_geometry(2, 48, 8, 7, 32, 3, 3, 1, 0, false)}),
+        ConvolutionCase{"WideNoBiasPadding0", make_geometry(2, 48, 8, 7, 32, 3, 3, 1, 0, false)},
+        // groups and dilation (make_geometry's last two arguments)
+        ConvolutionCase{"Groups2", make_geometry(2, 6, 7, 6, 4, 3, 3, 1, 1, true, 2)},
+        ConvolutionCase{"Groups4Stride2NoBias", make_geometry(2, 8, 9, 8, 12, 3, 3, 2, 1, false, 4)},
+        ConvolutionCase{"Depthwise3x3", make_geometry(2, 16, 8, 8, 16, 3, 3, 1, 1, true, 16)},
+        ConvolutionCase{"DepthwiseStride2", make_geometry(2, 24, 9, 10, 24, 3, 3, 2, 1, false, 24)},
+        ConvolutionCase{"DepthwiseMultiplier2", make_geometry(2, 8, 7, 7, 16, 5, 5, 1, 2, true, 8)},
+        ConvolutionCase{"Dilation2", make_geometry(2, 5, 11, 9, 6, 3, 3, 1, 2, true, 1, 2)},
+        ConvolutionCase{"Dilation3Stride2Valid", make_geometry(2, 4, 13, 12, 3, 3, 2, 2, 0, false, 1, 3)},
+        ConvolutionCase{"GroupedDilated", make_geometry(2, 12, 10, 10, 6, 3, 3, 1, 2, true, 3, 2)},
+        ConvolutionCase{"DepthwiseDilated", make_geometry(2, 32, 9, 9, 32, 3, 3, 1, 2, true, 32, 2)}),
     [](const ::testing::TestParamInfo<ConvolutionCase>& info) { return info.param.name; });
 
 // The cache binds caller pointers at every call: a second geometry in between and fresh
@@ -271,6 +289,64 @@ TEST(CpuConvolutionGradient, MatchesFiniteDifferences) {
   EXPECT_LT(gradient_check_error(input, grad_input, objective, 1e-2f), 1e-2);
   EXPECT_LT(gradient_check_error(weight, grad_weight, objective, 1e-2f), 1e-2);
   EXPECT_LT(gradient_check_error(bias, grad_bias, objective, 1e-2f), 1e-2);
+}
+
+// The same finite-difference check for grouped, depthwise and dilated convolutions: the double
+// reference above shares its index arithmetic across directions, while this check ties each
+// backward direction to the forward op alone.
+TEST(CpuConvolutionGradient, GroupedDepthwiseAndDilatedMatchFiniteDifferences) {
+  auto backend = make_test_backend();
+  const ConvolutionCase cases[] = {
+      {"Grouped", make_geometry(2, 6, 5, 5, 4, 3, 3, 1, 1, true, 2)},
+      {"Depthwise", make_geometry(2, 4, 6, 5, 4, 3, 3, 2, 1, true, 4)},
+      {"Dilated", make_geometry(2, 3, 7, 6, 2, 3, 3, 1, 1, true, 1, 2)},
+      {"GroupedDilatedStride2", make_geometry(1, 4, 9, 8, 6, 3, 3, 2, 2, true, 2, 3)}};
+  std::uint64_t stream = 70;
+  for (const ConvolutionCase& test_case : cases) {
+    SCOPED_TRACE(test_case.name);
+    const ConvolutionGeometry& geometry = test_case.geometry;
+    auto input = random_values(geometry.input_elements(), ++stream);
+    auto weight = random_values(geometry.weight_elements(), ++stream);
+    auto bias = random_values(geometry.out_channels, ++stream);
+    const auto probe = random_values(geometry.output_elements(), ++stream);
+    std::vector<float> output(geometry.output_elements());
+    const auto objective = [&] {
+      backend->convolution_forward(geometry, input.data(), weight.data(), bias.data(), output.data());
+      return weighted_sum(output, probe);
+    };
+    std::vector<float> grad_input(geometry.input_elements()), grad_weight(geometry.weight_elements()),
+        grad_bias(geometry.out_channels);
+    backend->convolution_backward(geometry, input.data(), probe.data(), weight.data(), grad_input.data(),
+                                  grad_weight.data(), grad_bias.data());
+    EXPECT_LT(gradient_check_error(input, grad_input, objective, 1e-2f), 1e-2);
+    EXPECT_LT(gradient_check_error(weight, grad_weight, objective, 1e-2f), 1e-2);
+    EXPECT_LT(gradient_check_error(bias, grad_bias, objective, 1e-2f), 1e-2);
+  }
+}
+
+// A grouped layer's weights are PyTorch's [out, in / groups, kh, kw]: group g's outputs must not
+// see the other groups' inputs. Zeroing group 1's input must leave group 0's outputs as they were
+// and change group 1's (an implementation that mixed groups, or read the weights as [out, in],
+// would fail one or the other).
+TEST(CpuConvolutionGroups, EachGroupReadsOnlyItsOwnChannels) {
+  auto backend = make_test_backend();
+  const auto geometry = make_geometry(1, 4, 5, 5, 6, 3, 3, 1, 1, false, 2);
+  auto input = random_values(geometry.input_elements(), 90);
+  const auto weight = random_values(geometry.weight_elements(), 91);
+  std::vector<float> before(geometry.output_elements()), after(geometry.output_elements());
+  backend->convolution_forward(geometry, input.data(), weight.data(), nullptr, before.data());
+  for (std::size_t index = 0; index < input.size(); ++index)
+    if (index % 4 >= 2) input[index] = 0.0f;
+  backend->convolution_forward(geometry, input.data(), weight.data(), nullptr, after.data());
+  int changed_in_group_1 = 0;
+  for (std::size_t index = 0; index < before.size(); ++index) {
+    if (index % 6 < 3) {
+      EXPECT_EQ(before[index], after[index]) << index;
+    } else if (before[index] != after[index]) {
+      ++changed_in_group_1;
+    }
+  }
+  EXPECT_GT(changed_in_group_1, 0);
 }
 
 }  // namespace

@@ -368,6 +368,12 @@ ConvolutionGeometry convolution(int batch, int in_channels, int size, int out_ch
   return g;
 }
 
+ConvolutionGeometry with_groups(ConvolutionGeometry g, int groups, int dilation) {
+  g.groups = groups;
+  g.dilation = dilation;
+  return g;
+}
+
 // Forward (bias and fused ReLU as the geometry says), the combined backward (grad_input skipped for
 // a first layer, as the model does), and the two directions called alone.
 StorageCase convolution_case(const std::string& label, const ConvolutionGeometry& g, bool first_layer) {
@@ -375,13 +381,12 @@ StorageCase convolution_case(const std::string& label, const ConvolutionGeometry
       "convolution_" + label, [g, first_layer](const Activations& a) {
         Backend& b = a.backend();
         const double tolerance = stored_sums(a.precision());
-        const std::int64_t inputs = std::int64_t{g.batch} * g.in_height * g.in_width * g.in_channels;
-        const std::int64_t outputs = std::int64_t{g.batch} * g.out_height() * g.out_width() * g.out_channels;
-        const std::int64_t weights =
-            std::int64_t{g.out_channels} * g.in_channels * g.kernel_height * g.kernel_width;
+        const std::int64_t inputs = g.input_elements();
+        const std::int64_t outputs = g.output_elements();
+        const std::int64_t weights = g.weight_elements();
         // PyTorch's default initialisation bound keeps outputs of order one.
         const float bound =
-            1.0f / std::sqrt(static_cast<float>(g.in_channels * g.kernel_height * g.kernel_width));
+            1.0f / std::sqrt(static_cast<float>(g.group_in_channels() * g.kernel_height * g.kernel_width));
         Tensor input = a.upload(random_values(inputs, 11));
         Tensor weight = upload_operand(a, random_values(weights, 12, -bound, bound));
         Tensor bias = upload_operand(a, random_values(g.out_channels, 13));
@@ -434,6 +439,13 @@ std::vector<StorageCase> convolution_cases() {
       convolution_case("1x1_stride2_projection_32_to_64", convolution(4, 32, 8, 64, 1, 2, 0, false, None),
                        false),
       convolution_case("1x1_64_to_32_bias_relu", convolution(2, 64, 7, 32, 1, 1, 0, true, Relu), false),
+      // MobileNet's depthwise layers and a grouped dilated one (groups and dilation set below).
+      convolution_case("depthwise_3x3_16_bias_relu",
+                       with_groups(convolution(4, 16, 12, 16, 3, 1, 1, true, Relu), 16, 1), false),
+      convolution_case("depthwise_3x3_stride2_24",
+                       with_groups(convolution(3, 24, 11, 24, 3, 2, 1, false, None), 24, 1), false),
+      convolution_case("grouped_dilated_12_to_12_g4_d2",
+                       with_groups(convolution(2, 12, 10, 12, 3, 1, 2, true, None), 4, 2), false),
   };
 }
 

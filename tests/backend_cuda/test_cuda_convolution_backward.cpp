@@ -94,14 +94,24 @@ void expect_same(const Gradients& combined, const Gradients& separate, bool with
   }
 }
 
+ConvolutionGeometry grouped(ConvolutionGeometry g, int groups, int dilation) {
+  g.groups = groups;
+  g.dilation = dilation;
+  return g;
+}
+
 // fmnist_cnn's two layers (the first with one input channel: bf16/fp16 may run it in fp32), a
 // ResNet 3x3 64->64, a 1x1 stride-2 projection (no filter transposition), a stride-2 3x3 with odd
-// channels, and the 7x7 stem of 3 channels.
+// channels, the 7x7 stem of 3 channels, a depthwise 3x3 and a grouped dilated 3x3.
 std::vector<ConvolutionGeometry> geometries() {
-  return {
-      square_convolution(32, 1, 28, 32, 3, 1, 1, true),  square_convolution(32, 32, 14, 64, 3, 1, 1, true),
-      square_convolution(8, 64, 14, 64, 3, 1, 1, false), square_convolution(8, 64, 14, 128, 1, 2, 0, false),
-      square_convolution(6, 13, 15, 24, 3, 2, 1, true),  square_convolution(4, 3, 32, 16, 7, 2, 3, false)};
+  return {square_convolution(32, 1, 28, 32, 3, 1, 1, true),
+          square_convolution(32, 32, 14, 64, 3, 1, 1, true),
+          square_convolution(8, 64, 14, 64, 3, 1, 1, false),
+          square_convolution(8, 64, 14, 128, 1, 2, 0, false),
+          square_convolution(6, 13, 15, 24, 3, 2, 1, true),
+          square_convolution(4, 3, 32, 16, 7, 2, 3, false),
+          grouped(square_convolution(8, 32, 14, 32, 3, 1, 1, false), 32, 1),
+          grouped(square_convolution(4, 64, 9, 64, 3, 1, 2, true), 8, 2)};
 }
 
 // The separate ops run first (they choose and cache the algorithms), the combined op second: the

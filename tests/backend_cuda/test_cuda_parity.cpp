@@ -186,6 +186,12 @@ ConvolutionGeometry convolution(int batch, int in_channels, int height, int widt
   return g;
 }
 
+ConvolutionGeometry grouped(ConvolutionGeometry g, int groups, int dilation) {
+  g.groups = groups;
+  g.dilation = dilation;
+  return g;
+}
+
 // Wide 3x3 stride-1 convolutions keep the looser bound set when the CPU backend (on oneDNN 2.x) ran
 // them with Winograd; oneDNN 3 runs them direct, so it can go to `gemm` once a GPU run shows that
 // cuDNN's algorithm for these shapes stays within it.
@@ -200,7 +206,7 @@ void add_convolution_cases(std::vector<OpCase>& cases, const std::string& label,
   const double tolerance = convolution_tolerance(g);
   // Weights scaled like PyTorch's default initialisation keep outputs of order one.
   const float weight_bound =
-      1.0f / std::sqrt(static_cast<float>(g.in_channels * g.kernel_height * g.kernel_width));
+      1.0f / std::sqrt(static_cast<float>(g.group_in_channels() * g.kernel_height * g.kernel_width));
   cases.push_back({"convolution_forward_" + label, tolerance, [g, weight_bound](Backend& b) {
                      Tensor input = upload(b, random_values(g.input_elements(), 11));
                      Tensor weight =
@@ -260,6 +266,23 @@ std::vector<OpCase> convolution_cases() {
   // ResNet's stride-2 3x3 downsampling conv, where strided backward-data algorithms differ most.
   add_convolution_cases(cases, "resnet_3x3_stride2_64_128",
                         convolution(2, 64, 14, 14, 128, 3, 3, 2, 1, false));
+  // Groups and dilation: MobileNet's depthwise 3x3 (stride 1 and 2, where the weights need no
+  // transposition), a depthwise layer with channel multiplier 2, ResNeXt's 32-group 3x3, a grouped
+  // 1x3 (the per-group transposition along both kernel axes), and dilated layers.
+  add_convolution_cases(cases, "depthwise_3x3_32",
+                        grouped(convolution(4, 32, 12, 12, 32, 3, 3, 1, 1, false), 32, 1));
+  add_convolution_cases(cases, "depthwise_3x3_stride2_24",
+                        grouped(convolution(3, 24, 11, 13, 24, 3, 3, 2, 1, true), 24, 1));
+  add_convolution_cases(cases, "depthwise_multiplier2_5x5",
+                        grouped(convolution(2, 8, 9, 9, 16, 5, 5, 1, 2, true), 8, 1));
+  add_convolution_cases(cases, "resnext_3x3_g32_128",
+                        grouped(convolution(2, 128, 8, 8, 128, 3, 3, 1, 1, false), 32, 1));
+  add_convolution_cases(cases, "grouped_1x3_g3",
+                        grouped(convolution(3, 12, 7, 9, 6, 1, 3, 1, 1, true), 3, 1));
+  add_convolution_cases(cases, "dilated_3x3_d2",
+                        grouped(convolution(3, 16, 12, 12, 8, 3, 3, 1, 2, true), 1, 2));
+  add_convolution_cases(cases, "dilated_grouped_stride2_d3",
+                        grouped(convolution(2, 12, 15, 14, 12, 3, 3, 2, 3, false), 4, 3));
   return cases;
 }
 

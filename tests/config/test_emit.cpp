@@ -22,6 +22,7 @@ model:
       main:
         - {type: conv, out_channels: 32, stride: 2, padding: 1}
         - {type: batch_norm}
+        - {type: conv, out_channels: 32, padding: 2, groups: 32, dilation: 2}
         - type: residual
           main: [{type: conv, out_channels: 32, padding: 1}]
           relu_after: false
@@ -46,9 +47,11 @@ TEST(ConfigEmit, RoundTripWithResidualLayers) {
   const Config reparsed = parse(emitted, "emitted.yaml");
   EXPECT_EQ(reparsed, original) << emitted;
   ASSERT_EQ(reparsed.model.layers.size(), 9u);
-  ASSERT_EQ(reparsed.model.layers[3].main.size(), 3u);
-  EXPECT_EQ(reparsed.model.layers[3].main[2].main.size(), 1u);
-  EXPECT_FALSE(reparsed.model.layers[3].main[2].relu_after);
+  ASSERT_EQ(reparsed.model.layers[3].main.size(), 4u);
+  EXPECT_EQ(reparsed.model.layers[3].main[2].groups, 32);
+  EXPECT_EQ(reparsed.model.layers[3].main[2].dilation, 2);
+  EXPECT_EQ(reparsed.model.layers[3].main[3].main.size(), 1u);
+  EXPECT_FALSE(reparsed.model.layers[3].main[3].relu_after);
   // A second trip is a fixed point: the text itself is stable.
   EXPECT_EQ(to_yaml(reparsed), emitted);
 }
@@ -99,7 +102,15 @@ TEST(ConfigHash, StableForEqualConfigsAndChangesWithAnyValue) {
   EXPECT_NE(hash(changed), hash(config));
 
   changed = config;
-  changed.model.layers[3].main[2].relu_after = true;
+  changed.model.layers[3].main[3].relu_after = true;
+  EXPECT_NE(hash(changed), hash(config));
+
+  changed = config;
+  changed.model.layers[3].main[2].groups = 16;
+  EXPECT_NE(hash(changed), hash(config));
+
+  changed = config;
+  changed.model.layers[3].main[2].dilation = 1;
   EXPECT_NE(hash(changed), hash(config));
 
   changed = config;

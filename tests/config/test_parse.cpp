@@ -152,6 +152,8 @@ model:
   EXPECT_EQ(layers[0].kernel, 3);
   EXPECT_EQ(layers[0].stride, 1);  // conv keeps the LayerSpec default
   EXPECT_EQ(layers[0].padding, 1);
+  EXPECT_EQ(layers[0].groups, 1);  // torch.nn.Conv2d's defaults
+  EXPECT_EQ(layers[0].dilation, 1);
   EXPECT_FALSE(layers[0].bias);
 
   const LayerSpec& block = layers[3];

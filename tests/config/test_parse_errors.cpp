@@ -156,9 +156,10 @@ TEST(ConfigParseErrors, DataPathIsRequired) {
 TEST(ConfigParseErrors, LayerKeysAreCheckedAgainstTheLayerType) {
   expect_layer_error("    - {type: conv, out_channels: 8, kernal: 3}\n",
                      {"unknown key 'model.layers[0].kernal' (did you mean 'model.layers[0].kernel'?)"});
-  expect_layer_error("    - {type: relu}\n    - {type: conv, out_channels: 8, out_features: 3}\n",
-                     {"'model.layers[1].out_features' does not apply to a conv layer",
-                      "(it takes: type, name, out_channels, kernel, stride, padding, bias)"});
+  expect_layer_error(
+      "    - {type: relu}\n    - {type: conv, out_channels: 8, out_features: 3}\n",
+      {"'model.layers[1].out_features' does not apply to a conv layer",
+       "(it takes: type, name, out_channels, kernel, stride, padding, groups, dilation, bias)"});
   expect_layer_error(
       "    - type: residual\n      main:\n        - {type: relu}\n        - {type: conv, out_channels: 4, "
       "strid: 2}\n",
@@ -181,6 +182,15 @@ TEST(ConfigParseErrors, LayerValuesAreRangeChecked) {
                      {"model.layers[0].stride must be >= 1 (got 0)"});
   expect_layer_error("    - {type: conv, out_channels: 4, padding: -1}\n",
                      {"model.layers[0].padding must be >= 0 (got -1)"});
+  expect_layer_error("    - {type: conv, out_channels: 4, groups: 0}\n",
+                     {"model.layers[0].groups must be >= 1 (got 0)"});
+  expect_layer_error("    - {type: conv, out_channels: 4, groups: -2}\n",
+                     {"model.layers[0].groups must be >= 1 (got -2)"});
+  expect_layer_error("    - {type: conv, out_channels: 4, dilation: 0}\n",
+                     {"model.layers[0].dilation must be >= 1 (got 0)"});
+  expect_layer_error("    - {type: conv, out_channels: 4, dilation: 1.5}\n", {"model.layers[0].dilation"});
+  expect_layer_error("    - {type: max_pool, kernel: 2, groups: 2}\n",
+                     {"'model.layers[0].groups' does not apply to a max_pool layer"});
   expect_layer_error("    - {type: max_pool, stride: -1}\n",
                      {"model.layers[0].stride must be >= 0 (got -1)"});
   expect_layer_error("    - {type: linear}\n",

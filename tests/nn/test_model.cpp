@@ -137,6 +137,54 @@ TEST(ModelGradient, ResidualBlocksWithAndWithoutShortcut) {
   expect_gradients_match(problem, 10);
 }
 
+config::LayerSpec grouped_conv(int out_channels, int kernel, int stride, int padding, int groups,
+                               int dilation) {
+  config::LayerSpec spec = layer("conv", out_channels, kernel, stride, padding);
+  spec.groups = groups;
+  spec.dilation = dilation;
+  return spec;
+}
+
+// A MobileNet-style stack: a grouped conv, a depthwise conv with stride 2, a 1x1 projection and a
+// dilated conv, as the model wires and fuses them.
+TEST(ModelGradient, GroupedDepthwiseAndDilatedConvolutions) {
+  config::ModelConfig config;
+  config.layers = {grouped_conv(6, 3, 1, 1, 2, 1),
+                   layer("relu"),
+                   grouped_conv(6, 3, 2, 1, 6, 1),
+                   layer("batch_norm"),
+                   layer("conv", 4, 1, 1, 0),
+                   grouped_conv(4, 3, 1, 2, 1, 2),
+                   layer("flatten"),
+                   layer("linear", 3)};
+  Problem problem(config, Shape{8, 8, 4}, 3, 4);
+  expect_gradients_match(problem, 12);
+}
+
+// The checkpoint's (and PyTorch's) shapes: weight [out, in / groups, k, k], fan-in in / groups * k * k.
+TEST(ModelPlan, GroupedConvolutionsDeclarePyTorchsWeightShapes) {
+  config::ModelConfig config;
+  config.layers = {grouped_conv(32, 3, 1, 1, 16, 1), grouped_conv(8, 3, 1, 2, 4, 2), layer("flatten"),
+                   layer("linear", 10)};
+  const ModelPlan plan(config, Shape{6, 6, 16}, 10);
+  auto backend = backend::make_cpu_backend(1);
+  Model model(config, Shape{6, 6, 16}, 10, *backend, 0);
+  const auto& infos = model.registry().parameters_info();
+  ASSERT_EQ(infos.size(), 6u);
+  EXPECT_EQ(infos[0].name, "conv1/weight");
+  EXPECT_EQ(infos[0].shape, (Shape{32, 1, 3, 3}));
+  EXPECT_EQ(infos[0].fan_in, 9);
+  EXPECT_EQ(infos[2].name, "conv2/weight");
+  EXPECT_EQ(infos[2].shape, (Shape{8, 8, 3, 3}));
+  EXPECT_EQ(infos[2].fan_in, 72);
+  // 32*9 + 32, 8*8*9 + 8, then the linear layer over 6x6x8 (dilation 2 with padding 2 keeps 6x6).
+  const std::int64_t expected = 32 * 9 + 32 + 8 * 8 * 9 + 8 + 6 * 6 * 8 * 10 + 10;
+  EXPECT_EQ(plan.size().parameters, expected);
+  std::int64_t declared = 0;
+  for (const auto& info : infos) declared += info.count;
+  EXPECT_EQ(declared, expected);
+}
+
 TEST(ModelGradient, GradientsReadyReportsDescendingOffsets) {
   config::ModelConfig config;
   config::LayerSpec block = layer("residual");
@@ -294,6 +342,45 @@ TEST(ModelErrors, WrongClassCountAndOversizedKernelNameTheProblem) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("flatten"), std::string::npos) << error.what();
   }
+}
+
+// Groups that do not divide the channels and a dilated kernel wider than the padded input are the
+// user's error (exit 2), named by the layer and the key.
+TEST(ModelErrors, GroupsAndDilationThatDoNotFitNameTheKey) {
+  const auto expect_error = [](const std::vector<config::LayerSpec>& layers, Shape sample,
+                               const std::vector<std::string>& fragments) {
+    config::ModelConfig config;
+    config.layers = layers;
+    try {
+      const ModelPlan plan(config, sample, 10);
+      FAIL() << "expected an error";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.exit_status(), 2);
+      for (const std::string& fragment : fragments)
+        EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos) << error.what();
+    }
+  };
+  const std::vector<config::LayerSpec> tail = {layer("flatten"), layer("linear", 10)};
+  const auto with_tail = [&](config::LayerSpec conv) {
+    std::vector<config::LayerSpec> layers{std::move(conv)};
+    layers.insert(layers.end(), tail.begin(), tail.end());
+    return layers;
+  };
+  expect_error(with_tail(grouped_conv(6, 3, 1, 1, 4, 1)), Shape{6, 6, 6},
+               {"conv1", "groups 4 must divide both its 6 input channels"});
+  expect_error(with_tail(grouped_conv(6, 3, 1, 1, 4, 1)), Shape{6, 6, 8}, {"conv1", "6 out_channels"});
+  expect_error(with_tail(grouped_conv(4, 3, 1, 0, 1, 3)), Shape{6, 6, 2},
+               {"conv1", "dilation 3 spans 7x7", "6x6 input with padding 0"});
+  expect_error(with_tail(grouped_conv(4, 3, 1, 0, 1, 1 << 30)), Shape{6, 6, 2}, {"conv1", "dilation"});
+  expect_error(with_tail(grouped_conv(4, 3, 1, 1, 0, 1)), Shape{6, 6, 2}, {"groups must be >= 1"});
+  expect_error(with_tail(grouped_conv(4, 3, 1, 1, 1, 0)), Shape{6, 6, 2}, {"dilation must be >= 1"});
+  // A kernel one wider than the padded input used to round up to one output row at stride 2.
+  expect_error(with_tail(grouped_conv(4, 4, 2, 0, 1, 1)), Shape{3, 3, 2}, {"conv1", "does not fit"});
+  // Fits exactly: dilation 3 spans 7, padded 5 + 2 * 1.
+  config::ModelConfig fits;
+  fits.layers = with_tail(grouped_conv(4, 3, 1, 1, 2, 3));
+  const ModelPlan plan(fits, Shape{5, 5, 2}, 10);
+  EXPECT_EQ(plan.size().parameters, 4 * 1 * 9 + 4 + 4 * 10 + 10);
 }
 
 TEST(ModelInit, SameSeedSameWeightsOtherSeedOtherWeights) {

@@ -1,5 +1,5 @@
 // Geometry of the ops: plain structs a backend keys its primitive caches on.
-// All activations are NHWC; convolution weights are PyTorch's [out, in, kh, kw];
+// All activations are NHWC; convolution weights are PyTorch's [out, in / groups, kh, kw];
 // linear weights are PyTorch's [out, in].
 #pragma once
 
@@ -21,18 +21,28 @@ struct ConvolutionGeometry {
   int kernel_height = 0, kernel_width = 0;
   int stride = 1;
   int padding = 0;
+  // As torch.nn.Conv2d: `groups` splits the channels into that many independent convolutions (each
+  // out_channels / groups outputs sees in_channels / groups inputs; depthwise when groups equals
+  // in_channels), and `dilation` spaces the kernel taps that far apart (1: adjacent).
+  int groups = 1;
+  int dilation = 1;
   bool has_bias = true;
   FusedActivation activation = FusedActivation::None;
 
-  int out_height() const { return (in_height + 2 * padding - kernel_height) / stride + 1; }
-  int out_width() const { return (in_width + 2 * padding - kernel_width) / stride + 1; }
+  // The input channels each output channel reads.
+  int group_in_channels() const { return in_channels / groups; }
+  // The extent of the kernel's taps on the input, dilation included.
+  int dilated_kernel_height() const { return dilation * (kernel_height - 1) + 1; }
+  int dilated_kernel_width() const { return dilation * (kernel_width - 1) + 1; }
+  int out_height() const { return (in_height + 2 * padding - dilated_kernel_height()) / stride + 1; }
+  int out_width() const { return (in_width + 2 * padding - dilated_kernel_width()) / stride + 1; }
   // Elements of the input and output activations (the whole batch) and of the weights.
   std::int64_t input_elements() const { return std::int64_t{batch} * in_height * in_width * in_channels; }
   std::int64_t output_elements() const {
     return std::int64_t{batch} * out_height() * out_width() * out_channels;
   }
   std::int64_t weight_elements() const {
-    return std::int64_t{out_channels} * in_channels * kernel_height * kernel_width;
+    return std::int64_t{out_channels} * group_in_channels() * kernel_height * kernel_width;
   }
   bool operator==(const ConvolutionGeometry&) const = default;
 };

@@ -83,6 +83,8 @@ struct LayerSpec {
   int kernel = 3;            // conv, pools
   int stride = 1;            // conv, pools (pools default to kernel when 0)
   int padding = 0;           // conv, pools
+  int groups = 1;            // conv: as torch.nn.Conv2d (depthwise when equal to the input channels)
+  int dilation = 1;          // conv: spacing of the kernel taps, as torch.nn.Conv2d
   bool bias = true;          // conv, linear
   int out_features = 0;      // linear
   float probability = 0.5f;  // dropout

@@ -10,7 +10,8 @@ namespace phalanx::nn {
 
 class Convolution final : public Layer {
  public:
-  Convolution(std::string name, int out_channels, int kernel, int stride, int padding, bool bias);
+  Convolution(std::string name, int out_channels, int kernel, int stride, int padding, int groups,
+              int dilation, bool bias);
   std::string type() const override { return "conv"; }
   bool can_fuse_relu() const override { return true; }
   void set_fused_activation(backend::FusedActivation activation) override { fused_activation_ = activation; }
@@ -21,7 +22,7 @@ class Convolution final : public Layer {
 
  private:
   backend::ConvolutionGeometry geometry(std::int64_t batch) const;
-  int out_channels_, kernel_, stride_, padding_;
+  int out_channels_, kernel_, stride_, padding_, groups_, dilation_;
   bool bias_;
   backend::FusedActivation fused_activation_ = backend::FusedActivation::None;
   int in_channels_ = 0, in_height_ = 0, in_width_ = 0;

@@ -2,6 +2,10 @@
 // weighted_layers.hpp): NHWC activations at the op boundary and PyTorch's oihw weights, which go
 // to whatever format each primitive picks (format_tag::any) through reorders.
 //
+// Groups and dilation: PyTorch's grouped weights [out, in / groups, kh, kw] are, byte for byte,
+// oneDNN's goihw [groups, out / groups, in / groups, kh, kw], so a grouped layer describes the same
+// buffer with five dimensions. oneDNN counts dilation from 0 (taps adjacent), PyTorch from 1.
+//
 // Activation layout: measured with a standalone oneDNN probe (oneDNN 2.6.3, AMD EPYC with AVX-512,
 // OMP_NUM_THREADS=1, batch 64, median of 41 runs; "any" includes the reorders from/to NHWC that the
 // op boundary forces):
@@ -61,9 +65,16 @@ LayerOperands layer_operands(const ConvolutionGeometry& geometry, DataType activ
   operands.output =
       dnnl::memory::desc({geometry.batch, geometry.out_channels, geometry.out_height(), geometry.out_width()},
                          activation_type, Tag::nhwc);
-  operands.weight = dnnl::memory::desc(
-      {geometry.out_channels, geometry.in_channels, geometry.kernel_height, geometry.kernel_width},
-      DataType::f32, Tag::oihw);
+  if (geometry.groups == 1) {
+    operands.weight = dnnl::memory::desc(
+        {geometry.out_channels, geometry.in_channels, geometry.kernel_height, geometry.kernel_width},
+        DataType::f32, Tag::oihw);
+  } else {
+    operands.weight =
+        dnnl::memory::desc({geometry.groups, geometry.out_channels / geometry.groups,
+                            geometry.group_in_channels(), geometry.kernel_height, geometry.kernel_width},
+                           DataType::f32, Tag::goihw);
+  }
   if (geometry.has_bias) operands.bias = dnnl::memory::desc({geometry.out_channels}, DataType::f32, Tag::x);
   return operands;
 }
@@ -75,39 +86,43 @@ std::optional<LayerDescriptors> describe_layer(const ConvolutionGeometry& geomet
   const dnnl::memory::desc weight(operands.weight.get_dims(), operand_type, Tag::any);
   const dnnl::memory::desc grad_weight(operands.weight.get_dims(), DataType::f32, Tag::any);
   const dnnl::memory::dims strides{geometry.stride, geometry.stride};
+  const dnnl::memory::dims dilates{geometry.dilation - 1, geometry.dilation - 1};
   const dnnl::memory::dims padding{geometry.padding, geometry.padding};
   // PyTorch pads symmetrically; oneDNN wants the right padding that makes the output size
   // come out as PyTorch's floor division, which may be less than `padding` for stride > 1.
-  const dnnl::memory::dims padding_right{(geometry.out_height() - 1) * geometry.stride +
-                                             geometry.kernel_height - geometry.in_height - geometry.padding,
-                                         (geometry.out_width() - 1) * geometry.stride +
-                                             geometry.kernel_width - geometry.in_width - geometry.padding};
+  const dnnl::memory::dims padding_right{
+      (geometry.out_height() - 1) * geometry.stride + geometry.dilated_kernel_height() - geometry.in_height -
+          geometry.padding,
+      (geometry.out_width() - 1) * geometry.stride + geometry.dilated_kernel_width() - geometry.in_width -
+          geometry.padding};
   constexpr bool allow_empty = true;
   const dnnl::memory::desc bias = operands.bias;  // zero without a bias: oneDNN then adds none
   const auto describe_forward = [=](const dnnl::primitive_attr& attributes) {
     return dnnl::convolution_forward::primitive_desc(
         engine, dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, activations.input,
-        weight, bias, activations.output, strides, padding, padding_right, attributes, allow_empty);
+        weight, bias, activations.output, strides, dilates, padding, padding_right, attributes, allow_empty);
   };
   const dnnl::primitive_attr attributes = DnnlContext::primitive_attributes();
   const dnnl::convolution_forward::primitive_desc forward = describe_forward(attributes);
   if (!forward) return std::nullopt;
   const dnnl::convolution_backward_data::primitive_desc backward_data(
       engine, dnnl::algorithm::convolution_direct, activations.grad_input, weight, activations.grad_output,
-      strides, padding, padding_right, forward, attributes, allow_empty);
+      strides, dilates, padding, padding_right, forward, attributes, allow_empty);
   if (!backward_data) return std::nullopt;
   const dnnl::convolution_backward_weights::primitive_desc backward_weights(
       engine, dnnl::algorithm::convolution_direct, activations.input, grad_weight, bias,
-      activations.grad_output, strides, padding, padding_right, forward, attributes, allow_empty);
+      activations.grad_output, strides, dilates, padding, padding_right, forward, attributes, allow_empty);
   if (!backward_weights) return std::nullopt;
   return LayerDescriptors{forward, backward_data, backward_weights, describe_forward};
 }
 
 std::string layer_name(const ConvolutionGeometry& geometry) {
-  return detail::concat("convolution ", geometry.in_channels, "->", geometry.out_channels, " kernel ",
-                        geometry.kernel_height, "x", geometry.kernel_width, " on ", geometry.batch, "x",
-                        geometry.in_height, "x", geometry.in_width, " stride ", geometry.stride, " padding ",
-                        geometry.padding);
+  return detail::concat(
+      "convolution ", geometry.in_channels, "->", geometry.out_channels, " kernel ", geometry.kernel_height,
+      "x", geometry.kernel_width, " on ", geometry.batch, "x", geometry.in_height, "x", geometry.in_width,
+      " stride ", geometry.stride, " padding ", geometry.padding, geometry.groups == 1 ? "" : " groups ",
+      geometry.groups == 1 ? "" : std::to_string(geometry.groups), geometry.dilation == 1 ? "" : " dilation ",
+      geometry.dilation == 1 ? "" : std::to_string(geometry.dilation));
 }
 
 }  // namespace phalanx::backend::cpu

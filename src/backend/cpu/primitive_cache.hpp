@@ -27,7 +27,8 @@ struct GeometryHash {
   std::size_t operator()(const ConvolutionGeometry& geometry) const {
     return combine({geometry.batch, geometry.in_channels, geometry.in_height, geometry.in_width,
                     geometry.out_channels, geometry.kernel_height, geometry.kernel_width, geometry.stride,
-                    geometry.padding, geometry.has_bias, static_cast<long long>(geometry.activation)});
+                    geometry.padding, geometry.groups, geometry.dilation, geometry.has_bias,
+                    static_cast<long long>(geometry.activation)});
   }
   std::size_t operator()(const PoolingGeometry& geometry) const {
     return combine({geometry.batch, geometry.channels, geometry.in_height, geometry.in_width, geometry.kernel,

@@ -33,9 +33,10 @@ namespace {
 
 constexpr std::size_t search_workspace_cap = std::size_t{1} << 30;
 
-// Same bytes in [out, in, kh, kw] and [out, kh, kw, in]: nothing to transpose.
+// Same bytes in [out, in / groups, kh, kw] and [out, kh, kw, in / groups]: nothing to transpose
+// (a depthwise layer's weights among them).
 bool layouts_coincide(const ConvolutionGeometry& geometry) {
-  return geometry.in_channels == 1 || geometry.kernel_height * geometry.kernel_width == 1;
+  return geometry.group_in_channels() == 1 || geometry.kernel_height * geometry.kernel_width == 1;
 }
 
 cudnnDataType_t operand_type(ComputePrecision precision) {
@@ -49,8 +50,8 @@ cudnnDataType_t operand_type(ComputePrecision precision) {
 
 std::string describe(const ConvolutionGeometry& g) {
   return detail::concat(g.in_channels, "->", g.out_channels, " ", g.kernel_height, "x", g.kernel_width,
-                        " stride ", g.stride, " padding ", g.padding, " on ", g.batch, "x", g.in_height, "x",
-                        g.in_width);
+                        " stride ", g.stride, " padding ", g.padding, " groups ", g.groups, " dilation ",
+                        g.dilation, " on ", g.batch, "x", g.in_height, "x", g.in_width);
 }
 
 // The math type a precision asks cuDNN for: FMA only in fp32 (never TF32), tensor cores otherwise.
@@ -136,12 +137,17 @@ Convolutions::Plan::Plan(const ConvolutionGeometry& g, ComputePrecision precisio
                                            g.in_height, g.in_width));
   PHALANX_CUDNN(cudnnSetTensor4dDescriptor(output.get(), CUDNN_TENSOR_NHWC, type, g.batch, g.out_channels,
                                            g.out_height(), g.out_width()));
+  // A grouped filter is described as cuDNN and PyTorch both hold it: out_channels filters of
+  // in_channels / groups each; the group count goes on the convolution descriptor.
   PHALANX_CUDNN(cudnnSetFilter4dDescriptor(filter.get(), type, CUDNN_TENSOR_NHWC, g.out_channels,
-                                           g.in_channels, g.kernel_height, g.kernel_width));
+                                           g.group_in_channels(), g.kernel_height, g.kernel_width));
   // PyTorch's convolution is a cross-correlation (the kernel is not flipped). The compute type is
-  // fp32 in every precision: bf16/fp16 operands, fp32 accumulation.
+  // fp32 in every precision: bf16/fp16 operands, fp32 accumulation. cuDNN counts dilation as
+  // PyTorch does (1: taps adjacent).
   PHALANX_CUDNN(cudnnSetConvolution2dDescriptor(convolution.get(), g.padding, g.padding, g.stride, g.stride,
-                                                1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+                                                g.dilation, g.dilation, CUDNN_CROSS_CORRELATION,
+                                                CUDNN_DATA_FLOAT));
+  PHALANX_CUDNN(cudnnSetConvolutionGroupCount(convolution.get(), g.groups));
   request_math_type();
   int dims[4] = {};
   PHALANX_CUDNN(cudnnGetConvolution2dForwardOutputDim(convolution.get(), input.get(), filter.get(), &dims[0],
@@ -228,9 +234,9 @@ void Convolutions::finish_result(const void* result, ComputePrecision held, floa
 const float* Convolutions::filter_for_cudnn(const ConvolutionGeometry& geometry, const float* weight) {
   if (layouts_coincide(geometry)) return weight;
   weight_scratch_.ensure(sizeof(float) * geometry.weight_elements());
-  launch_transpose_samples(stream_, ComputePrecision::Float32, geometry.out_channels, geometry.in_channels,
-                           geometry.kernel_height * geometry.kernel_width, weight,
-                           weight_scratch_.as<float>());
+  launch_transpose_samples(stream_, ComputePrecision::Float32, geometry.out_channels,
+                           geometry.group_in_channels(), geometry.kernel_height * geometry.kernel_width,
+                           weight, weight_scratch_.as<float>());
   return weight_scratch_.as<float>();
 }
 
@@ -421,7 +427,7 @@ void Convolutions::run_backward_filter(const ConvolutionGeometry& geometry, cons
   finish_result(dw, ComputePrecision::Float32, filter_gradient, geometry.weight_elements());
   if (transpose)
     launch_transpose_samples(stream_, ComputePrecision::Float32, geometry.out_channels,
-                             geometry.kernel_height * geometry.kernel_width, geometry.in_channels,
+                             geometry.kernel_height * geometry.kernel_width, geometry.group_in_channels(),
                              filter_gradient, grad_weight);
 }
 

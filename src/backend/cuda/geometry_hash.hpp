@@ -21,7 +21,7 @@ struct GeometryHash {
   }
   std::size_t operator()(const ConvolutionGeometry& g) const {
     return combine({g.batch, g.in_channels, g.in_height, g.in_width, g.out_channels, g.kernel_height,
-                    g.kernel_width, g.stride, g.padding, g.has_bias,
+                    g.kernel_width, g.stride, g.padding, g.groups, g.dilation, g.has_bias,
                     static_cast<std::int64_t>(g.activation)});
   }
   std::size_t operator()(const BatchNormGeometry& g) const {
