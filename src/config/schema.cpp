@@ -9,7 +9,7 @@ namespace {
 
 const std::map<std::string, std::vector<std::string>>& sections() {
   static const std::map<std::string, std::vector<std::string>> table = {
-      {"model", {"preset", "layers"}},
+      {"model", {"preset", "layers", "init_from"}},
       {"data",
        {"path", "source", "train_split", "test_split", "prefetch_batches", "augment", "cache", "max_cache_gb",
         "stream_window_mb"}},
@@ -29,7 +29,7 @@ const std::map<std::string, std::vector<std::string>>& sections() {
       {"train",
        {"epochs", "max_steps", "batch_size", "accumulation_steps", "label_smoothing", "log_every_steps",
         "precision", "loss_scale", "loss_scale_initial", "activation_dtype", "deterministic",
-        "nonfinite"}},
+        "nonfinite", "freeze"}},
       {"checkpoint", {"every_steps", "keep"}},
       {"distributed", {"bucket_mb", "timeout_s", "grad_dtype", "batch_split", "local_batches"}},
       {"elastic", {"global_batch", "learning_rate_rule"}},
