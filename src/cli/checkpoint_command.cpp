@@ -2,8 +2,8 @@
 // wrote into them, re-seals one edited on purpose, and takes PyTorch weights (safetensors) in and
 // out. No MPI: it reads and writes files only.
 #include <cstdio>
-#include <regex>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -57,11 +57,13 @@ std::function<int()> add_checkpoint_command(CLI::App& app) {
       "ignored); write a sealed checkpoint at step 0 (for model.init_from, eval, export)");
   import->add_option("weights", import_request->weights, "The safetensors file")->required();
   import->add_option("--preset", import_request->preset, "model.preset the weights are for")->required();
-  import->add_option("--classes", import_request->classes,
-                     "Class count of the model (default: the first dimension of the file's classifier weight)");
+  import->add_option(
+      "--classes", import_request->classes,
+      "Class count of the model (default: the first dimension of the file's classifier weight)");
   import->add_option("--input", *input_shape, "One image HxWxC (default 224x224x3)");
-  import->add_option("--data", import_request->data,
-                     "Dataset written as data.path in the checkpoint's config (phalanx eval then needs no --data)");
+  import->add_option(
+      "--data", import_request->data,
+      "Dataset written as data.path in the checkpoint's config (phalanx eval then needs no --data)");
   import->add_option("-o,--output", import_request->output, "The checkpoint to write (.h5)")->required();
 
   auto export_files = std::make_shared<std::vector<std::string>>();
@@ -69,21 +71,24 @@ std::function<int()> add_checkpoint_command(CLI::App& app) {
       "export",
       "Write a checkpoint's weights and batch-norm buffers as F32 safetensors with torch's names "
       "(load_state_dict(..., strict=False): num_batches_tracked is not written)");
-  export_command->add_option("files", *export_files, "CHECKPOINT.h5 OUTPUT.safetensors")->required()->expected(2);
+  export_command->add_option("files", *export_files, "CHECKPOINT.h5 OUTPUT.safetensors")
+      ->required()
+      ->expected(2);
 
   return [=]() -> int {
     if (!*checkpoint_command) return -1;
     if (*import) {
       import_request->input = parse_image_shape(*input_shape);
       const train::ImportResult result = train::import_weights(*import_request);
-      std::printf("%s: %zu tensors of %s (%d classes, %lld parameters) from %s\n", import_request->output.c_str(),
-                  result.tensors, import_request->preset.c_str(), result.classes,
-                  static_cast<long long>(result.parameters), import_request->weights.c_str());
+      std::printf("%s: %zu tensors of %s (%d classes, %lld parameters) from %s\n",
+                  import_request->output.c_str(), result.tensors, import_request->preset.c_str(),
+                  result.classes, static_cast<long long>(result.parameters), import_request->weights.c_str());
       return 0;
     }
     if (*export_command) {
       const std::size_t tensors = train::export_weights((*export_files)[0], (*export_files)[1]);
-      std::printf("%s: %zu tensors from %s\n", (*export_files)[1].c_str(), tensors, (*export_files)[0].c_str());
+      std::printf("%s: %zu tensors from %s\n", (*export_files)[1].c_str(), tensors,
+                  (*export_files)[0].c_str());
       return 0;
     }
     for (const std::string& file : *files) {

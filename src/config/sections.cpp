@@ -339,8 +339,10 @@ void read_train(const Section& section, TrainConfig& train) {
   if (const YAML::Node value = section["freeze"]; has(value) && !value.IsNull()) {
     const std::string key = section.key("freeze");
     if (!value.IsSequence())
-      reader.fail(key, key + " must be a list of parameter name prefixes, e.g. [conv1, layer1], not " +
-                           describe(value), value);
+      reader.fail(
+          key,
+          key + " must be a list of parameter name prefixes, e.g. [conv1, layer1], not " + describe(value),
+          value);
     for (std::size_t index = 0; index < value.size(); ++index) {
       const std::string entry_key = key + "[" + std::to_string(index) + "]";
       std::string prefix = reader.text(value[index], entry_key);
@@ -348,8 +350,10 @@ void read_train(const Section& section, TrainConfig& train) {
       std::replace(prefix.begin(), prefix.end(), '.', '/');
       while (prefix.ends_with('/')) prefix.pop_back();
       if (prefix.empty() || prefix.starts_with('/'))
-        reader.fail(entry_key, entry_key + ": '" + reader.text(value[index], entry_key) +
-                                   "' is not a parameter name prefix (e.g. layer1 or layer1.0.conv1)", value[index]);
+        reader.fail(entry_key,
+                    entry_key + ": '" + reader.text(value[index], entry_key) +
+                        "' is not a parameter name prefix (e.g. layer1 or layer1.0.conv1)",
+                    value[index]);
       if (std::find(train.freeze.begin(), train.freeze.end(), prefix) == train.freeze.end())
         train.freeze.push_back(prefix);
     }

@@ -73,12 +73,13 @@ bool BatchNorm::frozen(const ParameterRegistry& registry) const {
 // The frozen map is y = x * scale + shift per channel, so grad_input = grad_output * scale: the
 // data gradient of a 1x1 depthwise convolution whose weights are the scales, which every backend
 // has. Weight, bias and statistics cannot change while frozen, so the scales are computed once.
-void BatchNorm::frozen_backward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& grad_output,
-                                Tensor& grad_input) {
+void BatchNorm::frozen_backward(backend::Backend& backend, ParameterRegistry& registry,
+                                const Tensor& grad_output, Tensor& grad_input) {
   if (frozen_scale_.empty()) {
     std::vector<float> gamma(static_cast<std::size_t>(channels_)), variance(gamma.size());
     backend.copy_to_host(gamma.data(), registry.parameter(gamma_), gamma.size() * sizeof(float));
-    backend.copy_to_host(variance.data(), registry.buffer(running_variance_), variance.size() * sizeof(float));
+    backend.copy_to_host(variance.data(), registry.buffer(running_variance_),
+                         variance.size() * sizeof(float));
     for (std::size_t channel = 0; channel < gamma.size(); ++channel)
       gamma[channel] /= std::sqrt(variance[channel] + epsilon_);
     frozen_scale_ = Tensor(backend, Shape{channels_, 1, 1, 1});

@@ -89,8 +89,8 @@ void Convolution::backward(backend::Backend& backend, ParameterRegistry& registr
   // Frozen (train.freeze): its weight gradient is never used, so only the data gradient is computed.
   if (registry.frozen(weight_) && (!bias_ || registry.frozen(bias_index_))) {
     if (grad_input)
-      backend.convolution_backward_data(geometry(input.shape()[0]), grad_output.data(), registry.parameter(weight_),
-                                        grad_input->data());
+      backend.convolution_backward_data(geometry(input.shape()[0]), grad_output.data(),
+                                        registry.parameter(weight_), grad_input->data());
     return;
   }
   // One call for both directions: a GPU backend computing in bf16/fp16 converts grad_output once.

@@ -110,7 +110,8 @@ class AdamW final : public TabledOptimizer {
     hyperparameters.step = step;
     for_each_trainable_run(registry, [&](std::int64_t offset, std::int64_t count) {
       backend_.adamw_step(count, hyperparameters, registry.parameters().data() + offset,
-                          registry.gradients().data() + offset, state_data(0) + offset, state_data(1) + offset);
+                          registry.gradients().data() + offset, state_data(0) + offset,
+                          state_data(1) + offset);
     });
   }
 

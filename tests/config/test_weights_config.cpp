@@ -49,8 +49,9 @@ TEST(WeightsConfig, BadValuesNameTheKey) {
   expect_input_error([&] { parse(base + "train: {freeze: [conv1, '/layer1']}\n", source); },
                      {"train.freeze[1]: '/layer1' is not a parameter name prefix"});
   expect_input_error([&] { parse(base + "train: {freeze: [[conv1]]}\n", source); }, {"train.freeze[0]"});
-  expect_input_error([&] { parse("model: {preset: resnet18, init_from: [a]}\ndata: {path: d.h5}\n", source); },
-                     {"model.init_from"});
+  expect_input_error(
+      [&] { parse("model: {preset: resnet18, init_from: [a]}\ndata: {path: d.h5}\n", source); },
+      {"model.init_from"});
   expect_input_error([&] { parse("model: {preset: resnet18, init_form: a}\ndata: {path: d.h5}\n", source); },
                      {"unknown key 'model.init_form' (did you mean 'model.init_from'?)"});
 }

@@ -144,7 +144,7 @@ TEST(ModelGradient, ResidualBlocksWithAndWithoutShortcut) {
 // the data gradient on and computes no weight gradient.
 TEST(ModelGradient, FrozenBatchNormAndConvolution) {
   config::ModelConfig config;
-  config.layers = {layer("conv", 4, 3, 1, 1), layer("batch_norm"), layer("conv", 3, 3, 1, 1),
+  config.layers = {layer("conv", 4, 3, 1, 1), layer("batch_norm"),      layer("conv", 3, 3, 1, 1),
                    layer("batch_norm"),       layer("global_avg_pool"), layer("linear", 3)};
   const char* names[] = {"stem", "bn", "frozen_conv", "frozen_bn", "pool", "fc"};
   for (std::size_t index = 0; index < config.layers.size(); ++index) config.layers[index].name = names[index];
@@ -181,12 +181,16 @@ TEST(ModelGradient, FrozenBatchNormAndConvolution) {
   // makes the two modes give the same loss.
   EXPECT_EQ(registry.freeze("bn"), 2);
   Tensor input_tensor(*problem.backend, problem.input_shape);
-  problem.backend->copy_from_host(input_tensor.data(), problem.input.data(), problem.input.size() * sizeof(float));
+  problem.backend->copy_from_host(input_tensor.data(), problem.input.data(),
+                                  problem.input.size() * sizeof(float));
   std::vector<float> training(18), evaluation(18);
-  const Tensor& training_logits = problem.model->forward(input_tensor, ForwardContext{Mode::Training, 1, 0, 0});
+  const Tensor& training_logits =
+      problem.model->forward(input_tensor, ForwardContext{Mode::Training, 1, 0, 0});
   problem.backend->copy_to_host(training.data(), training_logits.data(), training.size() * sizeof(float));
-  const Tensor& evaluation_logits = problem.model->forward(input_tensor, ForwardContext{Mode::Evaluation, 1, 0, 0});
-  problem.backend->copy_to_host(evaluation.data(), evaluation_logits.data(), evaluation.size() * sizeof(float));
+  const Tensor& evaluation_logits =
+      problem.model->forward(input_tensor, ForwardContext{Mode::Evaluation, 1, 0, 0});
+  problem.backend->copy_to_host(evaluation.data(), evaluation_logits.data(),
+                                evaluation.size() * sizeof(float));
   EXPECT_EQ(training, evaluation);
 }
 

@@ -59,7 +59,8 @@ void expect_frozen_b(const config::OptimizerConfig& config) {
       const auto index = static_cast<std::size_t>(info.offset + element);
       if (info.name == "b/weight") {
         EXPECT_EQ(frozen.parameters[index], 1.0f + static_cast<float>(index)) << info.name << " moved";
-        for (const auto& state : frozen.states) EXPECT_EQ(state[index], 0.25f) << info.name << "'s state changed";
+        for (const auto& state : frozen.states)
+          EXPECT_EQ(state[index], 0.25f) << info.name << "'s state changed";
         EXPECT_NE(free.parameters[index], frozen.parameters[index]) << "unfrozen, it would have moved";
       } else {
         EXPECT_EQ(frozen.parameters[index], free.parameters[index]) << info.name << "[" << element << "]";

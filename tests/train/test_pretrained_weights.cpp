@@ -3,8 +3,6 @@
 // missing or extra tensor or another shape refused naming the file, the tensor and both shapes,
 // with the model left as it was; the classifier head, and only it, re-initialised when only the
 // class count differs.
-#include "phalanx/train/pretrained_weights.hpp"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 
 #include "data/data_test_support.hpp"
 #include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/pretrained_weights.hpp"
 #include "phalanx/train/safetensors.hpp"
 #include "support/test_support.hpp"
 
@@ -57,10 +56,13 @@ struct SmallModel {
 
 // torch's state_dict of SmallModel(classes): value k of tensor t is 100 t + k.
 std::vector<SafetensorsTensor> state_dict(int classes) {
-  std::vector<SafetensorsTensor> tensors = {
-      {"conv.weight", Shape{2, 1, 3, 3}, {}}, {"bn.weight", Shape{2}, {}},   {"bn.bias", Shape{2}, {}},
-      {"bn.running_mean", Shape{2}, {}},      {"bn.running_var", Shape{2}, {}},
-      {"fc.weight", Shape{classes, 2}, {}},   {"fc.bias", Shape{classes}, {}}};
+  std::vector<SafetensorsTensor> tensors = {{"conv.weight", Shape{2, 1, 3, 3}, {}},
+                                            {"bn.weight", Shape{2}, {}},
+                                            {"bn.bias", Shape{2}, {}},
+                                            {"bn.running_mean", Shape{2}, {}},
+                                            {"bn.running_var", Shape{2}, {}},
+                                            {"fc.weight", Shape{classes, 2}, {}},
+                                            {"fc.bias", Shape{classes}, {}}};
   for (std::size_t tensor = 0; tensor < tensors.size(); ++tensor)
     for (std::int64_t index = 0; index < tensors[tensor].shape.elements(); ++index)
       tensors[tensor].values.push_back(100.0f * static_cast<float>(tensor) + static_cast<float>(index));
@@ -89,7 +91,8 @@ TEST_F(PretrainedWeightsTest, EveryTensorIsTakenByNameAndTheCounterIgnored) {
   }
   // A phalanx checkpoint of the model gives the same tensors back.
   const std::string checkpoint = scratch.file("model.h5");
-  write_checkpoint(checkpoint, *model.backend, model.registry, nullptr, TrainingPosition{}, 1, 0, "name: x\n");
+  write_checkpoint(checkpoint, *model.backend, model.registry, nullptr, TrainingPosition{}, 1, 0,
+                   "name: x\n");
   SmallModel other(3);
   assign_weights(read_stored_weights(checkpoint), *other.backend, other.registry, HeadMismatch::Refuse);
   EXPECT_EQ(other.parameters(), model.parameters());
@@ -101,10 +104,9 @@ TEST_F(PretrainedWeightsTest, MissingExtraOrMisshapenTensorsAreRefusedAndTheMode
     write_safetensors(path, tensors);
     SmallModel model(3);
     const std::vector<float> before = model.parameters();
-    EXPECT_INPUT_ERROR(
-        assign_weights(read_stored_weights(path), *model.backend, model.registry, HeadMismatch::Reinitialise,
-                       classifier_head(model.registry, 3)),
-        path + ": " + expected);
+    EXPECT_INPUT_ERROR(assign_weights(read_stored_weights(path), *model.backend, model.registry,
+                                      HeadMismatch::Reinitialise, classifier_head(model.registry, 3)),
+                       path + ": " + expected);
     EXPECT_EQ(model.parameters(), before);
   };
   std::vector<SafetensorsTensor> missing = state_dict(3);
@@ -115,7 +117,8 @@ TEST_F(PretrainedWeightsTest, MissingExtraOrMisshapenTensorsAreRefusedAndTheMode
   expect_refused(extra, "tensor 'fc2.weight' (shape [1]) is not in the model");
   std::vector<SafetensorsTensor> misshapen = state_dict(3);
   misshapen[0] = {"conv.weight", Shape{2, 1, 5, 5}, std::vector<float>(50, 0.0f)};
-  expect_refused(misshapen, "tensor 'conv.weight' has shape [2, 1, 5, 5] in the file but [2, 1, 3, 3] in the model");
+  expect_refused(misshapen,
+                 "tensor 'conv.weight' has shape [2, 1, 5, 5] in the file but [2, 1, 3, 3] in the model");
   // The head's other dimension is no class count: refused even where the head may be re-initialised.
   std::vector<SafetensorsTensor> wider = state_dict(3);
   wider[5] = {"fc.weight", Shape{3, 4}, std::vector<float>(12, 0.0f)};

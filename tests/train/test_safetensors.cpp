@@ -2,20 +2,19 @@
 // patterns convert to their known fp32 values; and each kind of damage to a header (a length past
 // the file, JSON that is no object, offsets that overlap, leave the data or disagree with dtype x
 // shape, a name given twice, negative or absurd shapes, another dtype) is refused naming the file.
-#include "phalanx/train/safetensors.hpp"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "data/data_test_support.hpp"
+#include "phalanx/train/safetensors.hpp"
 #include "support/test_support.hpp"
 
 namespace phalanx::train {
@@ -34,7 +33,8 @@ std::string safetensors_bytes(const std::string& header, const std::string& data
 
 std::string little_endian_bytes(std::uint64_t value, int count) {
   std::string bytes;
-  for (int index = 0; index < count; ++index) bytes.push_back(static_cast<char>((value >> (8 * index)) & 0xff));
+  for (int index = 0; index < count; ++index)
+    bytes.push_back(static_cast<char>((value >> (8 * index)) & 0xff));
   return bytes;
 }
 
@@ -59,22 +59,25 @@ TEST_F(SafetensorsTest, AWrittenFileReadsBackBitForBit) {
       {"empty", Shape{0, 4}, {}},
       {"scalar", Shape{}, {3.5f}}};
   std::vector<SafetensorsTensor> written = tensors;
-  for (int index = 0; index < 18; ++index) written[0].values.push_back(0.1f * static_cast<float>(index) - 0.7f);
+  for (int index = 0; index < 18; ++index)
+    written[0].values.push_back(0.1f * static_cast<float>(index) - 0.7f);
   write_safetensors(path, written, {{"format", "pt"}});
 
   const SafetensorsFile file(path);
   EXPECT_EQ(file.metadata().at("format"), "pt");
   ASSERT_EQ(file.entries().size(), 4u);
   for (const SafetensorsTensor& tensor : written) {
-    const auto entry = std::find_if(file.entries().begin(), file.entries().end(),
-                                    [&](const SafetensorsEntry& candidate) { return candidate.name == tensor.name; });
+    const auto entry =
+        std::find_if(file.entries().begin(), file.entries().end(),
+                     [&](const SafetensorsEntry& candidate) { return candidate.name == tensor.name; });
     ASSERT_NE(entry, file.entries().end()) << tensor.name;
     EXPECT_EQ(entry->dtype, "F32");
     EXPECT_EQ(entry->shape, tensor.shape) << tensor.name;
     const std::vector<float> values = file.values(*entry);
     ASSERT_EQ(values.size(), tensor.values.size());
     for (std::size_t index = 0; index < values.size(); ++index)
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(values[index]), std::bit_cast<std::uint32_t>(tensor.values[index]))
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(values[index]),
+                std::bit_cast<std::uint32_t>(tensor.values[index]))
           << tensor.name << "[" << index << "]";
   }
   // Entries come in the order of their bytes, and the data area starts 8-byte aligned.
@@ -86,8 +89,13 @@ TEST_F(SafetensorsTest, AWrittenFileReadsBackBitForBit) {
 TEST_F(SafetensorsTest, HalfBfloatAndDoubleConvertToTheirFloatValues) {
   // IEEE half: 1, -2, 65504 (largest), 2^-14 (smallest normal), 2^-24 (smallest subnormal), -0, inf.
   const std::vector<std::uint16_t> half_bits = {0x3c00, 0xc000, 0x7bff, 0x0400, 0x0001, 0x8000, 0x7c00};
-  const std::vector<float> half_values = {1.0f, -2.0f, 65504.0f, std::ldexp(1.0f, -14), std::ldexp(1.0f, -24),
-                                          -0.0f, std::numeric_limits<float>::infinity()};
+  const std::vector<float> half_values = {1.0f,
+                                          -2.0f,
+                                          65504.0f,
+                                          std::ldexp(1.0f, -14),
+                                          std::ldexp(1.0f, -24),
+                                          -0.0f,
+                                          std::numeric_limits<float>::infinity()};
   // bfloat16: 1, -1.5, pi rounded (0x4049 = 3.140625), 2^-126, 3.3895314e38 (largest).
   const std::vector<std::uint16_t> bfloat_bits = {0x3f80, 0xbfc0, 0x4049, 0x0080, 0x7f7f};
   const std::vector<float> bfloat_values = {1.0f, -1.5f, 3.140625f, std::ldexp(1.0f, -126), 3.3895314e38f};
@@ -96,7 +104,8 @@ TEST_F(SafetensorsTest, HalfBfloatAndDoubleConvertToTheirFloatValues) {
   std::string data;
   for (const std::uint16_t bits : half_bits) data += little_endian_bytes(bits, 2);
   for (const std::uint16_t bits : bfloat_bits) data += little_endian_bytes(bits, 2);
-  for (const double value : double_values) data += little_endian_bytes(std::bit_cast<std::uint64_t>(value), 8);
+  for (const double value : double_values)
+    data += little_endian_bytes(std::bit_cast<std::uint64_t>(value), 8);
   write(R"({"h":{"dtype":"F16","shape":[7],"data_offsets":[0,14]},)"
         R"("b":{"dtype":"BF16","shape":[5],"data_offsets":[14,24]},)"
         R"("d":{"dtype":"F64","shape":[3],"data_offsets":[24,48]}})",
@@ -197,7 +206,9 @@ TEST_F(SafetensorsTest, NegativeHugeOrMalformedShapesAreRefused) {
   // Dimensions whose product overflows 64 bits.
   write(R"({"w":{"dtype":"F32","shape":[1099511627776,1099511627776,1099511627776],"data_offsets":[0,8]}})",
         std::string(8, '\0'));
-  expect_refused("tensor 'w': F32 x shape [1099511627776, 1099511627776, 1099511627776] is more bytes than the file holds");
+  expect_refused(
+      "tensor 'w': F32 x shape [1099511627776, 1099511627776, 1099511627776] is more bytes than the file "
+      "holds");
   write(R"({"w":{"dtype":"F32","shape":"2","data_offsets":[0,8]}})", std::string(8, '\0'));
   expect_refused("tensor 'w': shape must be a list of at most 16 dimensions");
 }

@@ -364,8 +364,8 @@ void read_float_values(hid_t dataset, const std::string& name, const Shape& shap
   require_number_dataset(dataset, name, path);
   data::detail::require_sound_dataset_storage(dataset, path + ": " + name);
   PHALANX_REQUIRE_INPUT(
-      data::detail::read_checked(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0,
-      path, ": ", name, ": unreadable (truncated file?)");
+      data::detail::read_checked(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0, path,
+      ": ", name, ": unreadable (truncated file?)");
   // Checkpoints written before checksums were stored have none; those load unverified.
   if (H5Aexists(dataset, data::checksum_attribute) <= 0) return;
   const std::string stored = read_attribute_string(dataset, data::checksum_attribute, path);
@@ -757,7 +757,8 @@ std::vector<ModelTensor> OpenCheckpoint::model_tensors() const {
   const auto hdf5_lock = data::lock_hdf5();
   const hid_t file = file_->handle.get();
   const std::string& path = header_.path;
-  PHALANX_REQUIRE_INPUT(link_exists(file, "/model", path), path, ": /model: missing (no weights in the file)");
+  PHALANX_REQUIRE_INPUT(link_exists(file, "/model", path), path,
+                        ": /model: missing (no weights in the file)");
   data::detail::check_object_header(file, "/model", path);
   Hdf5Handle model(H5Gopen2(file, "/model", H5P_DEFAULT), H5Gclose);
   PHALANX_REQUIRE_INPUT(model.valid(), path, ": /model: unreadable");

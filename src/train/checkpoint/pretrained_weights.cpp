@@ -81,12 +81,13 @@ std::vector<std::string> assign_weights(const StoredWeights& weights, backend::B
     backend.copy_to_host(parameters.data(), registry.parameters().data(), parameters.size() * sizeof(float));
   if (!buffers.empty())
     backend.copy_to_host(buffers.data(), registry.buffers().data(), buffers.size() * sizeof(float));
-  for (auto [infos, flat] : {std::pair{&registry.parameters_info(), &parameters},
-                             std::pair{&registry.buffers_info(), &buffers}}) {
+  for (auto [infos, flat] :
+       {std::pair{&registry.parameters_info(), &parameters}, std::pair{&registry.buffers_info(), &buffers}}) {
     for (const nn::ParameterInfo& info : *infos) {
       const auto found = weights.tensors.find(info.name);
-      PHALANX_REQUIRE_INPUT(found != weights.tensors.end(), path, ": the model's tensor '", torch_name(info.name),
-                            "' (shape ", info.shape.to_string(), ") is not in the file");
+      PHALANX_REQUIRE_INPUT(found != weights.tensors.end(), path, ": the model's tensor '",
+                            torch_name(info.name), "' (shape ", info.shape.to_string(),
+                            ") is not in the file");
       matched.push_back(info.name);
       const StoredTensor& tensor = found->second;
       if (tensor.shape == info.shape) {
@@ -98,7 +99,8 @@ std::vector<std::string> assign_weights(const StoredWeights& weights, backend::B
           head == HeadMismatch::Reinitialise &&
           std::find(head_names.begin(), head_names.end(), info.name) != head_names.end() &&
           tensor.shape.rank() == info.shape.rank() &&
-          std::equal(tensor.shape.dims().begin() + 1, tensor.shape.dims().end(), info.shape.dims().begin() + 1);
+          std::equal(tensor.shape.dims().begin() + 1, tensor.shape.dims().end(),
+                     info.shape.dims().begin() + 1);
       PHALANX_REQUIRE_INPUT(other_classes, path, ": tensor '", tensor.stored_name, "' has shape ",
                             tensor.shape.to_string(), " in the file but ", info.shape.to_string(),
                             " in the model");
@@ -106,12 +108,13 @@ std::vector<std::string> assign_weights(const StoredWeights& weights, backend::B
     }
   }
   for (const auto& [name, tensor] : weights.tensors)
-    PHALANX_REQUIRE_INPUT(std::find(matched.begin(), matched.end(), name) != matched.end(), path, ": tensor '",
-                          tensor.stored_name, "' (shape ", tensor.shape.to_string(),
+    PHALANX_REQUIRE_INPUT(std::find(matched.begin(), matched.end(), name) != matched.end(), path,
+                          ": tensor '", tensor.stored_name, "' (shape ", tensor.shape.to_string(),
                           ") is not in the model (", weights.tensors.size() - matched.size(),
                           " of the file's tensors are not)");
   if (!parameters.empty())
-    backend.copy_from_host(registry.parameters().data(), parameters.data(), parameters.size() * sizeof(float));
+    backend.copy_from_host(registry.parameters().data(), parameters.data(),
+                           parameters.size() * sizeof(float));
   if (!buffers.empty())
     backend.copy_from_host(registry.buffers().data(), buffers.data(), buffers.size() * sizeof(float));
   return reinitialised;

@@ -43,7 +43,8 @@ std::size_t dtype_bytes(const std::string& dtype) {
 
 std::uint64_t little_endian(const unsigned char* bytes, int count) {
   std::uint64_t value = 0;
-  for (int index = 0; index < count; ++index) value |= static_cast<std::uint64_t>(bytes[index]) << (8 * index);
+  for (int index = 0; index < count; ++index)
+    value |= static_cast<std::uint64_t>(bytes[index]) << (8 * index);
   return value;
 }
 
@@ -54,9 +55,12 @@ int nesting_depth(const char* text, std::size_t size, int limit) {
   for (std::size_t index = 0; index < size && deepest <= limit; ++index) {
     const char character = text[index];
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (character == '\\') escaped = true;
-      else if (character == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (character == '\\')
+        escaped = true;
+      else if (character == '"')
+        in_string = false;
     } else if (character == '"') {
       in_string = true;
     } else if (character == '{' || character == '[') {
@@ -97,8 +101,7 @@ json parse_header(const std::string& path, const char* text, std::size_t size) {
   } catch (const json::exception& error) {
     throw_input_error(path + ": the safetensors header is not valid JSON: " + json_reason(error));
   }
-  PHALANX_REQUIRE_INPUT(duplicate.empty(), path, ": the safetensors header names '", duplicate,
-                        "' twice");
+  PHALANX_REQUIRE_INPUT(duplicate.empty(), path, ": the safetensors header names '", duplicate, "' twice");
   PHALANX_REQUIRE_INPUT(header.is_object(), path, ": the safetensors header is JSON but not an object (",
                         header.type_name(), ")");
   return header;
@@ -144,9 +147,12 @@ SafetensorsEntry read_entry(const std::string& path, const std::string& name, co
     PHALANX_REQUIRE_INPUT(size <= largest_dimension, path, ": tensor '", name, "': dimension ", size,
                           " in shape ", shape.dump(), " is absurd");
     dims.push_back(static_cast<std::int64_t>(size));
-    if (size == 0) elements = 0;
-    else if (elements > most_elements / size) exceeds = true;
-    else elements *= size;
+    if (size == 0)
+      elements = 0;
+    else if (elements > most_elements / size)
+      exceeds = true;
+    else
+      elements *= size;
   }
   entry.shape = Shape(std::move(dims));
   if (elements == 0) exceeds = false;
@@ -156,8 +162,8 @@ SafetensorsEntry read_entry(const std::string& path, const std::string& name, co
                         "': data_offsets must be [begin, end], not ", offsets.dump());
   const std::uint64_t begin = header_integer(offsets[0], path, name, "data_offsets");
   const std::uint64_t end = header_integer(offsets[1], path, name, "data_offsets");
-  PHALANX_REQUIRE_INPUT(begin <= end && end <= data_bytes, path, ": tensor '", name, "': data_offsets [", begin,
-                        ", ", end, "] leave the data area of ", data_bytes, " bytes");
+  PHALANX_REQUIRE_INPUT(begin <= end && end <= data_bytes, path, ": tensor '", name, "': data_offsets [",
+                        begin, ", ", end, "] leave the data area of ", data_bytes, " bytes");
   PHALANX_REQUIRE_INPUT(!exceeds && elements * element_bytes == end - begin, path, ": tensor '", name,
                         "': ", entry.dtype, " x shape ", entry.shape.to_string(), " is ",
                         exceeds ? std::string("more bytes than the file holds")
@@ -227,17 +233,20 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path), bytes_(
   const std::size_t data_bytes = bytes_.size() - data_begin_;
   const json header = parse_header(path, bytes_.data() + 8, static_cast<std::size_t>(header_bytes));
   for (const auto& [name, fields] : header.items()) {
-    if (name == "__metadata__") metadata_ = read_metadata(path, fields);
-    else entries_.push_back(read_entry(path, name, fields, data_bytes));
+    if (name == "__metadata__")
+      metadata_ = read_metadata(path, fields);
+    else
+      entries_.push_back(read_entry(path, name, fields, data_bytes));
   }
-  std::sort(entries_.begin(), entries_.end(), [](const SafetensorsEntry& left, const SafetensorsEntry& right) {
-    return std::pair(left.begin, left.end) < std::pair(right.begin, right.end);
-  });
+  std::sort(entries_.begin(), entries_.end(),
+            [](const SafetensorsEntry& left, const SafetensorsEntry& right) {
+              return std::pair(left.begin, left.end) < std::pair(right.begin, right.end);
+            });
   for (std::size_t index = 1; index < entries_.size(); ++index) {
     const SafetensorsEntry& before = entries_[index - 1];
     const SafetensorsEntry& after = entries_[index];
-    PHALANX_REQUIRE_INPUT(after.begin >= before.end, path, ": tensors '", before.name, "' [", before.begin, ", ",
-                          before.end, ") and '", after.name, "' [", after.begin, ", ", after.end,
+    PHALANX_REQUIRE_INPUT(after.begin >= before.end, path, ": tensors '", before.name, "' [", before.begin,
+                          ", ", before.end, ") and '", after.name, "' [", after.begin, ", ", after.end,
                           ") overlap in the data area");
   }
 }
@@ -274,10 +283,11 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsTen
   std::uint64_t offset = 0;
   for (const SafetensorsTensor& tensor : tensors) {
     PHALANX_CHECK(names.insert(tensor.name).second, "tensor ", tensor.name, " given twice");
-    PHALANX_CHECK(static_cast<std::int64_t>(tensor.values.size()) == tensor.shape.elements(), tensor.name, ": ",
-                  tensor.values.size(), " values for shape ", tensor.shape.to_string());
+    PHALANX_CHECK(static_cast<std::int64_t>(tensor.values.size()) == tensor.shape.elements(), tensor.name,
+                  ": ", tensor.values.size(), " values for shape ", tensor.shape.to_string());
     const std::uint64_t bytes = tensor.values.size() * sizeof(float);
-    header[tensor.name] = {{"dtype", "F32"}, {"shape", tensor.shape.dims()}, {"data_offsets", {offset, offset + bytes}}};
+    header[tensor.name] = {
+        {"dtype", "F32"}, {"shape", tensor.shape.dims()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text = header.dump();
@@ -291,7 +301,8 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsTen
   for (const SafetensorsTensor& tensor : tensors) {
     for (const float value : tensor.values) {
       const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
-      for (int index = 0; index < 4; ++index) content.push_back(static_cast<char>((bits >> (8 * index)) & 0xff));
+      for (int index = 0; index < 4; ++index)
+        content.push_back(static_cast<char>((bits >> (8 * index)) & 0xff));
     }
   }
   write_file_atomically(path, content);

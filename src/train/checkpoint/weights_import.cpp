@@ -46,7 +46,8 @@ ImportResult import_weights(const ImportRequest& request) {
                         request.input.to_string(), " is not one image H x W x C");
   const StoredWeights weights = read_stored_weights(request.weights);
   ImportResult result;
-  result.classes = request.classes > 0 ? request.classes : classes_of_file(config.model, request.input, weights);
+  result.classes =
+      request.classes > 0 ? request.classes : classes_of_file(config.model, request.input, weights);
   const auto backend = backend::make_cpu_backend(1);
   nn::Model model(config.model, request.input, result.classes, *backend, config.seed);
   assign_weights(weights, *backend, model.registry(), HeadMismatch::Refuse);

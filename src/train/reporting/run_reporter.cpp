@@ -120,10 +120,11 @@ void RunReporter::initial_weights_lines() {
   }
   if (initial.frozen_tensors > 0) {
     std::string prefixes;
-    for (const std::string& prefix : setup_.config.train.freeze) prefixes += (prefixes.empty() ? "" : ", ") + prefix;
-    progress_.line("frozen (train.freeze: " + prefixes + "): " + std::to_string(initial.frozen_tensors) + " of " +
-                   std::to_string(setup_.model->registry().parameters_info().size()) + " parameter tensors, " +
-                   std::to_string(initial.frozen_values) + " of " +
+    for (const std::string& prefix : setup_.config.train.freeze)
+      prefixes += (prefixes.empty() ? "" : ", ") + prefix;
+    progress_.line("frozen (train.freeze: " + prefixes + "): " + std::to_string(initial.frozen_tensors) +
+                   " of " + std::to_string(setup_.model->registry().parameters_info().size()) +
+                   " parameter tensors, " + std::to_string(initial.frozen_values) + " of " +
                    std::to_string(setup_.model->registry().parameter_count()) + " values");
   }
 }

@@ -8,15 +8,17 @@
 
 namespace phalanx::train {
 
-void freeze_parameters(const config::Config& config, nn::ParameterRegistry& registry, InitialWeights& initial) {
+void freeze_parameters(const config::Config& config, nn::ParameterRegistry& registry,
+                       InitialWeights& initial) {
   for (const std::string& prefix : config.train.freeze) {
     if (registry.freeze(prefix) > 0) continue;
     std::set<std::string> layers;
-    for (const auto& info : registry.parameters_info()) layers.insert(info.name.substr(0, info.name.find('/')));
+    for (const auto& info : registry.parameters_info())
+      layers.insert(info.name.substr(0, info.name.find('/')));
     std::string known;
     for (const std::string& layer : layers) known += (known.empty() ? "" : ", ") + layer;
-    throw_input_error("train.freeze: '" + prefix + "' names no parameter of the model (its top-level layers: " +
-                      known + ")");
+    throw_input_error("train.freeze: '" + prefix +
+                      "' names no parameter of the model (its top-level layers: " + known + ")");
   }
   for (const auto& info : registry.parameters_info()) {
     if (!info.frozen) continue;
