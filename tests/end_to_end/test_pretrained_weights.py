@@ -159,8 +159,8 @@ class PretrainedWeightsTest(unittest.TestCase):
         cases.append((truncated, "leave the data area of 100 bytes"))
         header_only = os.path.join(WORK, "header_only.safetensors")
         with open(header_only, "wb") as file:
-            file.write(struct.pack("<Q", 1 << 40) + b"{}")
-        cases.append((header_only, "the safetensors header length 1099511627776 runs past the end of the file"))
+            file.write(struct.pack("<Q", 20000) + b"{}")
+        cases.append((header_only, "the safetensors header length 20000 runs past the end of the file (10 bytes"))
         for path, expected in cases:
             output = os.path.join(WORK, os.path.basename(path) + ".h5")
             result = e2e.phalanx("checkpoint", "import", path, "--preset", "resnet20", "--input", "16x16x3",

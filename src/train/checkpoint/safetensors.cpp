@@ -224,11 +224,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path), bytes_(
                         " bytes are too few for a safetensors file (its header length alone takes 8)");
   const auto* raw = reinterpret_cast<const unsigned char*>(bytes_.data());
   const std::uint64_t header_bytes = little_endian(raw, 8);
+  PHALANX_REQUIRE_INPUT(header_bytes <= largest_header_bytes, path, ": the safetensors header length ",
+                        header_bytes, " is beyond the format's limit of ", largest_header_bytes, " bytes");
   PHALANX_REQUIRE_INPUT(header_bytes <= bytes_.size() - 8, path, ": the safetensors header length ",
                         header_bytes, " runs past the end of the file (", bytes_.size(),
                         " bytes; is it a safetensors file?)");
-  PHALANX_REQUIRE_INPUT(header_bytes <= largest_header_bytes, path, ": the safetensors header length ",
-                        header_bytes, " is beyond the format's limit of ", largest_header_bytes, " bytes");
   data_begin_ = 8 + static_cast<std::size_t>(header_bytes);
   const std::size_t data_bytes = bytes_.size() - data_begin_;
   const json header = parse_header(path, bytes_.data() + 8, static_cast<std::size_t>(header_bytes));
