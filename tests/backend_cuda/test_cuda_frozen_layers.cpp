@@ -64,9 +64,10 @@ Outputs frozen_step(backend::Backend& backend) {
   const std::vector<float> after = download(backend, registry.buffers());
   for (const auto& info : registry.buffers_info()) {
     const std::vector<float> values(after.begin() + info.offset, after.begin() + info.offset + info.count);
-    if (info.name.starts_with("frozen_bn/"))
+    if (info.name.starts_with("frozen_bn/")) {
       EXPECT_EQ(values, std::vector<float>(buffers.begin() + info.offset, buffers.begin() + info.offset + info.count))
           << info.name << " is frozen";
+    }
     outputs.push_back({info.name, as_doubles(values)});
   }
   backend.synchronize();
