@@ -101,6 +101,7 @@ std::string to_yaml(const Config& config) {
   emit_text(out, "preset", config.model.preset);
   out << YAML::Key << "layers" << YAML::Value;
   emit_layers(out, config.model.layers);
+  emit_text(out, "init_from", config.model.init_from);
   out << YAML::EndMap;
 
   const DataConfig& data = config.data;
@@ -173,6 +174,9 @@ std::string to_yaml(const Config& config) {
   emit_text(out, "activation_dtype", train.activation_dtype);
   out << YAML::Key << "deterministic" << YAML::Value << train.deterministic;
   emit_text(out, "nonfinite", train.nonfinite);
+  out << YAML::Key << "freeze" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const std::string& prefix : train.freeze) out << YAML::DoubleQuoted << prefix;
+  out << YAML::EndSeq;
   out << YAML::EndMap;
 
   out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;

@@ -9,7 +9,7 @@ namespace {
 
 const std::map<std::string, std::vector<std::string>>& sections() {
   static const std::map<std::string, std::vector<std::string>> table = {
-      {"model", {"preset", "layers"}},
+      {"model", {"preset", "layers", "init_from"}},
       {"data",
        {"path", "source", "train_split", "test_split", "prefetch_batches", "augment", "cache", "max_cache_gb",
         "stream_window_mb"}},
@@ -28,8 +28,8 @@ const std::map<std::string, std::vector<std::string>>& sections() {
         "one_cycle_peak_fraction", "one_cycle_div_factor", "one_cycle_final_div_factor"}},
       {"train",
        {"epochs", "max_steps", "batch_size", "accumulation_steps", "label_smoothing", "log_every_steps",
-        "precision", "loss_scale", "loss_scale_initial", "activation_dtype", "deterministic",
-        "nonfinite"}},
+        "precision", "loss_scale", "loss_scale_initial", "activation_dtype", "deterministic", "nonfinite",
+        "freeze"}},
       {"checkpoint", {"every_steps", "keep"}},
       {"distributed", {"bucket_mb", "timeout_s", "grad_dtype", "batch_split", "local_batches"}},
       {"elastic", {"global_batch", "learning_rate_rule"}},

@@ -79,6 +79,7 @@ void expect_gradients_match(Problem& problem, int samples_per_parameter) {
   const double centre = problem.loss(false);
   int checked = 0, skipped = 0;
   for (const auto& info : registry.parameters_info()) {
+    if (info.frozen) continue;  // train.freeze: no gradient is computed for it
     const std::int64_t stride = std::max<std::int64_t>(1, info.count / samples_per_parameter);
     for (std::int64_t element = 0; element < info.count; element += stride) {
       float& value = parameters[info.offset + element];
@@ -135,6 +136,62 @@ TEST(ModelGradient, ResidualBlocksWithAndWithoutShortcut) {
                    layer("linear", 4)};
   Problem problem(config, Shape{6, 6, 1}, 4, 3);
   expect_gradients_match(problem, 10);
+}
+
+// train.freeze: a frozen batch norm is a fixed per-channel affine map from its running statistics
+// (torchvision's FrozenBatchNorm2d) in training too, so the gradients through it are those of that
+// map; its statistics stay as they are while an unfrozen one's move; a frozen convolution passes
+// the data gradient on and computes no weight gradient.
+TEST(ModelGradient, FrozenBatchNormAndConvolution) {
+  config::ModelConfig config;
+  config.layers = {layer("conv", 4, 3, 1, 1), layer("batch_norm"),      layer("conv", 3, 3, 1, 1),
+                   layer("batch_norm"),       layer("global_avg_pool"), layer("linear", 3)};
+  const char* names[] = {"stem", "bn", "frozen_conv", "frozen_bn", "pool", "fc"};
+  for (std::size_t index = 0; index < config.layers.size(); ++index) config.layers[index].name = names[index];
+  Problem problem(config, Shape{6, 6, 3}, 3, 6);
+  auto& registry = problem.model->registry();
+  // Statistics and affine values far from the fresh ones, so a map that ignored them would show.
+  std::mt19937 generator(5);
+  std::uniform_real_distribution<float> uniform(0.1f, 0.5f);
+  float* buffers = registry.buffers().data();
+  for (std::int64_t index = 0; index < registry.buffer_count(); ++index) buffers[index] = uniform(generator);
+  float* parameters = registry.parameters().data();
+  for (const auto& info : registry.parameters_info())
+    if (info.name.starts_with("frozen_bn/"))
+      for (std::int64_t element = 0; element < info.count; ++element)
+        parameters[info.offset + element] = 4.0f * uniform(generator) - 1.0f;
+  EXPECT_EQ(registry.freeze("frozen_bn"), 2);
+  EXPECT_EQ(registry.freeze("frozen_conv"), 2);
+  const std::vector<float> before(buffers, buffers + registry.buffer_count());
+
+  expect_gradients_match(problem, 12);
+
+  for (const auto& info : registry.buffers_info()) {
+    const bool changed = !std::equal(before.begin() + info.offset, before.begin() + info.offset + info.count,
+                                     buffers + info.offset);
+    EXPECT_EQ(changed, info.name.starts_with("bn/")) << info.name;
+  }
+  for (const auto& info : registry.parameters_info()) {
+    if (!info.name.starts_with("frozen_conv/")) continue;
+    const float* gradient = registry.gradients().data() + info.offset;
+    EXPECT_TRUE(std::all_of(gradient, gradient + info.count, [](float value) { return value == 0.0f; }))
+        << info.name << ": a frozen convolution computes no weight gradient";
+  }
+  // The frozen batch norm's training forward is its evaluation forward: freezing every batch norm
+  // makes the two modes give the same loss.
+  EXPECT_EQ(registry.freeze("bn"), 2);
+  Tensor input_tensor(*problem.backend, problem.input_shape);
+  problem.backend->copy_from_host(input_tensor.data(), problem.input.data(),
+                                  problem.input.size() * sizeof(float));
+  std::vector<float> training(18), evaluation(18);
+  const Tensor& training_logits =
+      problem.model->forward(input_tensor, ForwardContext{Mode::Training, 1, 0, 0});
+  problem.backend->copy_to_host(training.data(), training_logits.data(), training.size() * sizeof(float));
+  const Tensor& evaluation_logits =
+      problem.model->forward(input_tensor, ForwardContext{Mode::Evaluation, 1, 0, 0});
+  problem.backend->copy_to_host(evaluation.data(), evaluation_logits.data(),
+                                evaluation.size() * sizeof(float));
+  EXPECT_EQ(training, evaluation);
 }
 
 config::LayerSpec grouped_conv(int out_channels, int kernel, int stride, int padding, int groups,

@@ -100,6 +100,9 @@ struct LayerSpec {
 struct ModelConfig {
   std::string preset;             // fmnist_cnn | lenet5 | resnet20, or empty with `layers`
   std::vector<LayerSpec> layers;  // explicit layer list when preset is empty
+  // Weights to start from (a safetensors file or a phalanx checkpoint; empty: the seeded
+  // initialisation): set at the start of training, not on a resume (docs/CONFIG.md).
+  std::string init_from;
 
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
@@ -211,6 +214,9 @@ struct TrainConfig {
   // true: GPU convolutions take algorithms whose results are the same bits on every call (where a
   // shape has one); false lets them take the fastest of any kind (train.deterministic)
   bool deterministic = true;
+  // Parameters not updated (train.freeze): name prefixes in phalanx spelling ('/'; torch's '.'
+  // is read as '/'), each matching whole name components ("layer1" is not "layer10").
+  std::vector<std::string> freeze;
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };

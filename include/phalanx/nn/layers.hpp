@@ -90,11 +90,16 @@ class BatchNorm final : public Layer {
 
  private:
   backend::BatchNormGeometry geometry(std::int64_t batch) const;
+  bool frozen(const ParameterRegistry& registry) const;
+  void frozen_backward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& grad_output,
+                       Tensor& grad_input);
   float momentum_, epsilon_;
   backend::FusedActivation fused_activation_ = backend::FusedActivation::None;
   int channels_ = 0, spatial_ = 1;
   int gamma_ = -1, beta_ = -1, running_mean_ = -1, running_variance_ = -1;
   Tensor saved_mean_, saved_inverse_std_, scratch_gradient_;
+  // Frozen: weight / sqrt(running_var + eps) per channel, as [C, 1, 1, 1] depthwise weights.
+  Tensor frozen_scale_;
 };
 
 class Dropout final : public Layer {
