@@ -147,13 +147,16 @@ class Flatten final : public Layer {
   int height_ = 0, width_ = 0, channels_ = 0;
 };
 
-// Layers in order; keeps the activations between them for backward. With ReluFusion::Fused a relu
-// layer right after a conv, linear or batch_norm is computed by that layer into the relu's output
-// buffer, which then is both layers' output (ReLU backward reads only its output; the producers'
-// backward never read theirs).
+// Layers in order; keeps the activations between them for backward. With ActivationFusion::Fused
+// an activation layer whose backward reads only its output (relu, relu6, sigmoid, hardsigmoid)
+// right after a conv, linear or batch_norm is computed by that layer into the activation's output
+// buffer, which then is both layers' output (the producers' backward never reads its output).
+// silu, hardswish and gelu stay layers of their own: their backward needs their input, the
+// producer's pre-activation result, which a fused producer does not keep (keeping it would take
+// the buffer the fusion saves, for one pass over memory less per activation).
 class Sequential final : public Layer {
  public:
-  explicit Sequential(std::string name, ReluFusion fusion = ReluFusion::Fused)
+  explicit Sequential(std::string name, ActivationFusion fusion = ActivationFusion::Fused)
       : Layer(std::move(name)), fusion_(fusion) {}
   std::string type() const override { return "sequential"; }
   void add(LayerPointer layer) { layers_.push_back(std::move(layer)); }
@@ -163,8 +166,8 @@ class Sequential final : public Layer {
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
                 const GradientsReady&) override;
-  // Relu layers whose producer computes them (none with ReluFusion::Separate).
-  int fused_relu_count() const;
+  // Activation layers whose producer computes them (none with ActivationFusion::Separate).
+  int fused_activation_count() const;
   // Bytes of the intermediate activations this Sequential holds (not those of nested blocks):
   // each fused pair holds one buffer instead of two.
   std::size_t activation_bytes() const;
@@ -177,9 +180,9 @@ class Sequential final : public Layer {
   // The index of the tensor layer `index` writes: its own, or its fused relu's.
   std::size_t output_slot(std::size_t index) const;
 
-  ReluFusion fusion_;
+  ActivationFusion fusion_;
   std::vector<LayerPointer> layers_;
-  // Per layer: a relu its producer computes.
+  // Per layer: an activation its producer computes.
   std::vector<bool> fused_into_previous_;
   std::vector<Shape> sample_shapes_;  // output shape of each layer
   std::vector<Tensor> activations_;   // outputs of all but the last layer
@@ -190,7 +193,7 @@ class Sequential final : public Layer {
 class Residual final : public Layer {
  public:
   Residual(std::string name, std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
-           bool relu_after, ReluFusion fusion = ReluFusion::Fused);
+           bool relu_after, ActivationFusion fusion = ActivationFusion::Fused);
   std::string type() const override { return "residual"; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   // Its paths' activation floats per sample and its own buffers, for an output of `output_elements`.
@@ -202,7 +205,7 @@ class Residual final : public Layer {
  private:
   std::unique_ptr<Sequential> main_, shortcut_;
   bool relu_after_;
-  ReluFusion fusion_;
+  ActivationFusion fusion_;
   Tensor main_output_, shortcut_output_, sum_gradient_, path_gradient_;
 };
 
