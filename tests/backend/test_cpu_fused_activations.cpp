@@ -102,7 +102,9 @@ TEST(CpuFusedActivations, ConvolutionForwardEqualsConvolutionThenActivation) {
       {"16->16 3x3 stride 2, no bias", conv(3, 16, 9, 16, 3, 2, 1, false)},
       {"64->32 1x1", conv(2, 64, 6, 32, 1, 1, 0, true)},
   };
-  for (auto [name, geometry] : cases) {
+  for (const auto& [name, shape] : cases) {
+    // A copy, not the structured binding: clang before 16 cannot capture a binding in a lambda.
+    backend::ConvolutionGeometry geometry = shape;
     if (geometry.out_channels == 16) geometry.groups = 16;  // depthwise, as MobileNets run it
     // Inputs and weights wide enough that outputs pass -3 and 6.
     const auto input = random_values(static_cast<std::size_t>(geometry.input_elements()), 1, -3.0f, 3.0f);
