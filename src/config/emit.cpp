@@ -43,6 +43,7 @@ void emit_layer_field(YAML::Emitter& out, const LayerSpec& layer, const std::str
   if (key == "main") emit_layers(out, layer.main);
   if (key == "shortcut") emit_layers(out, layer.shortcut);
   if (key == "relu_after") out << layer.relu_after;
+  if (key == "approximate") out << YAML::DoubleQuoted << layer.approximate;
 }
 
 void emit_layers(YAML::Emitter& out, const std::vector<LayerSpec>& layers) {

@@ -50,6 +50,12 @@ const std::map<std::string, std::vector<std::string>>& layer_table() {
       {"dropout", {"type", "name", "probability"}},
       {"flatten", {"type", "name"}},
       {"residual", {"type", "name", "main", "shortcut", "relu_after"}},
+      {"silu", {"type", "name"}},
+      {"relu6", {"type", "name"}},
+      {"hardswish", {"type", "name"}},
+      {"hardsigmoid", {"type", "name"}},
+      {"sigmoid", {"type", "name"}},
+      {"gelu", {"type", "name", "approximate"}},
   };
   return table;
 }
@@ -89,9 +95,9 @@ const std::vector<std::string>& dotted_keys() {
 }
 
 const std::vector<std::string>& layer_types() {
-  static const std::vector<std::string> types = {"conv",     "linear",          "relu",       "max_pool",
-                                                 "avg_pool", "global_avg_pool", "batch_norm", "dropout",
-                                                 "flatten",  "residual"};
+  static const std::vector<std::string> types = {
+      "conv",    "linear",   "relu", "max_pool", "avg_pool",  "global_avg_pool", "batch_norm", "dropout",
+      "flatten", "residual", "silu", "relu6",    "hardswish", "hardsigmoid",     "sigmoid",    "gelu"};
   return types;
 }
 
@@ -101,8 +107,8 @@ const std::vector<std::string>& layer_keys(const std::string& type) {
 
 const std::vector<std::string>& all_layer_keys() {
   static const std::vector<std::string> keys = {
-      "type",     "name", "out_channels", "kernel",      "stride", "padding",  "groups",
-      "dilation", "bias", "out_features", "probability", "main",   "shortcut", "relu_after"};
+      "type", "name",         "out_channels", "kernel", "stride",   "padding",    "groups",     "dilation",
+      "bias", "out_features", "probability",  "main",   "shortcut", "relu_after", "approximate"};
   return keys;
 }
 

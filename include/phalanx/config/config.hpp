@@ -75,7 +75,8 @@ constexpr std::array<WordName<LearningRateRule>, 3> words(LearningRateRule) {
 
 
 // One entry of an explicit layer list. `type` is one of: conv, linear, relu, max_pool,
-// avg_pool, global_avg_pool, batch_norm, dropout, flatten, residual.
+// avg_pool, global_avg_pool, batch_norm, dropout, flatten, residual, and the activations silu,
+// relu6, hardswish, hardsigmoid, sigmoid, gelu.
 struct LayerSpec {
   std::string type;
   std::string name;          // parameter names in checkpoints; generated when empty
@@ -93,6 +94,8 @@ struct LayerSpec {
   std::vector<LayerSpec> main;
   std::vector<LayerSpec> shortcut;
   bool relu_after = true;
+  // gelu: "none" (the exact erf form, torch's default) or "tanh", as torch.nn.GELU(approximate).
+  std::string approximate = "none";
 
   friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
 };
