@@ -131,8 +131,10 @@ bool is_pool(const std::string& type) {
 }
 
 const std::vector<std::string>& model_presets() {
-  static const std::vector<std::string> presets = {"fmnist_cnn", "lenet5", "resnet20", "resnet18",
-                                                   "resnet50"};
+  static const std::vector<std::string> presets = {
+      "fmnist_cnn",      "lenet5",       "resnet20",           "resnet18",
+      "resnet50",        "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
+      "resnext50_32x4d"};
   return presets;
 }
 

@@ -26,7 +26,8 @@ LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name,
   }
   if (spec.type == "global_avg_pool")
     return std::make_unique<Pooling>(name, backend::PoolingKind::Average, 1, 1, 0, true);
-  if (spec.type == "batch_norm") return std::make_unique<BatchNorm>(name);
+  if (spec.type == "batch_norm")
+    return std::make_unique<BatchNorm>(name, spec.batch_norm_momentum, spec.batch_norm_epsilon);
   if (spec.type == "dropout") return std::make_unique<Dropout>(name, spec.probability);
   if (spec.type == "flatten") return std::make_unique<Flatten>(name);
   if (spec.type == "residual") {

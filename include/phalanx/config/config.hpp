@@ -105,6 +105,10 @@ struct LayerSpec {
   // the expanded channels its squeeze-and-excitation squeezes to (0: none).
   float expand_ratio = 1.0f;
   float squeeze_excitation = 0.0f;
+  // batch_norm: as torch.nn.BatchNorm2d's momentum and eps. Set by presets (torchvision's
+  // MobileNetV3 uses 0.01 and 1e-3); not a config key.
+  float batch_norm_momentum = 0.1f;
+  float batch_norm_epsilon = 1e-5f;
 
   friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
 };
