@@ -197,7 +197,8 @@ TEST(ModelGradient, SqueezeExcitationCarriesBothPathsGradients) {
   auto& registry = problem.model->registry();
   for (const auto& info : registry.parameters_info())
     if (info.name.find("/fc") != std::string::npos)
-      for (std::int64_t index = 0; index < info.count; ++index) registry.parameters().data()[info.offset + index] *= 4;
+      for (std::int64_t index = 0; index < info.count; ++index)
+        registry.parameters().data()[info.offset + index] *= 4;
   expect_gradients_match(problem, 24);
 }
 
@@ -219,16 +220,17 @@ TEST(ModelGradient, SqueezeExcitationInvertedResidualAndStochasticDepth) {
   strided.out_channels = 6;
   strided.expand_ratio = 1.5f;
   strided.activation = "silu";
-  config.layers = {layer("conv", 8, 3, 1, 1), squeeze, kept_shape, strided, layer("global_avg_pool"),
-                   layer("linear", 3)};
+  config.layers = {layer("conv", 8, 3, 1, 1), squeeze,           kept_shape, strided,
+                   layer("global_avg_pool"),  layer("linear", 3)};
   Problem problem(config, Shape{6, 6, 4}, 3, 6);
   std::vector<std::string> names;
   for (const auto& info : problem.model->registry().parameters_info()) names.push_back(info.name);
   // torchvision's names under the blocks: squeeze_excitation1/fc1, inverted_residual1/block/K.
   for (const std::string expected :
-       {"squeeze_excitation1/fc1/weight", "squeeze_excitation1/fc2/bias", "inverted_residual1/block/0/0/weight",
-        "inverted_residual1/block/1/0/weight", "inverted_residual1/block/2/fc1/weight",
-        "inverted_residual1/block/3/1/bias", "inverted_residual2/block/2/0/weight"})
+       {"squeeze_excitation1/fc1/weight", "squeeze_excitation1/fc2/bias",
+        "inverted_residual1/block/0/0/weight", "inverted_residual1/block/1/0/weight",
+        "inverted_residual1/block/2/fc1/weight", "inverted_residual1/block/3/1/bias",
+        "inverted_residual2/block/2/0/weight"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   expect_gradients_match(problem, 8);
 }

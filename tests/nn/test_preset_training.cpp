@@ -37,8 +37,8 @@ struct Training {
 
   double step(std::int64_t step_index) {
     const Tensor& logits = model->forward(images, ForwardContext{Mode::Training, 9, step_index, 0});
-    const auto totals = backend->softmax_cross_entropy(batch, model->classes(), logits.data(), labels.data(), 0.0f,
-                                                       1.0f / batch, grad_logits.data());
+    const auto totals = backend->softmax_cross_entropy(batch, model->classes(), logits.data(), labels.data(),
+                                                       0.0f, 1.0f / batch, grad_logits.data());
     model->backward(images, grad_logits, {});
     auto& registry = model->registry();
     backend->sgd_step(registry.parameter_count(), backend::SgdHyperparameters{0.01f, 0.9f, 0.0f, false},
@@ -64,7 +64,8 @@ TEST_P(PresetTraining, LossIsFiniteAndFallsOnAFixedBatch) {
     ASSERT_TRUE(std::isfinite(losses.back())) << "step " << step;
   }
   // Dropout and stochastic depth make single steps noisy: compare the first and last three.
-  const double first = (losses[0] + losses[1] + losses[2]) / 3, last = (losses[9] + losses[10] + losses[11]) / 3;
+  const double first = (losses[0] + losses[1] + losses[2]) / 3,
+               last = (losses[9] + losses[10] + losses[11]) / 3;
   EXPECT_LT(last, first) << "losses from " << losses.front() << " to " << losses.back();
   const std::vector<float> evaluation = training.evaluate();
   for (const float value : evaluation) ASSERT_TRUE(std::isfinite(value));

@@ -84,8 +84,8 @@ TEST(StochasticDepth, GradientFollowsTheKeptPathsOnly) {
   // The block itself, for its input gradient (the model computes none for its first layer).
   Layer& residual = *block.model->network().layers().front();
   const Tensor& output_tensor = block.model->forward(block.input, ForwardContext{Mode::Training, 42, 7, 0});
-  residual.backward(*block.backend, block.model->registry(), block.input, output_tensor, grad_output, &grad_input,
-                    {});
+  residual.backward(*block.backend, block.model->registry(), block.input, output_tensor, grad_output,
+                    &grad_input, {});
   std::vector<float> gradient(static_cast<std::size_t>(batch));
   block.backend->copy_to_host(gradient.data(), grad_input.data(), gradient.size() * sizeof(float));
   // d(output)/d(input): 1 through the shortcut, plus 1/(1-p) through a kept ReLU path.
