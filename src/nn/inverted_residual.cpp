@@ -76,7 +76,7 @@ std::vector<config::LayerSpec> inverted_residual_layers(const std::string& name,
   return {residual};
 }
 
-InvertedResidual::InvertedResidual(std::string name, config::LayerSpec spec, ReluFusion fusion)
+InvertedResidual::InvertedResidual(std::string name, config::LayerSpec spec, ActivationFusion fusion)
     : Layer(std::move(name)), spec_(std::move(spec)), fusion_(fusion) {}
 
 Shape InvertedResidual::configure(const Shape& sample_input, ParameterRegistry& registry) {

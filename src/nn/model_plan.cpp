@@ -27,7 +27,7 @@ std::optional<backend::ActivationKind> activation_kind(const config::LayerSpec& 
   return std::nullopt;
 }
 
-LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name, ReluFusion fusion) {
+LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name, ActivationFusion fusion) {
   if (spec.type == "conv")
     return std::make_unique<Convolution>(name, spec.out_channels, spec.kernel, spec.stride, spec.padding,
                                          spec.groups, spec.dilation, spec.bias);
@@ -62,7 +62,7 @@ LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name,
 }  // namespace
 
 std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& specs, const std::string& name,
-                                         ReluFusion fusion) {
+                                         ActivationFusion fusion) {
   auto sequential = std::make_unique<Sequential>(name, fusion);
   std::map<std::string, int> counts;
   for (const auto& spec : specs) {
@@ -77,7 +77,7 @@ std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& s
 }
 
 ModelPlan::ModelPlan(const config::ModelConfig& model_config, const Shape& sample_shape, int classes,
-                     ReluFusion fusion)
+                     ActivationFusion fusion)
     : sample_shape_(sample_shape), classes_(classes) {
   const auto specs = model_config.preset.empty() ? model_config.layers
                                                  : preset_layers(model_config.preset, sample_shape, classes);

@@ -9,7 +9,7 @@
 namespace phalanx::nn {
 
 Residual::Residual(std::string name, std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
-                   bool relu_after, ReluFusion fusion, float stochastic_depth)
+                   bool relu_after, ActivationFusion fusion, float stochastic_depth)
     : Layer(std::move(name)),
       main_(std::move(main)),
       shortcut_(std::move(shortcut)),
@@ -69,7 +69,7 @@ void Residual::forward(backend::Backend& backend, ParameterRegistry& registry, c
     shortcut_->forward(backend, registry, input, shortcut_output_, context);
     shortcut_value = &shortcut_output_;
   }
-  if (relu_after_ && fusion_ == ReluFusion::Fused) {
+  if (relu_after_ && fusion_ == ActivationFusion::Fused) {
     backend.add_relu(output.elements(), main_value->data(), shortcut_value->data(), output.data());
     return;
   }

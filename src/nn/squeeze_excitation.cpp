@@ -26,7 +26,7 @@ config::LayerSpec one_by_one(const std::string& name, int out_channels) {
 }  // namespace
 
 SqueezeExcitation::SqueezeExcitation(std::string name, int squeeze_channels, std::string activation,
-                                     std::string scale_activation, ReluFusion fusion)
+                                     std::string scale_activation, ActivationFusion fusion)
     : Layer(std::move(name)),
       squeeze_channels_(squeeze_channels),
       activation_(std::move(activation)),

@@ -148,13 +148,16 @@ class Flatten final : public Layer {
   int height_ = 0, width_ = 0, channels_ = 0;
 };
 
-// Layers in order; keeps the activations between them for backward. With ReluFusion::Fused a relu
-// layer right after a conv, linear or batch_norm is computed by that layer into the relu's output
-// buffer, which then is both layers' output (ReLU backward reads only its output; the producers'
-// backward never read theirs).
+// Layers in order; keeps the activations between them for backward. With ActivationFusion::Fused
+// an activation layer whose backward reads only its output (relu, relu6, sigmoid, hardsigmoid)
+// right after a conv, linear or batch_norm is computed by that layer into the activation's output
+// buffer, which then is both layers' output (the producers' backward never reads its output).
+// silu, hardswish and gelu stay layers of their own: their backward needs their input, the
+// producer's pre-activation result, which a fused producer does not keep (keeping it would take
+// the buffer the fusion saves, for one pass over memory less per activation).
 class Sequential final : public Layer {
  public:
-  explicit Sequential(std::string name, ReluFusion fusion = ReluFusion::Fused)
+  explicit Sequential(std::string name, ActivationFusion fusion = ActivationFusion::Fused)
       : Layer(std::move(name)), fusion_(fusion) {}
   std::string type() const override { return "sequential"; }
   void add(LayerPointer layer) { layers_.push_back(std::move(layer)); }
@@ -164,8 +167,8 @@ class Sequential final : public Layer {
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
                 const GradientsReady&) override;
-  // Relu layers whose producer computes them (none with ReluFusion::Separate).
-  int fused_relu_count() const;
+  // Activation layers whose producer computes them (none with ActivationFusion::Separate).
+  int fused_activation_count() const;
   // Bytes of the intermediate activations this Sequential holds (not those of nested blocks):
   // each fused pair holds one buffer instead of two.
   std::size_t activation_bytes() const;
@@ -178,9 +181,9 @@ class Sequential final : public Layer {
   // The index of the tensor layer `index` writes: its own, or its fused relu's.
   std::size_t output_slot(std::size_t index) const;
 
-  ReluFusion fusion_;
+  ActivationFusion fusion_;
   std::vector<LayerPointer> layers_;
-  // Per layer: a relu its producer computes.
+  // Per layer: an activation its producer computes.
   std::vector<bool> fused_into_previous_;
   std::vector<Shape> sample_shapes_;  // output shape of each layer
   std::vector<Tensor> activations_;   // outputs of all but the last layer
@@ -193,7 +196,7 @@ class Sequential final : public Layer {
 class Residual final : public Layer {
  public:
   Residual(std::string name, std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
-           bool relu_after, ReluFusion fusion = ReluFusion::Fused, float stochastic_depth = 0.0f);
+           bool relu_after, ActivationFusion fusion = ActivationFusion::Fused, float stochastic_depth = 0.0f);
   std::string type() const override { return "residual"; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   // Its paths' activation floats per sample and its own buffers, for an output of `output_elements`.
@@ -205,7 +208,7 @@ class Residual final : public Layer {
  private:
   std::unique_ptr<Sequential> main_, shortcut_;
   bool relu_after_;
-  ReluFusion fusion_;
+  ActivationFusion fusion_;
   float stochastic_depth_;
   Tensor main_output_, shortcut_output_, sum_gradient_, path_gradient_;
   // Stochastic depth: the kept samples of the last training forward (one byte each, on the device
@@ -221,7 +224,7 @@ class Residual final : public Layer {
 class SqueezeExcitation final : public Layer {
  public:
   SqueezeExcitation(std::string name, int squeeze_channels, std::string activation,
-                    std::string scale_activation, ReluFusion fusion = ReluFusion::Fused);
+                    std::string scale_activation, ActivationFusion fusion = ActivationFusion::Fused);
   std::string type() const override { return "squeeze_excitation"; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   // Floats per sample of its squeeze path and its own buffers, for an input of `input_elements`.
@@ -233,7 +236,7 @@ class SqueezeExcitation final : public Layer {
  private:
   int squeeze_channels_;
   std::string activation_, scale_activation_;
-  ReluFusion fusion_;
+  ActivationFusion fusion_;
   std::unique_ptr<Sequential> squeeze_;
   std::int64_t spatial_ = 0, channels_ = 0;
   Tensor scale_, grad_scale_, path_gradient_;
@@ -247,7 +250,7 @@ class SqueezeExcitation final : public Layer {
 // when the block meets its input.
 class InvertedResidual final : public Layer {
  public:
-  InvertedResidual(std::string name, config::LayerSpec spec, ReluFusion fusion = ReluFusion::Fused);
+  InvertedResidual(std::string name, config::LayerSpec spec, ActivationFusion fusion = ActivationFusion::Fused);
   std::string type() const override { return "inverted_residual"; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   const Sequential& body() const { return *body_; }
@@ -257,7 +260,7 @@ class InvertedResidual final : public Layer {
 
  private:
   config::LayerSpec spec_;
-  ReluFusion fusion_;
+  ActivationFusion fusion_;
   std::unique_ptr<Sequential> body_;
 };
 

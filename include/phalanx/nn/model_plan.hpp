@@ -27,9 +27,9 @@ class ModelPlan {
  public:
   // `sample_shape` is one image [H, W, C]. Throws InvalidInput (naming the layer) when the model
   // does not fit the data, e.g. its last layer does not give `classes` outputs. `fusion`: see
-  // ReluFusion (names, parameters and checkpoints are the same either way).
+  // ActivationFusion (names, parameters and checkpoints are the same either way).
   ModelPlan(const config::ModelConfig& model_config, const Shape& sample_shape, int classes,
-            ReluFusion fusion = ReluFusion::Fused);
+            ActivationFusion fusion = ActivationFusion::Fused);
 
   // The size of the model this plan builds, known before anything of it is allocated.
   const ModelSize& size() const { return size_; }
@@ -84,6 +84,6 @@ int make_divisible(double value, int divisor = 8);
 
 // Builds layers from specs; unnamed layers get "<type><n>" names under `prefix`.
 std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& specs, const std::string& name,
-                                         ReluFusion fusion = ReluFusion::Fused);
+                                         ActivationFusion fusion = ActivationFusion::Fused);
 
 }  // namespace phalanx::nn

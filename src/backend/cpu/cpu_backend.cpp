@@ -195,6 +195,7 @@ void CpuBackend::batch_norm_forward_training(const BatchNormGeometry& geometry, 
                                              float* saved_mean, float* saved_inverse_std) {
   batch_norms_.forward_training(geometry, input, gamma, beta, output, running_mean, running_variance,
                                 momentum, saved_mean, saved_inverse_std);
+  finish_batch_norm_activation(geometry, output);
 }
 
 void CpuBackend::batch_norm_forward_inference(const BatchNormGeometry& geometry, const float* input,
@@ -202,6 +203,17 @@ void CpuBackend::batch_norm_forward_inference(const BatchNormGeometry& geometry,
                                               const float* running_mean, const float* running_variance,
                                               float* output) {
   batch_norms_.forward_inference(geometry, input, gamma, beta, running_mean, running_variance, output);
+  finish_batch_norm_activation(geometry, output);
+}
+
+// The batch norm loops apply a fused ReLU as they write. The other fused activations run after
+// them as the eltwise primitive the separate layer runs, in place over the output, so the results
+// are that layer's bit for bit (a formula of their own inside the loops would round differently
+// from oneDNN's exp). Their pass over memory remains; the fusion saves the activation buffer.
+void CpuBackend::finish_batch_norm_activation(const BatchNormGeometry& geometry, float* output) {
+  if (geometry.activation == FusedActivation::None || geometry.activation == FusedActivation::Relu) return;
+  const std::int64_t count = std::int64_t{geometry.batch} * geometry.spatial * geometry.channels;
+  activation_ops_.forward(activation_kind(geometry.activation), count, output, output);
 }
 
 void CpuBackend::batch_norm_backward(const BatchNormGeometry& geometry, const float* input,

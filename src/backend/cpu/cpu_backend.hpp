@@ -129,12 +129,15 @@ class CpuBackend final : public Backend {
   ComputePrecision precision_ = ComputePrecision::Float32;  // as asked (see arithmetic_note)
   ComputePrecision activations_ = ComputePrecision::Float32;
   bool bf16_activations() const { return activations_ == ComputePrecision::BFloat16; }
+  // A fused activation other than ReLU, after batch norm forward (see cpu_backend.cpp).
+  void finish_batch_norm_activation(const BatchNormGeometry& geometry, float* output);
   DnnlContext context_;
-  Convolutions convolutions_{context_};
-  Poolings poolings_{context_};
-  Linears linears_{context_};
-  BatchNorms batch_norms_;
+  // Before the families that fall back to it where oneDNN fuses no activation.
   Activations activation_ops_{context_};
+  Convolutions convolutions_{context_, activation_ops_};
+  Poolings poolings_{context_};
+  Linears linears_{context_, activation_ops_};
+  BatchNorms batch_norms_;
   CrossEntropy cross_entropy_;
 };
 

@@ -1,6 +1,6 @@
 // The activations of ActivationKind as float functions, written as torch's own CPU and CUDA kernels
 // write them (the same formulas, in the same order), for the element-wise activation kernels and
-// the forward epilogues that fuse Relu6, Sigmoid and Hardsigmoid into the op before them. Compiled
+// the kernels that fuse an activation into the op before it (forward epilogues, batch norm). Compiled
 // for host and device, so the host tests can check the formulas the kernels run. No fast math:
 // expf, erff and tanhf are CUDA's full-accuracy versions (a few ulp).
 #pragma once
@@ -8,11 +8,21 @@
 #include <cmath>
 
 #include "host_device.hpp"
+#include "phalanx/backend/geometry.hpp"
 
 namespace phalanx::backend::cuda {
 
 // Forward: value -> activation(value). The clamps compare rather than call fminf/fmaxf, so a NaN
 // stays a NaN, as relu_forward keeps it.
+struct NoActivation {
+  PHALANX_HOST_DEVICE float operator()(float value) const { return value; }
+};
+
+// relu_forward's `x < 0 ? 0 : x`.
+struct ReluActivation {
+  PHALANX_HOST_DEVICE float operator()(float value) const { return value < 0.0f ? 0.0f : value; }
+};
+
 struct Relu6Activation {
   PHALANX_HOST_DEVICE float operator()(float value) const {
     return value < 0.0f ? 0.0f : (value > 6.0f ? 6.0f : value);
@@ -115,5 +125,18 @@ struct GeluTanhGradient {
     return grad_output * (left_derivative + right_derivative);
   }
 };
+
+// Calls body(function) with the forward function of a fused activation: kernels that fuse one are
+// templates over it, so none of them branches per element on which it is.
+template <typename Body>
+void with_fused_activation(FusedActivation activation, Body&& body) {
+  switch (activation) {
+    case FusedActivation::None: body(NoActivation{}); return;
+    case FusedActivation::Relu: body(ReluActivation{}); return;
+    case FusedActivation::Relu6: body(Relu6Activation{}); return;
+    case FusedActivation::Sigmoid: body(SigmoidActivation{}); return;
+    case FusedActivation::Hardsigmoid: body(HardsigmoidActivation{}); return;
+  }
+}
 
 }  // namespace phalanx::backend::cuda
