@@ -43,6 +43,12 @@ void emit_layer_field(YAML::Emitter& out, const LayerSpec& layer, const std::str
   if (key == "main") emit_layers(out, layer.main);
   if (key == "shortcut") emit_layers(out, layer.shortcut);
   if (key == "relu_after") out << layer.relu_after;
+  if (key == "stochastic_depth") out << format_number(layer.stochastic_depth);
+  if (key == "squeeze_channels") out << layer.squeeze_channels;
+  if (key == "activation") out << YAML::DoubleQuoted << layer.activation;
+  if (key == "scale_activation") out << YAML::DoubleQuoted << layer.scale_activation;
+  if (key == "expand_ratio") out << format_number(layer.expand_ratio);
+  if (key == "squeeze_excitation") out << format_number(layer.squeeze_excitation);
 }
 
 void emit_layers(YAML::Emitter& out, const std::vector<LayerSpec>& layers) {
@@ -53,6 +59,9 @@ void emit_layers(YAML::Emitter& out, const std::vector<LayerSpec>& layers) {
     const bool known = std::find(types.begin(), types.end(), layer.type) != types.end();
     out << YAML::BeginMap;
     for (const std::string& key : known ? schema::layer_keys(layer.type) : schema::all_layer_keys()) {
+      // A residual block without stochastic depth is written as it was before the key existed, so
+      // the resolved config (and its hash) of such a model stays the same.
+      if (key == "stochastic_depth" && layer.type == "residual" && layer.stochastic_depth == 0.0f) continue;
       emit_layer_field(out, layer, key);
     }
     out << YAML::EndMap;

@@ -81,7 +81,28 @@ LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::s
       reader.fail(key + ".name", key + ".name must not contain '/' (got '" + spec.name + "')", value);
     }
   }
-  if (spec.type == "conv") spec.out_channels = required_int(reader, layer, key, "out_channels", spec.type);
+  if (spec.type == "conv" || spec.type == "inverted_residual")
+    spec.out_channels = required_int(reader, layer, key, "out_channels", spec.type);
+  if (spec.type == "squeeze_excitation")
+    spec.squeeze_channels = required_int(reader, layer, key, "squeeze_channels", spec.type);
+  // torchvision's MobileNetV2 blocks use ReLU6; a squeeze-and-excitation's fc1 ReLU and its scale a sigmoid.
+  if (spec.type == "inverted_residual") spec.activation = "relu6";
+  if (const YAML::Node value = layer["activation"]; value.IsDefined()) {
+    spec.activation = reader.choice(value, key + ".activation", schema::activation_types());
+  }
+  if (const YAML::Node value = layer["scale_activation"]; value.IsDefined()) {
+    spec.scale_activation = reader.choice(value, key + ".scale_activation", schema::activation_types());
+  }
+  if (const YAML::Node value = layer["stochastic_depth"]; value.IsDefined()) {
+    spec.stochastic_depth = reader.real32(value, key + ".stochastic_depth", Bound{0.0, true}, Bound{1.0, false});
+  }
+  if (const YAML::Node value = layer["expand_ratio"]; value.IsDefined()) {
+    spec.expand_ratio = reader.real32(value, key + ".expand_ratio", Bound{1.0, true}, std::nullopt);
+  }
+  if (const YAML::Node value = layer["squeeze_excitation"]; value.IsDefined()) {
+    spec.squeeze_excitation =
+        reader.real32(value, key + ".squeeze_excitation", Bound{0.0, true}, Bound{1.0, true});
+  }
   if (spec.type == "linear") spec.out_features = required_int(reader, layer, key, "out_features", spec.type);
   // PyTorch's pools default the stride to the kernel; 0 says exactly that (see LayerSpec).
   if (schema::is_pool(spec.type)) spec.stride = 0;

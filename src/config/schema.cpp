@@ -2,6 +2,7 @@
 // adding a key means adding one word here and one read in the section parser.
 #include "schema.hpp"
 
+#include <algorithm>
 #include <map>
 
 namespace phalanx::config::schema {
@@ -49,7 +50,11 @@ const std::map<std::string, std::vector<std::string>>& layer_table() {
       {"batch_norm", {"type", "name"}},
       {"dropout", {"type", "name", "probability"}},
       {"flatten", {"type", "name"}},
-      {"residual", {"type", "name", "main", "shortcut", "relu_after"}},
+      {"residual", {"type", "name", "main", "shortcut", "relu_after", "stochastic_depth"}},
+      {"squeeze_excitation", {"type", "name", "squeeze_channels", "activation", "scale_activation"}},
+      {"inverted_residual",
+       {"type", "name", "out_channels", "expand_ratio", "kernel", "stride", "activation", "squeeze_excitation",
+        "stochastic_depth"}},
   };
   return table;
 }
@@ -91,7 +96,20 @@ const std::vector<std::string>& dotted_keys() {
 const std::vector<std::string>& layer_types() {
   static const std::vector<std::string> types = {"conv",     "linear",          "relu",       "max_pool",
                                                  "avg_pool", "global_avg_pool", "batch_norm", "dropout",
-                                                 "flatten",  "residual"};
+                                                 "flatten",  "residual",        "squeeze_excitation",
+                                                 "inverted_residual"};
+  return types;
+}
+
+const std::vector<std::string>& activation_types() {
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> result;
+    for (const char* name : {"relu", "relu6", "sigmoid", "hardsigmoid", "silu", "hardswish", "gelu"}) {
+      const auto& known = layer_types();
+      if (std::find(known.begin(), known.end(), name) != known.end()) result.emplace_back(name);
+    }
+    return result;
+  }();
   return types;
 }
 
@@ -102,7 +120,9 @@ const std::vector<std::string>& layer_keys(const std::string& type) {
 const std::vector<std::string>& all_layer_keys() {
   static const std::vector<std::string> keys = {
       "type",     "name", "out_channels", "kernel",      "stride", "padding",  "groups",
-      "dilation", "bias", "out_features", "probability", "main",   "shortcut", "relu_after"};
+      "dilation", "bias", "out_features", "probability", "main",   "shortcut", "relu_after",
+      "stochastic_depth", "squeeze_channels", "activation", "scale_activation", "expand_ratio",
+      "squeeze_excitation"};
   return keys;
 }
 
@@ -111,8 +131,10 @@ bool is_pool(const std::string& type) {
 }
 
 const std::vector<std::string>& model_presets() {
-  static const std::vector<std::string> presets = {"fmnist_cnn", "lenet5", "resnet20", "resnet18",
-                                                   "resnet50"};
+  static const std::vector<std::string> presets = {
+      "fmnist_cnn",      "lenet5",       "resnet20",           "resnet18",
+      "resnet50",        "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
+      "resnext50_32x4d"};
   return presets;
 }
 

@@ -26,15 +26,21 @@ LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name,
   }
   if (spec.type == "global_avg_pool")
     return std::make_unique<Pooling>(name, backend::PoolingKind::Average, 1, 1, 0, true);
-  if (spec.type == "batch_norm") return std::make_unique<BatchNorm>(name);
+  if (spec.type == "batch_norm")
+    return std::make_unique<BatchNorm>(name, spec.batch_norm_momentum, spec.batch_norm_epsilon);
   if (spec.type == "dropout") return std::make_unique<Dropout>(name, spec.probability);
   if (spec.type == "flatten") return std::make_unique<Flatten>(name);
   if (spec.type == "residual") {
     PHALANX_REQUIRE_INPUT(!spec.main.empty(), "layer '", name, "': a residual block needs a main path");
     auto main = build_layers(spec.main, name, fusion);
     auto shortcut = spec.shortcut.empty() ? nullptr : build_layers(spec.shortcut, name + "/shortcut", fusion);
-    return std::make_unique<Residual>(name, std::move(main), std::move(shortcut), spec.relu_after, fusion);
+    return std::make_unique<Residual>(name, std::move(main), std::move(shortcut), spec.relu_after, fusion,
+                                      spec.stochastic_depth);
   }
+  if (spec.type == "squeeze_excitation")
+    return std::make_unique<SqueezeExcitation>(name, spec.squeeze_channels, spec.activation, spec.scale_activation,
+                                               fusion);
+  if (spec.type == "inverted_residual") return std::make_unique<InvertedResidual>(name, spec, fusion);
   throw_input_error("model.layers: unknown layer type '" + spec.type + "'");
 }
 

@@ -55,6 +55,10 @@ std::int64_t Sequential::sample_activation_elements() const {
     largest = std::max(largest, elements);
     if (const auto* residual = dynamic_cast<const Residual*>(layers_[index].get()))
       total += residual->sample_activation_elements(elements);
+    if (const auto* squeeze = dynamic_cast<const SqueezeExcitation*>(layers_[index].get()))
+      total += squeeze->sample_activation_elements(elements);
+    if (const auto* block = dynamic_cast<const InvertedResidual*>(layers_[index].get()))
+      total += block->body().sample_activation_elements();
   }
   return total + 2 * largest;
 }

@@ -298,6 +298,23 @@ class Backend : public Allocator {
   virtual void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,
                                  const float* input, float* output);
 
+  // ---- scaling per sample and channel (squeeze-and-excitation, stochastic depth) ------------
+  // Over NHWC activations seen as [batch, spatial, channels]: output[n, p, c] = input[n, p, c] *
+  // scale[n, c]. `scale` is an activation too (a sigmoid's output), held in the activation
+  // precision. output may alias input.
+  virtual void channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                                     const float* input, const float* scale, float* output) = 0;
+  // grad_input = grad_output * scale (skipped when grad_input is null), and grad_scale[n, c] = the
+  // sum over p of grad_output[n, p, c] * input[n, p, c].
+  virtual void channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                                      const float* input, const float* scale, const float* grad_output,
+                                      float* grad_input, float* grad_scale) = 0;
+  // output[n, i] = keep[n] ? input[n, i] * keep_scale : 0 over [batch, sample_elements], with `keep`
+  // one byte per sample in device memory: stochastic depth's forward and, on the gradient, its
+  // backward. output may alias input.
+  virtual void scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep,
+                             float keep_scale, const float* input, float* output) = 0;
+
   // ---- linear (input [batch, in], weight [out, in], bias [out], output [batch, out]) -------
   virtual void linear_forward(const LinearGeometry& geometry, const float* input, const float* weight,
                               const float* bias, float* output) = 0;

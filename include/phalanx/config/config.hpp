@@ -93,6 +93,22 @@ struct LayerSpec {
   std::vector<LayerSpec> main;
   std::vector<LayerSpec> shortcut;
   bool relu_after = true;
+  // residual, inverted_residual: probability of dropping the main path of a sample in training
+  // (torchvision.ops.StochasticDepth, mode "row"); 0 keeps it always.
+  float stochastic_depth = 0.0f;
+  // squeeze_excitation (torchvision.ops.SqueezeExcitation): channels of fc1, the activation after
+  // fc1 and the one that makes the scale.
+  int squeeze_channels = 0;
+  std::string activation = "relu";  // squeeze_excitation; inverted_residual (default there: relu6)
+  std::string scale_activation = "sigmoid";
+  // inverted_residual: expanded channels = round(input channels * expand_ratio), and the ratio of
+  // the expanded channels its squeeze-and-excitation squeezes to (0: none).
+  float expand_ratio = 1.0f;
+  float squeeze_excitation = 0.0f;
+  // batch_norm: as torch.nn.BatchNorm2d's momentum and eps. Set by presets (torchvision's
+  // MobileNetV3 uses 0.01 and 1e-3); not a config key.
+  float batch_norm_momentum = 0.1f;
+  float batch_norm_epsilon = 1e-5f;
 
   friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
 };

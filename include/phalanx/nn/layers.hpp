@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "phalanx/config/config.hpp"
 #include "phalanx/nn/layer.hpp"
 
 namespace phalanx::nn {
@@ -165,11 +166,13 @@ class Sequential final : public Layer {
   std::vector<Tensor> gradients_;     // two ping-pong buffers for input gradients
 };
 
-// output = main(x) + shortcut(x) (identity shortcut when empty), then ReLU when asked.
+// output = main(x) + shortcut(x) (identity shortcut when empty), then ReLU when asked. With
+// stochastic depth p > 0, training drops main(x) of each sample with probability p and scales the
+// kept ones by 1/(1-p) (torchvision.ops.StochasticDepth, mode "row"); evaluation keeps all.
 class Residual final : public Layer {
  public:
   Residual(std::string name, std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
-           bool relu_after, ReluFusion fusion = ReluFusion::Fused);
+           bool relu_after, ReluFusion fusion = ReluFusion::Fused, float stochastic_depth = 0.0f);
   std::string type() const override { return "residual"; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   // Its paths' activation floats per sample and its own buffers, for an output of `output_elements`.
@@ -182,7 +185,59 @@ class Residual final : public Layer {
   std::unique_ptr<Sequential> main_, shortcut_;
   bool relu_after_;
   ReluFusion fusion_;
+  float stochastic_depth_;
   Tensor main_output_, shortcut_output_, sum_gradient_, path_gradient_;
+  // Stochastic depth: the kept samples of the last training forward (one byte each, on the device
+  // and as drawn on the host), main(x) scaled by them, and the main path's gradient.
+  bool last_forward_dropped_paths_ = false;
+  std::vector<std::uint8_t> keep_drawn_;
+  Tensor keep_, scaled_main_, main_gradient_;
+};
+
+// torchvision.ops.SqueezeExcitation: scale = scale_activation(fc2(activation(fc1(avgpool(x))))),
+// output = x * scale per sample and channel; fc1 and fc2 are 1x1 convolutions with bias, named
+// <name>/fc1 and <name>/fc2 as in torch. They are built once the input channels are known.
+class SqueezeExcitation final : public Layer {
+ public:
+  SqueezeExcitation(std::string name, int squeeze_channels, std::string activation, std::string scale_activation,
+                    ReluFusion fusion = ReluFusion::Fused);
+  std::string type() const override { return "squeeze_excitation"; }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  // Floats per sample of its squeeze path and its own buffers, for an input of `input_elements`.
+  std::int64_t sample_activation_elements(std::int64_t input_elements) const;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  int squeeze_channels_;
+  std::string activation_, scale_activation_;
+  ReluFusion fusion_;
+  std::unique_ptr<Sequential> squeeze_;
+  std::int64_t spatial_ = 0, channels_ = 0;
+  Tensor scale_, grad_scale_, path_gradient_;
+};
+
+// An inverted-residual block (MobileNetV2 and after) as the config's inverted_residual layer
+// writes it: expand 1x1 conv + BN + activation (unless the expanded channels equal the input's),
+// depthwise kxk conv + BN + activation with the stride, optional squeeze-and-excitation, project
+// 1x1 conv + BN, and the residual sum when stride 1 keeps the channels. Its layers depend on the
+// input channels, so they are built (named as torchvision's MobileNetV3 names them: <name>/block/K)
+// when the block meets its input.
+class InvertedResidual final : public Layer {
+ public:
+  InvertedResidual(std::string name, config::LayerSpec spec, ReluFusion fusion = ReluFusion::Fused);
+  std::string type() const override { return "inverted_residual"; }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  const Sequential& body() const { return *body_; }
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  config::LayerSpec spec_;
+  ReluFusion fusion_;
+  std::unique_ptr<Sequential> body_;
 };
 
 }  // namespace phalanx::nn

@@ -52,6 +52,33 @@ class ModelPlan {
 std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Shape& sample_shape,
                                              int classes);
 
+// How the layers of an inverted-residual block are named: as torchvision's MobileNetV2 names them
+// (<name>/conv/K: the expand and depthwise ConvBNActivation, then the project conv and its BN as two
+// entries), or as its MobileNetV3 and EfficientNet do (<name>/block/K: each stage one entry, the
+// project conv and BN under one, squeeze-and-excitation one of its own).
+enum class InvertedResidualNaming { MobileNetV2, Block };
+
+// One inverted-residual block: its channels, the activation after the expand and depthwise
+// convolutions, and its squeeze-and-excitation (none when squeeze_channels is 0).
+struct InvertedResidualShape {
+  int in_channels = 0, expanded_channels = 0, out_channels = 0;
+  int kernel = 3, stride = 1;
+  std::string activation = "relu6";
+  int squeeze_channels = 0;
+  std::string squeeze_activation = "relu", scale_activation = "hardsigmoid";
+  float stochastic_depth = 0;
+};
+
+// The layers of that block: one residual layer (main path only, no ReLU after, with the stochastic
+// depth) when stride 1 keeps the channels, else the plain list (torchvision has no sum there, and no
+// stochastic depth either).
+std::vector<config::LayerSpec> inverted_residual_layers(const std::string& name, const InvertedResidualShape& shape,
+                                                        InvertedResidualNaming naming);
+
+// torchvision's _make_divisible: `value` rounded to the nearest multiple of `divisor` (at least the
+// divisor), and one divisor more where rounding down lost over 10%.
+int make_divisible(double value, int divisor = 8);
+
 // Builds layers from specs; unnamed layers get "<type><n>" names under `prefix`.
 std::unique_ptr<Sequential> build_layers(const std::vector<config::LayerSpec>& specs, const std::string& name,
                                          ReluFusion fusion = ReluFusion::Fused);

@@ -9,6 +9,7 @@
 
 #include "activation_element.hpp"
 #include "augment.hpp"
+#include "channel_scale.hpp"
 #include "bf16_support.hpp"
 #include "elementwise.hpp"
 #include "optimizers.hpp"
@@ -311,6 +312,32 @@ void CpuBackend::adamw_step(std::int64_t count, const AdamWHyperparameters& hype
                             float* parameters, const float* gradients, float* first_moment,
                             float* second_moment) {
   cpu::adamw_step(count, hyperparameters, parameters, gradients, first_moment, second_moment);
+}
+
+void CpuBackend::channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                                       const float* input, const float* scale, float* output) {
+  if (bf16_activations())
+    cpu::channel_scale_forward(batch, spatial, channels, as_bf16(input), as_bf16(scale), as_bf16(output));
+  else
+    cpu::channel_scale_forward(batch, spatial, channels, input, scale, output);
+}
+
+void CpuBackend::channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                                        const float* input, const float* scale, const float* grad_output,
+                                        float* grad_input, float* grad_scale) {
+  if (bf16_activations())
+    cpu::channel_scale_backward(batch, spatial, channels, as_bf16(input), as_bf16(scale), as_bf16(grad_output),
+                                grad_input ? as_bf16(grad_input) : nullptr, as_bf16(grad_scale));
+  else
+    cpu::channel_scale_backward(batch, spatial, channels, input, scale, grad_output, grad_input, grad_scale);
+}
+
+void CpuBackend::scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep,
+                               float keep_scale, const float* input, float* output) {
+  if (bf16_activations())
+    cpu::scale_samples(batch, sample_elements, keep, keep_scale, as_bf16(input), as_bf16(output));
+  else
+    cpu::scale_samples(batch, sample_elements, keep, keep_scale, input, output);
 }
 
 }  // namespace cpu

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "augment.hpp"
+#include "channel_scale.hpp"
 #include "cuda_staged_copy.hpp"
 #include "cuda_upload.hpp"
 #include "elementwise.hpp"
@@ -423,6 +424,26 @@ void CudaBackend::dropout_backward(std::int64_t count, float probability, const 
                                    const float* grad_output, float* grad_input) {
   make_current();
   launch_dropout_backward(stream_.get(), activations_, count, probability, mask, grad_output, grad_input);
+}
+
+void CudaBackend::channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                                        const float* input, const float* scale, float* output) {
+  make_current();
+  launch_channel_scale_forward(stream_.get(), activations_, batch, spatial, channels, input, scale, output);
+}
+
+void CudaBackend::channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                                         const float* input, const float* scale, const float* grad_output,
+                                         float* grad_input, float* grad_scale) {
+  make_current();
+  launch_channel_scale_backward(stream_.get(), activations_, batch, spatial, channels, input, scale,
+                                grad_output, grad_input, grad_scale);
+}
+
+void CudaBackend::scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep,
+                                float keep_scale, const float* input, float* output) {
+  make_current();
+  launch_scale_samples(stream_.get(), activations_, batch, sample_elements, keep, keep_scale, input, output);
 }
 
 void CudaBackend::transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,
