@@ -74,15 +74,16 @@ std::unique_ptr<backend::Backend> make_backend(const std::string& device) {
   return device == "cuda" ? backend::make_cuda_backend(0) : backend::make_cpu_backend(0);
 }
 
-// The preset's own layers (what model.preset builds), with every dropout's probability at 0, as
-// the golden step has them: dropout keeps training mode's path but draws nothing, so the step is
-// deterministic while batch norm still uses the batch's statistics.
+// The preset's own layers (what model.preset builds), with every dropout's and stochastic depth's
+// probability at 0, as the golden step has them: training mode's path, but nothing drawn, so the
+// step is deterministic while batch norm still uses the batch's statistics.
 config::ModelConfig preset_without_dropout(const std::string& preset, const Shape& sample, int classes) {
   config::ModelConfig model_config;
   model_config.layers = preset_layers(preset, sample, classes);
   const auto silence = [](const auto& self, std::vector<config::LayerSpec>& specs) -> void {
     for (auto& spec : specs) {
       if (spec.type == "dropout") spec.probability = 0.0f;
+      spec.stochastic_depth = 0.0f;
       self(self, spec.main);
       self(self, spec.shortcut);
     }
@@ -159,7 +160,7 @@ struct Tolerance {
 };
 const std::map<std::string, Tolerance> kTolerance = {
     {"fmnist_cnn", {1e-4, 1e-4}}, {"lenet5", {1e-4, 1e-4}},   {"resnet20", {1e-4, 3e-2}},
-    {"resnet18", {1e-4, 3e-2}},   {"resnet50", {1e-4, 3e-2}},
+    {"resnet18", {1e-4, 3e-2}},   {"resnet50", {1e-4, 3e-2}}, {"resnext50_32x4d", {1e-4, 3e-2}},
 };
 
 constexpr double kNoiseFactor = 100.0;
@@ -296,7 +297,7 @@ TEST_P(PresetParity, MatchesTorchTrainingStep) {
 INSTANTIATE_TEST_SUITE_P(Presets, PresetParity,
                          ::testing::Combine(::testing::Values("cpu", "cuda"),
                                             ::testing::Values("fmnist_cnn", "lenet5", "resnet20", "resnet18",
-                                                              "resnet50")),
+                                                              "resnet50", "resnext50_32x4d")),
                          [](const auto& info) {
                            // Cuda_... so that the *Cuda* filter of the GPU check finds them.
                            return std::string(std::get<0>(info.param) == "cuda" ? "Cuda_" : "Cpu_") +
