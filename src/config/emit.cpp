@@ -49,6 +49,7 @@ void emit_layer_field(YAML::Emitter& out, const LayerSpec& layer, const std::str
   if (key == "scale_activation") out << YAML::DoubleQuoted << layer.scale_activation;
   if (key == "expand_ratio") out << format_number(layer.expand_ratio);
   if (key == "squeeze_excitation") out << format_number(layer.squeeze_excitation);
+  if (key == "approximate") out << YAML::DoubleQuoted << layer.approximate;
 }
 
 void emit_layers(YAML::Emitter& out, const std::vector<LayerSpec>& layers) {

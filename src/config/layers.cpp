@@ -43,6 +43,16 @@ int required_int(const Reader& reader, const YAML::Node& layer, const std::strin
   return reader.int_value(value, key + "." + field, 1);
 }
 
+// Other names of the activations (Keras, TensorFlow, papers), which no edit distance connects to
+// the torch.nn names phalanx uses.
+const std::map<std::string, std::string>& activation_synonyms() {
+  static const std::map<std::string, std::string> synonyms = {
+      {"swish", "silu"},           {"hard_swish", "hardswish"},
+      {"hswish", "hardswish"},     {"hard_sigmoid", "hardsigmoid"},
+      {"hsigmoid", "hardsigmoid"}, {"logistic", "sigmoid"}};
+  return synonyms;
+}
+
 LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::string& key, LayerBudget& budget) {
   if (++budget.used > largest_layer_count) {
     reader.fail(key, key + ": the model has more than " + std::to_string(largest_layer_count) +
@@ -56,6 +66,14 @@ LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::s
   if (!type_node.IsDefined()) {
     reader.fail(key + ".type", key + ".type is required (one of: " + join(schema::layer_types(), ", ") + ")",
                 layer);
+  }
+  if (type_node.IsScalar()) {
+    const auto synonym = activation_synonyms().find(type_node.Scalar());
+    if (synonym != activation_synonyms().end())
+      reader.fail(
+          key + ".type",
+          key + ".type: unknown value '" + synonym->first + "' (did you mean '" + synonym->second + "'?)",
+          type_node);
   }
   LayerSpec spec;
   spec.type = reader.choice(type_node, key + ".type", schema::layer_types());
@@ -127,6 +145,9 @@ LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::s
     spec.bias = reader.boolean(value, key + ".bias");
   if (const YAML::Node value = layer["probability"]; value.IsDefined()) {
     spec.probability = reader.real32(value, key + ".probability", Bound{0.0, true}, Bound{1.0, false});
+  }
+  if (const YAML::Node value = layer["approximate"]; value.IsDefined()) {
+    spec.approximate = reader.choice(value, key + ".approximate", {"none", "tanh"});
   }
   if (spec.type == "residual") {
     if (++budget.depth > deepest_nesting) {

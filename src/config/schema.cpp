@@ -55,6 +55,12 @@ const std::map<std::string, std::vector<std::string>>& layer_table() {
       {"inverted_residual",
        {"type", "name", "out_channels", "expand_ratio", "kernel", "stride", "activation", "squeeze_excitation",
         "stochastic_depth"}},
+      {"silu", {"type", "name"}},
+      {"relu6", {"type", "name"}},
+      {"hardswish", {"type", "name"}},
+      {"hardsigmoid", {"type", "name"}},
+      {"sigmoid", {"type", "name"}},
+      {"gelu", {"type", "name", "approximate"}},
   };
   return table;
 }
@@ -94,22 +100,16 @@ const std::vector<std::string>& dotted_keys() {
 }
 
 const std::vector<std::string>& layer_types() {
-  static const std::vector<std::string> types = {"conv",     "linear",          "relu",       "max_pool",
-                                                 "avg_pool", "global_avg_pool", "batch_norm", "dropout",
-                                                 "flatten",  "residual",        "squeeze_excitation",
-                                                 "inverted_residual"};
+  static const std::vector<std::string> types = {
+      "conv",    "linear",   "relu", "max_pool", "avg_pool",  "global_avg_pool", "batch_norm", "dropout",
+      "flatten", "residual", "silu", "relu6",    "hardswish", "hardsigmoid",     "sigmoid",    "gelu",
+      "squeeze_excitation", "inverted_residual"};
   return types;
 }
 
 const std::vector<std::string>& activation_types() {
-  static const std::vector<std::string> types = [] {
-    std::vector<std::string> result;
-    for (const char* name : {"relu", "relu6", "sigmoid", "hardsigmoid", "silu", "hardswish", "gelu"}) {
-      const auto& known = layer_types();
-      if (std::find(known.begin(), known.end(), name) != known.end()) result.emplace_back(name);
-    }
-    return result;
-  }();
+  static const std::vector<std::string> types = {"relu",        "relu6", "sigmoid", "hardsigmoid",
+                                                 "silu",        "hardswish", "gelu"};
   return types;
 }
 
@@ -119,8 +119,9 @@ const std::vector<std::string>& layer_keys(const std::string& type) {
 
 const std::vector<std::string>& all_layer_keys() {
   static const std::vector<std::string> keys = {
-      "type",     "name", "out_channels", "kernel",      "stride", "padding",  "groups",
-      "dilation", "bias", "out_features", "probability", "main",   "shortcut", "relu_after",
+      "type",         "name",       "out_channels",     "kernel",           "stride",
+      "padding",      "groups",     "dilation",         "bias",             "out_features",
+      "probability",  "main",       "shortcut",         "relu_after",       "approximate",
       "stochastic_depth", "squeeze_channels", "activation", "scale_activation", "expand_ratio",
       "squeeze_excitation"};
   return keys;

@@ -3,6 +3,7 @@
 #include "phalanx/nn/model_plan.hpp"
 
 #include <map>
+#include <optional>
 
 #include "phalanx/core/error.hpp"
 
@@ -13,12 +14,26 @@ backend::PoolingKind pooling_kind(const std::string& type) {
   return type == "max_pool" ? backend::PoolingKind::Max : backend::PoolingKind::Average;
 }
 
+// The ActivationKind of an activation layer's spec; nullopt for every other layer type.
+std::optional<backend::ActivationKind> activation_kind(const config::LayerSpec& spec) {
+  using backend::ActivationKind;
+  if (spec.type == "relu6") return ActivationKind::Relu6;
+  if (spec.type == "sigmoid") return ActivationKind::Sigmoid;
+  if (spec.type == "hardsigmoid") return ActivationKind::Hardsigmoid;
+  if (spec.type == "silu") return ActivationKind::Silu;
+  if (spec.type == "hardswish") return ActivationKind::Hardswish;
+  if (spec.type == "gelu")
+    return spec.approximate == "tanh" ? ActivationKind::GeluTanh : ActivationKind::Gelu;
+  return std::nullopt;
+}
+
 LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name, ReluFusion fusion) {
   if (spec.type == "conv")
     return std::make_unique<Convolution>(name, spec.out_channels, spec.kernel, spec.stride, spec.padding,
                                          spec.groups, spec.dilation, spec.bias);
   if (spec.type == "linear") return std::make_unique<Linear>(name, spec.out_features, spec.bias);
   if (spec.type == "relu") return std::make_unique<Relu>(name);
+  if (const auto kind = activation_kind(spec)) return std::make_unique<Activation>(name, *kind);
   if (spec.type == "max_pool" || spec.type == "avg_pool") {
     // Stride 0 (the config's default for pools) means "equal to the kernel", as in torch.
     const int stride = spec.stride > 0 ? spec.stride : spec.kernel;

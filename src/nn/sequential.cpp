@@ -18,8 +18,9 @@ Shape Sequential::configure(const Shape& sample_input, ParameterRegistry& regist
     shape = layer->configure(shape, registry);
     sample_shapes_.push_back(shape);
     first_parameter_offset_ = std::min(first_parameter_offset_, layer->first_parameter_offset());
-    if (index > 0 && layers_[index - 1]->can_fuse_relu()) {
-      const bool fused = fusion_ == ReluFusion::Fused && dynamic_cast<const Relu*>(layer.get()) != nullptr;
+    if (index > 0 && layers_[index - 1]->can_fuse_activation()) {
+      const bool fused =
+          fusion_ == ActivationFusion::Fused && layer->fused_form() == backend::FusedActivation::Relu;
       fused_into_previous_[index] = fused;
       layers_[index - 1]->set_fused_activation(fused ? backend::FusedActivation::Relu
                                                      : backend::FusedActivation::None);

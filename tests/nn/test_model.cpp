@@ -161,6 +161,30 @@ TEST(ModelGradient, GroupedDepthwiseAndDilatedConvolutions) {
   expect_gradients_match(problem, 12);
 }
 
+// Every activation type (silu, relu6, hardswish, hardsigmoid, sigmoid, gelu in both forms) after a
+// conv, a batch_norm, a linear and a pool, as the model wires them (and fuses those it can).
+TEST(ModelGradient, ActivationLayersAfterEveryKindOfProducer) {
+  config::LayerSpec gelu_tanh = layer("gelu");
+  gelu_tanh.approximate = "tanh";
+  config::ModelConfig config;
+  config.layers = {layer("conv", 4, 3, 1, 1), layer("hardswish"),        layer("conv", 4, 3, 1, 1),
+                   layer("batch_norm"),       layer("relu6"),            layer("avg_pool", 0, 2),
+                   layer("silu"),             layer("conv", 5, 3, 1, 1), layer("sigmoid"),
+                   layer("flatten"),          layer("linear", 6),        layer("hardsigmoid"),
+                   layer("linear", 6),        layer("gelu"),             layer("linear", 6),
+                   gelu_tanh,                 layer("linear", 4)};
+  Problem problem(config, Shape{6, 6, 2}, 4, 4);
+  std::vector<std::string> types;
+  for (const auto& built : problem.model->network().layers()) types.push_back(built->type());
+  EXPECT_EQ(types, (std::vector<std::string>{"conv", "hardswish", "conv", "batch_norm", "relu6", "avg_pool",
+                                             "silu", "conv", "sigmoid", "flatten", "linear", "hardsigmoid",
+                                             "linear", "gelu", "linear", "gelu", "linear"}));
+  const auto* tanh_form = dynamic_cast<const Activation*>(problem.model->network().layers()[15].get());
+  ASSERT_NE(tanh_form, nullptr);
+  EXPECT_EQ(tanh_form->kind(), backend::ActivationKind::GeluTanh);
+  expect_gradients_match(problem, 12);
+}
+
 // The checkpoint's (and PyTorch's) shapes: weight [out, in / groups, k, k], fan-in in / groups * k * k.
 TEST(ModelPlan, GroupedConvolutionsDeclarePyTorchsWeightShapes) {
   config::ModelConfig config;

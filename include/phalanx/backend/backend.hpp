@@ -226,7 +226,9 @@ class Backend : public Allocator {
   // pass (likewise linear_forward and batch_norm_forward_*): bitwise relu_forward of the plain
   // result on every value that is not NaN. Where a backend fuses it into a library kernel
   // (oneDNN post-ops) the ReLU is max(x, 0), which turns a NaN result into 0; where it cannot
-  // fuse, it runs relu_forward in place after the op.
+  // fuse, it runs relu_forward in place after the op. Relu6, Sigmoid and Hardsigmoid likewise give
+  // activation_forward of the plain result: bitwise with fp32 activations, and with bf16/fp16 ones
+  // within the rounding of the plain result (the fused op rounds once, after the activation).
   virtual void convolution_forward(const ConvolutionGeometry& geometry, const float* input,
                                    const float* weight, const float* bias, float* output) = 0;
   virtual void convolution_backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
@@ -272,6 +274,16 @@ class Backend : public Allocator {
   // Uses the forward output (ReLU(x) > 0 exactly where x > 0), so the input need not be kept.
   virtual void relu_backward(std::int64_t count, const float* output, const float* grad_output,
                              float* grad_input) = 0;
+  // output = kind(input), element-wise (ActivationKind in geometry.hpp); output may be input.
+  virtual void activation_forward(ActivationKind kind, std::int64_t count, const float* input,
+                                  float* output) = 0;
+  // grad_input = grad_output * kind'(x). Kinds whose backward reads the output (Relu6, Sigmoid,
+  // Hardsigmoid: backward_reads_output) read `output` only and `input` may be null; the others read
+  // `input` only and `output` may be null. At a kink the derivative is one of its one-sided values
+  // (backends may differ there; torch's choices are documented in docs/CONFIG.md). grad_input may
+  // be grad_output.
+  virtual void activation_backward(ActivationKind kind, std::int64_t count, const float* input,
+                                   const float* output, const float* grad_output, float* grad_input) = 0;
   // output = a + b
   virtual void add(std::int64_t count, const float* a, const float* b, float* output) = 0;
   // output = ReLU(a + b) in one pass (a residual block's sum); bitwise add then relu_forward, NaN

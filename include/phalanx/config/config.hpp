@@ -75,7 +75,8 @@ constexpr std::array<WordName<LearningRateRule>, 3> words(LearningRateRule) {
 
 
 // One entry of an explicit layer list. `type` is one of: conv, linear, relu, max_pool,
-// avg_pool, global_avg_pool, batch_norm, dropout, flatten, residual.
+// avg_pool, global_avg_pool, batch_norm, dropout, flatten, residual, and the activations silu,
+// relu6, hardswish, hardsigmoid, sigmoid, gelu.
 struct LayerSpec {
   std::string type;
   std::string name;          // parameter names in checkpoints; generated when empty
@@ -109,6 +110,8 @@ struct LayerSpec {
   // MobileNetV3 uses 0.01 and 1e-3); not a config key.
   float batch_norm_momentum = 0.1f;
   float batch_norm_epsilon = 1e-5f;
+  // gelu: "none" (the exact erf form, torch's default) or "tanh", as torch.nn.GELU(approximate).
+  std::string approximate = "none";
 
   friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
 };

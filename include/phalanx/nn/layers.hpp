@@ -14,7 +14,7 @@ class Convolution final : public Layer {
   Convolution(std::string name, int out_channels, int kernel, int stride, int padding, int groups,
               int dilation, bool bias);
   std::string type() const override { return "conv"; }
-  bool can_fuse_relu() const override { return true; }
+  bool can_fuse_activation() const override { return true; }
   void set_fused_activation(backend::FusedActivation activation) override { fused_activation_ = activation; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
@@ -34,7 +34,7 @@ class Linear final : public Layer {
  public:
   Linear(std::string name, int out_features, bool bias);
   std::string type() const override { return "linear"; }
-  bool can_fuse_relu() const override { return true; }
+  bool can_fuse_activation() const override { return true; }
   void set_fused_activation(backend::FusedActivation activation) override { fused_activation_ = activation; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
@@ -53,10 +53,31 @@ class Relu final : public Layer {
  public:
   using Layer::Layer;
   std::string type() const override { return "relu"; }
+  backend::FusedActivation fused_form() const override { return backend::FusedActivation::Relu; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
                 const GradientsReady&) override;
+};
+
+// An element-wise activation other than ReLU (backend::ActivationKind): silu, relu6, hardswish,
+// hardsigmoid, sigmoid, gelu, as torch.nn's modules of those names. Without parameters. Relu6,
+// sigmoid and hardsigmoid right after a conv, linear or batch_norm are computed by that layer in a
+// Sequential (fused_form), as relu is; the others need their input in backward and run on their own.
+class Activation final : public Layer {
+ public:
+  Activation(std::string name, backend::ActivationKind kind);
+  // The config type: "silu", "relu6", "hardswish", "hardsigmoid", "sigmoid", "gelu" (either form).
+  std::string type() const override;
+  backend::ActivationKind kind() const { return kind_; }
+  backend::FusedActivation fused_form() const override { return backend::fused_form(kind_); }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  backend::ActivationKind kind_;
 };
 
 // Max or average pooling; global average pooling is Average over the whole input.
@@ -82,7 +103,7 @@ class BatchNorm final : public Layer {
  public:
   explicit BatchNorm(std::string name, float momentum = 0.1f, float epsilon = 1e-5f);
   std::string type() const override { return "batch_norm"; }
-  bool can_fuse_relu() const override { return true; }
+  bool can_fuse_activation() const override { return true; }
   void set_fused_activation(backend::FusedActivation activation) override { fused_activation_ = activation; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;

@@ -71,6 +71,7 @@ void CpuBackend::set_activation_precision(ComputePrecision precision) {
   poolings_.set_storage(precision);
   linears_.set_storage(precision);
   batch_norms_.set_storage(precision);
+  activation_ops_.set_storage(precision);
   cross_entropy_.set_storage(precision);
 }
 
@@ -224,6 +225,16 @@ void CpuBackend::relu_backward(std::int64_t count, const float* output, const fl
     cpu::relu_backward(count, as_bf16(output), as_bf16(grad_output), as_bf16(grad_input));
   else
     cpu::relu_backward(count, output, grad_output, grad_input);
+}
+
+void CpuBackend::activation_forward(ActivationKind kind, std::int64_t count, const float* input,
+                                    float* output) {
+  activation_ops_.forward(kind, count, input, output);
+}
+
+void CpuBackend::activation_backward(ActivationKind kind, std::int64_t count, const float* input,
+                                     const float* output, const float* grad_output, float* grad_input) {
+  activation_ops_.backward(kind, count, input, output, grad_output, grad_input);
 }
 
 void CpuBackend::add(std::int64_t count, const float* a, const float* b, float* output) {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "activations.hpp"
 #include "batch_norm.hpp"
 #include "convolution.hpp"
 #include "dnnl_context.hpp"
@@ -83,6 +84,10 @@ class CpuBackend final : public Backend {
   void relu_forward(std::int64_t count, const float* input, float* output) override;
   void relu_backward(std::int64_t count, const float* output, const float* grad_output,
                      float* grad_input) override;
+  void activation_forward(ActivationKind kind, std::int64_t count, const float* input,
+                          float* output) override;
+  void activation_backward(ActivationKind kind, std::int64_t count, const float* input, const float* output,
+                           const float* grad_output, float* grad_input) override;
   void add(std::int64_t count, const float* a, const float* b, float* output) override;
   void add_relu(std::int64_t count, const float* a, const float* b, float* output) override;
   void accumulate(std::int64_t count, const float* source, float* destination) override;
@@ -129,6 +134,7 @@ class CpuBackend final : public Backend {
   Poolings poolings_{context_};
   Linears linears_{context_};
   BatchNorms batch_norms_;
+  Activations activation_ops_{context_};
   CrossEntropy cross_entropy_;
 };
 

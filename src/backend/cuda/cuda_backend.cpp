@@ -387,6 +387,20 @@ void CudaBackend::relu_backward(std::int64_t count, const float* output, const f
   launch_relu_backward(stream_.get(), activations_, count, output, grad_output, grad_input);
 }
 
+void CudaBackend::activation_forward(ActivationKind kind, std::int64_t count, const float* input,
+                                     float* output) {
+  make_current();
+  launch_activation_forward(stream_.get(), activations_, kind, count, input, output);
+}
+
+void CudaBackend::activation_backward(ActivationKind kind, std::int64_t count, const float* input,
+                                      const float* output, const float* grad_output, float* grad_input) {
+  make_current();
+  PHALANX_CHECK((backward_reads_output(kind) ? output : input) != nullptr,
+                "an activation's backward needs its ", backward_reads_output(kind) ? "output" : "input");
+  launch_activation_backward(stream_.get(), activations_, kind, count, input, output, grad_output, grad_input);
+}
+
 void CudaBackend::add(std::int64_t count, const float* a, const float* b, float* output) {
   make_current();
   launch_add(stream_.get(), activations_, count, a, b, output);

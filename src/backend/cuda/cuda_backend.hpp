@@ -89,6 +89,10 @@ class CudaBackend final : public Backend {
   void relu_forward(std::int64_t count, const float* input, float* output) override;
   void relu_backward(std::int64_t count, const float* output, const float* grad_output,
                      float* grad_input) override;
+  void activation_forward(ActivationKind kind, std::int64_t count, const float* input,
+                          float* output) override;
+  void activation_backward(ActivationKind kind, std::int64_t count, const float* input, const float* output,
+                           const float* grad_output, float* grad_input) override;
   void add(std::int64_t count, const float* a, const float* b, float* output) override;
   void add_relu(std::int64_t count, const float* a, const float* b, float* output) override;
   void accumulate(std::int64_t count, const float* source, float* destination) override;
