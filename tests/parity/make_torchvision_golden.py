@@ -5,6 +5,9 @@
 # fixed batch, and a summary of the result small enough to commit (logits, loss, per parameter the
 # gradient's sum, absolute sum, L2 norm and a few elements; per batch-norm buffer the same after
 # the forward's running-statistics update).
+# The step runs in fp64 from the fp32 values (the golden values: exact up to fp64 rounding) and
+# again in fp32; how far PyTorch's own fp32 step lands from the golden one is written into the
+# file ("torch_float32_discrepancy"), the yardstick for the test's tolerances.
 #
 # CI has no PyTorch: the golden files are committed and this script documents how they were made.
 # Rerun it after a preset changes on purpose:
@@ -213,6 +216,11 @@ def fill_rule(module, parameter_name, branch_ends):
     raise SystemExit(f"no fill rule for {type(module).__name__} parameter {parameter_name}")
 
 
+def rounded(value):
+    """Ten significant digits: far finer than any tolerance, and the files stay small."""
+    return float(f"{value:.10g}")
+
+
 def summary(name, values):
     """Sum, absolute sum, L2 norm (in double) and a few elements at hash-chosen positions plus the
     largest one: enough to catch a wrong tensor without storing it."""
@@ -221,10 +229,10 @@ def summary(name, values):
     positions = [int(p) for p in mix("pick/" + name, PICKS) % np.uint64(count)]
     positions.append(int(np.argmax(np.abs(flat))))
     return {
-        "sum": float(flat.sum()),
-        "abs_sum": float(np.abs(flat).sum()),
-        "norm": float(np.sqrt((flat * flat).sum())),
-        "elements": [[p, float(flat[p])] for p in positions],
+        "sum": rounded(flat.sum()),
+        "abs_sum": rounded(np.abs(flat).sum()),
+        "norm": rounded(np.sqrt((flat * flat).sum())),
+        "elements": [[p, rounded(flat[p])] for p in positions],
     }
 
 
@@ -309,8 +317,8 @@ def make_golden(preset):
         "batch": BATCH,
         "input_fill": {"name": "input", "layout": "NCHW", "offset": 0.0, "scale": 1.0},
         "labels": labels,
-        "loss": loss,
-        "logits": [float(v) for v in logits],
+        "loss": rounded(loss),
+        "logits": [rounded(v) for v in logits],
         "parameters": [],
         "buffers": [],
     }
@@ -329,7 +337,7 @@ def make_golden(preset):
             # through 1x1 convolutions into training-mode batch norms, which cancel every
             # per-channel sum): fp64 leaves ~1e-17, fp32 ~1e-9, both rounding noise. The test
             # asks phalanx's for noise of the same size, not for torch's noise digits.
-            entry["gradient"]["vanishes"] = {"torch_float32_norm": fp32_norm}
+            entry["gradient"]["vanishes"] = {"torch_float32_norm": rounded(fp32_norm)}
         else:
             torch_fp32.add_summary("gradient of " + entry["name"], gradient_fp32, entry["gradient"])
         golden["parameters"].append(entry)
@@ -344,7 +352,7 @@ def make_golden(preset):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description="Writes the golden files of the preset parity test.")
     parser.add_argument("--output", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden"))
     parser.add_argument("presets", nargs="*", default=list(PRESETS))
     arguments = parser.parse_args()
@@ -352,10 +360,13 @@ def main():
     # core count (a different reduction order moves the last bits).
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
+    unknown = [preset for preset in arguments.presets if preset not in PRESETS]
+    if unknown:
+        print(f"make_torchvision_golden.py: unknown preset '{unknown[0]}' (known: {', '.join(PRESETS)})",
+              file=sys.stderr)
+        sys.exit(2)
     os.makedirs(arguments.output, exist_ok=True)
     for preset in arguments.presets:
-        if preset not in PRESETS:
-            sys.exit(f"unknown preset '{preset}' (known: {', '.join(PRESETS)})")
         golden = make_golden(preset)
         path = os.path.join(arguments.output, preset + ".json")
         with open(path + ".tmp", "w") as file:
