@@ -43,7 +43,8 @@ int make_divisible(double value, int divisor) {
   return rounded;
 }
 
-std::vector<config::LayerSpec> inverted_residual_layers(const std::string& name, const InvertedResidualShape& shape,
+std::vector<config::LayerSpec> inverted_residual_layers(const std::string& name,
+                                                        const InvertedResidualShape& shape,
                                                         InvertedResidualNaming naming) {
   const std::string prefix = name + (naming == InvertedResidualNaming::MobileNetV2 ? "/conv/" : "/block/");
   std::vector<config::LayerSpec> layers;
@@ -93,11 +94,13 @@ Shape InvertedResidual::configure(const Shape& sample_input, ParameterRegistry& 
   // MobileNetV3's rule: the expanded channels times the ratio, to a multiple of 8; ReLU, then a
   // hard sigmoid.
   if (spec_.squeeze_excitation > 0)
-    shape.squeeze_channels = make_divisible(shape.expanded_channels * static_cast<double>(spec_.squeeze_excitation));
+    shape.squeeze_channels =
+        make_divisible(shape.expanded_channels * static_cast<double>(spec_.squeeze_excitation));
   shape.stochastic_depth = spec_.stochastic_depth;
-  PHALANX_REQUIRE_INPUT(spec_.kernel % 2 == 1, "layer '", name(), "': inverted_residual needs an odd kernel, got ",
-                        spec_.kernel);
-  body_ = build_layers(inverted_residual_layers(name(), shape, InvertedResidualNaming::Block), name(), fusion_);
+  PHALANX_REQUIRE_INPUT(spec_.kernel % 2 == 1, "layer '", name(),
+                        "': inverted_residual needs an odd kernel, got ", spec_.kernel);
+  body_ =
+      build_layers(inverted_residual_layers(name(), shape, InvertedResidualNaming::Block), name(), fusion_);
   const Shape output = body_->configure(sample_input, registry);
   first_parameter_offset_ = body_->first_parameter_offset();
   return output;

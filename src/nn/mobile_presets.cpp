@@ -40,7 +40,8 @@ void conv_norm_activation(std::vector<config::LayerSpec>& layers, const std::str
   layers.push_back(named(activation, name + "/2"));
 }
 
-void append_block(std::vector<config::LayerSpec>& layers, std::vector<config::LayerSpec> block, NormSettings norm) {
+void append_block(std::vector<config::LayerSpec>& layers, std::vector<config::LayerSpec> block,
+                  NormSettings norm) {
   // The block helper writes torch's default batch norm; MobileNetV3 has its own.
   const auto set_norm = [&norm](auto& self, std::vector<config::LayerSpec>& specs) -> void {
     for (auto& spec : specs) {
@@ -74,8 +75,8 @@ std::vector<config::LayerSpec> mobilenet_v2_layers(int classes) {
   const NormSettings norm;
   conv_norm_activation(layers, "features/0", 32, 3, 2, "relu6", norm);
   // t (expansion), c (channels), n (blocks), s (first block's stride), as in torchvision.
-  const int settings[7][4] = {{1, 16, 1, 1},  {6, 24, 2, 2},  {6, 32, 3, 2},  {6, 64, 4, 2},
-                              {6, 96, 3, 1},  {6, 160, 3, 2}, {6, 320, 1, 1}};
+  const int settings[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                              {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   int in_channels = 32, feature = 1;
   for (const auto& setting : settings) {
     for (int block = 0; block < setting[2]; ++block) {
@@ -133,7 +134,8 @@ std::vector<config::LayerSpec> mobilenet_v3_small_layers(int classes) {
                  norm);
     in_channels = block.out;
   }
-  conv_norm_activation(layers, "features/" + std::to_string(feature), 6 * in_channels, 1, 1, "hardswish", norm);
+  conv_norm_activation(layers, "features/" + std::to_string(feature), 6 * in_channels, 1, 1, "hardswish",
+                       norm);
   layers.push_back(named("global_avg_pool", "avgpool"));
   layers.push_back(linear("classifier/0", 1024));
   layers.push_back(named("hardswish", "classifier/1"));
@@ -147,7 +149,7 @@ std::vector<config::LayerSpec> efficientnet_b0_layers(int classes) {
   const NormSettings norm;
   conv_norm_activation(layers, "features/0", 32, 3, 2, "silu", norm);
   // Expansion, kernel, first stride, output channels, blocks: torchvision's MBConv settings.
-  const int stages[7][5] = {{1, 3, 1, 16, 1},  {6, 3, 2, 24, 2},  {6, 5, 2, 40, 2},  {6, 3, 2, 80, 3},
+  const int stages[7][5] = {{1, 3, 1, 16, 1},  {6, 3, 2, 24, 2},  {6, 5, 2, 40, 2}, {6, 3, 2, 80, 3},
                             {6, 5, 1, 112, 3}, {6, 5, 2, 192, 4}, {6, 3, 1, 320, 1}};
   int total_blocks = 0;
   for (const auto& stage : stages) total_blocks += stage[4];
@@ -169,12 +171,12 @@ std::vector<config::LayerSpec> efficientnet_b0_layers(int classes) {
       shape.scale_activation = "sigmoid";
       // torchvision computes it in double and stores a Python float; the nearest float is what a
       // float probability can hold.
-      shape.stochastic_depth =
-          static_cast<float>(stochastic_depth * block_index / total_blocks);
-      append_block(layers,
-                   inverted_residual_layers("features/" + std::to_string(stage + 1) + "/" + std::to_string(block),
-                                            shape, InvertedResidualNaming::Block),
-                   norm);
+      shape.stochastic_depth = static_cast<float>(stochastic_depth * block_index / total_blocks);
+      append_block(
+          layers,
+          inverted_residual_layers("features/" + std::to_string(stage + 1) + "/" + std::to_string(block),
+                                   shape, InvertedResidualNaming::Block),
+          norm);
       in_channels = stages[stage][3];
       ++block_index;
     }

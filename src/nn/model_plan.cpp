@@ -53,8 +53,8 @@ LayerPointer build_layer(const config::LayerSpec& spec, const std::string& name,
                                       spec.stochastic_depth);
   }
   if (spec.type == "squeeze_excitation")
-    return std::make_unique<SqueezeExcitation>(name, spec.squeeze_channels, spec.activation, spec.scale_activation,
-                                               fusion);
+    return std::make_unique<SqueezeExcitation>(name, spec.squeeze_channels, spec.activation,
+                                               spec.scale_activation, fusion);
   if (spec.type == "inverted_residual") return std::make_unique<InvertedResidual>(name, spec, fusion);
   throw_input_error("model.layers: unknown layer type '" + spec.type + "'");
 }

@@ -198,9 +198,10 @@ std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Sh
   if (preset == "mobilenet_v2") return mobilenet_v2_layers(classes);
   if (preset == "mobilenet_v3_small") return mobilenet_v3_small_layers(classes);
   if (preset == "efficientnet_b0") return efficientnet_b0_layers(classes);
-  throw_input_error("model.preset: unknown preset '" + preset +
-                    "' (known: fmnist_cnn, lenet5, resnet20, resnet18, resnet50, resnext50_32x4d, mobilenet_v2, "
-                    "mobilenet_v3_small, efficientnet_b0)");
+  throw_input_error(
+      "model.preset: unknown preset '" + preset +
+      "' (known: fmnist_cnn, lenet5, resnet20, resnet18, resnet50, resnext50_32x4d, mobilenet_v2, "
+      "mobilenet_v3_small, efficientnet_b0)");
 }
 
 }  // namespace phalanx::nn

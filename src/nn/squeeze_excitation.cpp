@@ -40,12 +40,12 @@ Shape SqueezeExcitation::configure(const Shape& sample_input, ParameterRegistry&
   spatial_ = sample_input[0] * sample_input[1];
   channels_ = sample_input[2];
   const std::string prefix = name() + "/";
-  squeeze_ = build_layers({squeeze_layer("global_avg_pool", prefix + "avgpool"),
-                           one_by_one(prefix + "fc1", squeeze_channels_),
-                           squeeze_layer(activation_, prefix + "activation"),
-                           one_by_one(prefix + "fc2", static_cast<int>(channels_)),
-                           squeeze_layer(scale_activation_, prefix + "scale_activation")},
-                          name(), fusion_);
+  squeeze_ = build_layers(
+      {squeeze_layer("global_avg_pool", prefix + "avgpool"), one_by_one(prefix + "fc1", squeeze_channels_),
+       squeeze_layer(activation_, prefix + "activation"),
+       one_by_one(prefix + "fc2", static_cast<int>(channels_)),
+       squeeze_layer(scale_activation_, prefix + "scale_activation")},
+      name(), fusion_);
   const Shape scale_shape = squeeze_->configure(sample_input, registry);
   PHALANX_CHECK(scale_shape == (Shape{1, 1, channels_}), "squeeze path of '", name(), "' gives ",
                 scale_shape.to_string());

@@ -55,8 +55,8 @@ TEST(CpuChannelScale, BackwardMatchesCentralDifferences) {
   EXPECT_LT(gradient_check_error(scale, grad_scale, objective, 1e-2f), 1e-3);
   // Without an input gradient the scale's gradient is the same.
   std::vector<float> grad_scale_alone(scale.size(), NAN);
-  backend->channel_scale_backward(batch, spatial, channels, input.data(), scale.data(), weights.data(), nullptr,
-                                  grad_scale_alone.data());
+  backend->channel_scale_backward(batch, spatial, channels, input.data(), scale.data(), weights.data(),
+                                  nullptr, grad_scale_alone.data());
   EXPECT_EQ(std::memcmp(grad_scale_alone.data(), grad_scale.data(), scale.size() * sizeof(float)), 0);
 }
 
@@ -129,10 +129,12 @@ TEST(CpuChannelScale, Bf16StorageRoundsTheFp32ResultsOnce) {
                            grad_output_bf16 = stored_bf16(grad_output);
   std::vector<float> output_bf16(input.size()), grad_input_bf16(input.size()), grad_scale_bf16(scale.size()),
       keep_scaled_bf16(input.size());
-  backend->channel_scale_forward(batch, spatial, channels, input_bf16.data(), scale_bf16.data(), output_bf16.data());
+  backend->channel_scale_forward(batch, spatial, channels, input_bf16.data(), scale_bf16.data(),
+                                 output_bf16.data());
   backend->channel_scale_backward(batch, spatial, channels, input_bf16.data(), scale_bf16.data(),
                                   grad_output_bf16.data(), grad_input_bf16.data(), grad_scale_bf16.data());
-  backend->scale_samples(batch, spatial * channels, keep.data(), 1.25f, input_bf16.data(), keep_scaled_bf16.data());
+  backend->scale_samples(batch, spatial * channels, keep.data(), 1.25f, input_bf16.data(),
+                         keep_scaled_bf16.data());
   backend->set_activation_precision(ComputePrecision::Float32);
   backend->set_compute_precision(ComputePrecision::Float32);
   // The same float arithmetic on the same values, rounded once on the way out.

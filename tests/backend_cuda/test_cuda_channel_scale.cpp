@@ -45,23 +45,22 @@ std::vector<OpCase> channel_scale_cases() {
                                                scale.data(), output.data());
                        return Outputs{{"output", as_doubles(download(b, output))}};
                      }});
-    cases.push_back({"channel_scale_backward_" + shape, reordered_sums, [=](Backend& b) {
-                       Tensor input = upload(b, seeded(elements, 3));
-                       Tensor scale = upload(b, seeded(scales, 4, 0.0f, 1.0f));
-                       Tensor grad_output = upload(b, seeded(elements, 5));
-                       Tensor grad_input = empty_floats(b, elements);
-                       Tensor grad_scale = empty_floats(b, scales);
-                       Tensor grad_scale_alone = empty_floats(b, scales);
-                       b.channel_scale_backward(problem.batch, problem.spatial, problem.channels, input.data(),
-                                                scale.data(), grad_output.data(), grad_input.data(),
-                                                grad_scale.data());
-                       b.channel_scale_backward(problem.batch, problem.spatial, problem.channels, input.data(),
-                                                scale.data(), grad_output.data(), nullptr,
-                                                grad_scale_alone.data());
-                       return Outputs{{"grad_input", as_doubles(download(b, grad_input))},
-                                      {"grad_scale", as_doubles(download(b, grad_scale))},
-                                      {"grad_scale_without_grad_input", as_doubles(download(b, grad_scale_alone))}};
-                     }});
+    cases.push_back(
+        {"channel_scale_backward_" + shape, reordered_sums, [=](Backend& b) {
+           Tensor input = upload(b, seeded(elements, 3));
+           Tensor scale = upload(b, seeded(scales, 4, 0.0f, 1.0f));
+           Tensor grad_output = upload(b, seeded(elements, 5));
+           Tensor grad_input = empty_floats(b, elements);
+           Tensor grad_scale = empty_floats(b, scales);
+           Tensor grad_scale_alone = empty_floats(b, scales);
+           b.channel_scale_backward(problem.batch, problem.spatial, problem.channels, input.data(),
+                                    scale.data(), grad_output.data(), grad_input.data(), grad_scale.data());
+           b.channel_scale_backward(problem.batch, problem.spatial, problem.channels, input.data(),
+                                    scale.data(), grad_output.data(), nullptr, grad_scale_alone.data());
+           return Outputs{{"grad_input", as_doubles(download(b, grad_input))},
+                          {"grad_scale", as_doubles(download(b, grad_scale))},
+                          {"grad_scale_without_grad_input", as_doubles(download(b, grad_scale_alone))}};
+         }});
   }
   cases.push_back({"scale_samples", exact, [](Backend& b) {
                      constexpr std::int64_t samples = 7, sample_elements = 30011;
@@ -112,7 +111,8 @@ Tensor upload_stored(Backend& b, const std::vector<float>& values, ComputePrecis
   return tensor;
 }
 
-std::vector<float> download_stored(Backend& b, const Tensor& tensor, std::size_t count, ComputePrecision precision) {
+std::vector<float> download_stored(Backend& b, const Tensor& tensor, std::size_t count,
+                                   ComputePrecision precision) {
   std::vector<std::uint16_t> bits(count);
   b.copy_to_host(bits.data(), tensor.data_as<void>(), count * sizeof(std::uint16_t));
   std::vector<float> values(count);
@@ -138,13 +138,14 @@ TEST(CudaActivationStorage, ChannelScaleAndScaleSamplesRoundTheFp32ResultsOnce) 
                               output.data());
     cpu.channel_scale_backward(problem.batch, problem.spatial, problem.channels, input.data(), scale.data(),
                                grad_output.data(), grad_input.data(), grad_scale.data());
-    cpu.scale_samples(problem.batch, problem.spatial * problem.channels, keep_values.data(), 1.25f, input.data(),
-                      kept.data());
+    cpu.scale_samples(problem.batch, problem.spatial * problem.channels, keep_values.data(), 1.25f,
+                      input.data(), kept.data());
 
     Backend& b = cuda_backend();
     b.set_compute_precision(precision);
     b.set_activation_precision(precision);
-    Tensor input_device = upload_stored(b, input, precision), scale_device = upload_stored(b, scale, precision),
+    Tensor input_device = upload_stored(b, input, precision),
+           scale_device = upload_stored(b, scale, precision),
            grad_output_device = upload_stored(b, grad_output, precision);
     Tensor keep = upload(b, keep_values);
     Tensor output_device = empty_floats(b, static_cast<std::int64_t>(elements)),

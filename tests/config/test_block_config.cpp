@@ -31,11 +31,13 @@ TEST(ConfigBlocks, KeysAndDefaults) {
   const Config config = parse_layers(
       "    - {type: conv, out_channels: 16}\n"
       "    - {type: squeeze_excitation, squeeze_channels: 4}\n"
-      "    - {type: squeeze_excitation, squeeze_channels: 8, activation: silu, scale_activation: hardsigmoid}\n"
+      "    - {type: squeeze_excitation, squeeze_channels: 8, activation: silu, scale_activation: "
+      "hardsigmoid}\n"
       "    - {type: inverted_residual, out_channels: 16}\n"
       "    - {type: inverted_residual, out_channels: 24, expand_ratio: 4.5, kernel: 5, stride: 2,\n"
       "       activation: hardswish, squeeze_excitation: 0.25, stochastic_depth: 0.1}\n"
-      "    - type: residual\n      stochastic_depth: 0.2\n      main: [{type: conv, out_channels: 24, padding: 1}]\n");
+      "    - type: residual\n      stochastic_depth: 0.2\n      main: [{type: conv, out_channels: 24, "
+      "padding: 1}]\n");
   const std::vector<LayerSpec>& layers = config.model.layers;
   ASSERT_EQ(layers.size(), 6u);
   EXPECT_EQ(layers[1].squeeze_channels, 4);
@@ -64,7 +66,8 @@ TEST(ConfigBlocks, EmitRoundTrip) {
       "    - {type: squeeze_excitation, squeeze_channels: 8, activation: silu}\n"
       "    - {type: inverted_residual, out_channels: 24, expand_ratio: 6, kernel: 5, stride: 2,\n"
       "       activation: silu, squeeze_excitation: 0.25, stochastic_depth: 0.05}\n"
-      "    - type: residual\n      stochastic_depth: 0.125\n      main: [{type: conv, out_channels: 24, padding: 1}]\n"
+      "    - type: residual\n      stochastic_depth: 0.125\n      main: [{type: conv, out_channels: 24, "
+      "padding: 1}]\n"
       "    - type: residual\n      main: [{type: conv, out_channels: 24, padding: 1}]\n");
   const std::string emitted = to_yaml(original);
   const Config reparsed = parse(emitted, "emitted.yaml");

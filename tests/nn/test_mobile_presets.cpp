@@ -21,7 +21,8 @@ struct Declared {
 
 std::string dims_text(const Shape& shape) {
   std::string text;
-  for (std::size_t axis = 0; axis < shape.rank(); ++axis) text += (axis ? "x" : "") + std::to_string(shape[axis]);
+  for (std::size_t axis = 0; axis < shape.rank(); ++axis)
+    text += (axis ? "x" : "") + std::to_string(shape[axis]);
   return text;
 }
 
@@ -42,7 +43,8 @@ std::map<std::string, Declared> torchvision_declarations() {
 
 Declared phalanx_declarations(const ModelPlan& plan) {
   Declared declared;
-  for (const auto& info : plan.registry().parameters_info()) declared.parameters[info.name] = dims_text(info.shape);
+  for (const auto& info : plan.registry().parameters_info())
+    declared.parameters[info.name] = dims_text(info.shape);
   for (const auto& info : plan.registry().buffers_info()) declared.buffers[info.name] = dims_text(info.shape);
   return declared;
 }
@@ -53,8 +55,8 @@ ModelPlan plan_of(const std::string& preset, Shape sample, int classes) {
   return ModelPlan(config, sample, classes);
 }
 
-void expect_same(const std::map<std::string, std::string>& phalanx, const std::map<std::string, std::string>& torch,
-                 const std::string& what) {
+void expect_same(const std::map<std::string, std::string>& phalanx,
+                 const std::map<std::string, std::string>& torch, const std::string& what) {
   for (const auto& [name, dims] : torch) {
     const auto found = phalanx.find(name);
     if (found == phalanx.end()) {
@@ -64,7 +66,8 @@ void expect_same(const std::map<std::string, std::string>& phalanx, const std::m
     EXPECT_EQ(found->second, dims) << what << ": " << name;
   }
   for (const auto& [name, dims] : phalanx)
-    if (!torch.count(name)) ADD_FAILURE() << what << ": phalanx has " << name << " [" << dims << "], torchvision has not";
+    if (!torch.count(name))
+      ADD_FAILURE() << what << ": phalanx has " << name << " [" << dims << "], torchvision has not";
 }
 
 class TorchvisionPreset : public ::testing::TestWithParam<const char*> {};
@@ -88,9 +91,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, TorchvisionPreset,
 TEST(TorchvisionPresetCount, ParameterCountsAreTorchvisions) {
   // sum(p.numel() for p in torchvision.models.<name>().parameters()), torchvision 0.29.
   const std::pair<const char*, std::int64_t> expected[] = {{"mobilenet_v2", 3504872},
-                                                          {"mobilenet_v3_small", 2542856},
-                                                          {"efficientnet_b0", 5288548},
-                                                          {"resnext50_32x4d", 25028904}};
+                                                           {"mobilenet_v3_small", 2542856},
+                                                           {"efficientnet_b0", 5288548},
+                                                           {"resnext50_32x4d", 25028904}};
   for (const auto& [preset, count] : expected)
     EXPECT_EQ(plan_of(preset, Shape{64, 64, 3}, 1000).size().parameters, count) << preset;
 }
@@ -104,7 +107,8 @@ TEST(TorchvisionPresetShapes, OtherClassCountsImageSizesAndChannels) {
       const ModelPlan plan = plan_of(preset, sample, 10);
       const Declared ours = phalanx_declarations(plan);
       const std::string stem = std::string(preset) == "mobilenet_v3_small" ? "16x" : "32x";
-      EXPECT_EQ(ours.parameters.at("features/0/0/weight"), stem + std::to_string(sample[2]) + "x3x3") << preset;
+      EXPECT_EQ(ours.parameters.at("features/0/0/weight"), stem + std::to_string(sample[2]) + "x3x3")
+          << preset;
       const std::string last = std::string(preset) == "mobilenet_v3_small" ? "classifier/3" : "classifier/1";
       EXPECT_EQ(ours.parameters.at(last + "/bias"), "10") << preset;
     }

@@ -185,6 +185,56 @@ TEST(ModelGradient, ActivationLayersAfterEveryKindOfProducer) {
   expect_gradients_match(problem, 12);
 }
 
+// Squeeze-and-excitation alone on 2x2 images with its fc weights scaled up, so that the squeeze
+// path's share of the input gradient (through a mean of four positions) is large enough for the
+// check to fail without it.
+TEST(ModelGradient, SqueezeExcitationCarriesBothPathsGradients) {
+  config::ModelConfig config;
+  config::LayerSpec squeeze = layer("squeeze_excitation");
+  squeeze.squeeze_channels = 4;
+  config.layers = {layer("conv", 6, 1, 1, 0), squeeze, layer("flatten"), layer("linear", 3)};
+  Problem problem(config, Shape{2, 2, 3}, 3, 5);
+  auto& registry = problem.model->registry();
+  for (const auto& info : registry.parameters_info())
+    if (info.name.find("/fc") != std::string::npos)
+      for (std::int64_t index = 0; index < info.count; ++index)
+        registry.parameters().data()[info.offset + index] *= 4;
+  expect_gradients_match(problem, 24);
+}
+
+// Squeeze-and-excitation (gate and squeeze path both carry the input's gradient), inverted
+// residuals with and without the sum, one with a squeeze-and-excitation of its own and stochastic
+// depth: the step's context draws the same samples on every call, so the loss stays a smooth
+// function of the weights and its differences are the gradient of the kept paths.
+TEST(ModelGradient, SqueezeExcitationInvertedResidualAndStochasticDepth) {
+  config::ModelConfig config;
+  config::LayerSpec squeeze = layer("squeeze_excitation");
+  squeeze.squeeze_channels = 3;
+  config::LayerSpec kept_shape = layer("inverted_residual");
+  kept_shape.out_channels = 8;
+  kept_shape.expand_ratio = 2.0f;
+  kept_shape.activation = "hardswish";
+  kept_shape.squeeze_excitation = 0.25f;
+  kept_shape.stochastic_depth = 0.5f;
+  config::LayerSpec strided = layer("inverted_residual", 0, 5, 2);
+  strided.out_channels = 6;
+  strided.expand_ratio = 1.5f;
+  strided.activation = "silu";
+  config.layers = {layer("conv", 8, 3, 1, 1), squeeze,           kept_shape, strided,
+                   layer("global_avg_pool"),  layer("linear", 3)};
+  Problem problem(config, Shape{6, 6, 4}, 3, 6);
+  std::vector<std::string> names;
+  for (const auto& info : problem.model->registry().parameters_info()) names.push_back(info.name);
+  // torchvision's names under the blocks: squeeze_excitation1/fc1, inverted_residual1/block/K.
+  for (const std::string expected :
+       {"squeeze_excitation1/fc1/weight", "squeeze_excitation1/fc2/bias",
+        "inverted_residual1/block/0/0/weight", "inverted_residual1/block/1/0/weight",
+        "inverted_residual1/block/2/fc1/weight", "inverted_residual1/block/3/1/bias",
+        "inverted_residual2/block/2/0/weight"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  expect_gradients_match(problem, 8);
+}
+
 // The checkpoint's (and PyTorch's) shapes: weight [out, in / groups, k, k], fan-in in / groups * k * k.
 TEST(ModelPlan, GroupedConvolutionsDeclarePyTorchsWeightShapes) {
   config::ModelConfig config;

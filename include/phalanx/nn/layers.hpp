@@ -220,8 +220,8 @@ class Residual final : public Layer {
 // <name>/fc1 and <name>/fc2 as in torch. They are built once the input channels are known.
 class SqueezeExcitation final : public Layer {
  public:
-  SqueezeExcitation(std::string name, int squeeze_channels, std::string activation, std::string scale_activation,
-                    ReluFusion fusion = ReluFusion::Fused);
+  SqueezeExcitation(std::string name, int squeeze_channels, std::string activation,
+                    std::string scale_activation, ReluFusion fusion = ReluFusion::Fused);
   std::string type() const override { return "squeeze_excitation"; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   // Floats per sample of its squeeze path and its own buffers, for an input of `input_elements`.

@@ -47,8 +47,10 @@ class ModelPlan {
   ModelSize size_;
 };
 
-// The layer list of a preset ("fmnist_cnn", "lenet5", "resnet20") for `classes` outputs and
-// input channels; throws InvalidInput for unknown presets or shapes a preset cannot take.
+// The layer list of a preset (the names of config's model_presets: "fmnist_cnn", "lenet5", the
+// ResNets, "resnext50_32x4d", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0") for `classes`
+// outputs and the sample's channels; throws InvalidInput for unknown presets or shapes a preset
+// cannot take.
 std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Shape& sample_shape,
                                              int classes);
 
@@ -72,7 +74,8 @@ struct InvertedResidualShape {
 // The layers of that block: one residual layer (main path only, no ReLU after, with the stochastic
 // depth) when stride 1 keeps the channels, else the plain list (torchvision has no sum there, and no
 // stochastic depth either).
-std::vector<config::LayerSpec> inverted_residual_layers(const std::string& name, const InvertedResidualShape& shape,
+std::vector<config::LayerSpec> inverted_residual_layers(const std::string& name,
+                                                        const InvertedResidualShape& shape,
                                                         InvertedResidualNaming naming);
 
 // torchvision's _make_divisible: `value` rounded to the nearest multiple of `divisor` (at least the

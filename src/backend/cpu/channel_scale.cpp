@@ -30,7 +30,7 @@ void channel_scale_backward_of(std::int64_t batch, std::int64_t spatial, std::in
                                const Element* input, const Element* scale, const Element* grad_output,
                                Element* grad_input, Element* grad_scale) {
   if (grad_input) channel_scale_forward_of(batch, spatial, channels, grad_output, scale, grad_input);
-  // One sample per iteration: its channel sums accumulate over the positions in order.
+    // One sample per iteration: its channel sums accumulate over the positions in order.
 #pragma omp parallel for schedule(static) if (batch * spatial * channels >= parallel_threshold)
   for (std::int64_t sample = 0; sample < batch; ++sample) {
     std::vector<float> sums(static_cast<std::size_t>(channels), 0.0f);
@@ -59,8 +59,8 @@ void scale_samples_of(std::int64_t batch, std::int64_t sample_elements, const st
 
 }  // namespace
 
-void channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels, const float* input,
-                           const float* scale, float* output) {
+void channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                           const float* input, const float* scale, float* output) {
   channel_scale_forward_of(batch, spatial, channels, input, scale, output);
 }
 void channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels, const Bf16* input,
@@ -68,21 +68,23 @@ void channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_
   channel_scale_forward_of(batch, spatial, channels, input, scale, output);
 }
 
-void channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels, const float* input,
-                            const float* scale, const float* grad_output, float* grad_input, float* grad_scale) {
+void channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                            const float* input, const float* scale, const float* grad_output,
+                            float* grad_input, float* grad_scale) {
   channel_scale_backward_of(batch, spatial, channels, input, scale, grad_output, grad_input, grad_scale);
 }
-void channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels, const Bf16* input,
-                            const Bf16* scale, const Bf16* grad_output, Bf16* grad_input, Bf16* grad_scale) {
+void channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                            const Bf16* input, const Bf16* scale, const Bf16* grad_output, Bf16* grad_input,
+                            Bf16* grad_scale) {
   channel_scale_backward_of(batch, spatial, channels, input, scale, grad_output, grad_input, grad_scale);
 }
 
-void scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep, float keep_scale,
-                   const float* input, float* output) {
+void scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep,
+                   float keep_scale, const float* input, float* output) {
   scale_samples_of(batch, sample_elements, keep, keep_scale, input, output);
 }
-void scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep, float keep_scale,
-                   const Bf16* input, Bf16* output) {
+void scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep,
+                   float keep_scale, const Bf16* input, Bf16* output) {
   scale_samples_of(batch, sample_elements, keep, keep_scale, input, output);
 }
 

@@ -9,8 +9,8 @@
 
 #include "activation_element.hpp"
 #include "augment.hpp"
-#include "channel_scale.hpp"
 #include "bf16_support.hpp"
+#include "channel_scale.hpp"
 #include "elementwise.hpp"
 #include "optimizers.hpp"
 #include "phalanx/backend/arithmetic_rate.hpp"
@@ -337,8 +337,9 @@ void CpuBackend::channel_scale_backward(std::int64_t batch, std::int64_t spatial
                                         const float* input, const float* scale, const float* grad_output,
                                         float* grad_input, float* grad_scale) {
   if (bf16_activations())
-    cpu::channel_scale_backward(batch, spatial, channels, as_bf16(input), as_bf16(scale), as_bf16(grad_output),
-                                grad_input ? as_bf16(grad_input) : nullptr, as_bf16(grad_scale));
+    cpu::channel_scale_backward(batch, spatial, channels, as_bf16(input), as_bf16(scale),
+                                as_bf16(grad_output), grad_input ? as_bf16(grad_input) : nullptr,
+                                as_bf16(grad_scale));
   else
     cpu::channel_scale_backward(batch, spatial, channels, input, scale, grad_output, grad_input, grad_scale);
 }

@@ -95,13 +95,13 @@ class CpuBackend final : public Backend {
   bool all_finite(std::int64_t count, const float* data) override;
   void dropout_forward(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
                        const float* input, float* output, std::uint8_t* mask) override;
-  void channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels, const float* input,
-                             const float* scale, float* output) override;
-  void channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels, const float* input,
-                              const float* scale, const float* grad_output, float* grad_input,
-                              float* grad_scale) override;
-  void scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep, float keep_scale,
-                     const float* input, float* output) override;
+  void channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                             const float* input, const float* scale, float* output) override;
+  void channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                              const float* input, const float* scale, const float* grad_output,
+                              float* grad_input, float* grad_scale) override;
+  void scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep,
+                     float keep_scale, const float* input, float* output) override;
   // Tiled and parallel instead of the base class's plain loop.
   void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const float* input,
                          float* output) override;

@@ -28,8 +28,9 @@ constexpr int channels_per_block = 32;
 constexpr int rows_per_block = 8;
 
 template <typename Stored>
-__global__ void channel_scale_gradient_kernel(std::int64_t spatial, std::int64_t channels, const Stored* input,
-                                              const Stored* grad_output, Stored* grad_scale) {
+__global__ void channel_scale_gradient_kernel(std::int64_t spatial, std::int64_t channels,
+                                              const Stored* input, const Stored* grad_output,
+                                              Stored* grad_scale) {
   __shared__ float partial[rows_per_block][channels_per_block];
   const std::int64_t sample = blockIdx.y;
   const std::int64_t channel = static_cast<std::int64_t>(blockIdx.x) * channels_per_block + threadIdx.x;
@@ -50,8 +51,9 @@ __global__ void channel_scale_gradient_kernel(std::int64_t spatial, std::int64_t
 }
 
 template <typename Stored>
-__global__ void scale_samples_kernel(std::int64_t total, std::int64_t sample_elements, const std::uint8_t* keep,
-                                     float keep_scale, const Stored* input, Stored* output) {
+__global__ void scale_samples_kernel(std::int64_t total, std::int64_t sample_elements,
+                                     const std::uint8_t* keep, float keep_scale, const Stored* input,
+                                     Stored* output) {
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
     output[i] = narrow<Stored>(keep[i / sample_elements] ? widen(input[i]) * keep_scale : 0.0f);
