@@ -26,8 +26,9 @@ jobs=$(nproc)
 optimize="-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG"
 unit_targets="phalanx_core_tests phalanx_config_tests phalanx_backend_tests phalanx_data_tests phalanx_nn_tests
   phalanx_optim_tests phalanx_train_tests phalanx_comm_tests phalanx_monitor_tests phalanx_report_tests
-  phalanx_sweep_tests phalanx_mpi_tests phalanx_mpi_data_tests phalanx_fuzz_config phalanx_fuzz_sweep_file
-  phalanx_fuzz_dataset phalanx_fuzz_checkpoint phalanx_fuzz_safetensors phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar
+  phalanx_sweep_tests phalanx_parity_tests phalanx_mpi_tests phalanx_mpi_data_tests phalanx_fuzz_config
+  phalanx_fuzz_sweep_file phalanx_fuzz_dataset phalanx_fuzz_checkpoint phalanx_fuzz_safetensors
+  phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar
   phalanx_fuzz_image"
 
 asan() {  # $1: also the end-to-end tests
