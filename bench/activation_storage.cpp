@@ -54,7 +54,7 @@ phalanx::bench::TrainingSteps training(const std::string& preset, ComputePrecisi
   cpu_backend->set_compute_precision(ComputePrecision::BFloat16);
   cpu_backend->set_activation_precision(activations);
   return phalanx::bench::TrainingSteps(
-      std::move(cpu_backend), preset, 128, phalanx::nn::ReluFusion::Fused,
+      std::move(cpu_backend), preset, 128, phalanx::nn::ActivationFusion::Fused,
       [](Backend& backend, phalanx::Tensor& input) {
         const std::int64_t channels = input.shape()[3];
         std::vector<std::uint8_t> images(static_cast<std::size_t>(input.elements()));

@@ -1,5 +1,5 @@
 // ReLU fusion at the model level: one training step (forward, loss, backward, SGD) of a model
-// built with nn::ReluFusion::Fused against the same model with ReluFusion::Separate, on the CPU
+// built with nn::ActivationFusion::Fused against the same model with ActivationFusion::Separate, on the CPU
 // backend. Rounds alternate the two, so a machine's changing load hits both alike; prints the
 // median step time of each and their ratio.
 //   OMP_NUM_THREADS=1 ./phalanx_bench_relu_fusion [fmnist_cnn|resnet20] [rounds] [steps per round]
@@ -18,7 +18,7 @@ namespace nn = phalanx::nn;
 
 constexpr int batch = 64;
 
-phalanx::bench::TrainingSteps training(const std::string& preset, nn::ReluFusion fusion) {
+phalanx::bench::TrainingSteps training(const std::string& preset, nn::ActivationFusion fusion) {
   return phalanx::bench::TrainingSteps(phalanx::backend::make_cpu_backend(1), preset, batch, fusion,
                                        [](phalanx::backend::Backend&, phalanx::Tensor& input) {
                                          std::mt19937 generator(3);
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   const std::string preset = argc > 1 ? argv[1] : "fmnist_cnn";
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 15;
   const int steps = argc > 3 ? std::atoi(argv[3]) : 20;
-  auto fused = training(preset, nn::ReluFusion::Fused), separate = training(preset, nn::ReluFusion::Separate);
+  auto fused = training(preset, nn::ActivationFusion::Fused), separate = training(preset, nn::ActivationFusion::Separate);
   const auto times =
       phalanx::bench::alternate_rounds(fused, separate, 3, rounds, steps, phalanx::steady_seconds);
   std::printf("%s, batch %d, 1 thread, %d rounds x %d steps\n", preset.c_str(), batch, rounds, steps);

@@ -22,7 +22,7 @@ class TrainingSteps {
  public:
   // `fill_input` writes the batch [batch, H, W, C] once, after the model is built.
   TrainingSteps(std::unique_ptr<backend::Backend> backend, const std::string& preset, int batch,
-                nn::ReluFusion fusion, const std::function<void(backend::Backend&, Tensor&)>& fill_input)
+                nn::ActivationFusion fusion, const std::function<void(backend::Backend&, Tensor&)>& fill_input)
       : backend_(std::move(backend)),
         sample_(preset == "fmnist_cnn" ? Shape{28, 28, 1} : Shape{32, 32, 3}),
         batch_(batch) {

@@ -37,7 +37,7 @@ system_libraries='libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|ld-linux|libc
 
 if [ "$mode" = --bundle ]; then
   set -e
-  for binary in phalanx_backend_cuda_tests phalanx_comm_nccl_tests; do
+  for binary in phalanx_backend_cuda_tests phalanx_comm_nccl_tests phalanx_parity_tests; do
     [ -x "$build/tests/$binary" ] ||
       fail "$build/tests/$binary is missing: build with CUDA first, e.g. PHALANX_BUILD_DIR=$build launch/build.sh -DPHALANX_CUDA=ON"
   done
@@ -52,7 +52,9 @@ if [ "$mode" = --bundle ]; then
   [ -d "$pmix_folder" ] || fail "PMIx's plugin folder not found (beside libpmix.so.2)"
 
   rm -rf "$bundle" && mkdir -p "$bundle/lib" "$bundle/mpi"
-  cp "$build/src/phalanx" "$build/tests/phalanx_backend_cuda_tests" "$build/tests/phalanx_comm_nccl_tests" "$bundle/"
+  cp "$build/src/phalanx" "$build/tests/phalanx_backend_cuda_tests" "$build/tests/phalanx_comm_nccl_tests" \
+    "$build/tests/phalanx_parity_tests" "$bundle/"
+  cp -r tests/parity/golden "$bundle/parity-golden"
   cp "$build/bench/phalanx_bench_device_ops" "$bundle/"
   cp bench/torch_resnet50.py bench/torch_device_ops.py "$bundle/"
   cp -r configs "$bundle/"
@@ -206,6 +208,10 @@ step cuda-tests 240 "$bundle/phalanx_backend_cuda_tests" --gtest_filter='Cuda*'
 note "  $(grep -E '^\[  (PASSED|FAILED)  \]|^\[  FAILED  \] [A-Za-z]' "$work/cuda-tests.log" | tr '\n' ' ')"
 step nccl-tests 120 "$bundle/phalanx_comm_nccl_tests"
 note "  $(grep -E '^\[  (PASSED|FAILED)  \]|^\[  FAILED  \] [A-Za-z]' "$work/nccl-tests.log" | tr '\n' ' ')"
+# The presets against PyTorch's fp64 golden step (tests/parity), on the CUDA backend.
+step preset-parity 120 PHALANX_PARITY_GOLDEN="$bundle/parity-golden" "$bundle/phalanx_parity_tests" --gtest_filter='*Cuda*'
+note "  $(grep -E '^\[  (PASSED|FAILED)  \]|^\[  FAILED  \] [A-Za-z]' "$work/preset-parity.log" | tr '\n' ' ')"
+grep -E ' on cuda: ' "$work/preset-parity.log" | cut -c1-160 | tee -a "$summary"
 
 data="$bundle/fashion-mnist.h5"
 config="$bundle/configs/fashion_mnist.yaml"

@@ -26,8 +26,9 @@ jobs=$(nproc)
 optimize="-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG"
 unit_targets="phalanx_core_tests phalanx_config_tests phalanx_backend_tests phalanx_data_tests phalanx_nn_tests
   phalanx_optim_tests phalanx_train_tests phalanx_comm_tests phalanx_monitor_tests phalanx_report_tests
-  phalanx_sweep_tests phalanx_mpi_tests phalanx_mpi_data_tests phalanx_fuzz_config phalanx_fuzz_sweep_file
-  phalanx_fuzz_dataset phalanx_fuzz_checkpoint phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar
+  phalanx_sweep_tests phalanx_parity_tests phalanx_mpi_tests phalanx_mpi_data_tests phalanx_fuzz_config
+  phalanx_fuzz_sweep_file phalanx_fuzz_dataset phalanx_fuzz_checkpoint phalanx_fuzz_safetensors
+  phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar
   phalanx_fuzz_image"
 
 asan() {  # $1: also the end-to-end tests
@@ -47,7 +48,7 @@ asan() {  # $1: also the end-to-end tests
 asan_ci() {
   PHALANX_BUILD_DIR=$prefix-asan PHALANX_TARGETS="phalanx_core_tests phalanx_config_tests phalanx_data_tests
     phalanx_comm_tests phalanx_monitor_tests phalanx_fuzz_config phalanx_fuzz_sweep_file phalanx_fuzz_dataset
-    phalanx_fuzz_checkpoint phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar phalanx_fuzz_image" \
+    phalanx_fuzz_checkpoint phalanx_fuzz_safetensors phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar phalanx_fuzz_image" \
     launch/build.sh \
     -DPHALANX_SANITIZE=address,undefined -DPHALANX_CUDA=OFF -DPHALANX_BENCH=OFF "$optimize" "$@"
   # CpuBf16Isa and ArithmeticSetupIsa rerun the backend and train test binaries (not built here)
@@ -81,7 +82,7 @@ tsan() {
 fuzz() {
   PHALANX_WITH_FUZZ=1 launch/install-dependencies.sh
   PHALANX_BUILD_DIR=$prefix-fuzz PHALANX_TARGETS="phalanx_fuzz_config phalanx_fuzz_sweep_file phalanx_fuzz_dataset
-    phalanx_fuzz_checkpoint phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar phalanx_fuzz_image" \
+    phalanx_fuzz_checkpoint phalanx_fuzz_safetensors phalanx_fuzz_mapped_source phalanx_fuzz_idx phalanx_fuzz_cifar phalanx_fuzz_image" \
     launch/build.sh -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPHALANX_FUZZ=ON -DPHALANX_CUDA=OFF \
     -DPHALANX_BENCH=OFF -DPHALANX_FUZZ_SECONDS="${PHALANX_FUZZ_SECONDS:-10}" "$optimize" "$@"
   # At the lowest priority: a fuzzer takes a whole core for as long as it is told to.

@@ -43,6 +43,13 @@ void emit_layer_field(YAML::Emitter& out, const LayerSpec& layer, const std::str
   if (key == "main") emit_layers(out, layer.main);
   if (key == "shortcut") emit_layers(out, layer.shortcut);
   if (key == "relu_after") out << layer.relu_after;
+  if (key == "stochastic_depth") out << format_number(layer.stochastic_depth);
+  if (key == "squeeze_channels") out << layer.squeeze_channels;
+  if (key == "activation") out << YAML::DoubleQuoted << layer.activation;
+  if (key == "scale_activation") out << YAML::DoubleQuoted << layer.scale_activation;
+  if (key == "expand_ratio") out << format_number(layer.expand_ratio);
+  if (key == "squeeze_excitation") out << format_number(layer.squeeze_excitation);
+  if (key == "approximate") out << YAML::DoubleQuoted << layer.approximate;
 }
 
 void emit_layers(YAML::Emitter& out, const std::vector<LayerSpec>& layers) {
@@ -53,6 +60,9 @@ void emit_layers(YAML::Emitter& out, const std::vector<LayerSpec>& layers) {
     const bool known = std::find(types.begin(), types.end(), layer.type) != types.end();
     out << YAML::BeginMap;
     for (const std::string& key : known ? schema::layer_keys(layer.type) : schema::all_layer_keys()) {
+      // A residual block without stochastic depth is written as it was before the key existed, so
+      // the resolved config (and its hash) of such a model stays the same.
+      if (key == "stochastic_depth" && layer.type == "residual" && layer.stochastic_depth == 0.0f) continue;
       emit_layer_field(out, layer, key);
     }
     out << YAML::EndMap;
@@ -101,6 +111,7 @@ std::string to_yaml(const Config& config) {
   emit_text(out, "preset", config.model.preset);
   out << YAML::Key << "layers" << YAML::Value;
   emit_layers(out, config.model.layers);
+  emit_text(out, "init_from", config.model.init_from);
   out << YAML::EndMap;
 
   const DataConfig& data = config.data;
@@ -173,6 +184,9 @@ std::string to_yaml(const Config& config) {
   emit_text(out, "activation_dtype", train.activation_dtype);
   out << YAML::Key << "deterministic" << YAML::Value << train.deterministic;
   emit_text(out, "nonfinite", train.nonfinite);
+  out << YAML::Key << "freeze" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const std::string& prefix : train.freeze) out << YAML::DoubleQuoted << prefix;
+  out << YAML::EndSeq;
   out << YAML::EndMap;
 
   out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;

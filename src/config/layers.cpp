@@ -43,6 +43,16 @@ int required_int(const Reader& reader, const YAML::Node& layer, const std::strin
   return reader.int_value(value, key + "." + field, 1);
 }
 
+// Other names of the activations (Keras, TensorFlow, papers), which no edit distance connects to
+// the torch.nn names phalanx uses.
+const std::map<std::string, std::string>& activation_synonyms() {
+  static const std::map<std::string, std::string> synonyms = {
+      {"swish", "silu"},           {"hard_swish", "hardswish"},
+      {"hswish", "hardswish"},     {"hard_sigmoid", "hardsigmoid"},
+      {"hsigmoid", "hardsigmoid"}, {"logistic", "sigmoid"}};
+  return synonyms;
+}
+
 LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::string& key, LayerBudget& budget) {
   if (++budget.used > largest_layer_count) {
     reader.fail(key, key + ": the model has more than " + std::to_string(largest_layer_count) +
@@ -56,6 +66,14 @@ LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::s
   if (!type_node.IsDefined()) {
     reader.fail(key + ".type", key + ".type is required (one of: " + join(schema::layer_types(), ", ") + ")",
                 layer);
+  }
+  if (type_node.IsScalar()) {
+    const auto synonym = activation_synonyms().find(type_node.Scalar());
+    if (synonym != activation_synonyms().end())
+      reader.fail(
+          key + ".type",
+          key + ".type: unknown value '" + synonym->first + "' (did you mean '" + synonym->second + "'?)",
+          type_node);
   }
   LayerSpec spec;
   spec.type = reader.choice(type_node, key + ".type", schema::layer_types());
@@ -81,7 +99,28 @@ LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::s
       reader.fail(key + ".name", key + ".name must not contain '/' (got '" + spec.name + "')", value);
     }
   }
-  if (spec.type == "conv") spec.out_channels = required_int(reader, layer, key, "out_channels", spec.type);
+  if (spec.type == "conv" || spec.type == "inverted_residual")
+    spec.out_channels = required_int(reader, layer, key, "out_channels", spec.type);
+  if (spec.type == "squeeze_excitation")
+    spec.squeeze_channels = required_int(reader, layer, key, "squeeze_channels", spec.type);
+  // torchvision's MobileNetV2 blocks use ReLU6; a squeeze-and-excitation's fc1 ReLU and its scale a sigmoid.
+  if (spec.type == "inverted_residual") spec.activation = "relu6";
+  if (const YAML::Node value = layer["activation"]; value.IsDefined()) {
+    spec.activation = reader.choice(value, key + ".activation", schema::activation_types());
+  }
+  if (const YAML::Node value = layer["scale_activation"]; value.IsDefined()) {
+    spec.scale_activation = reader.choice(value, key + ".scale_activation", schema::activation_types());
+  }
+  if (const YAML::Node value = layer["stochastic_depth"]; value.IsDefined()) {
+    spec.stochastic_depth = reader.real32(value, key + ".stochastic_depth", Bound{0.0, true}, Bound{1.0, false});
+  }
+  if (const YAML::Node value = layer["expand_ratio"]; value.IsDefined()) {
+    spec.expand_ratio = reader.real32(value, key + ".expand_ratio", Bound{1.0, true}, std::nullopt);
+  }
+  if (const YAML::Node value = layer["squeeze_excitation"]; value.IsDefined()) {
+    spec.squeeze_excitation =
+        reader.real32(value, key + ".squeeze_excitation", Bound{0.0, true}, Bound{1.0, true});
+  }
   if (spec.type == "linear") spec.out_features = required_int(reader, layer, key, "out_features", spec.type);
   // PyTorch's pools default the stride to the kernel; 0 says exactly that (see LayerSpec).
   if (schema::is_pool(spec.type)) spec.stride = 0;
@@ -106,6 +145,9 @@ LayerSpec read_layer(const Reader& reader, const YAML::Node& layer, const std::s
     spec.bias = reader.boolean(value, key + ".bias");
   if (const YAML::Node value = layer["probability"]; value.IsDefined()) {
     spec.probability = reader.real32(value, key + ".probability", Bound{0.0, true}, Bound{1.0, false});
+  }
+  if (const YAML::Node value = layer["approximate"]; value.IsDefined()) {
+    spec.approximate = reader.choice(value, key + ".approximate", {"none", "tanh"});
   }
   if (spec.type == "residual") {
     if (++budget.depth > deepest_nesting) {

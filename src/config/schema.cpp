@@ -2,6 +2,7 @@
 // adding a key means adding one word here and one read in the section parser.
 #include "schema.hpp"
 
+#include <algorithm>
 #include <map>
 
 namespace phalanx::config::schema {
@@ -9,7 +10,7 @@ namespace {
 
 const std::map<std::string, std::vector<std::string>>& sections() {
   static const std::map<std::string, std::vector<std::string>> table = {
-      {"model", {"preset", "layers"}},
+      {"model", {"preset", "layers", "init_from"}},
       {"data",
        {"path", "source", "train_split", "test_split", "prefetch_batches", "augment", "cache", "max_cache_gb",
         "stream_window_mb"}},
@@ -28,8 +29,8 @@ const std::map<std::string, std::vector<std::string>>& sections() {
         "one_cycle_peak_fraction", "one_cycle_div_factor", "one_cycle_final_div_factor"}},
       {"train",
        {"epochs", "max_steps", "batch_size", "accumulation_steps", "label_smoothing", "log_every_steps",
-        "precision", "loss_scale", "loss_scale_initial", "activation_dtype", "deterministic",
-        "nonfinite"}},
+        "precision", "loss_scale", "loss_scale_initial", "activation_dtype", "deterministic", "nonfinite",
+        "freeze"}},
       {"checkpoint", {"every_steps", "keep"}},
       {"distributed", {"bucket_mb", "timeout_s", "grad_dtype", "batch_split", "local_batches"}},
       {"elastic", {"global_batch", "learning_rate_rule"}},
@@ -49,7 +50,17 @@ const std::map<std::string, std::vector<std::string>>& layer_table() {
       {"batch_norm", {"type", "name"}},
       {"dropout", {"type", "name", "probability"}},
       {"flatten", {"type", "name"}},
-      {"residual", {"type", "name", "main", "shortcut", "relu_after"}},
+      {"residual", {"type", "name", "main", "shortcut", "relu_after", "stochastic_depth"}},
+      {"squeeze_excitation", {"type", "name", "squeeze_channels", "activation", "scale_activation"}},
+      {"inverted_residual",
+       {"type", "name", "out_channels", "expand_ratio", "kernel", "stride", "activation", "squeeze_excitation",
+        "stochastic_depth"}},
+      {"silu", {"type", "name"}},
+      {"relu6", {"type", "name"}},
+      {"hardswish", {"type", "name"}},
+      {"hardsigmoid", {"type", "name"}},
+      {"sigmoid", {"type", "name"}},
+      {"gelu", {"type", "name", "approximate"}},
   };
   return table;
 }
@@ -89,9 +100,16 @@ const std::vector<std::string>& dotted_keys() {
 }
 
 const std::vector<std::string>& layer_types() {
-  static const std::vector<std::string> types = {"conv",     "linear",          "relu",       "max_pool",
-                                                 "avg_pool", "global_avg_pool", "batch_norm", "dropout",
-                                                 "flatten",  "residual"};
+  static const std::vector<std::string> types = {
+      "conv",    "linear",   "relu", "max_pool", "avg_pool",  "global_avg_pool", "batch_norm", "dropout",
+      "flatten", "residual", "silu", "relu6",    "hardswish", "hardsigmoid",     "sigmoid",    "gelu",
+      "squeeze_excitation", "inverted_residual"};
+  return types;
+}
+
+const std::vector<std::string>& activation_types() {
+  static const std::vector<std::string> types = {"relu",        "relu6", "sigmoid", "hardsigmoid",
+                                                 "silu",        "hardswish", "gelu"};
   return types;
 }
 
@@ -101,8 +119,11 @@ const std::vector<std::string>& layer_keys(const std::string& type) {
 
 const std::vector<std::string>& all_layer_keys() {
   static const std::vector<std::string> keys = {
-      "type",     "name", "out_channels", "kernel",      "stride", "padding",  "groups",
-      "dilation", "bias", "out_features", "probability", "main",   "shortcut", "relu_after"};
+      "type",         "name",       "out_channels",     "kernel",           "stride",
+      "padding",      "groups",     "dilation",         "bias",             "out_features",
+      "probability",  "main",       "shortcut",         "relu_after",       "approximate",
+      "stochastic_depth", "squeeze_channels", "activation", "scale_activation", "expand_ratio",
+      "squeeze_excitation"};
   return keys;
 }
 
@@ -111,8 +132,10 @@ bool is_pool(const std::string& type) {
 }
 
 const std::vector<std::string>& model_presets() {
-  static const std::vector<std::string> presets = {"fmnist_cnn", "lenet5", "resnet20", "resnet18",
-                                                   "resnet50"};
+  static const std::vector<std::string> presets = {
+      "fmnist_cnn",      "lenet5",       "resnet20",           "resnet18",
+      "resnet50",        "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
+      "resnext50_32x4d"};
   return presets;
 }
 

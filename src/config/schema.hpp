@@ -20,6 +20,9 @@ const std::vector<std::string>& section_keys(const std::string& section);
 const std::vector<std::string>& dotted_keys();
 
 const std::vector<std::string>& layer_types();
+// The layer types without parameters that squeeze_excitation and inverted_residual take as their
+// `activation` / `scale_activation` (each of them a layer type too).
+const std::vector<std::string>& activation_types();
 // Keys that apply to a layer of `type` (which must be one of layer_types()).
 const std::vector<std::string>& layer_keys(const std::string& type);
 // Every field of LayerSpec, whatever the type.

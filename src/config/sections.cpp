@@ -1,5 +1,6 @@
 // Conversion of the YAML tree into the typed sections of Config, with the range rules of
 // docs/DESIGN.md §5. Absent keys keep the defaults of config.hpp; every present key is checked.
+#include <algorithm>
 #include <utility>
 
 #include "conversion.hpp"
@@ -57,6 +58,8 @@ void read_model(const Section& section, ModelConfig& model) {
     if (!name.empty()) model.preset = reader.choice(preset, section.key("preset"), schema::model_presets());
   }
   model.layers = read_layer_list(reader, section["layers"], section.key("layers"));
+  if (const YAML::Node value = section["init_from"]; has(value) && !value.IsNull())
+    model.init_from = reader.text(value, section.key("init_from"));
   const std::string presets = join(schema::model_presets(), ", ");
   if (model.preset.empty() && model.layers.empty()) {
     reader.fail("model",
@@ -332,6 +335,28 @@ void read_train(const Section& section, TrainConfig& train) {
   }
   if (const YAML::Node value = section["nonfinite"]; has(value)) {
     train.nonfinite = reader.word<NonFinite>(value, section.key("nonfinite"));
+  }
+  if (const YAML::Node value = section["freeze"]; has(value) && !value.IsNull()) {
+    const std::string key = section.key("freeze");
+    if (!value.IsSequence())
+      reader.fail(
+          key,
+          key + " must be a list of parameter name prefixes, e.g. [conv1, layer1], not " + describe(value),
+          value);
+    for (std::size_t index = 0; index < value.size(); ++index) {
+      const std::string entry_key = key + "[" + std::to_string(index) + "]";
+      std::string prefix = reader.text(value[index], entry_key);
+      // torch's spelling (layer1.0.conv1) reads as phalanx's (layer1/0/conv1).
+      std::replace(prefix.begin(), prefix.end(), '.', '/');
+      while (prefix.ends_with('/')) prefix.pop_back();
+      if (prefix.empty() || prefix.starts_with('/'))
+        reader.fail(entry_key,
+                    entry_key + ": '" + reader.text(value[index], entry_key) +
+                        "' is not a parameter name prefix (e.g. layer1 or layer1.0.conv1)",
+                    value[index]);
+      if (std::find(train.freeze.begin(), train.freeze.end(), prefix) == train.freeze.end())
+        train.freeze.push_back(prefix);
+    }
   }
 }
 

@@ -1,5 +1,10 @@
 // Batch normalisation over channels (torch BatchNorm2d / BatchNorm1d): weight, bias and the
-// running statistics, which are buffers (not learnable) and are saved in checkpoints.
+// running statistics, which are buffers (not learnable) and are saved in checkpoints. With its
+// weight and bias frozen (train.freeze) it is torchvision's FrozenBatchNorm2d: a fixed per-channel
+// affine map from the running statistics, in training as in evaluation, which stay as they are.
+#include <cmath>
+#include <vector>
+
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/layers.hpp"
 
@@ -29,7 +34,7 @@ void BatchNorm::forward(backend::Backend& backend, ParameterRegistry& registry, 
                         Tensor& output, const ForwardContext& context) {
   auto shape = geometry(input.shape()[0]);
   shape.activation = fused_activation_;
-  if (context.mode == Mode::Training) {
+  if (context.mode == Mode::Training && !frozen(registry)) {
     saved_mean_.ensure(backend, Shape{channels_});
     saved_inverse_std_.ensure(backend, Shape{channels_});
     backend.batch_norm_forward_training(shape, input.data(), registry.parameter(gamma_),
@@ -52,9 +57,42 @@ void BatchNorm::backward(backend::Backend& backend, ParameterRegistry& registry,
     scratch_gradient_.ensure(backend, input.shape());
     grad_input = &scratch_gradient_;
   }
+  if (frozen(registry)) {
+    frozen_backward(backend, registry, grad_output, *grad_input);
+    return;
+  }
   backend.batch_norm_backward(geometry(input.shape()[0]), input.data(), grad_output.data(),
                               registry.parameter(gamma_), saved_mean_.data(), saved_inverse_std_.data(),
                               grad_input->data(), registry.gradient(gamma_), registry.gradient(beta_));
+}
+
+bool BatchNorm::frozen(const ParameterRegistry& registry) const {
+  return registry.frozen(gamma_) && registry.frozen(beta_);
+}
+
+// The frozen map is y = x * scale + shift per channel, so grad_input = grad_output * scale: the
+// data gradient of a 1x1 depthwise convolution whose weights are the scales, which every backend
+// has. Weight, bias and statistics cannot change while frozen, so the scales are computed once.
+void BatchNorm::frozen_backward(backend::Backend& backend, ParameterRegistry& registry,
+                                const Tensor& grad_output, Tensor& grad_input) {
+  if (frozen_scale_.empty()) {
+    std::vector<float> gamma(static_cast<std::size_t>(channels_)), variance(gamma.size());
+    backend.copy_to_host(gamma.data(), registry.parameter(gamma_), gamma.size() * sizeof(float));
+    backend.copy_to_host(variance.data(), registry.buffer(running_variance_),
+                         variance.size() * sizeof(float));
+    for (std::size_t channel = 0; channel < gamma.size(); ++channel)
+      gamma[channel] /= std::sqrt(variance[channel] + epsilon_);
+    frozen_scale_ = Tensor(backend, Shape{channels_, 1, 1, 1});
+    backend.copy_from_host(frozen_scale_.data(), gamma.data(), gamma.size() * sizeof(float));
+  }
+  backend::ConvolutionGeometry depthwise;
+  depthwise.batch = static_cast<int>(grad_output.shape()[0]);
+  depthwise.in_channels = depthwise.out_channels = depthwise.groups = channels_;
+  depthwise.in_height = spatial_;  // NHWC: the spatial positions in one row are the same memory
+  depthwise.in_width = 1;
+  depthwise.kernel_height = depthwise.kernel_width = 1;
+  depthwise.has_bias = false;
+  backend.convolution_backward_data(depthwise, grad_output.data(), frozen_scale_.data(), grad_input.data());
 }
 
 }  // namespace phalanx::nn

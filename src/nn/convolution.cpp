@@ -86,6 +86,13 @@ void Convolution::forward(backend::Backend& backend, ParameterRegistry& registry
 void Convolution::backward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
                            const Tensor&, const Tensor& grad_output, Tensor* grad_input,
                            const GradientsReady&) {
+  // Frozen (train.freeze): its weight gradient is never used, so only the data gradient is computed.
+  if (registry.frozen(weight_) && (!bias_ || registry.frozen(bias_index_))) {
+    if (grad_input)
+      backend.convolution_backward_data(geometry(input.shape()[0]), grad_output.data(),
+                                        registry.parameter(weight_), grad_input->data());
+    return;
+  }
   // One call for both directions: a GPU backend computing in bf16/fp16 converts grad_output once.
   backend.convolution_backward(geometry(input.shape()[0]), input.data(), grad_output.data(),
                                registry.parameter(weight_), grad_input ? grad_input->data() : nullptr,

@@ -19,7 +19,7 @@ Model::Model(ModelPlan plan, backend::Backend& backend, std::uint64_t seed)
 }
 
 Model::Model(const config::ModelConfig& model_config, const Shape& sample_shape, int classes,
-             backend::Backend& backend, std::uint64_t seed, ReluFusion fusion)
+             backend::Backend& backend, std::uint64_t seed, ActivationFusion fusion)
     : Model(ModelPlan(model_config, sample_shape, classes, fusion), backend, seed) {}
 
 const Tensor& Model::forward(const Tensor& input, const ForwardContext& context) {

@@ -65,6 +65,22 @@ int ParameterRegistry::declare_buffer(const std::string& name, Shape shape, Init
   return static_cast<int>(buffer_info_.size() - 1);
 }
 
+int ParameterRegistry::freeze(const std::string& prefix) {
+  int matched = 0;
+  for (auto& info : parameter_info_) {
+    if (info.name != prefix && !info.name.starts_with(prefix + "/")) continue;
+    info.frozen = true;
+    ++matched;
+  }
+  return matched;
+}
+
+bool ParameterRegistry::any_frozen() const {
+  for (const auto& info : parameter_info_)
+    if (info.frozen) return true;
+  return false;
+}
+
 void ParameterRegistry::allocate(backend::Backend& backend, std::uint64_t seed) {
   std::vector<float> host(static_cast<std::size_t>(parameter_elements_), 0.0f);
   for (const auto& info : parameter_info_) initialise(info, seed, host);

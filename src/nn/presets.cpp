@@ -2,6 +2,7 @@
 // name their parameters, so checkpoints load into the equivalent torch.nn model.
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/model.hpp"
+#include "preset_families.hpp"
 
 namespace phalanx::nn {
 namespace {
@@ -55,14 +56,20 @@ config::LayerSpec basic_block(const std::string& name, int in_channels, int out_
 }
 
 // torchvision's Bottleneck (ResNet v1.5: the stride sits on the 3x3 conv), expansion 4, with the
-// 1x1 conv + BN projection named `downsample` as torchvision names it.
-config::LayerSpec bottleneck_block(const std::string& name, int in_channels, int width, int stride) {
-  const int out_channels = width * 4;
+// 1x1 conv + BN projection named `downsample` as torchvision names it. `planes` sets the output
+// (4 x planes); the 3x3 conv has `groups` groups of `width_per_group * planes / 64` channels each
+// (ResNet: 1 group of 64 per 64 planes; ResNeXt-50 32x4d: 32 groups of 4).
+config::LayerSpec bottleneck_block(const std::string& name, int in_channels, int planes, int stride,
+                                   int groups = 1, int width_per_group = 64) {
+  const int out_channels = planes * 4;
+  const int width = planes * width_per_group / 64 * groups;
+  config::LayerSpec grouped = conv(name + "/conv2", width, 3, stride, 1, false);
+  grouped.groups = groups;
   config::LayerSpec block = simple("residual", name);
   block.main = {conv(name + "/conv1", width, 1, 1, 0, false),
                 simple("batch_norm", name + "/bn1"),
                 simple("relu", name + "/relu1"),
-                conv(name + "/conv2", width, 3, stride, 1, false),
+                grouped,
                 simple("batch_norm", name + "/bn2"),
                 simple("relu", name + "/relu2"),
                 conv(name + "/conv3", out_channels, 1, 1, 0, false),
@@ -163,12 +170,13 @@ std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Sh
     layers.push_back(linear("fc", classes));
     return layers;
   }
-  if (preset == "resnet50") {
+  if (preset == "resnet50" || preset == "resnext50_32x4d") {
     // torchvision's resnet50 (ImageNet stem: 7x7/2 conv, 3x3/2 max pool; 3, 4, 6, 3 bottlenecks),
-    // 25.6M parameters at 1000 classes; parameter names match its state_dict.
-    PHALANX_REQUIRE_INPUT(height >= 32 && width >= 32,
-                          "model.preset resnet50 needs images of at least 32x32, the data has ", height, "x",
-                          width);
+    // 25.6M parameters at 1000 classes, and resnext50_32x4d (its 3x3 convs in 32 groups of 4
+    // channels per 64 planes), 25.0M; parameter names match their state_dicts.
+    PHALANX_REQUIRE_INPUT(height >= 32 && width >= 32, "model.preset ", preset,
+                          " needs images of at least 32x32, the data has ", height, "x", width);
+    const bool grouped = preset == "resnext50_32x4d";
     std::vector<config::LayerSpec> layers = imagenet_stem();
     int in_channels = 64;
     const int stage_widths[4] = {64, 128, 256, 512};
@@ -177,7 +185,8 @@ std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Sh
       for (int block = 0; block < stage_blocks[stage]; ++block) {
         const int stride = (stage > 0 && block == 0) ? 2 : 1;
         layers.push_back(bottleneck_block("layer" + std::to_string(stage + 1) + "/" + std::to_string(block),
-                                          in_channels, stage_widths[stage], stride));
+                                          in_channels, stage_widths[stage], stride, grouped ? 32 : 1,
+                                          grouped ? 4 : 64));
         in_channels = stage_widths[stage] * 4;
       }
     }
@@ -185,8 +194,14 @@ std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Sh
     layers.push_back(linear("fc", classes));
     return layers;
   }
-  throw_input_error("model.preset: unknown preset '" + preset +
-                    "' (known: fmnist_cnn, lenet5, resnet20, resnet18, resnet50)");
+  // torchvision's mobile and efficient networks take any image size and channel count.
+  if (preset == "mobilenet_v2") return mobilenet_v2_layers(classes);
+  if (preset == "mobilenet_v3_small") return mobilenet_v3_small_layers(classes);
+  if (preset == "efficientnet_b0") return efficientnet_b0_layers(classes);
+  throw_input_error(
+      "model.preset: unknown preset '" + preset +
+      "' (known: fmnist_cnn, lenet5, resnet20, resnet18, resnet50, resnext50_32x4d, mobilenet_v2, "
+      "mobilenet_v3_small, efficientnet_b0)");
 }
 
 }  // namespace phalanx::nn

@@ -1,6 +1,6 @@
 // Sequential container: runs its layers in order, keeping each intermediate activation for
-// backward, and reports gradients as final layer by layer in reverse order. A relu fused into
-// the layer before it shares that layer's output buffer (see layers.hpp).
+// backward, and reports gradients as final layer by layer in reverse order. An activation fused
+// into the layer before it shares that layer's output buffer (see layers.hpp).
 #include <algorithm>
 
 #include "phalanx/core/error.hpp"
@@ -18,11 +18,11 @@ Shape Sequential::configure(const Shape& sample_input, ParameterRegistry& regist
     shape = layer->configure(shape, registry);
     sample_shapes_.push_back(shape);
     first_parameter_offset_ = std::min(first_parameter_offset_, layer->first_parameter_offset());
-    if (index > 0 && layers_[index - 1]->can_fuse_relu()) {
-      const bool fused = fusion_ == ReluFusion::Fused && dynamic_cast<const Relu*>(layer.get()) != nullptr;
-      fused_into_previous_[index] = fused;
-      layers_[index - 1]->set_fused_activation(fused ? backend::FusedActivation::Relu
-                                                     : backend::FusedActivation::None);
+    if (index > 0 && layers_[index - 1]->can_fuse_activation()) {
+      const backend::FusedActivation activation =
+          fusion_ == ActivationFusion::Fused ? layer->fused_form() : backend::FusedActivation::None;
+      fused_into_previous_[index] = activation != backend::FusedActivation::None;
+      layers_[index - 1]->set_fused_activation(activation);
     }
   }
   activations_.resize(layers_.size() - 1);
@@ -34,7 +34,7 @@ std::size_t Sequential::output_slot(std::size_t index) const {
   return index + 1 < layers_.size() && fused_into_previous_[index + 1] ? index + 1 : index;
 }
 
-int Sequential::fused_relu_count() const {
+int Sequential::fused_activation_count() const {
   int count = 0;
   for (const bool fused : fused_into_previous_) count += fused ? 1 : 0;
   return count;
@@ -50,11 +50,15 @@ std::int64_t Sequential::sample_activation_elements() const {
   std::int64_t total = 0, largest = 0;
   for (std::size_t index = 0; index < sample_shapes_.size(); ++index) {
     const std::int64_t elements = sample_shapes_[index].elements();
-    // A producer whose relu is fused writes into the relu's buffer: one buffer for the two.
+    // A producer whose activation is fused writes into its buffer: one buffer for the two.
     if (index + 1 >= fused_into_previous_.size() || !fused_into_previous_[index + 1]) total += elements;
     largest = std::max(largest, elements);
     if (const auto* residual = dynamic_cast<const Residual*>(layers_[index].get()))
       total += residual->sample_activation_elements(elements);
+    if (const auto* squeeze = dynamic_cast<const SqueezeExcitation*>(layers_[index].get()))
+      total += squeeze->sample_activation_elements(elements);
+    if (const auto* block = dynamic_cast<const InvertedResidual*>(layers_[index].get()))
+      total += block->body().sample_activation_elements();
   }
   return total + 2 * largest;
 }
@@ -64,7 +68,7 @@ void Sequential::forward(backend::Backend& backend, ParameterRegistry& registry,
   const std::int64_t batch = input.shape()[0];
   const Tensor* current = &input;
   for (std::size_t index = 0; index < layers_.size(); ++index) {
-    // Its producer has written ReLU(x) into this layer's output already, and `current` is it.
+    // Its producer has written activation(x) into this layer's output already, and `current` is it.
     if (fused_into_previous_[index]) continue;
     const std::size_t slot = output_slot(index);
     Tensor* destination = &output;

@@ -46,6 +46,28 @@ class TabledOptimizer : public Optimizer {
   // The buffer of the kind's `index`-th state name.
   float* state_data(std::size_t index) { return states_[index].data(); }
 
+  // Calls `update(offset, count)` for each run of consecutive trainable parameters: frozen ones
+  // (train.freeze) get no step, no weight decay and no change of their state. Without frozen
+  // parameters it is one run over the whole buffer, the alignment gaps included.
+  template <typename Update>
+  static void for_each_trainable_run(const nn::ParameterRegistry& registry, Update&& update) {
+    if (!registry.any_frozen()) {
+      update(std::int64_t{0}, registry.parameter_count());
+      return;
+    }
+    std::int64_t begin = -1, end = 0;
+    for (const auto& info : registry.parameters_info()) {
+      if (info.frozen) {
+        if (begin >= 0) update(begin, end - begin);
+        begin = -1;
+        continue;
+      }
+      if (begin < 0) begin = info.offset;
+      end = info.offset + info.count;
+    }
+    if (begin >= 0) update(begin, end - begin);
+  }
+
  private:
   const OptimizerKind& kind_;
   std::vector<Tensor> states_;
@@ -62,8 +84,10 @@ class Sgd final : public TabledOptimizer {
     hyperparameters.momentum = static_cast<float>(config_.momentum);
     hyperparameters.weight_decay = static_cast<float>(config_.weight_decay);
     hyperparameters.nesterov = config_.nesterov;
-    backend_.sgd_step(registry.parameter_count(), hyperparameters, registry.parameters().data(),
-                      registry.gradients().data(), state_data(0));
+    for_each_trainable_run(registry, [&](std::int64_t offset, std::int64_t count) {
+      backend_.sgd_step(count, hyperparameters, registry.parameters().data() + offset,
+                        registry.gradients().data() + offset, state_data(0) + offset);
+    });
   }
 
  private:
@@ -84,8 +108,11 @@ class AdamW final : public TabledOptimizer {
     hyperparameters.epsilon = static_cast<float>(config_.epsilon);
     hyperparameters.weight_decay = static_cast<float>(config_.weight_decay);
     hyperparameters.step = step;
-    backend_.adamw_step(registry.parameter_count(), hyperparameters, registry.parameters().data(),
-                        registry.gradients().data(), state_data(0), state_data(1));
+    for_each_trainable_run(registry, [&](std::int64_t offset, std::int64_t count) {
+      backend_.adamw_step(count, hyperparameters, registry.parameters().data() + offset,
+                          registry.gradients().data() + offset, state_data(0) + offset,
+                          state_data(1) + offset);
+    });
   }
 
  private:

@@ -131,7 +131,8 @@ TEST(ConfigParseErrors, UnknownEnumeratedValuesSuggestOrList) {
                      {source + ": model.preset: unknown value 'resnet2' (did you mean 'resnet20'?)"});
   expect_input_error(
       [&] { parse("model: {preset: vgg16}\ndata: {path: d.h5}\n", source); },
-      {source + ": model.preset: unknown value 'vgg16' (allowed: fmnist_cnn, lenet5, resnet20, resnet18, resnet50)"});
+      {source + ": model.preset: unknown value 'vgg16' (allowed: fmnist_cnn, lenet5, resnet20, resnet18, resnet50, "
+       "mobilenet_v2, mobilenet_v3_small, efficientnet_b0, resnext50_32x4d)"});
 }
 
 TEST(ConfigParseErrors, ModelNeedsExactlyOneOfPresetAndLayers) {

@@ -117,6 +117,24 @@ class PresetsAndLayersTest(unittest.TestCase):
         conv_weights = [key for key in arrays if key.endswith("weight") and arrays[key].ndim == 4]
         self.assertEqual(len(conv_weights), 1 + 16 + 3, "resnet18: stem, 8 blocks x 2 convs, 3 projections")
 
+    def test_mobile_presets_with_stochastic_depth_on_2_ranks(self):
+        data = e2e.make_synth(os.path.join(WORK, "synth-32x32x3.h5"), train=256, test=64, height=32, width=32,
+                              channels=3, classes=10)
+        # torchvision's names and layouts: squeeze-and-excitation under block/K, EfficientNet's stages
+        # as features/S/B, the classifier behind its dropout.
+        expected = {
+            "efficientnet_b0": {"features/0/0/weight": (32, 3, 3, 3), "features/2/1/block/2/fc1/weight": (6, 144, 1, 1),
+                                "features/7/0/block/3/0/weight": (320, 1152, 1, 1), "classifier/1/weight": (10, 1280)},
+            "mobilenet_v3_small": {"features/1/block/1/fc2/bias": (16,), "features/4/block/0/1/running_var": (96,),
+                                   "classifier/0/weight": (1024, 576), "classifier/3/weight": (10, 1024)},
+        }
+        for preset, shapes in expected.items():
+            summary, losses, arrays = self.train(
+                preset, data, 2, {"preset": preset}, batch_size=4,
+                optimizer={"type": "sgd", "learning_rate": 0.01, "momentum": 0.9})
+            for key, shape in shapes.items():
+                self.assertEqual(arrays[key].shape, shape, f"{preset}: {key}")
+
     def test_custom_layers_with_residual_batch_norm_dropout_avg_pool(self):
         data = e2e.make_synth(os.path.join(WORK, "synth-12x12x3.h5"), train=1024, test=128, height=12, width=12,
                               channels=3, classes=10)

@@ -79,6 +79,7 @@ void expect_gradients_match(Problem& problem, int samples_per_parameter) {
   const double centre = problem.loss(false);
   int checked = 0, skipped = 0;
   for (const auto& info : registry.parameters_info()) {
+    if (info.frozen) continue;  // train.freeze: no gradient is computed for it
     const std::int64_t stride = std::max<std::int64_t>(1, info.count / samples_per_parameter);
     for (std::int64_t element = 0; element < info.count; element += stride) {
       float& value = parameters[info.offset + element];
@@ -137,6 +138,62 @@ TEST(ModelGradient, ResidualBlocksWithAndWithoutShortcut) {
   expect_gradients_match(problem, 10);
 }
 
+// train.freeze: a frozen batch norm is a fixed per-channel affine map from its running statistics
+// (torchvision's FrozenBatchNorm2d) in training too, so the gradients through it are those of that
+// map; its statistics stay as they are while an unfrozen one's move; a frozen convolution passes
+// the data gradient on and computes no weight gradient.
+TEST(ModelGradient, FrozenBatchNormAndConvolution) {
+  config::ModelConfig config;
+  config.layers = {layer("conv", 4, 3, 1, 1), layer("batch_norm"),      layer("conv", 3, 3, 1, 1),
+                   layer("batch_norm"),       layer("global_avg_pool"), layer("linear", 3)};
+  const char* names[] = {"stem", "bn", "frozen_conv", "frozen_bn", "pool", "fc"};
+  for (std::size_t index = 0; index < config.layers.size(); ++index) config.layers[index].name = names[index];
+  Problem problem(config, Shape{6, 6, 3}, 3, 6);
+  auto& registry = problem.model->registry();
+  // Statistics and affine values far from the fresh ones, so a map that ignored them would show.
+  std::mt19937 generator(5);
+  std::uniform_real_distribution<float> uniform(0.1f, 0.5f);
+  float* buffers = registry.buffers().data();
+  for (std::int64_t index = 0; index < registry.buffer_count(); ++index) buffers[index] = uniform(generator);
+  float* parameters = registry.parameters().data();
+  for (const auto& info : registry.parameters_info())
+    if (info.name.starts_with("frozen_bn/"))
+      for (std::int64_t element = 0; element < info.count; ++element)
+        parameters[info.offset + element] = 4.0f * uniform(generator) - 1.0f;
+  EXPECT_EQ(registry.freeze("frozen_bn"), 2);
+  EXPECT_EQ(registry.freeze("frozen_conv"), 2);
+  const std::vector<float> before(buffers, buffers + registry.buffer_count());
+
+  expect_gradients_match(problem, 12);
+
+  for (const auto& info : registry.buffers_info()) {
+    const bool changed = !std::equal(before.begin() + info.offset, before.begin() + info.offset + info.count,
+                                     buffers + info.offset);
+    EXPECT_EQ(changed, info.name.starts_with("bn/")) << info.name;
+  }
+  for (const auto& info : registry.parameters_info()) {
+    if (!info.name.starts_with("frozen_conv/")) continue;
+    const float* gradient = registry.gradients().data() + info.offset;
+    EXPECT_TRUE(std::all_of(gradient, gradient + info.count, [](float value) { return value == 0.0f; }))
+        << info.name << ": a frozen convolution computes no weight gradient";
+  }
+  // The frozen batch norm's training forward is its evaluation forward: freezing every batch norm
+  // makes the two modes give the same loss.
+  EXPECT_EQ(registry.freeze("bn"), 2);
+  Tensor input_tensor(*problem.backend, problem.input_shape);
+  problem.backend->copy_from_host(input_tensor.data(), problem.input.data(),
+                                  problem.input.size() * sizeof(float));
+  std::vector<float> training(18), evaluation(18);
+  const Tensor& training_logits =
+      problem.model->forward(input_tensor, ForwardContext{Mode::Training, 1, 0, 0});
+  problem.backend->copy_to_host(training.data(), training_logits.data(), training.size() * sizeof(float));
+  const Tensor& evaluation_logits =
+      problem.model->forward(input_tensor, ForwardContext{Mode::Evaluation, 1, 0, 0});
+  problem.backend->copy_to_host(evaluation.data(), evaluation_logits.data(),
+                                evaluation.size() * sizeof(float));
+  EXPECT_EQ(training, evaluation);
+}
+
 config::LayerSpec grouped_conv(int out_channels, int kernel, int stride, int padding, int groups,
                                int dilation) {
   config::LayerSpec spec = layer("conv", out_channels, kernel, stride, padding);
@@ -159,6 +216,80 @@ TEST(ModelGradient, GroupedDepthwiseAndDilatedConvolutions) {
                    layer("linear", 3)};
   Problem problem(config, Shape{8, 8, 4}, 3, 4);
   expect_gradients_match(problem, 12);
+}
+
+// Every activation type (silu, relu6, hardswish, hardsigmoid, sigmoid, gelu in both forms) after a
+// conv, a batch_norm, a linear and a pool, as the model wires them (and fuses those it can).
+TEST(ModelGradient, ActivationLayersAfterEveryKindOfProducer) {
+  config::LayerSpec gelu_tanh = layer("gelu");
+  gelu_tanh.approximate = "tanh";
+  config::ModelConfig config;
+  config.layers = {layer("conv", 4, 3, 1, 1), layer("hardswish"),        layer("conv", 4, 3, 1, 1),
+                   layer("batch_norm"),       layer("relu6"),            layer("avg_pool", 0, 2),
+                   layer("silu"),             layer("conv", 5, 3, 1, 1), layer("sigmoid"),
+                   layer("flatten"),          layer("linear", 6),        layer("hardsigmoid"),
+                   layer("linear", 6),        layer("gelu"),             layer("linear", 6),
+                   gelu_tanh,                 layer("linear", 4)};
+  Problem problem(config, Shape{6, 6, 2}, 4, 4);
+  std::vector<std::string> types;
+  for (const auto& built : problem.model->network().layers()) types.push_back(built->type());
+  EXPECT_EQ(types, (std::vector<std::string>{"conv", "hardswish", "conv", "batch_norm", "relu6", "avg_pool",
+                                             "silu", "conv", "sigmoid", "flatten", "linear", "hardsigmoid",
+                                             "linear", "gelu", "linear", "gelu", "linear"}));
+  const auto* tanh_form = dynamic_cast<const Activation*>(problem.model->network().layers()[15].get());
+  ASSERT_NE(tanh_form, nullptr);
+  EXPECT_EQ(tanh_form->kind(), backend::ActivationKind::GeluTanh);
+  expect_gradients_match(problem, 12);
+}
+
+// Squeeze-and-excitation alone on 2x2 images with its fc weights scaled up, so that the squeeze
+// path's share of the input gradient (through a mean of four positions) is large enough for the
+// check to fail without it.
+TEST(ModelGradient, SqueezeExcitationCarriesBothPathsGradients) {
+  config::ModelConfig config;
+  config::LayerSpec squeeze = layer("squeeze_excitation");
+  squeeze.squeeze_channels = 4;
+  config.layers = {layer("conv", 6, 1, 1, 0), squeeze, layer("flatten"), layer("linear", 3)};
+  Problem problem(config, Shape{2, 2, 3}, 3, 5);
+  auto& registry = problem.model->registry();
+  for (const auto& info : registry.parameters_info())
+    if (info.name.find("/fc") != std::string::npos)
+      for (std::int64_t index = 0; index < info.count; ++index)
+        registry.parameters().data()[info.offset + index] *= 4;
+  expect_gradients_match(problem, 24);
+}
+
+// Squeeze-and-excitation (gate and squeeze path both carry the input's gradient), inverted
+// residuals with and without the sum, one with a squeeze-and-excitation of its own and stochastic
+// depth: the step's context draws the same samples on every call, so the loss stays a smooth
+// function of the weights and its differences are the gradient of the kept paths.
+TEST(ModelGradient, SqueezeExcitationInvertedResidualAndStochasticDepth) {
+  config::ModelConfig config;
+  config::LayerSpec squeeze = layer("squeeze_excitation");
+  squeeze.squeeze_channels = 3;
+  config::LayerSpec kept_shape = layer("inverted_residual");
+  kept_shape.out_channels = 8;
+  kept_shape.expand_ratio = 2.0f;
+  kept_shape.activation = "hardswish";
+  kept_shape.squeeze_excitation = 0.25f;
+  kept_shape.stochastic_depth = 0.5f;
+  config::LayerSpec strided = layer("inverted_residual", 0, 5, 2);
+  strided.out_channels = 6;
+  strided.expand_ratio = 1.5f;
+  strided.activation = "silu";
+  config.layers = {layer("conv", 8, 3, 1, 1), squeeze,           kept_shape, strided,
+                   layer("global_avg_pool"),  layer("linear", 3)};
+  Problem problem(config, Shape{6, 6, 4}, 3, 6);
+  std::vector<std::string> names;
+  for (const auto& info : problem.model->registry().parameters_info()) names.push_back(info.name);
+  // torchvision's names under the blocks: squeeze_excitation1/fc1, inverted_residual1/block/K.
+  for (const std::string expected :
+       {"squeeze_excitation1/fc1/weight", "squeeze_excitation1/fc2/bias",
+        "inverted_residual1/block/0/0/weight", "inverted_residual1/block/1/0/weight",
+        "inverted_residual1/block/2/fc1/weight", "inverted_residual1/block/3/1/bias",
+        "inverted_residual2/block/2/0/weight"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  expect_gradients_match(problem, 8);
 }
 
 // The checkpoint's (and PyTorch's) shapes: weight [out, in / groups, k, k], fan-in in / groups * k * k.

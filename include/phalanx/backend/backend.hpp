@@ -226,7 +226,9 @@ class Backend : public Allocator {
   // pass (likewise linear_forward and batch_norm_forward_*): bitwise relu_forward of the plain
   // result on every value that is not NaN. Where a backend fuses it into a library kernel
   // (oneDNN post-ops) the ReLU is max(x, 0), which turns a NaN result into 0; where it cannot
-  // fuse, it runs relu_forward in place after the op.
+  // fuse, it runs relu_forward in place after the op. Relu6, Sigmoid and Hardsigmoid likewise give
+  // activation_forward of the plain result: bitwise with fp32 activations, and with bf16/fp16 ones
+  // within the rounding of the plain result (the fused op rounds once, after the activation).
   virtual void convolution_forward(const ConvolutionGeometry& geometry, const float* input,
                                    const float* weight, const float* bias, float* output) = 0;
   virtual void convolution_backward_data(const ConvolutionGeometry& geometry, const float* grad_output,
@@ -272,6 +274,16 @@ class Backend : public Allocator {
   // Uses the forward output (ReLU(x) > 0 exactly where x > 0), so the input need not be kept.
   virtual void relu_backward(std::int64_t count, const float* output, const float* grad_output,
                              float* grad_input) = 0;
+  // output = kind(input), element-wise (ActivationKind in geometry.hpp); output may be input.
+  virtual void activation_forward(ActivationKind kind, std::int64_t count, const float* input,
+                                  float* output) = 0;
+  // grad_input = grad_output * kind'(x). Kinds whose backward reads the output (Relu6, Sigmoid,
+  // Hardsigmoid: backward_reads_output) read `output` only and `input` may be null; the others read
+  // `input` only and `output` may be null. At a kink the derivative is one of its one-sided values
+  // (backends may differ there; torch's choices are documented in docs/CONFIG.md). grad_input may
+  // be grad_output.
+  virtual void activation_backward(ActivationKind kind, std::int64_t count, const float* input,
+                                   const float* output, const float* grad_output, float* grad_input) = 0;
   // output = a + b
   virtual void add(std::int64_t count, const float* a, const float* b, float* output) = 0;
   // output = ReLU(a + b) in one pass (a residual block's sum); bitwise add then relu_forward, NaN
@@ -297,6 +309,23 @@ class Backend : public Allocator {
   // flatten. The base version runs on host memory; device backends override it.
   virtual void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,
                                  const float* input, float* output);
+
+  // ---- scaling per sample and channel (squeeze-and-excitation, stochastic depth) ------------
+  // Over NHWC activations seen as [batch, spatial, channels]: output[n, p, c] = input[n, p, c] *
+  // scale[n, c]. `scale` is an activation too (a sigmoid's output), held in the activation
+  // precision. output may alias input.
+  virtual void channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                                     const float* input, const float* scale, float* output) = 0;
+  // grad_input = grad_output * scale (skipped when grad_input is null), and grad_scale[n, c] = the
+  // sum over p of grad_output[n, p, c] * input[n, p, c].
+  virtual void channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                                      const float* input, const float* scale, const float* grad_output,
+                                      float* grad_input, float* grad_scale) = 0;
+  // output[n, i] = keep[n] ? input[n, i] * keep_scale : 0 over [batch, sample_elements], with `keep`
+  // one byte per sample in device memory: stochastic depth's forward and, on the gradient, its
+  // backward. output may alias input.
+  virtual void scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep,
+                             float keep_scale, const float* input, float* output) = 0;
 
   // ---- linear (input [batch, in], weight [out, in], bias [out], output [batch, out]) -------
   virtual void linear_forward(const LinearGeometry& geometry, const float* input, const float* weight,

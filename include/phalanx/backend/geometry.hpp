@@ -8,11 +8,49 @@
 
 namespace phalanx::backend {
 
+// The element-wise activations beside ReLU (which has ops of its own), as torch.nn defines them:
+//   Relu6        min(max(x, 0), 6)
+//   Sigmoid      1 / (1 + exp(-x))
+//   Hardsigmoid  min(max(x + 3, 0), 6) / 6
+//   Silu         x * sigmoid(x)                       (swish with beta 1)
+//   Hardswish    x * hardsigmoid(x)
+//   Gelu         x * (1 + erf(x / sqrt(2))) / 2       (the exact form, torch's default)
+//   GeluTanh     x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2   (approximate='tanh')
+enum class ActivationKind { Relu6, Sigmoid, Hardsigmoid, Silu, Hardswish, Gelu, GeluTanh };
+
+// Whether an activation's derivative is a function of its output alone, so backward needs only the
+// output: Relu6 (1 where 0 < y < 6), Sigmoid (y (1 - y)), Hardsigmoid (1/6 where 0 < y < 1). SiLU,
+// Hardswish and GELU are not one-to-one (each has a minimum below zero, reached from two inputs),
+// so theirs needs the input.
+constexpr bool backward_reads_output(ActivationKind kind) {
+  return kind == ActivationKind::Relu6 || kind == ActivationKind::Sigmoid ||
+         kind == ActivationKind::Hardsigmoid;
+}
+
 // An activation an op applies to its result as it writes it, instead of a pass of its own over
-// memory afterwards (a producer and the ReLU after it fused). It belongs to the forward op only:
-// backward ops ignore it. Part of the geometries' equality and hashes, so primitive caches keep
-// fused and plain variants apart.
-enum class FusedActivation { None, Relu };
+// memory afterwards (a producer and the activation after it fused). It belongs to the forward op
+// only: backward ops ignore it. Part of the geometries' equality and hashes, so primitive caches
+// keep fused and plain variants apart. Only activations whose backward reads their output fuse:
+// a fused producer keeps its activated output and nothing else (its pre-activation values are
+// never stored).
+enum class FusedActivation { None, Relu, Relu6, Sigmoid, Hardsigmoid };
+
+// The fused form of `kind`, or None where its backward needs the input (see backward_reads_output).
+constexpr FusedActivation fused_form(ActivationKind kind) {
+  switch (kind) {
+    case ActivationKind::Relu6: return FusedActivation::Relu6;
+    case ActivationKind::Sigmoid: return FusedActivation::Sigmoid;
+    case ActivationKind::Hardsigmoid: return FusedActivation::Hardsigmoid;
+    default: return FusedActivation::None;
+  }
+}
+
+// The activation a fused form applies; only for Relu6, Sigmoid and Hardsigmoid.
+constexpr ActivationKind activation_kind(FusedActivation activation) {
+  return activation == FusedActivation::Relu6     ? ActivationKind::Relu6
+         : activation == FusedActivation::Sigmoid ? ActivationKind::Sigmoid
+                                                  : ActivationKind::Hardsigmoid;
+}
 
 struct ConvolutionGeometry {
   int batch = 0;

@@ -75,7 +75,8 @@ constexpr std::array<WordName<LearningRateRule>, 3> words(LearningRateRule) {
 
 
 // One entry of an explicit layer list. `type` is one of: conv, linear, relu, max_pool,
-// avg_pool, global_avg_pool, batch_norm, dropout, flatten, residual.
+// avg_pool, global_avg_pool, batch_norm, dropout, flatten, residual, and the activations silu,
+// relu6, hardswish, hardsigmoid, sigmoid, gelu.
 struct LayerSpec {
   std::string type;
   std::string name;          // parameter names in checkpoints; generated when empty
@@ -93,6 +94,24 @@ struct LayerSpec {
   std::vector<LayerSpec> main;
   std::vector<LayerSpec> shortcut;
   bool relu_after = true;
+  // residual, inverted_residual: probability of dropping the main path of a sample in training
+  // (torchvision.ops.StochasticDepth, mode "row"); 0 keeps it always.
+  float stochastic_depth = 0.0f;
+  // squeeze_excitation (torchvision.ops.SqueezeExcitation): channels of fc1, the activation after
+  // fc1 and the one that makes the scale.
+  int squeeze_channels = 0;
+  std::string activation = "relu";  // squeeze_excitation; inverted_residual (default there: relu6)
+  std::string scale_activation = "sigmoid";
+  // inverted_residual: expanded channels = round(input channels * expand_ratio), and the ratio of
+  // the expanded channels its squeeze-and-excitation squeezes to (0: none).
+  float expand_ratio = 1.0f;
+  float squeeze_excitation = 0.0f;
+  // batch_norm: as torch.nn.BatchNorm2d's momentum and eps. Set by presets (torchvision's
+  // MobileNetV3 uses 0.01 and 1e-3); not a config key.
+  float batch_norm_momentum = 0.1f;
+  float batch_norm_epsilon = 1e-5f;
+  // gelu: "none" (the exact erf form, torch's default) or "tanh", as torch.nn.GELU(approximate).
+  std::string approximate = "none";
 
   friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
 };
@@ -100,6 +119,9 @@ struct LayerSpec {
 struct ModelConfig {
   std::string preset;             // fmnist_cnn | lenet5 | resnet20, or empty with `layers`
   std::vector<LayerSpec> layers;  // explicit layer list when preset is empty
+  // Weights to start from (a safetensors file or a phalanx checkpoint; empty: the seeded
+  // initialisation): set at the start of training, not on a resume (docs/CONFIG.md).
+  std::string init_from;
 
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
@@ -211,6 +233,9 @@ struct TrainConfig {
   // true: GPU convolutions take algorithms whose results are the same bits on every call (where a
   // shape has one); false lets them take the fastest of any kind (train.deterministic)
   bool deterministic = true;
+  // Parameters not updated (train.freeze): name prefixes in phalanx spelling ('/'; torch's '.'
+  // is read as '/'), each matching whole name components ("layer1" is not "layer10").
+  std::vector<std::string> freeze;
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };

@@ -18,12 +18,15 @@ namespace phalanx::nn {
 
 enum class Mode { Training, Evaluation };
 
-// Whether a ReLU is computed by the op before it: a conv, linear or batch_norm directly followed by
-// a relu layer in a Sequential writes ReLU(result) itself (the relu layer's output is that same
-// buffer, one activation buffer fewer), and a residual block adds and applies its ReLU in one pass.
-// Results are the same bit for bit (backend.hpp says where NaN differs); Separate runs every layer
-// on its own, to compare.
-enum class ReluFusion { Fused, Separate };
+// Whether an activation is computed by the op before it: a conv, linear or batch_norm directly
+// followed by a relu, relu6, sigmoid or hardsigmoid layer in a Sequential writes the activated
+// result itself (the activation layer's output is that same buffer, one activation buffer fewer),
+// and a residual block adds and applies its ReLU in one pass. Results are the same bit for bit with
+// fp32 activations (backend.hpp says where NaN differs, and what reduced-precision storage
+// changes); Separate runs every layer on its own, to compare.
+enum class ActivationFusion { Fused, Separate };
+// The name from when only ReLU fused.
+using ReluFusion = ActivationFusion;
 
 struct ForwardContext {
   Mode mode = Mode::Training;
@@ -59,9 +62,13 @@ class Layer {
                         const Tensor& output, const Tensor& grad_output, Tensor* grad_input,
                         const GradientsReady& gradients_ready) = 0;
 
-  // Whether forward can apply the ReLU of a relu layer that follows it (conv, linear, batch_norm).
-  virtual bool can_fuse_relu() const { return false; }
-  // From now on forward applies `activation` to its result (Relu: the Sequential then skips the relu
+  // Whether forward can apply the activation of a layer that follows it (conv, linear, batch_norm).
+  virtual bool can_fuse_activation() const { return false; }
+  // What this layer is as an activation its producer can apply (relu, relu6, sigmoid, hardsigmoid);
+  // None for every other layer. Its backward then must read only its output (the producer's
+  // pre-activation result is never stored).
+  virtual backend::FusedActivation fused_form() const { return backend::FusedActivation::None; }
+  // From now on forward applies `activation` to its result (the Sequential then skips the activation
   // layer's forward).
   virtual void set_fused_activation(backend::FusedActivation) {}
 

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "phalanx/config/config.hpp"
 #include "phalanx/nn/layer.hpp"
 
 namespace phalanx::nn {
@@ -13,7 +14,7 @@ class Convolution final : public Layer {
   Convolution(std::string name, int out_channels, int kernel, int stride, int padding, int groups,
               int dilation, bool bias);
   std::string type() const override { return "conv"; }
-  bool can_fuse_relu() const override { return true; }
+  bool can_fuse_activation() const override { return true; }
   void set_fused_activation(backend::FusedActivation activation) override { fused_activation_ = activation; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
@@ -33,7 +34,7 @@ class Linear final : public Layer {
  public:
   Linear(std::string name, int out_features, bool bias);
   std::string type() const override { return "linear"; }
-  bool can_fuse_relu() const override { return true; }
+  bool can_fuse_activation() const override { return true; }
   void set_fused_activation(backend::FusedActivation activation) override { fused_activation_ = activation; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
@@ -52,10 +53,31 @@ class Relu final : public Layer {
  public:
   using Layer::Layer;
   std::string type() const override { return "relu"; }
+  backend::FusedActivation fused_form() const override { return backend::FusedActivation::Relu; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
                 const GradientsReady&) override;
+};
+
+// An element-wise activation other than ReLU (backend::ActivationKind): silu, relu6, hardswish,
+// hardsigmoid, sigmoid, gelu, as torch.nn's modules of those names. Without parameters. Relu6,
+// sigmoid and hardsigmoid right after a conv, linear or batch_norm are computed by that layer in a
+// Sequential (fused_form), as relu is; the others need their input in backward and run on their own.
+class Activation final : public Layer {
+ public:
+  Activation(std::string name, backend::ActivationKind kind);
+  // The config type: "silu", "relu6", "hardswish", "hardsigmoid", "sigmoid", "gelu" (either form).
+  std::string type() const override;
+  backend::ActivationKind kind() const { return kind_; }
+  backend::FusedActivation fused_form() const override { return backend::fused_form(kind_); }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  backend::ActivationKind kind_;
 };
 
 // Max or average pooling; global average pooling is Average over the whole input.
@@ -81,7 +103,7 @@ class BatchNorm final : public Layer {
  public:
   explicit BatchNorm(std::string name, float momentum = 0.1f, float epsilon = 1e-5f);
   std::string type() const override { return "batch_norm"; }
-  bool can_fuse_relu() const override { return true; }
+  bool can_fuse_activation() const override { return true; }
   void set_fused_activation(backend::FusedActivation activation) override { fused_activation_ = activation; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
@@ -90,11 +112,16 @@ class BatchNorm final : public Layer {
 
  private:
   backend::BatchNormGeometry geometry(std::int64_t batch) const;
+  bool frozen(const ParameterRegistry& registry) const;
+  void frozen_backward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& grad_output,
+                       Tensor& grad_input);
   float momentum_, epsilon_;
   backend::FusedActivation fused_activation_ = backend::FusedActivation::None;
   int channels_ = 0, spatial_ = 1;
   int gamma_ = -1, beta_ = -1, running_mean_ = -1, running_variance_ = -1;
   Tensor saved_mean_, saved_inverse_std_, scratch_gradient_;
+  // Frozen: weight / sqrt(running_var + eps) per channel, as [C, 1, 1, 1] depthwise weights.
+  Tensor frozen_scale_;
 };
 
 class Dropout final : public Layer {
@@ -126,13 +153,16 @@ class Flatten final : public Layer {
   int height_ = 0, width_ = 0, channels_ = 0;
 };
 
-// Layers in order; keeps the activations between them for backward. With ReluFusion::Fused a relu
-// layer right after a conv, linear or batch_norm is computed by that layer into the relu's output
-// buffer, which then is both layers' output (ReLU backward reads only its output; the producers'
-// backward never read theirs).
+// Layers in order; keeps the activations between them for backward. With ActivationFusion::Fused
+// an activation layer whose backward reads only its output (relu, relu6, sigmoid, hardsigmoid)
+// right after a conv, linear or batch_norm is computed by that layer into the activation's output
+// buffer, which then is both layers' output (the producers' backward never reads its output).
+// silu, hardswish and gelu stay layers of their own: their backward needs their input, the
+// producer's pre-activation result, which a fused producer does not keep (keeping it would take
+// the buffer the fusion saves, for one pass over memory less per activation).
 class Sequential final : public Layer {
  public:
-  explicit Sequential(std::string name, ReluFusion fusion = ReluFusion::Fused)
+  explicit Sequential(std::string name, ActivationFusion fusion = ActivationFusion::Fused)
       : Layer(std::move(name)), fusion_(fusion) {}
   std::string type() const override { return "sequential"; }
   void add(LayerPointer layer) { layers_.push_back(std::move(layer)); }
@@ -142,8 +172,8 @@ class Sequential final : public Layer {
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
                 const GradientsReady&) override;
-  // Relu layers whose producer computes them (none with ReluFusion::Separate).
-  int fused_relu_count() const;
+  // Activation layers whose producer computes them (none with ActivationFusion::Separate).
+  int fused_activation_count() const;
   // Bytes of the intermediate activations this Sequential holds (not those of nested blocks):
   // each fused pair holds one buffer instead of two.
   std::size_t activation_bytes() const;
@@ -156,20 +186,22 @@ class Sequential final : public Layer {
   // The index of the tensor layer `index` writes: its own, or its fused relu's.
   std::size_t output_slot(std::size_t index) const;
 
-  ReluFusion fusion_;
+  ActivationFusion fusion_;
   std::vector<LayerPointer> layers_;
-  // Per layer: a relu its producer computes.
+  // Per layer: an activation its producer computes.
   std::vector<bool> fused_into_previous_;
   std::vector<Shape> sample_shapes_;  // output shape of each layer
   std::vector<Tensor> activations_;   // outputs of all but the last layer
   std::vector<Tensor> gradients_;     // two ping-pong buffers for input gradients
 };
 
-// output = main(x) + shortcut(x) (identity shortcut when empty), then ReLU when asked.
+// output = main(x) + shortcut(x) (identity shortcut when empty), then ReLU when asked. With
+// stochastic depth p > 0, training drops main(x) of each sample with probability p and scales the
+// kept ones by 1/(1-p) (torchvision.ops.StochasticDepth, mode "row"); evaluation keeps all.
 class Residual final : public Layer {
  public:
   Residual(std::string name, std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
-           bool relu_after, ReluFusion fusion = ReluFusion::Fused);
+           bool relu_after, ActivationFusion fusion = ActivationFusion::Fused, float stochastic_depth = 0.0f);
   std::string type() const override { return "residual"; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   // Its paths' activation floats per sample and its own buffers, for an output of `output_elements`.
@@ -181,8 +213,60 @@ class Residual final : public Layer {
  private:
   std::unique_ptr<Sequential> main_, shortcut_;
   bool relu_after_;
-  ReluFusion fusion_;
+  ActivationFusion fusion_;
+  float stochastic_depth_;
   Tensor main_output_, shortcut_output_, sum_gradient_, path_gradient_;
+  // Stochastic depth: the kept samples of the last training forward (one byte each, on the device
+  // and as drawn on the host), main(x) scaled by them, and the main path's gradient.
+  bool last_forward_dropped_paths_ = false;
+  std::vector<std::uint8_t> keep_drawn_;
+  Tensor keep_, scaled_main_, main_gradient_;
+};
+
+// torchvision.ops.SqueezeExcitation: scale = scale_activation(fc2(activation(fc1(avgpool(x))))),
+// output = x * scale per sample and channel; fc1 and fc2 are 1x1 convolutions with bias, named
+// <name>/fc1 and <name>/fc2 as in torch. They are built once the input channels are known.
+class SqueezeExcitation final : public Layer {
+ public:
+  SqueezeExcitation(std::string name, int squeeze_channels, std::string activation,
+                    std::string scale_activation, ActivationFusion fusion = ActivationFusion::Fused);
+  std::string type() const override { return "squeeze_excitation"; }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  // Floats per sample of its squeeze path and its own buffers, for an input of `input_elements`.
+  std::int64_t sample_activation_elements(std::int64_t input_elements) const;
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  int squeeze_channels_;
+  std::string activation_, scale_activation_;
+  ActivationFusion fusion_;
+  std::unique_ptr<Sequential> squeeze_;
+  std::int64_t spatial_ = 0, channels_ = 0;
+  Tensor scale_, grad_scale_, path_gradient_;
+};
+
+// An inverted-residual block (MobileNetV2 and after) as the config's inverted_residual layer
+// writes it: expand 1x1 conv + BN + activation (unless the expanded channels equal the input's),
+// depthwise kxk conv + BN + activation with the stride, optional squeeze-and-excitation, project
+// 1x1 conv + BN, and the residual sum when stride 1 keeps the channels. Its layers depend on the
+// input channels, so they are built (named as torchvision's MobileNetV3 names them: <name>/block/K)
+// when the block meets its input.
+class InvertedResidual final : public Layer {
+ public:
+  InvertedResidual(std::string name, config::LayerSpec spec, ActivationFusion fusion = ActivationFusion::Fused);
+  std::string type() const override { return "inverted_residual"; }
+  Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  const Sequential& body() const { return *body_; }
+  void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
+  void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
+                const GradientsReady&) override;
+
+ private:
+  config::LayerSpec spec_;
+  ActivationFusion fusion_;
+  std::unique_ptr<Sequential> body_;
 };
 
 }  // namespace phalanx::nn

@@ -22,7 +22,7 @@ class Model {
   Model(ModelPlan plan, backend::Backend& backend, std::uint64_t seed);
   // Plans and builds in one go; throws InvalidInput as ModelPlan does.
   Model(const config::ModelConfig& model_config, const Shape& sample_shape, int classes,
-        backend::Backend& backend, std::uint64_t seed, ReluFusion fusion = ReluFusion::Fused);
+        backend::Backend& backend, std::uint64_t seed, ActivationFusion fusion = ActivationFusion::Fused);
 
   // input [batch, H, W, C] -> logits [batch, classes] (kept until the next forward).
   const Tensor& forward(const Tensor& input, const ForwardContext& context);

@@ -28,6 +28,7 @@ struct ParameterInfo {
   std::int64_t count;
   Initializer initializer;
   std::int64_t fan_in;
+  bool frozen = false;  // train.freeze: the optimizer leaves it as it is
 };
 
 class ParameterRegistry {
@@ -35,6 +36,12 @@ class ParameterRegistry {
   // Declaration phase (model construction): returns the parameter's index.
   int declare_parameter(const std::string& name, Shape shape, Initializer initializer, std::int64_t fan_in);
   int declare_buffer(const std::string& name, Shape shape, Initializer initializer);
+
+  // train.freeze: marks the parameters `prefix` names as frozen: "a/b" names a/b itself and
+  // everything under a/b/ (whole name components: "layer1" is not "layer10"). Returns how many.
+  int freeze(const std::string& prefix);
+  bool frozen(int index) const { return parameter_info_[index].frozen; }
+  bool any_frozen() const;
 
   // Allocates the flat buffers on `backend` and initialises parameters from `seed`.
   void allocate(backend::Backend& backend, std::uint64_t seed);

@@ -25,6 +25,13 @@ struct TrainingPosition {
   std::int64_t samples_seen = 0;
 };
 
+// One tensor of a checkpoint's /model group: its name below /model ("layer1/0/conv1/weight").
+struct ModelTensor {
+  std::string name;
+  Shape shape;
+  std::vector<float> values;
+};
+
 struct CheckpointHeader {
   std::string path;
   int version = 0;
@@ -83,6 +90,9 @@ class OpenCheckpoint {
   const CheckpointHeader& header() const { return header_; }
   // load_checkpoint's work on the file held open: no second open, seal check or header parse.
   void load(backend::Backend& backend, nn::ParameterRegistry& registry, optim::Optimizer* optimizer) const;
+  // Every float tensor under /model whatever the model (batch-norm num_batches_tracked left out),
+  // in name order, checksums checked: what `model.init_from` and `checkpoint export` take.
+  std::vector<ModelTensor> model_tensors() const;
 
  private:
   struct File;  // the HDF5 file handle (HDF5's headers stay out of this one)

@@ -10,6 +10,7 @@
 #include "activation_element.hpp"
 #include "augment.hpp"
 #include "bf16_support.hpp"
+#include "channel_scale.hpp"
 #include "elementwise.hpp"
 #include "optimizers.hpp"
 #include "phalanx/backend/arithmetic_rate.hpp"
@@ -70,6 +71,7 @@ void CpuBackend::set_activation_precision(ComputePrecision precision) {
   poolings_.set_storage(precision);
   linears_.set_storage(precision);
   batch_norms_.set_storage(precision);
+  activation_ops_.set_storage(precision);
   cross_entropy_.set_storage(precision);
 }
 
@@ -193,6 +195,7 @@ void CpuBackend::batch_norm_forward_training(const BatchNormGeometry& geometry, 
                                              float* saved_mean, float* saved_inverse_std) {
   batch_norms_.forward_training(geometry, input, gamma, beta, output, running_mean, running_variance,
                                 momentum, saved_mean, saved_inverse_std);
+  finish_batch_norm_activation(geometry, output);
 }
 
 void CpuBackend::batch_norm_forward_inference(const BatchNormGeometry& geometry, const float* input,
@@ -200,6 +203,17 @@ void CpuBackend::batch_norm_forward_inference(const BatchNormGeometry& geometry,
                                               const float* running_mean, const float* running_variance,
                                               float* output) {
   batch_norms_.forward_inference(geometry, input, gamma, beta, running_mean, running_variance, output);
+  finish_batch_norm_activation(geometry, output);
+}
+
+// The batch norm loops apply a fused ReLU as they write. The other fused activations run after
+// them as the eltwise primitive the separate layer runs, in place over the output, so the results
+// are that layer's bit for bit (a formula of their own inside the loops would round differently
+// from oneDNN's exp). Their pass over memory remains; the fusion saves the activation buffer.
+void CpuBackend::finish_batch_norm_activation(const BatchNormGeometry& geometry, float* output) {
+  if (geometry.activation == FusedActivation::None || geometry.activation == FusedActivation::Relu) return;
+  const std::int64_t count = std::int64_t{geometry.batch} * geometry.spatial * geometry.channels;
+  activation_ops_.forward(activation_kind(geometry.activation), count, output, output);
 }
 
 void CpuBackend::batch_norm_backward(const BatchNormGeometry& geometry, const float* input,
@@ -223,6 +237,16 @@ void CpuBackend::relu_backward(std::int64_t count, const float* output, const fl
     cpu::relu_backward(count, as_bf16(output), as_bf16(grad_output), as_bf16(grad_input));
   else
     cpu::relu_backward(count, output, grad_output, grad_input);
+}
+
+void CpuBackend::activation_forward(ActivationKind kind, std::int64_t count, const float* input,
+                                    float* output) {
+  activation_ops_.forward(kind, count, input, output);
+}
+
+void CpuBackend::activation_backward(ActivationKind kind, std::int64_t count, const float* input,
+                                     const float* output, const float* grad_output, float* grad_input) {
+  activation_ops_.backward(kind, count, input, output, grad_output, grad_input);
 }
 
 void CpuBackend::add(std::int64_t count, const float* a, const float* b, float* output) {
@@ -311,6 +335,33 @@ void CpuBackend::adamw_step(std::int64_t count, const AdamWHyperparameters& hype
                             float* parameters, const float* gradients, float* first_moment,
                             float* second_moment) {
   cpu::adamw_step(count, hyperparameters, parameters, gradients, first_moment, second_moment);
+}
+
+void CpuBackend::channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                                       const float* input, const float* scale, float* output) {
+  if (bf16_activations())
+    cpu::channel_scale_forward(batch, spatial, channels, as_bf16(input), as_bf16(scale), as_bf16(output));
+  else
+    cpu::channel_scale_forward(batch, spatial, channels, input, scale, output);
+}
+
+void CpuBackend::channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                                        const float* input, const float* scale, const float* grad_output,
+                                        float* grad_input, float* grad_scale) {
+  if (bf16_activations())
+    cpu::channel_scale_backward(batch, spatial, channels, as_bf16(input), as_bf16(scale),
+                                as_bf16(grad_output), grad_input ? as_bf16(grad_input) : nullptr,
+                                as_bf16(grad_scale));
+  else
+    cpu::channel_scale_backward(batch, spatial, channels, input, scale, grad_output, grad_input, grad_scale);
+}
+
+void CpuBackend::scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep,
+                               float keep_scale, const float* input, float* output) {
+  if (bf16_activations())
+    cpu::scale_samples(batch, sample_elements, keep, keep_scale, as_bf16(input), as_bf16(output));
+  else
+    cpu::scale_samples(batch, sample_elements, keep, keep_scale, input, output);
 }
 
 }  // namespace cpu

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "activations.hpp"
 #include "batch_norm.hpp"
 #include "convolution.hpp"
 #include "dnnl_context.hpp"
@@ -83,6 +84,10 @@ class CpuBackend final : public Backend {
   void relu_forward(std::int64_t count, const float* input, float* output) override;
   void relu_backward(std::int64_t count, const float* output, const float* grad_output,
                      float* grad_input) override;
+  void activation_forward(ActivationKind kind, std::int64_t count, const float* input,
+                          float* output) override;
+  void activation_backward(ActivationKind kind, std::int64_t count, const float* input, const float* output,
+                           const float* grad_output, float* grad_input) override;
   void add(std::int64_t count, const float* a, const float* b, float* output) override;
   void add_relu(std::int64_t count, const float* a, const float* b, float* output) override;
   void accumulate(std::int64_t count, const float* source, float* destination) override;
@@ -90,6 +95,13 @@ class CpuBackend final : public Backend {
   bool all_finite(std::int64_t count, const float* data) override;
   void dropout_forward(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
                        const float* input, float* output, std::uint8_t* mask) override;
+  void channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                             const float* input, const float* scale, float* output) override;
+  void channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                              const float* input, const float* scale, const float* grad_output,
+                              float* grad_input, float* grad_scale) override;
+  void scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep,
+                     float keep_scale, const float* input, float* output) override;
   // Tiled and parallel instead of the base class's plain loop.
   void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const float* input,
                          float* output) override;
@@ -117,10 +129,14 @@ class CpuBackend final : public Backend {
   ComputePrecision precision_ = ComputePrecision::Float32;  // as asked (see arithmetic_note)
   ComputePrecision activations_ = ComputePrecision::Float32;
   bool bf16_activations() const { return activations_ == ComputePrecision::BFloat16; }
+  // A fused activation other than ReLU, after batch norm forward (see cpu_backend.cpp).
+  void finish_batch_norm_activation(const BatchNormGeometry& geometry, float* output);
   DnnlContext context_;
-  Convolutions convolutions_{context_};
+  // Before the families that fall back to it where oneDNN fuses no activation.
+  Activations activation_ops_{context_};
+  Convolutions convolutions_{context_, activation_ops_};
   Poolings poolings_{context_};
-  Linears linears_{context_};
+  Linears linears_{context_, activation_ops_};
   BatchNorms batch_norms_;
   CrossEntropy cross_entropy_;
 };

@@ -56,6 +56,20 @@ void relu_backward_of(std::int64_t count, const Element* output, const Element* 
 }
 
 template <typename Element>
+void hardsigmoid_backward_of(std::int64_t count, const Element* output, const Element* grad_output,
+                             Element* grad_input) {
+  // torch's hardsigmoid_backward passes grad * (1/6) where -3 < x < 3, which is where the output
+  // lies strictly between 0 and 1.
+  constexpr float one_sixth = 1.0f / 6.0f;
+#pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float value = widen(output[i]);
+    const float gradient = widen(grad_output[i]) * one_sixth;
+    narrow_into(grad_input[i], value > 0.0f && value < 1.0f ? gradient : 0.0f);
+  }
+}
+
+template <typename Element>
 void add_of(std::int64_t count, const Element* a, const Element* b, Element* output) {
 #pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
   for (std::int64_t i = 0; i < count; ++i) narrow_into(output[i], widen(a[i]) + widen(b[i]));
@@ -125,6 +139,14 @@ void relu_backward(std::int64_t count, const float* output, const float* grad_ou
 }
 void relu_backward(std::int64_t count, const Bf16* output, const Bf16* grad_output, Bf16* grad_input) {
   relu_backward_of(count, output, grad_output, grad_input);
+}
+
+void hardsigmoid_backward(std::int64_t count, const float* output, const float* grad_output,
+                          float* grad_input) {
+  hardsigmoid_backward_of(count, output, grad_output, grad_input);
+}
+void hardsigmoid_backward(std::int64_t count, const Bf16* output, const Bf16* grad_output, Bf16* grad_input) {
+  hardsigmoid_backward_of(count, output, grad_output, grad_input);
 }
 
 void add(std::int64_t count, const float* a, const float* b, float* output) {

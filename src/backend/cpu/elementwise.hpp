@@ -1,7 +1,7 @@
-// Element-wise ops of the CPU backend: input normalisation, ReLU, sums, scaling, the per-sample
-// transpose at a flatten, and dropout. The ops on activations come in fp32 and in bf16 storage
-// (activation_element.hpp; bf16 computes in fp32 and rounds once); fill, scale and all_finite are
-// for fp32 buffers (weights, gradients) only.
+// Element-wise ops of the CPU backend: input normalisation, ReLU, Hardsigmoid's backward, sums,
+// scaling, the per-sample transpose at a flatten, and dropout. The ops on activations come in fp32
+// and in bf16 storage (activation_element.hpp; bf16 computes in fp32 and rounds once); fill, scale
+// and all_finite are for fp32 buffers (weights, gradients) only.
 // Plain OpenMP loops with static schedules: each element's result depends on that element only,
 // so any thread count gives the same bits. Outputs may alias inputs (in-place) except where a
 // function says otherwise.
@@ -22,6 +22,11 @@ void relu_forward(std::int64_t count, const float* input, float* output);
 void relu_forward(std::int64_t count, const Bf16* input, Bf16* output);
 void relu_backward(std::int64_t count, const float* output, const float* grad_output, float* grad_input);
 void relu_backward(std::int64_t count, const Bf16* output, const Bf16* grad_output, Bf16* grad_input);
+// grad_output / 6 where 0 < output < 1, else 0: Hardsigmoid's backward from its output (oneDNN
+// has no hardsigmoid algorithm that reads the output; activations.cpp runs the rest).
+void hardsigmoid_backward(std::int64_t count, const float* output, const float* grad_output,
+                          float* grad_input);
+void hardsigmoid_backward(std::int64_t count, const Bf16* output, const Bf16* grad_output, Bf16* grad_input);
 void add(std::int64_t count, const float* a, const float* b, float* output);
 void add(std::int64_t count, const Bf16* a, const Bf16* b, Bf16* output);
 // ReLU(a + b), bitwise add followed by relu_forward (in bf16: the float sum rounded once).

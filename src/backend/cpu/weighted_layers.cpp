@@ -50,9 +50,10 @@ ActivationDescriptors activation_descriptors(const LayerOperands& operands, Data
           as(operands.output, operand_type)};
 }
 
-WeightedLayerPrimitives::WeightedLayerPrimitives(DnnlContext& context, const LayerOperands& operands,
+WeightedLayerPrimitives::WeightedLayerPrimitives(DnnlContext& context, Activations& activations,
+                                                 const LayerOperands& operands,
                                                  const LayerDescriptors& descriptors)
-    : context_(context), descriptors_(descriptors) {
+    : context_(context), activations_(activations), descriptors_(descriptors) {
   input_ = context.unbound_memory(operands.input);
   grad_input_ = context.unbound_memory(operands.input);
   output_ = context.unbound_memory(operands.output);
@@ -86,15 +87,23 @@ BridgedPrimitive WeightedLayerPrimitives::bridged_forward(const dnnl::primitive_
 }
 
 // Made on the first fused call, and only when oneDNN picks the very implementation and layouts of
-// the plain forward for it: the same kernel with max(x, 0) applied in its epilogue, so fused
-// results are the plain ones bit for bit (NaN aside, see backend.hpp). Otherwise (null) the caller
-// runs the plain forward and relu_forward in place.
-const BridgedPrimitive* WeightedLayerPrimitives::forward_with_relu() {
-  if (forward_with_relu_tried_) return forward_relu_ ? &*forward_relu_ : nullptr;
-  forward_with_relu_tried_ = true;
+// the plain forward for it: the same kernel with the activation applied in its epilogue by the
+// code the eltwise primitive runs (oneDNN's eltwise injector), so fused results are the plain ones
+// followed by the activation, bit for bit with fp32 activations (NaN aside, see backend.hpp; with
+// bf16 ones the fused kernel rounds once, after the activation). Otherwise (null) the caller runs
+// the plain forward and the activation in place.
+const BridgedPrimitive* WeightedLayerPrimitives::fused_forward(FusedActivation activation) {
+  const auto index = static_cast<std::size_t>(activation);
+  if (fused_forward_tried_[index]) return fused_forward_[index] ? &*fused_forward_[index] : nullptr;
+  fused_forward_tried_[index] = true;
   dnnl::primitive_attr attributes = DnnlContext::primitive_attributes();
   dnnl::post_ops operations;
-  operations.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  if (activation == FusedActivation::Relu) {
+    operations.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  } else {
+    const EltwiseAlgorithm form = eltwise_algorithm(activation_kind(activation));
+    operations.append_eltwise(form.algorithm, form.alpha, form.beta);
+  }
   attributes.set_post_ops(operations);
   const dnnl::primitive_desc fused = descriptors_.forward_with(attributes);
   const dnnl::primitive_desc& plain = descriptors_.forward;
@@ -102,27 +111,28 @@ const BridgedPrimitive* WeightedLayerPrimitives::forward_with_relu() {
       fused.src_desc() != plain.src_desc() || fused.weights_desc() != plain.weights_desc() ||
       fused.dst_desc() != plain.dst_desc())
     return nullptr;
-  forward_relu_ = bridged_forward(fused);
-  return &*forward_relu_;
+  fused_forward_[index] = bridged_forward(fused);
+  return &*fused_forward_[index];
 }
 
 void WeightedLayerPrimitives::forward(const float* input, const float* weight, const float* bias,
                                       float* output, FusedActivation activation) {
-  const BridgedPrimitive* with_relu = activation == FusedActivation::Relu ? forward_with_relu() : nullptr;
-  const BridgedPrimitive& forward = with_relu ? *with_relu : forward_;
+  const BridgedPrimitive* fused = activation == FusedActivation::None ? nullptr : fused_forward(activation);
+  const BridgedPrimitive& forward = fused ? *fused : forward_;
   input_.set_data_handle(mutable_pointer(input));
   weight_.set_data_handle(mutable_pointer(weight));
   if (bias_) bias_.set_data_handle(bias ? mutable_pointer(bias) : zero_bias_.get_data_handle());
   output_.set_data_handle(output);
   forward.bind_transient(context_);
   forward.execute(context_);
-  if (activation == FusedActivation::Relu && !with_relu) {
-    const std::int64_t count = element_count(output_.get_desc());
-    if (output_.get_desc().get_data_type() == DataType::bf16)
-      relu_forward(count, as_bf16(output), as_bf16(output));
-    else
-      relu_forward(count, output, output);
-  }
+  if (activation == FusedActivation::None || fused) return;
+  const std::int64_t count = element_count(output_.get_desc());
+  if (activation != FusedActivation::Relu)
+    activations_.forward(activation_kind(activation), count, output, output);
+  else if (output_.get_desc().get_data_type() == DataType::bf16)
+    relu_forward(count, as_bf16(output), as_bf16(output));
+  else
+    relu_forward(count, output, output);
 }
 
 void WeightedLayerPrimitives::bind_gradients(const float* input, const float* grad_output, float* grad_weight,
@@ -176,15 +186,18 @@ void WeightedLayerPrimitives::backward(const float* input, const float* grad_out
 // Each cache entry is the primitives of one shape, described with the family's hooks.
 template <typename Geometry>
 struct WeightedLayers<Geometry>::Entry : WeightedLayerPrimitives {
-  Entry(const Geometry& geometry, DnnlContext& context, ComputePrecision precision, ComputePrecision storage)
-      : Entry(geometry, context, precision, layer_operands(geometry, data_type(storage))) {}
-  Entry(const Geometry& geometry, DnnlContext& context, ComputePrecision precision,
+  Entry(const Geometry& geometry, DnnlContext& context, Activations& activations, ComputePrecision precision,
+        ComputePrecision storage)
+      : Entry(geometry, context, activations, precision, layer_operands(geometry, data_type(storage))) {}
+  Entry(const Geometry& geometry, DnnlContext& context, Activations& activations, ComputePrecision precision,
         const LayerOperands& operands)
-      : WeightedLayerPrimitives(context, operands, describe(geometry, operands, precision, context.engine)) {}
+      : WeightedLayerPrimitives(context, activations, operands,
+                                describe(geometry, operands, precision, context.engine)) {}
 };
 
 template <typename Geometry>
-WeightedLayers<Geometry>::WeightedLayers(DnnlContext& context) : context_(context) {}
+WeightedLayers<Geometry>::WeightedLayers(DnnlContext& context, Activations& activations)
+    : context_(context), activations_(activations) {}
 
 template <typename Geometry>
 WeightedLayers<Geometry>::~WeightedLayers() = default;
@@ -210,7 +223,8 @@ WeightedLayerPrimitives& WeightedLayers<Geometry>::primitives(const Geometry& ge
   Geometry shape = geometry;
   shape.activation = FusedActivation::None;
   try {
-    return cache_.find_or_create_with(precision_, storage_, shape, context_, precision_, storage_);
+    return cache_.find_or_create_with(precision_, storage_, shape, context_, activations_, precision_,
+                                      storage_);
   } catch (const dnnl::error& error) {
     throw_dnnl_error(error,
                      detail::concat("create ", precision_ == ComputePrecision::BFloat16 ? "bf16 " : "",

@@ -1,13 +1,15 @@
 // The oneDNN primitives of the layers with weights (convolutions, linear layers), held and run one
-// way for both: forward (with the ReLU fused where oneDNN keeps the plain kernel), backward data and
+// way for both: forward (with the activation fused where oneDNN keeps the plain kernel), backward data and
 // backward weights, with the layout and type conversions at the op boundary, cached per geometry,
 // compute precision and activation storage. A family says only how its primitives are described.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <string>
 
+#include "activations.hpp"
 #include "dnnl_context.hpp"
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/backend/geometry.hpp"
@@ -60,10 +62,10 @@ std::string layer_name(const LinearGeometry& geometry);
 // Built once per geometry; every call binds the caller's pointers to the same memory objects.
 class WeightedLayerPrimitives {
  public:
-  WeightedLayerPrimitives(DnnlContext& context, const LayerOperands& operands,
+  WeightedLayerPrimitives(DnnlContext& context, Activations& activations, const LayerOperands& operands,
                           const LayerDescriptors& descriptors);
 
-  // bias may be null (zeros stand in); `activation` Relu applies the ReLU to the output.
+  // bias may be null (zeros stand in); `activation` is applied to the output.
   void forward(const float* input, const float* weight, const float* bias, float* output,
                FusedActivation activation);
   void backward_data(const float* grad_output, const float* weight, float* grad_input);
@@ -75,10 +77,11 @@ class WeightedLayerPrimitives {
 
  private:
   BridgedPrimitive bridged_forward(const dnnl::primitive_desc& descriptor);
-  const BridgedPrimitive* forward_with_relu();
+  const BridgedPrimitive* fused_forward(FusedActivation activation);
   void bind_gradients(const float* input, const float* grad_output, float* grad_weight, float* grad_bias);
 
   DnnlContext& context_;
+  Activations& activations_;  // the activation pass where oneDNN fuses none
   LayerDescriptors descriptors_;
   // Caller-layout views (no buffers): each call binds the caller's pointers to them.
   dnnl::memory input_, output_, weight_, bias_, grad_output_, grad_input_, grad_weight_, grad_bias_;
@@ -86,9 +89,11 @@ class WeightedLayerPrimitives {
   dnnl::memory zero_bias_, discarded_grad_bias_;
 
   BridgedPrimitive forward_;
-  // The forward with the ReLU fused, made on the first call that asks for it (null if it differs).
-  bool forward_with_relu_tried_ = false;
-  std::optional<BridgedPrimitive> forward_relu_;
+  // Per FusedActivation, the forward with it fused, made on the first call that asks for it
+  // (nothing where it differs from the plain forward).
+  static constexpr std::size_t fused_kinds = 5;
+  std::array<bool, fused_kinds> fused_forward_tried_{};
+  std::array<std::optional<BridgedPrimitive>, fused_kinds> fused_forward_;
   // Both backward directions read grad_output first, so backward can convert it once for both.
   BridgedPrimitive backward_data_, backward_weights_;
 };
@@ -98,7 +103,7 @@ class WeightedLayerPrimitives {
 template <typename Geometry>
 class WeightedLayers {
  public:
-  explicit WeightedLayers(DnnlContext& context);
+  WeightedLayers(DnnlContext& context, Activations& activations);
   ~WeightedLayers();  // where Entry is complete (weighted_layers.cpp)
   WeightedLayers(const WeightedLayers&) = delete;
   WeightedLayers& operator=(const WeightedLayers&) = delete;
@@ -108,7 +113,7 @@ class WeightedLayers {
   // How activations (input, output and their gradients) are held: fp32 (the default) or bf16.
   void set_storage(ComputePrecision precision);
 
-  // bias may be null; a Relu activation applies the ReLU to the output.
+  // bias may be null; geometry.activation is applied to the output.
   void forward(const Geometry& geometry, const float* input, const float* weight, const float* bias,
                float* output);
   void backward_data(const Geometry& geometry, const float* grad_output, const float* weight,
@@ -129,6 +134,7 @@ class WeightedLayers {
   void run(const Geometry& geometry, const char* direction, const Call& call);
 
   DnnlContext& context_;
+  Activations& activations_;
   ComputePrecision precision_ = ComputePrecision::Float32;
   ComputePrecision storage_ = ComputePrecision::Float32;
   PrimitiveCache<Geometry, Entry> cache_;

@@ -51,12 +51,16 @@ float* BatchNorms::output_target(const BatchNormGeometry& geometry, float* desti
 void BatchNorms::finish_output(const BatchNormGeometry& geometry, float* destination, const float* written) {
   // cuDNN fuses an activation into batch norm only for fp16 NHWC data in its persistent mode
   // (cudnnBatchNormalizationForwardTrainingEx, CUDNN_BATCHNORM_OPS_BN_ACTIVATION), whose sums
-  // would differ from the plain mode's; these activations are fp32. So the ReLU follows cuDNN: in
-  // place, or as the copy out of the scratch an aliasing call wrote to (one pass either way).
+  // would differ from the plain mode's; these activations are fp32. So the activation follows cuDNN:
+  // in place, or as the copy out of the scratch an aliasing call wrote to (one pass either way).
+  const std::int64_t count = static_cast<std::int64_t>(geometry.batch) * geometry.spatial * geometry.channels;
   if (geometry.activation == FusedActivation::Relu) {
-    launch_relu_forward(stream_, ComputePrecision::Float32,
-                        static_cast<std::int64_t>(geometry.batch) * geometry.spatial * geometry.channels,
-                        written, destination);
+    launch_relu_forward(stream_, ComputePrecision::Float32, count, written, destination);
+    return;
+  }
+  if (geometry.activation != FusedActivation::None) {
+    launch_activation_forward(stream_, ComputePrecision::Float32, activation_kind(geometry.activation), count,
+                              written, destination);
     return;
   }
   if (written != destination)
@@ -119,8 +123,8 @@ void BatchNorms::backward(const BatchNormGeometry& geometry, const float* input,
       cudnn_, mode, &one, &zero, &one, &zero, plan.activations.get(), input, plan.activations.get(),
       grad_output, plan.activations.get(), target, plan.parameters.get(), gamma, grad_gamma, grad_beta,
       static_cast<double>(geometry.epsilon), saved_mean, saved_inverse_std));
-  // The fused ReLU belongs to the forward only (its backward is the layer's): only the copy out of
-  // the scratch, never a ReLU of the gradient.
+  // The fused activation belongs to the forward only (its backward is the layer's): only the copy
+  // out of the scratch, never an activation of the gradient.
   BatchNormGeometry plain = geometry;
   plain.activation = FusedActivation::None;
   finish_output(plain, grad_input, target);

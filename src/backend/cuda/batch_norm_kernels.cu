@@ -3,6 +3,7 @@
 // chunk of rows (8 thread rows combined in a fixed order), and a per-channel pass that merges the
 // chunks in double (fixed strides and order) and computes the per-channel affine map the last,
 // element-wise kernel applies. The formulas are the CPU backend's, line for line where they can be.
+#include "activation_functions.hpp"
 #include "batch_norm_kernels.hpp"
 #include "cuda_check.hpp"
 #include "launch.hpp"
@@ -152,19 +153,19 @@ __global__ void inference_coefficients_kernel(int channels, float epsilon, const
   coefficients[2 * channels + channel] = beta[channel];
 }
 
-// output = (x - centre) * scale + offset per channel, then the fused ReLU (`x < 0 ? 0 : x`). With
+// output = (x - centre) * scale + offset per channel, then the fused activation (ReLU as
+// `x < 0 ? 0 : x`, the others as activation_functions.hpp computes them). With
 // `vector` (channels a multiple of 4, aligned buffers) each thread moves four neighbouring elements,
 // which never straddle a row, with one load and one store; the arithmetic per element is the same.
-template <typename Stored, bool relu, bool vector>
+template <typename Stored, typename Activation, bool vector>
 __global__ void affine_kernel(std::int64_t count, int channels, const Stored* input,
-                              const float* coefficients, Stored* output) {
+                              const float* coefficients, Activation activation, Stored* output) {
   const float* centre = coefficients;
   const float* scale = coefficients + channels;
   const float* offset = coefficients + 2 * channels;
   const auto normalised = [&](float value, int channel) {
     value = (value - centre[channel]) * scale[channel] + offset[channel];
-    if constexpr (relu) value = value < 0.0f ? 0.0f : value;
-    return narrow<Stored>(value);
+    return narrow<Stored>(activation(value));
   };
   std::int64_t done = 0;
   if constexpr (vector) {
@@ -295,21 +296,17 @@ void launch_affine(cudaStream_t stream, std::int64_t count, int channels, FusedA
                    const float* input, const float* coefficients, float* output) {
   const bool vector = channels % 4 == 0 && quad_aligned<Stored>(input) && quad_aligned<Stored>(output);
   const unsigned int blocks = grid_blocks(vector ? (count + 3) / 4 : count);
-  const bool relu = activation == FusedActivation::Relu;
   const Stored* in = stored<Stored>(input);
   Stored* out = stored<Stored>(output);
-  if (relu && vector)
-    affine_kernel<Stored, true, true>
-        <<<blocks, threads_per_block, 0, stream>>>(count, channels, in, coefficients, out);
-  if (relu && !vector)
-    affine_kernel<Stored, true, false>
-        <<<blocks, threads_per_block, 0, stream>>>(count, channels, in, coefficients, out);
-  if (!relu && vector)
-    affine_kernel<Stored, false, true>
-        <<<blocks, threads_per_block, 0, stream>>>(count, channels, in, coefficients, out);
-  if (!relu && !vector)
-    affine_kernel<Stored, false, false>
-        <<<blocks, threads_per_block, 0, stream>>>(count, channels, in, coefficients, out);
+  with_fused_activation(activation, [&](auto function) {
+    using Function = decltype(function);
+    if (vector)
+      affine_kernel<Stored, Function, true>
+          <<<blocks, threads_per_block, 0, stream>>>(count, channels, in, coefficients, function, out);
+    else
+      affine_kernel<Stored, Function, false>
+          <<<blocks, threads_per_block, 0, stream>>>(count, channels, in, coefficients, function, out);
+  });
   PHALANX_CUDA_LAUNCHED("affine_kernel");
 }
 

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "augment.hpp"
+#include "channel_scale.hpp"
 #include "cuda_staged_copy.hpp"
 #include "cuda_upload.hpp"
 #include "elementwise.hpp"
@@ -386,6 +387,20 @@ void CudaBackend::relu_backward(std::int64_t count, const float* output, const f
   launch_relu_backward(stream_.get(), activations_, count, output, grad_output, grad_input);
 }
 
+void CudaBackend::activation_forward(ActivationKind kind, std::int64_t count, const float* input,
+                                     float* output) {
+  make_current();
+  launch_activation_forward(stream_.get(), activations_, kind, count, input, output);
+}
+
+void CudaBackend::activation_backward(ActivationKind kind, std::int64_t count, const float* input,
+                                      const float* output, const float* grad_output, float* grad_input) {
+  make_current();
+  PHALANX_CHECK((backward_reads_output(kind) ? output : input) != nullptr,
+                "an activation's backward needs its ", backward_reads_output(kind) ? "output" : "input");
+  launch_activation_backward(stream_.get(), activations_, kind, count, input, output, grad_output, grad_input);
+}
+
 void CudaBackend::add(std::int64_t count, const float* a, const float* b, float* output) {
   make_current();
   launch_add(stream_.get(), activations_, count, a, b, output);
@@ -423,6 +438,26 @@ void CudaBackend::dropout_backward(std::int64_t count, float probability, const 
                                    const float* grad_output, float* grad_input) {
   make_current();
   launch_dropout_backward(stream_.get(), activations_, count, probability, mask, grad_output, grad_input);
+}
+
+void CudaBackend::channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                                        const float* input, const float* scale, float* output) {
+  make_current();
+  launch_channel_scale_forward(stream_.get(), activations_, batch, spatial, channels, input, scale, output);
+}
+
+void CudaBackend::channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                                         const float* input, const float* scale, const float* grad_output,
+                                         float* grad_input, float* grad_scale) {
+  make_current();
+  launch_channel_scale_backward(stream_.get(), activations_, batch, spatial, channels, input, scale,
+                                grad_output, grad_input, grad_scale);
+}
+
+void CudaBackend::scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep,
+                                float keep_scale, const float* input, float* output) {
+  make_current();
+  launch_scale_samples(stream_.get(), activations_, batch, sample_elements, keep, keep_scale, input, output);
 }
 
 void CudaBackend::transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns,

@@ -89,6 +89,10 @@ class CudaBackend final : public Backend {
   void relu_forward(std::int64_t count, const float* input, float* output) override;
   void relu_backward(std::int64_t count, const float* output, const float* grad_output,
                      float* grad_input) override;
+  void activation_forward(ActivationKind kind, std::int64_t count, const float* input,
+                          float* output) override;
+  void activation_backward(ActivationKind kind, std::int64_t count, const float* input, const float* output,
+                           const float* grad_output, float* grad_input) override;
   void add(std::int64_t count, const float* a, const float* b, float* output) override;
   void add_relu(std::int64_t count, const float* a, const float* b, float* output) override;
   void accumulate(std::int64_t count, const float* source, float* destination) override;
@@ -98,6 +102,13 @@ class CudaBackend final : public Backend {
                        const float* input, float* output, std::uint8_t* mask) override;
   void dropout_backward(std::int64_t count, float probability, const std::uint8_t* mask,
                         const float* grad_output, float* grad_input) override;
+  void channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                             const float* input, const float* scale, float* output) override;
+  void channel_scale_backward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,
+                              const float* input, const float* scale, const float* grad_output,
+                              float* grad_input, float* grad_scale) override;
+  void scale_samples(std::int64_t batch, std::int64_t sample_elements, const std::uint8_t* keep,
+                     float keep_scale, const float* input, float* output) override;
   void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const float* input,
                          float* output) override;
 

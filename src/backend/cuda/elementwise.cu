@@ -1,9 +1,11 @@
 // Element-wise kernels of the CUDA backend (see elementwise.hpp): grid-stride loops over
-// contiguous elements. The arithmetic is written as the CPU backend's loops write it (no fast-math,
-// IEEE division), so normalisation, ReLU, sums and scaling give the same bits on both; activations
-// held in bf16/fp16 are widened, computed on in float, and rounded once (stored_value.hpp).
+// contiguous elements; the activations of ActivationKind apply activation_functions.hpp. The arithmetic is
+// written as the CPU backend's loops write it (no fast-math, IEEE division), so normalisation, ReLU, sums and
+// scaling give the same bits on both; activations held in bf16/fp16 are widened, computed on in float, and
+// rounded once (stored_value.hpp).
 #include <cstdint>
 
+#include "activation_functions.hpp"
 #include "cuda_check.hpp"
 #include "elementwise.hpp"
 #include "launch.hpp"
@@ -188,6 +190,54 @@ void launch_relu_backward(cudaStream_t stream, ComputePrecision storage, std::in
                           const float* output, const float* grad_output, float* grad_input) {
   launch_binary(stream, storage, count, ReluGradient{}, output, grad_output, grad_input,
                 "launch of relu_backward_kernel");
+}
+
+void launch_activation_forward(cudaStream_t stream, ComputePrecision storage, ActivationKind kind,
+                               std::int64_t count, const float* input, float* output) {
+  const char* launch = "launch of activation_forward_kernel";
+  switch (kind) {
+    case ActivationKind::Relu6:
+      return launch_unary(stream, storage, count, Relu6Activation{}, input, output, launch);
+    case ActivationKind::Sigmoid:
+      return launch_unary(stream, storage, count, SigmoidActivation{}, input, output, launch);
+    case ActivationKind::Hardsigmoid:
+      return launch_unary(stream, storage, count, HardsigmoidActivation{}, input, output, launch);
+    case ActivationKind::Silu:
+      return launch_unary(stream, storage, count, SiluActivation{}, input, output, launch);
+    case ActivationKind::Hardswish:
+      return launch_unary(stream, storage, count, HardswishActivation{}, input, output, launch);
+    case ActivationKind::Gelu:
+      return launch_unary(stream, storage, count, GeluActivation{}, input, output, launch);
+    case ActivationKind::GeluTanh:
+      return launch_unary(stream, storage, count, GeluTanhActivation{}, input, output, launch);
+  }
+}
+
+void launch_activation_backward(cudaStream_t stream, ComputePrecision storage, ActivationKind kind,
+                                std::int64_t count, const float* input, const float* output,
+                                const float* grad_output, float* grad_input) {
+  const char* launch = "launch of activation_backward_kernel";
+  // Each gradient reads one of the two (backward_reads_output), element by element with grad_output.
+  switch (kind) {
+    case ActivationKind::Relu6:
+      return launch_binary(stream, storage, count, Relu6Gradient{}, output, grad_output, grad_input, launch);
+    case ActivationKind::Sigmoid:
+      return launch_binary(stream, storage, count, SigmoidGradient{}, output, grad_output, grad_input,
+                           launch);
+    case ActivationKind::Hardsigmoid:
+      return launch_binary(stream, storage, count, HardsigmoidGradient{}, output, grad_output, grad_input,
+                           launch);
+    case ActivationKind::Silu:
+      return launch_binary(stream, storage, count, SiluGradient{}, input, grad_output, grad_input, launch);
+    case ActivationKind::Hardswish:
+      return launch_binary(stream, storage, count, HardswishGradient{}, input, grad_output, grad_input,
+                           launch);
+    case ActivationKind::Gelu:
+      return launch_binary(stream, storage, count, GeluGradient{}, input, grad_output, grad_input, launch);
+    case ActivationKind::GeluTanh:
+      return launch_binary(stream, storage, count, GeluTanhGradient{}, input, grad_output, grad_input,
+                           launch);
+  }
 }
 
 void launch_add(cudaStream_t stream, ComputePrecision storage, std::int64_t count, const float* a,

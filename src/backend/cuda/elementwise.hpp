@@ -1,7 +1,7 @@
-// Launchers of the element-wise kernels of the CUDA backend: fill, input normalisation, ReLU,
-// sums, scaling, bias rows, the per-sample transpose, dropout. Each enqueues one kernel on
-// `stream` and returns at once; each element's result depends on that element only, so results
-// are bitwise those of the CPU backend's loops wherever the arithmetic is the same.
+// Launchers of the element-wise kernels of the CUDA backend: fill, input normalisation, ReLU and
+// the other activations, sums, scaling, bias rows, the per-sample transpose, dropout. Each enqueues
+// one kernel on `stream` and returns at once; each element's result depends on that element only,
+// so results are bitwise those of the CPU backend's loops wherever the arithmetic is the same.
 //
 // `storage` is the type the activation buffers hold (Backend::set_activation_precision): the
 // float* of those launchers point at elements of that type. fill, scale and the bias rows work on
@@ -24,6 +24,12 @@ void launch_relu_forward(cudaStream_t stream, ComputePrecision storage, std::int
                          const float* input, float* output);
 void launch_relu_backward(cudaStream_t stream, ComputePrecision storage, std::int64_t count,
                           const float* output, const float* grad_output, float* grad_input);
+// Backend::activation_forward and activation_backward (the formulas: activation_functions.hpp).
+void launch_activation_forward(cudaStream_t stream, ComputePrecision storage, ActivationKind kind,
+                               std::int64_t count, const float* input, float* output);
+void launch_activation_backward(cudaStream_t stream, ComputePrecision storage, ActivationKind kind,
+                                std::int64_t count, const float* input, const float* output,
+                                const float* grad_output, float* grad_input);
 void launch_add(cudaStream_t stream, ComputePrecision storage, std::int64_t count, const float* a,
                 const float* b, float* output);
 // ReLU(a + b) in one pass (a residual block's sum and its ReLU).

@@ -28,6 +28,7 @@
 #include "phalanx/data/dataset_storage_check.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/data/hdf5_objects.hpp"
 #include "phalanx/data/object_header_check.hpp"
 #include "phalanx/train/checkpoint_seal.hpp"
 
@@ -333,27 +334,41 @@ bool link_exists(hid_t file, const std::string& name, const std::string& path) {
   return H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0;
 }
 
+void read_float_values(hid_t dataset, const std::string& name, const Shape& shape, float* values,
+                       const std::string& path);
+
+// The stored shape of an open dataset.
+Shape dataset_shape(hid_t dataset) {
+  Hdf5Handle space(H5Dget_space(dataset), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return Shape(std::vector<std::int64_t>(dims.begin(), dims.end()));
+}
+
 void read_floats(hid_t file, const std::string& name, const Shape& shape, float* values,
                  const std::string& path) {
   PHALANX_REQUIRE_INPUT(link_exists(file, name, path), path, ": ", name,
                         ": missing (the checkpoint is not of this model)");
   Hdf5Handle dataset = data::detail::open_checked_dataset(file, name, path);
   PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
-  Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
-  const int rank = H5Sget_simple_extent_ndims(space.get());
-  std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  std::vector<std::int64_t> found(dims.begin(), dims.end());
-  PHALANX_REQUIRE_INPUT(Shape(found) == shape, path, ": ", name, ": shape ", Shape(found).to_string(),
+  const Shape found = dataset_shape(dataset.get());
+  PHALANX_REQUIRE_INPUT(found == shape, path, ": ", name, ": shape ", found.to_string(),
                         " does not match the model's ", shape.to_string());
-  require_number_dataset(dataset.get(), name, path);
-  data::detail::require_sound_dataset_storage(dataset.get(), path + ": " + name);
+  read_float_values(dataset.get(), name, shape, values, path);
+}
+
+// The values of an open float dataset of `shape`, checked against its stored checksum.
+void read_float_values(hid_t dataset, const std::string& name, const Shape& shape, float* values,
+                       const std::string& path) {
+  require_number_dataset(dataset, name, path);
+  data::detail::require_sound_dataset_storage(dataset, path + ": " + name);
   PHALANX_REQUIRE_INPUT(
-      data::detail::read_checked(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0,
-      path, ": ", name, ": unreadable (truncated file?)");
+      data::detail::read_checked(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0, path,
+      ": ", name, ": unreadable (truncated file?)");
   // Checkpoints written before checksums were stored have none; those load unverified.
-  if (H5Aexists(dataset.get(), data::checksum_attribute) <= 0) return;
-  const std::string stored = read_attribute_string(dataset.get(), data::checksum_attribute, path);
+  if (H5Aexists(dataset, data::checksum_attribute) <= 0) return;
+  const std::string stored = read_attribute_string(dataset, data::checksum_attribute, path);
   const std::string computed = float_checksum(values, static_cast<std::size_t>(shape.elements()));
   PHALANX_REQUIRE_INPUT(
       stored == computed, path, ": ", name, ": checksum mismatch (stored ", stored, ", computed ", computed,
@@ -736,6 +751,37 @@ void OpenCheckpoint::load(backend::Backend& backend, nn::ParameterRegistry& regi
         backend.copy_from_host(optimizer->state(names[index]).data(), states[index].data(),
                                states[index].size() * sizeof(float));
   }
+}
+
+std::vector<ModelTensor> OpenCheckpoint::model_tensors() const {
+  const auto hdf5_lock = data::lock_hdf5();
+  const hid_t file = file_->handle.get();
+  const std::string& path = header_.path;
+  PHALANX_REQUIRE_INPUT(link_exists(file, "/model", path), path,
+                        ": /model: missing (no weights in the file)");
+  data::detail::check_object_header(file, "/model", path);
+  Hdf5Handle model(H5Gopen2(file, "/model", H5P_DEFAULT), H5Gclose);
+  PHALANX_REQUIRE_INPUT(model.valid(), path, ": /model: unreadable");
+  std::vector<std::string> names;
+  PHALANX_REQUIRE_INPUT(data::detail::visit_objects(model.get(),
+                                                    [&](const char* name, H5O_type_t type) {
+                                                      if (type == H5O_TYPE_DATASET) names.emplace_back(name);
+                                                      return herr_t{0};
+                                                    }) >= 0,
+                        path, ": /model: its groups cannot be listed (damaged file?)");
+  std::vector<ModelTensor> tensors;
+  const std::string counter = "/num_batches_tracked";
+  for (const std::string& name : names) {
+    if (name.ends_with(counter) || name == counter.substr(1)) continue;  // torch's counter, not kept
+    const std::string full_name = "/model/" + name;
+    Hdf5Handle dataset = data::detail::open_checked_dataset(file, full_name, path);
+    PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", full_name, ": unreadable");
+    ModelTensor tensor{name, dataset_shape(dataset.get()), {}};
+    tensor.values.resize(static_cast<std::size_t>(tensor.shape.elements()));
+    read_float_values(dataset.get(), full_name, tensor.shape, tensor.values.data(), path);
+    tensors.push_back(std::move(tensor));
+  }
+  return tensors;
 }
 
 }  // namespace phalanx::train

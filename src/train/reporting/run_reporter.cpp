@@ -93,6 +93,7 @@ void RunReporter::start() {
   if (!setup_.batch_split.local_batches.empty())
     progress_.line(batch_split_line(setup_.batch_split, communicator_.size()));
   progress_.line("data cache: " + setup_.train_split->cache_description);
+  initial_weights_lines();
   if (setup_.resumed_from.empty()) return;
   const TrainingPosition& position = setup_.position;
   progress_.line("resumed from " + setup_.resumed_from + " at epoch " + std::to_string(position.epoch + 1) +
@@ -103,6 +104,29 @@ void RunReporter::start() {
     progress_.line("the checkpoint holds no running loss totals (written by an earlier version): epoch " +
                    std::to_string(position.epoch + 1) +
                    "'s train_loss and the next step event's loss count the steps after the resume only");
+}
+
+void RunReporter::initial_weights_lines() {
+  const InitialWeights& initial = setup_.initial_weights;
+  if (!initial.file.empty()) {
+    progress_.line("weights from " + initial.file + " (" + std::to_string(initial.tensors) +
+                   " parameters and buffers, names and shapes checked)");
+    if (!initial.reinitialised.empty()) {
+      std::string names;
+      for (const std::string& name : initial.reinitialised) names += (names.empty() ? "" : ", ") + name;
+      progress_.line("classifier head re-initialised for " + std::to_string(setup_.dataset.classes.size()) +
+                     " classes (the file's has another class count): " + names);
+    }
+  }
+  if (initial.frozen_tensors > 0) {
+    std::string prefixes;
+    for (const std::string& prefix : setup_.config.train.freeze)
+      prefixes += (prefixes.empty() ? "" : ", ") + prefix;
+    progress_.line("frozen (train.freeze: " + prefixes + "): " + std::to_string(initial.frozen_tensors) +
+                   " of " + std::to_string(setup_.model->registry().parameters_info().size()) +
+                   " parameter tensors, " + std::to_string(initial.frozen_values) + " of " +
+                   std::to_string(setup_.model->registry().parameter_count()) + " values");
+  }
 }
 
 void RunReporter::accumulation(const std::vector<std::uint64_t>& micro_batches) {
@@ -246,6 +270,12 @@ nlohmann::json RunReporter::finish(const TrainingRecord& record, int micro_batch
   summary["dataset"] = data::source_name(setup_.config.data);  // data.path, or the mapped training images
   summary["parameters"] = setup_.model->registry().parameter_count();
   if (!setup_.resumed_from.empty()) summary["resumed_from"] = setup_.resumed_from;
+  if (!setup_.initial_weights.file.empty())
+    summary["init_from"] = {{"file", setup_.initial_weights.file},
+                            {"reinitialised", setup_.initial_weights.reinitialised}};
+  if (setup_.initial_weights.frozen_tensors > 0)
+    summary["frozen"] = {{"tensors", setup_.initial_weights.frozen_tensors},
+                         {"values", setup_.initial_weights.frozen_values}};
   if (setup_.elastic.is_object()) summary["elastic"] = setup_.elastic;
   if (setup_.loss_scaler)
     summary["loss_scaling"] = {{"final_scale", setup_.loss_scaler->scale()},

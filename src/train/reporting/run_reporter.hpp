@@ -47,6 +47,8 @@ class RunReporter {
   nlohmann::json finish(const TrainingRecord& record, int micro_batches);
 
  private:
+  // model.init_from and train.freeze, when set: what was read, re-initialised and frozen.
+  void initial_weights_lines();
   void print_breakdown_table(const nlohmann::json& breakdown);
   void write_report();
   nlohmann::json rank_entry(const TrainingRecord& record, int micro_batches, double local_rate);

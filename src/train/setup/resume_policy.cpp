@@ -15,6 +15,9 @@ config::Config trajectory_settings(config::Config config) {
   config.device = config::Device::Auto;
   config.threads = 0;
   config.data.path = "";
+  // A resume takes its weights from the checkpoint: where the first start took them from is history
+  // (train.freeze stays: which parameters move is part of the trajectory).
+  config.model.init_from = "";
   config.data.test_split = "";
   config.data.prefetch_batches = 1;
   config.train.epochs = 1;

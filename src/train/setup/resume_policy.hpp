@@ -47,7 +47,8 @@ struct ResumePlan {
 ResumePlan plan_resume(const CheckpointHeader& header, const ResumingRun& run);
 
 // The settings that fix a run's trajectory: a resumed run may extend epochs or change max_steps,
-// logging, checkpointing, threads or the data path (a moved file), nothing else.
+// logging, checkpointing, threads, the data path (a moved file) or model.init_from (read at the
+// first start only), nothing else.
 config::Config trajectory_settings(config::Config config);
 
 }  // namespace phalanx::train

@@ -136,7 +136,15 @@ TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator&
   const data::ShardPlan plan(setup.train_split->count, setup.local_batches, communicator.rank(), config.seed);
   setup.steps_per_epoch = plan.steps_per_epoch();
   setup.learning_rate = config.optimizer.learning_rate;
-  if (request.checkpoint) resume(setup, *request.checkpoint, backend, communicator);
+  freeze_parameters(config, setup.model->registry(), setup.initial_weights);
+  if (request.checkpoint) {
+    resume(setup, *request.checkpoint, backend, communicator);
+  } else if (!config.model.init_from.empty() && communicator.rank() == 0) {
+    // Rank 0 alone reads the file: the trainer starts every rank from rank 0's weights, so one
+    // read (of a file that may be hundreds of megabytes) gives every rank the same weights.
+    initialise_from_file(config, static_cast<int>(setup.dataset.classes.size()), backend,
+                         setup.model->registry(), setup.initial_weights);
+  }
   setup.schedule = std::make_unique<optim::Schedule>(config.schedule, setup.learning_rate, setup.steps_per_epoch,
                                                      setup.steps_per_epoch * config.train.epochs);
   // Updates to the end of the epochs: counted from where the run stands in the epochs, which after

@@ -28,6 +28,7 @@
 #include "phalanx/train/running_totals.hpp"
 #include "setup/arithmetic_setup.hpp"
 #include "setup/batch_split.hpp"
+#include "setup/initial_weights.hpp"
 
 namespace phalanx::train {
 
@@ -62,6 +63,7 @@ struct TrainingSetup {
   TrainingPosition position;
   std::int64_t last_step = 0;  // the step the run ends at: train.max_steps, or the epochs' end
   std::string resumed_from;
+  InitialWeights initial_weights;  // train.freeze, and model.init_from on a fresh start (rank 0 reads)
   nlohmann::json elastic;  // what an elastic resume changed (summary.json "elastic"), else null
   std::optional<RunningTotals> resumed_totals;
 };

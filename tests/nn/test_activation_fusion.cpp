@@ -1,7 +1,9 @@
-// ReLU fusion at the model level: a model built with ReluFusion::Fused trains bit for bit like the
-// same model with ReluFusion::Separate (logits, loss, every gradient, parameters and running
-// statistics after several SGD steps, then evaluation logits), holds one activation buffer fewer
-// per fused pair, and declares the same parameter names (checkpoints do not change).
+// Activation fusion at the model level: a model built with ActivationFusion::Fused trains bit for
+// bit like the same model with ActivationFusion::Separate (logits, loss, every gradient, parameters
+// and running statistics after several SGD steps, then evaluation logits), holds one activation
+// buffer fewer per fused pair (relu, relu6, sigmoid, hardsigmoid after a conv, linear or
+// batch_norm; never silu, hardswish or gelu), and declares the same parameter names (checkpoints do
+// not change).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -37,7 +39,7 @@ struct Trace {
   std::vector<float> parameters, buffers;
   std::vector<std::string> names;
   std::size_t activation_bytes = 0;
-  int fused_relus = 0;
+  int fused_activations = 0;
 };
 
 std::vector<float> to_host(backend::Backend& backend, const Tensor& tensor) {
@@ -47,7 +49,7 @@ std::vector<float> to_host(backend::Backend& backend, const Tensor& tensor) {
 }
 
 // `steps` SGD steps (momentum, weight decay) on a fixed random batch, then one evaluation forward.
-Trace train(const config::ModelConfig& config, const Shape& sample, int classes, ReluFusion fusion,
+Trace train(const config::ModelConfig& config, const Shape& sample, int classes, ActivationFusion fusion,
             int steps = 3, int batch = 8) {
   auto backend = backend::make_cpu_backend(1);
   Model model(config, sample, classes, *backend, 7, fusion);
@@ -87,7 +89,7 @@ Trace train(const config::ModelConfig& config, const Shape& sample, int classes,
   trace.parameters = to_host(*backend, registry.parameters());
   if (registry.buffer_count() > 0) trace.buffers = to_host(*backend, registry.buffers());
   trace.activation_bytes = model.network().activation_bytes();
-  trace.fused_relus = model.network().fused_relu_count();
+  trace.fused_activations = model.network().fused_activation_count();
   return trace;
 }
 
@@ -121,11 +123,11 @@ config::ModelConfig preset(const std::string& name) {
 
 TEST(ReluFusion, FmnistCnnTrainsBitForBitWithOneBufferLessPerPair) {
   const Shape sample{28, 28, 1};
-  const Trace fused = train(preset("fmnist_cnn"), sample, 10, ReluFusion::Fused);
-  const Trace separate = train(preset("fmnist_cnn"), sample, 10, ReluFusion::Separate);
+  const Trace fused = train(preset("fmnist_cnn"), sample, 10, ActivationFusion::Fused);
+  const Trace separate = train(preset("fmnist_cnn"), sample, 10, ActivationFusion::Separate);
   expect_same_training(fused, separate);
-  EXPECT_EQ(fused.fused_relus, 3);  // conv1+relu1, conv2+relu2, fc1+relu3
-  EXPECT_EQ(separate.fused_relus, 0);
+  EXPECT_EQ(fused.fused_activations, 3);  // conv1+relu1, conv2+relu2, fc1+relu3
+  EXPECT_EQ(separate.fused_activations, 0);
   // The producers' own outputs are not held: conv1 [28,28,32], conv2 [14,14,64], fc1 [128].
   const std::size_t saved = sizeof(float) * 8 * (28 * 28 * 32 + 14 * 14 * 64 + 128);
   EXPECT_EQ(separate.activation_bytes - fused.activation_bytes, saved);
@@ -135,10 +137,10 @@ TEST(ReluFusion, Resnet20OnSmallImagesTrainsBitForBit) {
   // Batch norm + ReLU in the stem and in every block's main path, add + ReLU at every block's end,
   // stride-2 shortcuts; 12x12 keeps it quick.
   const Shape sample{12, 12, 3};
-  const Trace fused = train(preset("resnet20"), sample, 10, ReluFusion::Fused, 2);
-  const Trace separate = train(preset("resnet20"), sample, 10, ReluFusion::Separate, 2);
+  const Trace fused = train(preset("resnet20"), sample, 10, ActivationFusion::Fused, 2);
+  const Trace separate = train(preset("resnet20"), sample, 10, ActivationFusion::Separate, 2);
   expect_same_training(fused, separate);
-  EXPECT_EQ(fused.fused_relus, 1);  // the stem's bn1+relu; the blocks' own are in nested Sequentials
+  EXPECT_EQ(fused.fused_activations, 1);  // the stem's bn1+relu; the blocks' own are in nested Sequentials
   EXPECT_EQ(separate.activation_bytes - fused.activation_bytes, sizeof(float) * 8 * 12 * 12 * 16);
 }
 
@@ -156,10 +158,10 @@ TEST(ReluFusion, LayersListWithReluAfterLinearAndAsLastLayer) {
       plain_block,      layer("max_pool"),   layer("flatten"),    layer("linear", 32), layer("relu"),
       layer("dropout"), layer("linear", 10), layer("relu")};
   const Shape sample{8, 8, 2};
-  const Trace fused = train(config, sample, 10, ReluFusion::Fused);
-  const Trace separate = train(config, sample, 10, ReluFusion::Separate);
+  const Trace fused = train(config, sample, 10, ActivationFusion::Fused);
+  const Trace separate = train(config, sample, 10, ActivationFusion::Separate);
   expect_same_training(fused, separate);
-  EXPECT_EQ(fused.fused_relus, 4);  // conv, batch_norm, linear 32, and the last linear's
+  EXPECT_EQ(fused.fused_activations, 4);  // conv, batch_norm, linear 32, and the last linear's
   // Fused, the last linear writes ReLU(result) straight into the caller's logits [10].
   const std::size_t saved = sizeof(float) * 8 * (8 * 8 * 8 + 8 * 8 * 8 + 32 + 10);
   EXPECT_EQ(separate.activation_bytes - fused.activation_bytes, saved);
@@ -171,11 +173,34 @@ TEST(ReluFusion, ReluWithoutAProducerIsNotFused) {
   config.layers = {layer("relu"), layer("conv", 4), layer("max_pool"),  layer("relu"),
                    layer("relu"), layer("flatten"), layer("linear", 10)};
   const Shape sample{8, 8, 1};
-  const Trace fused = train(config, sample, 10, ReluFusion::Fused, 2);
-  const Trace separate = train(config, sample, 10, ReluFusion::Separate, 2);
+  const Trace fused = train(config, sample, 10, ActivationFusion::Fused, 2);
+  const Trace separate = train(config, sample, 10, ActivationFusion::Separate, 2);
   expect_same_training(fused, separate);
-  EXPECT_EQ(fused.fused_relus, 0);
+  EXPECT_EQ(fused.fused_activations, 0);
   EXPECT_EQ(fused.activation_bytes, separate.activation_bytes);
+}
+
+TEST(ActivationFusion, MobileNetLikeLayersTrainBitForBitWithOneBufferLessPerFusedPair) {
+  // relu6 after a batch_norm, sigmoid after a conv, hardsigmoid after a linear and relu6 as the last
+  // layer fuse; hardswish, silu and gelu (their backward reads their input) run on their own.
+  config::LayerSpec depthwise = layer("conv", 8);
+  depthwise.groups = 8;
+  config::ModelConfig config;
+  config.layers = {layer("conv", 8),    layer("batch_norm"),  layer("relu6"),      depthwise,
+                   layer("batch_norm"), layer("hardswish"),   layer("conv", 8),    layer("sigmoid"),
+                   layer("conv", 8),    layer("silu"),        layer("max_pool"),   layer("flatten"),
+                   layer("linear", 32), layer("hardsigmoid"), layer("linear", 32), layer("gelu"),
+                   layer("linear", 10), layer("relu6")};
+  const Shape sample{8, 8, 2};
+  const Trace fused = train(config, sample, 10, ActivationFusion::Fused);
+  const Trace separate = train(config, sample, 10, ActivationFusion::Separate);
+  expect_same_training(fused, separate);
+  EXPECT_EQ(fused.fused_activations, 4);
+  EXPECT_EQ(separate.fused_activations, 0);
+  // Not held when fused: the batch_norm's and the conv's [8, 8, 8], the linear's [32], the logits' [10]
+  // (the last linear writes relu6(result) into the caller's logits).
+  const std::size_t saved = sizeof(float) * 8 * (8 * 8 * 8 + 8 * 8 * 8 + 32 + 10);
+  EXPECT_EQ(separate.activation_bytes - fused.activation_bytes, saved);
 }
 
 }  // namespace

@@ -1,0 +1,35 @@
+// `phalanx checkpoint import` and `export`: PyTorch weights (safetensors) into a sealed phalanx
+// checkpoint of a preset, and a checkpoint's weights back out as safetensors with torch's names.
+#pragma once
+
+#include <string>
+
+#include "phalanx/core/shape.hpp"
+
+namespace phalanx::train {
+
+struct ImportRequest {
+  std::string weights;       // the safetensors file
+  std::string preset;        // model.preset of the model the weights are for
+  std::string output;        // the checkpoint to write
+  int classes = 0;           // 0: the first dimension of the file's classifier weight
+  Shape input{224, 224, 3};  // one image [H, W, C]
+  std::string data;          // data.path written into the checkpoint's config (may be empty)
+};
+
+struct ImportResult {
+  int classes = 0;
+  std::size_t tensors = 0;      // parameters and buffers set
+  std::int64_t parameters = 0;  // learnable values
+};
+
+// Builds the preset, sets every parameter and buffer from the file (names and shapes must match
+// exactly: InvalidInput naming the file, the tensor and both shapes), and writes a checkpoint at
+// step 0 whose config names the preset; nothing is written unless every tensor matched.
+ImportResult import_weights(const ImportRequest& request);
+
+// Writes the /model tensors of a checkpoint as F32 safetensors with torch's names ("a.b.c"),
+// loadable with safetensors.torch.load_file + load_state_dict(strict=False: no num_batches_tracked).
+std::size_t export_weights(const std::string& checkpoint, const std::string& output);
+
+}  // namespace phalanx::train

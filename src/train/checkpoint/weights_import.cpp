@@ -1,0 +1,72 @@
+// Import and export of PyTorch weights (weights_import.hpp): the model is built on the CPU
+// backend, as a checkpoint written by any rank loads on every other.
+#include "phalanx/train/weights_import.hpp"
+
+#include <algorithm>
+
+#include "phalanx/backend/backend.hpp"
+#include "phalanx/config/config.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/nn/model.hpp"
+#include "phalanx/nn/model_plan.hpp"
+#include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/pretrained_weights.hpp"
+#include "phalanx/train/safetensors.hpp"
+
+namespace phalanx::train {
+namespace {
+
+// Written as data.path when the import names no dataset: `phalanx eval` then asks for --data.
+constexpr const char* no_dataset = "none (imported weights: give phalanx eval --data)";
+
+// The class count the file's classifier head was trained for: the first dimension of the weight
+// of the preset's head, found in a plan built for two classes.
+int classes_of_file(const config::ModelConfig& model, const Shape& input, const StoredWeights& weights) {
+  const nn::ModelPlan plan(model, input, 2);
+  const std::vector<std::string> head = classifier_head(plan.registry(), 2);
+  PHALANX_REQUIRE_INPUT(!head.empty(), "preset ", model.preset,
+                        " has no classifier head to read the class count from: give --classes");
+  const auto found = weights.tensors.find(head.front());
+  PHALANX_REQUIRE_INPUT(found != weights.tensors.end() && found->second.shape.rank() >= 1, weights.path,
+                        ": no tensor '", head.front(), "' (preset ", model.preset,
+                        "'s classifier) to read the class count from: give --classes");
+  const std::int64_t classes = found->second.shape[0];
+  PHALANX_REQUIRE_INPUT(classes >= 1 && classes <= 1'000'000, weights.path, ": tensor '",
+                        found->second.stored_name, "' gives ", classes, " classes: give --classes");
+  return static_cast<int>(classes);
+}
+
+}  // namespace
+
+ImportResult import_weights(const ImportRequest& request) {
+  const std::string text = "name: imported\nmodel:\n  preset: \"" + request.preset + "\"\ndata:\n  path: \"" +
+                           (request.data.empty() ? no_dataset : request.data) + "\"\n";
+  const config::Config config = config::parse(text, "phalanx checkpoint import --preset");
+  PHALANX_REQUIRE_INPUT(request.input.rank() == 3 && request.input.elements() > 0, "--input ",
+                        request.input.to_string(), " is not one image H x W x C");
+  const StoredWeights weights = read_stored_weights(request.weights);
+  ImportResult result;
+  result.classes =
+      request.classes > 0 ? request.classes : classes_of_file(config.model, request.input, weights);
+  const auto backend = backend::make_cpu_backend(1);
+  nn::Model model(config.model, request.input, result.classes, *backend, config.seed);
+  assign_weights(weights, *backend, model.registry(), HeadMismatch::Refuse);
+  result.tensors = model.registry().parameters_info().size() + model.registry().buffers_info().size();
+  result.parameters = model.registry().parameter_count();
+  write_checkpoint(request.output, *backend, model.registry(), nullptr, TrainingPosition{}, 1, config.seed,
+                   config::to_yaml(config));
+  return result;
+}
+
+std::size_t export_weights(const std::string& checkpoint, const std::string& output) {
+  std::vector<ModelTensor> tensors = OpenCheckpoint(checkpoint).model_tensors();
+  std::vector<SafetensorsTensor> torch_tensors;
+  for (ModelTensor& tensor : tensors) {
+    std::replace(tensor.name.begin(), tensor.name.end(), '/', '.');
+    torch_tensors.push_back({tensor.name, tensor.shape, std::move(tensor.values)});
+  }
+  write_safetensors(output, torch_tensors, {{"format", "pt"}});
+  return torch_tensors.size();
+}
+
+}  // namespace phalanx::train
