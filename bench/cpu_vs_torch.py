@@ -1,9 +1,13 @@
 #!/usr/bin/python3
 """phalanx against the PyTorch users install (2.x from PyPI) and Debian's python3-torch, on CPU,
-side by side in one run: fmnist_cnn (Fashion-MNIST) and resnet20 (32x32x3), batch 128.
+side by side in one run: fmnist_cnn (Fashion-MNIST) and resnet20 (32x32x3), batch 128, and on
+request (--models) mobilenet_v2 and efficientnet_b0 at 32x32 and 224x224, batch 64, against
+torchvision's models of the same name.
 
     /usr/bin/python3 bench/cpu_vs_torch.py --phalanx build/src/phalanx --repeats 3 \
         --output /tmp/cpu_vs_torch.json
+    /usr/bin/python3 bench/cpu_vs_torch.py --models mobilenet_v2_32,efficientnet_b0_32,\
+        mobilenet_v2_224,efficientnet_b0_224 --pairings 1x2 --second-torch none
 
 Columns, per model and pairing (ranks x threads per rank, global batch 128):
   phalanx  fp32, bf16 (--set train.precision=bf16, activations in fp32) and bf16act (bf16 with
@@ -12,7 +16,8 @@ Columns, per model and pairing (ranks x threads per rank, global batch 128):
            "refused" with its message
   PyTorch  fp32 and bf16 autocast (torch.autocast('cpu', dtype=torch.bfloat16)), each in NCHW
            and channels_last, under each PyTorch: the 2.x venv (made under build/ with
-           `pip install torch numpy h5py` on first use, then reused) and Debian's (--second-torch)
+           `pip install torch torchvision numpy h5py` on first use, then reused) and Debian's
+           (--second-torch; its columns of the torchvision models are "n/a" without torchvision)
 Pairings:
   1x2  phalanx 1 rank x 2 threads, batch 128     vs PyTorch 1 process x 2 threads, batch 128
   2x1  mpirun -np 2 --map-by slot:PE=1, 1 thread
@@ -59,9 +64,19 @@ MODELS = {
         "label_smoothing": 0.1,
     },
 }
+# The mobile networks: phalanx's preset against torchvision's model of the same name (the same
+# module names and shapes), on synthetic data at CIFAR's and ImageNet's sizes, batch 64 (global).
+MOBILE = {"optimizer": "sgd", "learning_rate": 0.05, "weight_decay": 4e-5, "momentum": 0.9,
+          "label_smoothing": 0.1, "batch": 64, "config": "configs/resnet20_synth.yaml"}
+for preset in ("mobilenet_v2", "efficientnet_b0"):
+    MODELS[f"{preset}_32"] = dict(MOBILE, preset=preset, torch_model=preset, data="synth", steps=60)
+    MODELS[f"{preset}_224"] = dict(MOBILE, preset=preset, torch_model=preset, data="synth224", steps=20)
+DEFAULT_MODELS = ("fmnist_cnn", "resnet20")
 # The synthetic 32x32x3 set for resnet20: large enough that a default run (100 steps x 128) stays in
 # its first epoch, as the fmnist_cnn run does (300 x 128 < 60,000), so neither evaluates mid-run.
 SYNTH_TRAIN, SYNTH_TEST = 16384, 1024
+# The 224x224x3 set: one epoch holds a default run (20 steps x 64) and stays small on disk (231 MB).
+SYNTH224_TRAIN, SYNTH224_TEST = 1536, 64
 PAIRINGS = {"1x2": (1, 2), "2x1": (2, 1)}  # name -> (ranks, threads per rank)
 PRECISIONS = ("fp32", "bf16", "bf16act")  # bf16act: phalanx only, against PyTorch's bf16
 LAYOUTS = ("nchw", "channels_last")
@@ -75,11 +90,12 @@ def parse_args(argv=None):
                    help="another phalanx binary measured beside --phalanx in the same rounds (e.g. the build "
                         "before a change); repeatable; its columns are 'phalanx@NAME PRECISION'")
     p.add_argument("--mpirun", default="mpirun")
-    p.add_argument("--models", default=",".join(MODELS), help="comma list of " + ",".join(MODELS))
+    p.add_argument("--models", default=",".join(DEFAULT_MODELS), help="comma list of " + ",".join(MODELS))
     p.add_argument("--pairings", default=",".join(PAIRINGS), help="comma list of " + ",".join(PAIRINGS))
     p.add_argument("--precisions", default=",".join(PRECISIONS), help="comma list of " + ",".join(PRECISIONS))
     p.add_argument("--layouts", default=",".join(LAYOUTS), help="PyTorch memory formats: " + ",".join(LAYOUTS))
-    p.add_argument("--batch", type=int, default=128, help="global batch (per rank: batch / ranks)")
+    p.add_argument("--batch", type=int, default=None,
+                   help="global batch (per rank: batch / ranks); default 128, 64 for the mobile networks")
     p.add_argument("--steps", type=int, default=None,
                    help="training steps per run for every model (default: fmnist_cnn 300, resnet20 100)")
     p.add_argument("--repeats", type=int, default=3)
@@ -93,6 +109,8 @@ def parse_args(argv=None):
     p.add_argument("--fmnist-data", default=os.path.join(ROOT, "datasets", "fashion-mnist.h5"),
                    help="phalanx Fashion-MNIST file; imported from --fmnist-idx when missing")
     p.add_argument("--fmnist-idx", default="/usr/share/datasets/fashion-mnist", help="Fashion-MNIST IDX files")
+    p.add_argument("--synth224-data", default=os.path.join(ROOT, "datasets", "bench-synth224x224x3.h5"),
+                   help="synthetic 224x224x3 set of the *_224 models (made with phalanx data synth if missing)")
     p.add_argument("--synth-data", default=os.path.join(ROOT, "datasets", "bench-synth32x32x3.h5"),
                    help=f"32x32x3 file for resnet20; made with phalanx data synth ({SYNTH_TRAIN} train) when missing")
     p.add_argument("--no-bind-ddp", action="store_true",
@@ -109,7 +127,7 @@ def parse_args(argv=None):
         if unknown or not chosen:
             p.error(f"--{name}: unknown or empty {unknown or chosen} (known: {', '.join(known)})")
         setattr(args, name, chosen)
-    if args.batch % max(PAIRINGS[x][0] for x in args.pairings):
+    if args.batch is not None and args.batch % max(PAIRINGS[x][0] for x in args.pairings):
         p.error(f"--batch {args.batch} does not divide over the ranks of the pairings")
     if args.steps is not None and args.steps <= PHALANX_WARMUP:
         p.error(f"--steps must be larger than the {PHALANX_WARMUP} warm-up steps")
@@ -120,10 +138,20 @@ def log(message):
     print(message, file=sys.stderr, flush=True)
 
 
+def needs_torchvision(args):
+    return any("torch_model" in MODELS[m] for m in args.models)
+
+
+def has_torchvision(python):
+    return subprocess.run([python, "-c", "import torchvision"], capture_output=True).returncode == 0
+
+
 def ensure_venv(args):
-    """The venv's python, with torch, numpy and h5py: reused when it has them, else made and filled."""
+    """The venv's python, with torch, numpy and h5py (and torchvision for the mobile networks):
+    reused when it has them, else made and filled."""
     python = os.path.join(args.venv, "bin", "python")
-    check = [python, "-c", "import torch, numpy, h5py"]
+    packages = ["torch", "numpy", "h5py"] + (["torchvision"] if needs_torchvision(args) else [])
+    check = [python, "-c", "import " + ", ".join(packages)]
     if os.path.exists(python) and subprocess.run(check, capture_output=True).returncode == 0:
         return python
     if not os.path.exists(python):
@@ -132,14 +160,14 @@ def ensure_venv(args):
         if made.returncode != 0:
             raise SystemExit(f"cpu_vs_torch: '{args.venv_python} -m venv {args.venv}' failed (on Debian: "
                              f"apt-get install python3-venv):\n{made.stderr.strip()}")
-    log(f"cpu_vs_torch: pip install torch numpy h5py into {args.venv} (a few GB, once)")
-    install = [python, "-m", "pip", "install", "--upgrade", "pip", "torch", "numpy", "h5py"]
+    log(f"cpu_vs_torch: pip install {' '.join(packages)} into {args.venv} (a few GB, once)")
+    install = [python, "-m", "pip", "install", "--upgrade", "pip"] + packages
     install += shlex.split(args.pip_args)
     if subprocess.run(install, stdout=sys.stderr).returncode != 0:
         raise SystemExit(f"cpu_vs_torch: pip install into {args.venv} failed (see above); "
                          f"the venv is kept, the next run retries the install")
     if subprocess.run(check, capture_output=True).returncode != 0:
-        raise SystemExit(f"cpu_vs_torch: {python} still cannot import torch, numpy and h5py")
+        raise SystemExit(f"cpu_vs_torch: {python} still cannot import {', '.join(packages)}")
     return python
 
 
@@ -149,6 +177,10 @@ def ensure_data(args, model):
     if MODELS[model]["data"] == "fmnist":
         path = os.path.abspath(args.fmnist_data)
         make = ["data", "import-idx", args.fmnist_idx, "--classes", "fashion"]
+    elif MODELS[model]["data"] == "synth224":
+        path = os.path.abspath(args.synth224_data)
+        make = ["data", "synth", "--train", str(SYNTH224_TRAIN), "--test", str(SYNTH224_TEST),
+                "--height", "224", "--width", "224", "--channels", "3"]
     else:
         path = os.path.abspath(args.synth_data)
         make = ["data", "synth", "--train", str(SYNTH_TRAIN), "--test", str(SYNTH_TEST),
@@ -170,8 +202,10 @@ def ensure_data(args, model):
 class Column:
     """One configuration of one framework: what a row of the tables shows."""
 
-    def __init__(self, framework, precision, layout=None, python=None, version=None, binary=None, label=None):
+    def __init__(self, framework, precision, layout=None, python=None, version=None, binary=None, label=None,
+                 torchvision=True):
         self.framework, self.precision, self.layout = framework, precision, layout
+        self.torchvision = torchvision  # a PyTorch column: whether its python has torchvision
         self.python, self.version = python, version
         self.binary, self.label = binary, label  # phalanx: which binary (label: a --baseline's name)
 
@@ -193,7 +227,7 @@ def phalanx_sets(args, model, data, ranks, threads, precision):
         "device": "cpu",
         "threads": threads,
         "data.path": data,
-        "train.batch_size": args.batch // ranks,
+        "train.batch_size": batch_of(args, model) // ranks,
         "train.max_steps": steps_of(args, model),
         "train.epochs": 1000,
         "train.log_every_steps": 100,
@@ -207,6 +241,8 @@ def phalanx_sets(args, model, data, ranks, threads, precision):
     }
     if spec["optimizer"] == "sgd":
         sets["optimizer.momentum"] = spec["momentum"]
+    if "preset" in spec:
+        sets["model.preset"] = spec["preset"]
     # Named in every column: the configs may say auto (configs/fashion_mnist.yaml does), which would
     # make the fp32 column bf16 on a CPU with bf16 instructions. bf16: bf16 compute (operands of
     # convolutions and linear layers); activations in fp32, or in bf16 for bf16act.
@@ -217,10 +253,15 @@ def phalanx_sets(args, model, data, ranks, threads, precision):
 
 def torch_options(args, model, data, ranks, column):
     spec = MODELS[model]
-    return ["--model", model, "--data", data, "--precision", column.precision, "--memory-format", column.layout,
-            "--steps", steps_of(args, model), "--warmup", PHALANX_WARMUP, "--batch-size", args.batch // ranks,
+    return ["--model", spec.get("torch_model", model), "--data", data, "--precision", column.precision,
+            "--memory-format", column.layout, "--steps", steps_of(args, model), "--warmup", PHALANX_WARMUP,
+            "--batch-size", batch_of(args, model) // ranks,
             "--optimizer", spec["optimizer"], "--lr", spec["learning_rate"], "--weight-decay", spec["weight_decay"],
             "--momentum", spec["momentum"], "--label-smoothing", spec["label_smoothing"], "--eval"]
+
+
+def batch_of(args, model):
+    return args.batch if args.batch is not None else MODELS[model].get("batch", 128)
 
 
 def steps_of(args, model):
@@ -229,6 +270,8 @@ def steps_of(args, model):
 
 def run_column(args, model, data, pairing, column, run_dir):
     ranks, threads = PAIRINGS[pairing]
+    if column.framework == "torch" and "torch_model" in MODELS[model] and not column.torchvision:
+        return {"skipped": f"{column.python} has no torchvision"}
     if column.framework == "phalanx":
         config = os.path.join(ROOT, MODELS[model]["config"])
         sets = phalanx_sets(args, model, data, ranks, threads, column.precision)
@@ -239,13 +282,14 @@ def run_column(args, model, data, pairing, column, run_dir):
 
 def summarise_cell(results):
     """Medians over repeats of one column at one model and pairing."""
-    ok = [r for r in results if "error" not in r]
+    ok = [r for r in results if "error" not in r and "skipped" not in r]
     refused = [r for r in results if "refused" in r]
     cell = {
         "images_per_sec": [r["images_per_sec"] for r in ok],
         "median": median_or_none([r["images_per_sec"] for r in ok]),
         "failures": sum(1 for r in results if "error" in r and "refused" not in r),
         "refusals": len(refused),
+        "skipped": sum(1 for r in results if "skipped" in r),
         "test_accuracy": median_or_none([r.get("test_accuracy") for r in ok]),
     }
     if refused:
@@ -314,7 +358,7 @@ def print_tables(results, columns):
     for model in results["models"]:
         m = results["per_model"][model]
         print()
-        print(f"{model}: global batch {results['batch']}, {m['steps']} steps; images/s, median of "
+        print(f"{model}: global batch {m['batch']}, {m['steps']} steps; images/s, median of "
               f"{results['repeats']} repeat(s)")
         print(f"{'':<40}" + "".join(f"{p:>14}" for p in results["pairings"]))
         for column in columns:
@@ -325,6 +369,8 @@ def print_tables(results, columns):
                     text = fmt(cell["median"])
                 elif cell["refusals"]:
                     text = "refused"
+                elif cell["skipped"]:
+                    text = "n/a"
                 else:
                     text = "FAILED"
                 line += f"{text:>14}"
@@ -335,7 +381,7 @@ def print_tables(results, columns):
               f"CPU kernels {info.get('cpu_capability')}")
     peer = results["peer_torch_version"]
     print(f"headline: phalanx / the fastest PyTorch {peer} configuration (median images/s)")
-    print(f"{'model':<12}{'precision':<11}{'pairing':<9}{'phalanx':<22}{'PyTorch fastest':<36}{'ratio':>8}")
+    print(f"{'model':<20}{'precision':<11}{'pairing':<9}{'phalanx':<22}{'PyTorch fastest':<36}{'ratio':>8}")
     refusals = {}
     for entry in results["headline"]:
         where = entry["torch_config"]
@@ -346,7 +392,7 @@ def print_tables(results, columns):
             refusals[entry["phalanx_refused"]] = True
         elif entry["phalanx_config"] and entry["pairing"] == "best":
             phalanx_text += f" ({entry['phalanx_config'][0].split(' ')[1]}, {entry['phalanx_config'][1]})"
-        print(f"{entry['model']:<12}{entry['precision']:<11}{entry['pairing']:<9}{phalanx_text:<22}"
+        print(f"{entry['model']:<20}{entry['precision']:<11}{entry['pairing']:<9}{phalanx_text:<22}"
               f"{torch_text:<36}{fmt(entry.get('ratio'), '{:.2f}x'):>8}")
     for message in refusals:
         print(f"phalanx refused: {message}")
@@ -367,7 +413,7 @@ def print_tables(results, columns):
                 new = cells.get(f"phalanx {precision}", {}).get(pairing, {}).get("median")
                 old = cell.get("median")
                 ratio = f"{new / old:.2f}x" if new and old else "—"
-                print(f"{model:<12}{precision:<9}{pairing:<6} phalanx {fmt(new)} vs {label} {fmt(old)}: {ratio}")
+                print(f"{model:<20}{precision:<9}{pairing:<6} phalanx {fmt(new)} vs {label} {fmt(old)}: {ratio}")
     print(f"\nload average (1, 5, 15 min) at start {', '.join(f'{x:.2f}' for x in results['load_average_start'])}, "
           f"at end {', '.join(f'{x:.2f}' for x in results['load_average_end'])}; "
           f"{results['elapsed_seconds'] / 60:.1f} min")
@@ -408,8 +454,9 @@ def main(argv=None):
             return 2
         columns += [Column("phalanx", p, binary=os.path.abspath(path), label=name) for p in args.precisions]
     for python, version in zip(pythons, versions):
-        columns += [Column("torch", p, layout, python, version) for p in dict.fromkeys(map(torch_precision, args.precisions))
-                    for layout in args.layouts]
+        vision = has_torchvision(python) if needs_torchvision(args) else True
+        columns += [Column("torch", p, layout, python, version, torchvision=vision)
+                    for p in dict.fromkeys(map(torch_precision, args.precisions)) for layout in args.layouts]
 
     work = args.work_dir or tempfile.mkdtemp(prefix="cpu-vs-torch-")
     os.makedirs(work, exist_ok=True)
@@ -429,9 +476,10 @@ def main(argv=None):
                     runs[model][column.key][pairing].append(result)
                     if not args.keep_runs:
                         shutil.rmtree(run_dir, ignore_errors=True)
-                    status = (f"{result['images_per_sec']:,.0f} img/s" if "error" not in result
+                    status = ("n/a" if "skipped" in result
+                              else f"{result['images_per_sec']:,.0f} img/s" if "error" not in result
                               else "refused" if "refused" in result else "FAILED")
-                    log(f"[repeat {repeat + 1}/{args.repeats}] {model:<10} {pairing} {column.key:<36} {status}")
+                    log(f"[repeat {repeat + 1}/{args.repeats}] {model:<20} {pairing} {column.key:<36} {status}")
 
     results = {
         "benchmark": "CPU training throughput, phalanx vs PyTorch 2.x (PyPI) and a second PyTorch",
@@ -440,7 +488,7 @@ def main(argv=None):
         "machine": train_runs.machine_info(args.mpirun),
         "torch": infos,
         "peer_torch_version": versions[0],
-        "batch": args.batch,
+        "batch": args.batch if args.batch is not None else "per model",
         "repeats": args.repeats,
         "warmup_steps": PHALANX_WARMUP,
         "models": args.models,
@@ -451,7 +499,8 @@ def main(argv=None):
     }
     for model in args.models:
         cells = {key: {p: summarise_cell(runs[model][key][p]) for p in args.pairings} for key in runs[model]}
-        results["per_model"][model] = {"steps": steps_of(args, model), "data": data[model],
+        results["per_model"][model] = {"steps": steps_of(args, model), "batch": batch_of(args, model),
+                                       "data": data[model],
                                        "train": {k: v for k, v in MODELS[model].items() if k not in ("data",)},
                                        "cells": cells}
         results["headline"] += headline(args, model, cells, columns, versions[0])

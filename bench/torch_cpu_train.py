@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""PyTorch peers of phalanx's `fmnist_cnn` and `resnet20` presets on CPU, for throughput comparisons
-(see bench/README.md). Runs under any PyTorch >= 1.13 (Debian's python3-torch or a PyPI 2.x venv).
+"""PyTorch peers of phalanx's presets on CPU, for throughput comparisons (see bench/README.md). Runs
+under any PyTorch >= 1.13 (Debian's python3-torch or a PyPI 2.x venv).
 
 The networks are exact twins of the presets in src/nn/presets.cpp, with the same module names:
   fmnist_cnn  conv1 (1->32, 3x3, pad 1), ReLU, max-pool 2, conv2 (32->64, 3x3, pad 1), ReLU,
@@ -10,6 +10,9 @@ The networks are exact twins of the presets in src/nn/presets.cpp, with the same
               2 and a 1x1 conv + batch norm projection shortcut named `shortcut`); each block is
               conv 3x3 (no bias), bn, ReLU, conv 3x3 (no bias), bn, + shortcut, ReLU; global
               average pool, fc (64->classes). Batch norm: momentum 0.1, eps 1e-5 (phalanx's).
+  mobilenet_v2, mobilenet_v3_small, efficientnet_b0, resnext50_32x4d
+              torchvision's own models (torchvision.models.NAME(num_classes=classes)), whose module
+              names and shapes phalanx's presets of the same name share; needs torchvision.
 They train on a phalanx HDF5 dataset (/train/images uint8 [N,H,W,C], /train/labels int32, attrs
 mean/std on /train/images, class names on /), with the whole training split held in memory,
 normalised as phalanx does ((x/255 - mean)/std per channel), a fresh permutation every epoch
@@ -39,7 +42,9 @@ import statistics
 import sys
 import time
 
-MODELS = ("fmnist_cnn", "resnet20")
+TWIN_MODELS = ("fmnist_cnn", "resnet20")
+TORCHVISION_MODELS = ("mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "resnext50_32x4d")
+MODELS = TWIN_MODELS + TORCHVISION_MODELS
 
 
 def parse_args(argv=None):
@@ -170,8 +175,15 @@ def run(rank, world, args, port, queue):
     if steps_per_epoch < 1:
         raise SystemExit(f"torch_cpu_train: {n} training images are fewer than one global batch of {global_batch}")
 
-    builder = build_fmnist_cnn if args.model == "fmnist_cnn" else build_resnet20
-    model = builder(torch.nn, channels, height, width, classes).to(memory_format=memory_format)
+    if args.model in TORCHVISION_MODELS:
+        import torchvision
+        model = getattr(torchvision.models, args.model)(num_classes=classes)
+        if channels != 3:
+            raise SystemExit(f"torch_cpu_train: {args.model} takes 3-channel images, the data has {channels}")
+    else:
+        builder = build_fmnist_cnn if args.model == "fmnist_cnn" else build_resnet20
+        model = builder(torch.nn, channels, height, width, classes)
+    model = model.to(memory_format=memory_format)
     parameter_count = sum(p.numel() for p in model.parameters())
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel
