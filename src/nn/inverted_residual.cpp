@@ -3,40 +3,11 @@
 // presets and for the config's inverted_residual layer, which builds it once it knows its input.
 #include <cmath>
 
+#include "layer_specs.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/model_plan.hpp"
 
 namespace phalanx::nn {
-namespace {
-
-config::LayerSpec block_layer(const std::string& type, const std::string& name) {
-  config::LayerSpec spec;
-  spec.type = type;
-  spec.name = name;
-  return spec;
-}
-
-config::LayerSpec block_conv(const std::string& name, int out_channels, int kernel, int stride, int groups) {
-  config::LayerSpec spec = block_layer("conv", name);
-  spec.out_channels = out_channels;
-  spec.kernel = kernel;
-  spec.stride = stride;
-  spec.padding = (kernel - 1) / 2;
-  spec.groups = groups;
-  spec.bias = false;
-  return spec;
-}
-
-// torchvision's Conv2dNormActivation: <name>/0 conv, <name>/1 BN, <name>/2 activation.
-void conv_norm_activation(std::vector<config::LayerSpec>& layers, const std::string& name, int out_channels,
-                          int kernel, int stride, int groups, const std::string& activation) {
-  layers.push_back(block_conv(name + "/0", out_channels, kernel, stride, groups));
-  layers.push_back(block_layer("batch_norm", name + "/1"));
-  layers.push_back(block_layer(activation, name + "/2"));
-}
-
-}  // namespace
-
 int make_divisible(double value, int divisor) {
   int rounded = std::max(divisor, static_cast<int>(value + divisor / 2.0) / divisor * divisor);
   if (rounded < 0.9 * value) rounded += divisor;
@@ -50,26 +21,26 @@ std::vector<config::LayerSpec> inverted_residual_layers(const std::string& name,
   std::vector<config::LayerSpec> layers;
   int index = 0;
   if (shape.expanded_channels != shape.in_channels)
-    conv_norm_activation(layers, prefix + std::to_string(index++), shape.expanded_channels, 1, 1, 1,
-                         shape.activation);
-  conv_norm_activation(layers, prefix + std::to_string(index++), shape.expanded_channels, shape.kernel,
-                       shape.stride, shape.expanded_channels, shape.activation);
+    append_conv_norm_activation(layers, prefix + std::to_string(index++), shape.expanded_channels, 1, 1, 1,
+                                shape.activation);
+  append_conv_norm_activation(layers, prefix + std::to_string(index++), shape.expanded_channels, shape.kernel,
+                              shape.stride, shape.expanded_channels, shape.activation);
   if (shape.squeeze_channels > 0) {
-    config::LayerSpec squeeze = block_layer("squeeze_excitation", prefix + std::to_string(index++));
+    config::LayerSpec squeeze = layer_spec("squeeze_excitation", prefix + std::to_string(index++));
     squeeze.squeeze_channels = shape.squeeze_channels;
     squeeze.activation = shape.squeeze_activation;
     squeeze.scale_activation = shape.scale_activation;
     layers.push_back(squeeze);
   }
   if (naming == InvertedResidualNaming::MobileNetV2) {
-    layers.push_back(block_conv(prefix + std::to_string(index), shape.out_channels, 1, 1, 1));
-    layers.push_back(block_layer("batch_norm", prefix + std::to_string(index + 1)));
+    layers.push_back(conv_spec(prefix + std::to_string(index), shape.out_channels, 1, 1, 0, false));
+    layers.push_back(layer_spec("batch_norm", prefix + std::to_string(index + 1)));
   } else {
-    layers.push_back(block_conv(prefix + std::to_string(index) + "/0", shape.out_channels, 1, 1, 1));
-    layers.push_back(block_layer("batch_norm", prefix + std::to_string(index) + "/1"));
+    layers.push_back(conv_spec(prefix + std::to_string(index) + "/0", shape.out_channels, 1, 1, 0, false));
+    layers.push_back(layer_spec("batch_norm", prefix + std::to_string(index) + "/1"));
   }
   if (shape.stride != 1 || shape.in_channels != shape.out_channels) return layers;
-  config::LayerSpec residual = block_layer("residual", name);
+  config::LayerSpec residual = layer_spec("residual", name);
   residual.main = std::move(layers);
   residual.relu_after = false;
   residual.stochastic_depth = shape.stochastic_depth;

@@ -4,44 +4,15 @@
 // checkpoint is a state_dict of the torchvision model of the same name and the other way round.
 #include <algorithm>
 
+#include "layer_specs.hpp"
 #include "phalanx/nn/model_plan.hpp"
 #include "preset_families.hpp"
 
 namespace phalanx::nn {
 namespace {
 
-config::LayerSpec named(const std::string& type, const std::string& name) {
-  config::LayerSpec spec;
-  spec.type = type;
-  spec.name = name;
-  return spec;
-}
-
-// Batch norm with torch's momentum and eps.
-struct NormSettings {
-  float momentum = 0.1f, epsilon = 1e-5f;
-};
-
-// torchvision's Conv2dNormActivation: <name>/0 conv (padding (k-1)/2, no bias), <name>/1 BN,
-// <name>/2 activation.
-void conv_norm_activation(std::vector<config::LayerSpec>& layers, const std::string& name, int out_channels,
-                          int kernel, int stride, const std::string& activation, NormSettings norm) {
-  config::LayerSpec conv = named("conv", name + "/0");
-  conv.out_channels = out_channels;
-  conv.kernel = kernel;
-  conv.stride = stride;
-  conv.padding = (kernel - 1) / 2;
-  conv.bias = false;
-  layers.push_back(conv);
-  config::LayerSpec batch_norm = named("batch_norm", name + "/1");
-  batch_norm.batch_norm_momentum = norm.momentum;
-  batch_norm.batch_norm_epsilon = norm.epsilon;
-  layers.push_back(batch_norm);
-  layers.push_back(named(activation, name + "/2"));
-}
-
 void append_block(std::vector<config::LayerSpec>& layers, std::vector<config::LayerSpec> block,
-                  NormSettings norm) {
+                  BatchNormSettings norm) {
   // The block helper writes torch's default batch norm; MobileNetV3 has its own.
   const auto set_norm = [&norm](auto& self, std::vector<config::LayerSpec>& specs) -> void {
     for (auto& spec : specs) {
@@ -56,24 +27,12 @@ void append_block(std::vector<config::LayerSpec>& layers, std::vector<config::La
   for (auto& spec : block) layers.push_back(std::move(spec));
 }
 
-config::LayerSpec dropout(const std::string& name, float probability) {
-  config::LayerSpec spec = named("dropout", name);
-  spec.probability = probability;
-  return spec;
-}
-
-config::LayerSpec linear(const std::string& name, int out_features) {
-  config::LayerSpec spec = named("linear", name);
-  spec.out_features = out_features;
-  return spec;
-}
-
 }  // namespace
 
 std::vector<config::LayerSpec> mobilenet_v2_layers(int classes) {
   std::vector<config::LayerSpec> layers;
-  const NormSettings norm;
-  conv_norm_activation(layers, "features/0", 32, 3, 2, "relu6", norm);
+  const BatchNormSettings norm;
+  append_conv_norm_activation(layers, "features/0", 32, 3, 2, 1, "relu6", norm);
   // t (expansion), c (channels), n (blocks), s (first block's stride), as in torchvision.
   const int settings[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                               {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
@@ -93,17 +52,17 @@ std::vector<config::LayerSpec> mobilenet_v2_layers(int classes) {
       in_channels = setting[1];
     }
   }
-  conv_norm_activation(layers, "features/" + std::to_string(feature), 1280, 1, 1, "relu6", norm);
-  layers.push_back(named("global_avg_pool", "avgpool"));
-  layers.push_back(dropout("classifier/0", 0.2f));
-  layers.push_back(linear("classifier/1", classes));
+  append_conv_norm_activation(layers, "features/" + std::to_string(feature), 1280, 1, 1, 1, "relu6", norm);
+  layers.push_back(layer_spec("global_avg_pool", "avgpool"));
+  layers.push_back(dropout_spec("classifier/0", 0.2f));
+  layers.push_back(linear_spec("classifier/1", classes));
   return layers;
 }
 
 std::vector<config::LayerSpec> mobilenet_v3_small_layers(int classes) {
   std::vector<config::LayerSpec> layers;
-  const NormSettings norm{0.01f, 1e-3f};
-  conv_norm_activation(layers, "features/0", 16, 3, 2, "hardswish", norm);
+  const BatchNormSettings norm{0.01f, 1e-3f};
+  append_conv_norm_activation(layers, "features/0", 16, 3, 2, 1, "hardswish", norm);
   struct Block {
     int kernel, expanded, out;
     bool squeeze_excitation;
@@ -134,20 +93,20 @@ std::vector<config::LayerSpec> mobilenet_v3_small_layers(int classes) {
                  norm);
     in_channels = block.out;
   }
-  conv_norm_activation(layers, "features/" + std::to_string(feature), 6 * in_channels, 1, 1, "hardswish",
-                       norm);
-  layers.push_back(named("global_avg_pool", "avgpool"));
-  layers.push_back(linear("classifier/0", 1024));
-  layers.push_back(named("hardswish", "classifier/1"));
-  layers.push_back(dropout("classifier/2", 0.2f));
-  layers.push_back(linear("classifier/3", classes));
+  append_conv_norm_activation(layers, "features/" + std::to_string(feature), 6 * in_channels, 1, 1, 1,
+                              "hardswish", norm);
+  layers.push_back(layer_spec("global_avg_pool", "avgpool"));
+  layers.push_back(linear_spec("classifier/0", 1024));
+  layers.push_back(layer_spec("hardswish", "classifier/1"));
+  layers.push_back(dropout_spec("classifier/2", 0.2f));
+  layers.push_back(linear_spec("classifier/3", classes));
   return layers;
 }
 
 std::vector<config::LayerSpec> efficientnet_b0_layers(int classes) {
   std::vector<config::LayerSpec> layers;
-  const NormSettings norm;
-  conv_norm_activation(layers, "features/0", 32, 3, 2, "silu", norm);
+  const BatchNormSettings norm;
+  append_conv_norm_activation(layers, "features/0", 32, 3, 2, 1, "silu", norm);
   // Expansion, kernel, first stride, output channels, blocks: torchvision's MBConv settings.
   const int stages[7][5] = {{1, 3, 1, 16, 1},  {6, 3, 2, 24, 2},  {6, 5, 2, 40, 2}, {6, 3, 2, 80, 3},
                             {6, 5, 1, 112, 3}, {6, 5, 2, 192, 4}, {6, 3, 1, 320, 1}};
@@ -181,10 +140,10 @@ std::vector<config::LayerSpec> efficientnet_b0_layers(int classes) {
       ++block_index;
     }
   }
-  conv_norm_activation(layers, "features/8", 4 * in_channels, 1, 1, "silu", norm);
-  layers.push_back(named("global_avg_pool", "avgpool"));
-  layers.push_back(dropout("classifier/0", 0.2f));
-  layers.push_back(linear("classifier/1", classes));
+  append_conv_norm_activation(layers, "features/8", 4 * in_channels, 1, 1, 1, "silu", norm);
+  layers.push_back(layer_spec("global_avg_pool", "avgpool"));
+  layers.push_back(dropout_spec("classifier/0", 0.2f));
+  layers.push_back(linear_spec("classifier/1", classes));
   return layers;
 }
 

@@ -1,5 +1,6 @@
 // Model presets: the layer lists of well-known networks, named as their usual PyTorch modules
 // name their parameters, so checkpoints load into the equivalent torch.nn model.
+#include "layer_specs.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/model.hpp"
 #include "preset_families.hpp"
@@ -7,50 +8,18 @@
 namespace phalanx::nn {
 namespace {
 
-config::LayerSpec conv(const std::string& name, int out_channels, int kernel, int stride, int padding,
-                       bool bias) {
-  config::LayerSpec spec;
-  spec.type = "conv";
-  spec.name = name;
-  spec.out_channels = out_channels;
-  spec.kernel = kernel;
-  spec.stride = stride;
-  spec.padding = padding;
-  spec.bias = bias;
-  return spec;
-}
-
-config::LayerSpec simple(const std::string& type, const std::string& name) {
-  config::LayerSpec spec;
-  spec.type = type;
-  spec.name = name;
-  return spec;
-}
-
-config::LayerSpec max_pool(const std::string& name, int kernel) {
-  config::LayerSpec spec = simple("max_pool", name);
-  spec.kernel = kernel;
-  spec.stride = kernel;
-  return spec;
-}
-
-config::LayerSpec linear(const std::string& name, int out_features) {
-  config::LayerSpec spec = simple("linear", name);
-  spec.out_features = out_features;
-  return spec;
-}
-
 // torchvision-style BasicBlock, with a 1x1 conv + BN projection shortcut when the shape changes,
 // named `shortcut` in the CIFAR ResNets and `downsample` as torchvision's ImageNet ResNets name it.
 config::LayerSpec basic_block(const std::string& name, int in_channels, int out_channels, int stride,
                               const std::string& shortcut_name = "shortcut") {
-  config::LayerSpec block = simple("residual", name);
-  block.main = {conv(name + "/conv1", out_channels, 3, stride, 1, false), simple("batch_norm", name + "/bn1"),
-                simple("relu", name + "/relu1"), conv(name + "/conv2", out_channels, 3, 1, 1, false),
-                simple("batch_norm", name + "/bn2")};
+  config::LayerSpec block = layer_spec("residual", name);
+  block.main = {conv_spec(name + "/conv1", out_channels, 3, stride, 1, false),
+                layer_spec("batch_norm", name + "/bn1"), layer_spec("relu", name + "/relu1"),
+                conv_spec(name + "/conv2", out_channels, 3, 1, 1, false),
+                layer_spec("batch_norm", name + "/bn2")};
   if (stride != 1 || in_channels != out_channels)
-    block.shortcut = {conv(name + "/" + shortcut_name + "/0", out_channels, 1, stride, 0, false),
-                      simple("batch_norm", name + "/" + shortcut_name + "/1")};
+    block.shortcut = {conv_spec(name + "/" + shortcut_name + "/0", out_channels, 1, stride, 0, false),
+                      layer_spec("batch_norm", name + "/" + shortcut_name + "/1")};
   block.relu_after = true;
   return block;
 }
@@ -63,30 +32,29 @@ config::LayerSpec bottleneck_block(const std::string& name, int in_channels, int
                                    int groups = 1, int width_per_group = 64) {
   const int out_channels = planes * 4;
   const int width = planes * width_per_group / 64 * groups;
-  config::LayerSpec grouped = conv(name + "/conv2", width, 3, stride, 1, false);
-  grouped.groups = groups;
-  config::LayerSpec block = simple("residual", name);
-  block.main = {conv(name + "/conv1", width, 1, 1, 0, false),
-                simple("batch_norm", name + "/bn1"),
-                simple("relu", name + "/relu1"),
-                grouped,
-                simple("batch_norm", name + "/bn2"),
-                simple("relu", name + "/relu2"),
-                conv(name + "/conv3", out_channels, 1, 1, 0, false),
-                simple("batch_norm", name + "/bn3")};
+  config::LayerSpec block = layer_spec("residual", name);
+  block.main = {conv_spec(name + "/conv1", width, 1, 1, 0, false),
+                layer_spec("batch_norm", name + "/bn1"),
+                layer_spec("relu", name + "/relu1"),
+                conv_spec(name + "/conv2", width, 3, stride, 1, false, groups),
+                layer_spec("batch_norm", name + "/bn2"),
+                layer_spec("relu", name + "/relu2"),
+                conv_spec(name + "/conv3", out_channels, 1, 1, 0, false),
+                layer_spec("batch_norm", name + "/bn3")};
   if (stride != 1 || in_channels != out_channels)
-    block.shortcut = {conv(name + "/downsample/0", out_channels, 1, stride, 0, false),
-                      simple("batch_norm", name + "/downsample/1")};
+    block.shortcut = {conv_spec(name + "/downsample/0", out_channels, 1, stride, 0, false),
+                      layer_spec("batch_norm", name + "/downsample/1")};
   block.relu_after = true;
   return block;
 }
 
 // The stem of torchvision's ImageNet ResNets: 7x7/2 conv, BN, ReLU, 3x3/2 max pool.
 std::vector<config::LayerSpec> imagenet_stem() {
-  config::LayerSpec pool = max_pool("maxpool", 3);
+  config::LayerSpec pool = max_pool_spec("maxpool", 3);
   pool.stride = 2;
   pool.padding = 1;
-  return {conv("conv1", 64, 7, 2, 3, false), simple("batch_norm", "bn1"), simple("relu", "relu"), pool};
+  return {conv_spec("conv1", 64, 7, 2, 3, false), layer_spec("batch_norm", "bn1"), layer_spec("relu", "relu"),
+          pool};
 }
 
 }  // namespace
@@ -99,42 +67,42 @@ std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Sh
     PHALANX_REQUIRE_INPUT(height == 28 && width == 28 && channels == 1,
                           "model.preset fmnist_cnn takes 28x28x1 images, but the data has ", height, "x",
                           width, "x", channels, " (use an explicit model.layers list for other shapes)");
-    return {conv("conv1", 32, 3, 1, 1, true),
-            simple("relu", "relu1"),
-            max_pool("pool1", 2),
-            conv("conv2", 64, 3, 1, 1, true),
-            simple("relu", "relu2"),
-            max_pool("pool2", 2),
-            simple("flatten", "flatten"),
-            linear("fc1", 128),
-            simple("relu", "relu3"),
-            linear("fc2", classes)};
+    return {conv_spec("conv1", 32, 3, 1, 1, true),
+            layer_spec("relu", "relu1"),
+            max_pool_spec("pool1", 2),
+            conv_spec("conv2", 64, 3, 1, 1, true),
+            layer_spec("relu", "relu2"),
+            max_pool_spec("pool2", 2),
+            layer_spec("flatten", "flatten"),
+            linear_spec("fc1", 128),
+            layer_spec("relu", "relu3"),
+            linear_spec("fc2", classes)};
   }
   if (preset == "lenet5") {
     // LeNet-5 on 28x28 (padding 2 gives the original 32x32 field) or 32x32 inputs.
     PHALANX_REQUIRE_INPUT(height == width && (height == 28 || height == 32),
                           "model.preset lenet5 takes 28x28 or 32x32 images, but the data has ", height, "x",
                           width);
-    return {conv("conv1", 6, 5, 1, height == 28 ? 2 : 0, true),
-            simple("relu", "relu1"),
-            max_pool("pool1", 2),
-            conv("conv2", 16, 5, 1, 0, true),
-            simple("relu", "relu2"),
-            max_pool("pool2", 2),
-            simple("flatten", "flatten"),
-            linear("fc1", 120),
-            simple("relu", "relu3"),
-            linear("fc2", 84),
-            simple("relu", "relu4"),
-            linear("fc3", classes)};
+    return {conv_spec("conv1", 6, 5, 1, height == 28 ? 2 : 0, true),
+            layer_spec("relu", "relu1"),
+            max_pool_spec("pool1", 2),
+            conv_spec("conv2", 16, 5, 1, 0, true),
+            layer_spec("relu", "relu2"),
+            max_pool_spec("pool2", 2),
+            layer_spec("flatten", "flatten"),
+            linear_spec("fc1", 120),
+            layer_spec("relu", "relu3"),
+            linear_spec("fc2", 84),
+            layer_spec("relu", "relu4"),
+            linear_spec("fc3", classes)};
   }
   if (preset == "resnet20") {
     // He et al. 2016, CIFAR variant: 3 stages of 3 basic blocks (16, 32, 64 channels).
     PHALANX_REQUIRE_INPUT(height >= 8 && width >= 8,
                           "model.preset resnet20 needs images of at least 8x8, the data has ", height, "x",
                           width);
-    std::vector<config::LayerSpec> layers = {conv("conv1", 16, 3, 1, 1, false), simple("batch_norm", "bn1"),
-                                             simple("relu", "relu")};
+    std::vector<config::LayerSpec> layers = {conv_spec("conv1", 16, 3, 1, 1, false),
+                                             layer_spec("batch_norm", "bn1"), layer_spec("relu", "relu")};
     int in_channels = 16;
     const int stage_channels[3] = {16, 32, 64};
     for (int stage = 0; stage < 3; ++stage) {
@@ -145,8 +113,8 @@ std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Sh
         in_channels = stage_channels[stage];
       }
     }
-    layers.push_back(simple("global_avg_pool", "avgpool"));
-    layers.push_back(linear("fc", classes));
+    layers.push_back(layer_spec("global_avg_pool", "avgpool"));
+    layers.push_back(linear_spec("fc", classes));
     return layers;
   }
   if (preset == "resnet18") {
@@ -166,8 +134,8 @@ std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Sh
         in_channels = stage_channels[stage];
       }
     }
-    layers.push_back(simple("global_avg_pool", "avgpool"));
-    layers.push_back(linear("fc", classes));
+    layers.push_back(layer_spec("global_avg_pool", "avgpool"));
+    layers.push_back(linear_spec("fc", classes));
     return layers;
   }
   if (preset == "resnet50" || preset == "resnext50_32x4d") {
@@ -190,8 +158,8 @@ std::vector<config::LayerSpec> preset_layers(const std::string& preset, const Sh
         in_channels = stage_widths[stage] * 4;
       }
     }
-    layers.push_back(simple("global_avg_pool", "avgpool"));
-    layers.push_back(linear("fc", classes));
+    layers.push_back(layer_spec("global_avg_pool", "avgpool"));
+    layers.push_back(linear_spec("fc", classes));
     return layers;
   }
   // torchvision's mobile and efficient networks take any image size and channel count.

@@ -2,29 +2,11 @@
 // computed from the channel means. Its squeeze path is an ordinary Sequential of layers (pool,
 // fc1, activation, fc2, scale activation) built once the input channels are known, so it reuses
 // their forward, backward and fusion; only the gating is an op of its own.
+#include "layer_specs.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/model_plan.hpp"
 
 namespace phalanx::nn {
-namespace {
-
-config::LayerSpec squeeze_layer(const std::string& type, const std::string& name) {
-  config::LayerSpec spec;
-  spec.type = type;
-  spec.name = name;
-  return spec;
-}
-
-config::LayerSpec one_by_one(const std::string& name, int out_channels) {
-  config::LayerSpec spec = squeeze_layer("conv", name);
-  spec.out_channels = out_channels;
-  spec.kernel = 1;
-  spec.bias = true;
-  return spec;
-}
-
-}  // namespace
-
 SqueezeExcitation::SqueezeExcitation(std::string name, int squeeze_channels, std::string activation,
                                      std::string scale_activation, ActivationFusion fusion)
     : Layer(std::move(name)),
@@ -40,12 +22,12 @@ Shape SqueezeExcitation::configure(const Shape& sample_input, ParameterRegistry&
   spatial_ = sample_input[0] * sample_input[1];
   channels_ = sample_input[2];
   const std::string prefix = name() + "/";
-  squeeze_ = build_layers(
-      {squeeze_layer("global_avg_pool", prefix + "avgpool"), one_by_one(prefix + "fc1", squeeze_channels_),
-       squeeze_layer(activation_, prefix + "activation"),
-       one_by_one(prefix + "fc2", static_cast<int>(channels_)),
-       squeeze_layer(scale_activation_, prefix + "scale_activation")},
-      name(), fusion_);
+  squeeze_ = build_layers({layer_spec("global_avg_pool", prefix + "avgpool"),
+                           conv_spec(prefix + "fc1", squeeze_channels_, 1, 1, 0, true),
+                           layer_spec(activation_, prefix + "activation"),
+                           conv_spec(prefix + "fc2", static_cast<int>(channels_), 1, 1, 0, true),
+                           layer_spec(scale_activation_, prefix + "scale_activation")},
+                          name(), fusion_);
   const Shape scale_shape = squeeze_->configure(sample_input, registry);
   PHALANX_CHECK(scale_shape == (Shape{1, 1, channels_}), "squeeze path of '", name(), "' gives ",
                 scale_shape.to_string());

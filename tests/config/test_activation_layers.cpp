@@ -6,24 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "config/expect_input_error.hpp"
+#include "config/layer_list_config.hpp"
 #include "phalanx/config/config.hpp"
 
 namespace phalanx::config {
 namespace {
 
-using phalanx::testing::expect_input_error;
-
-const std::string source = "configs/x.yaml";
-
-Config parse_layers(const std::string& layers) {
-  return parse("data: {path: d.h5}\nmodel:\n  layers:\n" + layers, source);
-}
-
-void expect_layer_error(const std::string& layers, std::vector<std::string> fragments) {
-  fragments.push_back(source + ": ");
-  expect_input_error([&] { parse_layers(layers); }, fragments);
-}
+using phalanx::testing::expect_layer_error;
+using phalanx::testing::parse_layers;
 
 TEST(ConfigActivationLayers, EveryTypeParsesWithItsDefaults) {
   const Config config = parse_layers(

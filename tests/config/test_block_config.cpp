@@ -8,24 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "config/expect_input_error.hpp"
+#include "config/layer_list_config.hpp"
 #include "phalanx/config/config.hpp"
 
 namespace phalanx::config {
 namespace {
 
-using phalanx::testing::expect_input_error;
-
-const std::string source = "configs/x.yaml";
-
-Config parse_layers(const std::string& layers) {
-  return parse("data: {path: d.h5}\nmodel:\n  layers:\n" + layers, source);
-}
-
-void expect_layer_error(const std::string& layers, std::vector<std::string> fragments) {
-  fragments.push_back(source + ": ");
-  expect_input_error([&] { parse_layers(layers); }, fragments);
-}
+using phalanx::testing::config_source;
+using phalanx::testing::expect_layer_error;
+using phalanx::testing::parse_layers;
 
 TEST(ConfigBlocks, KeysAndDefaults) {
   const Config config = parse_layers(
@@ -112,7 +103,8 @@ TEST(ConfigBlocks, BadValuesNameTheirKey) {
 
 TEST(ConfigBlocks, PresetsOfTorchvisionAreKnown) {
   for (const char* preset : {"mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "resnext50_32x4d"}) {
-    const Config config = parse(std::string("data: {path: d.h5}\nmodel: {preset: ") + preset + "}\n", source);
+    const Config config =
+        parse(std::string("data: {path: d.h5}\nmodel: {preset: ") + preset + "}\n", config_source);
     EXPECT_EQ(config.model.preset, preset);
   }
 }

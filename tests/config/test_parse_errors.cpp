@@ -7,12 +7,14 @@
 #include <vector>
 
 #include "config/expect_input_error.hpp"
+#include "config/layer_list_config.hpp"
 #include "phalanx/config/config.hpp"
 
 namespace phalanx::config {
 namespace {
 
 using phalanx::testing::expect_input_error;
+using phalanx::testing::expect_layer_error;
 
 const std::string source = "configs/x.yaml";
 const std::string base = "model: {preset: lenet5}\ndata: {path: d.h5}\n";
@@ -21,13 +23,6 @@ const std::string base = "model: {preset: lenet5}\ndata: {path: d.h5}\n";
 std::string expect_parse_error(const std::string& extra, std::vector<std::string> fragments) {
   fragments.push_back(source + ": ");
   return expect_input_error([&] { parse(base + extra, source); }, fragments);
-}
-
-// A config whose model is the given layer list, for layer errors.
-std::string expect_layer_error(const std::string& layers, std::vector<std::string> fragments) {
-  fragments.push_back(source + ": ");
-  return expect_input_error([&] { parse("data: {path: d.h5}\nmodel:\n  layers:\n" + layers, source); },
-                            fragments);
 }
 
 TEST(ConfigParseErrors, UnknownKeysSuggestTheClosestKey) {

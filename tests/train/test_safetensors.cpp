@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -132,82 +133,110 @@ TEST_F(SafetensorsTest, OtherDtypesAreRefusedNamingTheTensorAndDtype) {
   for (const SafetensorsEntry& entry : file.entries())
     EXPECT_INPUT_ERROR(file.values(entry), path + ": tensor '" + entry.name + "' is " + entry.dtype +
                                                "; phalanx takes weights as F32, F16, BF16 or F64");
-  write(R"({"w":{"dtype":"F128","shape":[1],"data_offsets":[0,16]}})", std::string(16, '\0'));
-  expect_refused("tensor 'w': unknown dtype 'F128'");
 }
 
-TEST_F(SafetensorsTest, AHeaderLengthPastTheFileOrAbsurdIsRefused) {
-  write_bytes(path, "abc");
-  expect_refused("3 bytes are too few for a safetensors file");
-  write_bytes(path, little_endian_bytes(1000, 8) + "{}");
-  expect_refused("the safetensors header length 1000 runs past the end of the file (10 bytes");
-  write_bytes(path, little_endian_bytes(~std::uint64_t{0}, 8) + "{}");
-  expect_refused("the safetensors header length 18446744073709551615 is beyond the format's limit of 100000000 bytes");
-  write_bytes(path, little_endian_bytes(100'000'001, 8) + "{}");
-  expect_refused("the safetensors header length 100000001 is beyond the format's limit of 100000000 bytes");
-  write_bytes(path, little_endian_bytes(100'000'000, 8) + "{}");
-  expect_refused("the safetensors header length 100000000 runs past the end of the file (10 bytes");
-  write_bytes(path, little_endian_bytes(0, 8));
-  expect_refused("the safetensors header is not valid JSON");
+// One kind of damage to a file: its bytes, and what the refusal must say besides the file name.
+struct DamagedFile {
+  std::string name;  // the test's name: what is wrong
+  std::string bytes;
+  std::string expected;
+};
+
+void PrintTo(const DamagedFile& damaged, std::ostream* out) {
+  *out << damaged.name;
 }
 
-TEST_F(SafetensorsTest, AHeaderThatIsNotAJsonObjectIsRefused) {
-  write("[1, 2]", "");
-  expect_refused("the safetensors header is JSON but not an object (array)");
-  write("{\"w\": ", "");
-  expect_refused("the safetensors header is not valid JSON");
-  write(std::string(100, '[') + std::string(100, ']'), "");
-  expect_refused("nests deeper than 8 levels");
-  write(R"({"w": [1]})", "");
-  expect_refused("tensor 'w': its entry is array, not an object of dtype, shape and data_offsets");
-  write(R"({"w":{"dtype":"F32","shape":[1]}})", "abcd");
-  expect_refused("tensor 'w': no data_offsets");
-  write(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"stride":[1]}})", "abcd");
-  expect_refused("tensor 'w': unknown field 'stride'");
-  write(R"({"__metadata__":{"format":1}})", "");
-  expect_refused("__metadata__ 'format' is 1, not a string");
+std::vector<DamagedFile> damaged_files() {
+  const std::string four(4, '\0'), eight(8, '\0'), twelve(12, '\0');
+  return {
+      // The header length: past the file, or past the format's limit.
+      {"TooFewBytes", "abc", "3 bytes are too few for a safetensors file"},
+      {"HeaderLengthPastTheFile", little_endian_bytes(1000, 8) + "{}",
+       "the safetensors header length 1000 runs past the end of the file (10 bytes"},
+      {"HeaderLengthAllOnes", little_endian_bytes(~std::uint64_t{0}, 8) + "{}",
+       "the safetensors header length 18446744073709551615 is beyond the format's limit of 100000000 bytes"},
+      {"HeaderLengthOverTheLimit", little_endian_bytes(100'000'001, 8) + "{}",
+       "the safetensors header length 100000001 is beyond the format's limit of 100000000 bytes"},
+      {"HeaderLengthAtTheLimitPastTheFile", little_endian_bytes(100'000'000, 8) + "{}",
+       "the safetensors header length 100000000 runs past the end of the file (10 bytes"},
+      {"EmptyHeader", little_endian_bytes(0, 8), "the safetensors header is not valid JSON"},
+      // A header that is not a JSON object of well-formed entries.
+      {"HeaderIsAnArray", safetensors_bytes("[1, 2]", ""),
+       "the safetensors header is JSON but not an object (array)"},
+      {"HeaderIsCutShort", safetensors_bytes("{\"w\": ", ""), "the safetensors header is not valid JSON"},
+      {"HeaderNestsTooDeep", safetensors_bytes(std::string(100, '[') + std::string(100, ']'), ""),
+       "nests deeper than 8 levels"},
+      {"EntryIsAnArray", safetensors_bytes(R"({"w": [1]})", ""),
+       "tensor 'w': its entry is array, not an object of dtype, shape and data_offsets"},
+      {"EntryWithoutDataOffsets", safetensors_bytes(R"({"w":{"dtype":"F32","shape":[1]}})", "abcd"),
+       "tensor 'w': no data_offsets"},
+      {"EntryWithAnUnknownField",
+       safetensors_bytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"stride":[1]}})", "abcd"),
+       "tensor 'w': unknown field 'stride'"},
+      {"MetadataThatIsNotAString", safetensors_bytes(R"({"__metadata__":{"format":1}})", ""),
+       "__metadata__ 'format' is 1, not a string"},
+      {"UnknownDtype",
+       safetensors_bytes(R"({"w":{"dtype":"F128","shape":[1],"data_offsets":[0,16]}})",
+                         std::string(16, '\0')),
+       "tensor 'w': unknown dtype 'F128'"},
+      // A name given twice.
+      {"TensorNameGivenTwice",
+       safetensors_bytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                         R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                         eight),
+       "the safetensors header names 'w' twice"},
+      {"FieldNameGivenTwice",
+       safetensors_bytes(R"({"w":{"dtype":"F32","dtype":"F16","shape":[1],"data_offsets":[0,4]}})", four),
+       "names 'dtype' twice"},
+      // Offsets that leave the data, overlap or disagree with dtype x shape.
+      {"OffsetsPastTheData",
+       safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", four),
+       "tensor 'w': data_offsets [0, 8] leave the data area of 4 bytes"},
+      {"OffsetsReversed",
+       safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", eight),
+       "tensor 'w': data_offsets [8, 0] leave the data area"},
+      {"OffsetsDisagreeWithTheShape",
+       safetensors_bytes(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", twelve),
+       "tensor 'w': F32 x shape [3] is 12 bytes, but data_offsets [0, 8] span 8"},
+      {"OffsetsOverlap",
+       safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                         R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                         twelve),
+       "tensors 'a' [0, 8) and 'b' [4, 12) overlap in the data area"},
+      {"OffsetNegative",
+       safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,-8]}})", eight),
+       "tensor 'w': data_offsets holds -8, not a non-negative integer"},
+      // Negative, fractional, absurd or malformed shapes.
+      {"DimensionNegative",
+       safetensors_bytes(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight),
+       "tensor 'w': shape holds -2, not a non-negative integer"},
+      {"DimensionFractional",
+       safetensors_bytes(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,8]}})", eight),
+       "tensor 'w': shape holds 1.5, not a non-negative integer"},
+      {"DimensionAbsurd",
+       safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2199023255553],"data_offsets":[0,8]}})", eight),
+       "tensor 'w': dimension 2199023255553 in shape [2199023255553] is absurd"},
+      // Dimensions whose product overflows 64 bits.
+      {"ShapeProductOverflows",
+       safetensors_bytes(
+           R"({"w":{"dtype":"F32","shape":[1099511627776,1099511627776,1099511627776],"data_offsets":[0,8]}})",
+           eight),
+       "tensor 'w': F32 x shape [1099511627776, 1099511627776, 1099511627776] is more bytes than the file "
+       "holds"},
+      {"ShapeNotAList", safetensors_bytes(R"({"w":{"dtype":"F32","shape":"2","data_offsets":[0,8]}})", eight),
+       "tensor 'w': shape must be a list of at most 16 dimensions"},
+  };
 }
 
-TEST_F(SafetensorsTest, ANameGivenTwiceIsRefused) {
-  write(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-        R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-        std::string(8, '\0'));
-  expect_refused("the safetensors header names 'w' twice");
-  write(R"({"w":{"dtype":"F32","dtype":"F16","shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0'));
-  expect_refused("names 'dtype' twice");
+struct DamagedSafetensorsFile : SafetensorsTest, ::testing::WithParamInterface<DamagedFile> {};
+
+TEST_P(DamagedSafetensorsFile, IsRefusedNamingTheFile) {
+  write_bytes(path, GetParam().bytes);
+  expect_refused(GetParam().expected);
 }
 
-TEST_F(SafetensorsTest, OffsetsThatLeaveTheDataOverlapOrDisagreeWithTheShapeAreRefused) {
-  write(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", std::string(4, '\0'));
-  expect_refused("tensor 'w': data_offsets [0, 8] leave the data area of 4 bytes");
-  write(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", std::string(8, '\0'));
-  expect_refused("tensor 'w': data_offsets [8, 0] leave the data area");
-  write(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", std::string(12, '\0'));
-  expect_refused("tensor 'w': F32 x shape [3] is 12 bytes, but data_offsets [0, 8] span 8");
-  write(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-        R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-        std::string(12, '\0'));
-  expect_refused("tensors 'a' [0, 8) and 'b' [4, 12) overlap in the data area");
-  write(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,-8]}})", std::string(8, '\0'));
-  expect_refused("tensor 'w': data_offsets holds -8, not a non-negative integer");
-}
-
-TEST_F(SafetensorsTest, NegativeHugeOrMalformedShapesAreRefused) {
-  write(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", std::string(8, '\0'));
-  expect_refused("tensor 'w': shape holds -2, not a non-negative integer");
-  write(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,8]}})", std::string(8, '\0'));
-  expect_refused("tensor 'w': shape holds 1.5, not a non-negative integer");
-  write(R"({"w":{"dtype":"F32","shape":[2199023255553],"data_offsets":[0,8]}})", std::string(8, '\0'));
-  expect_refused("tensor 'w': dimension 2199023255553 in shape [2199023255553] is absurd");
-  // Dimensions whose product overflows 64 bits.
-  write(R"({"w":{"dtype":"F32","shape":[1099511627776,1099511627776,1099511627776],"data_offsets":[0,8]}})",
-        std::string(8, '\0'));
-  expect_refused(
-      "tensor 'w': F32 x shape [1099511627776, 1099511627776, 1099511627776] is more bytes than the file "
-      "holds");
-  write(R"({"w":{"dtype":"F32","shape":"2","data_offsets":[0,8]}})", std::string(8, '\0'));
-  expect_refused("tensor 'w': shape must be a list of at most 16 dimensions");
-}
+INSTANTIATE_TEST_SUITE_P(Safetensors, DamagedSafetensorsFile, ::testing::ValuesIn(damaged_files()),
+                         [](const ::testing::TestParamInfo<DamagedFile>& info) { return info.param.name; });
 
 TEST_F(SafetensorsTest, AMissingFileIsRefused) {
   expect_refused("no such safetensors file");
