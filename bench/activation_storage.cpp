@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   add_convolution("resnet20 16->16 32x32", square_convolution(128, 16, 32, 16, 3, 1, 1, false));
   add_convolution("resnet20 64->64 8x8", square_convolution(128, 64, 8, 64, 3, 1, 1, false));
 
-  const PoolingGeometry pooling{128, 32, 28, 28, 2, 2, 0, PoolingKind::Max};
+  const PoolingGeometry pooling{128, 32, 28, 28, 2, 2, 2, 0, PoolingKind::Max};
   cases.push_back({"fmnist pool1 forward", [&](Backend& backend) {
                      backend.pooling_forward(pooling, input.data(), output.data(), workspace.data());
                    }});

@@ -206,7 +206,7 @@ std::vector<Case> cases(int batch) {
                     return std::function<void()>(
                         [=, &backend] { backend.accumulate(wide, source, destination); });
                   }});
-  PoolingGeometry pool{batch, 64, 112, 112, 3, 2, 1};
+  PoolingGeometry pool{batch, 64, 112, 112, 3, 3, 2, 1};
   list.push_back({"max pool 3x3/2 64 @112 forward", [pool](Backend& backend, Buffers& buffers) {
                     const float* input = buffers.activations(std::int64_t{pool.batch} * 112 * 112 * 64);
                     float* output =

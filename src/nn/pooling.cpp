@@ -25,9 +25,9 @@ Shape Pooling::configure(const Shape& sample_input, ParameterRegistry&) {
   in_width_ = static_cast<int>(sample_input[1]);
   channels_ = static_cast<int>(sample_input[2]);
   if (global_) {
-    PHALANX_REQUIRE_INPUT(in_height_ == in_width_, "layer '", name(),
-                          "': global_avg_pool needs a square input, got ", sample_input.to_string());
-    kernel_ = stride_ = in_height_;
+    // One window over the whole image: its height and width may differ; the stride never
+    // applies (one output position), so 1.
+    stride_ = 1;
     padding_ = 0;
   }
   const auto probe = geometry(1);
@@ -43,7 +43,8 @@ backend::PoolingGeometry Pooling::geometry(std::int64_t batch) const {
   geometry.channels = channels_;
   geometry.in_height = in_height_;
   geometry.in_width = in_width_;
-  geometry.kernel = kernel_;
+  geometry.kernel_height = global_ ? in_height_ : kernel_;
+  geometry.kernel_width = global_ ? in_width_ : kernel_;
   geometry.stride = stride_;
   geometry.padding = padding_;
   geometry.kind = global_ ? backend::PoolingKind::Average : kind_;

@@ -362,7 +362,7 @@ TEST_F(CpuBf16Activations, BatchNormIsTheFp32OneRoundedWithFp32Statistics) {
 TEST_F(CpuBf16Activations, PoolingMatchesFp32OnRoundedInputs) {
   for (const PoolingKind kind : {PoolingKind::Max, PoolingKind::Average}) {
     for (const PoolingGeometry& geometry :
-         {PoolingGeometry{16, 32, 28, 28, 2, 2, 0, kind}, PoolingGeometry{16, 64, 8, 8, 8, 8, 0, kind}}) {
+         {PoolingGeometry{16, 32, 28, 28, 2, 2, 2, 0, kind}, PoolingGeometry{16, 64, 8, 8, 8, 8, 8, 0, kind}}) {
       const std::size_t inputs =
           std::size_t(geometry.batch) * geometry.channels * geometry.in_height * geometry.in_width;
       const std::size_t outputs =
@@ -381,7 +381,7 @@ TEST_F(CpuBf16Activations, PoolingMatchesFp32OnRoundedInputs) {
       };
       const auto expected = run(*reference_, false), actual = run(*bf16_, true);
       const std::string name =
-          (kind == PoolingKind::Max ? "max " : "average ") + std::to_string(geometry.kernel);
+          (kind == PoolingKind::Max ? "max " : "average ") + std::to_string(geometry.kernel_height);
       if (kind == PoolingKind::Max) {
         EXPECT_TRUE(same_bits(actual.first, expected.first)) << name;
         EXPECT_TRUE(same_bits(actual.second, expected.second)) << name;
@@ -500,7 +500,7 @@ TEST_F(CpuBf16Activations, Fp32BitwiseUnchangedAfterBf16Activations) {
   auto backend = make_test_backend();
   const ConvolutionGeometry convolution = square_convolution(8, 16, 16, 32, 3, 1, 1, true);
   const BatchNormGeometry batch_norm{8, 32, 16 * 16, 1e-5f, backend::FusedActivation::Relu};
-  const PoolingGeometry pooling{8, 32, 16, 16, 2, 2, 0, PoolingKind::Max};
+  const PoolingGeometry pooling{8, 32, 16, 16, 2, 2, 2, 0, PoolingKind::Max};
   const std::vector<float> input = random_values(8 * 16 * 16 * 16, 41),
                            weight = random_values(32 * 16 * 9, 42), bias = random_values(32, 43),
                            gamma = random_values(32, 44, 0.5f, 1.5f), beta = random_values(32, 45);

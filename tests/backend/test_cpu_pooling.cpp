@@ -22,10 +22,18 @@ PoolingGeometry make_geometry(int batch, int channels, int height, int width, in
   geometry.channels = channels;
   geometry.in_height = height;
   geometry.in_width = width;
-  geometry.kernel = kernel;
+  geometry.kernel_height = geometry.kernel_width = kernel;
   geometry.stride = stride;
   geometry.padding = padding;
   geometry.kind = kind;
+  return geometry;
+}
+
+// Global average pooling as the layer sets it up: one window over the whole image, square or not.
+PoolingGeometry global_average(int batch, int channels, int height, int width) {
+  PoolingGeometry geometry = make_geometry(batch, channels, height, width, 1, 1, 0, PoolingKind::Average);
+  geometry.kernel_height = height;
+  geometry.kernel_width = width;
   return geometry;
 }
 
@@ -37,7 +45,7 @@ std::size_t output_count(const PoolingGeometry& g) {
 }
 
 // Reference forward and backward in one: for every output, the inputs of its window and their
-// weights in the output (1 for the max, 1/kernel^2 for the average, padding counted).
+// weights in the output (1 for the max, 1/window size for the average, padding counted).
 struct Reference {
   std::vector<double> output;
   std::vector<double> grad_input;
@@ -46,7 +54,7 @@ struct Reference {
 Reference reference(const PoolingGeometry& g, const std::vector<float>& input,
                     const std::vector<float>& grad_output) {
   Reference result{std::vector<double>(output_count(g)), std::vector<double>(input_count(g), 0.0)};
-  const double window_size = static_cast<double>(g.kernel) * g.kernel;
+  const double window_size = static_cast<double>(g.kernel_height) * g.kernel_width;
   for (int n = 0; n < g.batch; ++n)
     for (int oh = 0; oh < g.out_height(); ++oh)
       for (int ow = 0; ow < g.out_width(); ++ow)
@@ -55,8 +63,8 @@ Reference reference(const PoolingGeometry& g, const std::vector<float>& input,
               ((std::size_t(n) * g.out_height() + oh) * g.out_width() + ow) * g.channels + c;
           double best = -std::numeric_limits<double>::infinity(), sum = 0;
           std::size_t best_index = 0;
-          for (int kh = 0; kh < g.kernel; ++kh)
-            for (int kw = 0; kw < g.kernel; ++kw) {
+          for (int kh = 0; kh < g.kernel_height; ++kh)
+            for (int kw = 0; kw < g.kernel_width; ++kw) {
               const int ih = oh * g.stride - g.padding + kh, iw = ow * g.stride - g.padding + kw;
               if (ih < 0 || ih >= g.in_height || iw < 0 || iw >= g.in_width) continue;
               const std::size_t in = ((std::size_t(n) * g.in_height + ih) * g.in_width + iw) * g.channels + c;
@@ -123,7 +131,9 @@ INSTANTIATE_TEST_SUITE_P(
         PoolingCase{"FashionMax", make_geometry(2, 32, 28, 28, 2, 2, 0, PoolingKind::Max)},
         PoolingCase{"Average2x2", make_geometry(2, 3, 6, 8, 2, 2, 0, PoolingKind::Average)},
         PoolingCase{"AveragePaddedCountsPadding", make_geometry(2, 4, 5, 5, 3, 1, 1, PoolingKind::Average)},
-        PoolingCase{"GlobalAverage", make_geometry(3, 16, 7, 7, 7, 7, 0, PoolingKind::Average)}),
+        PoolingCase{"GlobalAverage", make_geometry(3, 16, 7, 7, 7, 7, 0, PoolingKind::Average)},
+        PoolingCase{"GlobalAverageTall", global_average(2, 8, 7, 4)},
+        PoolingCase{"GlobalAverageWide", global_average(2, 8, 2, 5)}),
     [](const ::testing::TestParamInfo<PoolingCase>& info) { return info.param.name; });
 
 // Finite differences of sum(output * probe). Inputs are distinct and 0.05 apart, eps 1e-2 never

@@ -458,7 +458,7 @@ PoolingGeometry pooling(PoolingKind kind, int batch, int channels, int size, int
   g.batch = batch;
   g.channels = channels;
   g.in_height = g.in_width = size;
-  g.kernel = kernel;
+  g.kernel_height = g.kernel_width = kernel;
   g.stride = stride;
   g.padding = padding;
   return g;
@@ -485,7 +485,7 @@ StorageCase pooling_case(const std::string& label, const PoolingGeometry& g) {
             // Max pooling picks one input: equal. Its gradient is one grad_output value per input
             // when windows do not overlap, else a sum of several; averages are sums.
             const double sums = stored_sums(a.precision());
-            const bool single_gradient = max && g.stride >= g.kernel;
+            const bool single_gradient = max && g.stride >= g.kernel_height && g.stride >= g.kernel_width;
             return CheckedOutputs{
                 {"output", a.download(output), max ? equal_values : sums},
                 {"evaluation_output", a.download(evaluation_output), max ? equal_values : sums},

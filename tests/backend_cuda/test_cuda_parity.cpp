@@ -296,7 +296,7 @@ PoolingGeometry pooling(PoolingKind kind, int batch, int channels, int height, i
   g.channels = channels;
   g.in_height = height;
   g.in_width = width;
-  g.kernel = kernel;
+  g.kernel_height = g.kernel_width = kernel;
   g.stride = stride;
   g.padding = padding;
   return g;
@@ -336,6 +336,11 @@ std::vector<OpCase> pooling_cases() {
   add_pooling_cases(cases, "average_3x3_pad1_counts_padding",
                     pooling(PoolingKind::Average, 2, 8, 9, 9, 3, 1, 1));
   add_pooling_cases(cases, "global_average_7x7", pooling(PoolingKind::Average, 7, 64, 7, 7, 7, 7, 0));
+  // A rectangular input's global pool (a 224x160 image through MobileNet ends at 7x5).
+  PoolingGeometry rectangular_global = pooling(PoolingKind::Average, 4, 40, 7, 5, 1, 1, 0);
+  rectangular_global.kernel_height = 7;
+  rectangular_global.kernel_width = 5;
+  add_pooling_cases(cases, "global_average_7x5", rectangular_global);
   // Odd channel counts; non-overlapping 3x3 windows that leave a remainder; overlapping stride 1;
   // average pooling with stride 2 and padding (windows straddle the border); a global average over
   // an odd plane.

@@ -124,6 +124,15 @@ TEST(ModelGradient, BatchNormDropoutGlobalPool) {
   expect_gradients_match(problem, 12);
 }
 
+// torchvision's models pool any H x W their strides allow (AdaptiveAvgPool2d(1)): the global pool
+// averages a rectangular image, and its gradient spreads 1/(H*W) back over it.
+TEST(ModelGradient, GlobalPoolOverARectangularImage) {
+  config::ModelConfig config;
+  config.layers = {layer("conv", 4, 3, 1, 1), layer("batch_norm"), layer("global_avg_pool"), layer("linear", 3)};
+  Problem problem(config, Shape{7, 4, 2}, 3, 5);
+  expect_gradients_match(problem, 12);
+}
+
 TEST(ModelGradient, ResidualBlocksWithAndWithoutShortcut) {
   config::ModelConfig config;
   config::LayerSpec identity_block = layer("residual");

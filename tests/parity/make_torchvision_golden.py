@@ -156,7 +156,8 @@ class ResNet20(nn.Module):
 
 # preset -> (sample shape [H, W, C], builder). Small inputs keep the C++ side quick on CI's two
 # cores; the ImageNet models get 64x64 so their last stage still has 2x2 positions per sample
-# for batch norm's statistics.
+# for batch norm's statistics. Two take a rectangular image (as torchvision's models allow: their
+# global pool is adaptive), one wide and one tall.
 CLASSES = 10
 BATCH = 4
 PRESETS = {
@@ -167,8 +168,8 @@ PRESETS = {
     "resnet50": ([64, 64, 3], lambda: torchvision.models.resnet50(num_classes=CLASSES)),
     "resnext50_32x4d": ([64, 64, 3], lambda: torchvision.models.resnext50_32x4d(num_classes=CLASSES)),
     "mobilenet_v2": ([64, 64, 3], lambda: torchvision.models.mobilenet_v2(num_classes=CLASSES)),
-    "mobilenet_v3_small": ([64, 64, 3], lambda: torchvision.models.mobilenet_v3_small(num_classes=CLASSES)),
-    "efficientnet_b0": ([64, 64, 3], lambda: torchvision.models.efficientnet_b0(num_classes=CLASSES)),
+    "mobilenet_v3_small": ([64, 96, 3], lambda: torchvision.models.mobilenet_v3_small(num_classes=CLASSES)),
+    "efficientnet_b0": ([96, 64, 3], lambda: torchvision.models.efficientnet_b0(num_classes=CLASSES)),
 }
 
 

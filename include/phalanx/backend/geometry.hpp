@@ -105,13 +105,15 @@ enum class PoolingKind { Max, Average };
 struct PoolingGeometry {
   int batch = 0;
   int channels = 0, in_height = 0, in_width = 0;
-  int kernel = 2;
+  // Square windows for max/avg pooling; global average pooling covers a whole H x W image, which
+  // need not be square (torchvision's models take any input size their strides allow).
+  int kernel_height = 2, kernel_width = 2;
   int stride = 2;
   int padding = 0;
   PoolingKind kind = PoolingKind::Max;
 
-  int out_height() const { return (in_height + 2 * padding - kernel) / stride + 1; }
-  int out_width() const { return (in_width + 2 * padding - kernel) / stride + 1; }
+  int out_height() const { return (in_height + 2 * padding - kernel_height) / stride + 1; }
+  int out_width() const { return (in_width + 2 * padding - kernel_width) / stride + 1; }
   bool operator==(const PoolingGeometry&) const = default;
 };
 

@@ -47,12 +47,14 @@ Poolings::Primitives::Primitives(const PoolingGeometry& geometry, DnnlContext& c
       {geometry.batch, geometry.channels, geometry.out_height(), geometry.out_width()}, activation_type,
       Tag::nhwc);
   const dnnl::memory::dims strides{geometry.stride, geometry.stride};
-  const dnnl::memory::dims kernel{geometry.kernel, geometry.kernel};
+  const dnnl::memory::dims kernel{geometry.kernel_height, geometry.kernel_width};
   const dnnl::memory::dims padding{geometry.padding, geometry.padding};
   // The right padding that reproduces PyTorch's floor-divided output size (ceil_mode=False).
   const dnnl::memory::dims padding_right{
-      (geometry.out_height() - 1) * geometry.stride + geometry.kernel - geometry.in_height - geometry.padding,
-      (geometry.out_width() - 1) * geometry.stride + geometry.kernel - geometry.in_width - geometry.padding};
+      (geometry.out_height() - 1) * geometry.stride + geometry.kernel_height - geometry.in_height -
+          geometry.padding,
+      (geometry.out_width() - 1) * geometry.stride + geometry.kernel_width - geometry.in_width -
+          geometry.padding};
   const auto algorithm = geometry.kind == PoolingKind::Max ? dnnl::algorithm::pooling_max
                                                            : dnnl::algorithm::pooling_avg_include_padding;
   const dnnl::primitive_attr attributes = DnnlContext::primitive_attributes();
@@ -113,7 +115,7 @@ Poolings::Primitives& Poolings::primitives(const PoolingGeometry& geometry) {
     throw_dnnl_error(error,
                      detail::concat("create ", storage_ == ComputePrecision::BFloat16 ? "bf16 " : "",
                                     geometry.kind == PoolingKind::Max ? "max" : "average", " pooling kernel ",
-                                    geometry.kernel, " stride ", geometry.stride, " padding ",
+                                    geometry.kernel_height, "x", geometry.kernel_width, " stride ", geometry.stride, " padding ",
                                     geometry.padding, " on ", geometry.batch, "x", geometry.in_height, "x",
                                     geometry.in_width, "x", geometry.channels),
                      __FILE__, __LINE__);

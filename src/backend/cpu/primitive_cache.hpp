@@ -31,8 +31,8 @@ struct GeometryHash {
                     static_cast<long long>(geometry.activation)});
   }
   std::size_t operator()(const PoolingGeometry& geometry) const {
-    return combine({geometry.batch, geometry.channels, geometry.in_height, geometry.in_width, geometry.kernel,
-                    geometry.stride, geometry.padding, static_cast<long long>(geometry.kind)});
+    return combine({geometry.batch, geometry.channels, geometry.in_height, geometry.in_width,
+                    geometry.kernel_height, geometry.kernel_width, geometry.stride, geometry.padding, static_cast<long long>(geometry.kind)});
   }
   std::size_t operator()(const LinearGeometry& geometry) const {
     return combine({geometry.batch, geometry.in_features, geometry.out_features,

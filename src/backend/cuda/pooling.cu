@@ -14,13 +14,13 @@ namespace {
 
 // The plain integers the kernels need, copied out of the geometry once.
 struct PoolingShape {
-  int batch, channels, in_height, in_width, out_height, out_width, kernel, stride, padding;
+  int batch, channels, in_height, in_width, out_height, out_width, kernel_height, kernel_width, stride, padding;
 };
 
 PoolingShape shape_of(const PoolingGeometry& geometry) {
-  return {geometry.batch,    geometry.channels,     geometry.in_height,
-          geometry.in_width, geometry.out_height(), geometry.out_width(),
-          geometry.kernel,   geometry.stride,       geometry.padding};
+  return {geometry.batch,         geometry.channels,     geometry.in_height,    geometry.in_width,
+          geometry.out_height(),  geometry.out_width(),  geometry.kernel_height, geometry.kernel_width,
+          geometry.stride,        geometry.padding};
 }
 
 template <typename Stored>
@@ -39,10 +39,10 @@ __global__ void max_pooling_forward_kernel(PoolingShape shape, const Stored* inp
     const Stored* sample_input = input + sample * shape.in_height * shape.in_width * shape.channels;
     float best = -INFINITY;
     int best_position = -1;
-    for (int kernel_row = 0; kernel_row < shape.kernel; ++kernel_row) {
+    for (int kernel_row = 0; kernel_row < shape.kernel_height; ++kernel_row) {
       const int row = window_start(out_row, shape.stride, shape.padding) + kernel_row;
       if (row < 0 || row >= shape.in_height) continue;
-      for (int kernel_column = 0; kernel_column < shape.kernel; ++kernel_column) {
+      for (int kernel_column = 0; kernel_column < shape.kernel_width; ++kernel_column) {
         const int column = window_start(out_column, shape.stride, shape.padding) + kernel_column;
         if (column < 0 || column >= shape.in_width) continue;
         const int position = row * shape.in_width + column;
@@ -60,13 +60,13 @@ __global__ void max_pooling_forward_kernel(PoolingShape shape, const Stored* inp
   }
 }
 
-// Padding counts in the divisor: every window covers kernel * kernel positions of the padded input
+// Padding counts in the divisor: every window covers kernel_height * kernel_width positions of the padded input
 // (the floor-divided output size keeps windows inside it).
 template <typename Stored>
 __global__ void average_pooling_forward_kernel(PoolingShape shape, const Stored* input, Stored* output) {
   const std::int64_t count =
       static_cast<std::int64_t>(shape.batch) * shape.out_height * shape.out_width * shape.channels;
-  const float divisor = static_cast<float>(shape.kernel * shape.kernel);
+  const float divisor = static_cast<float>(shape.kernel_height * shape.kernel_width);
   for (std::int64_t index = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; index < count;
        index += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const int channel = static_cast<int>(index % shape.channels);
@@ -77,10 +77,10 @@ __global__ void average_pooling_forward_kernel(PoolingShape shape, const Stored*
     const std::int64_t sample = rest / shape.out_height;
     const Stored* sample_input = input + sample * shape.in_height * shape.in_width * shape.channels;
     float sum = 0.0f;
-    for (int kernel_row = 0; kernel_row < shape.kernel; ++kernel_row) {
+    for (int kernel_row = 0; kernel_row < shape.kernel_height; ++kernel_row) {
       const int row = window_start(out_row, shape.stride, shape.padding) + kernel_row;
       if (row < 0 || row >= shape.in_height) continue;
-      for (int kernel_column = 0; kernel_column < shape.kernel; ++kernel_column) {
+      for (int kernel_column = 0; kernel_column < shape.kernel_width; ++kernel_column) {
         const int column = window_start(out_column, shape.stride, shape.padding) + kernel_column;
         if (column < 0 || column >= shape.in_width) continue;
         sum +=
@@ -97,7 +97,7 @@ __global__ void pooling_backward_kernel(PoolingShape shape, bool is_max, const S
                                         const std::int32_t* arg_max, Stored* grad_input) {
   const std::int64_t count =
       static_cast<std::int64_t>(shape.batch) * shape.in_height * shape.in_width * shape.channels;
-  const float divisor = static_cast<float>(shape.kernel * shape.kernel);
+  const float divisor = static_cast<float>(shape.kernel_height * shape.kernel_width);
   for (std::int64_t index = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; index < count;
        index += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const int channel = static_cast<int>(index % shape.channels);
@@ -108,8 +108,8 @@ __global__ void pooling_backward_kernel(PoolingShape shape, bool is_max, const S
     const std::int64_t sample = rest / shape.in_height;
     const int position = row * shape.in_width + column;
     int first_row, last_row, first_column, last_column;
-    covering_outputs(row, shape.padding, shape.kernel, shape.stride, shape.out_height, first_row, last_row);
-    covering_outputs(column, shape.padding, shape.kernel, shape.stride, shape.out_width, first_column,
+    covering_outputs(row, shape.padding, shape.kernel_height, shape.stride, shape.out_height, first_row, last_row);
+    covering_outputs(column, shape.padding, shape.kernel_width, shape.stride, shape.out_width, first_column,
                      last_column);
     const std::int64_t sample_offset = sample * shape.out_height * shape.out_width * shape.channels + channel;
     float sum = 0.0f;
