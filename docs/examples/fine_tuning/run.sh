@@ -11,7 +11,7 @@
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
-  sed -n '5,11p' "$0" >&2
+  sed -n '5,10p' "$0" >&2
   exit 2
 fi
 venv_python="$(cd "$1" && pwd)/bin/python"
