@@ -145,6 +145,8 @@ class TrainLearnsTest(unittest.TestCase):
         self.assertEqual(summary["steps"], TOTAL_STEPS)
         self.assertEqual(summary["global_batch"], RANKS * BATCH)
         self.assertEqual(summary["world_size"], RANKS)
+        # The model's own count (torch's sum of numel), not the flat buffer's padded length.
+        self.assertEqual(summary["parameters"], 421642)
         self.assertGreater(summary["images_per_sec"], 0.0)
         self.assertGreater(summary["wall_seconds"], 0.0)
         self.assertLess(summary["wall_seconds"], TRAIN_RESULT.seconds, "wall time is within the mpirun's")

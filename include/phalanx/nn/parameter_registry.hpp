@@ -58,6 +58,9 @@ class ParameterRegistry {
   Tensor& buffers() { return buffers_; }
   // False while only declared (a ModelPlan's registry), true once allocate() ran.
   bool allocated() const { return !parameters_.empty(); }
+  // The flat buffers' lengths, alignment padding between tensors included (what the optimizer,
+  // the all-reduce and the checkpoints iterate over); the model's parameter count is
+  // Model::size().parameters.
   std::int64_t parameter_count() const { return parameter_elements_; }
   std::int64_t buffer_count() const { return buffer_elements_; }
 

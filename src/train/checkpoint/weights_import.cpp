@@ -52,7 +52,7 @@ ImportResult import_weights(const ImportRequest& request) {
   nn::Model model(config.model, request.input, result.classes, *backend, config.seed);
   assign_weights(weights, *backend, model.registry(), HeadMismatch::Refuse);
   result.tensors = model.registry().parameters_info().size() + model.registry().buffers_info().size();
-  result.parameters = model.registry().parameter_count();
+  result.parameters = model.size().parameters;
   write_checkpoint(request.output, *backend, model.registry(), nullptr, TrainingPosition{}, 1, config.seed,
                    config::to_yaml(config));
   return result;

@@ -125,7 +125,7 @@ void RunReporter::initial_weights_lines() {
     progress_.line("frozen (train.freeze: " + prefixes + "): " + std::to_string(initial.frozen_tensors) +
                    " of " + std::to_string(setup_.model->registry().parameters_info().size()) +
                    " parameter tensors, " + std::to_string(initial.frozen_values) + " of " +
-                   std::to_string(setup_.model->registry().parameter_count()) + " values");
+                   std::to_string(setup_.model->size().parameters) + " values");
   }
 }
 
@@ -268,7 +268,7 @@ nlohmann::json RunReporter::finish(const TrainingRecord& record, int micro_batch
   summary["seconds_to_accuracy"] = seconds_to_accuracy(history_);
   summary["run_dir"] = run_directory_.path();
   summary["dataset"] = data::source_name(setup_.config.data);  // data.path, or the mapped training images
-  summary["parameters"] = setup_.model->registry().parameter_count();
+  summary["parameters"] = setup_.model->size().parameters;
   if (!setup_.resumed_from.empty()) summary["resumed_from"] = setup_.resumed_from;
   if (!setup_.initial_weights.file.empty())
     summary["init_from"] = {{"file", setup_.initial_weights.file},
