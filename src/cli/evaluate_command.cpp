@@ -1,9 +1,9 @@
 // `phalanx eval` and `phalanx predict`: rebuild the model from a checkpoint (its config is in
 // the file) and run it on a split of a dataset: --data, or without it the data the checkpoint was
 // trained on (its config's data.path or data.source, so a mapped source evaluates in place too).
-#include <map>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "commands.hpp"
 #include "phalanx/comm/communicator.hpp"
@@ -16,6 +16,7 @@
 #include "phalanx/train/evaluation.hpp"
 #include "phalanx/train/predictions.hpp"
 #include "phalanx/train/rank_resources.hpp"
+#include "phalanx/train/top_k.hpp"
 #include "rank_setup.hpp"
 
 namespace phalanx::cli {
@@ -97,12 +98,20 @@ int evaluate(const EvaluateArguments& arguments, int* argc, char*** argv) {
   LoadedModel loaded;
   if (int status = agreed_status(world, [&] { load(arguments, world, false, loaded); })) return status;
   if (int status = agreed_status(world, [&] { build_model(arguments, world, loaded); })) return status;
+  // Top-5 besides top-1 when the model has more than 5 classes, as training reports.
+  const auto top_k = train::reported_top_k({}, loaded.model->classes(), data_name(arguments, loaded));
   const auto result = train::evaluate(*loaded.model, loaded.split, loaded.info.mean,
-                                      loaded.info.standard_deviation, world, arguments.batch_size);
+                                      loaded.info.standard_deviation, world, arguments.batch_size, top_k);
+  std::string top_k_text;
+  for (const auto& top : result.top_k) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "  top-%d accuracy %.4f", top.k, top.accuracy);
+    top_k_text += text;
+  }
   if (world.rank() == 0)
-    std::printf("%s split of %s: accuracy %.4f  loss %.4f  (%lld samples, %.2f s, %s)\n",
+    std::printf("%s split of %s: accuracy %.4f  loss %.4f%s  (%lld samples, %.2f s, %s)\n",
                 arguments.split.c_str(), data_name(arguments, loaded).c_str(), result.accuracy, result.loss,
-                static_cast<long long>(result.samples), result.seconds,
+                top_k_text.c_str(), static_cast<long long>(result.samples), result.seconds,
                 loaded.resources.backend->name().c_str());
   return 0;
 }

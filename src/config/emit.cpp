@@ -187,6 +187,11 @@ std::string to_yaml(const Config& config) {
   out << YAML::Key << "freeze" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const std::string& prefix : train.freeze) out << YAML::DoubleQuoted << prefix;
   out << YAML::EndSeq;
+  out << YAML::Key << "clip_grad_norm" << YAML::Value;
+  if (train.clip_grad_norm)
+    out << format_number(*train.clip_grad_norm);
+  else
+    out << YAML::Null;
   out << YAML::EndMap;
 
   out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;
@@ -209,6 +214,10 @@ std::string to_yaml(const Config& config) {
 
   out << YAML::Key << "trace" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "steps" << YAML::Value << config.trace.steps;
+  out << YAML::EndMap;
+
+  out << YAML::Key << "eval" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "top_k" << YAML::Value << YAML::Flow << config.eval.top_k;
   out << YAML::EndMap;
 
   out << YAML::EndMap;

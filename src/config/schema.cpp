@@ -30,11 +30,12 @@ const std::map<std::string, std::vector<std::string>>& sections() {
       {"train",
        {"epochs", "max_steps", "batch_size", "accumulation_steps", "label_smoothing", "log_every_steps",
         "precision", "loss_scale", "loss_scale_initial", "activation_dtype", "deterministic", "nonfinite",
-        "freeze"}},
+        "freeze", "clip_grad_norm"}},
       {"checkpoint", {"every_steps", "keep"}},
       {"distributed", {"bucket_mb", "timeout_s", "grad_dtype", "batch_split", "local_batches"}},
       {"elastic", {"global_batch", "learning_rate_rule"}},
       {"trace", {"steps"}},
+      {"eval", {"top_k"}},
   };
   return table;
 }
@@ -69,8 +70,8 @@ const std::map<std::string, std::vector<std::string>>& layer_table() {
 
 const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> keys = {
-      "name",     "seed",  "device",     "threads",     "model",   "data", "optimizer",
-      "schedule", "train", "checkpoint", "distributed", "elastic", "trace"};
+      "name",     "seed",  "device",     "threads",     "model",   "data",  "optimizer",
+      "schedule", "train", "checkpoint", "distributed", "elastic", "trace", "eval"};
   return keys;
 }
 

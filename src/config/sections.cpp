@@ -358,6 +358,10 @@ void read_train(const Section& section, TrainConfig& train) {
         train.freeze.push_back(prefix);
     }
   }
+  // Null is how to_yaml writes "no clipping", and how `--set train.clip_grad_norm=null` removes it.
+  if (const YAML::Node value = section["clip_grad_norm"]; has(value) && !value.IsNull()) {
+    train.clip_grad_norm = reader.real(value, section.key("clip_grad_norm"), zero_exclusive, std::nullopt);
+  }
 }
 
 void read_checkpoint(const Section& section, CheckpointConfig& checkpoint) {
@@ -410,6 +414,22 @@ void read_elastic(const Section& section, ElasticConfig& elastic) {
         reader.word<LearningRateRule>(value, section.key("learning_rate_rule"));
 }
 
+// The k of each top-k accuracy, each >= 1 (the dataset's class count bounds it at start).
+void read_evaluation(const Section& section, EvaluationConfig& evaluation) {
+  const Reader& reader = section.reader();
+  const YAML::Node list = section["top_k"];
+  if (!has(list) || list.IsNull()) return;
+  const std::string key = section.key("top_k");
+  if (!list.IsSequence())
+    reader.fail(key, key + ": expected a list of k values >= 1, e.g. [5], got " + describe(list), list);
+  for (std::size_t index = 0; index < list.size(); ++index) {
+    const int k = reader.int_value(list[index], key + "[" + std::to_string(index) + "]", 1);
+    if (std::find(evaluation.top_k.begin(), evaluation.top_k.end(), k) == evaluation.top_k.end())
+      evaluation.top_k.push_back(k);
+  }
+  std::sort(evaluation.top_k.begin(), evaluation.top_k.end());
+}
+
 void read_trace(const Section& section, TraceConfig& trace) {
   if (const YAML::Node value = section["steps"]; has(value))
     trace.steps = section.reader().integer(value, section.key("steps"), 0, 100000);
@@ -452,6 +472,7 @@ Config convert_config(const Reader& reader, const YAML::Node& root) {
   read_distributed(Section(reader, root, "distributed"), config.distributed);
   read_elastic(Section(reader, root, "elastic"), config.elastic);
   read_trace(Section(reader, root, "trace"), config.trace);
+  read_evaluation(Section(reader, root, "eval"), config.eval);
   return config;
 }
 

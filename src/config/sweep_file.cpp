@@ -202,6 +202,18 @@ std::string trimmed_key(const std::string& assignment) {
   return key.substr(first, key.find_last_not_of(" \t") - first + 1);
 }
 
+// test_accuracy, test_loss, train_loss or test_top<k>_accuracy (k >= 1, eval.top_k's).
+std::string read_metric(const Reader& reader, const YAML::Node& node) {
+  const std::string metric = reader.text(node, "metric");
+  if (metric == "test_accuracy" || metric == "test_loss" || metric == "train_loss" || top_k_of_metric(metric))
+    return metric;
+  reader.fail("metric",
+              "metric: '" + metric +
+                  "' is not one of test_accuracy, test_loss, train_loss, test_top<k>_accuracy (e.g. "
+                  "test_top5_accuracy)",
+              node);
+}
+
 // `file_set_count` of sweep.base_overrides come from the file's `set:`, the rest from --set.
 void refuse_keys_the_sweep_sets(const Reader& reader, const YAML::Node& root, const SweepConfig& sweep,
                                 std::size_t file_set_count) {
@@ -298,9 +310,9 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
         static_cast<int>(reader.integer(root["trials"], "trials", sweep.search == Search::Grid ? 0 : 1, 100000));
   else if (sweep.search == Search::Random)
     fail_at(reader, "trials", "is missing: random search needs the number of trials", root);
-  if (root["metric"].IsDefined())
-    sweep.metric = reader.choice(root["metric"], "metric", {"test_accuracy", "test_loss", "train_loss"});
-  sweep.goal = sweep.metric == "test_accuracy" ? Goal::Maximize : Goal::Minimize;
+  if (root["metric"].IsDefined()) sweep.metric = read_metric(reader, root["metric"]);
+  const std::optional<int> metric_top_k = top_k_of_metric(sweep.metric);
+  sweep.goal = sweep.metric == "test_accuracy" || metric_top_k ? Goal::Maximize : Goal::Minimize;
   if (root["goal"].IsDefined()) sweep.goal = reader.word<Goal>(root["goal"], "goal");
 
   if (reader.require_mapping(root["budget"], "budget")) {
@@ -371,6 +383,16 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
   // learning rate below zero or a batch size of 0 fails here, naming the space key.
   sweep.base_text = read_text_file(sweep.base_path, "base training config (key 'config' of " + path + ")");
   sweep.base = trial_config(sweep, {});
+  // A top-k metric the trials would not report otherwise is added to the base's eval.top_k (a k
+  // above the data's classes then fails each trial's set-up, naming eval.top_k).
+  std::vector<int> top_k = sweep.base.eval.top_k;
+  if (metric_top_k && std::find(top_k.begin(), top_k.end(), *metric_top_k) == top_k.end()) {
+    top_k.push_back(*metric_top_k);
+    std::string list;
+    for (const int k : top_k) list += (list.empty() ? "" : ", ") + std::to_string(k);
+    sweep.base_overrides.push_back("eval.top_k=[" + list + "]");
+    sweep.base = trial_config(sweep, {});
+  }
   refuse_keys_the_sweep_sets(reader, root, sweep, file_set_count);
   for (const auto& parameter : sweep.space)
     for (const auto& value : extreme_values(parameter)) {
@@ -398,6 +420,16 @@ std::int64_t grid_points(const SweepConfig& sweep) {
     if (points > largest_grid) return largest_grid + 1;
   }
   return points;
+}
+
+std::optional<int> top_k_of_metric(const std::string& metric) {
+  const std::string prefix = "test_top", suffix = "_accuracy";
+  if (!metric.starts_with(prefix) || !metric.ends_with(suffix)) return std::nullopt;
+  const std::string digits = metric.substr(prefix.size(), metric.size() - prefix.size() - suffix.size());
+  if (digits.empty() || digits.size() > 6 || digits[0] == '0' ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::stoi(digits);
 }
 
 Config trial_config(const SweepConfig& sweep, const std::vector<std::string>& assignments) {

@@ -2,6 +2,7 @@
 // page written at the end of a run and a later `phalanx report RUN_DIR` are the same page.
 #include "phalanx/report/run_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -87,9 +88,13 @@ void add_curves(HtmlPage& page, const std::vector<json>& events) {
                                 series_of(events, "eval", "test_loss", "test")}),
               "loss-chart");
   Axes accuracy{"Accuracy", "step", "fraction correct"};
-  page.figure(line_chart(accuracy, {series_of(events, "step", "accuracy", "train (rank 0 batches)"),
-                                    series_of(events, "eval", "test_accuracy", "test")}),
-              "accuracy-chart");
+  std::vector<Series> accuracies = {series_of(events, "step", "accuracy", "train (rank 0 batches)"),
+                                    series_of(events, "eval", "test_accuracy", "test")};
+  // Top-5 where the run reports it (more than 5 classes, eval.top_k).
+  if (std::any_of(events.begin(), events.end(),
+                  [](const json& event) { return event.contains("test_top5_accuracy"); }))
+    accuracies.push_back(series_of(events, "eval", "test_top5_accuracy", "test top-5"));
+  page.figure(line_chart(accuracy, accuracies), "accuracy-chart");
   Axes throughput{"Throughput", "seconds since start", "images/s (all ranks)"};
   throughput.y_from_zero = true;
   page.figure(line_chart(throughput, {series_of(events, "step", "images_per_sec", "step", "time"),

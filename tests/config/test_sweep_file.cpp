@@ -242,3 +242,24 @@ TEST_F(SweepFile, SpaceEntryWithoutATypeNamesTheKey) {
   expect_input_error([&] { load_sweep(sweep("{type: loguniform,", "{typo: loguniform,")); },
                      {"sweep.yaml", "space.optimizer.learning_rate.type", "got nothing"});
 }
+
+TEST_F(SweepFile, TopKAccuracyMetricIsMaximisedAndReportedByEveryTrial) {
+  const auto top5 = load_sweep(sweep("trials: 4\n", "trials: 4\nmetric: test_top5_accuracy\n"));
+  EXPECT_EQ(top5.metric, "test_top5_accuracy");
+  EXPECT_EQ(phalanx::config::name_of(top5.goal), "maximize");
+  EXPECT_EQ(top5.base.eval.top_k, (std::vector<int>{5}));
+  // A k the base config lists already stays as it is; another joins the listed ones.
+  write("base.yaml",
+        "model: {preset: fmnist_cnn}\ndata: {path: data.h5}\ntrain: {epochs: 2, batch_size: 32}\n"
+        "eval: {top_k: [2]}\n");
+  EXPECT_EQ(load_sweep(sweep("trials: 4\n", "trials: 4\nmetric: test_top2_accuracy\n")).base.eval.top_k,
+            (std::vector<int>{2}));
+  EXPECT_EQ(load_sweep(sweep("trials: 4\n", "trials: 4\nmetric: test_top3_accuracy\n")).base.eval.top_k,
+            (std::vector<int>{2, 3}));
+  EXPECT_EQ(phalanx::config::top_k_of_metric("test_top10_accuracy"), 10);
+  for (const char* bad :
+       {"test_top0_accuracy", "test_top_accuracy", "test_top05_accuracy", "test_topx_accuracy"})
+    expect_input_error(
+        [&] { load_sweep(sweep("trials: 4\n", std::string("trials: 4\nmetric: ") + bad + "\n")); },
+        {"sweep.yaml", "metric", bad, "test_top<k>_accuracy"});
+}

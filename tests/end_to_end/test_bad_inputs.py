@@ -161,6 +161,20 @@ class BadInputsTest(unittest.TestCase):
         line = self.train_refused("device-cuda", self.write("device-cuda", config), "cuda", "device")
         self.assertIn("no usable CUDA device", line)
 
+    def test_clip_grad_norm_not_positive(self):
+        for case, value in (("clip-zero", 0), ("clip-negative", -1.0)):
+            config = self.config(train__clip_grad_norm=value)
+            self.train_refused(case, self.write(case, config), "train.clip_grad_norm")
+
+    def test_top_k_outside_the_classes(self):
+        # Below 1 is refused with the config; above the data's 10 classes once the data is read,
+        # still before anything is written.
+        config = self.config(eval={"top_k": [0]})
+        self.train_refused("top-k-zero", self.write("top-k-zero", config), "eval.top_k")
+        config = self.config(eval={"top_k": [5, 11]})
+        self.train_refused("top-k-too-large", self.write("top-k-too-large", config), "eval.top_k", "11",
+                           "10 classes")
+
     def test_batch_larger_than_the_dataset(self):
         config = self.config(train__batch_size=200)  # 2 x 200 > 256 training samples
         line = self.train_refused("batch-too-large", self.write("batch-too-large", config), "256")

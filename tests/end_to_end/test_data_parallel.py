@@ -25,16 +25,22 @@ def setUpModule():
     DATA = e2e.make_fashion_subset(WORK, TRAIN, TEST)
 
 
-def train(ranks, name, learning_rate=0.05):
+def train(ranks, name, learning_rate=0.05, clip_grad_norm=None):
     config = e2e.base_config(DATA, name=name, seed=3, batch_size=GLOBAL_BATCH // ranks, max_steps=STEPS,
                              optimizer={"type": "sgd", "learning_rate": learning_rate, "momentum": 0.9},
-                             schedule={"type": "constant"})
+                             schedule={"type": "constant"}, log_every_steps=4)
+    if clip_grad_norm is not None:
+        config["train"]["clip_grad_norm"] = clip_grad_norm
     path = e2e.write_config(os.path.join(WORK, name + ".yaml"), config)
     run_dir = os.path.join(WORK, name)
     result = e2e.mpirun(ranks, "train", path, "--run-dir", run_dir, timeout=300)
     if result.returncode != 0:
         raise AssertionError(result.describe())
     return e2e.read_checkpoint_arrays(os.path.join(run_dir, "checkpoints", "latest.h5"), ("model",))["model"]
+
+
+def step_gradient_norms(name):
+    return [event["grad_norm"] for event in e2e.read_metrics(os.path.join(WORK, name)) if event["event"] == "step"]
 
 
 def worst_relative_difference(first, second):
@@ -65,6 +71,23 @@ class DataParallelTest(unittest.TestCase):
         # outside the tolerance, so the two tests above can fail.
         other = train(1, "ranks1-other-rate", learning_rate=0.055)
         self.assertGreater(worst_relative_difference(other, self.one_rank), 100 * TOLERANCE)
+
+    def test_clipped_two_ranks_equal_one_rank(self):
+        # train.clip_grad_norm: every rank clips the summed gradients by their norm, computed
+        # locally; 0.2 is below this model's gradient norms here, so the clip acts on every step.
+        one_rank = train(1, "clipped-ranks1", clip_grad_norm=0.2)
+        two_ranks = train(2, "clipped-ranks2", clip_grad_norm=0.2)
+        self.assertLess(worst_relative_difference(two_ranks, one_rank), TOLERANCE)
+        self.assertGreater(worst_relative_difference(one_rank, self.one_rank), 100 * TOLERANCE,
+                           "clipping did not change the trajectory")
+        one_norms, two_norms = step_gradient_norms("clipped-ranks1"), step_gradient_norms("clipped-ranks2")
+        self.assertEqual(len(one_norms), STEPS // 4)
+        for one, two in zip(one_norms, two_norms):
+            self.assertGreater(one["max"], 0.2)
+            self.assertGreaterEqual(one["max"], one["mean"])
+            self.assertAlmostEqual(one["mean"], two["mean"], delta=1e-4 * one["mean"])
+        # Without clipping, step events carry no grad_norm.
+        self.assertTrue(all("grad_norm" not in event for event in e2e.read_metrics(os.path.join(WORK, "ranks1"))))
 
 
 if __name__ == "__main__":

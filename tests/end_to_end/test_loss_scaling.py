@@ -102,6 +102,27 @@ class LossScalingTest(unittest.TestCase):
         self.assertEqual(state["log2"], 16 - skipped)
         self.assertEqual(state["good_steps"], 0, "the last update overflowed: no good steps since")
 
+    def test_clipping_acts_on_the_unscaled_gradients(self):
+        # train.clip_grad_norm clips after the scaler unscales (torch's unscale_, clip, step): the
+        # unscaled gradients are those of an unscaled run bit for bit, so are their norms, the clip
+        # and the weights. A max norm below the gradients' norms makes every step clip.
+        clip = "train.clip_grad_norm=0.05"
+        unscaled = train("clipped-unscaled", "train.loss_scale=none", clip)
+        scaled = train("clipped-scaled", "train.loss_scale=dynamic", clip)
+        expected = e2e.read_checkpoint_arrays(latest(unscaled))["model"]
+        actual = e2e.read_checkpoint_arrays(latest(scaled))["model"]
+        for name, value in expected.items():
+            self.assertTrue(np.array_equal(value.view(np.uint32), actual[name].view(np.uint32)),
+                            f"/model/{name} differs with loss scaling under clipping")
+        unclipped = e2e.read_checkpoint_arrays(latest(self.unscaled))["model"]
+        self.assertTrue(any(not np.array_equal(value, unclipped[name]) for name, value in expected.items()),
+                        "clipping changed nothing")
+        norms = {run: [event["grad_norm"] for event in e2e.read_metrics(run) if event["event"] == "step"]
+                 for run in (unscaled, scaled)}
+        self.assertEqual(len(norms[unscaled]), STEPS)
+        self.assertEqual(norms[unscaled], norms[scaled])  # the norm of the unscaled gradients
+        self.assertTrue(all(norm["max"] > 0.05 for norm in norms[unscaled]), norms[unscaled])
+
     def test_resume_continues_the_scaler_state(self):
         half = train("first-half", "train.loss_scale=dynamic", f"train.max_steps={STEPS // 2}")
         self.assertEqual(scaler_state(latest(half))["good_steps"], STEPS // 2)

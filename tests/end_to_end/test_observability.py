@@ -46,6 +46,9 @@ def setUpModule():
     config = e2e.base_config(DATA, name="observe", seed=5, epochs=EPOCHS, batch_size=BATCH,
                              log_every_steps=LOG_EVERY)
     config["trace"] = {"steps": TRACE_STEPS}
+    # Gradient norms are reported with clipping; a large max_norm leaves the run as it would be.
+    config["train"]["clip_grad_norm"] = 100.0
+    config["eval"] = {"top_k": [2]}
     CONFIG_PATH = e2e.write_config(os.path.join(WORK, "observe.yaml"), config)
     RESULT = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", RUN_DIR, timeout=400)
 
@@ -280,7 +283,31 @@ class ObservabilityTest(unittest.TestCase):
             for (_, value), (_, written) in zip(got, points):
                 self.assertAlmostEqual(value, written, delta=1e-6 * max(1.0, abs(written)), msg=tag)
         self.assertIn("eval/test_accuracy", scalars)
+        self.assertIn("eval/test_top5_accuracy", scalars)
+        self.assertIn("epoch/grad_norm/mean", scalars)
+        self.assertIn("step/grad_norm/max", scalars)
         self.assertIn("epoch/time_breakdown/forward/ms_per_step", scalars)
+
+    # ----- top-k accuracy and gradient norms ------------------------------------------------
+    def test_top_k_accuracies_and_gradient_norms_are_reported(self):
+        evals = [event for event in self.events if event["event"] == "eval"]
+        self.assertEqual(len(evals), EPOCHS)
+        for event in evals + [self.summary] + self.summary["history"]:
+            # Fashion-MNIST has 10 classes: top-5 always, top-2 from eval.top_k.
+            top1, top2, top5 = event["test_accuracy"], event["test_top2_accuracy"], event["test_top5_accuracy"]
+            self.assertLessEqual(top1, top2)
+            self.assertLessEqual(top2, top5)
+            self.assertLessEqual(top5, 1.0)
+            self.assertGreater(top5, top1, "top-5 of a 2-epoch model should beat its top-1")
+        epochs = [event for event in self.events if event["event"] == "epoch"]
+        steps = [event for event in self.events if event["event"] == "step"]
+        self.assertEqual(len(epochs), EPOCHS)
+        for event in epochs + steps:
+            norm = event["grad_norm"]
+            self.assertGreater(norm["mean"], 0.0, event)
+            self.assertGreaterEqual(norm["max"], norm["mean"], event)
+        self.assertGreaterEqual(max(event["grad_norm"]["max"] for event in epochs),
+                                max(event["grad_norm"]["max"] for event in steps))
 
 
 def flatten(prefix, value, skip=("event", "step", "epoch", "time")):

@@ -268,6 +268,15 @@ class TrainLearnsTest(unittest.TestCase):
         accuracy = float((predictions == labels).mean())
         self.assertEqual(f"{accuracy:.4f}", expected)
         self.assertIn(f"(accuracy {expected})", predicted.stdout)
+        # Top-5 (10 classes): the label among the 5 highest probabilities, equal ones ranked by
+        # class index, recomputed here from predict's probabilities; eval prints the same.
+        own = probabilities[np.arange(TEST), labels][:, None]
+        index = np.arange(10)[None, :]
+        ranks = ((probabilities > own) | ((probabilities == own) & (index < labels[:, None]))).sum(axis=1)
+        top5 = f"{float((ranks < 5).mean()):.4f}"
+        self.assertEqual(f"{self.summary['test_top5_accuracy']:.4f}", top5)
+        self.assertIn(f"top-5 accuracy {top5}", evaluated.stdout, evaluated.describe())
+        self.assertGreater(float(top5), accuracy)
         global PHALANX_PREDICTIONS
         PHALANX_PREDICTIONS = predictions
 

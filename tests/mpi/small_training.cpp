@@ -6,12 +6,13 @@
 #include <cstring>
 #include <random>
 
+#include "loop/backend_host_staging.hpp"
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/comm/grad_sync.hpp"
 #include "phalanx/data/shard_plan.hpp"
 #include "phalanx/nn/model.hpp"
+#include "phalanx/optim/gradient_clipping.hpp"
 #include "phalanx/optim/optimizer.hpp"
-#include "loop/backend_host_staging.hpp"
 
 namespace phalanx::testing {
 
@@ -89,6 +90,10 @@ std::vector<float> train_small_cnn(const comm::Communicator& communicator, const
     sync.begin_step();
     model.backward(input, grad_logits, [&](std::int64_t offset) { sync.gradients_ready(offset); });
     sync.wait();
+    if (training.clip_grad_norm) {
+      const double norm = optim::clip_gradient_norm(*backend, model.registry(), *training.clip_grad_norm);
+      if (training.gradient_norms) training.gradient_norms->push_back(norm);
+    }
     optimizer->step(model.registry(), 0.1, step + 1);
   }
   const float* weights = model.registry().parameters().data();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "phalanx/comm/communicator.hpp"
@@ -30,6 +31,9 @@ struct SmallTraining {
   int steps = 6;
   Weighting weighting = Weighting::ShareOfGlobalBatch;
   Staging staging = Staging::InPlace;
+  // train.clip_grad_norm: the summed gradients clipped to this norm before each update.
+  std::optional<double> clip_grad_norm = std::nullopt;
+  std::vector<double>* gradient_norms = nullptr;  // when given: each step's norm before clipping
 };
 
 // `training.steps` SGD steps (momentum, weight decay) over `communicator`, rank r training

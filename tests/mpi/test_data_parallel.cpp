@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "small_training.hpp"
 
@@ -35,6 +36,32 @@ TEST(DataParallel, NRanksEqualOneRankWithTheGlobalBatch) {
   // The weights moved: the comparison is not between two untouched initialisations.
   EXPECT_GT(testing::worst_relative_difference(reference, testing::initial_small_cnn_weights(training.seed)),
             1e-3);
+}
+
+// train.clip_grad_norm: every rank clips the summed gradients by their norm, computed locally
+// (no collective of its own), so N ranks still take the 1-rank steps.
+TEST(DataParallel, ClippedGradientsOnNRanksEqualOneRank) {
+  const auto world = comm::Communicator::world();
+  const auto split = testing::random_split("train", 160, 5);
+  std::vector<double> distributed_norms, reference_norms;
+  // Below the small CNN's gradient norms on these images (about 1 to 3), so every step clips.
+  SmallTraining training{.seed = 42, .clip_grad_norm = 0.25, .gradient_norms = &distributed_norms};
+  const auto distributed = testing::train_small_cnn(world, split, equal_split(world.size()), training);
+  training.gradient_norms = &reference_norms;
+  const auto alone = world.split(world.rank(), 0);
+  const auto reference = testing::train_small_cnn(alone, split, {global_batch}, training);
+  ASSERT_EQ(distributed.size(), reference.size());
+  EXPECT_LT(testing::worst_relative_difference(distributed, reference), 1e-5)
+      << "world size " << world.size();
+  ASSERT_EQ(distributed_norms.size(), reference_norms.size());
+  for (std::size_t step = 0; step < reference_norms.size(); ++step) {
+    EXPECT_NEAR(distributed_norms[step], reference_norms[step], 1e-5 * reference_norms[step])
+        << "step " << step;
+    EXPECT_GT(reference_norms[step], *training.clip_grad_norm) << "step " << step << " did not clip";
+  }
+  // The clip changed the trajectory: the unclipped run ends elsewhere.
+  const auto unclipped = testing::train_small_cnn(alone, split, {global_batch}, SmallTraining{.seed = 42});
+  EXPECT_GT(testing::worst_relative_difference(unclipped, reference), 1e-3);
 }
 
 TEST(DataParallel, RepeatedRunsAreBitwiseIdentical) {

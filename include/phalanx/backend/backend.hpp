@@ -295,6 +295,10 @@ class Backend : public Allocator {
   // True when no element is infinite or NaN (waits for the device): dynamic loss scaling asks it
   // of the summed gradients before every update.
   virtual bool all_finite(std::int64_t count, const float* data) = 0;
+  // The sum of the squares of an fp32 buffer, accumulated in double in an order fixed by `count`
+  // alone, so every call on the same bits gives the same answer (waits for the device): gradient
+  // clipping asks it of the summed gradients. Inf or NaN elements give inf or NaN.
+  virtual double sum_of_squares(std::int64_t count, const float* data) = 0;
 
   // Inverted dropout with a counter-based mask: keep with probability 1-p, scale by 1/(1-p).
   // The mask is a pure function of (seed, stream), so backward regenerates nothing: it reads

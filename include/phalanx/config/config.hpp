@@ -236,6 +236,9 @@ struct TrainConfig {
   // Parameters not updated (train.freeze): name prefixes in phalanx spelling ('/'; torch's '.'
   // is read as '/'), each matching whole name components ("layer1" is not "layer10").
   std::vector<std::string> freeze;
+  // Clip the summed gradients to this global L2 norm before each update, as
+  // torch.nn.utils.clip_grad_norm_ (train.clip_grad_norm); absent: no clipping.
+  std::optional<double> clip_grad_norm;
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };
@@ -277,6 +280,15 @@ struct TraceConfig {
   friend bool operator==(const TraceConfig&, const TraceConfig&) = default;
 };
 
+// Evaluation (eval.top_k): the k of the top-k accuracies reported besides top-1; top-5 is
+// reported whenever the dataset has more than 5 classes. Each k is checked against the
+// dataset's classes once the data is known.
+struct EvaluationConfig {
+  std::vector<int> top_k;
+
+  friend bool operator==(const EvaluationConfig&, const EvaluationConfig&) = default;
+};
+
 struct Config {
   std::string name = "run";
   std::uint64_t seed = 0;
@@ -291,6 +303,7 @@ struct Config {
   DistributedConfig distributed;
   ElasticConfig elastic;
   TraceConfig trace;
+  EvaluationConfig eval;
 
   // Field-by-field equality: what parse(to_yaml(c)) == c and the cross-rank check rely on.
   friend bool operator==(const Config&, const Config&) = default;

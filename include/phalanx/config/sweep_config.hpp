@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,8 @@ struct SweepConfig {
   Search search = Search::Random;
   Scheduler scheduler = Scheduler::Asha;
   int trials = 0;  // random: how many; grid: at most how many (0: all)
-  // A key of the trials' summary.json: test_accuracy | test_loss | train_loss.
+  // A key of the trials' summary.json: test_accuracy | test_loss | train_loss |
+  // test_top<k>_accuracy (maximised, as test_accuracy; k is added to the trials' eval.top_k).
   std::string metric = "test_accuracy";
   Goal goal = Goal::Maximize;
   BudgetUnit budget_unit = BudgetUnit::Epochs;
@@ -86,6 +88,9 @@ inline constexpr std::int64_t largest_grid = 1000000;
 std::int64_t grid_value_count(const SearchParameter& parameter);
 // The grid's point count, or largest_grid + 1 for anything larger (no overflow at any size).
 std::int64_t grid_points(const SweepConfig& sweep);
+
+// k for a metric named test_top<k>_accuracy (k >= 1, no leading zeros), nullopt for any other.
+std::optional<int> top_k_of_metric(const std::string& metric);
 
 // The training config of one trial: the base with the sweep's overrides and then `assignments`
 // (KEY=VALUE of the trial's sampled values) applied, validated like any config.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "phalanx/comm/communicator.hpp"
 #include "phalanx/config/config.hpp"
@@ -14,9 +15,15 @@
 
 namespace phalanx::train {
 
+struct TopKAccuracy {
+  int k = 0;
+  double accuracy = 0;  // fraction of samples whose label is among the k best scored (top_k.hpp)
+};
+
 struct EvaluationResult {
   double loss = 0;      // mean over samples
   double accuracy = 0;  // fraction correct
+  std::vector<TopKAccuracy> top_k;  // one per k asked for, in that order
   std::int64_t samples = 0;
   double seconds = 0;
 };
@@ -30,10 +37,13 @@ data::Split read_evaluation_part(const config::DataConfig& data, const std::stri
                                  const comm::Communicator& communicator);
 
 // Evaluates every sample of `part` (this rank's, from read_evaluation_part) and all-reduces the
-// sums over `communicator`, so every rank returns the metrics of the whole split.
+// sums over `communicator`, so every rank returns the metrics of the whole split. `top_k`: the k
+// of the top-k accuracies to report besides top-1 (reported_top_k), ranked by the fp32 softmax
+// probabilities the backend's predict gives, each k at most the model's classes.
 EvaluationResult evaluate(nn::Model& model, const data::Split& part, const std::vector<float>& mean,
                           const std::vector<float>& standard_deviation,
-                          const comm::Communicator& communicator, int batch_size);
+                          const comm::Communicator& communicator, int batch_size,
+                          const std::vector<int>& top_k = {});
 
 // Averages batch-norm running statistics over the ranks, so evaluation and checkpoints see
 // one model (each rank has only seen its own shard of every batch).

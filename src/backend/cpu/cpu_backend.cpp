@@ -278,6 +278,10 @@ bool CpuBackend::all_finite(std::int64_t count, const float* data) {
   return cpu::all_finite(count, data);
 }
 
+double CpuBackend::sum_of_squares(std::int64_t count, const float* data) {
+  return cpu::sum_of_squares(count, data);
+}
+
 void CpuBackend::dropout_forward(std::int64_t count, float probability, std::uint64_t seed,
                                  std::uint64_t stream, const float* input, float* output,
                                  std::uint8_t* mask) {

@@ -93,6 +93,7 @@ class CpuBackend final : public Backend {
   void accumulate(std::int64_t count, const float* source, float* destination) override;
   void scale(std::int64_t count, float factor, float* data) override;
   bool all_finite(std::int64_t count, const float* data) override;
+  double sum_of_squares(std::int64_t count, const float* data) override;
   void dropout_forward(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
                        const float* input, float* output, std::uint8_t* mask) override;
   void channel_scale_forward(std::int64_t batch, std::int64_t spatial, std::int64_t channels,

@@ -5,6 +5,7 @@
 #include "elementwise.hpp"
 
 #include <algorithm>
+#include <vector>
 
 namespace phalanx::backend::cpu {
 
@@ -182,6 +183,24 @@ bool all_finite(const std::int64_t count, const float* __restrict data) {
 #pragma omp parallel for simd schedule(static) reduction(| : non_finite) if (count >= parallel_threshold)
   for (std::int64_t i = 0; i < count; ++i) non_finite |= (data[i] - data[i]) != 0.0f;
   return non_finite == 0;
+}
+
+double sum_of_squares(const std::int64_t count, const float* __restrict data) {
+  // An OpenMP reduction would add the threads' sums in an order that follows the thread count;
+  // fixed blocks keep the order a function of `count` alone.
+  constexpr std::int64_t block = 8192;
+  const std::int64_t blocks = (count + block - 1) / block;
+  std::vector<double> partial(static_cast<std::size_t>(blocks));
+#pragma omp parallel for schedule(static) if (count >= parallel_threshold)
+  for (std::int64_t index = 0; index < blocks; ++index) {
+    const std::int64_t end = std::min(count, (index + 1) * block);
+    double sum = 0;
+    for (std::int64_t i = index * block; i < end; ++i) sum += static_cast<double>(data[i]) * data[i];
+    partial[static_cast<std::size_t>(index)] = sum;
+  }
+  double total = 0;
+  for (const double sum : partial) total += sum;
+  return total;
 }
 
 void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const float* input,

@@ -36,6 +36,9 @@ void accumulate(std::int64_t count, const float* source, float* destination);
 void accumulate(std::int64_t count, const Bf16* source, Bf16* destination);
 void scale(std::int64_t count, float factor, float* data);
 bool all_finite(std::int64_t count, const float* data);
+// In double, over fixed blocks of elements whose partial sums are added in block order: the same
+// bits for any thread count.
+double sum_of_squares(std::int64_t count, const float* data);
 // Per sample [rows, columns] -> [columns, rows]; output must not alias input.
 void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const float* input,
                        float* output);

@@ -427,6 +427,12 @@ bool CudaBackend::all_finite(std::int64_t count, const float* data) {
   return finite_check_.all_finite(stream_.get(), count, data);
 }
 
+double CudaBackend::sum_of_squares(std::int64_t count, const float* data) {
+  make_current();
+  if (count > 0) ++host_waits_;  // the total is read back on the host
+  return sum_of_squares_.sum(stream_.get(), count, data);
+}
+
 void CudaBackend::dropout_forward(std::int64_t count, float probability, std::uint64_t seed,
                                   std::uint64_t stream, const float* input, float* output,
                                   std::uint8_t* mask) {

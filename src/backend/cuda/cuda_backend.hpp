@@ -15,6 +15,7 @@
 #include "phalanx/backend/backend.hpp"
 #include "pinned_host_allocator.hpp"
 #include "reduction.hpp"
+#include "sum_of_squares.hpp"
 
 namespace phalanx::backend::cuda {
 
@@ -98,6 +99,7 @@ class CudaBackend final : public Backend {
   void accumulate(std::int64_t count, const float* source, float* destination) override;
   void scale(std::int64_t count, float factor, float* data) override;
   bool all_finite(std::int64_t count, const float* data) override;
+  double sum_of_squares(std::int64_t count, const float* data) override;
   void dropout_forward(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
                        const float* input, float* output, std::uint8_t* mask) override;
   void dropout_backward(std::int64_t count, float probability, const std::uint8_t* mask,
@@ -154,6 +156,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer copy_scratch_;  // bounce buffer for copies between overlapping ranges
   PinnedHostAllocator staging_allocator_;
   FiniteCheck finite_check_;
+  SumOfSquares sum_of_squares_;
   std::int64_t host_waits_ = 0;  // synchronize, copies back to the host, finite checks, frees
   ComputePrecision compute_precision_ = ComputePrecision::Float32;
   ComputePrecision activations_ = ComputePrecision::Float32;  // what activation buffers hold

@@ -2,13 +2,15 @@
 #include "phalanx/train/evaluation.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
+#include "loop/input_batch.hpp"
 #include "phalanx/core/timer.hpp"
 #include "phalanx/data/data_source.hpp"
 #include "phalanx/data/shard_plan.hpp"
 #include "phalanx/data/split_reader.hpp"
-#include "loop/input_batch.hpp"
+#include "phalanx/train/top_k.hpp"
 
 namespace phalanx::train {
 
@@ -42,13 +44,25 @@ data::Split read_evaluation_part(const config::DataConfig& data, const std::stri
 
 EvaluationResult evaluate(nn::Model& model, const data::Split& part, const std::vector<float>& mean,
                           const std::vector<float>& standard_deviation,
-                          const comm::Communicator& communicator, int batch_size) {
+                          const comm::Communicator& communicator, int batch_size,
+                          const std::vector<int>& top_k) {
   Stopwatch stopwatch;
   auto& backend = model.backend();
+  const int classes = model.classes();
   const std::int64_t begin = 0, end = part.count;
   InputBatch inputs(backend, batch_size, part.height, part.width, part.channels, mean, standard_deviation);
-  double sums[2] = {0, 0};  // loss sum, correct
+  // loss sum, correct, then the samples correct at each k of top_k
+  std::vector<double> sums(2 + top_k.size(), 0.0);
   std::int64_t count = 0;
+  // Top-k ranks the probabilities on the host: a [batch, classes] copy per batch, small beside the
+  // forward pass, and the same code for every backend and activation precision.
+  std::optional<Tensor> predicted, probabilities;
+  std::vector<float> host_probabilities;
+  if (!top_k.empty()) {
+    predicted.emplace(backend, Shape{batch_size}, DType::Int32);
+    probabilities.emplace(backend, Shape{batch_size, classes});
+    host_probabilities.resize(static_cast<std::size_t>(batch_size) * static_cast<std::size_t>(classes));
+  }
   nn::ForwardContext context;
   context.mode = nn::Mode::Evaluation;
   context.rank = communicator.rank();
@@ -56,18 +70,34 @@ EvaluationResult evaluate(nn::Model& model, const data::Split& part, const std::
     const int size = static_cast<int>(std::min<std::int64_t>(batch_size, end - first));
     inputs.load(part.images.data() + first * part.image_bytes(), part.labels.data() + first, size);
     const Tensor& logits = model.forward(inputs.input(), context);
-    const auto totals = backend.softmax_cross_entropy(size, model.classes(), logits.data(), inputs.labels(),
-                                                      0.0f, 1.0f, nullptr);
+    const auto totals =
+        backend.softmax_cross_entropy(size, classes, logits.data(), inputs.labels(), 0.0f, 1.0f, nullptr);
     sums[0] += totals.loss_sum;
     sums[1] += static_cast<double>(totals.correct);
+    if (!top_k.empty()) {
+      backend.predict(size, classes, logits.data(), predicted->data_as<std::int32_t>(),
+                      probabilities->data());
+      backend.copy_to_host(
+          host_probabilities.data(), probabilities->data(),
+          static_cast<std::size_t>(size) * static_cast<std::size_t>(classes) * sizeof(float));
+      const std::int32_t* labels = part.labels.data() + first;
+      for (int sample = 0; sample < size; ++sample) {
+        const int rank = label_rank(host_probabilities.data() + static_cast<std::size_t>(sample) * classes,
+                                    classes, labels[sample]);
+        for (std::size_t index = 0; index < top_k.size(); ++index) sums[2 + index] += rank < top_k[index];
+      }
+    }
     count += size;
   }
-  communicator.allreduce_sum(sums, 2);
+  communicator.allreduce_sum(sums.data(), static_cast<std::int64_t>(sums.size()));
   communicator.allreduce_sum(&count, 1);
   EvaluationResult result;
   result.samples = count;
-  result.loss = count ? sums[0] / static_cast<double>(count) : 0.0;
-  result.accuracy = count ? sums[1] / static_cast<double>(count) : 0.0;
+  const auto fraction = [&](double sum) { return count ? sum / static_cast<double>(count) : 0.0; };
+  result.loss = fraction(sums[0]);
+  result.accuracy = fraction(sums[1]);
+  for (std::size_t index = 0; index < top_k.size(); ++index)
+    result.top_k.push_back({top_k[index], fraction(sums[2 + index])});
   result.seconds = stopwatch.seconds();
   return result;
 }

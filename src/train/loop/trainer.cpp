@@ -6,6 +6,7 @@
 #include "loop/trainer.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "loop/gradient_exchange.hpp"
 #include "loop/input_pipeline.hpp"
@@ -165,7 +166,8 @@ Trainer::Bookkeeping Trainer::make_bookkeeping() {
                                                               config.train.log_every_steps});
   callbacks.add<StepMetricsCallback>(communicator_, *run_control_, run_directory_, *setup_.schedule,
                                      setup_.loss_scaler.get(), *setup_.nonfinite_guard, losses,
-                                     setup_.global_batch, config.train.log_every_steps, start_wall_);
+                                     setup_.global_batch, config.train.log_every_steps, start_wall_,
+                                     config.train.clip_grad_norm ? &update_->gradient_norms() : nullptr);
   auto& epoch_end = callbacks.add<EpochEndCallback>(actions, record, losses);
   // After the epoch's reset, as the checkpoint must hold the sums a resumed run continues.
   callbacks.add<CheckpointCallback>(actions, losses, config.checkpoint.every_steps);
@@ -233,8 +235,9 @@ nlohmann::json Trainer::finish(Step& step, Bookkeeping& bookkeeping) {
 EpochEvaluation Trainer::evaluate_now(const RunningTotals& totals) {
   synchronise_buffers();
   EpochEvaluation evaluation;
-  evaluation.test = evaluate(*setup_.model, *setup_.test_split, setup_.dataset.mean,
-                             setup_.dataset.standard_deviation, communicator_, evaluation_batch);
+  evaluation.test =
+      evaluate(*setup_.model, *setup_.test_split, setup_.dataset.mean, setup_.dataset.standard_deviation,
+               communicator_, evaluation_batch, setup_.top_k);
   double sums[2] = {totals.epoch_loss_sum, static_cast<double>(totals.epoch_samples)};
   communicator_.allreduce_sum(sums, 2);
   evaluation.train_loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
@@ -245,7 +248,8 @@ void Trainer::end_of_epoch(std::int64_t epoch, const TrainingRecord& record, con
   run_control_->enter("evaluation", setup_.position.global_step, comm::StageKind::Collective);
   const double epoch_seconds = record.epoch_clock.seconds();  // training only, before the evaluation
   reporter_->close_epoch_metrics(epoch_seconds);
-  reporter_->epoch_end(epoch, record, epoch_seconds, evaluate_now(totals));
+  const GradientNorms gradient_norms = std::exchange(update_->gradient_norms().epoch, GradientNorms{});
+  reporter_->epoch_end(epoch, record, epoch_seconds, evaluate_now(totals), gradient_norms);
 }
 
 void Trainer::stop_on_signal(const RunningTotals& totals) {

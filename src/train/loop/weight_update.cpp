@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "phalanx/optim/gradient_clipping.hpp"
 #include "phalanx/train/nonfinite_stop.hpp"
 
 namespace phalanx::train {
@@ -24,7 +25,13 @@ void WeightUpdate::apply(bool gradients_finite, const TrainingPosition& position
   else if (!gradients_finite)
     setup_.nonfinite_guard->count_skipped();
   const std::int64_t updates = position.global_step + 1 - skipped_updates();
-  if (update) setup_.optimizer->step(registry, learning_rate(position), updates);
+  if (!update) return;
+  // As torch's recipe: unscale, clip, step. Every rank holds the same summed gradients, so every
+  // rank computes the same norm and clips alike.
+  if (const auto& max_norm = setup_.config.train.clip_grad_norm) {
+    gradient_norms_.add(optim::clip_gradient_norm(setup_.model->backend(), registry, *max_norm));
+  }
+  setup_.optimizer->step(registry, learning_rate(position), updates);
 }
 
 std::int64_t WeightUpdate::skipped_updates() const {

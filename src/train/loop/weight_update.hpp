@@ -2,12 +2,14 @@
 // step at the schedule's rate, or its skip. With dynamic loss scaling an inf or NaN is first an
 // overflow of the scaled gradients (the scaler skips and halves the scale, as GradScaler does);
 // otherwise train.nonfinite decides: stop, naming the first layer with non-finite gradients, or
-// skip the update and count it.
+// skip the update and count it. With train.clip_grad_norm the unscaled gradients of an update are
+// clipped to that global norm before the optimizer runs, and the norm before clipping is recorded.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "loop/gradient_norms.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/progress.hpp"
 #include "phalanx/train/run_directory.hpp"
@@ -24,6 +26,8 @@ class WeightUpdate {
   void apply(bool gradients_finite, const TrainingPosition& position);
   // Updates left out so far: the loss scaler's count, or the non-finite guard's.
   std::int64_t skipped_updates() const;
+  // The norms before clipping, for the epoch and step events (which reset their part).
+  GradientNormRecord& gradient_norms() { return gradient_norms_; }
   // Stops, naming the parameter, before a checkpoint of weights that are not finite is written
   // (every rank holds the same weights, so every rank stops here together).
   void require_finite_state(const std::string& checkpoint_path, std::int64_t step) const;
@@ -37,6 +41,7 @@ class WeightUpdate {
   TrainingSetup& setup_;
   Progress& progress_;
   const RunDirectory& run_directory_;
+  GradientNormRecord gradient_norms_;
 };
 
 }  // namespace phalanx::train

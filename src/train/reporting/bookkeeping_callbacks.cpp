@@ -41,6 +41,10 @@ void StepMetricsCallback::after_step(const StepEnd& step) {
   // Without a loss scaler the updates train.nonfinite: skip left out (a scaler counts them above).
   if (!loss_scaler_ && nonfinite_guard_.policy() == config::NonFinite::Skip)
     event["skipped_steps"] = nonfinite_guard_.skipped_steps();
+  if (gradient_norms_) {
+    if (gradient_norms_->interval.updates > 0) event["grad_norm"] = gradient_norms_->interval.to_json();
+    gradient_norms_->interval = {};
+  }
   run_directory_.append_metrics(event);
   losses_.reset_interval();
 }

@@ -6,16 +6,17 @@
 
 #include <cstdint>
 
+#include "control/run_control.hpp"
+#include "loop/gradient_norms.hpp"
+#include "loop/nonfinite_guard.hpp"
+#include "loop/step_callback.hpp"
+#include "loop/training_losses.hpp"
 #include "phalanx/comm/communicator.hpp"
 #include "phalanx/optim/loss_scaler.hpp"
 #include "phalanx/optim/schedule.hpp"
-#include "loop/nonfinite_guard.hpp"
 #include "phalanx/train/progress.hpp"
-#include "control/run_control.hpp"
 #include "phalanx/train/run_directory.hpp"
-#include "loop/step_callback.hpp"
 #include "reporting/trace_recorder.hpp"
-#include "loop/training_losses.hpp"
 #include "reporting/training_record.hpp"
 
 namespace phalanx::train {
@@ -62,7 +63,7 @@ class StepMetricsCallback final : public StepCallback {
                       RunDirectory& run_directory, const optim::Schedule& schedule,
                       const optim::LossScaler* loss_scaler, const NonFiniteGuard& nonfinite_guard,
                       TrainingLosses& losses, std::int64_t global_batch, int log_every_steps,
-                      double start_wall)
+                      double start_wall, GradientNormRecord* gradient_norms)
       : communicator_(communicator),
         run_control_(run_control),
         run_directory_(run_directory),
@@ -72,7 +73,8 @@ class StepMetricsCallback final : public StepCallback {
         losses_(losses),
         global_batch_(global_batch),
         log_every_steps_(log_every_steps),
-        start_wall_(start_wall) {}
+        start_wall_(start_wall),
+        gradient_norms_(gradient_norms) {}
   bool reads_device_results(const StepEnd& step) const override { return due(step); }
   void after_step(const StepEnd& step) override;
 
@@ -88,6 +90,7 @@ class StepMetricsCallback final : public StepCallback {
   std::int64_t global_batch_;
   int log_every_steps_;
   double start_wall_;
+  GradientNormRecord* gradient_norms_;  // with train.clip_grad_norm, else null
 };
 
 // At an epoch's end: evaluation, the epoch and eval events; then the next epoch's sums start.

@@ -10,6 +10,7 @@
 #include "phalanx/data/data_source.hpp"
 #include "phalanx/report/run_report.hpp"
 #include "phalanx/train/build_information.hpp"
+#include "phalanx/train/top_k.hpp"
 #include "reporting/breakdown_table.hpp"
 #include "reporting/step_time_statistics.hpp"
 
@@ -37,6 +38,20 @@ std::string elastic_line(const nlohmann::json& facts, const TrainingSetup& setup
          std::to_string(world_size) + " ranks (elastic.global_batch: change), " + rates + ", continuing at batch " +
          std::to_string(setup.position.step_in_epoch) + " of " + std::to_string(setup.steps_per_epoch) +
          " of epoch " + std::to_string(setup.position.epoch + 1);
+}
+
+// test_accuracy, test_loss and each test_top<k>_accuracy, in that order.
+nlohmann::json test_fields(const EvaluationResult& result) {
+  nlohmann::json fields = {{"test_accuracy", result.accuracy}, {"test_loss", result.loss}};
+  for (const TopKAccuracy& top : result.top_k) fields["test_" + top_k_accuracy_name(top.k)] = top.accuracy;
+  return fields;
+}
+
+// What summary.json and the history take from an evaluation: the test fields and train_loss.
+nlohmann::json evaluation_fields(const EpochEvaluation& evaluation) {
+  nlohmann::json fields = test_fields(evaluation.test);
+  fields["train_loss"] = evaluation.train_loss;
+  return fields;
 }
 
 // Wall seconds from the start of the run to the first evaluation at or above each accuracy.
@@ -146,23 +161,20 @@ void RunReporter::close_epoch_metrics(double epoch_seconds) {
 }
 
 void RunReporter::epoch_end(std::int64_t epoch, const TrainingRecord& record, double epoch_seconds,
-                            const EpochEvaluation& evaluation) {
+                            const EpochEvaluation& evaluation, const GradientNorms& gradient_norms) {
   const std::int64_t epoch_steps = record.epoch_steps;
   const EvaluationResult& result = evaluation.test;
-  last_evaluation_ = {
-      {"test_accuracy", result.accuracy}, {"test_loss", result.loss}, {"train_loss", evaluation.train_loss}};
+  last_evaluation_ = evaluation_fields(evaluation);
   const double images_per_sec =
       epoch_seconds > 0
           ? static_cast<double>(epoch_steps) * static_cast<double>(setup_.global_batch) / epoch_seconds
           : 0.0;
   const double elapsed = wall_seconds_since_epoch() - start_wall_;
-  history_.push_back({{"epoch", epoch + 1},
-                      {"elapsed_seconds", elapsed},
-                      {"test_accuracy", result.accuracy},
-                      {"test_loss", result.loss},
-                      {"train_loss", evaluation.train_loss},
-                      {"epoch_seconds", epoch_seconds},
-                      {"eval_seconds", result.seconds}});
+  nlohmann::json entry = {{"epoch", epoch + 1}, {"elapsed_seconds", elapsed}};
+  entry.update(last_evaluation_);
+  entry["epoch_seconds"] = epoch_seconds;
+  entry["eval_seconds"] = result.seconds;
+  history_.push_back(std::move(entry));
   const nlohmann::json breakdown = record.epoch_times.to_json(epoch_steps);
   nlohmann::json epoch_event = {{"event", "epoch"},
                                 {"epoch", epoch + 1},
@@ -172,15 +184,15 @@ void RunReporter::epoch_end(std::int64_t epoch, const TrainingRecord& record, do
                                 {"time", elapsed},
                                 {"images_per_sec", images_per_sec},
                                 {"time_breakdown", breakdown}};
+  if (gradient_norms.updates > 0) epoch_event["grad_norm"] = gradient_norms.to_json();
   if (!epoch_machine_fields_.empty()) epoch_event["machine"] = machine_json(epoch_machine_fields_);
   run_directory_.append_metrics(epoch_event);
-  run_directory_.append_metrics({{"event", "eval"},
-                                 {"epoch", epoch + 1},
-                                 {"step", setup_.position.global_step},
-                                 {"test_accuracy", result.accuracy},
-                                 {"test_loss", result.loss},
-                                 {"seconds", result.seconds},
-                                 {"time", elapsed}});
+  nlohmann::json eval_event = {
+      {"event", "eval"}, {"epoch", epoch + 1}, {"step", setup_.position.global_step}};
+  eval_event.update(test_fields(result));
+  eval_event["seconds"] = result.seconds;
+  eval_event["time"] = elapsed;
+  run_directory_.append_metrics(eval_event);
   if (communicator_.rank() == 0) {
     char text[512];
     std::snprintf(
@@ -198,14 +210,12 @@ void RunReporter::epoch_end(std::int64_t epoch, const TrainingRecord& record, do
 
 void RunReporter::partial_epoch_end(const EpochEvaluation& evaluation) {
   const EvaluationResult& result = evaluation.test;
-  last_evaluation_ = {
-      {"test_accuracy", result.accuracy}, {"test_loss", result.loss}, {"train_loss", evaluation.train_loss}};
-  run_directory_.append_metrics({{"event", "eval"},
-                                 {"step", setup_.position.global_step},
-                                 {"epoch", setup_.position.epoch},
-                                 {"test_accuracy", result.accuracy},
-                                 {"test_loss", result.loss},
-                                 {"time", wall_seconds_since_epoch() - start_wall_}});
+  last_evaluation_ = evaluation_fields(evaluation);
+  nlohmann::json eval_event = {
+      {"event", "eval"}, {"step", setup_.position.global_step}, {"epoch", setup_.position.epoch}};
+  eval_event.update(test_fields(result));
+  eval_event["time"] = wall_seconds_since_epoch() - start_wall_;
+  run_directory_.append_metrics(eval_event);
 }
 
 void RunReporter::print_breakdown_table(const nlohmann::json& breakdown) {

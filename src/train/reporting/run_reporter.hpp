@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "loop/gradient_norms.hpp"
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/comm/communicator.hpp"
 #include "phalanx/train/evaluation.hpp"
@@ -40,7 +41,7 @@ class RunReporter {
   // Collective: the epoch and eval events, history, the epoch's line and every rank's breakdown.
   // `epoch_seconds`: the epoch's training time, read before its evaluation.
   void epoch_end(std::int64_t epoch, const TrainingRecord& record, double epoch_seconds,
-                 const EpochEvaluation& evaluation);
+                 const EpochEvaluation& evaluation, const GradientNorms& gradient_norms);
   // A run that ends mid-epoch (train.max_steps) reports the test metrics of what it trained.
   void partial_epoch_end(const EpochEvaluation& evaluation);
   // Collective: summary.json (rank 0), report.html, the final lines; returns the summary.

@@ -29,6 +29,7 @@ config::Config trajectory_settings(config::Config config) {
   config.distributed = {};
   config.elastic = {};
   config.trace = {};
+  config.eval = {};  // what evaluation reports, not what training does
   return config;
 }
 

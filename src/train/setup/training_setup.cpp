@@ -14,6 +14,7 @@
 #include "phalanx/data/training_source.hpp"
 #include "phalanx/nn/model_plan.hpp"
 #include "phalanx/train/evaluation.hpp"
+#include "phalanx/train/top_k.hpp"
 #include "setup/memory_check.hpp"
 #include "setup/resume_policy.hpp"
 
@@ -109,6 +110,8 @@ TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator&
   setup.micro_batches = micro_batches_per_step(config, local_batch);
   setup.arithmetic = apply_arithmetic(config, backend, setup.micro_batches);
   setup.dataset = data::describe_dataset(config.data, setup.run_directory, communicator);
+  setup.top_k = reported_top_k(config.eval.top_k, static_cast<int>(setup.dataset.classes.size()),
+                               data::source_name(config.data));
   setup.train_split = data::open_training_source(config.data, communicator);
   setup.test_split = std::make_shared<const data::Split>(
       read_evaluation_part(config.data, config.data.test_split, communicator));

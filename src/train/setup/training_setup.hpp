@@ -52,6 +52,7 @@ struct TrainingSetup {
   std::shared_ptr<data::SampleSource> train_split;  // as data.cache holds it
   std::shared_ptr<const data::Split> test_split;    // this rank's part
   std::int64_t steps_per_epoch = 0;
+  std::vector<int> top_k;  // the top-k accuracies evaluation reports (reported_top_k)
 
   std::unique_ptr<nn::Model> model;
   std::unique_ptr<optim::Optimizer> optimizer;
