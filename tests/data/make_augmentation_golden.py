@@ -83,6 +83,42 @@ def crop_flip_cases():
     return cases
 
 
+BILINEAR = functional.InterpolationMode.BILINEAR
+
+
+def resized_crop_cases():
+    """RandomResizedCrop's op: F.resized_crop(img, top, left, h, w, size, BILINEAR, antialias=False),
+    boxes shrunk, enlarged, stretched one way, and the whole image."""
+    cases = []
+    for salt, (height, width, channels) in enumerate([(20, 17, 3), (9, 12, 1)]):
+        source = image(height, width, channels, 20 + salt)
+        for top, left, rows, columns, output in [(0, 0, height, width, (8, 8)), (2, 3, 7, 5, (11, 13)),
+                                                 (height - 6, width - 4, 6, 4, (6, 9)),
+                                                 (1, 1, height - 2, width - 3, (5, 7)), (3, 2, 4, 4, (4, 4))]:
+            resized = functional.resized_crop(to_chw(source), top, left, rows, columns, list(output),
+                                              interpolation=BILINEAR, antialias=False)
+            cases.append(case("resized_crop", source,
+                              {"top": top, "left": left, "height": rows, "width": columns,
+                               "output_height": output[0], "output_width": output[1]},
+                              to_hwc(resized), tolerance=1))
+    return cases
+
+
+def resize_center_crop_cases():
+    """Evaluation's Resize(resize) (the shorter side) + CenterCrop(output), bilinear, antialias=False."""
+    cases = []
+    for salt, (height, width, channels, resize, output) in enumerate(
+            [(20, 17, 3, 16, (14, 14)), (12, 18, 1, 14, (12, 13)), (15, 15, 2, 18, (15, 16)),
+             (24, 19, 3, 9, (8, 8))]):
+        source = image(height, width, channels, 30 + salt)
+        resized = functional.resize(to_chw(source), resize, interpolation=BILINEAR, antialias=False)
+        cropped = functional.center_crop(resized, list(output))
+        cases.append(case("resize_center_crop", source,
+                          {"resize": resize, "output_height": output[0], "output_width": output[1]},
+                          to_hwc(cropped), tolerance=1))
+    return cases
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "golden", "augmentation.json"))
@@ -90,7 +126,7 @@ def main():
     golden = {
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
-        "cases": erase_cases() + crop_flip_cases(),
+        "cases": erase_cases() + crop_flip_cases() + resized_crop_cases() + resize_center_crop_cases(),
     }
     with open(arguments.output, "w") as out:
         json.dump(golden, out, separators=(",", ":"))
