@@ -126,6 +126,14 @@ std::string to_yaml(const Config& config) {
   out << YAML::Key << "random_crop_padding" << YAML::Value << data.augment.random_crop_padding;
   out << YAML::Key << "horizontal_flip" << YAML::Value << data.augment.horizontal_flip;
   out << YAML::Key << "cutout" << YAML::Value << data.augment.cutout;
+  const RandomErasingConfig& erasing = data.augment.random_erasing;
+  out << YAML::Key << "random_erasing" << YAML::Value << YAML::BeginMap;
+  emit_number(out, "probability", erasing.probability);
+  for (const auto& [key, range] : {std::pair{"scale", erasing.scale}, std::pair{"ratio", erasing.ratio}}) {
+    out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq << format_number(range[0])
+        << format_number(range[1]) << YAML::EndSeq;
+  }
+  out << YAML::EndMap;
   out << YAML::EndMap;
   emit_text(out, "cache", data.cache);
   emit_number(out, "max_cache_gb", data.max_cache_gb);

@@ -1,6 +1,8 @@
 // Conversion of the YAML tree into the typed sections of Config, with the range rules of
 // docs/DESIGN.md §5. Absent keys keep the defaults of config.hpp; every present key is checked.
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <utility>
 
 #include "conversion.hpp"
@@ -72,8 +74,35 @@ void read_model(const Section& section, ModelConfig& model) {
   }
 }
 
+// A range written [low, high]: two numbers within (lower, upper), low <= high.
+std::array<double, 2> read_range(const Reader& reader, const YAML::Node& node, const std::string& key,
+                                 std::optional<Bound> lower, std::optional<Bound> upper) {
+  if (!node.IsSequence() || node.size() != 2)
+    reader.fail(key, key + ": expected a range [low, high], got " + describe(node), node);
+  const std::array<double, 2> range{reader.real(node[0], key, lower, upper),
+                                    reader.real(node[1], key, lower, upper)};
+  if (range[0] > range[1]) {
+    reader.fail(key,
+                key + ": the range is empty (low " + format_number(range[0]) + " > high " +
+                    format_number(range[1]) + ")",
+                node);
+  }
+  return range;
+}
+
+void read_random_erasing(const Section& section, RandomErasingConfig& erasing) {
+  const Reader& reader = section.reader();
+  if (const YAML::Node value = section["probability"]; has(value))
+    erasing.probability = reader.real(value, section.key("probability"), zero_inclusive, one_inclusive);
+  if (const YAML::Node value = section["scale"]; has(value))
+    erasing.scale = read_range(reader, value, section.key("scale"), zero_exclusive, one_inclusive);
+  if (const YAML::Node value = section["ratio"]; has(value))
+    erasing.ratio = read_range(reader, value, section.key("ratio"), zero_exclusive, std::nullopt);
+}
+
 void read_augment(const Section& section, AugmentConfig& augment) {
   const Reader& reader = section.reader();
+  read_random_erasing(Section(section, "random_erasing"), augment.random_erasing);
   if (const YAML::Node value = section["random_crop_padding"]; has(value)) {
     augment.random_crop_padding = reader.int_value(value, section.key("random_crop_padding"), 0);
   }

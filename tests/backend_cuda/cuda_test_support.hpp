@@ -109,6 +109,12 @@ inline std::vector<std::int32_t> random_augment_draws(int batch, std::uint64_t s
     draws.push_back(static_cast<std::int32_t>(random.next_below(2)));       // flip
     draws.push_back(static_cast<std::int32_t>(random.next_below(9)) - 2);   // cutout_top
     draws.push_back(static_cast<std::int32_t>(random.next_below(7)) - 2);   // cutout_left
+    draws.push_back(static_cast<std::int32_t>(random.next_below(9)));       // erase_top
+    draws.push_back(static_cast<std::int32_t>(random.next_below(7)));       // erase_left
+    // Nothing erased in about a third of the images, as when random erasing does not fire.
+    const bool erased = random.next_below(3) != 0;
+    draws.push_back(erased ? static_cast<std::int32_t>(1 + random.next_below(8)) : 0);  // erase_height
+    draws.push_back(erased ? static_cast<std::int32_t>(1 + random.next_below(6)) : 0);  // erase_width
   }
   return draws;
 }

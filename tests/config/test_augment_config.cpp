@@ -2,6 +2,7 @@
 // for its keys, `--set` on its nested keys, and parse(to_yaml(c)) == c with augmentation on.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 
 #include "config/expect_input_error.hpp"
@@ -36,6 +37,58 @@ data:
   EXPECT_EQ(config.data.augment.random_crop_padding, 4);
   EXPECT_TRUE(config.data.augment.horizontal_flip);
   EXPECT_EQ(config.data.augment.cutout, 8);
+}
+
+TEST(AugmentConfig, RandomErasingIsOffByDefaultWithTorchvisionsRanges) {
+  const RandomErasingConfig erasing =
+      parse(model + "data: {path: d.h5}\n", source).data.augment.random_erasing;
+  EXPECT_EQ(erasing.probability, 0.0);
+  EXPECT_EQ(erasing.scale, (std::array<double, 2>{0.02, 0.33}));
+  EXPECT_EQ(erasing.ratio, (std::array<double, 2>{0.3, 3.3}));
+  const Config config = parse(model + R"(
+data:
+  path: d.h5
+  augment:
+    random_erasing: {probability: 0.25, scale: [0.1, 1], ratio: [0.5, 0.5]}
+)",
+                              source);
+  EXPECT_EQ(config.data.augment.random_erasing.probability, 0.25);
+  EXPECT_EQ(config.data.augment.random_erasing.scale, (std::array<double, 2>{0.1, 1.0}));
+  EXPECT_EQ(config.data.augment.random_erasing.ratio, (std::array<double, 2>{0.5, 0.5}));
+}
+
+TEST(AugmentConfig, RandomErasingRangeErrorsNameTheKey) {
+  const auto expect_error = [](const std::string& erasing, const std::string& fragment) {
+    SCOPED_TRACE(erasing);
+    expect_input_error(
+        [&] { parse(model + "data: {path: d.h5, augment: {random_erasing: " + erasing + "}}\n", source); },
+        {source + ": ", fragment});
+  };
+  const std::string key = "data.augment.random_erasing.";
+  expect_error("{probability: 1.5}", key + "probability must be");
+  expect_error("{probability: -0.1}", key + "probability must be");
+  expect_error("{scale: [0.5, 0.1]}", key + "scale: the range is empty (low 0.5 > high 0.1)");
+  expect_error("{scale: [0, 0.3]}", key + "scale must be in (0, 1] (got 0)");
+  expect_error("{scale: [0.1, 1.5]}", key + "scale must be in (0, 1] (got 1.5)");
+  expect_error("{scale: 0.3}", key + "scale: expected a range [low, high], got");
+  expect_error("{scale: [0.1, 0.2, 0.3]}", key + "scale: expected a range [low, high], got");
+  expect_error("{ratio: [2, 1]}", key + "ratio: the range is empty (low 2 > high 1)");
+  expect_error("{ratio: [0, 1]}", key + "ratio must be > 0 (got 0)");
+  expect_error("{ratio: [-1, 1]}", key + "ratio must be > 0 (got -1)");
+  expect_error("{ratio: [a, 1]}", key + "ratio: expected a number");
+  expect_error("{p: 0.5}", "unknown key 'data.augment.random_erasing.p'");
+  expect_error("0.5", "data.augment.random_erasing: expected a mapping");
+  // Through --set as well, naming the key and the override.
+  expect_input_error(
+      [&] {
+        parse(model + "data: {path: d.h5}\n", source, {"data.augment.random_erasing.scale=[0.4, 0.2]"});
+      },
+      {key + "scale: the range is empty", "--set"});
+  const Config config =
+      parse(model + "data: {path: d.h5}\n", source,
+            {"data.augment.random_erasing.probability=0.5", "data.augment.random_erasing.ratio=[0.25, 4]"});
+  EXPECT_EQ(config.data.augment.random_erasing.probability, 0.5);
+  EXPECT_EQ(config.data.augment.random_erasing.ratio, (std::array<double, 2>{0.25, 4.0}));
 }
 
 TEST(AugmentConfig, EmptyOrNullSectionKeepsDefaults) {
@@ -99,6 +152,11 @@ TEST(AugmentConfig, RoundTripsThroughToYaml) {
   Config changed = config;
   changed.data.augment.cutout = 15;
   EXPECT_NE(hash(changed), hash(config));
+  // Random erasing, with values whose shortest text is long, reads back exactly.
+  Config erasing = config;
+  erasing.data.augment.random_erasing = RandomErasingConfig{0.1, {1.0 / 3.0, 0.7}, {3.0 / 4.0, 4.0 / 3.0}};
+  EXPECT_EQ(parse(to_yaml(erasing), source), erasing);
+  EXPECT_NE(hash(erasing), hash(config));
 }
 
 }  // namespace

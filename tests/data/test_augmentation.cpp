@@ -164,10 +164,106 @@ TEST(Augmentation, CutoutZeroesOneClippedSquare) {
   }
 }
 
+// Random erasing alone: with probability p one rectangle within torchvision's limits (height and
+// width below the image's, area and aspect ratio in range up to the rounding of each side) is
+// zeroed, and nothing else changes.
+TEST(Augmentation, RandomErasingZeroesOneRectangleWithinTheRanges) {
+  const int height = 24, width = 24, channels = 3;
+  const auto source = numbered_image(height, width, channels);
+  AugmentOptions options;
+  options.random_erasing = RandomErasingOptions{0.5, 0.05, 0.4, 0.5, 2.0};
+  int erased = 0, touching_an_edge = 0;
+  const int samples = 4000;
+  for (std::int64_t sample = 0; sample < samples; ++sample) {
+    const auto output = augmented(options, 9, 1, sample, source, height, width, channels);
+    const Rectangle box = zero_rectangle(output, height, width, channels);
+    if (box.bottom < box.top) {
+      ASSERT_EQ(output, source) << "sample " << sample;
+      continue;
+    }
+    ++erased;
+    const int rows = box.bottom - box.top + 1, columns = box.right - box.left + 1;
+    ASSERT_LT(rows, height);
+    ASSERT_LT(columns, width);
+    // Each side is the rounding of sqrt(area * ratio) or sqrt(area / ratio): off by at most 1/2.
+    const double area_fraction = static_cast<double>(rows) * columns / (height * width);
+    ASSERT_GE((rows + 0.5) * (columns + 0.5) / (height * width), 0.05) << "sample " << sample;
+    ASSERT_LE((rows - 0.5) * (columns - 0.5) / (height * width), 0.4) << "sample " << sample;
+    ASSERT_GT(area_fraction, 0.0);
+    ASSERT_GE((rows + 0.5) / (columns - 0.5), 0.5) << "sample " << sample;
+    ASSERT_LE((rows - 0.5) / (columns + 0.5), 2.0) << "sample " << sample;
+    touching_an_edge += box.top == 0 || box.left == 0 || box.bottom == height - 1 || box.right == width - 1;
+    for (int y = 0; y < height; ++y)
+      for (int x = 0; x < width; ++x)
+        for (int channel = 0; channel < channels; ++channel) {
+          const bool inside = y >= box.top && y <= box.bottom && x >= box.left && x <= box.right;
+          ASSERT_EQ(at(output, width, channels, y, x, channel),
+                    inside ? 0 : at(source, width, channels, y, x, channel))
+              << "sample " << sample;
+        }
+    const EraseRectangle drawn = erase_draws(options.random_erasing, 9, 1, sample, height, width);
+    ASSERT_EQ(drawn.top, box.top);
+    ASSERT_EQ(drawn.left, box.left);
+    ASSERT_EQ(drawn.height, rows);
+    ASSERT_EQ(drawn.width, columns);
+  }
+  // Binomial(4000, 0.5) (every try fits here: the longest side, area 0.4 at ratio 2, is 21 of 24):
+  // standard deviation ~32, so +-200 is more than 6 sigma.
+  EXPECT_NEAR(erased, samples / 2, 200);
+  EXPECT_GT(touching_an_edge, 0) << "the corner is uniform over every position, edges included";
+}
+
+// torchvision falls back to the unchanged image when no try fits; so must the draws. A square image
+// with scale [1, 1] and ratio [1, 1] asks for the whole image, which never fits (h < height fails).
+TEST(Augmentation, RandomErasingThatNeverFitsLeavesTheImage) {
+  const int height = 8, width = 8, channels = 1;
+  const auto source = numbered_image(height, width, channels);
+  AugmentOptions options;
+  options.random_erasing = RandomErasingOptions{1.0, 1.0, 1.0, 1.0, 1.0};
+  for (std::int64_t sample = 0; sample < 50; ++sample) {
+    EXPECT_EQ(augmented(options, 2, 0, sample, source, height, width, channels), source);
+    EXPECT_EQ(erase_draws(options.random_erasing, 2, 0, sample, height, width).height, 0);
+  }
+  // With p = 1 and a range that fits, every sample is erased.
+  options.random_erasing = RandomErasingOptions{1.0, 0.1, 0.2, 1.0, 1.0};
+  for (std::int64_t sample = 0; sample < 50; ++sample)
+    EXPECT_GT(erase_draws(options.random_erasing, 2, 0, sample, height, width).height, 0) << sample;
+}
+
+// Erasing draws from a stream of its own: turning it on keeps the crop, flip and cutout, and the
+// rectangle it draws is the same whichever other steps are on.
+TEST(Augmentation, RandomErasingKeepsTheOtherStepsChoices) {
+  const int height = 16, width = 12;
+  AugmentOptions without{3, true, 5, {}};
+  AugmentOptions with = without;
+  with.random_erasing = RandomErasingOptions{0.7, 0.02, 0.33, 0.3, 3.3};
+  AugmentOptions erasing_only;
+  erasing_only.random_erasing = with.random_erasing;
+  int erased = 0;
+  for (std::int64_t sample = 0; sample < 200; ++sample) {
+    const AugmentDraws before = augment_draws(without, 5, 4, sample, height, width);
+    const AugmentDraws after = augment_draws(with, 5, 4, sample, height, width);
+    const AugmentDraws alone = augment_draws(erasing_only, 5, 4, sample, height, width);
+    ASSERT_EQ(after.shift_y, before.shift_y);
+    ASSERT_EQ(after.shift_x, before.shift_x);
+    ASSERT_EQ(after.flip, before.flip);
+    ASSERT_EQ(after.cutout_top, before.cutout_top);
+    ASSERT_EQ(after.cutout_left, before.cutout_left);
+    ASSERT_EQ(before.erase_height, 0);
+    ASSERT_EQ(after.erase_top, alone.erase_top);
+    ASSERT_EQ(after.erase_left, alone.erase_left);
+    ASSERT_EQ(after.erase_height, alone.erase_height);
+    ASSERT_EQ(after.erase_width, alone.erase_width);
+    erased += after.erase_height > 0;
+  }
+  EXPECT_GT(erased, 100);
+  EXPECT_LT(erased, 180);
+}
+
 TEST(Augmentation, ChoicesArePureFunctionsOfSeedEpochAndSample) {
   const int height = 28, width = 28, channels = 1;
   const auto source = numbered_image(height, width, channels);
-  const AugmentOptions options{4, true, 8};
+  const AugmentOptions options{4, true, 8, {}};
   int epochs_differ = 0, samples_differ = 0, seeds_differ = 0;
   for (std::int64_t sample = 0; sample < 50; ++sample) {
     const auto first = augmented(options, 11, 2, sample, source, height, width, channels);
@@ -185,8 +281,8 @@ TEST(Augmentation, ChoicesArePureFunctionsOfSeedEpochAndSample) {
 TEST(Augmentation, EnablingOneStepKeepsTheOthersChoices) {
   const int height = 10, width = 10, channels = 1;
   const auto source = numbered_image(height, width, channels);
-  const AugmentOptions flip_only{0, true, 0};
-  const AugmentOptions flip_and_cutout{0, true, 3};
+  const AugmentOptions flip_only{0, true, 0, {}};
+  const AugmentOptions flip_and_cutout{0, true, 3, {}};
   for (std::int64_t sample = 0; sample < 100; ++sample) {
     const auto flipped = augmented(flip_only, 3, 0, sample, source, height, width, channels);
     const auto with_cutout = augmented(flip_and_cutout, 3, 0, sample, source, height, width, channels);
@@ -206,8 +302,9 @@ TEST(Augmentation, FlipAppliesToTheCroppedImage) {
     int mirrored = 0;
     for (std::int64_t sample = 0; sample < 200; ++sample) {
       const auto cropped =
-          augmented(AugmentOptions{3, false, 0}, 4, 1, sample, source, height, width, channels);
-      const auto both = augmented(AugmentOptions{3, true, 0}, 4, 1, sample, source, height, width, channels);
+          augmented(AugmentOptions{3, false, 0, {}}, 4, 1, sample, source, height, width, channels);
+      const auto both =
+          augmented(AugmentOptions{3, true, 0, {}}, 4, 1, sample, source, height, width, channels);
       if (both == cropped && !is_mirror(both, cropped, height, width, channels)) continue;
       ASSERT_TRUE(is_mirror(both, cropped, height, width, channels))
           << "channels " << channels << " sample " << sample;
@@ -220,8 +317,9 @@ TEST(Augmentation, FlipAppliesToTheCroppedImage) {
 
 TEST(Augmentation, RejectsOverlappingBuffers) {
   std::vector<std::uint8_t> image(16, 1);
-  EXPECT_THROW(augment_image(AugmentOptions{1, false, 0}, 0, 0, 0, image.data(), image.data() + 4, 2, 2, 2),
-               Error);
+  EXPECT_THROW(
+      augment_image(AugmentOptions{1, false, 0, {}}, 0, 0, 0, image.data(), image.data() + 4, 2, 2, 2),
+      Error);
 }
 
 std::shared_ptr<const Split> test_split(std::int64_t count) {
@@ -256,7 +354,7 @@ TEST(Augmentation, LoaderWithAugmentationOffDeliversTheSplitBytes) {
 // (plan seed, epoch, sample index) — which is what makes it independent of ranks and resume.
 TEST(Augmentation, LoaderAppliesThePerSampleAugmentation) {
   const auto split = test_split(48);
-  const AugmentOptions options{2, true, 3};
+  const AugmentOptions options{2, true, 3, {}};
   const auto image_bytes = static_cast<std::size_t>(split->image_bytes());
   std::int64_t changed = 0, total = 0;
   for (const int world_size : {1, 3}) {

@@ -1,7 +1,7 @@
 """End-to-end: a run's results do not depend on how its steps were split between processes, for
 the trainer's fullest CPU path: resnet20 (batch norm with running statistics averaged over
 ranks, residual blocks) on 2 ranks, with augmentation on the loader thread (random crop, flip,
-cutout) and streamed data (data.cache: none). Two epochs straight, against the same config killed
+cutout, random erasing) and streamed data (data.cache: none). Two epochs straight, against the same config killed
 after a step in the middle of the second epoch and of a log interval, then resumed from its last
 periodic checkpoint: every dataset of the final checkpoint (/model, /optimizer, /state) and of
 the periodic checkpoints written after the resume are the same bits, and so are the values of
@@ -44,7 +44,8 @@ def setUpModule():
         optimizer={"type": "sgd", "learning_rate": 0.05, "momentum": 0.9, "weight_decay": 0.0005},
         schedule={"type": "one_cycle"})
     config["data"]["cache"] = "none"
-    config["data"]["augment"] = {"random_crop_padding": 4, "horizontal_flip": True, "cutout": 8}
+    config["data"]["augment"] = {"random_crop_padding": 4, "horizontal_flip": True, "cutout": 8,
+                                 "random_erasing": {"probability": 0.5}}
     config["train"]["label_smoothing"] = 0.1
     CONFIG_PATH = e2e.write_config(os.path.join(WORK, "resume-residual.yaml"), config)
     STRAIGHT = os.path.join(WORK, "straight")

@@ -49,13 +49,20 @@ struct Case {
 TEST(InputBatch, DeviceAugmentationGivesTheLoaderThreadsBits) {
   auto backend = backend::make_cpu_backend(1);
   const Case cases[] = {
-      {28, 28, 1, {4, true, 0}},  {28, 28, 1, {0, false, 8}}, {9, 7, 3, {3, true, 5}},
-      {32, 32, 3, {4, true, 16}}, {6, 6, 3, {0, true, 0}},    {5, 11, 2, {6, false, 4}},
+      {28, 28, 1, {4, true, 0, {}}},
+      {28, 28, 1, {0, false, 8, {}}},
+      {9, 7, 3, {3, true, 5, {}}},
+      {32, 32, 3, {4, true, 16, {}}},
+      {6, 6, 3, {0, true, 0, {}}},
+      {5, 11, 2, {6, false, 4, {}}},
+      {32, 32, 3, {4, true, 0, {0.5, 0.02, 0.33, 0.3, 3.3}}},
+      {12, 9, 1, {0, false, 3, {1.0, 0.1, 0.5, 0.5, 2.0}}},
   };
   for (const Case& test : cases) {
-    SCOPED_TRACE(::testing::Message() << test.height << "x" << test.width << "x" << test.channels
-                                      << " padding " << test.options.random_crop_padding << " flip "
-                                      << test.options.horizontal_flip << " cutout " << test.options.cutout);
+    SCOPED_TRACE(::testing::Message()
+                 << test.height << "x" << test.width << "x" << test.channels << " padding "
+                 << test.options.random_crop_padding << " flip " << test.options.horizontal_flip << " cutout "
+                 << test.options.cutout << " erasing " << test.options.random_erasing.probability);
     const auto split = random_split(37, test.height, test.width, test.channels);
     const data::ShardPlan plan(split->count, 8, 0, 1, 99);
     data::Loader in_thread(split, plan, 2, 0, 0, 2, HostAllocator::instance(), test.options, false);

@@ -117,8 +117,12 @@ struct PoolingGeometry {
   bool operator==(const PoolingGeometry&) const = default;
 };
 
+// The int32 words of one image's augmentation draws (data::AugmentDraws): shift_y, shift_x, flip,
+// cutout_top, cutout_left, erase_top, erase_left, erase_height, erase_width.
+inline constexpr int augment_draw_words = 9;
+
 // A batch of uint8 NHWC images augmented on the device; `cutout` is the side of the zeroed square
-// (0: none). The per-sample crop shifts, flip and cutout corner come with the call.
+// (0: none). The per-sample crop shifts, flip, cutout corner and erased rectangle come with the call.
 struct AugmentGeometry {
   int batch = 0;
   int height = 0, width = 0, channels = 0;

@@ -126,12 +126,22 @@ struct ModelConfig {
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
 
+// torchvision's RandomErasing(p, scale, ratio, value=0), the last augmentation step (0: off).
+struct RandomErasingConfig {
+  double probability = 0.0;                 // chance that a sample gets a rectangle erased
+  std::array<double, 2> scale{0.02, 0.33};  // erased area / image area, within (0, 1]
+  std::array<double, 2> ratio{0.3, 3.3};    // erased height / width, > 0 (drawn log-uniformly)
+
+  friend bool operator==(const RandomErasingConfig&, const RandomErasingConfig&) = default;
+};
+
 // Training-time augmentation, applied by the loader thread of every rank (never to evaluation).
 // Each choice is a pure function of (seed, epoch, sample index): see data/augmentation.hpp.
 struct AugmentConfig {
   int random_crop_padding = 0;   // zero-pad each side by this much, crop back at a random offset
   bool horizontal_flip = false;  // mirror left-right with probability 0.5
   int cutout = 0;                // side of one zeroed square at a random centre (0: off)
+  RandomErasingConfig random_erasing;
 
   friend bool operator==(const AugmentConfig&, const AugmentConfig&) = default;
 };

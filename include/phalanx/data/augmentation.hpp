@@ -1,35 +1,59 @@
 // Training-time image augmentation on CPU ranks (random crop with zero padding, horizontal flip,
-// cutout), applied by the Loader thread to uint8 NHWC samples. Every random choice is a pure
-// function of (seed, epoch, sample index), so a GPU kernel can reproduce it bit for bit.
+// cutout, random erasing), applied by the Loader thread to uint8 NHWC samples. Every random choice
+// is a pure function of (seed, epoch, sample index), so a GPU kernel can reproduce it bit for bit.
 #pragma once
 
 #include <cstdint>
 
 namespace phalanx::data {
 
+// torchvision's RandomErasing(p, scale, ratio, value=0) on the uint8 image: with probability
+// `probability`, one rectangle of area scale x (height x width) and aspect ratio (height / width)
+// `ratio`, both drawn from their ranges (the ratio log-uniformly), is set to 0 in every channel.
+struct RandomErasingOptions {
+  double probability = 0.0;  // 0: off
+  double scale_min = 0.02, scale_max = 0.33;
+  double ratio_min = 0.3, ratio_max = 3.3;
+
+  bool enabled() const { return probability > 0.0; }
+  friend bool operator==(const RandomErasingOptions&, const RandomErasingOptions&) = default;
+};
+
 struct AugmentOptions {
   int random_crop_padding = 0;   // 0: off
   bool horizontal_flip = false;  // flip with probability 0.5
   int cutout = 0;                // side length of the zeroed square; 0: off
+  RandomErasingOptions random_erasing;
 
-  bool enabled() const { return random_crop_padding > 0 || horizontal_flip || cutout > 0; }
+  bool enabled() const {
+    return random_crop_padding > 0 || horizontal_flip || cutout > 0 || random_erasing.enabled();
+  }
   friend bool operator==(const AugmentOptions&, const AugmentOptions&) = default;
 };
 
 // One sample's random choices, resolved (see the contract on augment_image): the output pixel
 // (y, x) is cropped(y, flip ? width - 1 - x : x) with cropped(y, x) = source(y + shift_y,
 // x + shift_x) (zero outside the image), then rows [cutout_top, cutout_top + cutout) and columns
-// [cutout_left, cutout_left + cutout) are zeroed. A GPU rank ships these five int32 per sample
-// with the plain uint8 batch and applies them in the input kernel, so both paths share one
-// definition of the random choices and give the same bits.
+// [cutout_left, cutout_left + cutout) are zeroed, then rows [erase_top, erase_top + erase_height)
+// and columns [erase_left, erase_left + erase_width) (an empty rectangle when random erasing is
+// off or did not fire). A GPU rank ships these nine int32 per sample with the plain uint8 batch
+// and applies them in the input kernel, so both paths share one definition of the random choices
+// and give the same bits.
 struct AugmentDraws {
   std::int32_t shift_y = 0;
   std::int32_t shift_x = 0;
   std::int32_t flip = 0;  // 0 or 1
   std::int32_t cutout_top = 0;
   std::int32_t cutout_left = 0;
+  std::int32_t erase_top = 0;
+  std::int32_t erase_left = 0;
+  std::int32_t erase_height = 0;  // 0: nothing erased
+  std::int32_t erase_width = 0;
 };
-static_assert(sizeof(AugmentDraws) == 5 * sizeof(std::int32_t), "AugmentDraws is shipped as int32[5]");
+// The int32 words of one sample's draws, as the input kernels index them.
+inline constexpr int augment_draw_words = 9;
+static_assert(sizeof(AugmentDraws) == augment_draw_words * sizeof(std::int32_t),
+              "AugmentDraws is shipped as int32[augment_draw_words]");
 
 // The draws of sample `sample_index` in `epoch`; disabled steps resolve to no-ops (shift 0, no
 // flip; the cutout square has side options.cutout, so 0 zeroes nothing).
@@ -47,6 +71,10 @@ AugmentDraws augment_draws(const AugmentOptions& options, std::uint64_t seed, st
 //      and columns likewise (L = cutout, L/2 rounded down), clipped to the image, set to 0 in
 //      every channel. For even L this is DeVries & Taylor's reference code; for odd L the square
 //      keeps its side L, where theirs drops one row and column.
+//   4. random erasing (torchvision's RandomErasing, which comes last in its recipes): with
+//      probability p, the rectangle of erase_draws below is set to 0 in every channel. It erases
+//      the uint8 image, so the rectangle is black (torchvision's value=0 after Normalize would be
+//      the mean colour instead).
 //
 // Random draws (the contract a GPU kernel must follow to match): with
 //   stream = mix_seed(mix_seed(fnv1a_hash("augment"), epoch), sample_index),
@@ -56,8 +84,33 @@ AugmentDraws augment_draws(const AugmentOptions& options, std::uint64_t seed, st
 // (uint64(w) * n) >> 32. Each draw has a fixed word whether or not its step is enabled, so turning
 // one augmentation on or off never changes another's choices. `sample_index` is the sample's
 // index in the split, so the result does not depend on rank count, thread timing or resume.
+// Random erasing draws from a stream of its own (see erase_draws).
 void augment_image(const AugmentOptions& options, std::uint64_t seed, std::int64_t epoch,
                    std::int64_t sample_index, const std::uint8_t* source, std::uint8_t* destination,
                    int height, int width, int channels);
+
+// Applies resolved draws (augment_draws' contract above) to one image: what augment_image does
+// after drawing, and what a test compares with torchvision's functional ops for chosen draws.
+void apply_augment_draws(const AugmentDraws& draws, int cutout, const std::uint8_t* source,
+                         std::uint8_t* destination, int height, int width, int channels);
+
+// The rectangle random erasing zeroes in sample `sample_index` of `epoch` (top, left, height,
+// width; height 0 when nothing is erased), reproducing torchvision's RandomErasing.get_params
+// with a fixed number of Philox words, so the choice never depends on earlier tries' outcomes:
+//   stream = mix_seed(mix_seed(fnv1a_hash("random_erasing"), epoch), sample_index)
+//   fire   = uniform(philox4x32(seed, stream, 0)[0]) < probability, uniform(w) = w / 2^32
+//   try t in 0..9, words = philox4x32(seed, stream, 1 + t):
+//     area  = height * width * (scale_min + (scale_max - scale_min) * uniform(words[0]))
+//     ratio = exp(log(ratio_min) + (log(ratio_max) - log(ratio_min)) * uniform(words[1]))
+//     h = round(sqrt(area * ratio)), w = round(sqrt(area / ratio)) (ties to even, as Python's round)
+//     the first try with h < height and w < width gives top = below(words[2], height - h + 1) and
+//     left = below(words[3], width - w + 1); when no try fits, nothing is erased (torchvision
+//     returns the image unchanged).
+// All in double precision, on the host: a GPU rank gets the rectangle with the other draws.
+struct EraseRectangle {
+  std::int32_t top = 0, left = 0, height = 0, width = 0;
+};
+EraseRectangle erase_draws(const RandomErasingOptions& options, std::uint64_t seed, std::int64_t epoch,
+                           std::int64_t sample_index, int height, int width);
 
 }  // namespace phalanx::data

@@ -1,6 +1,7 @@
-// Gathers each output pixel from where the crop and flip put it (zero outside the image or inside
-// the cutout square) and normalises it with the formula of normalize_images, so the result is bit
-// for bit data::augment_image followed by normalize_images (in fp32; bf16 rounds that value).
+// Gathers each output pixel from where the crop and flip put it (zero outside the image, inside
+// the cutout square or inside the erased rectangle) and normalises it with the formula of
+// normalize_images, so the result is bit for bit data::augment_image followed by normalize_images
+// (in fp32; bf16 rounds that value).
 #include "augment.hpp"
 
 #include "elementwise.hpp"
@@ -21,18 +22,22 @@ void augment_normalize_images_of(const AugmentGeometry& geometry, const std::uin
   for (std::int64_t image_row = 0; image_row < rows; ++image_row) {
     const std::int64_t sample = image_row / height;
     const int y = static_cast<int>(image_row % height);
-    const std::int32_t* sample_draws = draws + 5 * sample;
+    const std::int32_t* sample_draws = draws + augment_draw_words * sample;
     const int shift_y = sample_draws[0], shift_x = sample_draws[1];
     const bool flip = sample_draws[2] != 0;
     const int cutout_top = sample_draws[3], cutout_left = sample_draws[4];
+    const int erase_top = sample_draws[5], erase_left = sample_draws[6];
+    const int erase_height = sample_draws[7], erase_width = sample_draws[8];
     const bool row_in_cutout = y >= cutout_top && y < cutout_top + geometry.cutout;
+    const bool row_erased = y >= erase_top && y < erase_top + erase_height;
     const int source_y = y + shift_y;
     const bool row_inside = source_y >= 0 && source_y < height;
     const std::uint8_t* source_image = images + sample * image_elements;
     Element* out_row = output + sample * image_elements + static_cast<std::int64_t>(y) * row_elements;
     for (int x = 0; x < width; ++x) {
       const int source_x = (flip ? width - 1 - x : x) + shift_x;
-      const bool cut = row_in_cutout && x >= cutout_left && x < cutout_left + geometry.cutout;
+      const bool cut = (row_in_cutout && x >= cutout_left && x < cutout_left + geometry.cutout) ||
+                       (row_erased && x >= erase_left && x < erase_left + erase_width);
       const bool inside = row_inside && !cut && source_x >= 0 && source_x < width;
       const std::uint8_t* pixel = inside ? source_image + static_cast<std::int64_t>(source_y) * row_elements +
                                                static_cast<std::int64_t>(source_x) * channels

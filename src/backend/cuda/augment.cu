@@ -1,6 +1,7 @@
-// One thread per output element: find where the crop and flip take it from (zero outside the image
-// or inside the cutout square) and normalise with the formula of normalize_images_kernel. The same
-// integer arithmetic and the same IEEE float operations as the CPU backend, so the bits agree.
+// One thread per output element: find where the crop and flip take it from (zero outside the image,
+// inside the cutout square or inside the erased rectangle) and normalise with the formula of
+// normalize_images_kernel. The same integer arithmetic and the same IEEE float operations as the
+// CPU backend, so the bits agree.
 #include "augment.hpp"
 #include "cuda_check.hpp"
 #include "launch.hpp"
@@ -23,12 +24,15 @@ __global__ void augment_normalize_kernel(AugmentGeometry geometry, const std::ui
     const std::int64_t image_row = pixel / width;
     const int y = static_cast<int>(image_row % height);
     const std::int64_t sample = image_row / height;
-    const std::int32_t* sample_draws = draws + 5 * sample;
+    const std::int32_t* sample_draws = draws + augment_draw_words * sample;
     const int source_y = y + sample_draws[0];
     const int source_x = (sample_draws[2] != 0 ? width - 1 - x : x) + sample_draws[1];
     const bool cut = y >= sample_draws[3] && y < sample_draws[3] + geometry.cutout && x >= sample_draws[4] &&
                      x < sample_draws[4] + geometry.cutout;
-    const bool inside = !cut && source_y >= 0 && source_y < height && source_x >= 0 && source_x < width;
+    const bool erased = y >= sample_draws[5] && y < sample_draws[5] + sample_draws[7] &&
+                        x >= sample_draws[6] && x < sample_draws[6] + sample_draws[8];
+    const bool inside =
+        !cut && !erased && source_y >= 0 && source_y < height && source_x >= 0 && source_x < width;
     const float value =
         inside ? static_cast<float>(
                      images[((sample * height + source_y) * width + source_x) * channels + channel])

@@ -1,5 +1,5 @@
-// Launcher of the input kernel that augments (crop with padding, flip, cutout) and normalises a
-// uint8 NHWC batch on the device, given each image's draws (Backend::augment_normalize_images).
+// Launcher of the input kernel that augments (crop with padding, flip, cutout, erasing) and
+// normalises a uint8 NHWC batch on the device, given each image's draws (Backend::augment_normalize_images).
 #pragma once
 
 #include <cuda_runtime_api.h>

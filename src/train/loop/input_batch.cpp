@@ -7,6 +7,9 @@
 
 namespace phalanx::train {
 
+static_assert(backend::augment_draw_words == data::augment_draw_words,
+              "the backends read the loader's draws as int32[augment_draw_words]");
+
 InputBatch::InputBatch(backend::Backend& backend, int capacity, int height, int width, int channels,
                        const std::vector<float>& mean, const std::vector<float>& standard_deviation)
     : backend_(backend),
@@ -23,7 +26,7 @@ InputBatch::InputBatch(backend::Backend& backend, int capacity, int height, int 
   for (Staging& staging : staging_) {
     staging.images = Tensor(backend, full_shape_, DType::UInt8);
     staging.labels = Tensor(backend, Shape{capacity}, DType::Int32);
-    staging.augment_draws = Tensor(backend, Shape{capacity, 5}, DType::Int32);
+    staging.augment_draws = Tensor(backend, Shape{capacity, backend::augment_draw_words}, DType::Int32);
     staging.upload = backend.make_upload();
   }
 }
@@ -43,7 +46,8 @@ void InputBatch::start(int slot, const std::uint8_t* host_images, const std::int
     const auto draw_bytes = static_cast<std::size_t>(size) * sizeof(data::AugmentDraws);
     staging.upload->wait_host();  // this slot's previous copy has read the staged draws
     // Allocated at the first augmented batch: evaluation never augments and never pays for it.
-    staging.host_augment_draws.ensure(backend_.staging_allocator(), Shape{full_shape_[0], 5}, DType::Int32);
+    staging.host_augment_draws.ensure(backend_.staging_allocator(),
+                                      Shape{full_shape_[0], backend::augment_draw_words}, DType::Int32);
     std::memcpy(staging.host_augment_draws.data_as<void>(), augment_draws, draw_bytes);
     parts.push_back(
         {staging.augment_draws.data_as<void>(), staging.host_augment_draws.data_as<void>(), draw_bytes});

@@ -27,14 +27,21 @@ struct PipelineSetup {
   std::int64_t epochs;
 };
 
+// The loader's options from data.augment.
+data::AugmentOptions augment_options(const config::AugmentConfig& augment) {
+  const config::RandomErasingConfig& erasing = augment.random_erasing;
+  return data::AugmentOptions{
+      augment.random_crop_padding, augment.horizontal_flip, augment.cutout,
+      data::RandomErasingOptions{erasing.probability, erasing.scale[0], erasing.scale[1], erasing.ratio[0],
+                                 erasing.ratio[1]}};
+}
+
 // The loader and the device buffers both pipelines feed from.
 struct PipelineParts {
   PipelineParts(const PipelineSetup& setup, bool augment_on_device)
       : loader(setup.source, setup.plan, setup.data.prefetch_batches, setup.position.epoch,
                setup.position.step_in_epoch, setup.epochs, setup.backend.staging_allocator(),
-               data::AugmentOptions{setup.data.augment.random_crop_padding,
-                                    setup.data.augment.horizontal_flip, setup.data.augment.cutout},
-               augment_on_device),
+               augment_options(setup.data.augment), augment_on_device),
         inputs(setup.backend, setup.plan.local_batch(), setup.source->height, setup.source->width,
                setup.source->channels, setup.dataset.mean, setup.dataset.standard_deviation),
         cutout(setup.data.augment.cutout) {}
