@@ -163,7 +163,12 @@ INSTANTIATE_TEST_SUITE_P(
         ConvolutionCase{"Dilation2", make_geometry(2, 5, 11, 9, 6, 3, 3, 1, 2, true, 1, 2)},
         ConvolutionCase{"Dilation3Stride2Valid", make_geometry(2, 4, 13, 12, 3, 3, 2, 2, 0, false, 1, 3)},
         ConvolutionCase{"GroupedDilated", make_geometry(2, 12, 10, 10, 6, 3, 3, 1, 2, true, 3, 2)},
-        ConvolutionCase{"DepthwiseDilated", make_geometry(2, 32, 9, 9, 32, 3, 3, 1, 2, true, 32, 2)}),
+        ConvolutionCase{"DepthwiseDilated", make_geometry(2, 32, 9, 9, 32, 3, 3, 1, 2, true, 32, 2)},
+        // Depthwise weight gradients in fp32 are the backend's own loop: more samples than one
+        // block of 4 (and not a multiple of it), more channels than one block of 64 (and not a
+        // multiple of it), a 5x5 kernel on a non-square input, and a 1-sample batch.
+        ConvolutionCase{"DepthwiseManyChannels5x5", make_geometry(5, 144, 9, 7, 144, 5, 5, 2, 2, true, 144)},
+        ConvolutionCase{"DepthwiseOneSample", make_geometry(1, 72, 6, 6, 72, 3, 3, 1, 1, false, 72)}),
     [](const ::testing::TestParamInfo<ConvolutionCase>& info) { return info.param.name; });
 
 // The cache binds caller pointers at every call: a second geometry in between and fresh
@@ -218,7 +223,8 @@ TEST(CpuConvolutionBackward, CombinedEqualsTheSeparateOpsBitwise) {
   auto backend = make_test_backend();
   const ConvolutionGeometry geometries[] = {make_geometry(2, 3, 9, 7, 8, 3, 3, 1, 1, true),
                                             make_geometry(3, 16, 8, 8, 16, 1, 1, 2, 0, false),
-                                            make_geometry(2, 8, 11, 11, 4, 5, 5, 2, 2, true)};
+                                            make_geometry(2, 8, 11, 11, 4, 5, 5, 2, 2, true),
+                                            make_geometry(6, 96, 8, 8, 96, 3, 3, 2, 1, false, 96)};
   std::uint64_t stream = 40;
   for (const auto& geometry : geometries) {
     SCOPED_TRACE(::testing::Message() << geometry.in_channels << "->" << geometry.out_channels << " kernel "

@@ -11,6 +11,7 @@
 #include "augment.hpp"
 #include "bf16_support.hpp"
 #include "channel_scale.hpp"
+#include "depthwise_weight_gradient.hpp"
 #include "elementwise.hpp"
 #include "optimizers.hpp"
 #include "phalanx/backend/arithmetic_rate.hpp"
@@ -166,13 +167,36 @@ void CpuBackend::convolution_backward_data(const ConvolutionGeometry& geometry, 
 void CpuBackend::convolution_backward_weights(const ConvolutionGeometry& geometry, const float* input,
                                               const float* grad_output, float* grad_weight,
                                               float* grad_bias) {
-  convolutions_.backward_weights(geometry, input, grad_output, grad_weight, grad_bias);
+  if (own_depthwise_weight_gradient(geometry))
+    depthwise_weight_gradient(geometry, input, grad_output, grad_weight, grad_bias);
+  else
+    convolutions_.backward_weights(geometry, input, grad_output, grad_weight, grad_bias);
 }
 
 void CpuBackend::convolution_backward(const ConvolutionGeometry& geometry, const float* input,
                                       const float* grad_output, const float* weight, float* grad_input,
                                       float* grad_weight, float* grad_bias) {
-  convolutions_.backward(geometry, input, grad_output, weight, grad_input, grad_weight, grad_bias);
+  if (!own_depthwise_weight_gradient(geometry)) {
+    convolutions_.backward(geometry, input, grad_output, weight, grad_input, grad_weight, grad_bias);
+    return;
+  }
+  depthwise_weight_gradient(geometry, input, grad_output, grad_weight, grad_bias);
+  if (grad_input) convolutions_.backward_data(geometry, grad_output, weight, grad_input);
+}
+
+bool CpuBackend::own_depthwise_weight_gradient(const ConvolutionGeometry& geometry) {
+  // fp32 only: under bf16 compute the gradient is oneDNN's of bf16 operands, as torch.autocast's.
+  if (!is_depthwise(geometry) || precision_ != ComputePrecision::Float32 ||
+      activations_ != ComputePrecision::Float32)
+    return false;
+  // oneDNN's depthwise kernel for this direction ("jit_dw") beats the own loop on the larger maps
+  // (bench/depthwise_weight_gradient.cpp); the shapes it does not take (maps of 2x2 and below, 5x5
+  // kernels) fall to its generic direct kernel, about 10x slower than the own loop. Asked once per shape.
+  const auto known = own_depthwise_choice_.find(geometry);
+  if (known != own_depthwise_choice_.end()) return known->second;
+  const bool own = convolutions_.backward_weights_implementation(geometry).find("_dw") == std::string::npos;
+  own_depthwise_choice_.emplace(geometry, own);
+  return own;
 }
 
 std::size_t CpuBackend::pooling_workspace_bytes(const PoolingGeometry& geometry) {

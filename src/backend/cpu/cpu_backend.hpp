@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 
 #include "activations.hpp"
 #include "batch_norm.hpp"
@@ -12,6 +13,7 @@
 #include "loss.hpp"
 #include "phalanx/backend/backend.hpp"
 #include "pooling.hpp"
+#include "primitive_cache.hpp"
 
 namespace phalanx::backend::cpu {
 
@@ -130,6 +132,9 @@ class CpuBackend final : public Backend {
   ComputePrecision precision_ = ComputePrecision::Float32;  // as asked (see arithmetic_note)
   ComputePrecision activations_ = ComputePrecision::Float32;
   bool bf16_activations() const { return activations_ == ComputePrecision::BFloat16; }
+  // Depthwise weight gradients in fp32 run the backend's own loop (depthwise_weight_gradient.hpp).
+  bool own_depthwise_weight_gradient(const ConvolutionGeometry& geometry);
+  std::unordered_map<ConvolutionGeometry, bool, GeometryHash> own_depthwise_choice_;
   // A fused activation other than ReLU, after batch norm forward (see cpu_backend.cpp).
   void finish_batch_norm_activation(const BatchNormGeometry& geometry, float* output);
   DnnlContext context_;

@@ -277,6 +277,11 @@ void WeightedLayers<Geometry>::backward(const Geometry& geometry, const float* i
   });
 }
 
+template <typename Geometry>
+std::string WeightedLayers<Geometry>::backward_weights_implementation(const Geometry& geometry) {
+  return primitives(geometry).backward_weights_implementation();
+}
+
 template class WeightedLayers<ConvolutionGeometry>;
 template class WeightedLayers<LinearGeometry>;
 

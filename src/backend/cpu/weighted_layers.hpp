@@ -71,6 +71,8 @@ class WeightedLayerPrimitives {
   void backward_data(const float* grad_output, const float* weight, float* grad_input);
   // grad_bias may be null (the bias gradient is then discarded).
   void backward_weights(const float* input, const float* grad_output, float* grad_weight, float* grad_bias);
+  // oneDNN's name of the kernel it chose for backward weights (e.g. "jit_dw:avx512_core").
+  std::string backward_weights_implementation() const { return descriptors_.backward_weights.impl_info_str(); }
   // Both directions over one grad_output; grad_input may be null.
   void backward(const float* input, const float* grad_output, const float* weight, float* grad_input,
                 float* grad_weight, float* grad_bias);
@@ -125,6 +127,8 @@ class WeightedLayers {
   // be null.
   void backward(const Geometry& geometry, const float* input, const float* grad_output, const float* weight,
                 float* grad_input, float* grad_weight, float* grad_bias);
+  // The kernel oneDNN runs for this shape's backward weights (creating the shape's primitives).
+  std::string backward_weights_implementation(const Geometry& geometry);
 
  private:
   struct Entry;
