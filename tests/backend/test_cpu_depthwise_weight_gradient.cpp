@@ -73,15 +73,17 @@ TEST_P(CpuDepthwiseWeightGradient, MatchesDoubleReference) {
   const auto input = random_values(geometry.input_elements(), 1);
   const auto grad_output = random_values(geometry.output_elements(), 2);
   std::vector<float> grad_weight(geometry.weight_elements(), NAN), grad_bias(geometry.out_channels, NAN);
+  std::vector<float> workspace;
   backend::cpu::depthwise_weight_gradient(geometry, input.data(), grad_output.data(), grad_weight.data(),
-                                          grad_bias.data());
+                                          grad_bias.data(), workspace);
   std::vector<float> both = grad_weight;
   both.insert(both.end(), grad_bias.begin(), grad_bias.end());
   EXPECT_LT(max_error(both, reference(geometry, input, grad_output)), 1e-4);
 
   // Without a bias gradient the weight gradient is the same.
   std::vector<float> alone(geometry.weight_elements(), NAN);
-  backend::cpu::depthwise_weight_gradient(geometry, input.data(), grad_output.data(), alone.data(), nullptr);
+  backend::cpu::depthwise_weight_gradient(geometry, input.data(), grad_output.data(), alone.data(), nullptr,
+                                          workspace);
   EXPECT_EQ(alone, grad_weight);
 }
 
@@ -106,11 +108,12 @@ TEST(CpuDepthwiseWeightGradientThreads, OneAndTwoThreadsGiveTheSameBits) {
   const auto grad_output = random_values(geometry.output_elements(), 4);
   const int previous_threads = omp_get_max_threads();
   std::vector<std::vector<float>> results;
+  std::vector<float> workspace(1, NAN);  // reused and stale between calls, as in the backend
   for (const int threads : {1, 2}) {
     omp_set_num_threads(threads);
     std::vector<float> grad_weight(geometry.weight_elements()), grad_bias(geometry.out_channels);
     backend::cpu::depthwise_weight_gradient(geometry, input.data(), grad_output.data(), grad_weight.data(),
-                                            grad_bias.data());
+                                            grad_bias.data(), workspace);
     grad_weight.insert(grad_weight.end(), grad_bias.begin(), grad_bias.end());
     results.push_back(grad_weight);
   }

@@ -168,7 +168,7 @@ void CpuBackend::convolution_backward_weights(const ConvolutionGeometry& geometr
                                               const float* grad_output, float* grad_weight,
                                               float* grad_bias) {
   if (own_depthwise_weight_gradient(geometry))
-    depthwise_weight_gradient(geometry, input, grad_output, grad_weight, grad_bias);
+    depthwise_weight_gradient(geometry, input, grad_output, grad_weight, grad_bias, depthwise_partial_sums_);
   else
     convolutions_.backward_weights(geometry, input, grad_output, grad_weight, grad_bias);
 }
@@ -180,7 +180,7 @@ void CpuBackend::convolution_backward(const ConvolutionGeometry& geometry, const
     convolutions_.backward(geometry, input, grad_output, weight, grad_input, grad_weight, grad_bias);
     return;
   }
-  depthwise_weight_gradient(geometry, input, grad_output, grad_weight, grad_bias);
+  depthwise_weight_gradient(geometry, input, grad_output, grad_weight, grad_bias, depthwise_partial_sums_);
   if (grad_input) convolutions_.backward_data(geometry, grad_output, weight, grad_input);
 }
 

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "activations.hpp"
 #include "batch_norm.hpp"
@@ -135,6 +136,7 @@ class CpuBackend final : public Backend {
   // Depthwise weight gradients in fp32 run the backend's own loop (depthwise_weight_gradient.hpp).
   bool own_depthwise_weight_gradient(const ConvolutionGeometry& geometry);
   std::unordered_map<ConvolutionGeometry, bool, GeometryHash> own_depthwise_choice_;
+  std::vector<float> depthwise_partial_sums_;  // its workspace, kept between steps
   // A fused activation other than ReLU, after batch norm forward (see cpu_backend.cpp).
   void finish_batch_norm_activation(const BatchNormGeometry& geometry, float* output);
   DnnlContext context_;

@@ -27,7 +27,7 @@ bool is_depthwise(const ConvolutionGeometry& geometry) {
 }
 
 void depthwise_weight_gradient(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,
-                               float* grad_weight, float* grad_bias) {
+                               float* grad_weight, float* grad_bias, std::vector<float>& partial_sums) {
   const std::int64_t batch = geometry.batch, channels = geometry.in_channels;
   const std::int64_t in_height = geometry.in_height, in_width = geometry.in_width;
   const std::int64_t out_height = geometry.out_height(), out_width = geometry.out_width();
@@ -38,14 +38,17 @@ void depthwise_weight_gradient(const ConvolutionGeometry& geometry, const float*
   const std::int64_t channel_blocks = (channels + channels_per_block - 1) / channels_per_block;
   // [sample block][tap + 1][channel]: the last "tap" row holds the bias sums.
   const std::int64_t block_stride = (taps + 1) * channels;
-  std::vector<float> partial(static_cast<std::size_t>(sample_blocks * block_stride));
+  // Every work item zeroes its own slice before summing into it: no fill here.
+  const auto needed = static_cast<std::size_t>(sample_blocks * block_stride);
+  if (partial_sums.size() < needed) partial_sums.resize(needed);
+  float* const partial = partial_sums.data();
 
 #pragma omp parallel for collapse(2) schedule(static)
   for (std::int64_t sample_block = 0; sample_block < sample_blocks; ++sample_block)
     for (std::int64_t channel_block = 0; channel_block < channel_blocks; ++channel_block) {
       const std::int64_t first_channel = channel_block * channels_per_block;
       const std::int64_t width = std::min(channels_per_block, channels - first_channel);
-      float* const sums = partial.data() + sample_block * block_stride + first_channel;
+      float* const sums = partial + sample_block * block_stride + first_channel;
       for (std::int64_t tap = 0; tap <= taps; ++tap) std::fill_n(sums + tap * channels, width, 0.0f);
       const std::int64_t last_sample = std::min(batch, (sample_block + 1) * samples_per_block);
       for (std::int64_t sample = sample_block * samples_per_block; sample < last_sample; ++sample)
@@ -79,7 +82,7 @@ void depthwise_weight_gradient(const ConvolutionGeometry& geometry, const float*
     for (std::int64_t tap = 0; tap <= taps; ++tap) {
       float total = 0.0f;
       for (std::int64_t sample_block = 0; sample_block < sample_blocks; ++sample_block)
-        total += partial[static_cast<std::size_t>(sample_block * block_stride + tap * channels + channel)];
+        total += partial[sample_block * block_stride + tap * channels + channel];
       if (tap < taps)
         grad_weight[channel * taps + tap] = total;
       else if (grad_bias)

@@ -4,6 +4,8 @@
 // while the work is a channel-vectorised multiply-add over the activations, bound by memory.
 #pragma once
 
+#include <vector>
+
 #include "phalanx/backend/geometry.hpp"
 
 namespace phalanx::backend::cpu {
@@ -15,8 +17,9 @@ bool is_depthwise(const ConvolutionGeometry& geometry);
 // grad_weight [C, 1, KH, KW] (torch's layout) = sum over samples and output positions of
 // grad_output x the input under each kernel tap; grad_bias [C] = sum of grad_output (when not null).
 // Both are overwritten. Samples are summed in fixed blocks and the blocks in order, so the bits do
-// not depend on the thread count.
+// not depend on the thread count. `partial_sums` is the caller's workspace, grown as needed and kept
+// between calls (a fresh buffer per call would be mapped and faulted in again every step).
 void depthwise_weight_gradient(const ConvolutionGeometry& geometry, const float* input, const float* grad_output,
-                               float* grad_weight, float* grad_bias);
+                               float* grad_weight, float* grad_bias, std::vector<float>& partial_sums);
 
 }  // namespace phalanx::backend::cpu
