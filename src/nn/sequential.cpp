@@ -2,14 +2,25 @@
 // backward, and reports gradients as final layer by layer in reverse order. An activation fused
 // into the layer before it shares that layer's output buffer (see layers.hpp).
 #include <algorithm>
+#include <utility>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/layers.hpp"
 
 namespace phalanx::nn {
 
+void Sequential::run_relu_after_max_pool() {
+  for (std::size_t index = 0; index + 1 < layers_.size(); ++index) {
+    const auto* pool = dynamic_cast<const Pooling*>(layers_[index + 1].get());
+    if (layers_[index]->type() != "relu" || !pool || pool->type() != "max_pool") continue;
+    std::swap(layers_[index], layers_[index + 1]);
+    ++index;
+  }
+}
+
 Shape Sequential::configure(const Shape& sample_input, ParameterRegistry& registry) {
   PHALANX_CHECK(!layers_.empty(), "empty sequential '", name(), "'");
+  if (fusion_ == ActivationFusion::Fused) run_relu_after_max_pool();
   Shape shape = sample_input;
   sample_shapes_.clear();
   fused_into_previous_.assign(layers_.size(), false);

@@ -183,6 +183,13 @@ class Sequential final : public Layer {
   std::int64_t sample_activation_elements() const;
 
  private:
+  // ReLU then a max pool gives the same values and the same gradients as the max pool then ReLU:
+  // both are monotonic, so the window's maximum is the same element either way, and a window whose
+  // maximum is <= 0 passes no gradient in either order. The second order runs ReLU, and above all
+  // its backward (a pass over memory, a large share of a small CNN's step), on the pooled tensor,
+  // a quarter of the elements for a 2x2 pool. So configure runs every such pair in that order,
+  // unless ActivationFusion::Separate asks for the layers exactly as written.
+  void run_relu_after_max_pool();
   // The index of the tensor layer `index` writes: its own, or its fused relu's.
   std::size_t output_slot(std::size_t index) const;
 
