@@ -38,11 +38,14 @@ TEST(CheckpointExtras, AverageAndWatchesComeBackExactly) {
   ModelWithBuffer model;
   CheckpointExtras extras;
   WeightAverageState average;
+  // The flat buffers' alignment padding is not stored: it stays 0 here.
   average.parameters.assign(static_cast<std::size_t>(model.registry.parameter_count()), 0.0f);
-  for (std::size_t index = 0; index < average.parameters.size(); ++index)
+  for (std::size_t index = 0; index < 6; ++index)
     average.parameters[index] = std::nextafter(0.1f * static_cast<float>(index), 1.0f);
-  average.buffers = {0.5f, 1e-30f, -2.25f};
-  average.buffers.resize(static_cast<std::size_t>(model.registry.buffer_count()), 0.0f);
+  average.buffers.assign(static_cast<std::size_t>(model.registry.buffer_count()), 0.0f);
+  average.buffers[0] = 0.5f;
+  average.buffers[1] = 1e-30f;
+  average.buffers[2] = -2.25f;
   average.updates = 6;
   extras.average = average;
   extras.early_stop = MetricWatchState{"ema_test_loss", true, 0.1 + 0.2, 3, 2};

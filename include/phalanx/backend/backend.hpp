@@ -300,8 +300,8 @@ class Backend : public Allocator {
   // clipping asks it of the summed gradients. Inf or NaN elements give inf or NaN.
   virtual double sum_of_squares(std::int64_t count, const float* data) = 0;
   // average = decay * average + (1 - decay) * source, element-wise: the weight average's update
-  // (train.ema), torchvision's ExponentialMovingAverage formula. Both products are rounded to fp32
-  // before their sum (no fused multiply-add) on every backend, so CPU and GPU ranks agree bitwise.
+  // (train.ema), torchvision's formula, as fma(decay, average, (1 - decay) * source) in fp32 on every
+  // backend, so CPU and GPU ranks agree bitwise whatever a compiler would contract.
   virtual void moving_average(std::int64_t count, float decay, const float* source, float* average) = 0;
 
   // Inverted dropout with a counter-based mask: keep with probability 1-p, scale by 1/(1-p).

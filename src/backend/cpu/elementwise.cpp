@@ -5,6 +5,7 @@
 #include "elementwise.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace phalanx::backend::cpu {
@@ -205,14 +206,10 @@ double sum_of_squares(const std::int64_t count, const float* __restrict data) {
 
 void moving_average(std::int64_t count, float decay, const float* __restrict source, float* __restrict average) {
   const float complement = 1.0f - decay;
+  // An explicit fused multiply-add, as the CUDA kernel's __fmaf_rn: whether a compiler would
+  // contract the expression depends on its target and flags, a rounding CPU and GPU ranks must share.
 #pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
-  for (std::int64_t i = 0; i < count; ++i) {
-    // Separate roundings, as the CUDA kernel's __fmul_rn/__fadd_rn (x86-64's baseline has no FMA
-    // to contract into; a build for a target with one and -ffp-contract=fast may fuse the sum).
-    const float kept = decay * average[i];
-    const float added = complement * source[i];
-    average[i] = kept + added;
-  }
+  for (std::int64_t i = 0; i < count; ++i) average[i] = std::fma(decay, average[i], complement * source[i]);
 }
 
 void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const float* input,

@@ -156,12 +156,12 @@ __global__ void scale_kernel(std::int64_t count, float factor, float* data) {
   for (std::int64_t i = first_index(); i < count; i += index_stride()) data[i] *= factor;
 }
 
-// __fmul_rn and __fadd_rn keep nvcc from fusing into an FMA, which would round once where the
-// CPU rounds three times.
+// The CPU backend's rounding: (1 - decay) * source rounded (__fmul_rn keeps nvcc from fusing it),
+// then one fused multiply-add.
 __global__ void moving_average_kernel(std::int64_t count, float decay, const float* source, float* average) {
   const float complement = 1.0f - decay;
   for (std::int64_t i = first_index(); i < count; i += index_stride())
-    average[i] = __fadd_rn(__fmul_rn(decay, average[i]), __fmul_rn(complement, source[i]));
+    average[i] = __fmaf_rn(decay, average[i], __fmul_rn(complement, source[i]));
 }
 
 __global__ void add_bias_rows_kernel(std::int64_t count, int columns, const float* bias, float* data) {

@@ -80,14 +80,16 @@ void resume(TrainingSetup& setup, const OpenCheckpoint& checkpoint, backend::Bac
 // train.early_stop.metric and checkpoint.keep_best name a metric the run records: a top-k one
 // needs its k among those evaluation reports (the config check did the rest).
 void require_recorded_metric(const std::string& metric, const std::string& key, const std::vector<int>& top_k,
-                             const std::string& source) {
+                             std::size_t classes, const std::string& source) {
   const std::optional<config::EvaluatedMetric> known = config::evaluated_metric(metric);
   if (!known || !known->top_k) return;
   std::string reported;
   for (const int k : top_k) reported += (reported.empty() ? "" : ", ") + std::to_string(k);
   PHALANX_REQUIRE_INPUT(std::find(top_k.begin(), top_k.end(), *known->top_k) != top_k.end(), key, ": '", metric,
-                        "' is not recorded: evaluation reports top-k for k in [", reported,
-                        "] with the classes of ", source, " (add k to eval.top_k, at most the class count)");
+                        "' is not recorded: evaluation reports ",
+                        reported.empty() ? std::string("no top-k accuracy") : "top-k for k in [" + reported + "]",
+                        " for the ", classes, " classes of ", source, " (a k in eval.top_k, at most ", classes,
+                        ", is reported)");
 }
 
 // One walk of the layers gives the plan; its sizes are checked before the model allocates it.
@@ -132,10 +134,10 @@ TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator&
                                data::source_name(config.data));
   if (config.train.early_stop)
     require_recorded_metric(config.train.early_stop->metric, "train.early_stop.metric", setup.top_k,
-                            data::source_name(config.data));
+                            setup.dataset.classes.size(), data::source_name(config.data));
   if (!config.checkpoint.keep_best.empty())
     require_recorded_metric(config.checkpoint.keep_best, "checkpoint.keep_best", setup.top_k,
-                            data::source_name(config.data));
+                            setup.dataset.classes.size(), data::source_name(config.data));
   setup.train_split = data::open_training_source(config.data, communicator);
   setup.test_split = std::make_shared<const data::Split>(
       read_evaluation_part(config.data, config.data.test_split, communicator));
