@@ -419,7 +419,7 @@ void Trainer::synchronise_buffers() {
   // what training changed since the last time: resumed and straight runs then agree bitwise.
   if (buffers_synchronised_) return;
   average_buffers(*setup_.model, communicator_);
-  if (average_) {  // the average's buffers follow each rank's own: averaged at the same points
+  if (average_ && communicator_.size() > 1) {  // the average's buffers follow each rank's own: averaged alike
     const optim::AverageInModel average_in_model(*average_);
     average_buffers(*setup_.model, communicator_);
   }

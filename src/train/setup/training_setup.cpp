@@ -27,7 +27,10 @@ void require_model_fits(const config::Config& config, const nn::ModelSize& size,
   const std::vector<std::string> states = optim::optimizer_state_names(config.optimizer);
   std::string optimizer = "optimizer.type " + config::name_of(config.optimizer.type) + ":";
   for (std::size_t index = 0; index < states.size(); ++index) optimizer += (index ? ", " : " ") + states[index];
-  require_model_state_fits(model_state_bytes(size, states.size()),
+  // train.ema holds the average and, for evaluating it, one exchange copy: two more per parameter.
+  const std::size_t average_copies = config.train.ema ? 2 : 0;
+  if (average_copies) optimizer += "; train.ema: the average and an exchange copy";
+  require_model_state_fits(model_state_bytes(size, states.size() + average_copies),
                            memory_available_to_rank(backend, communicator.local_size()), size,
                            config.model.preset.empty() ? "model.layers" : "model.preset", optimizer,
                            backend.name());
