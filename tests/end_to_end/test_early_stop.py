@@ -3,7 +3,7 @@ rank and a tiny synthetic dataset (a few seconds). A min_delta no accuracy can e
 evaluation after the first "no improvement", so with patience 2 the run of 10 epochs stops after
 epoch 3: final latest.h5 at that step, an early_stop event, summary.json saying so; best.h5 (by
 the training loss, which falls) is sealed, survives checkpoint.keep, holds the weight average and
-is not what --resume auto takes."""
+is not what --resume auto takes; the average's metrics reach the eval events and TensorBoard."""
 
 import os
 import shutil
@@ -49,6 +49,12 @@ class EarlyStopTest(unittest.TestCase):
         stops = [event for event in events if event["event"] == "early_stop"]
         self.assertEqual(len(stops), 1)
         self.assertEqual((stops[0]["epoch"], stops[0]["evaluations_since_best"]), (STOP_EPOCH, 2))
+        # The weight average's metrics beside the weights', in TensorBoard as well.
+        scalars = e2e.tensorboard_scalars(e2e.read_tensorboard_files(RUN_DIR))
+        evals = [event for event in events if event["event"] == "eval"]
+        self.assertEqual([value for _, value in scalars["eval/ema_test_accuracy"]],
+                         [event["ema_test_accuracy"] for event in evals])
+        self.assertIn("eval/ema_test_loss", scalars)
         with h5py.File(os.path.join(RUN_DIR, "checkpoints", "latest.h5"), "r") as file:
             self.assertEqual(int(file["state/global_step"][()]), STOP_EPOCH * STEPS_PER_EPOCH)
             self.assertEqual(int(file["state/early_stop/evaluations_since_best"][()]), 2)
