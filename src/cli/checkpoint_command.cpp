@@ -89,9 +89,9 @@ std::function<int()> add_checkpoint_command(CLI::App& app) {
       return 0;
     }
     if (*export_command) {
-      const std::size_t tensors =
-          train::export_weights((*export_files)[0], (*export_files)[1],
-                                *export_average ? train::ExportedWeights::Average : train::ExportedWeights::Trained);
+      const std::size_t tensors = train::export_weights(
+          (*export_files)[0], (*export_files)[1],
+          *export_average ? train::ExportedWeights::Average : train::ExportedWeights::Trained);
       std::printf("%s: %zu tensors%s from %s\n", (*export_files)[1].c_str(), tensors,
                   *export_average ? " of the weight average" : "", (*export_files)[0].c_str());
       return 0;

@@ -430,9 +430,10 @@ void require_evaluated_metric(const Reader& reader, const YAML::Node& node, cons
                               const std::string& metric, bool with_average) {
   const std::optional<EvaluatedMetric> known = evaluated_metric(metric);
   if (!known)
-    reader.fail(key, key + ": '" + metric + "' is not a metric the evaluation records (" +
-                         evaluated_metric_names() + ")",
-                node);
+    reader.fail(
+        key,
+        key + ": '" + metric + "' is not a metric the evaluation records (" + evaluated_metric_names() + ")",
+        node);
   if (known->of_average && !with_average)
     reader.fail(key, key + ": '" + metric + "' is a metric of the weight average, and train.ema is not set",
                 node);

@@ -43,7 +43,8 @@ bool WeightAverage::after_step(std::int64_t global_step) {
 void WeightAverage::update() {
   const float decay = static_cast<float>(weight_average_decay(settings_, updates_));
   if (registry_.parameter_count() > 0)
-    backend_.moving_average(registry_.parameter_count(), decay, registry_.parameters().data(), parameters_.data());
+    backend_.moving_average(registry_.parameter_count(), decay, registry_.parameters().data(),
+                            parameters_.data());
   if (registry_.buffer_count() > 0)
     backend_.moving_average(registry_.buffer_count(), decay, registry_.buffers().data(), buffers_.data());
   ++updates_;

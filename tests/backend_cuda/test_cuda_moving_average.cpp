@@ -1,6 +1,6 @@
 // The CUDA backend's moving_average (train.ema's update) against the CPU backend's on the same
-// values: the same bits, as both compute fma(decay, average, (1 - decay) * source); sizes below one block, across
-// blocks and past the grid's cap (grid-stride loop), and a count of zero touching nothing.
+// values: the same bits, as both compute fma(decay, average, (1 - decay) * source); sizes below one block,
+// across blocks and past the grid's cap (grid-stride loop), and a count of zero touching nothing.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -55,7 +55,8 @@ TEST(EmaEarlyStopConfig, DecayOutsideTheOpenUnitIntervalIsNamed) {
                        {source + ": ", "train.ema.decay"});
   expect_input_error([&] { parse(base + "train: {ema: {every_steps: 0}}\n", source); },
                      {"train.ema.every_steps"});
-  expect_input_error([&] { parse(base + "train: {ema: {warmup: sometimes}}\n", source); }, {"train.ema.warmup"});
+  expect_input_error([&] { parse(base + "train: {ema: {warmup: sometimes}}\n", source); },
+                     {"train.ema.warmup"});
   expect_input_error([&] { parse(base + "train: {ema: {decya: 0.9}}\n", source); },
                      {"unknown key 'train.ema.decya' (did you mean 'train.ema.decay'?)"});
   expect_input_error([&] { parse(base + "train: {ema: 0.999}\n", source); }, {"train.ema"});

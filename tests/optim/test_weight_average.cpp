@@ -54,7 +54,8 @@ TEST(WeightAverage, EqualsItsFormulaEveryNStepsWithWarmUp) {
 
   config::EmaConfig settings{.decay = 0.95, .every_steps = 3, .warmup = true};
   WeightAverage average(settings, *backend, registry);
-  const std::vector<float> start_parameters = weights_at(0, parameters, 0.0), start_buffers = weights_at(0, buffers, 1.0);
+  const std::vector<float> start_parameters = weights_at(0, parameters, 0.0),
+                           start_buffers = weights_at(0, buffers, 1.0);
   std::vector<double> expected_parameters(start_parameters.begin(), start_parameters.end());
   std::vector<double> expected_buffers(start_buffers.begin(), start_buffers.end());
   std::int64_t updates = 0;

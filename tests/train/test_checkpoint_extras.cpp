@@ -72,7 +72,8 @@ TEST(CheckpointExtras, AverageAndWatchesComeBackExactly) {
     EXPECT_EQ(averaged[index].name, trained[index].name);
     EXPECT_EQ(averaged[index].shape, trained[index].shape);
   }
-  EXPECT_EQ(export_weights(path, scratch.file("average.safetensors"), ExportedWeights::Average), trained.size());
+  EXPECT_EQ(export_weights(path, scratch.file("average.safetensors"), ExportedWeights::Average),
+            trained.size());
 }
 
 TEST(CheckpointExtras, ACheckpointWithoutThemHasNone) {

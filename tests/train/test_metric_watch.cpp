@@ -55,7 +55,8 @@ TEST(MetricWatch, RestoredStateContinuesTheStraightSequence) {
   const int straight_stop = stop_epoch(straight, values);
   ASSERT_EQ(straight_stop, 0);
   EarlyStop first("test_accuracy", 3, 0.0);
-  for (std::size_t index = 0; index < 4; ++index) first.observe(values[index], static_cast<std::int64_t>(index) + 1);
+  for (std::size_t index = 0; index < 4; ++index)
+    first.observe(values[index], static_cast<std::int64_t>(index) + 1);
   EarlyStop resumed("test_accuracy", 3, 0.0);
   resumed.watch().restore(first.watch().state());
   for (std::size_t index = 4; index < values.size(); ++index)

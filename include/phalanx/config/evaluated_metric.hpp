@@ -9,9 +9,9 @@
 namespace phalanx::config {
 
 struct EvaluatedMetric {
-  std::string name;             // as written: "ema_test_top5_accuracy"
-  bool of_average = false;      // an ema_ metric: needs train.ema
-  std::optional<int> top_k;     // a test_top<k>_accuracy: needs k among the reported top-k
+  std::string name;              // as written: "ema_test_top5_accuracy"
+  bool of_average = false;       // an ema_ metric: needs train.ema
+  std::optional<int> top_k;      // a test_top<k>_accuracy: needs k among the reported top-k
   bool higher_is_better = true;  // accuracies; losses are better lower
 };
 

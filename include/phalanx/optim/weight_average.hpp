@@ -20,7 +20,8 @@ double weight_average_decay(const config::EmaConfig& settings, std::int64_t upda
 class WeightAverage {
  public:
   // Starts as a copy of the registry's parameters and buffers (the weights training starts from).
-  WeightAverage(const config::EmaConfig& settings, backend::Backend& backend, nn::ParameterRegistry& registry);
+  WeightAverage(const config::EmaConfig& settings, backend::Backend& backend,
+                nn::ParameterRegistry& registry);
 
   // After optimizer step `global_step` (1-based: the number of steps taken): updates the average
   // when the step is a multiple of every_steps. Returns whether it did.

@@ -12,11 +12,11 @@ namespace phalanx::train {
 
 // What a checkpoint holds of a watch (/state/early_stop, /state/keep_best).
 struct MetricWatchState {
-  std::string metric;                      // the watched metric's name
-  bool evaluated = false;                  // false until the first evaluation
-  double best = 0;                         // the best value so far
-  std::int64_t best_epoch = 0;             // the evaluation's epoch (1-based) that gave it
-  std::int64_t evaluations_since_best = 0; // evaluations after it that did not improve on it
+  std::string metric;                       // the watched metric's name
+  bool evaluated = false;                   // false until the first evaluation
+  double best = 0;                          // the best value so far
+  std::int64_t best_epoch = 0;              // the evaluation's epoch (1-based) that gave it
+  std::int64_t evaluations_since_best = 0;  // evaluations after it that did not improve on it
 
   friend bool operator==(const MetricWatchState&, const MetricWatchState&) = default;
 };

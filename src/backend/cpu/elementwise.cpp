@@ -204,7 +204,8 @@ double sum_of_squares(const std::int64_t count, const float* __restrict data) {
   return total;
 }
 
-void moving_average(std::int64_t count, float decay, const float* __restrict source, float* __restrict average) {
+void moving_average(std::int64_t count, float decay, const float* __restrict source,
+                    float* __restrict average) {
   const float complement = 1.0f - decay;
   // An explicit fused multiply-add, as the CUDA kernel's __fmaf_rn: whether a compiler would
   // contract the expression depends on its target and flags, a rounding CPU and GPU ranks must share.

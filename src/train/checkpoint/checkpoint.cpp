@@ -502,9 +502,9 @@ double read_double(hid_t file, const std::string& name, const std::string& path)
   require_number_dataset(dataset.get(), name, path);
   double value = 0;
   data::detail::require_sound_dataset_storage(dataset.get(), path + ": " + name);
-  PHALANX_REQUIRE_INPUT(
-      data::detail::read_checked(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
-      path, ": ", name, ": unreadable");
+  PHALANX_REQUIRE_INPUT(data::detail::read_checked(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
+                                                   H5P_DEFAULT, &value) >= 0,
+                        path, ": ", name, ": unreadable");
   return value;
 }
 
@@ -513,8 +513,8 @@ void write_average(hid_t file, const nn::ParameterRegistry& registry, const Weig
                    const std::string& path) {
   PHALANX_CHECK(average.parameters.size() == static_cast<std::size_t>(registry.parameter_count()) &&
                     average.buffers.size() == static_cast<std::size_t>(registry.buffer_count()),
-                "a weight average of ", average.parameters.size(), " + ", average.buffers.size(), " values for ",
-                registry.parameter_count(), " + ", registry.buffer_count());
+                "a weight average of ", average.parameters.size(), " + ", average.buffers.size(),
+                " values for ", registry.parameter_count(), " + ", registry.buffer_count());
   for (const auto& info : registry.parameters_info())
     write_floats(file, "/ema/" + info.name, info.shape, average.parameters.data() + info.offset, path);
   for (const auto& info : registry.buffers_info())
@@ -534,7 +534,8 @@ void write_metric_watch(hid_t file, const std::string& group, const MetricWatchS
   write_int64(file, group + "/evaluations_since_best", state.evaluations_since_best, path);
 }
 
-std::optional<MetricWatchState> read_metric_watch(hid_t file, const std::string& group, const std::string& path) {
+std::optional<MetricWatchState> read_metric_watch(hid_t file, const std::string& group,
+                                                  const std::string& path) {
   if (!link_exists(file, group + "/best", path)) return std::nullopt;
   MetricWatchState state;
   state.evaluated = true;
@@ -831,7 +832,8 @@ WeightAverageState OpenCheckpoint::average(const nn::ParameterRegistry& registry
   const auto hdf5_lock = data::lock_hdf5();
   const hid_t file = file_->handle.get();
   const std::string& path = header_.path;
-  PHALANX_REQUIRE_INPUT(header_.has_average, path, ": holds no weight average (/ema), written without train.ema");
+  PHALANX_REQUIRE_INPUT(header_.has_average, path,
+                        ": holds no weight average (/ema), written without train.ema");
   WeightAverageState average;
   average.parameters.assign(static_cast<std::size_t>(registry.parameter_count()), 0.0f);
   for (const auto& info : registry.parameters_info())
@@ -840,7 +842,8 @@ WeightAverageState OpenCheckpoint::average(const nn::ParameterRegistry& registry
   for (const auto& info : registry.buffers_info())
     read_floats(file, "/ema/" + info.name, info.shape, average.buffers.data() + info.offset, path);
   average.updates = read_int64(file, "/state/ema_updates", path);
-  PHALANX_REQUIRE_INPUT(average.updates >= 0, path, ": /state/ema_updates is ", average.updates, ", negative");
+  PHALANX_REQUIRE_INPUT(average.updates >= 0, path, ": /state/ema_updates is ", average.updates,
+                        ", negative");
   return average;
 }
 
@@ -848,9 +851,9 @@ std::vector<ModelTensor> OpenCheckpoint::model_tensors(const std::string& group)
   const auto hdf5_lock = data::lock_hdf5();
   const hid_t file = file_->handle.get();
   const std::string& path = header_.path;
-  PHALANX_REQUIRE_INPUT(link_exists(file, group, path), path, ": ", group, ": missing (",
-                        group == "/ema" ? "no weight average: the run had no train.ema" : "no weights in the file",
-                        ")");
+  PHALANX_REQUIRE_INPUT(
+      link_exists(file, group, path), path, ": ", group, ": missing (",
+      group == "/ema" ? "no weight average: the run had no train.ema" : "no weights in the file", ")");
   data::detail::check_object_header(file, group, path);
   Hdf5Handle model(H5Gopen2(file, group.c_str(), H5P_DEFAULT), H5Gclose);
   PHALANX_REQUIRE_INPUT(model.valid(), path, ": ", group, ": unreadable");

@@ -58,7 +58,8 @@ ImportResult import_weights(const ImportRequest& request) {
   return result;
 }
 
-std::size_t export_weights(const std::string& checkpoint, const std::string& output, ExportedWeights weights) {
+std::size_t export_weights(const std::string& checkpoint, const std::string& output,
+                           ExportedWeights weights) {
   std::vector<ModelTensor> tensors =
       OpenCheckpoint(checkpoint).model_tensors(weights == ExportedWeights::Average ? "/ema" : "/model");
   std::vector<SafetensorsTensor> torch_tensors;

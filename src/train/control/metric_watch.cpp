@@ -17,10 +17,9 @@ MetricWatch::MetricWatch(const std::string& metric, double min_delta) : min_delt
 }
 
 bool MetricWatch::observe(double value, std::int64_t epoch) {
-  const bool improved =
-      !std::isnan(value) &&
-      (!state_.evaluated ||
-       (metric_.higher_is_better ? value > state_.best + min_delta_ : value < state_.best - min_delta_));
+  const bool improved = !std::isnan(value) &&
+                        (!state_.evaluated || (metric_.higher_is_better ? value > state_.best + min_delta_
+                                                                        : value < state_.best - min_delta_));
   if (!improved) {
     ++state_.evaluations_since_best;
     return false;

@@ -216,8 +216,8 @@ void Trainer::watch_evaluation(std::int64_t epoch, const EpochEvaluation& evalua
                 "early stop after epoch %lld: %s has not improved on %.4f (epoch %lld) for %lld evaluations "
                 "(train.early_stop.patience %d)",
                 static_cast<long long>(epoch), state.metric.c_str(), state.best,
-                static_cast<long long>(state.best_epoch), static_cast<long long>(state.evaluations_since_best),
-                early_stop_->patience());
+                static_cast<long long>(state.best_epoch),
+                static_cast<long long>(state.evaluations_since_best), early_stop_->patience());
   progress_->line(text);
 }
 
@@ -232,7 +232,8 @@ CheckpointExtras Trainer::checkpoint_extras() {
       backend_.copy_to_host(state.parameters.data(), average_->parameters().data(),
                             state.parameters.size() * sizeof(float));
     if (!state.buffers.empty())
-      backend_.copy_to_host(state.buffers.data(), average_->buffers().data(), state.buffers.size() * sizeof(float));
+      backend_.copy_to_host(state.buffers.data(), average_->buffers().data(),
+                            state.buffers.size() * sizeof(float));
     state.updates = average_->updates();
     extras.average = std::move(state);
   }
@@ -256,8 +257,8 @@ void Trainer::summarise_watches() {
   }
   if (!early_stop_) return;
   const MetricWatchState& state = early_stop_->watch().state();
-  nlohmann::json summary = {{"metric", state.metric}, {"patience", early_stop_->patience()},
-                            {"stopped_early", stopped_early_}};
+  nlohmann::json summary = {
+      {"metric", state.metric}, {"patience", early_stop_->patience()}, {"stopped_early", stopped_early_}};
   if (stopped_early_) summary["stopped_after_epoch"] = setup_.position.epoch;
   if (state.evaluated) {
     summary["best"] = state.best;
@@ -391,17 +392,19 @@ void Trainer::save_checkpoint(CheckpointKind kind, const RunningTotals& totals) 
   const bool final = kind == CheckpointKind::Final;
   const TrainingPosition& position = setup_.position;
   synchronise_buffers();
-  const std::string path = final                         ? run_directory_.latest_checkpoint_path()
-                           : kind == CheckpointKind::Best ? run_directory_.best_checkpoint_path()
-                                                          : run_directory_.checkpoint_path(position.global_step);
+  const std::string path = final ? run_directory_.latest_checkpoint_path()
+                           : kind == CheckpointKind::Best
+                               ? run_directory_.best_checkpoint_path()
+                               : run_directory_.checkpoint_path(position.global_step);
   update_->require_finite_state(path, position.global_step);
   const auto every_rank_totals = gather_running_totals(communicator_, totals);
   if (communicator_.rank() != 0) return;
   const CheckpointExtras extras = checkpoint_extras();
   const double rescaled_rate = setup_.learning_rate != setup_.config.optimizer.learning_rate ? setup_.learning_rate : 0.0;
-  write_checkpoint(path, backend_, setup_.model->registry(), setup_.optimizer.get(), position, communicator_.size(),
-                   setup_.config.seed, setup_.config_text, setup_.loss_scaler ? &setup_.loss_scaler->state() : nullptr,
-                   setup_.local_batches, every_rank_totals, rescaled_rate,
+  write_checkpoint(path, backend_, setup_.model->registry(), setup_.optimizer.get(), position,
+                   communicator_.size(), setup_.config.seed, setup_.config_text,
+                   setup_.loss_scaler ? &setup_.loss_scaler->state() : nullptr, setup_.local_batches,
+                   every_rank_totals, rescaled_rate,
                    setup_.loss_scaler ? 0 : setup_.nonfinite_guard->skipped_steps(), extras);
   if (kind == CheckpointKind::Periodic) run_directory_.prune_checkpoints(setup_.config.checkpoint.keep);
 }

@@ -83,9 +83,9 @@ class Trainer final : private TrainingActions {
   std::unique_ptr<WeightUpdate> update_;
   bool buffers_synchronised_ = false;
   std::unique_ptr<optim::WeightAverage> average_;  // train.ema
-  std::unique_ptr<EarlyStop> early_stop_;           // train.early_stop
-  std::unique_ptr<MetricWatch> keep_best_;          // checkpoint.keep_best
-  bool best_due_ = false;      // the last evaluation improved keep_best's metric: best.h5 after the step
+  std::unique_ptr<EarlyStop> early_stop_;          // train.early_stop
+  std::unique_ptr<MetricWatch> keep_best_;         // checkpoint.keep_best
+  bool best_due_ = false;       // the last evaluation improved keep_best's metric: best.h5 after the step
   bool stopped_early_ = false;  // train.early_stop decided to end the run after this step
   bool stopped_by_signal_ = false;
   bool stopped_for_handover_ = false;

@@ -203,17 +203,18 @@ void RunReporter::epoch_end(std::int64_t epoch, const TrainingRecord& record, do
   if (communicator_.rank() == 0) {
     char average[96] = "";
     if (evaluation.average)
-      std::snprintf(average, sizeof(average), "  ema test loss %.4f  ema test accuracy %.4f", evaluation.average->loss,
-                    evaluation.average->accuracy);
+      std::snprintf(average, sizeof(average), "  ema test loss %.4f  ema test accuracy %.4f",
+                    evaluation.average->loss, evaluation.average->accuracy);
     char text[640];
     std::snprintf(
         text, sizeof(text),
         "epoch %lld: train loss %.4f  test loss %.4f  test accuracy %.4f%s  (%.1f s, %.0f img/s; per step: "
         "data %.1f ms, forward %.1f, backward %.1f, all-reduce wait %.1f, optimizer %.1f)",
-        static_cast<long long>(epoch + 1), evaluation.train_loss, result.loss, result.accuracy, average, epoch_seconds,
-        images_per_sec, breakdown["data_wait"]["ms_per_step"].get<double>(),
+        static_cast<long long>(epoch + 1), evaluation.train_loss, result.loss, result.accuracy, average,
+        epoch_seconds, images_per_sec, breakdown["data_wait"]["ms_per_step"].get<double>(),
         breakdown["forward"]["ms_per_step"].get<double>(), breakdown["backward"]["ms_per_step"].get<double>(),
-        breakdown["allreduce_wait"]["ms_per_step"].get<double>(), breakdown["optimizer"]["ms_per_step"].get<double>());
+        breakdown["allreduce_wait"]["ms_per_step"].get<double>(),
+        breakdown["optimizer"]["ms_per_step"].get<double>());
     progress_.line(text);
   }
   print_breakdown_table(breakdown);

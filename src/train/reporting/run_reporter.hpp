@@ -53,7 +53,9 @@ class RunReporter {
   // Collective: summary.json (rank 0), report.html, the final lines; returns the summary.
   nlohmann::json finish(const TrainingRecord& record, int micro_batches);
   // A part of summary.json that the trainer decides (early_stop, best_checkpoint).
-  void add_to_summary(const std::string& key, nlohmann::json value) { summary_additions_[key] = std::move(value); }
+  void add_to_summary(const std::string& key, nlohmann::json value) {
+    summary_additions_[key] = std::move(value);
+  }
 
  private:
   // model.init_from and train.freeze, when set: what was read, re-initialised and frozen.

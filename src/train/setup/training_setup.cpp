@@ -88,11 +88,11 @@ void require_recorded_metric(const std::string& metric, const std::string& key, 
   if (!known || !known->top_k) return;
   std::string reported;
   for (const int k : top_k) reported += (reported.empty() ? "" : ", ") + std::to_string(k);
-  PHALANX_REQUIRE_INPUT(std::find(top_k.begin(), top_k.end(), *known->top_k) != top_k.end(), key, ": '", metric,
-                        "' is not recorded: evaluation reports ",
-                        reported.empty() ? std::string("no top-k accuracy") : "top-k for k in [" + reported + "]",
-                        " for the ", classes, " classes of ", source, " (a k in eval.top_k, at most ", classes,
-                        ", is reported)");
+  PHALANX_REQUIRE_INPUT(
+      std::find(top_k.begin(), top_k.end(), *known->top_k) != top_k.end(), key, ": '", metric,
+      "' is not recorded: evaluation reports ",
+      reported.empty() ? std::string("no top-k accuracy") : "top-k for k in [" + reported + "]", " for the ",
+      classes, " classes of ", source, " (a k in eval.top_k, at most ", classes, ", is reported)");
 }
 
 // One walk of the layers gives the plan; its sizes are checked before the model allocates it.
