@@ -74,6 +74,9 @@ std::function<int()> add_checkpoint_command(CLI::App& app) {
   export_command->add_option("files", *export_files, "CHECKPOINT.h5 OUTPUT.safetensors")
       ->required()
       ->expected(2);
+  auto export_average = std::make_shared<bool>(false);
+  export_command->add_flag("--ema", *export_average,
+                           "Export the weight average (train.ema) instead of the trained weights");
 
   return [=]() -> int {
     if (!*checkpoint_command) return -1;
@@ -86,9 +89,11 @@ std::function<int()> add_checkpoint_command(CLI::App& app) {
       return 0;
     }
     if (*export_command) {
-      const std::size_t tensors = train::export_weights((*export_files)[0], (*export_files)[1]);
-      std::printf("%s: %zu tensors from %s\n", (*export_files)[1].c_str(), tensors,
-                  (*export_files)[0].c_str());
+      const std::size_t tensors = train::export_weights(
+          (*export_files)[0], (*export_files)[1],
+          *export_average ? train::ExportedWeights::Average : train::ExportedWeights::Trained);
+      std::printf("%s: %zu tensors%s from %s\n", (*export_files)[1].c_str(), tensors,
+                  *export_average ? " of the weight average" : "", (*export_files)[0].c_str());
       return 0;
     }
     for (const std::string& file : *files) {

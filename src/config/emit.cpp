@@ -200,11 +200,28 @@ std::string to_yaml(const Config& config) {
     out << format_number(*train.clip_grad_norm);
   else
     out << YAML::Null;
+  // Written only when set, as the sections are read: a config without them keeps its shape.
+  if (train.ema) {
+    out << YAML::Key << "ema" << YAML::Value << YAML::BeginMap;
+    emit_number(out, "decay", train.ema->decay);
+    out << YAML::Key << "every_steps" << YAML::Value << train.ema->every_steps;
+    out << YAML::Key << "warmup" << YAML::Value << train.ema->warmup;
+    out << YAML::EndMap;
+  }
+  if (train.early_stop) {
+    out << YAML::Key << "early_stop" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "metric" << YAML::Value << train.early_stop->metric;
+    out << YAML::Key << "patience" << YAML::Value << train.early_stop->patience;
+    emit_number(out, "min_delta", train.early_stop->min_delta);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 
   out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "every_steps" << YAML::Value << config.checkpoint.every_steps;
   out << YAML::Key << "keep" << YAML::Value << config.checkpoint.keep;
+  if (!config.checkpoint.keep_best.empty())
+    out << YAML::Key << "keep_best" << YAML::Value << config.checkpoint.keep_best;
   out << YAML::EndMap;
 
   out << YAML::Key << "distributed" << YAML::Value << YAML::BeginMap;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "conversion.hpp"
+#include "phalanx/config/evaluated_metric.hpp"
 #include "phalanx/core/error.hpp"
 #include "schema.hpp"
 
@@ -305,6 +306,34 @@ void read_schedule(const Section& section, ScheduleConfig& schedule) {
   }
 }
 
+// Present (even empty) turns the average on; null (how to_yaml writes "off") leaves it off.
+void read_ema(const Section& section, std::optional<EmaConfig>& ema) {
+  const YAML::Node node = section.node();
+  if (!has(node) || node.IsNull()) return;
+  const Reader& reader = section.reader();
+  ema.emplace();
+  if (const YAML::Node value = section["decay"]; has(value))
+    ema->decay = reader.real(value, section.key("decay"), zero_exclusive, one_exclusive);
+  if (const YAML::Node value = section["every_steps"]; has(value))
+    ema->every_steps = reader.int_value(value, section.key("every_steps"), 1);
+  if (const YAML::Node value = section["warmup"]; has(value))
+    ema->warmup = reader.boolean(value, section.key("warmup"));
+}
+
+// The metric is checked once train.ema is known (convert_config).
+void read_early_stop(const Section& section, std::optional<EarlyStopConfig>& early_stop) {
+  const YAML::Node node = section.node();
+  if (!has(node) || node.IsNull()) return;
+  const Reader& reader = section.reader();
+  early_stop.emplace();
+  if (const YAML::Node value = section["metric"]; has(value))
+    early_stop->metric = reader.text(value, section.key("metric"));
+  if (const YAML::Node value = section["patience"]; has(value))
+    early_stop->patience = reader.int_value(value, section.key("patience"), 1);
+  if (const YAML::Node value = section["min_delta"]; has(value))
+    early_stop->min_delta = reader.real(value, section.key("min_delta"), zero_inclusive, std::nullopt);
+}
+
 void read_train(const Section& section, TrainConfig& train) {
   const Reader& reader = section.reader();
   if (const YAML::Node value = section["epochs"]; has(value)) {
@@ -391,6 +420,23 @@ void read_train(const Section& section, TrainConfig& train) {
   if (const YAML::Node value = section["clip_grad_norm"]; has(value) && !value.IsNull()) {
     train.clip_grad_norm = reader.real(value, section.key("clip_grad_norm"), zero_exclusive, std::nullopt);
   }
+  read_ema(Section(section, "ema"), train.ema);
+  read_early_stop(Section(section, "early_stop"), train.early_stop);
+}
+
+// checkpoint.keep_best or train.early_stop.metric: a metric evaluation records, an ema_ one only
+// with train.ema (a top-k one is checked against the data's classes at start).
+void require_evaluated_metric(const Reader& reader, const YAML::Node& node, const std::string& key,
+                              const std::string& metric, bool with_average) {
+  const std::optional<EvaluatedMetric> known = evaluated_metric(metric);
+  if (!known)
+    reader.fail(
+        key,
+        key + ": '" + metric + "' is not a metric the evaluation records (" + evaluated_metric_names() + ")",
+        node);
+  if (known->of_average && !with_average)
+    reader.fail(key, key + ": '" + metric + "' is a metric of the weight average, and train.ema is not set",
+                node);
 }
 
 void read_checkpoint(const Section& section, CheckpointConfig& checkpoint) {
@@ -401,6 +447,8 @@ void read_checkpoint(const Section& section, CheckpointConfig& checkpoint) {
   if (const YAML::Node value = section["keep"]; has(value)) {
     checkpoint.keep = reader.int_value(value, section.key("keep"), 1);
   }
+  if (const YAML::Node value = section["keep_best"]; has(value) && !value.IsNull())
+    checkpoint.keep_best = reader.text(value, section.key("keep_best"));
 }
 
 // A list of local batch sizes, one per rank (its length is checked against the world size at start).
@@ -502,6 +550,12 @@ Config convert_config(const Reader& reader, const YAML::Node& root) {
   read_elastic(Section(reader, root, "elastic"), config.elastic);
   read_trace(Section(reader, root, "trace"), config.trace);
   read_evaluation(Section(reader, root, "eval"), config.eval);
+  if (config.train.early_stop)
+    require_evaluated_metric(reader, root["train"]["early_stop"]["metric"], "train.early_stop.metric",
+                             config.train.early_stop->metric, config.train.ema.has_value());
+  if (!config.checkpoint.keep_best.empty())
+    require_evaluated_metric(reader, root["checkpoint"]["keep_best"], "checkpoint.keep_best",
+                             config.checkpoint.keep_best, config.train.ema.has_value());
   return config;
 }
 

@@ -41,7 +41,7 @@ TEST(ConfigParseErrors, KeyInTheWrongSectionSuggestsItsSection) {
 
 TEST(ConfigParseErrors, UnknownKeyWithoutNeighbourListsTheAllowedKeys) {
   expect_parse_error("checkpoint: {qqqqqqqqqq: 1}\n",
-                     {"unknown key 'checkpoint.qqqqqqqqqq' (allowed: every_steps, keep)"});
+                     {"unknown key 'checkpoint.qqqqqqqqqq' (allowed: every_steps, keep, keep_best)"});
 }
 
 TEST(ConfigParseErrors, DuplicateKeyIsAnError) {

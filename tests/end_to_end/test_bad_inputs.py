@@ -175,6 +175,24 @@ class BadInputsTest(unittest.TestCase):
         self.train_refused("top-k-too-large", self.write("top-k-too-large", config), "eval.top_k", "11",
                            "10 classes")
 
+    def test_ema_decay_outside_the_unit_interval(self):
+        for case, value in (("ema-decay-one", 1.0), ("ema-decay-zero", 0)):
+            config = self.config(train__ema={"decay": value})
+            self.train_refused(case, self.write(case, config), "train.ema.decay")
+
+    def test_watched_metric_the_run_does_not_record(self):
+        # An average's metric without train.ema and a typo are refused with the config; a top-k
+        # above the data's 10 classes once the data is read, still before anything is written.
+        config = self.config(train__early_stop={"metric": "ema_test_accuracy"})
+        self.train_refused("early-stop-ema", self.write("early-stop-ema", config), "train.early_stop.metric",
+                           "train.ema")
+        config = self.config(checkpoint__keep_best="test_acc")
+        self.train_refused("keep-best-typo", self.write("keep-best-typo", config), "checkpoint.keep_best",
+                           "test_acc")
+        config = self.config(train__early_stop={"metric": "test_top20_accuracy"})
+        self.train_refused("early-stop-top20", self.write("early-stop-top20", config), "train.early_stop.metric",
+                           "test_top20_accuracy")
+
     def test_batch_larger_than_the_dataset(self):
         config = self.config(train__batch_size=200)  # 2 x 200 > 256 training samples
         line = self.train_refused("batch-too-large", self.write("batch-too-large", config), "256")

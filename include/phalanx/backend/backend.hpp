@@ -299,6 +299,10 @@ class Backend : public Allocator {
   // alone, so every call on the same bits gives the same answer (waits for the device): gradient
   // clipping asks it of the summed gradients. Inf or NaN elements give inf or NaN.
   virtual double sum_of_squares(std::int64_t count, const float* data) = 0;
+  // average = decay * average + (1 - decay) * source, element-wise: the weight average's update
+  // (train.ema), torchvision's formula, as fma(decay, average, (1 - decay) * source) in fp32 on every
+  // backend, so CPU and GPU ranks agree bitwise whatever a compiler would contract.
+  virtual void moving_average(std::int64_t count, float decay, const float* source, float* average) = 0;
 
   // Inverted dropout with a counter-based mask: keep with probability 1-p, scale by 1/(1-p).
   // The mask is a pure function of (seed, stream), so backward regenerates nothing: it reads

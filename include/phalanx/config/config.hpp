@@ -219,6 +219,25 @@ struct ScheduleConfig {
   friend bool operator==(const ScheduleConfig&, const ScheduleConfig&) = default;
 };
 
+// An exponential moving average of the weights and batch-norm buffers (train.ema), kept beside the
+// trained weights and evaluated with them, as torchvision's ExponentialMovingAverage (use_buffers).
+struct EmaConfig {
+  double decay = 0.999;  // in (0, 1)
+  int every_steps = 1;   // update after every this many optimizer steps
+  bool warmup = true;    // effective decay min(decay, (1 + u) / (10 + u)), u the updates so far
+
+  friend bool operator==(const EmaConfig&, const EmaConfig&) = default;
+};
+
+// Stop training when an evaluated metric stops improving (train.early_stop).
+struct EarlyStopConfig {
+  std::string metric = "test_accuracy";  // accuracies are maximised, losses minimised
+  int patience = 1;                      // evaluations without improvement before the stop
+  double min_delta = 0.0;                // an improvement is a change by more than this
+
+  friend bool operator==(const EarlyStopConfig&, const EarlyStopConfig&) = default;
+};
+
 struct TrainConfig {
   int epochs = 1;
   std::optional<std::int64_t> max_steps;  // stop early after this many optimizer steps
@@ -249,6 +268,8 @@ struct TrainConfig {
   // Clip the summed gradients to this global L2 norm before each update, as
   // torch.nn.utils.clip_grad_norm_ (train.clip_grad_norm); absent: no clipping.
   std::optional<double> clip_grad_norm;
+  std::optional<EmaConfig> ema;               // absent: no average
+  std::optional<EarlyStopConfig> early_stop;  // absent: train all epochs
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };
@@ -256,6 +277,7 @@ struct TrainConfig {
 struct CheckpointConfig {
   std::int64_t every_steps = 0;  // 0: only at the end
   int keep = 3;                  // step-<N>.h5 files kept (latest.h5 always)
+  std::string keep_best;         // a metric: checkpoints/best.h5 holds its best evaluation; empty: none
 
   friend bool operator==(const CheckpointConfig&, const CheckpointConfig&) = default;
 };

@@ -12,6 +12,7 @@
 #include "phalanx/nn/parameter_registry.hpp"
 #include "phalanx/optim/loss_scaler.hpp"
 #include "phalanx/optim/optimizer.hpp"
+#include "phalanx/train/metric_watch.hpp"
 #include "phalanx/train/running_totals.hpp"
 
 namespace phalanx::train {
@@ -30,6 +31,21 @@ struct ModelTensor {
   std::string name;
   Shape shape;
   std::vector<float> values;
+};
+
+// The weight average (train.ema) on the host: /ema/<layer>/<param> (torch's names and layouts, as
+// /model) and /state/ema_updates.
+struct WeightAverageState {
+  std::vector<float> parameters;  // flat, in the registry's layout
+  std::vector<float> buffers;
+  std::int64_t updates = 0;
+};
+
+// What a checkpoint holds besides weights, optimizer and position, each part only when the run has it.
+struct CheckpointExtras {
+  std::optional<WeightAverageState> average;
+  std::optional<MetricWatchState> early_stop;  // /state/early_stop/...
+  std::optional<MetricWatchState> keep_best;   // /state/keep_best/...
 };
 
 struct CheckpointHeader {
@@ -52,6 +68,9 @@ struct CheckpointHeader {
   std::vector<RunningTotals> running_totals;
   // Updates train.nonfinite: skip left out without a loss scaler (AdamW counts only the others).
   std::int64_t nonfinite_skipped_steps = 0;
+  bool has_average = false;                    // an /ema group (train.ema)
+  std::optional<MetricWatchState> early_stop;  // train.early_stop's state, once evaluated
+  std::optional<MetricWatchState> keep_best;   // checkpoint.keep_best's state, once evaluated
 };
 
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
@@ -60,7 +79,7 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
                       const optim::LossScalerState* loss_scale = nullptr,
                       const std::vector<int>& local_batches = {},
                       const std::vector<RunningTotals>& running_totals = {}, double learning_rate = 0,
-                      std::int64_t nonfinite_skipped_steps = 0);
+                      std::int64_t nonfinite_skipped_steps = 0, const CheckpointExtras& extras = {});
 
 // Validates the file (HDF5, format, version, attributes) and reads the header; InvalidInput
 // naming the file on any problem, e.g. a truncated file.
@@ -92,7 +111,10 @@ class OpenCheckpoint {
   void load(backend::Backend& backend, nn::ParameterRegistry& registry, optim::Optimizer* optimizer) const;
   // Every float tensor under /model whatever the model (batch-norm num_batches_tracked left out),
   // in name order, checksums checked: what `model.init_from` and `checkpoint export` take.
-  std::vector<ModelTensor> model_tensors() const;
+  // `group` "/ema": the weight average's instead (InvalidInput naming the file when it has none).
+  std::vector<ModelTensor> model_tensors(const std::string& group = "/model") const;
+  // The weight average (train.ema) in the registry's layout, names and shapes checked as load's.
+  WeightAverageState average(const nn::ParameterRegistry& registry) const;
 
  private:
   struct File;  // the HDF5 file handle (HDF5's headers stay out of this one)

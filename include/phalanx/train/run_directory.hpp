@@ -28,6 +28,8 @@ class RunDirectory {
   std::string checkpoint_folder() const { return path_ + "/checkpoints"; }
   std::string checkpoint_path(std::int64_t step) const;
   std::string latest_checkpoint_path() const { return checkpoint_folder() + "/latest.h5"; }
+  // checkpoint.keep_best's: never pruned, never taken as the newest by a resume.
+  std::string best_checkpoint_path() const { return checkpoint_folder() + "/best.h5"; }
   bool writer() const { return writer_; }
 
   void write_config(const std::string& yaml_text);

@@ -28,8 +28,13 @@ struct ImportResult {
 // step 0 whose config names the preset; nothing is written unless every tensor matched.
 ImportResult import_weights(const ImportRequest& request);
 
-// Writes the /model tensors of a checkpoint as F32 safetensors with torch's names ("a.b.c"),
-// loadable with safetensors.torch.load_file + load_state_dict(strict=False: no num_batches_tracked).
-std::size_t export_weights(const std::string& checkpoint, const std::string& output);
+// Which weights an export takes: the trained ones (/model) or their average (/ema, train.ema).
+enum class ExportedWeights { Trained, Average };
+
+// Writes the /model (or /ema) tensors of a checkpoint as F32 safetensors with torch's names
+// ("a.b.c"), loadable with safetensors.torch.load_file + load_state_dict(strict=False: no
+// num_batches_tracked). Both have the same names and shapes, so either loads into the same module.
+std::size_t export_weights(const std::string& checkpoint, const std::string& output,
+                           ExportedWeights weights = ExportedWeights::Trained);
 
 }  // namespace phalanx::train

@@ -306,6 +306,10 @@ double CpuBackend::sum_of_squares(std::int64_t count, const float* data) {
   return cpu::sum_of_squares(count, data);
 }
 
+void CpuBackend::moving_average(std::int64_t count, float decay, const float* source, float* average) {
+  cpu::moving_average(count, decay, source, average);
+}
+
 void CpuBackend::dropout_forward(std::int64_t count, float probability, std::uint64_t seed,
                                  std::uint64_t stream, const float* input, float* output,
                                  std::uint8_t* mask) {

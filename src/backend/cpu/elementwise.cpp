@@ -5,6 +5,7 @@
 #include "elementwise.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace phalanx::backend::cpu {
@@ -201,6 +202,15 @@ double sum_of_squares(const std::int64_t count, const float* __restrict data) {
   double total = 0;
   for (const double sum : partial) total += sum;
   return total;
+}
+
+void moving_average(std::int64_t count, float decay, const float* __restrict source,
+                    float* __restrict average) {
+  const float complement = 1.0f - decay;
+  // An explicit fused multiply-add, as the CUDA kernel's __fmaf_rn: whether a compiler would
+  // contract the expression depends on its target and flags, a rounding CPU and GPU ranks must share.
+#pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
+  for (std::int64_t i = 0; i < count; ++i) average[i] = std::fma(decay, average[i], complement * source[i]);
 }
 
 void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const float* input,

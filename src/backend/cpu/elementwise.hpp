@@ -39,6 +39,8 @@ bool all_finite(std::int64_t count, const float* data);
 // In double, over fixed blocks of elements whose partial sums are added in block order: the same
 // bits for any thread count.
 double sum_of_squares(std::int64_t count, const float* data);
+// average = fma(decay, average, (1 - decay) * source): one rounding of the sum, as on CUDA devices.
+void moving_average(std::int64_t count, float decay, const float* source, float* average);
 // Per sample [rows, columns] -> [columns, rows]; output must not alias input.
 void transpose_samples(std::int64_t batch, std::int64_t rows, std::int64_t columns, const float* input,
                        float* output);

@@ -427,6 +427,11 @@ bool CudaBackend::all_finite(std::int64_t count, const float* data) {
   return finite_check_.all_finite(stream_.get(), count, data);
 }
 
+void CudaBackend::moving_average(std::int64_t count, float decay, const float* source, float* average) {
+  make_current();
+  launch_moving_average(stream_.get(), count, decay, source, average);
+}
+
 double CudaBackend::sum_of_squares(std::int64_t count, const float* data) {
   make_current();
   if (count > 0) ++host_waits_;  // the total is read back on the host

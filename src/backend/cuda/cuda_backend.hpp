@@ -100,6 +100,7 @@ class CudaBackend final : public Backend {
   void scale(std::int64_t count, float factor, float* data) override;
   bool all_finite(std::int64_t count, const float* data) override;
   double sum_of_squares(std::int64_t count, const float* data) override;
+  void moving_average(std::int64_t count, float decay, const float* source, float* average) override;
   void dropout_forward(std::int64_t count, float probability, std::uint64_t seed, std::uint64_t stream,
                        const float* input, float* output, std::uint8_t* mask) override;
   void dropout_backward(std::int64_t count, float probability, const std::uint8_t* mask,

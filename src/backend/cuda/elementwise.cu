@@ -156,6 +156,14 @@ __global__ void scale_kernel(std::int64_t count, float factor, float* data) {
   for (std::int64_t i = first_index(); i < count; i += index_stride()) data[i] *= factor;
 }
 
+// The CPU backend's rounding: (1 - decay) * source rounded (__fmul_rn keeps nvcc from fusing it),
+// then one fused multiply-add.
+__global__ void moving_average_kernel(std::int64_t count, float decay, const float* source, float* average) {
+  const float complement = 1.0f - decay;
+  for (std::int64_t i = first_index(); i < count; i += index_stride())
+    average[i] = __fmaf_rn(decay, average[i], __fmul_rn(complement, source[i]));
+}
+
 __global__ void add_bias_rows_kernel(std::int64_t count, int columns, const float* bias, float* data) {
   for (std::int64_t i = first_index(); i < count; i += index_stride()) data[i] += bias[i % columns];
 }
@@ -261,6 +269,13 @@ void launch_scale(cudaStream_t stream, std::int64_t count, float factor, float* 
   if (count <= 0) return;
   scale_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(count, factor, data);
   PHALANX_CUDA_LAUNCHED("scale_kernel");
+}
+
+void launch_moving_average(cudaStream_t stream, std::int64_t count, float decay, const float* source,
+                           float* average) {
+  if (count <= 0) return;
+  moving_average_kernel<<<grid_blocks(count), threads_per_block, 0, stream>>>(count, decay, source, average);
+  PHALANX_CUDA_LAUNCHED("moving_average_kernel");
 }
 
 void launch_add_bias_rows(cudaStream_t stream, std::int64_t rows, int columns, const float* bias,

@@ -38,6 +38,9 @@ void launch_add_relu(cudaStream_t stream, ComputePrecision storage, std::int64_t
 void launch_accumulate(cudaStream_t stream, ComputePrecision storage, std::int64_t count, const float* source,
                        float* destination);
 void launch_scale(cudaStream_t stream, std::int64_t count, float factor, float* data);
+// average = fma(decay, average, (1 - decay) * source) in fp32 (the CPU backend's bits).
+void launch_moving_average(cudaStream_t stream, std::int64_t count, float decay, const float* source,
+                           float* average);
 // data[row, column] += bias[column] over a row-major [rows, columns] matrix (conv and linear bias).
 void launch_add_bias_rows(cudaStream_t stream, std::int64_t rows, int columns, const float* bias,
                           float* data);

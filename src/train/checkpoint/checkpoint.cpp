@@ -482,6 +482,75 @@ std::vector<float> to_host(backend::Backend& backend, const Tensor& tensor, std:
   return host;
 }
 
+void write_double(hid_t file, const std::string& name, double value, const std::string& path) {
+  ensure_parent_groups(file, name);
+  Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Hdf5Handle dataset(
+      H5Dcreate2(file, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, untimed().get(), H5P_DEFAULT),
+      H5Dclose);
+  require_write(dataset.valid() &&
+                    H5Dwrite(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
+                path, name);
+}
+
+double read_double(hid_t file, const std::string& name, const std::string& path) {
+  PHALANX_REQUIRE_INPUT(H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0, path, ": ", name, ": missing");
+  Hdf5Handle dataset = data::detail::open_checked_dataset(file, name, path);
+  PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", name, ": unreadable");
+  const Hdf5Handle space(H5Dget_space(dataset.get()), H5Sclose);
+  require_one_value(space.get(), path, name + ":");
+  require_number_dataset(dataset.get(), name, path);
+  double value = 0;
+  data::detail::require_sound_dataset_storage(dataset.get(), path + ": " + name);
+  PHALANX_REQUIRE_INPUT(data::detail::read_checked(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
+                                                   H5P_DEFAULT, &value) >= 0,
+                        path, ": ", name, ": unreadable");
+  return value;
+}
+
+// The weight average beside /model: the same names, shapes and checksums under /ema.
+void write_average(hid_t file, const nn::ParameterRegistry& registry, const WeightAverageState& average,
+                   const std::string& path) {
+  PHALANX_CHECK(average.parameters.size() == static_cast<std::size_t>(registry.parameter_count()) &&
+                    average.buffers.size() == static_cast<std::size_t>(registry.buffer_count()),
+                "a weight average of ", average.parameters.size(), " + ", average.buffers.size(),
+                " values for ", registry.parameter_count(), " + ", registry.buffer_count());
+  for (const auto& info : registry.parameters_info())
+    write_floats(file, "/ema/" + info.name, info.shape, average.parameters.data() + info.offset, path);
+  for (const auto& info : registry.buffers_info())
+    write_floats(file, "/ema/" + info.name, info.shape, average.buffers.data() + info.offset, path);
+  write_int64(file, "/state/ema_updates", average.updates, path);
+}
+
+// A watch is written once it has seen an evaluation; its metric is an attribute of `best`.
+void write_metric_watch(hid_t file, const std::string& group, const MetricWatchState& state,
+                        const std::string& path) {
+  if (!state.evaluated) return;
+  write_double(file, group + "/best", state.best, path);
+  Hdf5Handle best(H5Dopen2(file, (group + "/best").c_str(), H5P_DEFAULT), H5Dclose);
+  require_write(best.valid(), path, group + "/best");
+  write_attribute_string(best.get(), "metric", state.metric, path);
+  write_int64(file, group + "/best_epoch", state.best_epoch, path);
+  write_int64(file, group + "/evaluations_since_best", state.evaluations_since_best, path);
+}
+
+std::optional<MetricWatchState> read_metric_watch(hid_t file, const std::string& group,
+                                                  const std::string& path) {
+  if (!link_exists(file, group + "/best", path)) return std::nullopt;
+  MetricWatchState state;
+  state.evaluated = true;
+  state.best = read_double(file, group + "/best", path);
+  Hdf5Handle best = data::detail::open_checked_dataset(file, group + "/best", path);
+  PHALANX_REQUIRE_INPUT(best.valid(), path, ": ", group, "/best: unreadable");
+  state.metric = read_attribute_string(best.get(), "metric", path);
+  state.best_epoch = read_int64(file, group + "/best_epoch", path);
+  state.evaluations_since_best = read_int64(file, group + "/evaluations_since_best", path);
+  PHALANX_REQUIRE_INPUT(state.best_epoch >= 1 && state.evaluations_since_best >= 0, path, ": ", group,
+                        ": best_epoch ", state.best_epoch, " and evaluations_since_best ",
+                        state.evaluations_since_best, " do not describe evaluations");
+  return state;
+}
+
 }  // namespace
 
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,
@@ -489,7 +558,7 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
                       std::uint64_t seed, const std::string& config_text,
                       const optim::LossScalerState* loss_scale, const std::vector<int>& local_batches,
                       const std::vector<RunningTotals>& running_totals, double learning_rate,
-                      std::int64_t nonfinite_skipped_steps) {
+                      std::int64_t nonfinite_skipped_steps, const CheckpointExtras& extras) {
   PHALANX_CHECK(running_totals.empty() || running_totals.size() == static_cast<std::size_t>(world_size),
                 running_totals.size(), " running loss totals for ", world_size, " ranks");
   const auto hdf5_lock = data::lock_hdf5();
@@ -569,6 +638,9 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
     }
     if (nonfinite_skipped_steps > 0)
       write_int64(file.get(), "/state/nonfinite_skipped_steps", nonfinite_skipped_steps, path);
+    if (extras.average) write_average(file.get(), registry, *extras.average, path);
+    if (extras.early_stop) write_metric_watch(file.get(), "/state/early_stop", *extras.early_stop, path);
+    if (extras.keep_best) write_metric_watch(file.get(), "/state/keep_best", *extras.keep_best, path);
     root = Hdf5Handle();
     require_write(H5Fflush(file.get(), H5F_SCOPE_LOCAL) >= 0, path, "the file (flush)");
     const ssize_t image_bytes = H5Fget_file_image(file.get(), nullptr, 0);
@@ -667,6 +739,9 @@ CheckpointHeader read_header(hid_t file, const std::string& path) {
                           ": negative loss-scale step counts");
     header.loss_scale = state;
   }
+  header.has_average = link_exists(file, "/state/ema_updates", path);
+  header.early_stop = read_metric_watch(file, "/state/early_stop", path);
+  header.keep_best = read_metric_watch(file, "/state/keep_best", path);
   if (link_exists(file, "/state/nonfinite_skipped_steps", path)) {
     header.nonfinite_skipped_steps = read_int64(file, "/state/nonfinite_skipped_steps", path);
     PHALANX_REQUIRE_INPUT(header.nonfinite_skipped_steps >= 0, path, ": /state/nonfinite_skipped_steps is ",
@@ -753,27 +828,47 @@ void OpenCheckpoint::load(backend::Backend& backend, nn::ParameterRegistry& regi
   }
 }
 
-std::vector<ModelTensor> OpenCheckpoint::model_tensors() const {
+WeightAverageState OpenCheckpoint::average(const nn::ParameterRegistry& registry) const {
   const auto hdf5_lock = data::lock_hdf5();
   const hid_t file = file_->handle.get();
   const std::string& path = header_.path;
-  PHALANX_REQUIRE_INPUT(link_exists(file, "/model", path), path,
-                        ": /model: missing (no weights in the file)");
-  data::detail::check_object_header(file, "/model", path);
-  Hdf5Handle model(H5Gopen2(file, "/model", H5P_DEFAULT), H5Gclose);
-  PHALANX_REQUIRE_INPUT(model.valid(), path, ": /model: unreadable");
+  PHALANX_REQUIRE_INPUT(header_.has_average, path,
+                        ": holds no weight average (/ema), written without train.ema");
+  WeightAverageState average;
+  average.parameters.assign(static_cast<std::size_t>(registry.parameter_count()), 0.0f);
+  for (const auto& info : registry.parameters_info())
+    read_floats(file, "/ema/" + info.name, info.shape, average.parameters.data() + info.offset, path);
+  average.buffers.assign(static_cast<std::size_t>(registry.buffer_count()), 0.0f);
+  for (const auto& info : registry.buffers_info())
+    read_floats(file, "/ema/" + info.name, info.shape, average.buffers.data() + info.offset, path);
+  average.updates = read_int64(file, "/state/ema_updates", path);
+  PHALANX_REQUIRE_INPUT(average.updates >= 0, path, ": /state/ema_updates is ", average.updates,
+                        ", negative");
+  return average;
+}
+
+std::vector<ModelTensor> OpenCheckpoint::model_tensors(const std::string& group) const {
+  const auto hdf5_lock = data::lock_hdf5();
+  const hid_t file = file_->handle.get();
+  const std::string& path = header_.path;
+  PHALANX_REQUIRE_INPUT(
+      link_exists(file, group, path), path, ": ", group, ": missing (",
+      group == "/ema" ? "no weight average: the run had no train.ema" : "no weights in the file", ")");
+  data::detail::check_object_header(file, group, path);
+  Hdf5Handle model(H5Gopen2(file, group.c_str(), H5P_DEFAULT), H5Gclose);
+  PHALANX_REQUIRE_INPUT(model.valid(), path, ": ", group, ": unreadable");
   std::vector<std::string> names;
   PHALANX_REQUIRE_INPUT(data::detail::visit_objects(model.get(),
                                                     [&](const char* name, H5O_type_t type) {
                                                       if (type == H5O_TYPE_DATASET) names.emplace_back(name);
                                                       return herr_t{0};
                                                     }) >= 0,
-                        path, ": /model: its groups cannot be listed (damaged file?)");
+                        path, ": ", group, ": its groups cannot be listed (damaged file?)");
   std::vector<ModelTensor> tensors;
   const std::string counter = "/num_batches_tracked";
   for (const std::string& name : names) {
     if (name.ends_with(counter) || name == counter.substr(1)) continue;  // torch's counter, not kept
-    const std::string full_name = "/model/" + name;
+    const std::string full_name = group + "/" + name;
     Hdf5Handle dataset = data::detail::open_checked_dataset(file, full_name, path);
     PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", full_name, ": unreadable");
     ModelTensor tensor{name, dataset_shape(dataset.get()), {}};

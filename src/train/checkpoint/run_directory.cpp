@@ -81,7 +81,9 @@ std::shared_ptr<const OpenCheckpoint> RunDirectory::open_latest_checkpoint() con
   if (!std::filesystem::is_directory(checkpoint_folder())) return best;
   for (const auto& entry : std::filesystem::directory_iterator(checkpoint_folder())) {
     const std::string name = entry.path().filename().string();
-    if (entry.path().extension() != ".h5" || name.find(".tmp-") != std::string::npos) continue;
+    // best.h5 is a copy of an earlier point chosen by its metric, not where the run stands.
+    if (entry.path().extension() != ".h5" || name.find(".tmp-") != std::string::npos || name == "best.h5")
+      continue;
     // Checkpoints are renamed into place only when complete, so a damaged one means
     // something outside phalanx broke it: report it (InvalidInput) rather than guess.
     auto checkpoint = std::make_shared<const OpenCheckpoint>(entry.path().string());

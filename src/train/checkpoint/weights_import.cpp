@@ -58,8 +58,10 @@ ImportResult import_weights(const ImportRequest& request) {
   return result;
 }
 
-std::size_t export_weights(const std::string& checkpoint, const std::string& output) {
-  std::vector<ModelTensor> tensors = OpenCheckpoint(checkpoint).model_tensors();
+std::size_t export_weights(const std::string& checkpoint, const std::string& output,
+                           ExportedWeights weights) {
+  std::vector<ModelTensor> tensors =
+      OpenCheckpoint(checkpoint).model_tensors(weights == ExportedWeights::Average ? "/ema" : "/model");
   std::vector<SafetensorsTensor> torch_tensors;
   for (ModelTensor& tensor : tensors) {
     std::replace(tensor.name.begin(), tensor.name.end(), '/', '.');

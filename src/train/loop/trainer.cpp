@@ -6,6 +6,7 @@
 #include "loop/trainer.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "loop/gradient_exchange.hpp"
@@ -52,6 +53,12 @@ nlohmann::json Trainer::run() {
   const std::unique_ptr<Step> step = make_step();
   Bookkeeping bookkeeping = make_bookkeeping();  // its epoch clock starts here
   start_clock(*step, bookkeeping);
+  // A checkpoint written after the evaluation that decided to stop (killed before latest.h5):
+  // the resumed run ends where the straight one did.
+  if (early_stop_ && early_stop_->should_stop()) {
+    stopped_early_ = true;
+    last_step_ = setup_.position.global_step;
+  }
   while (setup_.position.global_step < last_step_) {
     const std::optional<StepEnd> end = train_step(*step);
     if (!end) break;  // the data ran out
@@ -60,9 +67,12 @@ nlohmann::json Trainer::run() {
       bookkeeping.losses.take();
     }
     bookkeeping.callbacks.after_step(*end);
+    // After the epoch's reset and the periodic checkpoint: best.h5 holds what a resume continues.
+    if (best_due_) save_best_checkpoint(bookkeeping.losses.totals());
     if (bookkeeping.stop.stopped())
       return {{stopped_for_handover_ ? "stopped_for_handover" : "stopped_by_signal", true},
               {"steps", setup_.position.global_step}};
+    if (stopped_early_) break;  // the run ends as at its last step: final checkpoint, summary
   }
   return finish(*step, bookkeeping);
 }
@@ -103,6 +113,7 @@ std::optional<StepEnd> Trainer::train_step(Step& step) {
   const bool last_step = setup_.position.global_step + 1 == last_step_;
   const StepAgreement agreement = stages.agree_before_update(gradients_finite(step), last_step);
   update_->apply(agreement.gradients_finite, setup_.position);
+  if (average_) average_->after_step(setup_.position.global_step + 1);
   stages.end(Stage::Optimizer);
   clock.record_upload(input.last_upload());
 
@@ -149,7 +160,111 @@ void Trainer::begin_run() {
   // Every rank starts from rank 0's weights, whatever it initialised or loaded.
   broadcast_from_root(setup_.model->registry().parameters());
   broadcast_from_root(setup_.model->registry().buffers());
+  start_watches_and_average();
   reporter_->start();
+}
+
+void Trainer::start_watches_and_average() {
+  const auto& config = setup_.config;
+  if (config.train.ema) {
+    average_ = std::make_unique<optim::WeightAverage>(*config.train.ema, backend_, setup_.model->registry());
+    if (setup_.resumed_average) {
+      const WeightAverageState& stored = *setup_.resumed_average;
+      if (!stored.parameters.empty())
+        backend_.copy_from_host(average_->parameters().data(), stored.parameters.data(),
+                                stored.parameters.size() * sizeof(float));
+      if (!stored.buffers.empty())
+        backend_.copy_from_host(average_->buffers().data(), stored.buffers.data(),
+                                stored.buffers.size() * sizeof(float));
+      average_->set_updates(stored.updates);
+      // Every rank continues from rank 0's average, as from its weights.
+      if (!stored.parameters.empty()) broadcast_from_root(average_->parameters());
+      if (!stored.buffers.empty()) broadcast_from_root(average_->buffers());
+    }
+  }
+  if (config.train.early_stop) {
+    const config::EarlyStopConfig& stop = *config.train.early_stop;
+    early_stop_ = std::make_unique<EarlyStop>(stop.metric, stop.patience, stop.min_delta);
+    if (setup_.resumed_watches.early_stop) early_stop_->watch().restore(*setup_.resumed_watches.early_stop);
+  }
+  if (!config.checkpoint.keep_best.empty()) {
+    keep_best_ = std::make_unique<MetricWatch>(config.checkpoint.keep_best, 0.0);
+    if (setup_.resumed_watches.keep_best) keep_best_->restore(*setup_.resumed_watches.keep_best);
+  }
+}
+
+void Trainer::watch_evaluation(std::int64_t epoch, const EpochEvaluation& evaluation) {
+  if (!early_stop_ && !keep_best_) return;
+  // Every rank holds the same all-reduced metrics, so every rank decides alike.
+  const nlohmann::json fields = evaluation_fields(evaluation);
+  const auto value_of = [&](const std::string& metric) { return fields.at(metric).get<double>(); };
+  if (keep_best_) best_due_ = keep_best_->observe(value_of(keep_best_->state().metric), epoch);
+  if (!early_stop_) return;
+  const MetricWatchState& state = early_stop_->watch().state();
+  const bool stop = early_stop_->observe(value_of(state.metric), epoch);
+  if (!stop || setup_.position.global_step >= last_step_) return;  // the last epoch ends the run anyway
+  stopped_early_ = true;
+  run_directory_.append_metrics({{"event", "early_stop"},
+                                 {"epoch", epoch},
+                                 {"step", setup_.position.global_step},
+                                 {"metric", state.metric},
+                                 {"best", state.best},
+                                 {"best_epoch", state.best_epoch},
+                                 {"evaluations_since_best", state.evaluations_since_best}});
+  char text[256];
+  std::snprintf(text, sizeof(text),
+                "early stop after epoch %lld: %s has not improved on %.4f (epoch %lld) for %lld evaluations "
+                "(train.early_stop.patience %d)",
+                static_cast<long long>(epoch), state.metric.c_str(), state.best,
+                static_cast<long long>(state.best_epoch),
+                static_cast<long long>(state.evaluations_since_best), early_stop_->patience());
+  progress_->line(text);
+}
+
+CheckpointExtras Trainer::checkpoint_extras() {
+  CheckpointExtras extras;
+  if (average_) {
+    auto& registry = setup_.model->registry();
+    WeightAverageState state;
+    state.parameters.resize(static_cast<std::size_t>(registry.parameter_count()));
+    state.buffers.resize(static_cast<std::size_t>(registry.buffer_count()));
+    if (!state.parameters.empty())
+      backend_.copy_to_host(state.parameters.data(), average_->parameters().data(),
+                            state.parameters.size() * sizeof(float));
+    if (!state.buffers.empty())
+      backend_.copy_to_host(state.buffers.data(), average_->buffers().data(),
+                            state.buffers.size() * sizeof(float));
+    state.updates = average_->updates();
+    extras.average = std::move(state);
+  }
+  if (early_stop_) extras.early_stop = early_stop_->watch().state();
+  if (keep_best_) extras.keep_best = keep_best_->state();
+  return extras;
+}
+
+void Trainer::save_best_checkpoint(const RunningTotals& totals) {
+  best_due_ = false;
+  save_checkpoint(CheckpointKind::Best, totals);
+}
+
+void Trainer::summarise_watches() {
+  if (keep_best_ && keep_best_->state().evaluated) {
+    const MetricWatchState& state = keep_best_->state();
+    reporter_->add_to_summary("best_checkpoint", {{"metric", state.metric},
+                                                  {"epoch", state.best_epoch},
+                                                  {"value", state.best},
+                                                  {"path", run_directory_.best_checkpoint_path()}});
+  }
+  if (!early_stop_) return;
+  const MetricWatchState& state = early_stop_->watch().state();
+  nlohmann::json summary = {
+      {"metric", state.metric}, {"patience", early_stop_->patience()}, {"stopped_early", stopped_early_}};
+  if (stopped_early_) summary["stopped_after_epoch"] = setup_.position.epoch;
+  if (state.evaluated) {
+    summary["best"] = state.best;
+    summary["best_epoch"] = state.best_epoch;
+  }
+  reporter_->add_to_summary("early_stop", summary);
 }
 
 Trainer::Bookkeeping Trainer::make_bookkeeping() {
@@ -229,6 +344,7 @@ nlohmann::json Trainer::finish(Step& step, Bookkeeping& bookkeeping) {
   bookkeeping.trace.trace().write_merged(communicator_, run_directory_.path() + "/trace.json",
                                          "rank " + std::to_string(communicator_.rank()) + " (" +
                                              communicator_.host_name() + ", " + backend_.name() + ")");
+  summarise_watches();
   return reporter_->finish(bookkeeping.record, step.micro_batches.count());
 }
 
@@ -238,6 +354,12 @@ EpochEvaluation Trainer::evaluate_now(const RunningTotals& totals) {
   evaluation.test =
       evaluate(*setup_.model, *setup_.test_split, setup_.dataset.mean, setup_.dataset.standard_deviation,
                communicator_, evaluation_batch, setup_.top_k);
+  if (average_) {
+    const optim::AverageInModel average_in_model(*average_);
+    evaluation.average =
+        evaluate(*setup_.model, *setup_.test_split, setup_.dataset.mean, setup_.dataset.standard_deviation,
+                 communicator_, evaluation_batch, setup_.top_k);
+  }
   double sums[2] = {totals.epoch_loss_sum, static_cast<double>(totals.epoch_samples)};
   communicator_.allreduce_sum(sums, 2);
   evaluation.train_loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
@@ -249,7 +371,9 @@ void Trainer::end_of_epoch(std::int64_t epoch, const TrainingRecord& record, con
   const double epoch_seconds = record.epoch_clock.seconds();  // training only, before the evaluation
   reporter_->close_epoch_metrics(epoch_seconds);
   const GradientNorms gradient_norms = std::exchange(update_->gradient_norms().epoch, GradientNorms{});
-  reporter_->epoch_end(epoch, record, epoch_seconds, evaluate_now(totals), gradient_norms);
+  const EpochEvaluation evaluation = evaluate_now(totals);
+  reporter_->epoch_end(epoch, record, epoch_seconds, evaluation, gradient_norms);
+  watch_evaluation(epoch + 1, evaluation);
 }
 
 void Trainer::stop_on_signal(const RunningTotals& totals) {
@@ -268,16 +392,21 @@ void Trainer::save_checkpoint(CheckpointKind kind, const RunningTotals& totals) 
   const bool final = kind == CheckpointKind::Final;
   const TrainingPosition& position = setup_.position;
   synchronise_buffers();
-  const std::string path = final ? run_directory_.latest_checkpoint_path() : run_directory_.checkpoint_path(position.global_step);
+  const std::string path = final ? run_directory_.latest_checkpoint_path()
+                           : kind == CheckpointKind::Best
+                               ? run_directory_.best_checkpoint_path()
+                               : run_directory_.checkpoint_path(position.global_step);
   update_->require_finite_state(path, position.global_step);
   const auto every_rank_totals = gather_running_totals(communicator_, totals);
   if (communicator_.rank() != 0) return;
+  const CheckpointExtras extras = checkpoint_extras();
   const double rescaled_rate = setup_.learning_rate != setup_.config.optimizer.learning_rate ? setup_.learning_rate : 0.0;
-  write_checkpoint(path, backend_, setup_.model->registry(), setup_.optimizer.get(), position, communicator_.size(),
-                   setup_.config.seed, setup_.config_text, setup_.loss_scaler ? &setup_.loss_scaler->state() : nullptr,
-                   setup_.local_batches, every_rank_totals, rescaled_rate,
-                   setup_.loss_scaler ? 0 : setup_.nonfinite_guard->skipped_steps());
-  if (!final) run_directory_.prune_checkpoints(setup_.config.checkpoint.keep);
+  write_checkpoint(path, backend_, setup_.model->registry(), setup_.optimizer.get(), position,
+                   communicator_.size(), setup_.config.seed, setup_.config_text,
+                   setup_.loss_scaler ? &setup_.loss_scaler->state() : nullptr, setup_.local_batches,
+                   every_rank_totals, rescaled_rate,
+                   setup_.loss_scaler ? 0 : setup_.nonfinite_guard->skipped_steps(), extras);
+  if (kind == CheckpointKind::Periodic) run_directory_.prune_checkpoints(setup_.config.checkpoint.keep);
 }
 
 void Trainer::broadcast_from_root(Tensor& tensor) {
@@ -293,6 +422,10 @@ void Trainer::synchronise_buffers() {
   // what training changed since the last time: resumed and straight runs then agree bitwise.
   if (buffers_synchronised_) return;
   average_buffers(*setup_.model, communicator_);
+  if (average_ && communicator_.size() > 1) {  // the average's buffers follow each rank's own: averaged alike
+    const optim::AverageInModel average_in_model(*average_);
+    average_buffers(*setup_.model, communicator_);
+  }
   buffers_synchronised_ = true;
 }
 

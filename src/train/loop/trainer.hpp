@@ -13,6 +13,8 @@
 #include "loop/weight_update.hpp"
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/comm/communicator.hpp"
+#include "phalanx/optim/weight_average.hpp"
+#include "phalanx/train/metric_watch.hpp"
 #include "phalanx/train/progress.hpp"
 #include "phalanx/train/run_directory.hpp"
 #include "reporting/bookkeeping_callbacks.hpp"
@@ -60,6 +62,14 @@ class Trainer final : private TrainingActions {
   EpochEvaluation evaluate_now(const RunningTotals& totals);
   void broadcast_from_root(Tensor& tensor);
   void synchronise_buffers();
+  // train.ema, train.early_stop, checkpoint.keep_best: made from rank 0's weights (and a resumed
+  // run's checkpoint) once every rank holds them.
+  void start_watches_and_average();
+  // After an evaluation: the watches take its metrics; a stop or a new best is acted on after the step.
+  void watch_evaluation(std::int64_t epoch, const EpochEvaluation& evaluation);
+  CheckpointExtras checkpoint_extras();
+  void save_best_checkpoint(const RunningTotals& totals);
+  void summarise_watches();  // summary.json's best_checkpoint and early_stop
 
   TrainingSetup setup_;  // its position is where training stands
   const comm::Communicator& communicator_;
@@ -72,6 +82,11 @@ class Trainer final : private TrainingActions {
   std::unique_ptr<RunReporter> reporter_;
   std::unique_ptr<WeightUpdate> update_;
   bool buffers_synchronised_ = false;
+  std::unique_ptr<optim::WeightAverage> average_;  // train.ema
+  std::unique_ptr<EarlyStop> early_stop_;          // train.early_stop
+  std::unique_ptr<MetricWatch> keep_best_;         // checkpoint.keep_best
+  bool best_due_ = false;       // the last evaluation improved keep_best's metric: best.h5 after the step
+  bool stopped_early_ = false;  // train.early_stop decided to end the run after this step
   bool stopped_by_signal_ = false;
   bool stopped_for_handover_ = false;
 };

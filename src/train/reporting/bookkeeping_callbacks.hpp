@@ -21,7 +21,8 @@
 
 namespace phalanx::train {
 
-enum class CheckpointKind { Periodic, Final };
+// Periodic: step-<N>.h5 (pruned to checkpoint.keep); Final: latest.h5; Best: best.h5 (checkpoint.keep_best).
+enum class CheckpointKind { Periodic, Final, Best };
 
 // What the callbacks ask of the trainer, which owns the model, the data and the run's files.
 class TrainingActions {

@@ -40,17 +40,18 @@ std::string elastic_line(const nlohmann::json& facts, const TrainingSetup& setup
          " of epoch " + std::to_string(setup.position.epoch + 1);
 }
 
-// test_accuracy, test_loss and each test_top<k>_accuracy, in that order.
-nlohmann::json test_fields(const EvaluationResult& result) {
-  nlohmann::json fields = {{"test_accuracy", result.accuracy}, {"test_loss", result.loss}};
-  for (const TopKAccuracy& top : result.top_k) fields["test_" + top_k_accuracy_name(top.k)] = top.accuracy;
-  return fields;
-}
-
-// What summary.json and the history take from an evaluation: the test fields and train_loss.
-nlohmann::json evaluation_fields(const EpochEvaluation& evaluation) {
-  nlohmann::json fields = test_fields(evaluation.test);
-  fields["train_loss"] = evaluation.train_loss;
+// test_accuracy, test_loss and each test_top<k>_accuracy, in that order; then the weight
+// average's, each with ema_ before it.
+nlohmann::json test_fields(const EpochEvaluation& evaluation) {
+  nlohmann::json fields = nlohmann::json::object();
+  const auto add = [&](const EvaluationResult& result, const std::string& prefix) {
+    fields[prefix + "test_accuracy"] = result.accuracy;
+    fields[prefix + "test_loss"] = result.loss;
+    for (const TopKAccuracy& top : result.top_k)
+      fields[prefix + "test_" + top_k_accuracy_name(top.k)] = top.accuracy;
+  };
+  add(evaluation.test, "");
+  if (evaluation.average) add(*evaluation.average, "ema_");
   return fields;
 }
 
@@ -76,6 +77,12 @@ std::string batch_split_line(const BatchSplit& split, int world_size) {
 }
 
 }  // namespace
+
+nlohmann::json evaluation_fields(const EpochEvaluation& evaluation) {
+  nlohmann::json fields = test_fields(evaluation);
+  fields["train_loss"] = evaluation.train_loss;
+  return fields;
+}
 
 RunReporter::RunReporter(const TrainingSetup& setup, const comm::Communicator& communicator,
                          const backend::Backend& backend, RunDirectory& run_directory, Progress& progress,
@@ -189,31 +196,35 @@ void RunReporter::epoch_end(std::int64_t epoch, const TrainingRecord& record, do
   run_directory_.append_metrics(epoch_event);
   nlohmann::json eval_event = {
       {"event", "eval"}, {"epoch", epoch + 1}, {"step", setup_.position.global_step}};
-  eval_event.update(test_fields(result));
-  eval_event["seconds"] = result.seconds;
+  eval_event.update(test_fields(evaluation));
+  eval_event["seconds"] = result.seconds + (evaluation.average ? evaluation.average->seconds : 0.0);
   eval_event["time"] = elapsed;
   run_directory_.append_metrics(eval_event);
   if (communicator_.rank() == 0) {
-    char text[512];
+    char average[96] = "";
+    if (evaluation.average)
+      std::snprintf(average, sizeof(average), "  ema test loss %.4f  ema test accuracy %.4f",
+                    evaluation.average->loss, evaluation.average->accuracy);
+    char text[640];
     std::snprintf(
         text, sizeof(text),
-        "epoch %lld: train loss %.4f  test loss %.4f  test accuracy %.4f  (%.1f s, %.0f img/s; per step: "
+        "epoch %lld: train loss %.4f  test loss %.4f  test accuracy %.4f%s  (%.1f s, %.0f img/s; per step: "
         "data %.1f ms, forward %.1f, backward %.1f, all-reduce wait %.1f, optimizer %.1f)",
-        static_cast<long long>(epoch + 1), evaluation.train_loss, result.loss, result.accuracy, epoch_seconds,
-        images_per_sec, breakdown["data_wait"]["ms_per_step"].get<double>(),
+        static_cast<long long>(epoch + 1), evaluation.train_loss, result.loss, result.accuracy, average,
+        epoch_seconds, images_per_sec, breakdown["data_wait"]["ms_per_step"].get<double>(),
         breakdown["forward"]["ms_per_step"].get<double>(), breakdown["backward"]["ms_per_step"].get<double>(),
-        breakdown["allreduce_wait"]["ms_per_step"].get<double>(), breakdown["optimizer"]["ms_per_step"].get<double>());
+        breakdown["allreduce_wait"]["ms_per_step"].get<double>(),
+        breakdown["optimizer"]["ms_per_step"].get<double>());
     progress_.line(text);
   }
   print_breakdown_table(breakdown);
 }
 
 void RunReporter::partial_epoch_end(const EpochEvaluation& evaluation) {
-  const EvaluationResult& result = evaluation.test;
   last_evaluation_ = evaluation_fields(evaluation);
   nlohmann::json eval_event = {
       {"event", "eval"}, {"step", setup_.position.global_step}, {"epoch", setup_.position.epoch}};
-  eval_event.update(test_fields(result));
+  eval_event.update(test_fields(evaluation));
   eval_event["time"] = wall_seconds_since_epoch() - start_wall_;
   run_directory_.append_metrics(eval_event);
 }
@@ -292,6 +303,7 @@ nlohmann::json RunReporter::finish(const TrainingRecord& record, int micro_batch
                                {"skipped_steps", setup_.loss_scaler->state().skipped_steps}};
   else if (setup_.nonfinite_guard->policy() == config::NonFinite::Skip)
     summary["nonfinite_skipped_steps"] = setup_.nonfinite_guard->skipped_steps();
+  for (const auto& [key, value] : summary_additions_.items()) summary[key] = value;
   run_directory_.write_summary(summary);
   if (communicator_.rank() == 0) write_report();
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "loop/gradient_norms.hpp"
@@ -23,8 +24,13 @@ namespace phalanx::train {
 // An evaluation of the test split after training on, with the training loss of the same steps.
 struct EpochEvaluation {
   EvaluationResult test;
+  std::optional<EvaluationResult> average;  // the weight average's (train.ema) on the same split
   double train_loss = 0;
 };
+
+// What summary.json, its history and the metric watches take from an evaluation: test_accuracy,
+// test_loss, each test_top<k>_accuracy, the same with ema_ before them for the average, train_loss.
+nlohmann::json evaluation_fields(const EpochEvaluation& evaluation);
 
 class RunReporter {
  public:
@@ -46,6 +52,10 @@ class RunReporter {
   void partial_epoch_end(const EpochEvaluation& evaluation);
   // Collective: summary.json (rank 0), report.html, the final lines; returns the summary.
   nlohmann::json finish(const TrainingRecord& record, int micro_batches);
+  // A part of summary.json that the trainer decides (early_stop, best_checkpoint).
+  void add_to_summary(const std::string& key, nlohmann::json value) {
+    summary_additions_[key] = std::move(value);
+  }
 
  private:
   // model.init_from and train.freeze, when set: what was read, re-initialised and frozen.
@@ -64,6 +74,7 @@ class RunReporter {
   std::vector<monitor::MetricField> epoch_machine_fields_;
   nlohmann::json last_evaluation_;
   nlohmann::json history_;  // one entry per evaluated epoch (null before the first)
+  nlohmann::json summary_additions_ = nlohmann::json::object();
 };
 
 }  // namespace phalanx::train

@@ -30,6 +30,7 @@ config::Config trajectory_settings(config::Config config) {
   config.elastic = {};
   config.trace = {};
   config.eval = {};  // what evaluation reports, not what training does
+  config.train.early_stop.reset();  // when training ends, as epochs and max_steps may change
   return config;
 }
 

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "loop/micro_batches.hpp"
+#include "phalanx/config/evaluated_metric.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/data_source.hpp"
 #include "phalanx/data/shard_plan.hpp"
@@ -26,7 +27,10 @@ void require_model_fits(const config::Config& config, const nn::ModelSize& size,
   const std::vector<std::string> states = optim::optimizer_state_names(config.optimizer);
   std::string optimizer = "optimizer.type " + config::name_of(config.optimizer.type) + ":";
   for (std::size_t index = 0; index < states.size(); ++index) optimizer += (index ? ", " : " ") + states[index];
-  require_model_state_fits(model_state_bytes(size, states.size()),
+  // train.ema holds the average and, for evaluating it, one exchange copy: two more per parameter.
+  const std::size_t average_copies = config.train.ema ? 2 : 0;
+  if (average_copies) optimizer += "; train.ema: the average and an exchange copy";
+  require_model_state_fits(model_state_bytes(size, states.size() + average_copies),
                            memory_available_to_rank(backend, communicator.local_size()), size,
                            config.model.preset.empty() ? "model.layers" : "model.preset", optimizer,
                            backend.name());
@@ -70,6 +74,25 @@ void resume(TrainingSetup& setup, const OpenCheckpoint& checkpoint, backend::Bac
   setup.learning_rate = plan.learning_rate;
   setup.elastic = plan.elastic;
   setup.resumed_from = plan.checkpoint;
+  // train.ema is part of the trajectory: the resume policy refused a checkpoint of a run without it.
+  if (setup.config.train.ema) setup.resumed_average = checkpoint.average(setup.model->registry());
+  setup.resumed_watches.early_stop = header.early_stop;
+  setup.resumed_watches.keep_best = header.keep_best;
+}
+
+// train.early_stop.metric and checkpoint.keep_best name a metric the run records: a top-k one
+// needs its k among those evaluation reports (the config check did the rest).
+void require_recorded_metric(const std::string& metric, const std::string& key, const std::vector<int>& top_k,
+                             std::size_t classes, const std::string& source) {
+  const std::optional<config::EvaluatedMetric> known = config::evaluated_metric(metric);
+  if (!known || !known->top_k) return;
+  std::string reported;
+  for (const int k : top_k) reported += (reported.empty() ? "" : ", ") + std::to_string(k);
+  PHALANX_REQUIRE_INPUT(
+      std::find(top_k.begin(), top_k.end(), *known->top_k) != top_k.end(), key, ": '", metric,
+      "' is not recorded: evaluation reports ",
+      reported.empty() ? std::string("no top-k accuracy") : "top-k for k in [" + reported + "]", " for the ",
+      classes, " classes of ", source, " (a k in eval.top_k, at most ", classes, ", is reported)");
 }
 
 // One walk of the layers gives the plan; its sizes are checked before the model allocates it.
@@ -112,6 +135,12 @@ TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator&
   setup.dataset = data::describe_dataset(config.data, setup.run_directory, communicator);
   setup.top_k = reported_top_k(config.eval.top_k, static_cast<int>(setup.dataset.classes.size()),
                                data::source_name(config.data));
+  if (config.train.early_stop)
+    require_recorded_metric(config.train.early_stop->metric, "train.early_stop.metric", setup.top_k,
+                            setup.dataset.classes.size(), data::source_name(config.data));
+  if (!config.checkpoint.keep_best.empty())
+    require_recorded_metric(config.checkpoint.keep_best, "checkpoint.keep_best", setup.top_k,
+                            setup.dataset.classes.size(), data::source_name(config.data));
   setup.train_split = data::open_training_source(config.data, communicator);
   setup.test_split = std::make_shared<const data::Split>(
       read_evaluation_part(config.data, config.data.test_split, communicator));

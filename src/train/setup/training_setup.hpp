@@ -67,6 +67,8 @@ struct TrainingSetup {
   InitialWeights initial_weights;  // train.freeze, and model.init_from on a fresh start (rank 0 reads)
   nlohmann::json elastic;  // what an elastic resume changed (summary.json "elastic"), else null
   std::optional<RunningTotals> resumed_totals;
+  std::optional<WeightAverageState> resumed_average;  // train.ema: the checkpoint's average
+  CheckpointExtras resumed_watches;  // the checkpoint's train.early_stop and checkpoint.keep_best states
 };
 
 // What set_up_training builds from: the job's decisions so far.
