@@ -200,6 +200,22 @@ std::string to_yaml(const Config& config) {
     out << format_number(*train.clip_grad_norm);
   else
     out << YAML::Null;
+  // Written only when used, so a config without mixing keeps the text (and the hash) it had; an
+  // alpha that is off is written null, which reads back as off.
+  if (train.mixup.enabled()) {
+    out << YAML::Key << "mixup" << YAML::Value << YAML::BeginMap;
+    for (const auto& [key, alpha] : {std::pair{"mixup_alpha", train.mixup.mixup_alpha},
+                                     std::pair{"cutmix_alpha", train.mixup.cutmix_alpha}}) {
+      out << YAML::Key << key << YAML::Value;
+      if (alpha > 0)
+        out << format_number(alpha);
+      else
+        out << YAML::Null;
+    }
+    emit_number(out, "probability", train.mixup.probability);
+    emit_number(out, "switch_probability", train.mixup.switch_probability);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 
   out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;

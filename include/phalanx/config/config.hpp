@@ -219,6 +219,19 @@ struct ScheduleConfig {
   friend bool operator==(const ScheduleConfig&, const ScheduleConfig&) = default;
 };
 
+// Mixup and CutMix of the training batches (train.mixup), as timm's Mixup in its 'batch' mode: one
+// draw per step from (seed, step), the same on every rank; each rank mixes its own local batch.
+// An alpha of 0 (absent) turns its method off; both off: no mixing.
+struct MixupConfig {
+  double mixup_alpha = 0.0;         // Beta(alpha, alpha) of mixup's blend weight
+  double cutmix_alpha = 0.0;        // Beta(alpha, alpha) of the area CutMix keeps
+  double probability = 1.0;         // chance that a step's batch is mixed at all
+  double switch_probability = 0.5;  // with both alphas: chance of CutMix rather than mixup
+
+  bool enabled() const { return mixup_alpha > 0 || cutmix_alpha > 0; }
+  friend bool operator==(const MixupConfig&, const MixupConfig&) = default;
+};
+
 struct TrainConfig {
   int epochs = 1;
   std::optional<std::int64_t> max_steps;  // stop early after this many optimizer steps
@@ -249,6 +262,7 @@ struct TrainConfig {
   // Clip the summed gradients to this global L2 norm before each update, as
   // torch.nn.utils.clip_grad_norm_ (train.clip_grad_norm); absent: no clipping.
   std::optional<double> clip_grad_norm;
+  MixupConfig mixup;  // train.mixup
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };
