@@ -21,8 +21,8 @@ std::vector<float> random_floats(std::size_t count, std::uint64_t stream) {
 // The batch after mix_batch on `b`, and the partner labels it wrote.
 std::pair<std::vector<float>, std::vector<std::int32_t>> mixed_on(backend::Backend& b,
                                                                   const backend::MixGeometry& geometry) {
-  const std::size_t count = static_cast<std::size_t>(geometry.batch) * geometry.height * geometry.width *
-                            geometry.channels;
+  const std::size_t count =
+      static_cast<std::size_t>(geometry.batch) * geometry.height * geometry.width * geometry.channels;
   Tensor images = upload(b, random_floats(count, 1));
   Tensor labels = upload(b, random_labels(geometry.batch, 10, 2));
   Tensor partners = upload(b, std::vector<std::int32_t>(static_cast<std::size_t>(geometry.batch), -1));
@@ -33,16 +33,47 @@ std::pair<std::vector<float>, std::vector<std::int32_t>> mixed_on(backend::Backe
 TEST(CudaBatchMixing, MixupAndCutMixEqualTheCpuBitForBit) {
   PHALANX_SKIP_WITHOUT_CUDA();
   const std::vector<backend::MixGeometry> geometries = {
-      {.batch = 33, .height = 9, .width = 7, .channels = 3, .kind = backend::MixKind::Mixup,
-       .own_weight = 0.3137f, .partner_weight = static_cast<float>(1.0 - double{0.3137f})},
-      {.batch = 64, .height = 28, .width = 28, .channels = 1, .kind = backend::MixKind::Mixup,
-       .own_weight = 0.91f, .partner_weight = 0.09f},
-      {.batch = 33, .height = 9, .width = 7, .channels = 3, .kind = backend::MixKind::CutMix,
-       .box_top = 0, .box_bottom = 4, .box_left = 2, .box_right = 7},
-      {.batch = 64, .height = 28, .width = 28, .channels = 1, .kind = backend::MixKind::CutMix,
-       .box_top = 5, .box_bottom = 19, .box_left = 0, .box_right = 14},
-      {.batch = 8, .height = 5, .width = 5, .channels = 2, .kind = backend::MixKind::CutMix,
-       .box_top = 2, .box_bottom = 2, .box_left = 0, .box_right = 3},  // an empty box
+      {.batch = 33,
+       .height = 9,
+       .width = 7,
+       .channels = 3,
+       .kind = backend::MixKind::Mixup,
+       .own_weight = 0.3137f,
+       .partner_weight = static_cast<float>(1.0 - double{0.3137f})},
+      {.batch = 64,
+       .height = 28,
+       .width = 28,
+       .channels = 1,
+       .kind = backend::MixKind::Mixup,
+       .own_weight = 0.91f,
+       .partner_weight = 0.09f},
+      {.batch = 33,
+       .height = 9,
+       .width = 7,
+       .channels = 3,
+       .kind = backend::MixKind::CutMix,
+       .box_top = 0,
+       .box_bottom = 4,
+       .box_left = 2,
+       .box_right = 7},
+      {.batch = 64,
+       .height = 28,
+       .width = 28,
+       .channels = 1,
+       .kind = backend::MixKind::CutMix,
+       .box_top = 5,
+       .box_bottom = 19,
+       .box_left = 0,
+       .box_right = 14},
+      {.batch = 8,
+       .height = 5,
+       .width = 5,
+       .channels = 2,
+       .kind = backend::MixKind::CutMix,
+       .box_top = 2,
+       .box_bottom = 2,
+       .box_left = 0,
+       .box_right = 3},  // an empty box
   };
   for (const backend::MixGeometry& geometry : geometries) {
     SCOPED_TRACE("batch " + std::to_string(geometry.batch) +
@@ -52,7 +83,8 @@ TEST(CudaBatchMixing, MixupAndCutMixEqualTheCpuBitForBit) {
     EXPECT_EQ(cuda_partners, cpu_partners);
     ASSERT_EQ(cuda_images.size(), cpu_images.size());
     int differing = 0;
-    for (std::size_t index = 0; index < cpu_images.size(); ++index) differing += cuda_images[index] != cpu_images[index];
+    for (std::size_t index = 0; index < cpu_images.size(); ++index)
+      differing += cuda_images[index] != cpu_images[index];
     EXPECT_EQ(differing, 0);
   }
 }
@@ -75,13 +107,13 @@ TEST(CudaBatchMixing, MixedTargetLossEqualsTheCpu) {
     const backend::LossTotals on_cuda = cuda.softmax_cross_entropy(
         batch, classes, device_logits.data(), device_labels.data_as<std::int32_t>(), 0.1f, 1.0f / batch,
         grad.data(), {device_partners.data_as<std::int32_t>(), own_weight});
-    cuda.softmax_cross_entropy_deferred(batch, classes, device_logits.data(), device_labels.data_as<std::int32_t>(),
-                                        0.1f, 1.0f / batch, nullptr,
+    cuda.softmax_cross_entropy_deferred(batch, classes, device_logits.data(),
+                                        device_labels.data_as<std::int32_t>(), 0.1f, 1.0f / batch, nullptr,
                                         {device_partners.data_as<std::int32_t>(), own_weight});
     std::vector<float> cpu_grad(logits.size());
-    const backend::LossTotals on_cpu = cpu.softmax_cross_entropy(
-        batch, classes, logits.data(), labels.data(), 0.1f, 1.0f / batch, cpu_grad.data(),
-        {partners.data(), own_weight});
+    const backend::LossTotals on_cpu =
+        cpu.softmax_cross_entropy(batch, classes, logits.data(), labels.data(), 0.1f, 1.0f / batch,
+                                  cpu_grad.data(), {partners.data(), own_weight});
     EXPECT_NEAR(on_cuda.loss_sum, on_cpu.loss_sum, 1e-9 * on_cpu.loss_sum);
     EXPECT_EQ(on_cuda.correct, on_cpu.correct);
     const auto cuda_grad = download(cuda, grad);

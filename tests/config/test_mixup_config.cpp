@@ -24,9 +24,10 @@ TEST(MixupConfig, OffByDefaultAndNotWritten) {
 }
 
 TEST(MixupConfig, ParsedAndRoundTripped) {
-  const Config both = parse(
-      base + "train: {mixup: {mixup_alpha: 0.8, cutmix_alpha: 1.0, probability: 0.7, switch_probability: 0.25}}\n",
-      source);
+  const Config both = parse(base +
+                                "train: {mixup: {mixup_alpha: 0.8, cutmix_alpha: 1.0, probability: 0.7, "
+                                "switch_probability: 0.25}}\n",
+                            source);
   const MixupConfig& mixup = both.train.mixup;
   EXPECT_TRUE(mixup.enabled());
   EXPECT_DOUBLE_EQ(mixup.mixup_alpha, 0.8);
@@ -53,7 +54,8 @@ TEST(MixupConfig, AlphaAtOrBelowZeroIsRefusedNamingTheKey) {
                      {source + ": ", "train.mixup.mixup_alpha"});
   expect_input_error([&] { parse(base + "train: {mixup: {cutmix_alpha: -1}}\n", source); },
                      {"train.mixup.cutmix_alpha"});
-  expect_input_error([&] { parse(base, source, {"train.mixup.cutmix_alpha=0"}); }, {"train.mixup.cutmix_alpha"});
+  expect_input_error([&] { parse(base, source, {"train.mixup.cutmix_alpha=0"}); },
+                     {"train.mixup.cutmix_alpha"});
 }
 
 TEST(MixupConfig, ProbabilitiesOutsideZeroToOneAreRefusedNamingTheKey) {

@@ -94,7 +94,8 @@ TEST(BatchMixing, CutMixBoxIsClippedAndLamIsItsTrueShare) {
     ASSERT_LE(0, draw.box_left);
     ASSERT_LE(draw.box_left, draw.box_right);
     ASSERT_LE(draw.box_right, width);
-    const double area = static_cast<double>(draw.box_bottom - draw.box_top) * (draw.box_right - draw.box_left);
+    const double area =
+        static_cast<double>(draw.box_bottom - draw.box_top) * (draw.box_right - draw.box_left);
     EXPECT_DOUBLE_EQ(draw.own_weight, 1.0 - area / (height * width));
   }
   // A box away from the edges keeps its full size, 2 * (int(side * sqrt(1 - lam)) / 2) per side.
@@ -134,9 +135,9 @@ TEST(BatchMixing, LabelWeightsSumToOne) {
       const MixDraw draw = draw_mix(mixup, 11, step, 28, 28);
       ASSERT_TRUE(draw.mixed);
       for (const float smoothing : {0.0f, 0.1f}) {
-        backend->softmax_cross_entropy(batch, classes, logits.data(), labels.data_as<std::int32_t>(), smoothing,
-                                       1.0f, grad.data(),
-                                       {partners.data_as<std::int32_t>(), static_cast<float>(draw.own_weight)});
+        backend->softmax_cross_entropy(
+            batch, classes, logits.data(), labels.data_as<std::int32_t>(), smoothing, 1.0f, grad.data(),
+            {partners.data_as<std::int32_t>(), static_cast<float>(draw.own_weight)});
         for (int row = 0; row < batch; ++row) {
           const float* row_grad = grad.data() + row * classes;
           EXPECT_NEAR(std::accumulate(row_grad, row_grad + classes, 0.0), 0.0, 1e-6) << "row " << row;
@@ -156,19 +157,22 @@ TEST(BatchMixing, SoftTargetLossGradientMatchesFiniteDifferences) {
   RandomStream random(17, 1);
   for (int index = 0; index < batch * classes; ++index) logits.data()[index] = random.next_uniform(-3, 3);
   const backend::LabelMix mix{partners.data(), own_weight};
-  backend->softmax_cross_entropy(batch, classes, logits.data(), labels.data(), smoothing, 1.0f, grad.data(), mix);
+  backend->softmax_cross_entropy(batch, classes, logits.data(), labels.data(), smoothing, 1.0f, grad.data(),
+                                 mix);
   const std::vector<float> analytic(grad.data(), grad.data() + batch * classes);
   const float step = 1e-2f;
   for (int index = 0; index < batch * classes; ++index) {
     const float kept = logits.data()[index];
     logits.data()[index] = kept + step;
-    const double above =
-        backend->softmax_cross_entropy(batch, classes, logits.data(), labels.data(), smoothing, 1.0f, nullptr, mix)
-            .loss_sum;
+    const double above = backend
+                             ->softmax_cross_entropy(batch, classes, logits.data(), labels.data(), smoothing,
+                                                     1.0f, nullptr, mix)
+                             .loss_sum;
     logits.data()[index] = kept - step;
-    const double below =
-        backend->softmax_cross_entropy(batch, classes, logits.data(), labels.data(), smoothing, 1.0f, nullptr, mix)
-            .loss_sum;
+    const double below = backend
+                             ->softmax_cross_entropy(batch, classes, logits.data(), labels.data(), smoothing,
+                                                     1.0f, nullptr, mix)
+                             .loss_sum;
     logits.data()[index] = kept;
     // Central differences of a smooth function: error ~ step^2 x the third derivative (< 1).
     EXPECT_NEAR(analytic[static_cast<std::size_t>(index)], (above - below) / (2.0 * step), 2e-4) << index;
@@ -181,12 +185,14 @@ TEST(BatchMixing, CorrectCountsTheLabelOfTheLargerWeight) {
   // Row 0 predicts class 2, row 1 predicts class 0.
   std::vector<float> logits = {0, 1, 5, 4, 1, 0};
   std::vector<std::int32_t> labels = {0, 2}, partners = {2, 0};
-  EXPECT_EQ(backend->softmax_cross_entropy(2, classes, logits.data(), labels.data(), 0, 1, nullptr,
-                                           {partners.data(), 0.3f})
+  EXPECT_EQ(backend
+                ->softmax_cross_entropy(2, classes, logits.data(), labels.data(), 0, 1, nullptr,
+                                        {partners.data(), 0.3f})
                 .correct,
             2);
-  EXPECT_EQ(backend->softmax_cross_entropy(2, classes, logits.data(), labels.data(), 0, 1, nullptr,
-                                           {partners.data(), 0.7f})
+  EXPECT_EQ(backend
+                ->softmax_cross_entropy(2, classes, logits.data(), labels.data(), 0, 1, nullptr,
+                                        {partners.data(), 0.7f})
                 .correct,
             0);
 }
@@ -219,10 +225,10 @@ TEST(BatchMixing, AppliesTheStepsDrawOnTheCpuBackend) {
     // Sample 0's first element: blended, or taken from sample 3 inside a CutMix box.
     const float own = original.data()[0], partner = original.data()[3 * shape.elements() / batch];
     const bool in_box = draw.box_top == 0 && draw.box_left == 0 && draw.box_bottom > 0 && draw.box_right > 0;
-    const float expected = draw.kind == backend::MixKind::Mixup
-                               ? own * static_cast<float>(draw.own_weight) +
-                                     partner * static_cast<float>(1.0 - draw.own_weight)
-                               : (in_box ? partner : own);
+    const float expected =
+        draw.kind == backend::MixKind::Mixup
+            ? own * static_cast<float>(draw.own_weight) + partner * static_cast<float>(1.0 - draw.own_weight)
+            : (in_box ? partner : own);
     EXPECT_FLOAT_EQ(input.data()[0], expected) << "step " << step;
   }
   EXPECT_GT(mixed_steps, 5);

@@ -30,9 +30,11 @@ TEST(BatchMixingGolden, MixedBatchesAreTimmsBitForBit) {
   const auto backend = backend::make_cpu_backend(1);
   ASSERT_GE(golden["mixing"].size(), 5u);
   for (const Json& test : golden["mixing"]) {
-    const int batch = test["batch"], height = test["height"], width = test["width"], channels = test["channels"];
+    const int batch = test["batch"], height = test["height"], width = test["width"],
+              channels = test["channels"];
     const double lam = test["lam"];
-    SCOPED_TRACE(std::string(test["kind"]) + " batch " + std::to_string(batch) + " lam " + std::to_string(lam));
+    SCOPED_TRACE(std::string(test["kind"]) + " batch " + std::to_string(batch) + " lam " +
+                 std::to_string(lam));
     MixDraw draw{.mixed = true, .kind = backend::MixKind::Mixup, .own_weight = lam};
     if (test["kind"] == "cutmix") {
       draw = cutmix_box(lam, test["centre_y"], test["centre_x"], height, width);
@@ -58,9 +60,11 @@ TEST(BatchMixingGolden, MixedBatchesAreTimmsBitForBit) {
                                         .box_bottom = draw.box_bottom,
                                         .box_left = draw.box_left,
                                         .box_right = draw.box_right};
-    backend->mix_batch(geometry, images.data(), labels.data_as<std::int32_t>(), partners.data_as<std::int32_t>());
+    backend->mix_batch(geometry, images.data(), labels.data_as<std::int32_t>(),
+                       partners.data_as<std::int32_t>());
     int differing = 0;
-    for (std::size_t index = 0; index < expected.size(); ++index) differing += images.data()[index] != expected[index];
+    for (std::size_t index = 0; index < expected.size(); ++index)
+      differing += images.data()[index] != expected[index];
     EXPECT_EQ(differing, 0) << "elements that differ from timm's";
     for (int index = 0; index < batch; ++index)
       EXPECT_EQ(partners.data_as<std::int32_t>()[index], 10 + batch - 1 - index);

@@ -35,7 +35,8 @@ void mix_batch_of(const MixGeometry& geometry, Element* images, const std::int32
       Element* partner = images + (batch - 1 - first) * image_elements;
       for (std::int64_t index = 0; index < image_elements; ++index) {
         const Element own_value = own[index], partner_value = partner[index];
-        narrow_into(own[index], blend(own_value, partner_value, geometry.own_weight, geometry.partner_weight));
+        narrow_into(own[index],
+                    blend(own_value, partner_value, geometry.own_weight, geometry.partner_weight));
         if (own != partner)
           narrow_into(partner[index],
                       blend(partner_value, own_value, geometry.own_weight, geometry.partner_weight));

@@ -353,7 +353,8 @@ void CpuBackend::linear_backward(const LinearGeometry& geometry, const float* in
 
 LossTotals CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits,
                                              const std::int32_t* labels, float label_smoothing,
-                                             float gradient_scale, float* grad_logits, const LabelMix& mix) {
+                                             float gradient_scale, float* grad_logits,
+                                             const LabelMix& mix) {
   return cross_entropy_.softmax_cross_entropy(batch, classes, logits, labels, label_smoothing, gradient_scale,
                                               grad_logits, mix);
 }

@@ -52,7 +52,8 @@ const float* CrossEntropy::widened_logits(std::int64_t count, const float* logit
 
 LossTotals CrossEntropy::softmax_cross_entropy(int batch, int classes, const float* logits,
                                                const std::int32_t* labels, float label_smoothing,
-                                               float gradient_scale, float* grad_logits, const LabelMix& mix) {
+                                               float gradient_scale, float* grad_logits,
+                                               const LabelMix& mix) {
   const std::int64_t count = static_cast<std::int64_t>(batch) * classes;
   const float* fp32_logits = widened_logits(count, logits);
   if (storage_ != ComputePrecision::BFloat16 || !grad_logits)

@@ -25,7 +25,8 @@ __global__ void mixup_kernel(MixGeometry geometry, Stored* images, std::int64_t 
     const float own_value = widen(*own), partner_value = widen(*partner);
     *own = narrow<Stored>(blend(own_value, partner_value, geometry.own_weight, geometry.partner_weight));
     if (own != partner)
-      *partner = narrow<Stored>(blend(partner_value, own_value, geometry.own_weight, geometry.partner_weight));
+      *partner =
+          narrow<Stored>(blend(partner_value, own_value, geometry.own_weight, geometry.partner_weight));
   }
 }
 

@@ -494,7 +494,8 @@ void CudaBackend::linear_backward(const LinearGeometry& geometry, const float* i
 
 LossTotals CudaBackend::softmax_cross_entropy(int batch, int classes, const float* logits,
                                               const std::int32_t* labels, float label_smoothing,
-                                              float gradient_scale, float* grad_logits, const LabelMix& mix) {
+                                              float gradient_scale, float* grad_logits,
+                                              const LabelMix& mix) {
   make_current();
   return cross_entropy_.softmax_cross_entropy(stream_.get(), batch, classes, logits, labels, label_smoothing,
                                               gradient_scale, grad_logits, mix);

@@ -90,7 +90,8 @@ MixDraw cutmix_box(double lam, int centre_y, int centre_x, int height, int width
   draw.box_bottom = std::clamp(centre_y + cut_height / 2, 0, height);
   draw.box_left = std::clamp(centre_x - cut_width / 2, 0, width);
   draw.box_right = std::clamp(centre_x + cut_width / 2, 0, width);
-  const double box_area = static_cast<double>(draw.box_bottom - draw.box_top) * (draw.box_right - draw.box_left);
+  const double box_area =
+      static_cast<double>(draw.box_bottom - draw.box_top) * (draw.box_right - draw.box_left);
   draw.own_weight = 1.0 - box_area / (static_cast<double>(height) * width);
   return draw;
 }

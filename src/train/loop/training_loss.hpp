@@ -1,7 +1,8 @@
 // TrainingLoss: the loss a step trains on (softmax cross-entropy with train.label_smoothing, against
-// the mixed targets of train.mixup on a mixed step), with its gradient in one call. Each sample is weighted 1/global batch x the loss scale, so the summed
-// gradients of all ranks are one step at the global batch; the loss totals stay where they were
-// computed (on a GPU, until the bookkeeping waits for the device anyway).
+// the mixed targets of train.mixup on a mixed step), with its gradient in one call. Each sample is
+// weighted 1/global batch x the loss scale, so the summed gradients of all ranks are one step at
+// the global batch; the loss totals stay where they were computed (on a GPU, until the
+// bookkeeping waits for the device anyway).
 #pragma once
 
 #include <cstdint>
