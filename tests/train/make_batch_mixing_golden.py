@@ -132,8 +132,7 @@ def main():
     arguments = parser.parse_args()
     golden = {"torch": torch.__version__, "mixing": mixing_cases(), "loss": loss_cases()}
     with open(arguments.output, "w") as out:
-        json.dump(golden, out, indent=1)
-        out.write("\n")
+        json.dump(golden, out, separators=(",", ":"))
 
 
 if __name__ == "__main__":
