@@ -200,9 +200,9 @@ std::string to_yaml(const Config& config) {
     out << format_number(*train.clip_grad_norm);
   else
     out << YAML::Null;
-  // Written only when used, so a config without mixing keeps the text (and the hash) it had; an
+  // Written only when set, so a config without mixing keeps the text (and the hash) it had; an
   // alpha that is off is written null, which reads back as off.
-  if (train.mixup.enabled()) {
+  if (train.mixup != MixupConfig{}) {
     out << YAML::Key << "mixup" << YAML::Value << YAML::BeginMap;
     for (const auto& [key, alpha] : {std::pair{"mixup_alpha", train.mixup.mixup_alpha},
                                      std::pair{"cutmix_alpha", train.mixup.cutmix_alpha}}) {

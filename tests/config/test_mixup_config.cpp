@@ -44,6 +44,11 @@ TEST(MixupConfig, ParsedAndRoundTripped) {
   EXPECT_DOUBLE_EQ(cutmix_only.train.mixup.switch_probability, 0.5);
   EXPECT_EQ(parse(to_yaml(cutmix_only), "round trip"), cutmix_only);
 
+  // A probability without an alpha mixes nothing, and still reads back as it was written.
+  const Config probability_only = parse(base + "train: {mixup: {probability: 0.3}}\n", source);
+  EXPECT_FALSE(probability_only.train.mixup.enabled());
+  EXPECT_EQ(parse(to_yaml(probability_only), "round trip"), probability_only);
+
   EXPECT_DOUBLE_EQ(parse(base, source, {"train.mixup.mixup_alpha=0.2"}).train.mixup.mixup_alpha, 0.2);
   EXPECT_FALSE(parse(base + "train: {mixup: {mixup_alpha: 0.2}}\n", source, {"train.mixup.mixup_alpha=null"})
                    .train.mixup.enabled());
