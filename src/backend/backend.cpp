@@ -64,9 +64,9 @@ void Backend::add_relu(std::int64_t count, const float* a, const float* b, float
 
 void Backend::softmax_cross_entropy_deferred(int batch, int classes, const float* logits,
                                              const std::int32_t* labels, float label_smoothing,
-                                             float gradient_scale, float* grad_logits) {
-  deferred_loss_totals_.push_back(
-      softmax_cross_entropy(batch, classes, logits, labels, label_smoothing, gradient_scale, grad_logits));
+                                             float gradient_scale, float* grad_logits, const LabelMix& mix) {
+  deferred_loss_totals_.push_back(softmax_cross_entropy(batch, classes, logits, labels, label_smoothing,
+                                                        gradient_scale, grad_logits, mix));
 }
 
 std::vector<LossTotals> Backend::take_deferred_loss_totals() {

@@ -215,6 +215,22 @@ std::string to_yaml(const Config& config) {
     emit_number(out, "min_delta", train.early_stop->min_delta);
     out << YAML::EndMap;
   }
+  // Written only when set, so a config without mixing keeps the text (and the hash) it had; an
+  // alpha that is off is written null, which reads back as off.
+  if (train.mixup != MixupConfig{}) {
+    out << YAML::Key << "mixup" << YAML::Value << YAML::BeginMap;
+    for (const auto& [key, alpha] : {std::pair{"mixup_alpha", train.mixup.mixup_alpha},
+                                     std::pair{"cutmix_alpha", train.mixup.cutmix_alpha}}) {
+      out << YAML::Key << key << YAML::Value;
+      if (alpha > 0)
+        out << format_number(alpha);
+      else
+        out << YAML::Null;
+    }
+    emit_number(out, "probability", train.mixup.probability);
+    emit_number(out, "switch_probability", train.mixup.switch_probability);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 
   out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;

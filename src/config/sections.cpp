@@ -334,8 +334,24 @@ void read_early_stop(const Section& section, std::optional<EarlyStopConfig>& ear
     early_stop->min_delta = reader.real(value, section.key("min_delta"), zero_inclusive, std::nullopt);
 }
 
+// train.mixup: an alpha given must be > 0 (absent or null: that method off).
+void read_mixup(const Section& section, MixupConfig& mixup) {
+  const Reader& reader = section.reader();
+  for (const auto& [key, field] : {std::pair{"mixup_alpha", &mixup.mixup_alpha},
+                                   std::pair{"cutmix_alpha", &mixup.cutmix_alpha}}) {
+    if (const YAML::Node value = section[key]; has(value) && !value.IsNull())
+      *field = reader.real(value, section.key(key), zero_exclusive, std::nullopt);
+  }
+  for (const auto& [key, field] : {std::pair{"probability", &mixup.probability},
+                                   std::pair{"switch_probability", &mixup.switch_probability}}) {
+    if (const YAML::Node value = section[key]; has(value))
+      *field = reader.real(value, section.key(key), zero_inclusive, one_inclusive);
+  }
+}
+
 void read_train(const Section& section, TrainConfig& train) {
   const Reader& reader = section.reader();
+  read_mixup(Section(section, "mixup"), train.mixup);
   if (const YAML::Node value = section["epochs"]; has(value)) {
     train.epochs = reader.int_value(value, section.key("epochs"), 1);
   }

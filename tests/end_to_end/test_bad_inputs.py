@@ -166,6 +166,12 @@ class BadInputsTest(unittest.TestCase):
             config = self.config(train__clip_grad_norm=value)
             self.train_refused(case, self.write(case, config), "train.clip_grad_norm")
 
+    def test_mixup_alpha_not_positive(self):
+        # One start (the probabilities' ranges are the config unit tests').
+        config = self.config(train__mixup={"mixup_alpha": 0.2, "cutmix_alpha": 0})
+        self.train_refused("mixup-alpha-zero", self.write("mixup-alpha-zero", config),
+                           "train.mixup.cutmix_alpha")
+
     def test_top_k_outside_the_classes(self):
         # Below 1 is refused with the config; above the data's 10 classes once the data is read,
         # still before anything is written.

@@ -4,7 +4,8 @@ followed by `--resume auto` in the same run directory, and as `--resume PATH` fr
 step checkpoint into a new run directory. SGD with momentum and a cosine schedule with warm-up
 make the optimizer state and the schedule position matter. A run resumed in the middle of an epoch
 and of a log interval reports the same train_loss (epoch events, summary.json) and step losses as
-the straight run, bit for bit; a checkpoint without the running loss totals still resumes."""
+the straight run, bit for bit; a checkpoint without the running loss totals still resumes. Mixup and
+CutMix are on (train.mixup, some steps unmixed), so their draws must continue exactly too."""
 
 import os
 import unittest
@@ -32,6 +33,8 @@ def setUpModule():
         log_every_steps=4,
         optimizer={"type": "sgd", "learning_rate": 0.05, "momentum": 0.9, "weight_decay": 0.0005},
         schedule={"type": "cosine", "warmup_epochs": 0.5})
+    # Mixed batches: a resume must draw each step's mixing as the straight run did.
+    config["train"]["mixup"] = {"mixup_alpha": 0.4, "cutmix_alpha": 1.0, "probability": 0.8}
     CONFIG_PATH = e2e.write_config(os.path.join(WORK, "resume.yaml"), config)
     STRAIGHT = os.path.join(WORK, "straight")
     result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", STRAIGHT, timeout=300)
@@ -78,6 +81,8 @@ class ResumeTest(unittest.TestCase):
             self.assertEqual(int(file.attrs["step"]), TOTAL_STEPS)
 
     def test_straight_run_checkpoints(self):
+        with open(os.path.join(STRAIGHT, "config.yaml")) as stream:
+            self.assertIn("cutmix_alpha: 1", stream.read(), "the run should mix its batches")
         names = set(os.listdir(os.path.join(STRAIGHT, "checkpoints")))
         self.assertEqual(names, {f"step-{step}.h5" for step in range(EVERY_STEPS, TOTAL_STEPS + 1, EVERY_STEPS)}
                          | {"latest.h5"})

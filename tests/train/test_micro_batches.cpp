@@ -82,9 +82,12 @@ TEST(MicroBatches, OneMicroBatchTrainsTheStepInPlace) {
   const Tensor input(*backend, Shape{6, 2, 2, 1});
   const std::int32_t labels[6] = {0, 1, 2, 0, 1, 2};
   const nn::ForwardContext step{nn::Mode::Training, 7, 11, 1};
-  const MicroBatch last = one.last(input, labels, step);
+  const std::int32_t partners[6] = {2, 1, 0, 2, 1, 0};
+  const MicroBatch last = one.last(input, labels, {partners, 0.25f}, step);
   EXPECT_EQ(&last.input, &input);
   EXPECT_EQ(last.labels, labels);
+  EXPECT_EQ(last.mix.partner_labels, partners);
+  EXPECT_EQ(last.mix.own_weight, 0.25f);
   EXPECT_EQ(last.samples, 6);
   EXPECT_EQ(last.grad_logits.shape(), (Shape{6, 3}));
   EXPECT_EQ(last.context.rank, 1);
@@ -92,6 +95,22 @@ TEST(MicroBatches, OneMicroBatchTrainsTheStepInPlace) {
   one.add_summed(0, gradients);
   EXPECT_EQ(gradients[0], 1);
   EXPECT_EQ(gradients[3], 4);
+}
+
+TEST(MicroBatches, TheLastMicroBatchTakesItsOwnPartnerLabels) {
+  // A mixed step is mixed over the whole local batch: the last micro-batch's partner labels start
+  // where its samples do, as its labels do; an unmixed step stays without.
+  const auto backend = backend::make_cpu_backend(1);
+  MicroBatches three(*backend, 7, 3, 3, 4, 1);  // sizes 3, 2, 2
+  const Tensor input(*backend, Shape{7, 2, 2, 1});
+  const std::int32_t labels[7] = {0, 1, 2, 0, 1, 2, 0};
+  const std::int32_t partners[7] = {0, 2, 1, 0, 2, 1, 0};
+  const nn::ForwardContext step{nn::Mode::Training, 7, 11, 0};
+  const MicroBatch mixed = three.last(input, labels, {partners, 0.6f}, step);
+  EXPECT_EQ(mixed.labels, labels + 5);
+  EXPECT_EQ(mixed.mix.partner_labels, partners + 5);
+  EXPECT_EQ(mixed.mix.own_weight, 0.6f);
+  EXPECT_EQ(three.last(input, labels, {}, step).mix.partner_labels, nullptr);
 }
 
 }  // namespace

@@ -121,6 +121,16 @@ struct LossTotals {
   std::int64_t correct = 0;  // samples whose arg-max equals the label
 };
 
+// Mixed targets (mixup, CutMix): each sample's loss is own_weight x its loss against its own label
+// plus (1 - own_weight) x its loss against partner_labels[sample] (device memory), each with the
+// call's label smoothing: timm's SoftTargetCrossEntropy of mixup_target. A sample counts as correct
+// when its arg-max is the label of the larger weight (its own at own_weight >= 0.5). Without
+// partner labels the loss is the plain one.
+struct LabelMix {
+  const std::int32_t* partner_labels = nullptr;
+  float own_weight = 1.0f;
+};
+
 struct SgdHyperparameters {
   float learning_rate = 0.01f;
   float momentum = 0.0f;
@@ -220,6 +230,11 @@ class Backend : public Allocator {
   virtual void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
                                         const std::int32_t* draws, const float* mean,
                                         const float* standard_deviation, float* output) = 0;
+  // Mixup or CutMix of a normalised batch (`images`, held in the activation precision) in place,
+  // with each sample's partner (MixGeometry); partner_labels[i] = labels[batch - 1 - i], for the
+  // loss's LabelMix. All three in device memory.
+  virtual void mix_batch(const MixGeometry& geometry, float* images, const std::int32_t* labels,
+                         std::int32_t* partner_labels) = 0;
 
   // ---- convolution (input NHWC, weight [out,in,kh,kw], output NHWC) ------------------------
   // With geometry.activation == Relu the output is ReLU(convolution + bias), written in the same
@@ -349,7 +364,8 @@ class Backend : public Allocator {
   // so gradient_scale = 1/global_batch yields the gradient of the global mean loss.
   virtual LossTotals softmax_cross_entropy(int batch, int classes, const float* logits,
                                            const std::int32_t* labels, float label_smoothing,
-                                           float gradient_scale, float* grad_logits) = 0;
+                                           float gradient_scale, float* grad_logits,
+                                           const LabelMix& mix = {}) = 0;
   // The same loss for a training step whose totals the host needs only now and then (a log
   // interval, an epoch's end, a stop): the backend keeps each call's totals where it computed them
   // and returns without waiting for the device. take_deferred_loss_totals waits for them and hands
@@ -359,7 +375,8 @@ class Backend : public Allocator {
   // totals in host memory.
   virtual void softmax_cross_entropy_deferred(int batch, int classes, const float* logits,
                                               const std::int32_t* labels, float label_smoothing,
-                                              float gradient_scale, float* grad_logits);
+                                              float gradient_scale, float* grad_logits,
+                                              const LabelMix& mix = {});
   virtual std::vector<LossTotals> take_deferred_loss_totals();
   // Arg-max per row (predictions) and the softmax probabilities (may be null).
   virtual void predict(int batch, int classes, const float* logits, std::int32_t* predicted_class,

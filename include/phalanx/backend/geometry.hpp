@@ -130,6 +130,24 @@ struct AugmentGeometry {
   bool operator==(const AugmentGeometry&) const = default;
 };
 
+// Mixup or CutMix of a normalised batch in place (Backend::mix_batch), timm's Mixup in its 'batch'
+// mode: sample i is mixed with its partner, sample batch - 1 - i (timm's x.flip(0)). Mixup blends
+// whole images, own_weight * own + (1 - own_weight) * partner, rounding each product and the sum
+// as torch's x.mul_(lam).add_(x.flip(0).mul_(1 - lam)) does; CutMix copies the partner's rows
+// [box_top, box_bottom) x columns [box_left, box_right) over the sample's.
+enum class MixKind { Mixup, CutMix };
+
+struct MixGeometry {
+  int batch = 0;
+  int height = 0, width = 0, channels = 0;
+  MixKind kind = MixKind::Mixup;
+  float own_weight = 1.0f;            // Mixup: the sample's own share
+  float partner_weight = 0.0f;        // Mixup: the partner's share, 1 - own_weight rounded from double
+  int box_top = 0, box_bottom = 0;    // CutMix: the pasted rows
+  int box_left = 0, box_right = 0;    // CutMix: the pasted columns
+  bool operator==(const MixGeometry&) const = default;
+};
+
 struct BatchNormGeometry {
   int batch = 0;
   int channels = 0;

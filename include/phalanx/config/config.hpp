@@ -238,6 +238,19 @@ struct EarlyStopConfig {
   friend bool operator==(const EarlyStopConfig&, const EarlyStopConfig&) = default;
 };
 
+// Mixup and CutMix of the training batches (train.mixup), as timm's Mixup in its 'batch' mode: one
+// draw per step from (seed, step), the same on every rank; each rank mixes its own local batch.
+// An alpha of 0 (absent) turns its method off; both off: no mixing.
+struct MixupConfig {
+  double mixup_alpha = 0.0;         // Beta(alpha, alpha) of mixup's blend weight
+  double cutmix_alpha = 0.0;        // Beta(alpha, alpha) of the area CutMix keeps
+  double probability = 1.0;         // chance that a step's batch is mixed at all
+  double switch_probability = 0.5;  // with both alphas: chance of CutMix rather than mixup
+
+  bool enabled() const { return mixup_alpha > 0 || cutmix_alpha > 0; }
+  friend bool operator==(const MixupConfig&, const MixupConfig&) = default;
+};
+
 struct TrainConfig {
   int epochs = 1;
   std::optional<std::int64_t> max_steps;  // stop early after this many optimizer steps
@@ -270,6 +283,7 @@ struct TrainConfig {
   std::optional<double> clip_grad_norm;
   std::optional<EmaConfig> ema;               // absent: no average
   std::optional<EarlyStopConfig> early_stop;  // absent: train all epochs
+  MixupConfig mixup;  // train.mixup
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };

@@ -9,6 +9,7 @@
 
 #include "activation_element.hpp"
 #include "augment.hpp"
+#include "batch_mixing.hpp"
 #include "bf16_support.hpp"
 #include "channel_scale.hpp"
 #include "depthwise_weight_gradient.hpp"
@@ -152,6 +153,14 @@ void CpuBackend::augment_normalize_images(const AugmentGeometry& geometry, const
     cpu::augment_normalize_images(geometry, images, draws, mean, standard_deviation, as_bf16(output));
   else
     cpu::augment_normalize_images(geometry, images, draws, mean, standard_deviation, output);
+}
+
+void CpuBackend::mix_batch(const MixGeometry& geometry, float* images, const std::int32_t* labels,
+                           std::int32_t* partner_labels) {
+  if (bf16_activations())
+    cpu::mix_batch(geometry, as_bf16(images), labels, partner_labels);
+  else
+    cpu::mix_batch(geometry, images, labels, partner_labels);
 }
 
 void CpuBackend::convolution_forward(const ConvolutionGeometry& geometry, const float* input,
@@ -348,9 +357,10 @@ void CpuBackend::linear_backward(const LinearGeometry& geometry, const float* in
 
 LossTotals CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits,
                                              const std::int32_t* labels, float label_smoothing,
-                                             float gradient_scale, float* grad_logits) {
+                                             float gradient_scale, float* grad_logits,
+                                             const LabelMix& mix) {
   return cross_entropy_.softmax_cross_entropy(batch, classes, logits, labels, label_smoothing, gradient_scale,
-                                              grad_logits);
+                                              grad_logits, mix);
 }
 
 void CpuBackend::predict(int batch, int classes, const float* logits, std::int32_t* predicted_class,

@@ -55,6 +55,8 @@ class CpuBackend final : public Backend {
   void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
                                 const std::int32_t* draws, const float* mean, const float* standard_deviation,
                                 float* output) override;
+  void mix_batch(const MixGeometry& geometry, float* images, const std::int32_t* labels,
+                 std::int32_t* partner_labels) override;
 
   void convolution_forward(const ConvolutionGeometry& geometry, const float* input, const float* weight,
                            const float* bias, float* output) override;
@@ -120,7 +122,8 @@ class CpuBackend final : public Backend {
                        float* grad_bias) override;
 
   LossTotals softmax_cross_entropy(int batch, int classes, const float* logits, const std::int32_t* labels,
-                                   float label_smoothing, float gradient_scale, float* grad_logits) override;
+                                   float label_smoothing, float gradient_scale, float* grad_logits,
+                                   const LabelMix& mix = {}) override;
   void predict(int batch, int classes, const float* logits, std::int32_t* predicted_class,
                float* probabilities) override;
 

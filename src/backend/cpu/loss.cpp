@@ -1,6 +1,8 @@
 // Softmax cross-entropy as torch.nn.CrossEntropyLoss(label_smoothing=e) computes it per sample:
 // loss = (1 - e) * (-log p_y) + e * mean_c(-log p_c), with log p_c = z_c - logsumexp(z) taken
-// after subtracting the row maximum, so large logits neither overflow nor lose the loss. Under bf16
+// after subtracting the row maximum, so large logits neither overflow nor lose the loss. Mixed
+// targets (LabelMix, weight w) give w x that loss for the own label + (1 - w) x for the partner's,
+// which is -sum_c t_c log p_c for timm's mixup_target t, and the gradient p - t. Under bf16
 // activations the logits are widened to fp32 first (exactly) and the loss computed in fp32 as
 // always; the logits' gradient is rounded to bf16 once at the end.
 #include "loss.hpp"
@@ -50,15 +52,16 @@ const float* CrossEntropy::widened_logits(std::int64_t count, const float* logit
 
 LossTotals CrossEntropy::softmax_cross_entropy(int batch, int classes, const float* logits,
                                                const std::int32_t* labels, float label_smoothing,
-                                               float gradient_scale, float* grad_logits) {
+                                               float gradient_scale, float* grad_logits,
+                                               const LabelMix& mix) {
   const std::int64_t count = static_cast<std::int64_t>(batch) * classes;
   const float* fp32_logits = widened_logits(count, logits);
   if (storage_ != ComputePrecision::BFloat16 || !grad_logits)
     return softmax_cross_entropy_fp32(batch, classes, fp32_logits, labels, label_smoothing, gradient_scale,
-                                      grad_logits);
+                                      grad_logits, mix);
   widened_grad_logits_.resize(static_cast<std::size_t>(count));
   const LossTotals totals = softmax_cross_entropy_fp32(batch, classes, fp32_logits, labels, label_smoothing,
-                                                       gradient_scale, widened_grad_logits_.data());
+                                                       gradient_scale, widened_grad_logits_.data(), mix);
   Bf16* stored_grad = as_bf16(grad_logits);
   for (std::int64_t i = 0; i < count; ++i)
     narrow_into(stored_grad[i], widened_grad_logits_[static_cast<std::size_t>(i)]);
@@ -67,10 +70,18 @@ LossTotals CrossEntropy::softmax_cross_entropy(int batch, int classes, const flo
 
 LossTotals CrossEntropy::softmax_cross_entropy_fp32(int batch, int classes, const float* logits,
                                                     const std::int32_t* labels, float label_smoothing,
-                                                    float gradient_scale, float* grad_logits) {
-  for (int row = 0; row < batch; ++row)
+                                                    float gradient_scale, float* grad_logits,
+                                                    const LabelMix& mix) {
+  const std::int32_t* partner_labels = mix.partner_labels;
+  for (int row = 0; row < batch; ++row) {
     PHALANX_CHECK(labels[row] >= 0 && labels[row] < classes, "label ", labels[row], " of sample ", row,
                   " is outside [0, ", classes, ")");
+    if (partner_labels)
+      PHALANX_CHECK(partner_labels[row] >= 0 && partner_labels[row] < classes, "label ", partner_labels[row],
+                    " of sample ", row, "'s mixing partner is outside [0, ", classes, ")");
+  }
+  // Without a partner, the own label takes the whole weight (and the partner term vanishes).
+  const double own_weight = partner_labels ? mix.own_weight : 1.0;
   sample_loss_.resize(batch);
   sample_correct_.resize(batch);
   const double smoothing = label_smoothing;
@@ -80,19 +91,22 @@ LossTotals CrossEntropy::softmax_cross_entropy_fp32(int batch, int classes, cons
   for (int row = 0; row < batch; ++row) {
     const float* row_logits = logits + static_cast<std::int64_t>(row) * classes;
     const int label = labels[row];
+    const int partner = partner_labels ? partner_labels[row] : label;
     const int predicted = first_arg_max(row_logits, classes);
     const double log_normalizer = log_sum_exp(row_logits, classes, row_logits[predicted]);
     double logit_sum = 0;
     for (int c = 0; c < classes; ++c) logit_sum += row_logits[c];
-    const double label_term = log_normalizer - row_logits[label];
+    const double label_term = own_weight * (log_normalizer - row_logits[label]) +
+                              (1.0 - own_weight) * (log_normalizer - row_logits[partner]);
     const double mean_term = log_normalizer - logit_sum / classes;
     sample_loss_[row] = (1.0 - smoothing) * label_term + smoothing * mean_term;
-    sample_correct_[row] = predicted == label;
+    sample_correct_[row] = predicted == (own_weight >= 0.5 ? label : partner);
     if (grad_logits) {
       float* row_grad = grad_logits + static_cast<std::int64_t>(row) * classes;
       for (int c = 0; c < classes; ++c) {
         const double probability = std::exp(static_cast<double>(row_logits[c]) - log_normalizer);
-        const double target = uniform_target + (c == label ? 1.0 - smoothing : 0.0);
+        const double target = uniform_target + (c == label ? (1.0 - smoothing) * own_weight : 0.0) +
+                              (c == partner ? (1.0 - smoothing) * (1.0 - own_weight) : 0.0);
         row_grad[c] = static_cast<float>((probability - target) * gradient_scale);
       }
     }

@@ -15,15 +15,17 @@ class CrossEntropy {
   // How logits and their gradient are held: fp32 (the default) or bf16.
   void set_storage(ComputePrecision precision);
 
+  // With `mix` (partner labels in host memory), the mixed-target loss of LabelMix.
   LossTotals softmax_cross_entropy(int batch, int classes, const float* logits, const std::int32_t* labels,
-                                   float label_smoothing, float gradient_scale, float* grad_logits);
+                                   float label_smoothing, float gradient_scale, float* grad_logits,
+                                   const LabelMix& mix = {});
   void predict(int batch, int classes, const float* logits, std::int32_t* predicted_class,
                float* probabilities);
 
  private:
   LossTotals softmax_cross_entropy_fp32(int batch, int classes, const float* logits,
                                         const std::int32_t* labels, float label_smoothing,
-                                        float gradient_scale, float* grad_logits);
+                                        float gradient_scale, float* grad_logits, const LabelMix& mix);
   // The logits as fp32: themselves, or (bf16 storage) widened into widened_logits_.
   const float* widened_logits(std::int64_t count, const float* logits);
 

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "augment.hpp"
+#include "batch_mixing.hpp"
 #include "channel_scale.hpp"
 #include "cuda_staged_copy.hpp"
 #include "cuda_upload.hpp"
@@ -308,6 +309,12 @@ void CudaBackend::augment_normalize_images(const AugmentGeometry& geometry, cons
                                   standard_deviation, output);
 }
 
+void CudaBackend::mix_batch(const MixGeometry& geometry, float* images, const std::int32_t* labels,
+                            std::int32_t* partner_labels) {
+  make_current();
+  launch_mix_batch(stream_.get(), activations_, geometry, images, labels, partner_labels);
+}
+
 void CudaBackend::convolution_forward(const ConvolutionGeometry& geometry, const float* input,
                                       const float* weight, const float* bias, float* output) {
   make_current();
@@ -492,18 +499,20 @@ void CudaBackend::linear_backward(const LinearGeometry& geometry, const float* i
 
 LossTotals CudaBackend::softmax_cross_entropy(int batch, int classes, const float* logits,
                                               const std::int32_t* labels, float label_smoothing,
-                                              float gradient_scale, float* grad_logits) {
+                                              float gradient_scale, float* grad_logits,
+                                              const LabelMix& mix) {
   make_current();
   return cross_entropy_.softmax_cross_entropy(stream_.get(), batch, classes, logits, labels, label_smoothing,
-                                              gradient_scale, grad_logits);
+                                              gradient_scale, grad_logits, mix);
 }
 
 void CudaBackend::softmax_cross_entropy_deferred(int batch, int classes, const float* logits,
                                                  const std::int32_t* labels, float label_smoothing,
-                                                 float gradient_scale, float* grad_logits) {
+                                                 float gradient_scale, float* grad_logits,
+                                                 const LabelMix& mix) {
   make_current();
   cross_entropy_.softmax_cross_entropy_deferred(stream_.get(), batch, classes, logits, labels,
-                                                label_smoothing, gradient_scale, grad_logits);
+                                                label_smoothing, gradient_scale, grad_logits, mix);
 }
 
 std::vector<LossTotals> CudaBackend::take_deferred_loss_totals() {

@@ -1,6 +1,8 @@
 // Softmax cross-entropy and prediction kernels (see loss.hpp). Per sample, as the CPU backend:
 // loss = (1 - e) * (lse - z_y) + e * (lse - mean_c z_c), lse = max + log(sum_c exp(z_c - max))
 // in double; grad_c = (softmax_c - target_c) * gradient_scale, target = e / C + (1 - e) [c == y].
+// Mixed targets (LabelMix, own weight w, partner label y'): the (lse - z_y) term and the one-hot
+// part of the target are w x the own label's plus (1 - w) x the partner's, as in the CPU backend.
 #include <cfloat>
 #include <climits>
 
@@ -65,7 +67,8 @@ __device__ double row_log_sum_exp(const Stored* row, int classes, int lane, floa
 
 template <typename Stored>
 __global__ void cross_entropy_rows_kernel(int batch, int classes, const Stored* logits,
-                                          const std::int32_t* labels, double smoothing, double gradient_scale,
+                                          const std::int32_t* labels, const std::int32_t* partner_labels,
+                                          double own_weight, double smoothing, double gradient_scale,
                                           Stored* grad_logits, double* sample_loss,
                                           std::uint8_t* sample_outcome) {
   const int lane = threadIdx.x % warp_size;
@@ -73,7 +76,8 @@ __global__ void cross_entropy_rows_kernel(int batch, int classes, const Stored* 
   if (row >= batch) return;  // whole warps leave together, so the shuffles below stay full
   const Stored* row_logits = logits + static_cast<std::int64_t>(row) * classes;
   const int label = labels[row];
-  if (label < 0 || label >= classes) {
+  const int partner = partner_labels ? partner_labels[row] : label;
+  if (label < 0 || label >= classes || partner < 0 || partner >= classes) {
     if (lane == 0) {
       sample_loss[row] = 0;
       sample_outcome[row] = 2;
@@ -86,17 +90,19 @@ __global__ void cross_entropy_rows_kernel(int batch, int classes, const Stored* 
   for (int c = lane; c < classes; c += warp_size) logit_sum += widen(row_logits[c]);
   logit_sum = warp_sum(logit_sum);
   if (lane == 0) {
-    const double label_term = log_normalizer - widen(row_logits[label]);
+    const double label_term = own_weight * (log_normalizer - widen(row_logits[label])) +
+                              (1.0 - own_weight) * (log_normalizer - widen(row_logits[partner]));
     const double mean_term = log_normalizer - logit_sum / classes;
     sample_loss[row] = (1.0 - smoothing) * label_term + smoothing * mean_term;
-    sample_outcome[row] = best.index == label ? 1 : 0;
+    sample_outcome[row] = best.index == (own_weight >= 0.5 ? label : partner) ? 1 : 0;
   }
   if (grad_logits) {
     const double uniform_target = smoothing / classes;
     Stored* row_grad = grad_logits + static_cast<std::int64_t>(row) * classes;
     for (int c = lane; c < classes; c += warp_size) {
       const double probability = exp(static_cast<double>(widen(row_logits[c])) - log_normalizer);
-      const double target = uniform_target + (c == label ? 1.0 - smoothing : 0.0);
+      const double target = uniform_target + (c == label ? (1.0 - smoothing) * own_weight : 0.0) +
+                            (c == partner ? (1.0 - smoothing) * (1.0 - own_weight) : 0.0);
       row_grad[c] = narrow<Stored>(static_cast<float>((probability - target) * gradient_scale));
     }
   }
@@ -174,13 +180,16 @@ CrossEntropy::CrossEntropy()
 
 void CrossEntropy::enqueue(cudaStream_t stream, int batch, int classes, const float* logits,
                            const std::int32_t* labels, float label_smoothing, float gradient_scale,
-                           float* grad_logits, void* destination) {
+                           float* grad_logits, const LabelMix& mix, void* destination) {
+  // Without a partner, the own label takes the whole weight (and the partner term vanishes).
+  const double own_weight = mix.partner_labels ? mix.own_weight : 1.0;
   sample_loss_.ensure(sizeof(double) * static_cast<std::size_t>(batch));
   sample_outcome_.ensure(static_cast<std::size_t>(batch));
   with_stored_type(storage_, [&](auto tag) {
     using Stored = StoredOf<decltype(tag)>;
     cross_entropy_rows_kernel<<<row_blocks(batch), rows_per_block * warp_size, 0, stream>>>(
-        batch, classes, stored<Stored>(logits), labels, label_smoothing, gradient_scale,
+        batch, classes, stored<Stored>(logits), labels, mix.partner_labels, own_weight, label_smoothing,
+        gradient_scale,
         grad_logits ? stored<Stored>(grad_logits) : nullptr, sample_loss_.as<double>(),
         sample_outcome_.as<std::uint8_t>());
   });
@@ -194,10 +203,10 @@ void CrossEntropy::enqueue(cudaStream_t stream, int batch, int classes, const fl
 LossTotals CrossEntropy::softmax_cross_entropy(cudaStream_t stream, int batch, int classes,
                                                const float* logits, const std::int32_t* labels,
                                                float label_smoothing, float gradient_scale,
-                                               float* grad_logits) {
+                                               float* grad_logits, const LabelMix& mix) {
   PHALANX_CHECK(classes > 0, "softmax cross-entropy needs at least one class");
   if (batch <= 0) return {};
-  enqueue(stream, batch, classes, logits, labels, label_smoothing, gradient_scale, grad_logits,
+  enqueue(stream, batch, classes, logits, labels, label_smoothing, gradient_scale, grad_logits, mix,
           device_totals_.data());
   PHALANX_CUDA(cudaMemcpyAsync(host_totals_.data(), device_totals_.data(), sizeof(Totals),
                                cudaMemcpyDeviceToHost, stream));
@@ -212,7 +221,7 @@ LossTotals CrossEntropy::softmax_cross_entropy(cudaStream_t stream, int batch, i
 void CrossEntropy::softmax_cross_entropy_deferred(cudaStream_t stream, int batch, int classes,
                                                   const float* logits, const std::int32_t* labels,
                                                   float label_smoothing, float gradient_scale,
-                                                  float* grad_logits) {
+                                                  float* grad_logits, const LabelMix& mix) {
   PHALANX_CHECK(classes > 0, "softmax cross-entropy needs at least one class");
   // A bad label is reported with the classes of its own call: drain before the count changes.
   if (deferred_filled_ == deferred_slot_count || (deferred_filled_ > 0 && classes != deferred_classes_))
@@ -227,7 +236,7 @@ void CrossEntropy::softmax_cross_entropy_deferred(cudaStream_t stream, int batch
     PHALANX_CUDA_LAUNCHED("cross_entropy_totals_kernel");
     return;
   }
-  enqueue(stream, batch, classes, logits, labels, label_smoothing, gradient_scale, grad_logits, slot);
+  enqueue(stream, batch, classes, logits, labels, label_smoothing, gradient_scale, grad_logits, mix, slot);
 }
 
 void CrossEntropy::drain_slots(cudaStream_t stream) {

@@ -1,4 +1,5 @@
-// Softmax cross-entropy with label smoothing (torch.nn.CrossEntropyLoss semantics) and prediction
+// Softmax cross-entropy with label smoothing (torch.nn.CrossEntropyLoss semantics), with mixed
+// targets (LabelMix) for mixup and CutMix, and prediction
 // (arg-max, softmax) on the device, with the CPU backend's arithmetic: per-row sums in double
 // around the row maximum, the first maximum as arg-max. One warp per row; the batch totals are
 // reduced on the device in a fixed order and only two numbers come back to the host.
@@ -25,12 +26,12 @@ class CrossEntropy {
   // Synchronises `stream`: the totals are host values. Throws when a label is outside [0, classes).
   LossTotals softmax_cross_entropy(cudaStream_t stream, int batch, int classes, const float* logits,
                                    const std::int32_t* labels, float label_smoothing, float gradient_scale,
-                                   float* grad_logits);
+                                   float* grad_logits, const LabelMix& mix = {});
   // Asynchronous: the step's totals stay in a device slot (one per call) until take_deferred
   // copies every slot back with one wait; only when all slots are in use does a call wait first.
   void softmax_cross_entropy_deferred(cudaStream_t stream, int batch, int classes, const float* logits,
                                       const std::int32_t* labels, float label_smoothing, float gradient_scale,
-                                      float* grad_logits);
+                                      float* grad_logits, const LabelMix& mix = {});
   // Synchronises `stream`; the totals of every deferred call since the last take, oldest first.
   // Throws when a label of one of those calls was outside [0, classes).
   std::vector<LossTotals> take_deferred(cudaStream_t stream);
@@ -45,7 +46,8 @@ class CrossEntropy {
  private:
   // Queues the two kernels whose totals land in `destination` (device memory).
   void enqueue(cudaStream_t stream, int batch, int classes, const float* logits, const std::int32_t* labels,
-               float label_smoothing, float gradient_scale, float* grad_logits, void* destination);
+               float label_smoothing, float gradient_scale, float* grad_logits, const LabelMix& mix,
+               void* destination);
   // Copies the filled deferred slots to the host record (one wait) and frees them.
   void drain_slots(cudaStream_t stream);
 

@@ -44,6 +44,7 @@ class InputBatch {
   backend::UploadTiming last_upload_timing();
 
   const Tensor& input() const { return input_; }  // [size, H, W, C] float
+  Tensor& input() { return input_; }              // the same, for mixing it in place
   const std::int32_t* labels() const { return staging_[current_].labels.data_as<std::int32_t>(); }  // device
   int size() const { return static_cast<int>(input_.shape()[0]); }
 

@@ -67,6 +67,7 @@ class SynchronousInput final : public InputPipeline {
   double fetch_ahead(bool) override { return 0; }
   UploadCost last_upload() override { return {parts_.inputs.last_upload_timing(), UploadPlace::HostStage}; }
   const Tensor& input() const override { return parts_.inputs.input(); }
+  Tensor& input() override { return parts_.inputs.input(); }
   const std::int32_t* labels() const override { return parts_.inputs.labels(); }
 
  private:
@@ -102,6 +103,7 @@ class OverlappedInput final : public InputPipeline {
   }
   UploadCost last_upload() override { return {parts_.inputs.last_upload_timing(), UploadPlace::CopyStream}; }
   const Tensor& input() const override { return parts_.inputs.input(); }
+  Tensor& input() override { return parts_.inputs.input(); }
   const std::int32_t* labels() const override { return parts_.inputs.labels(); }
 
  private:

@@ -34,6 +34,7 @@ class InputPipeline {
   virtual UploadCost last_upload() = 0;
 
   virtual const Tensor& input() const = 0;         // [local batch, H, W, C] float, normalised
+  virtual Tensor& input() = 0;                     // the same, for mixing it in place
   virtual const std::int32_t* labels() const = 0;  // device memory
 };
 

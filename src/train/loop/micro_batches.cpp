@@ -60,17 +60,26 @@ nn::ForwardContext MicroBatches::context_of(int micro_batch, const nn::ForwardCo
   return context;
 }
 
+namespace {
+
+// The mixed targets of the micro-batch that starts at sample `offset` of the step's batch.
+backend::LabelMix mix_from(const backend::LabelMix& mix, int offset) {
+  return {mix.partner_labels ? mix.partner_labels + offset : nullptr, mix.own_weight};
+}
+
+}  // namespace
+
 void MicroBatches::train_all_but_last(nn::Model& model, const Tensor& input, const std::int32_t* labels,
-                                      const nn::ForwardContext& context, const TrainingLoss& loss,
-                                      float sample_weight) {
+                                      const backend::LabelMix& mix, const nn::ForwardContext& context,
+                                      const TrainingLoss& loss, float sample_weight) {
   if (count() == 1) return;
   for (int index = 0; index + 1 < count(); ++index) {
     slice(input, index);
     const int size = sizes_[static_cast<std::size_t>(index)];
     const Tensor& logits = model.forward(input_, context_of(index, context));
     grad_logits_.ensure(backend_, Shape{size, model.classes()});
-    loss.forward_backward(logits, labels + offsets_[static_cast<std::size_t>(index)], size, sample_weight,
-                          grad_logits_);
+    const int offset = offsets_[static_cast<std::size_t>(index)];
+    loss.forward_backward(logits, labels + offset, size, sample_weight, grad_logits_, mix_from(mix, offset));
     model.backward(input_, grad_logits_, [](std::int64_t) {});
     float* gradients = model.registry().gradients().data();
     if (index == 0)
@@ -82,12 +91,12 @@ void MicroBatches::train_all_but_last(nn::Model& model, const Tensor& input, con
   grad_logits_.ensure(backend_, Shape{sizes_.back(), model.classes()});
 }
 
-MicroBatch MicroBatches::last(const Tensor& input, const std::int32_t* labels,
+MicroBatch MicroBatches::last(const Tensor& input, const std::int32_t* labels, const backend::LabelMix& mix,
                               const nn::ForwardContext& step_context) {
   const int last = count() - 1;
   if (last > 0) slice(input, last);
-  return MicroBatch{last > 0 ? input_ : input, labels + offsets_.back(), sizes_.back(), grad_logits_,
-                    context_of(last, step_context)};
+  return MicroBatch{last > 0 ? input_ : input, labels + offsets_.back(), mix_from(mix, offsets_.back()),
+                    sizes_.back(), grad_logits_, context_of(last, step_context)};
 }
 
 void MicroBatches::add_summed(std::int64_t first_final_offset, float* gradients) {

@@ -35,6 +35,7 @@ int micro_batches_per_step(const config::Config& config, int local_batch);
 struct MicroBatch {
   const Tensor& input;
   const std::int32_t* labels;  // device memory
+  backend::LabelMix mix;       // the step's mixed targets, from this micro-batch's first sample
   int samples;
   Tensor& grad_logits;
   nn::ForwardContext context;
@@ -54,11 +55,14 @@ class MicroBatches {
   // Trains every micro-batch but the last of the step's `input` and `labels`: forward, loss (each
   // sample weighted `sample_weight`, 1/global batch x loss scale, as in a step without
   // accumulation) and backward; their gradients are summed aside. Nothing with one micro-batch.
+  // `mix`: the step's mixed targets (mixed over the whole local batch), if any.
   void train_all_but_last(nn::Model& model, const Tensor& input, const std::int32_t* labels,
-                          const nn::ForwardContext& context, const TrainingLoss& loss, float sample_weight);
+                          const backend::LabelMix& mix, const nn::ForwardContext& context,
+                          const TrainingLoss& loss, float sample_weight);
 
-  // The last micro-batch of the step's `input` and `labels`.
-  MicroBatch last(const Tensor& input, const std::int32_t* labels, const nn::ForwardContext& step_context);
+  // The last micro-batch of the step's `input`, `labels` and `mix`.
+  MicroBatch last(const Tensor& input, const std::int32_t* labels, const backend::LabelMix& mix,
+                  const nn::ForwardContext& step_context);
   int last_size() const { return sizes_.back(); }
   // A micro-batch's dropout masks must differ from the others' of the same rank and step.
   nn::ForwardContext context_of(int micro_batch, const nn::ForwardContext& step_context) const;

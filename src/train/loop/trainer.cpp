@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "loop/batch_mixing.hpp"
 #include "loop/gradient_exchange.hpp"
 #include "loop/input_pipeline.hpp"
 #include "loop/micro_batches.hpp"
@@ -30,6 +31,7 @@ struct Trainer::Step {
   std::unique_ptr<StepStages> stages;
   MicroBatches micro_batches;
   TrainingLoss loss;
+  BatchMixing mixing;
   float gradient_scale;         // each sample's share of the step's summed gradient: 1 / global batch
   std::int64_t trained = 0;     // steps this process has trained
 };
@@ -87,15 +89,18 @@ std::optional<StepEnd> Trainer::train_step(Step& step) {
   if (!batch) return std::nullopt;
   stages.end(Stage::DataWait);
   input.prepare();
+  // Mixup/CutMix of the normalised batch on the rank's device, drawn from (seed, step).
+  const backend::LabelMix mix = step.mixing.apply(input.input(), input.labels(), setup_.position.global_step);
   stages.end(Stage::HostToDevice);
   const nn::ForwardContext context{nn::Mode::Training, setup_.config.seed, setup_.position.global_step,
                                    communicator_.rank()};
   const float loss_scale = setup_.loss_scaler ? static_cast<float>(setup_.loss_scaler->scale()) : 1.0f;
   const float sample_weight = step.gradient_scale * loss_scale;
-  step.micro_batches.train_all_but_last(model, input.input(), input.labels(), context, step.loss, sample_weight);
-  const MicroBatch last = step.micro_batches.last(input.input(), input.labels(), context);
+  step.micro_batches.train_all_but_last(model, input.input(), input.labels(), mix, context, step.loss,
+                                        sample_weight);
+  const MicroBatch last = step.micro_batches.last(input.input(), input.labels(), mix, context);
   const Tensor& logits = model.forward(last.input, last.context);
-  step.loss.forward_backward(logits, last.labels, last.samples, sample_weight, last.grad_logits);
+  step.loss.forward_backward(logits, last.labels, last.samples, sample_weight, last.grad_logits, last.mix);
   stages.end(Stage::Forward);
   step.exchange->begin_step();  // each bucket's all-reduce starts as soon as backward has finished it
   model.backward(last.input, last.grad_logits, [&](std::int64_t offset) {
@@ -309,7 +314,7 @@ std::unique_ptr<Trainer::Step> Trainer::make_step() {
       MicroBatches(backend_, local_batch, setup_.micro_batches, setup_.model->classes(),
                    registry.parameter_count(), communicator_.size()),
       TrainingLoss(backend_, setup_.model->classes(), static_cast<float>(config.train.label_smoothing)),
-      gradient_scale});
+      BatchMixing(backend_, config.train.mixup, config.seed, local_batch), gradient_scale});
 }
 
 void Trainer::start_clock(Step& step, Bookkeeping& bookkeeping) {
