@@ -1,7 +1,7 @@
 """End-to-end: a run's results do not depend on how its steps were split between processes, for
 the trainer's fullest CPU path: resnet20 (batch norm with running statistics averaged over
 ranks, residual blocks) on 2 ranks, with augmentation on the loader thread (random crop, flip,
-cutout, random erasing) and streamed data (data.cache: none). Two epochs straight, against the same config killed
+RandAugment, cutout, random erasing) and streamed data (data.cache: none). Two epochs straight, against the same config killed
 after a step in the middle of the second epoch and of a log interval, then resumed from its last
 periodic checkpoint: every dataset of the final checkpoint (/model, /optimizer, /state) and of
 the periodic checkpoints written after the resume are the same bits, and so are the values of
@@ -45,7 +45,7 @@ def setUpModule():
         schedule={"type": "one_cycle"})
     config["data"]["cache"] = "none"
     config["data"]["augment"] = {"random_crop_padding": 4, "horizontal_flip": True, "cutout": 8,
-                                 "random_erasing": {"probability": 0.5}}
+                                 "random_erasing": {"probability": 0.5}, "rand_augment": {"num_ops": 2}}
     config["train"]["label_smoothing"] = 0.1
     CONFIG_PATH = e2e.write_config(os.path.join(WORK, "resume-residual.yaml"), config)
     STRAIGHT = os.path.join(WORK, "straight")
