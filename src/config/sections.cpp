@@ -106,8 +106,10 @@ void read_rand_augment(const Section& section, RandAugmentConfig& rand_augment) 
     rand_augment.num_ops = reader.int_value(value, section.key("num_ops"), 0);
     // The input kernels carry a fixed number of op slots per image.
     if (rand_augment.num_ops > 4)
-      reader.fail(section.key("num_ops"), section.key("num_ops") + ": at most 4 ops per image, got " +
-                                              std::to_string(rand_augment.num_ops), value);
+      reader.fail(
+          section.key("num_ops"),
+          section.key("num_ops") + ": at most 4 ops per image, got " + std::to_string(rand_augment.num_ops),
+          value);
   }
   if (const YAML::Node value = section["magnitude_bins"]; has(value))
     rand_augment.magnitude_bins = reader.int_value(value, section.key("magnitude_bins"), 2);

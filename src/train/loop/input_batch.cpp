@@ -81,9 +81,9 @@ void InputBatch::prepare(int cutout, bool operations) {
   input_.reshape(shape);
   const std::int64_t channels = shape[3];
   if (staging.augmented) {
-    const backend::AugmentGeometry geometry{staging.size, static_cast<int>(shape[1]),
-                                            static_cast<int>(shape[2]), static_cast<int>(channels), cutout,
-                                            operations};
+    backend::AugmentGeometry geometry{staging.size, static_cast<int>(shape[1]), static_cast<int>(shape[2]),
+                                      static_cast<int>(channels), cutout};
+    geometry.operations = operations;
     backend_.augment_normalize_images(geometry, staging.images.data_as<std::uint8_t>(),
                                       staging.augment_draws.data_as<std::int32_t>(), mean_.data(),
                                       standard_deviation_.data(), input_.data());

@@ -31,14 +31,15 @@ struct PipelineSetup {
 data::AugmentOptions augment_options(const config::AugmentConfig& augment) {
   const config::RandomErasingConfig& erasing = augment.random_erasing;
   const config::RandAugmentConfig& rand_augment = augment.rand_augment;
-  const data::AutoAugmentPolicy policy = augment.trivial_augment         ? data::AutoAugmentPolicy::TrivialAugmentWide
+  const data::AutoAugmentPolicy policy = augment.trivial_augment ? data::AutoAugmentPolicy::TrivialAugmentWide
                                          : rand_augment.num_ops > 0 ? data::AutoAugmentPolicy::RandAugment
                                                                     : data::AutoAugmentPolicy::Off;
   return data::AugmentOptions{
       augment.random_crop_padding, augment.horizontal_flip, augment.cutout,
       data::RandomErasingOptions{erasing.probability, erasing.scale[0], erasing.scale[1], erasing.ratio[0],
                                  erasing.ratio[1]},
-      data::AutoAugmentOptions{policy, rand_augment.num_ops, rand_augment.magnitude, rand_augment.magnitude_bins}};
+      data::AutoAugmentOptions{policy, rand_augment.num_ops, rand_augment.magnitude,
+                               rand_augment.magnitude_bins}};
 }
 
 // The loader and the device buffers both pipelines feed from.
