@@ -13,7 +13,6 @@
 # Images are HWC uint8 (phalanx's layout), hex-encoded, stored once and named by index in the cases.
 import argparse
 import json
-import math
 import os
 
 import torch
