@@ -96,13 +96,14 @@ TEST(AutoAugmentGolden, OpsMatchTorchvisionsApplyOp) {
   std::map<std::string, int> cases_of;
   int differing_total = 0;
   for (const Json& test : golden["cases"]) {
-    const Json& image = golden["images"][test["image"].get<int>()];
+    const auto image_index = test["image"].get<std::size_t>();
+    const Json& image = golden["images"][image_index];
     const int height = image["height"], width = image["width"], channels = image["channels"];
     const AugmentOperation operation = operation_named(test["op"]);
     const double magnitude = test["magnitude"];
     SCOPED_TRACE(test["op"].get<std::string>() + " magnitude " + std::to_string(magnitude) + " on image " +
-                 std::to_string(test["image"].get<int>()));
-    const auto& source = images[test["image"].get<std::size_t>()];
+                 std::to_string(image_index));
+    const auto& source = images[image_index];
     const auto expected = from_hex(test["expected"]);
     std::vector<std::uint8_t> output(source.size(), 0xAB);
     apply_augment_operation(resolve_augment_operation(operation, magnitude, height, width), source.data(),
