@@ -357,10 +357,11 @@ void BM_InputNormalize(benchmark::State& state) {
   const float mean[3] = {0.49f, 0.48f, 0.45f}, deviation[3] = {0.25f, 0.24f, 0.26f};
   const bool augment = state.range(0) != 0;
   std::vector<std::int32_t> draws;
-  static_assert(phalanx::backend::augment_draw_words == 9, "the nine words of each sample below");
-  for (int sample = 0; sample < batch; ++sample)
+  for (int sample = 0; sample < batch; ++sample) {
     draws.insert(draws.end(), {sample % 9 - 4, 4 - sample % 9, sample % 2, sample % 32 - 8, 31 - sample % 32,
                                sample % 16, sample % 8, sample % 2 ? 0 : 10, 12});  // half erase a 10 x 12
+    draws.resize(draws.size() + phalanx::backend::augment_draw_words - 9, 0);       // no auto-augment ops
+  }
   const phalanx::backend::AugmentGeometry geometry{batch, 32, 32, 3, 16};
   for (auto _ : state) {
     if (augment)

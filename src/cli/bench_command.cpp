@@ -269,6 +269,19 @@ std::function<int()> add_bench_command(CLI::App& app, int* argc, char*** argv) {
                      "Augmentation: random crop padding");
   loader->add_flag("--flip", arguments->augment.horizontal_flip, "Augmentation: horizontal flip");
   loader->add_option("--cutout", arguments->augment.cutout, "Augmentation: cutout side");
+  auto* trivial_augment = loader->add_flag_callback(
+      "--trivial-augment",
+      [arguments] { arguments->augment.auto_augment.policy = data::AutoAugmentPolicy::TrivialAugmentWide; },
+      "Augmentation: TrivialAugmentWide (31 bins)");
+  loader
+      ->add_option_function<int>(
+          "--rand-augment",
+          [arguments](int num_ops) {
+            arguments->augment.auto_augment = {data::AutoAugmentPolicy::RandAugment, num_ops, 9, 31};
+          },
+          "Augmentation: RandAugment with this many ops (magnitude 9 of 31)")
+      ->check(CLI::Range(1, max_augment_operations))
+      ->excludes(trivial_augment);
 
   auto* transfer =
       command->add_subcommand("transfer", "Host-to-device bandwidth, pinned vs pageable (needs a GPU)");

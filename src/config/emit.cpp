@@ -134,6 +134,13 @@ std::string to_yaml(const Config& config) {
         << format_number(range[1]) << YAML::EndSeq;
   }
   out << YAML::EndMap;
+  out << YAML::Key << "trivial_augment" << YAML::Value << data.augment.trivial_augment;
+  const RandAugmentConfig& rand_augment = data.augment.rand_augment;
+  out << YAML::Key << "rand_augment" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "num_ops" << YAML::Value << rand_augment.num_ops;
+  out << YAML::Key << "magnitude" << YAML::Value << rand_augment.magnitude;
+  out << YAML::Key << "magnitude_bins" << YAML::Value << rand_augment.magnitude_bins;
+  out << YAML::EndMap;
   out << YAML::EndMap;
   emit_text(out, "cache", data.cache);
   emit_number(out, "max_cache_gb", data.max_cache_gb);

@@ -21,7 +21,10 @@ const std::map<std::string, std::vector<std::string>>& sections() {
       {"data.source.test", {"images", "labels"}},
       {"data.source.val", {"images", "labels"}},
       // A nested section is listed under its dotted name and appears as a key of its parent.
-      {"data.augment", {"random_crop_padding", "horizontal_flip", "cutout", "random_erasing"}},
+      {"data.augment",
+       {"random_crop_padding", "horizontal_flip", "cutout", "random_erasing", "trivial_augment",
+        "rand_augment"}},
+      {"data.augment.rand_augment", {"num_ops", "magnitude", "magnitude_bins"}},
       {"data.augment.random_erasing", {"probability", "scale", "ratio"}},
       {"optimizer",
        {"type", "learning_rate", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "epsilon"}},

@@ -101,9 +101,47 @@ void read_random_erasing(const Section& section, RandomErasingConfig& erasing) {
     erasing.ratio = read_range(reader, value, section.key("ratio"), zero_exclusive, std::nullopt);
 }
 
+void read_rand_augment(const Section& section, RandAugmentConfig& rand_augment) {
+  const Reader& reader = section.reader();
+  if (const YAML::Node value = section["num_ops"]; has(value)) {
+    rand_augment.num_ops = reader.int_value(value, section.key("num_ops"), 0);
+    // The input kernels carry a fixed number of op slots per image.
+    if (rand_augment.num_ops > 4)
+      reader.fail(
+          section.key("num_ops"),
+          section.key("num_ops") + ": at most 4 ops per image, got " + std::to_string(rand_augment.num_ops),
+          value);
+  }
+  if (const YAML::Node value = section["magnitude_bins"]; has(value))
+    rand_augment.magnitude_bins = reader.int_value(value, section.key("magnitude_bins"), 2);
+  if (const YAML::Node value = section["magnitude"]; has(value)) {
+    rand_augment.magnitude = reader.int_value(value, section.key("magnitude"), 0);
+    if (rand_augment.magnitude >= rand_augment.magnitude_bins)
+      reader.fail(section.key("magnitude"),
+                  section.key("magnitude") + ": a bin below magnitude_bins (" +
+                      std::to_string(rand_augment.magnitude_bins) + "), got " +
+                      std::to_string(rand_augment.magnitude),
+                  value);
+  } else if (rand_augment.magnitude >= rand_augment.magnitude_bins) {
+    reader.fail(section.key("magnitude_bins"),
+                section.key("magnitude_bins") + ": must exceed the magnitude bin " +
+                    std::to_string(rand_augment.magnitude) + " (set magnitude below it)",
+                section.node());
+  }
+}
+
 void read_augment(const Section& section, AugmentConfig& augment) {
   const Reader& reader = section.reader();
   read_random_erasing(Section(section, "random_erasing"), augment.random_erasing);
+  read_rand_augment(Section(section, "rand_augment"), augment.rand_augment);
+  if (const YAML::Node value = section["trivial_augment"]; has(value)) {
+    augment.trivial_augment = reader.boolean(value, section.key("trivial_augment"));
+    if (augment.trivial_augment && augment.rand_augment.num_ops > 0)
+      reader.fail(section.key("trivial_augment"),
+                  section.key("trivial_augment") + ": TrivialAugment and RandAugment (" +
+                      section.key("rand_augment") + ") are both on; use one of them",
+                  value);
+  }
   if (const YAML::Node value = section["random_crop_padding"]; has(value)) {
     augment.random_crop_padding = reader.int_value(value, section.key("random_crop_padding"), 0);
   }

@@ -1,12 +1,13 @@
-// augment_image: crop with zero padding, horizontal flip, cutout and random erasing for the Loader
-// thread. The crop and flip are one gather (each output row reads one source row, mirrored or
-// not), so an augmented sample costs about as much as the plain copy it replaces.
+// augment_image: crop with zero padding, horizontal flip, the auto-augment ops, cutout and random
+// erasing for the Loader thread. The crop and flip are one gather (each output row reads one source row,
+// mirrored or not), so an augmented sample costs about as much as the plain copy it replaces.
 #include "phalanx/data/augmentation.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/random.hpp"
@@ -40,6 +41,20 @@ void zero_rectangle(std::uint8_t* image, int height, int width, int channels, st
     std::memset(image + static_cast<std::size_t>(y) * row_bytes +
                     static_cast<std::size_t>(column_begin) * pixel_bytes,
                 0, static_cast<std::size_t>(column_end - column_begin) * pixel_bytes);
+  }
+}
+
+// The auto-augment ops in place: each op writes a scratch copy, which becomes the image.
+void apply_operations(const AugmentOperationDraw (&operations)[max_augment_operations], std::uint8_t* image,
+                      int height, int width, int channels) {
+  thread_local std::vector<std::uint8_t> scratch;
+  const std::size_t bytes =
+      static_cast<std::size_t>(height) * static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
+  for (const AugmentOperationDraw& operation : operations) {
+    if (operation.operation == static_cast<std::int32_t>(AugmentOperation::Identity)) continue;
+    scratch.resize(bytes);
+    apply_augment_operation(operation, image, scratch.data(), height, width, channels);
+    std::memcpy(image, scratch.data(), bytes);
   }
 }
 
@@ -102,6 +117,7 @@ AugmentDraws augment_draws(const AugmentOptions& options, std::uint64_t seed, st
   draws.erase_left = erase.left;
   draws.erase_height = erase.height;
   draws.erase_width = erase.width;
+  auto_augment_draws(options.auto_augment, seed, epoch, sample_index, height, width, draws.operations);
   return draws;
 }
 
@@ -172,6 +188,7 @@ void apply_augment_draws(const AugmentDraws& draws, int cutout, const std::uint8
                 static_cast<std::size_t>(width - flipped_end) * pixel_bytes);
   }
 
+  apply_operations(draws.operations, destination, height, width, channels);
   if (cutout > 0) {
     zero_rectangle(destination, height, width, channels, draws.cutout_top, draws.cutout_left, cutout, cutout);
   }

@@ -303,9 +303,14 @@ TEST_F(CpuBf16Activations, InputNormalisationIsTheFp32OneRounded) {
   const backend::AugmentGeometry geometry{4, 32, 32, 3, 8};
   // Per image: shift_y, shift_x, flip, cutout_top, cutout_left, then the erased rectangle's top,
   // left, height and width (none in the second image).
-  static_assert(backend::augment_draw_words == 9, "nine words per image below");
-  const std::vector<std::int32_t> draws = {1,  -2, 1, 3, 4,  2,  3,  5, 6,  0, 0, 0, 40, 40, 0,  0, 0, 0,
-                                           -4, 4,  1, 0, 0,  30, 28, 4, 10, 2, 3, 0, 28, 1,  10, 0, 8, 32};
+  // The auto-augment op slots after those nine words stay zero (Identity).
+  const std::vector<std::int32_t> first_words = {1,  -2, 1,  3, 4, 2, 3,  5, 6,  0, 0, 0,
+                                                 40, 40, 0,  0, 0, 0, -4, 4, 1,  0, 0, 30,
+                                                 28, 4,  10, 2, 3, 0, 28, 1, 10, 0, 8, 32};
+  std::vector<std::int32_t> draws(static_cast<std::size_t>(4 * backend::augment_draw_words), 0);
+  for (std::size_t image = 0; image < 4; ++image)
+    std::copy_n(first_words.begin() + static_cast<std::ptrdiff_t>(9 * image), 9,
+                draws.begin() + static_cast<std::ptrdiff_t>(image * backend::augment_draw_words));
   bf16_->augment_normalize_images(geometry, images.data(), draws.data(), mean, deviation, output.data());
   reference_->augment_normalize_images(geometry, images.data(), draws.data(), mean, deviation,
                                        expected.data());

@@ -17,6 +17,7 @@
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/backend/cuda_backend.hpp"
+#include "phalanx/core/augment_operations.hpp"
 #include "phalanx/core/random.hpp"
 #include "phalanx/core/tensor.hpp"
 
@@ -100,8 +101,17 @@ inline std::vector<std::int32_t> random_labels(int count, int classes, std::uint
   return labels;
 }
 
-inline std::vector<std::int32_t> random_augment_draws(int batch, std::uint64_t stream) {
+// After those nine words, each image's max_augment_operations auto-augment op slots (7 words:
+// AugmentOperation, 6 float parameters). Identity without `operations`; with it, random ops with
+// parameters over the ranges TrivialAugment and RandAugment reach and beyond (any rotation with
+// shear and an integer shift, factors in [0.01, 1.99], posterize bits 0 to 8, thresholds 0 to 255).
+inline std::vector<std::int32_t> random_augment_draws(int batch, std::uint64_t stream,
+                                                      bool operations = false, int height = 9,
+                                                      int width = 7) {
   RandomStream random(20240611, stream);
+  const auto uniform = [&random](double low, double high) {
+    return low + (high - low) * static_cast<double>(random.next_u32()) * 0x1p-32;
+  };
   std::vector<std::int32_t> draws;
   for (int sample = 0; sample < batch; ++sample) {
     draws.push_back(static_cast<std::int32_t>(random.next_below(13)) - 6);  // shift_y
@@ -115,6 +125,30 @@ inline std::vector<std::int32_t> random_augment_draws(int batch, std::uint64_t s
     const bool erased = random.next_below(3) != 0;
     draws.push_back(erased ? static_cast<std::int32_t>(1 + random.next_below(8)) : 0);  // erase_height
     draws.push_back(erased ? static_cast<std::int32_t>(1 + random.next_below(6)) : 0);  // erase_width
+    for (int slot = 0; slot < max_augment_operations; ++slot) {
+      const auto operation = operations ? static_cast<int>(random.next_below(augment_operation_count)) : 0;
+      float parameters[6] = {};
+      if (operation >= static_cast<int>(AugmentOperation::ShearX) &&
+          operation <= static_cast<int>(AugmentOperation::Rotate)) {
+        const double angle = uniform(-2.4, 2.4), shear = uniform(-1.0, 1.0);
+        parameters[0] = static_cast<float>(std::cos(angle));
+        parameters[1] = static_cast<float>(std::sin(angle) + shear);
+        parameters[2] = static_cast<float>((width - 1) / 2.0 + (static_cast<int>(random.next_below(9)) - 4));
+        parameters[3] = static_cast<float>(-std::sin(angle));
+        parameters[4] = static_cast<float>(std::cos(angle));
+        parameters[5] = static_cast<float>((height - 1) / 2.0 + (static_cast<int>(random.next_below(9)) - 4));
+      } else if (operation == static_cast<int>(AugmentOperation::Posterize)) {
+        parameters[0] = static_cast<float>(random.next_below(9));
+      } else if (operation == static_cast<int>(AugmentOperation::Solarize)) {
+        parameters[0] = static_cast<float>(uniform(0.0, 255.0));
+      } else {
+        const double factor = uniform(0.01, 1.99);
+        parameters[0] = static_cast<float>(factor);
+        parameters[1] = static_cast<float>(1.0 - factor);
+      }
+      draws.push_back(operation);
+      for (const float parameter : parameters) draws.push_back(std::bit_cast<std::int32_t>(parameter));
+    }
   }
   return draws;
 }

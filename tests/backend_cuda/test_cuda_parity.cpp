@@ -4,6 +4,7 @@
 // layers, stride 2, padding, no bias, ResNet-like 3x3 64->64 and 1x1 projections, odd batches;
 // then a conv/BN/ReLU/pool/linear/loss chain forward and backward, optimizer runs of several
 // steps, and dropout masks compared bit for bit.
+#include <array>
 #include <cstring>
 
 #include "backend/backend_test_support.hpp"
@@ -67,6 +68,28 @@ std::vector<OpCase> elementwise_cases() {
                                       output.data());
            return Outputs{{"output", as_doubles(download(b, output))}};
          }});
+  }
+  // TrivialAugment's and RandAugment's ops between the crop and the cutout, one block per image:
+  // images smaller and larger than a block's threads, 1 and 3 channels, 4 random ops each.
+  for (const auto& [height, width, channels] :
+       {std::array<int, 3>{9, 7, 1}, std::array<int, 3>{9, 7, 3}, std::array<int, 3>{28, 28, 1},
+        std::array<int, 3>{20, 23, 3}}) {
+    cases.push_back({"augment_operations_normalize_images_" + std::to_string(height) + "x" +
+                         std::to_string(width) + "x" + std::to_string(channels),
+                     exact, [height, width, channels](Backend& b) {
+                       const backend::AugmentGeometry geometry{29, height, width, channels, 5, true};
+                       const std::int64_t values = std::int64_t{29} * height * width * channels;
+                       Tensor images = upload(b, random_bytes(static_cast<std::size_t>(values), 5));
+                       Tensor draw_tensor =
+                           upload(b, random_augment_draws(geometry.batch, 7, true, height, width));
+                       Tensor mean = upload(b, std::vector<float>{0.2860f, 0.45f, 0.5f});
+                       Tensor deviation = upload(b, std::vector<float>{0.3530f, 0.22f, 0.27f});
+                       Tensor output = empty_floats(b, values);
+                       b.augment_normalize_images(geometry, images.data_as<std::uint8_t>(),
+                                                  draw_tensor.data_as<std::int32_t>(), mean.data(),
+                                                  deviation.data(), output.data());
+                       return Outputs{{"output", as_doubles(download(b, output))}};
+                     }});
   }
   cases.push_back(
       {"all_finite", exact, [](Backend& b) {

@@ -1,9 +1,9 @@
 """End-to-end: a run's results do not depend on how its steps were split between processes, for
 the trainer's fullest CPU path: resnet20 (batch norm with running statistics averaged over
 ranks, residual blocks) on 2 ranks, with augmentation on the loader thread (random crop, flip,
-cutout, random erasing), streamed data (data.cache: none), a weight average (train.ema, updated every 2
-steps), early stopping and the best checkpoint watching metrics (their state travels in
-checkpoints). Two epochs straight, against the same config killed
+RandAugment, cutout, random erasing), streamed data (data.cache: none), a weight average (train.ema,
+updated every 2 steps), early stopping and the best checkpoint watching metrics (their state
+travels in checkpoints). Two epochs straight, against the same config killed
 after a step in the middle of the second epoch and of a log interval, then resumed from its last
 periodic checkpoint: every dataset of the final checkpoint (/model, /optimizer, /ema, /state), of best.h5 and of
 the periodic checkpoints written after the resume are the same bits, and so are the values of
@@ -48,7 +48,7 @@ def setUpModule():
         schedule={"type": "one_cycle"})
     config["data"]["cache"] = "none"
     config["data"]["augment"] = {"random_crop_padding": 4, "horizontal_flip": True, "cutout": 8,
-                                 "random_erasing": {"probability": 0.5}}
+                                 "random_erasing": {"probability": 0.5}, "rand_augment": {"num_ops": 2}}
     config["train"]["label_smoothing"] = 0.1
     # every_steps 2 against a resume at step 9: the average's schedule follows the global step.
     config["train"]["ema"] = {"decay": 0.9, "every_steps": 2}

@@ -48,15 +48,20 @@ struct Case {
 
 TEST(InputBatch, DeviceAugmentationGivesTheLoaderThreadsBits) {
   auto backend = backend::make_cpu_backend(1);
+  using enum data::AutoAugmentPolicy;
   const Case cases[] = {
-      {28, 28, 1, {4, true, 0, {}}},
-      {28, 28, 1, {0, false, 8, {}}},
-      {9, 7, 3, {3, true, 5, {}}},
-      {32, 32, 3, {4, true, 16, {}}},
-      {6, 6, 3, {0, true, 0, {}}},
-      {5, 11, 2, {6, false, 4, {}}},
-      {32, 32, 3, {4, true, 0, {0.5, 0.02, 0.33, 0.3, 3.3}}},
-      {12, 9, 1, {0, false, 3, {1.0, 0.1, 0.5, 0.5, 2.0}}},
+      {28, 28, 1, {4, true, 0, {}, {}}},
+      {28, 28, 1, {0, false, 8, {}, {}}},
+      {9, 7, 3, {3, true, 5, {}, {}}},
+      {32, 32, 3, {4, true, 16, {}, {}}},
+      {6, 6, 3, {0, true, 0, {}, {}}},
+      {5, 11, 2, {6, false, 4, {}, {}}},
+      {32, 32, 3, {4, true, 0, {0.5, 0.02, 0.33, 0.3, 3.3}, {}}},
+      {12, 9, 1, {0, false, 3, {1.0, 0.1, 0.5, 0.5, 2.0}, {}}},
+      // TrivialAugmentWide and RandAugment: their ops between the crop and flip and the cutout.
+      {28, 28, 1, {4, true, 0, {}, {TrivialAugmentWide, 2, 9, 31}}},
+      {32, 32, 3, {4, true, 8, {0.5, 0.02, 0.33, 0.3, 3.3}, {RandAugment, 3, 14, 31}}},
+      {12, 9, 3, {0, false, 3, {}, {RandAugment, 4, 30, 31}}},
   };
   for (const Case& test : cases) {
     SCOPED_TRACE(::testing::Message()
@@ -80,7 +85,8 @@ TEST(InputBatch, DeviceAugmentationGivesTheLoaderThreadsBits) {
       ASSERT_NE(drawn->augment_draws, nullptr);
       ASSERT_EQ(drawn->size, expected->size);
       reference.load(expected->images, expected->labels, expected->size);
-      fused.load(drawn->images, drawn->labels, drawn->size, drawn->augment_draws, test.options.cutout);
+      fused.load(drawn->images, drawn->labels, drawn->size, drawn->augment_draws, test.options.cutout,
+                 test.options.auto_augment.enabled());
       const auto reference_values = download(*backend, reference.input());
       const auto fused_values = download(*backend, fused.input());
       ASSERT_EQ(reference_values.size(), fused_values.size());

@@ -222,11 +222,12 @@ class Backend : public Allocator {
   // uint8 NHWC images -> float NHWC, (x / 255 - mean[c]) / std[c].
   virtual void normalize_images(const std::uint8_t* images, std::int64_t pixels, int channels,
                                 const float* mean, const float* standard_deviation, float* output) = 0;
-  // Training input augmented where it is normalised: per image, the crop, flip, cutout and erased
-  // rectangle of its draws (data::AugmentDraws, augment_draw_words int32 per image), then
-  // normalize_images. Bit for bit data::augment_image followed by normalize_images, so a GPU rank
-  // augments on the device exactly what a CPU rank augments in its loader thread, and only uint8
-  // bytes and 36 bytes of draws per image cross the bus.
+  // Training input augmented where it is normalised: per image, the crop, flip, auto-augment ops
+  // (when geometry.operations), cutout and erased rectangle of its draws (data::AugmentDraws,
+  // augment_draw_words 32-bit words per image), then normalize_images. Bit for bit
+  // data::augment_image followed by normalize_images, so a GPU rank augments on the device exactly
+  // what a CPU rank augments in its loader thread, and only uint8 bytes and 148 bytes of draws per
+  // image cross the bus.
   virtual void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
                                         const std::int32_t* draws, const float* mean,
                                         const float* standard_deviation, float* output) = 0;

@@ -117,16 +117,22 @@ struct PoolingGeometry {
   bool operator==(const PoolingGeometry&) const = default;
 };
 
-// The int32 words of one image's augmentation draws (data::AugmentDraws): shift_y, shift_x, flip,
-// cutout_top, cutout_left, erase_top, erase_left, erase_height, erase_width.
-inline constexpr int augment_draw_words = 9;
+// The 32-bit words of one image's augmentation draws (data::AugmentDraws): shift_y, shift_x, flip,
+// cutout_top, cutout_left, erase_top, erase_left, erase_height, erase_width, then
+// max_augment_operations auto-augment ops of 7 words each (the AugmentOperation as int32, then its
+// 6 float parameters' bits; core/augment_operations.hpp), Identity (all zero) where unused.
+inline constexpr int augment_draw_words = 9 + 7 * 4;
 
 // A batch of uint8 NHWC images augmented on the device; `cutout` is the side of the zeroed square
 // (0: none). The per-sample crop shifts, flip, cutout corner and erased rectangle come with the call.
+// `operations`: whether the draws may hold auto-augment ops (TrivialAugment or RandAugment on);
+// without them the input kernel is one gather, with them it runs the ops between the crop and flip
+// and the cutout.
 struct AugmentGeometry {
   int batch = 0;
   int height = 0, width = 0, channels = 0;
   int cutout = 0;
+  bool operations = false;
   bool operator==(const AugmentGeometry&) const = default;
 };
 

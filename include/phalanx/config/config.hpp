@@ -135,6 +135,15 @@ struct RandomErasingConfig {
   friend bool operator==(const RandomErasingConfig&, const RandomErasingConfig&) = default;
 };
 
+// torchvision's RandAugment(num_ops, magnitude, num_magnitude_bins); num_ops 0: off.
+struct RandAugmentConfig {
+  int num_ops = 0;          // ops per image, at most 4 (torchvision's default 2)
+  int magnitude = 9;        // the magnitude bin, in [0, magnitude_bins)
+  int magnitude_bins = 31;  // >= 2
+
+  friend bool operator==(const RandAugmentConfig&, const RandAugmentConfig&) = default;
+};
+
 // Training-time augmentation, applied by the loader thread of every rank (never to evaluation).
 // Each choice is a pure function of (seed, epoch, sample index): see data/augmentation.hpp.
 struct AugmentConfig {
@@ -142,6 +151,8 @@ struct AugmentConfig {
   bool horizontal_flip = false;  // mirror left-right with probability 0.5
   int cutout = 0;                // side of one zeroed square at a random centre (0: off)
   RandomErasingConfig random_erasing;
+  bool trivial_augment = false;  // torchvision's TrivialAugmentWide (31 bins), after crop and flip
+  RandAugmentConfig rand_augment;  // or RandAugment there; not both
 
   friend bool operator==(const AugmentConfig&, const AugmentConfig&) = default;
 };

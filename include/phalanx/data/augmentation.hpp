@@ -1,9 +1,12 @@
 // Training-time image augmentation on CPU ranks (random crop with zero padding, horizontal flip,
-// cutout, random erasing), applied by the Loader thread to uint8 NHWC samples. Every random choice
-// is a pure function of (seed, epoch, sample index), so a GPU kernel can reproduce it bit for bit.
+// TrivialAugmentWide or RandAugment, cutout, random erasing), applied by the Loader thread to uint8 NHWC
+// samples. Every random choice is a pure function of (seed, epoch, sample index), so a GPU kernel can
+// reproduce it bit for bit.
 #pragma once
 
 #include <cstdint>
+
+#include "phalanx/data/auto_augment.hpp"
 
 namespace phalanx::data {
 
@@ -24,21 +27,24 @@ struct AugmentOptions {
   bool horizontal_flip = false;  // flip with probability 0.5
   int cutout = 0;                // side length of the zeroed square; 0: off
   RandomErasingOptions random_erasing;
+  AutoAugmentOptions auto_augment;  // after the crop and flip, before cutout and erasing
 
   bool enabled() const {
-    return random_crop_padding > 0 || horizontal_flip || cutout > 0 || random_erasing.enabled();
+    return random_crop_padding > 0 || horizontal_flip || cutout > 0 || random_erasing.enabled() ||
+           auto_augment.enabled();
   }
   friend bool operator==(const AugmentOptions&, const AugmentOptions&) = default;
 };
 
 // One sample's random choices, resolved (see the contract on augment_image): the output pixel
 // (y, x) is cropped(y, flip ? width - 1 - x : x) with cropped(y, x) = source(y + shift_y,
-// x + shift_x) (zero outside the image), then rows [cutout_top, cutout_top + cutout) and columns
-// [cutout_left, cutout_left + cutout) are zeroed, then rows [erase_top, erase_top + erase_height)
-// and columns [erase_left, erase_left + erase_width) (an empty rectangle when random erasing is
-// off or did not fire). A GPU rank ships these nine int32 per sample with the plain uint8 batch
-// and applies them in the input kernel, so both paths share one definition of the random choices
-// and give the same bits.
+// x + shift_x) (zero outside the image), then the auto-augment ops of `operations` in order
+// (apply_augment_operation; Identity in unused slots), then rows [cutout_top, cutout_top + cutout) and
+// columns [cutout_left, cutout_left + cutout) are zeroed, then rows [erase_top, erase_top + erase_height) and
+// columns [erase_left, erase_left + erase_width) (an empty rectangle when random erasing is off or did not
+// fire). A GPU rank ships these augment_draw_words 32-bit words per sample with the plain uint8 batch and
+// applies them in the input kernel, so both paths share one definition of the random choices and give the
+// same bits.
 struct AugmentDraws {
   std::int32_t shift_y = 0;
   std::int32_t shift_x = 0;
@@ -49,9 +55,10 @@ struct AugmentDraws {
   std::int32_t erase_left = 0;
   std::int32_t erase_height = 0;  // 0: nothing erased
   std::int32_t erase_width = 0;
+  AugmentOperationDraw operations[max_augment_operations];  // 7 words each: op, 6 float parameters
 };
-// The int32 words of one sample's draws, as the input kernels index them.
-inline constexpr int augment_draw_words = 9;
+// The 32-bit words of one sample's draws, as the input kernels index them.
+inline constexpr int augment_draw_words = 9 + 7 * max_augment_operations;
 static_assert(sizeof(AugmentDraws) == augment_draw_words * sizeof(std::int32_t),
               "AugmentDraws is shipped as int32[augment_draw_words]");
 
@@ -67,6 +74,8 @@ AugmentDraws augment_draws(const AugmentOptions& options, std::uint64_t seed, st
 //      window at top-left (i, j), i and j uniform in [0, 2 * padding]; i.e. output(y, x) =
 //      source(y + i - padding, x + j - padding), zero outside the image.
 //   2. flip: with probability 0.5, output(y, x) = cropped(y, width - 1 - x).
+//   2b. TrivialAugmentWide or RandAugment: the ops of auto_augment_draws (data/auto_augment.hpp),
+//      one after the other, on the cropped and flipped image.
 //   3. cutout: centre (cy, cx) uniform over [0, height) x [0, width); rows [cy - L/2, cy - L/2 + L)
 //      and columns likewise (L = cutout, L/2 rounded down), clipped to the image, set to 0 in
 //      every channel. For even L this is DeVries & Taylor's reference code; for odd L the square
@@ -84,7 +93,8 @@ AugmentDraws augment_draws(const AugmentOptions& options, std::uint64_t seed, st
 // (uint64(w) * n) >> 32. Each draw has a fixed word whether or not its step is enabled, so turning
 // one augmentation on or off never changes another's choices. `sample_index` is the sample's
 // index in the split, so the result does not depend on rank count, thread timing or resume.
-// Random erasing draws from a stream of its own (see erase_draws).
+// Random erasing and the auto-augment ops draw from streams of their own (see erase_draws and
+// auto_augment_draws).
 void augment_image(const AugmentOptions& options, std::uint64_t seed, std::int64_t epoch,
                    std::int64_t sample_index, const std::uint8_t* source, std::uint8_t* destination,
                    int height, int width, int channels);

@@ -305,8 +305,9 @@ void CudaBackend::augment_normalize_images(const AugmentGeometry& geometry, cons
                                            const std::int32_t* draws, const float* mean,
                                            const float* standard_deviation, float* output) {
   make_current();
+  augment_scratch_.ensure(augment_operations_scratch_bytes(geometry));
   launch_augment_normalize_images(stream_.get(), activations_, geometry, images, draws, mean,
-                                  standard_deviation, output);
+                                  standard_deviation, output, augment_scratch_.as<std::uint8_t>());
 }
 
 void CudaBackend::mix_batch(const MixGeometry& geometry, float* images, const std::int32_t* labels,

@@ -158,6 +158,7 @@ class CudaBackend final : public Backend {
   Linears linears_;
   CrossEntropy cross_entropy_;
   DeviceBuffer copy_scratch_;  // bounce buffer for copies between overlapping ranges
+  DeviceBuffer augment_scratch_;  // the images between the auto-augment ops of the input kernel
   PinnedHostAllocator staging_allocator_;
   FiniteCheck finite_check_;
   SumOfSquares sum_of_squares_;

@@ -66,7 +66,7 @@ void InputBatch::wait_upload_host() {
   staging_[static_cast<std::size_t>(1 - next_upload_)].upload->wait_host();
 }
 
-void InputBatch::prepare(int cutout) {
+void InputBatch::prepare(int cutout, bool operations) {
   PHALANX_CHECK(uploads_ahead_ == 1, "prepare() without a started upload");
   // Everything queued so far (the previous step, up to its loss) is the last reader of the
   // buffer the previous input came from; its next upload must wait for that work on the device.
@@ -81,8 +81,9 @@ void InputBatch::prepare(int cutout) {
   input_.reshape(shape);
   const std::int64_t channels = shape[3];
   if (staging.augmented) {
-    const backend::AugmentGeometry geometry{staging.size, static_cast<int>(shape[1]),
-                                            static_cast<int>(shape[2]), static_cast<int>(channels), cutout};
+    backend::AugmentGeometry geometry{staging.size, static_cast<int>(shape[1]), static_cast<int>(shape[2]),
+                                      static_cast<int>(channels), cutout};
+    geometry.operations = operations;
     backend_.augment_normalize_images(geometry, staging.images.data_as<std::uint8_t>(),
                                       staging.augment_draws.data_as<std::int32_t>(), mean_.data(),
                                       standard_deviation_.data(), input_.data());
@@ -98,13 +99,13 @@ backend::UploadTiming InputBatch::last_upload_timing() {
 }
 
 void InputBatch::load(const std::uint8_t* host_images, const std::int32_t* host_labels, int size,
-                      const data::AugmentDraws* augment_draws, int cutout) {
+                      const data::AugmentDraws* augment_draws, int cutout, bool operations) {
   PHALANX_CHECK(uploads_ahead_ == 0, "load() while an overlapped upload is pending");
   start(next_upload_, host_images, host_labels, size, augment_draws);
   next_upload_ = 1 - next_upload_;
   uploads_ahead_ = 1;
   wait_upload_host();  // the caller may reuse its host memory on return
-  prepare(cutout);
+  prepare(cutout, operations);
 }
 
 }  // namespace phalanx::train

@@ -30,7 +30,7 @@ class InputBatch {
   // in the same pass (`cutout` is the square's side), so the loader ships plain bytes. The host
   // memory may be reused when it returns.
   void load(const std::uint8_t* host_images, const std::int32_t* host_labels, int size,
-            const data::AugmentDraws* augment_draws = nullptr, int cutout = 0);
+            const data::AugmentDraws* augment_draws = nullptr, int cutout = 0, bool operations = false);
 
   // The overlapped path. start_upload queues the copy of a loader batch (images, labels, draws)
   // into the staging buffer the current input does not use, and returns; wait_upload_host blocks
@@ -39,7 +39,8 @@ class InputBatch {
   // it into input().
   void start_upload(const data::Batch& batch);
   void wait_upload_host();
-  void prepare(int cutout);
+  // `operations`: whether the draws may hold auto-augment ops (backend::AugmentGeometry).
+  void prepare(int cutout, bool operations = false);
   // Of the upload prepare() last used (backend::Upload::timing: waits for its own events only).
   backend::UploadTiming last_upload_timing();
 

@@ -30,10 +30,16 @@ struct PipelineSetup {
 // The loader's options from data.augment.
 data::AugmentOptions augment_options(const config::AugmentConfig& augment) {
   const config::RandomErasingConfig& erasing = augment.random_erasing;
+  const config::RandAugmentConfig& rand_augment = augment.rand_augment;
+  const data::AutoAugmentPolicy policy = augment.trivial_augment ? data::AutoAugmentPolicy::TrivialAugmentWide
+                                         : rand_augment.num_ops > 0 ? data::AutoAugmentPolicy::RandAugment
+                                                                    : data::AutoAugmentPolicy::Off;
   return data::AugmentOptions{
       augment.random_crop_padding, augment.horizontal_flip, augment.cutout,
       data::RandomErasingOptions{erasing.probability, erasing.scale[0], erasing.scale[1], erasing.ratio[0],
-                                 erasing.ratio[1]}};
+                                 erasing.ratio[1]},
+      data::AutoAugmentOptions{policy, rand_augment.num_ops, rand_augment.magnitude,
+                               rand_augment.magnitude_bins}};
 }
 
 // The loader and the device buffers both pipelines feed from.
@@ -44,11 +50,13 @@ struct PipelineParts {
                augment_options(setup.data.augment), augment_on_device),
         inputs(setup.backend, setup.plan.local_batch(), setup.source->height, setup.source->width,
                setup.source->channels, setup.dataset.mean, setup.dataset.standard_deviation),
-        cutout(setup.data.augment.cutout) {}
+        cutout(setup.data.augment.cutout),
+        operations(augment_options(setup.data.augment).auto_augment.enabled()) {}
 
   data::Loader loader;
   InputBatch inputs;
   int cutout;
+  bool operations;  // TrivialAugment or RandAugment on: the input kernel runs their ops
 };
 
 class SynchronousInput final : public InputPipeline {
@@ -62,7 +70,7 @@ class SynchronousInput final : public InputPipeline {
   }
   void prepare() override {
     parts_.inputs.start_upload(*fetched_);  // the copy itself: device memory is host memory
-    parts_.inputs.prepare(parts_.cutout);
+    parts_.inputs.prepare(parts_.cutout, parts_.operations);
   }
   double fetch_ahead(bool) override { return 0; }
   UploadCost last_upload() override { return {parts_.inputs.last_upload_timing(), UploadPlace::HostStage}; }
@@ -89,7 +97,7 @@ class OverlappedInput final : public InputPipeline {
   }
   void prepare() override {
     if (fetched_) parts_.inputs.start_upload(*std::exchange(fetched_, nullptr));
-    parts_.inputs.prepare(parts_.cutout);
+    parts_.inputs.prepare(parts_.cutout, parts_.operations);
   }
   double fetch_ahead(bool another_step) override {
     if (!another_step) return 0;
