@@ -290,6 +290,45 @@ TEST_F(CpuBf16Activations, ElementwiseOpsAreTheFp32OpsRoundedOnce) {
   }
 }
 
+// ReLU on bf16 works on the bits: the special values get what the fp32 formulas give, rounded
+// (x < 0 ? 0 : x keeps -0 and NaN; the gradient passes where the output is > 0, +inf included).
+TEST_F(CpuBf16Activations, ReluOnSpecialValuesIsTheFp32FormulaRounded) {
+  const std::vector<std::uint16_t> specials = {0x0000, 0x8000, 0x0001, 0x8001, 0x7f7f, 0xff7f, 0x7f80,
+                                               0xff80, 0x7fc0, 0xffc0, 0x7f81, 0xff81, 0x3f80, 0xbf80};
+  std::vector<float> values;
+  for (const std::uint16_t x : specials)
+    for (const std::uint16_t g : specials) {
+      values.push_back(from_bf16_bits(x));
+      values.push_back(from_bf16_bits(g));
+    }
+  const std::int64_t count = static_cast<std::int64_t>(values.size() / 2);
+  std::vector<float> inputs(count), gradients(count);
+  for (std::int64_t i = 0; i < count; ++i) {
+    inputs[i] = values[2 * i];
+    gradients[i] = values[2 * i + 1];
+  }
+  std::vector<float> forward = stored_bf16(std::vector<float>(count, 0.0f));
+  std::vector<float> backward = stored_bf16(std::vector<float>(count, 0.0f));
+  const std::vector<float> stored_inputs = stored_bf16(inputs), stored_gradients = stored_bf16(gradients);
+  bf16_->relu_forward(count, stored_inputs.data(), forward.data());
+  bf16_->relu_backward(count, stored_inputs.data(), stored_gradients.data(), backward.data());
+  const std::vector<float> forward_values = read_bf16(forward), backward_values = read_bf16(backward);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float x = inputs[i], g = gradients[i];
+    const std::uint16_t expected_forward = bf16_bits(x < 0.0f ? 0.0f : x);
+    const std::uint16_t expected_backward = bf16_bits(x > 0.0f ? g : 0.0f);
+    // NaN keeps its sign and payload with the quiet bit set, as the fp32 loop's rounding does.
+    const auto quieted = [](float value, std::uint16_t rounded_bits) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &value, sizeof bits);
+      return std::isnan(value) ? static_cast<std::uint16_t>((bits >> 16) | 0x40u) : rounded_bits;
+    };
+    EXPECT_EQ(bf16_bits(forward_values[i]), quieted(x < 0.0f ? 0.0f : x, expected_forward)) << "x " << x;
+    EXPECT_EQ(bf16_bits(backward_values[i]), quieted(x > 0.0f ? g : 0.0f, expected_backward))
+        << "x " << x << " g " << g;
+  }
+}
+
 TEST_F(CpuBf16Activations, InputNormalisationIsTheFp32OneRounded) {
   const std::int64_t pixels = 4 * 32 * 32;
   std::vector<std::uint8_t> images(pixels * 3);
