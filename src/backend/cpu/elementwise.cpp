@@ -89,9 +89,11 @@ void relu_backward_of(std::int64_t count, const Bf16* output_values, const Bf16*
 #pragma omp parallel for simd schedule(static) if (count >= parallel_threshold)
   for (std::int64_t i = 0; i < count; ++i) {
     // Above zero: sign clear, not +0, not NaN (+infinity passes, as inf > 0).
-    const std::uint16_t bits = output[i];
+    // The gradient is loaded whatever the output: a load under the condition keeps GCC from
+    // vectorising the loop.
+    const std::uint16_t bits = output[i], gradient = bf16_kept(grad_output[i]);
     const bool above_zero = (bits & bf16_sign) == 0 && bits != 0 && bits <= bf16_infinity;
-    grad_input[i] = above_zero ? bf16_kept(grad_output[i]) : std::uint16_t{0};
+    grad_input[i] = above_zero ? gradient : std::uint16_t{0};
   }
 }
 
