@@ -49,17 +49,7 @@ TEST(BatchMixingGolden, MixedBatchesAreTimmsBitForBit) {
     ASSERT_EQ(input.size(), static_cast<std::size_t>(shape.elements()));
     std::copy(input.begin(), input.end(), images.data());
     for (int index = 0; index < batch; ++index) labels.data_as<std::int32_t>()[index] = 10 + index;
-    const backend::MixGeometry geometry{.batch = batch,
-                                        .height = height,
-                                        .width = width,
-                                        .channels = channels,
-                                        .kind = draw.kind,
-                                        .own_weight = static_cast<float>(draw.own_weight),
-                                        .partner_weight = static_cast<float>(1.0 - draw.own_weight),
-                                        .box_top = draw.box_top,
-                                        .box_bottom = draw.box_bottom,
-                                        .box_left = draw.box_left,
-                                        .box_right = draw.box_right};
+    const backend::MixGeometry geometry = mix_geometry(draw, shape);
     backend->mix_batch(geometry, images.data(), labels.data_as<std::int32_t>(),
                        partners.data_as<std::int32_t>());
     int differing = 0;

@@ -102,21 +102,25 @@ BatchMixing::BatchMixing(backend::Backend& backend, const config::MixupConfig& m
   if (mixup_.enabled()) partner_labels_ = Tensor(backend, Shape{capacity}, DType::Int32);
 }
 
+backend::MixGeometry mix_geometry(const MixDraw& draw, const Shape& shape) {
+  return backend::MixGeometry{.batch = static_cast<int>(shape[0]),
+                              .height = static_cast<int>(shape[1]),
+                              .width = static_cast<int>(shape[2]),
+                              .channels = static_cast<int>(shape[3]),
+                              .kind = draw.kind,
+                              .own_weight = static_cast<float>(draw.own_weight),
+                              .partner_weight = static_cast<float>(1.0 - draw.own_weight),
+                              .box_top = draw.box_top,
+                              .box_bottom = draw.box_bottom,
+                              .box_left = draw.box_left,
+                              .box_right = draw.box_right};
+}
+
 backend::LabelMix BatchMixing::apply(Tensor& input, const std::int32_t* labels, std::int64_t step) {
   const Shape& shape = input.shape();
   const MixDraw draw = draw_mix(mixup_, seed_, step, static_cast<int>(shape[1]), static_cast<int>(shape[2]));
   if (!draw.mixed) return {};
-  const backend::MixGeometry geometry{.batch = static_cast<int>(shape[0]),
-                                      .height = static_cast<int>(shape[1]),
-                                      .width = static_cast<int>(shape[2]),
-                                      .channels = static_cast<int>(shape[3]),
-                                      .kind = draw.kind,
-                                      .own_weight = static_cast<float>(draw.own_weight),
-                                      .partner_weight = static_cast<float>(1.0 - draw.own_weight),
-                                      .box_top = draw.box_top,
-                                      .box_bottom = draw.box_bottom,
-                                      .box_left = draw.box_left,
-                                      .box_right = draw.box_right};
+  const backend::MixGeometry geometry = mix_geometry(draw, shape);
   std::int32_t* partner_labels = partner_labels_.data_as<std::int32_t>();
   backend_.mix_batch(geometry, input.data(), labels, partner_labels);
   return backend::LabelMix{partner_labels, static_cast<float>(draw.own_weight)};

@@ -32,6 +32,9 @@ MixDraw cutmix_box(double lam, int centre_y, int centre_x, int height, int width
 MixDraw draw_mix(const config::MixupConfig& mixup, std::uint64_t seed, std::int64_t step, int height,
                  int width);
 
+// What the backend's mix_batch takes for `draw` on a batch of `shape` ([batch, H, W, C]).
+backend::MixGeometry mix_geometry(const MixDraw& draw, const Shape& shape);
+
 // A draw from Beta(alpha, alpha) (two Gamma draws, Marsaglia and Tsang), from `random`.
 double beta_symmetric(double alpha, RandomStream& random);
 
