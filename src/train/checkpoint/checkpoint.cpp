@@ -147,15 +147,21 @@ void write_floats(hid_t file, const std::string& name, const Shape& shape, const
                          float_checksum(values, static_cast<std::size_t>(shape.elements())), path);
 }
 
-void write_int64(hid_t file, const std::string& name, std::int64_t value, const std::string& path) {
+// A scalar dataset: stored as `file_type`, written from `value` in `memory_type`.
+void write_scalar(hid_t file, const std::string& name, hid_t file_type, hid_t memory_type, const void* value,
+                  const std::string& path) {
   ensure_parent_groups(file, name);
   Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
   Hdf5Handle dataset(
-      H5Dcreate2(file, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, untimed().get(), H5P_DEFAULT),
+      H5Dcreate2(file, name.c_str(), file_type, space.get(), H5P_DEFAULT, untimed().get(), H5P_DEFAULT),
       H5Dclose);
-  require_write(dataset.valid() &&
-                    H5Dwrite(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
-                path, name);
+  require_write(
+      dataset.valid() && H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, value) >= 0,
+      path, name);
+}
+
+void write_int64(hid_t file, const std::string& name, std::int64_t value, const std::string& path) {
+  write_scalar(file, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value, path);
 }
 
 // A 1-D int64 attribute (the batch split: one local batch per rank).
@@ -483,14 +489,7 @@ std::vector<float> to_host(backend::Backend& backend, const Tensor& tensor, std:
 }
 
 void write_double(hid_t file, const std::string& name, double value, const std::string& path) {
-  ensure_parent_groups(file, name);
-  Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-  Hdf5Handle dataset(
-      H5Dcreate2(file, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, untimed().get(), H5P_DEFAULT),
-      H5Dclose);
-  require_write(dataset.valid() &&
-                    H5Dwrite(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0,
-                path, name);
+  write_scalar(file, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value, path);
 }
 
 double read_double(hid_t file, const std::string& name, const std::string& path) {
