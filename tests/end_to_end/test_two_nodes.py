@@ -9,91 +9,44 @@ host alone (what a job that lost the second host does), must end within elastic 
 of the 2-node run with the global batch kept."""
 
 import os
-import shutil
-import subprocess
 import unittest
 
 import cluster_jobs as jobs
 import e2e_common as e2e
+from network_hosts import NetworkHosts
 
 RANKS, BATCH, STEPS = 2, 32, 40
 EVERY_STEPS = 20  # the checkpoint the second part resumes on one host
 TRAIN, TEST = 2048, 256
-NAMESPACES = (f"phx-a-{os.getpid()}", f"phx-b-{os.getpid()}")
-ADDRESSES = ("10.231.7.1", "10.231.7.2")
-VETH = (f"phxa{os.getpid() % 100000}", f"phxb{os.getpid() % 100000}")
-
-
-def ip(*args, check=True):
-    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
 
 
 def setUpModule():
-    global WORK, CONFIG_PATH, AGENT
+    global WORK, CONFIG_PATH, HOSTS
     e2e.require_fashion()
-    if os.geteuid() != 0 or not shutil.which("ip"):
-        raise unittest.SkipTest("network namespaces need root and iproute2 (ip)")
-    probe = ip("netns", "add", NAMESPACES[0], check=False)
-    if probe.returncode != 0:
-        raise unittest.SkipTest(f"network namespaces are not permitted here: {probe.stderr.strip()}")
-    try:
-        ip("netns", "add", NAMESPACES[1])
-        ip("link", "add", VETH[0], "type", "veth", "peer", "name", VETH[1])
-        for namespace, device, address in zip(NAMESPACES, VETH, ADDRESSES):
-            ip("link", "set", device, "netns", namespace)
-            ip("-n", namespace, "addr", "add", f"{address}/24", "dev", device)
-            ip("-n", namespace, "link", "set", device, "up")
-            ip("-n", namespace, "link", "set", "lo", "up")
-    except subprocess.CalledProcessError as error:
-        tearDownModule()
-        raise AssertionError(f"setting up the namespaces failed: {error.stderr}") from None
     WORK = e2e.work_dir("two_nodes")
+    HOSTS = NetworkHosts("two", WORK).create()
     data = e2e.make_fashion_subset(WORK, TRAIN, TEST)
     config = e2e.base_config(data, name="two-nodes", seed=17, epochs=2, batch_size=BATCH, max_steps=STEPS,
                              every_steps=EVERY_STEPS)
     CONFIG_PATH = e2e.write_config(os.path.join(WORK, "two-nodes.yaml"), config)
-    AGENT = os.path.join(WORK, "netns-agent")
-    with open(AGENT, "w") as stream:
-        stream.write("#!/bin/sh\n# rsh agent for Open MPI: AGENT HOST COMMAND... runs COMMAND in HOST's namespace\n"
-                     "host=$1; shift\ncase \"$host\" in\n")
-        for namespace, address in zip(NAMESPACES, ADDRESSES):
-            stream.write(f"  {address}) namespace={namespace} ;;\n")
-        stream.write("  *) echo \"netns agent: unknown host $host\" >&2; exit 1 ;;\nesac\n"
-                     "exec ip netns exec \"$namespace\" unshare --uts /bin/sh -c \"hostname $namespace; $*\"\n")
-    os.chmod(AGENT, 0o755)
 
 
 def tearDownModule():
-    for namespace in NAMESPACES:  # deleting a namespace also deletes its end of the veth pair
-        ip("netns", "delete", namespace, check=False)
-
-
-def launch_command(hosts):
-    """mpirun in the first namespace, with its host name, one rank on each of `hosts`, all traffic
-    over TCP. The first host goes by its name: Open MPI 5 does not know its own node by the veth
-    address. Open MPI's own connections need no interface named: a namespace holds only its veth
-    and the loopback, which they leave out (Open MPI 5.0.7 refuses a subnet in oob_tcp_if_include,
-    "Did not find interface matching this subnet", though the veth is in it)."""
-    subnet = ADDRESSES[0].rsplit(".", 1)[0] + ".0/24"
-    names = [NAMESPACES[0] if host == ADDRESSES[0] else host for host in hosts]
-    return ["ip", "netns", "exec", NAMESPACES[0], "unshare", "--uts", "sh", "-c", f'hostname {NAMESPACES[0]}; exec "$@"',
-            "mpirun-in-namespace", e2e.MPIEXEC, "--allow-run-as-root",
-            "--mca", "plm_rsh_agent", AGENT, "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", subnet,
-            "--host", ",".join(f"{name}:1" for name in names), "-np", str(len(hosts)), "--bind-to", "none",
-            "-x", "OMP_NUM_THREADS=1", "-x", "PATH"]
+    if "HOSTS" in globals():
+        HOSTS.delete()
 
 
 class TwoNodeTest(unittest.TestCase):
     def test_two_hosts_over_tcp_equal_one_host_and_resume_on_one_host(self):
         two_nodes = os.path.join(WORK, "two-nodes")
-        command = launch_command(ADDRESSES) + [e2e.PHALANX, "train", CONFIG_PATH, "--run-dir", two_nodes]
+        command = HOSTS.launch_command(HOSTS.addresses) + [e2e.PHALANX, "train", CONFIG_PATH, "--run-dir", two_nodes]
         # the same launch, first with a command that says where each rank runs
         where = e2e.run_command(command[:command.index(e2e.PHALANX)] +
                                 ["sh", "-c", "echo rank $OMPI_COMM_WORLD_RANK local $OMPI_COMM_WORLD_LOCAL_RANK "
                                  "in $(ip netns identify $$)"], timeout=120)
         self.assertEqual(where.returncode, 0, where.describe())
         self.assertEqual(sorted(where.stdout.split("\n")[:-1]),
-                         [f"rank {rank} local 0 in {NAMESPACES[rank]}" for rank in range(RANKS)], where.describe())
+                         [f"rank {rank} local 0 in {HOSTS.namespaces[rank]}" for rank in range(RANKS)], where.describe())
         result = e2e.run_command(command, timeout=300)
         self.assertEqual(result.returncode, 0, result.describe())
         # each rank is local rank 0 of its own host: two nodes as far as MPI is concerned
@@ -113,7 +66,7 @@ class TwoNodeTest(unittest.TestCase):
         # global batch of 64 (its rank trains it as two micro-batches of 32).
         one_host = os.path.join(WORK, "resumed-on-one-host")
         checkpoint = os.path.join(two_nodes, "checkpoints", f"step-{EVERY_STEPS}.h5")
-        resumed = e2e.run_command(launch_command(ADDRESSES[:1]) + [
+        resumed = e2e.run_command(HOSTS.launch_command(HOSTS.addresses[:1]) + [
             e2e.PHALANX, "train", CONFIG_PATH, "--run-dir", one_host, "--resume", checkpoint], timeout=300)
         self.assertEqual(resumed.returncode, 0, resumed.describe())
         self.assertIn(f"elastic resume: the checkpoint's {RANKS} ranks' global batch of {RANKS * BATCH} continues "
