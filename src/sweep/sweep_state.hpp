@@ -1,5 +1,7 @@
 // The sweep coordinator's decisions, apart from MPI, the database, the terminal and the clock: the
-// worker groups, ASHA, the jobs requeued after a kill or a stop, and the speed estimates. A
+// worker groups, ASHA, each new trial's parameters (trial_proposals.hpp: TPE fits the results
+// recorded up to the message that frees a group), the jobs requeued after a kill or a stop, and
+// the speed estimates. A
 // group leader's message (decoded, messages.hpp) goes in with the time it arrived; the commands
 // that follow from it come out (sweep_commands.hpp): what to commit, whom to send which job or
 // handover, what to show. The coordinator loop (coordinator.cpp) executes them; tests drive it

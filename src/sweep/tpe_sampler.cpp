@@ -57,7 +57,9 @@ std::vector<double> observation_weights(std::size_t count) {
   const std::size_t ramp = count - 25;
   const double first = 1.0 / static_cast<double>(count);
   for (std::size_t index = 0; index < ramp; ++index)
-    weights[index] = ramp == 1 ? first : first + (1.0 - first) * static_cast<double>(index) / static_cast<double>(ramp - 1);
+    weights[index] = ramp == 1
+                         ? first
+                         : first + (1.0 - first) * static_cast<double>(index) / static_cast<double>(ramp - 1);
   return weights;
 }
 
@@ -111,7 +113,8 @@ class TpeSampler::Mixture {
       const Domain domain = domain_of(parameter);
       const double range = domain.high - domain.low;
       const double bandwidth =
-          0.2 * std::pow(static_cast<double>(std::max<std::size_t>(count, 1)), -1.0 / (dimensions + 4.0)) * range;
+          0.2 * std::pow(static_cast<double>(std::max<std::size_t>(count, 1)), -1.0 / (dimensions + 4.0)) *
+          range;
       const double smallest = range / std::min(100.0, 1.0 + static_cast<double>(kernels));
       for (std::size_t index = 0; index < count; ++index) {
         kernel.means.push_back(points[index]->point[dimension]);
@@ -120,8 +123,9 @@ class TpeSampler::Mixture {
       kernel.means.push_back(0.5 * (domain.low + domain.high));
       kernel.sigmas.push_back(range);
       for (std::size_t index = 0; index < kernels; ++index)
-        kernel.log_mass.push_back(std::log(normal_cdf((domain.high - kernel.means[index]) / kernel.sigmas[index]) -
-                                           normal_cdf((domain.low - kernel.means[index]) / kernel.sigmas[index])));
+        kernel.log_mass.push_back(
+            std::log(normal_cdf((domain.high - kernel.means[index]) / kernel.sigmas[index]) -
+                     normal_cdf((domain.low - kernel.means[index]) / kernel.sigmas[index])));
     }
   }
 
@@ -129,23 +133,25 @@ class TpeSampler::Mixture {
     // One kernel for all dimensions: the joint (multivariate) draw.
     const double pick = uniform_double(stream);
     std::size_t component = 0;
-    for (double sum = weights_[0]; component + 1 < weights_.size() && pick >= sum; sum += weights_[++component]) {
+    for (double sum = weights_[0]; component + 1 < weights_.size() && pick >= sum;
+         sum += weights_[++component]) {
     }
     SpacePoint point(space_.size());
     for (std::size_t dimension = 0; dimension < space_.size(); ++dimension) {
       const auto& parameter = space_[dimension];
       const Dimension& kernel = dimensions_[dimension];
       if (is_fixed(parameter)) {
-        point[dimension] = parameter.type == config::ParameterType::Choice      ? 0.0
+        point[dimension] = parameter.type == config::ParameterType::Choice       ? 0.0
                            : parameter.type == config::ParameterType::LogUniform ? std::log(parameter.low)
-                                                                                  : parameter.low;
+                                                                                 : parameter.low;
         continue;
       }
       if (parameter.type == config::ParameterType::Choice) {
         const auto& row = kernel.choice_log_probabilities[component];
         const double draw = uniform_double(stream);
         std::size_t choice = 0;
-        for (double sum = std::exp(row[0]); choice + 1 < row.size() && draw >= sum; sum += std::exp(row[++choice])) {
+        for (double sum = std::exp(row[0]); choice + 1 < row.size() && draw >= sum;
+             sum += std::exp(row[++choice])) {
         }
         point[dimension] = static_cast<double>(choice);
         continue;
@@ -187,11 +193,13 @@ class TpeSampler::Mixture {
           // The probability of the integer's unit bin.
           const double above = (x + 0.5 - mean) / sigma, below = (x - 0.5 - mean) / sigma;
           // Far out on the right, 1 - CDF keeps the digits the CDF itself rounds away.
-          const double mass = below > 0 ? normal_cdf(-below) - normal_cdf(-above) : normal_cdf(above) - normal_cdf(below);
+          const double mass =
+              below > 0 ? normal_cdf(-below) - normal_cdf(-above) : normal_cdf(above) - normal_cdf(below);
           term += (mass > 0 ? std::log(mass) : log_of_zero) - kernel.log_mass[component];
         } else {
           const double z = (x - mean) / sigma;
-          term += -0.5 * z * z - std::log(sigma) - 0.5 * std::log(2.0 * std::numbers::pi) - kernel.log_mass[component];
+          term += -0.5 * z * z - std::log(sigma) - 0.5 * std::log(2.0 * std::numbers::pi) -
+                  kernel.log_mass[component];
         }
       }
       terms[component] = term;
@@ -218,7 +226,8 @@ int TpeSampler::good_count(int count) {
   return std::max(1, std::min((count + 9) / 10, 25));
 }
 
-void TpeSampler::split(const std::vector<TpeObservation>& observations, std::vector<const TpeObservation*>& good,
+void TpeSampler::split(const std::vector<TpeObservation>& observations,
+                       std::vector<const TpeObservation*>& good,
                        std::vector<const TpeObservation*>& bad) const {
   std::vector<const TpeObservation*> order;
   for (const auto& observation : observations) order.push_back(&observation);
@@ -248,8 +257,8 @@ double TpeSampler::score(const std::vector<TpeObservation>& observations, const 
 SpacePoint TpeSampler::propose(const std::vector<TpeObservation>& observations, RandomStream& stream) const {
   PHALANX_CHECK(!observations.empty(), "TPE needs at least one observation");
   for (const auto& observation : observations)
-    PHALANX_CHECK(observation.point.size() == space_.size(), "observation of trial ", observation.trial, " has ",
-                  observation.point.size(), " coordinates for ", space_.size(), " parameters");
+    PHALANX_CHECK(observation.point.size() == space_.size(), "observation of trial ", observation.trial,
+                  " has ", observation.point.size(), " coordinates for ", space_.size(), " parameters");
   std::vector<const TpeObservation*> good, bad;
   split(observations, good, bad);
   const Mixture below(space_, good, options_.prior_weight), above(space_, bad, options_.prior_weight);

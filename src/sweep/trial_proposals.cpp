@@ -25,7 +25,8 @@ int model_rung(const Asha& asha, int needed) {
 
 TrialProposals::TrialProposals(const config::SweepConfig& sweep) : sweep_(sweep) {
   if (sweep.search == config::Search::Tpe)
-    sampler_.emplace(sweep.space, sweep.goal == config::Goal::Maximize, TpeOptions{sweep.tpe_candidates, 1.0});
+    sampler_.emplace(sweep.space, sweep.goal == config::Goal::Maximize,
+                     TpeOptions{sweep.tpe_candidates, 1.0});
 }
 
 Proposal TrialProposals::propose(int trial, const Asha& asha) {

@@ -27,10 +27,11 @@ phalanx::config::SweepConfig space(phalanx::config::Search search, std::uint64_t
   sweep.search = search;
   sweep.trials = trials;
   sweep.goal = phalanx::config::Goal::Minimize;
-  sweep.space = {SearchParameter{"x", ParameterType::Uniform, {}, -5, 5},
-                 SearchParameter{"rate", ParameterType::LogUniform, {}, 1e-5, 1},
-                 SearchParameter{"width", ParameterType::Int, {}, 0, 10},
-                 SearchParameter{"activation", ParameterType::Choice, {"relu", "gelu", "tanh", "silu"}, 0, 0}};
+  sweep.space = {
+      SearchParameter{"x", ParameterType::Uniform, {}, -5, 5},
+      SearchParameter{"rate", ParameterType::LogUniform, {}, 1e-5, 1},
+      SearchParameter{"width", ParameterType::Int, {}, 0, 10},
+      SearchParameter{"activation", ParameterType::Choice, {"relu", "gelu", "tanh", "silu"}, 0, 0}};
   return sweep;
 }
 
@@ -58,7 +59,8 @@ double loss(const TrialParameters& trial) {
 
 // Runs `trials` trials one after another (each sees every earlier result, as on one worker group)
 // and returns the best loss found.
-double best_loss(const phalanx::config::SweepConfig& sweep, std::vector<TrialParameters>* proposed = nullptr) {
+double best_loss(const phalanx::config::SweepConfig& sweep,
+                 std::vector<TrialParameters>* proposed = nullptr) {
   Asha asha(1, 1, 3, false, sweep.trials, true);
   TrialProposals proposals(sweep);
   double best = 1e300;
@@ -89,8 +91,8 @@ TEST(TpeSampler, BeatsRandomSearchOnAKnownObjective) {
     random_sum += random;
     tpe_wins += tpe < random;
   }
-  std::printf("mean best loss over %d seeds: tpe %.4f, random %.4f; tpe better on %d\n", seeds, tpe_sum / seeds,
-              random_sum / seeds, tpe_wins);
+  std::printf("mean best loss over %d seeds: tpe %.4f, random %.4f; tpe better on %d\n", seeds,
+              tpe_sum / seeds, random_sum / seeds, tpe_wins);
   EXPECT_LT(tpe_sum, 0.5 * random_sum);
   EXPECT_GE(tpe_wins, 10);
 }
@@ -118,7 +120,8 @@ TEST(TpeSampler, TheSameSeedAndObservationsGiveTheSameProposals) {
   const auto sweep = space(phalanx::config::Search::Tpe, 3, 30);
   TpeSampler sampler(sweep.space, false);
   std::vector<TpeObservation> observations;
-  for (int trial = 0; trial < 12; ++trial) observations.push_back({trial, point_of(sweep, first[trial]), loss(first[trial])});
+  for (int trial = 0; trial < 12; ++trial)
+    observations.push_back({trial, point_of(sweep, first[trial]), loss(first[trial])});
   RandomStream stream_a(11, 1), stream_b(11, 1);
   const SpacePoint a = sampler.propose(observations, stream_a);
   std::reverse(observations.begin(), observations.end());
@@ -154,7 +157,8 @@ TEST(TpeSampler, EveryValueKeepsItsParametersKindAndRange) {
   EXPECT_GE(widths.size(), 5u);  // an int is searched, not stuck
   // The model concentrates where the loss is low: most late proposals use the best activation.
   int tanh_late = 0;
-  for (std::size_t trial = 100; trial < proposed.size(); ++trial) tanh_late += text_of(proposed[trial], "activation") == "tanh";
+  for (std::size_t trial = 100; trial < proposed.size(); ++trial)
+    tanh_late += text_of(proposed[trial], "activation") == "tanh";
   EXPECT_GT(tanh_late, 70);
 }
 
