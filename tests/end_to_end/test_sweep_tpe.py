@@ -7,6 +7,7 @@
 - On one worker group the order of results is fixed, so two sweeps propose the same trials: a
   sweep SIGKILLed mid-way (mpirun and every rank) and resumed proposes exactly the trials of an
   uninterrupted one, with the same results; a --resume of a finished sweep proposes nothing new.
+- With `scheduler: full` (no early stopping) the model is fitted on the final results.
 - A bad TPE setting exits with status 2 naming the key.
 """
 
@@ -64,7 +65,7 @@ def check_every_trial_once(test, directory):
     return rows
 
 
-def check_proposals(test, directory, rows):
+def check_proposals(test, directory, rows, startup_trials=3):
     """The proposals table against the trials and the rung results it says it was fitted on."""
     recorded = proposals(directory)
     test.assertEqual([proposal["trial_id"] for proposal in recorded], list(range(TRIALS)))
@@ -82,7 +83,7 @@ def check_proposals(test, directory, rows):
         test.assertTrue(0 <= weight_decay <= 0.001, values)
         test.assertIn(values[2][1], ("32", "64"))
         fitted_on = json.loads(proposal["fitted_on"])
-        if proposal["trial_id"] < 3:
+        if proposal["trial_id"] < startup_trials:
             test.assertEqual(proposal["method"], "random", proposal)
         if proposal["method"] == "random":
             test.assertEqual(fitted_on, [])
@@ -176,6 +177,19 @@ class TpeSweepTest(unittest.TestCase):
                          expected_results)
         print(f"\n  {len(before)} of {TRIALS} trials proposed before the kill; the resumed sweep proposed the rest "
               f"as the uninterrupted one", end=" ")
+
+    def test_tpe_without_asha_fits_the_final_results(self):
+        # scheduler: full trains every trial to budget.max: one rung, the final results.
+        directory = os.path.join(WORK, "full")
+        result = e2e.mpirun(2, "sweep", SWEEP, "--sweep-dir", directory, "--set", "scheduler=full",
+                            "--set", "budget.min=1", "--set", "budget.max=1", "--set", "tpe.startup_trials=2",
+                            timeout=300)
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.assertIn("tpe search, full scheduler", result.stdout)
+        rows = check_every_trial_once(self, directory)
+        self.assertTrue(all(row["status"] == "completed" and row["rung"] == 0 for row in rows), rows)
+        recorded = check_proposals(self, directory, rows, startup_trials=2)
+        self.assertTrue(all(proposal["model_rung"] in (None, 0) for proposal in recorded), recorded)
 
     def test_bad_tpe_settings_exit_2_naming_the_key(self):
         sweep.check_bad_sweep_file(self, WORK, SWEEP_TEXT.format(trials=TRIALS).replace(
