@@ -116,9 +116,13 @@ SpacePoint point_of(const config::SweepConfig& sweep, const TrialParameters& tri
     }
     char* end = nullptr;
     const double value = std::strtod(text.c_str(), &end);
-    PHALANX_CHECK(end && *end == '\0' && !text.empty() && value >= parameter.low && value <= parameter.high, key,
-                  ": '", text, "' is not a number in [", parameter.low, ", ", parameter.high, "]");
-    point.push_back(parameter.type == config::ParameterType::LogUniform ? std::log(value) : value);
+    // Nine digits of a bound with more can fall just outside it: within a billionth, it is the bound.
+    const double slack = 1e-9 * std::max({std::fabs(parameter.low), std::fabs(parameter.high), 1e-300});
+    PHALANX_CHECK(end && *end == '\0' && !text.empty() && value >= parameter.low - slack &&
+                      value <= parameter.high + slack,
+                  key, ": '", text, "' is not a number in [", parameter.low, ", ", parameter.high, "]");
+    const double inside = std::clamp(value, parameter.low, parameter.high);
+    point.push_back(parameter.type == config::ParameterType::LogUniform ? std::log(inside) : inside);
   }
   return point;
 }

@@ -46,7 +46,9 @@ SweepState::SweepState(const config::SweepConfig& sweep, int groups, std::int64_
       start_(start) {}
 
 void SweepState::restore(const RecordedProgress& progress) {
-  for (const auto& [trial, values] : progress.parameters) proposals_.restore(trial, values);
+  // Random and grid trials are pure functions of their ids; only TPE's depend on the past.
+  if (sweep_.search == config::Search::Tpe)
+    for (const auto& [trial, values] : progress.parameters) proposals_.restore(trial, values);
   for (const int trial : progress.trials) asha_.restore_started(trial);
   for (const auto& [trial, rung] : progress.promotions) asha_.restore_promoted(trial, rung);
   for (const auto& result : progress.rung_results) asha_.record(result.trial, result.rung, result.metric);
