@@ -108,9 +108,13 @@ void SweepPrinter::header(const SweepState& state) const {
     if (rung) ladder += ", ";
     ladder += budget_text(sweep_, asha.budget(rung));
   }
+  std::string search = config::name_of(sweep_.search) + " search";
+  if (sweep_.search == config::Search::Tpe)
+    search += " (the first " + std::to_string(sweep_.tpe_startup_trials) + " trials random, " +
+              std::to_string(sweep_.tpe_candidates) + " candidates)";
   std::printf(
-      "sweep %s: %d trials, %s search, %s scheduler (rungs: %s; eta %d), metric %s (%s), %d worker groups\n",
-      sweep_.name.c_str(), asha.max_trials(), config::name_of(sweep_.search).c_str(),
+      "sweep %s: %d trials, %s, %s scheduler (rungs: %s; eta %d), metric %s (%s), %d worker groups\n",
+      sweep_.name.c_str(), asha.max_trials(), search.c_str(),
       config::name_of(sweep_.scheduler).c_str(), ladder.c_str(), sweep_.eta, sweep_.metric.c_str(),
       config::name_of(sweep_.goal).c_str(), state.group_count());
   std::fflush(stdout);

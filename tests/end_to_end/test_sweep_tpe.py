@@ -185,7 +185,7 @@ class TpeSweepTest(unittest.TestCase):
                             "--set", "budget.min=1", "--set", "budget.max=1", "--set", "tpe.startup_trials=2",
                             timeout=300)
         self.assertEqual(result.returncode, 0, result.describe())
-        self.assertIn("tpe search, full scheduler", result.stdout)
+        self.assertIn("tpe search (the first 2 trials random, 24 candidates), full scheduler", result.stdout)
         rows = check_every_trial_once(self, directory)
         self.assertTrue(all(row["status"] == "completed" and row["rung"] == 0 for row in rows), rows)
         recorded = check_proposals(self, directory, rows, startup_trials=2)
