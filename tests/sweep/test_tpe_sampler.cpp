@@ -94,7 +94,8 @@ TEST(TpeSampler, BeatsRandomSearchOnAKnownObjective) {
   std::printf("mean best loss over %d seeds: tpe %.4f, random %.4f; tpe better on %d\n", seeds,
               tpe_sum / seeds, random_sum / seeds, tpe_wins);
   EXPECT_LT(tpe_sum, 0.5 * random_sum);
-  EXPECT_GE(tpe_wins, 10);
+  // Random against random (another seed) wins 11 of 12 with probability 13/4096.
+  EXPECT_GE(tpe_wins, 11);
 }
 
 TEST(TpeSampler, StartupTrialsAreRandomSearchsTrials) {
