@@ -16,8 +16,8 @@ run). From each run's sweep.db:
   wall          mpirun's wall time; sweep_seconds: first job start to last job end in sweep.db
   curve         (seconds, best so far at the top rung) at each top-rung result
 and per seed, each search's best at the moment random search's sweep ended. The table quotes
-medians over the seeds. The comparison with Optuna (its TPE sampler and SuccessiveHalvingPruner
-over PyTorch) is not part of this script.
+medians over the seeds. The Optuna side of the comparison (its TPE sampler and
+SuccessiveHalvingPruner over PyTorch, on the same sweep file) is bench/optuna_peer.py.
 """
 
 import argparse
