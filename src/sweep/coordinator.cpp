@@ -113,11 +113,16 @@ class Coordinator {
       return;
     }
     const int trial = record.job.trial;
-    const auto parameters = sample_trial(sweep_, trial);
+    const Proposal& proposal = record.proposal.value();
+    const TrialParameters& parameters = proposal.parameters;
+    nlohmann::json values = nlohmann::json::array();
+    for (const auto& [key, value] : parameters.values) values.push_back({key, value});
     store_.start_job(record.job,
                      NewTrial{parameters.to_json().dump(),
                               config::to_yaml(config::trial_config(sweep_, parameters.assignments())),
-                              parameters.seed, trial_directory(options_.sweep_directory, trial)});
+                              parameters.seed, trial_directory(options_.sweep_directory, trial),
+                              ProposalRecord{name_of(proposal.method), proposal.model_rung,
+                                             nlohmann::json(proposal.fitted_on).dump(), values.dump()}});
   }
   void execute(const RecordJobDone& record) { store_.finish_job(record.job); }
   void execute(const RecordJobFailed& record) {
@@ -133,7 +138,7 @@ class Coordinator {
   }
   void execute(const SendJob& job) {
     send(job.worker, job_message(job.job_id, job.trial, job.rung, job.budget,
-                                 sample_trial(sweep_, job.trial).assignments(), job.ranks));
+                                 state_.parameters(job.trial).assignments(), job.ranks));
   }
   void execute(const SendHandover& handover) { send(handover.worker, handover_message(handover.job_id)); }
   void execute(const ShowJobFailed& line) { printer_.show(line, state_); }

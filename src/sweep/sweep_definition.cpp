@@ -16,7 +16,7 @@ std::string sweep_definition(const config::SweepConfig& sweep) {
                      {"values", parameter.values},
                      {"low", parameter.low},
                      {"high", parameter.high}});
-  const nlohmann::json definition = {{"seed", sweep.seed},
+  nlohmann::json definition = {{"seed", sweep.seed},
                                      {"search", config::name_of(sweep.search)},
                                      {"scheduler", config::name_of(sweep.scheduler)},
                                      {"trials", trial_count(sweep)},
@@ -29,6 +29,9 @@ std::string sweep_definition(const config::SweepConfig& sweep) {
                                        {"eta", sweep.eta}}},
                                      {"space", space},
                                      {"base", config::to_yaml(sweep.base)}};
+  // Only in TPE sweeps, so that the definitions of sweeps recorded before TPE compare unchanged.
+  if (sweep.search == config::Search::Tpe)
+    definition["tpe"] = {{"startup_trials", sweep.tpe_startup_trials}, {"candidates", sweep.tpe_candidates}};
   return definition.dump(1);
 }
 

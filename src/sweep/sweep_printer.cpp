@@ -108,9 +108,13 @@ void SweepPrinter::header(const SweepState& state) const {
     if (rung) ladder += ", ";
     ladder += budget_text(sweep_, asha.budget(rung));
   }
+  std::string search = config::name_of(sweep_.search) + " search";
+  if (sweep_.search == config::Search::Tpe)
+    search += " (the first " + std::to_string(sweep_.tpe_startup_trials) + " trials random, " +
+              std::to_string(sweep_.tpe_candidates) + " candidates)";
   std::printf(
-      "sweep %s: %d trials, %s search, %s scheduler (rungs: %s; eta %d), metric %s (%s), %d worker groups\n",
-      sweep_.name.c_str(), asha.max_trials(), config::name_of(sweep_.search).c_str(),
+      "sweep %s: %d trials, %s, %s scheduler (rungs: %s; eta %d), metric %s (%s), %d worker groups\n",
+      sweep_.name.c_str(), asha.max_trials(), search.c_str(),
       config::name_of(sweep_.scheduler).c_str(), ladder.c_str(), sweep_.eta, sweep_.metric.c_str(),
       config::name_of(sweep_.goal).c_str(), state.group_count());
   std::fflush(stdout);
@@ -185,7 +189,7 @@ int SweepPrinter::leaderboard(const SweepState& state, bool final) const {
   std::printf("%s top trials (%s):\n", final ? "final" : "current", sweep_.metric.c_str());
   const std::size_t shown = std::min<std::size_t>(5, standings.size());
   for (std::size_t index = 0; index < shown; ++index) {
-    const auto parameters = sample_trial(sweep_, standings[index].trial).to_json().dump();
+    const auto parameters = state.parameters(standings[index].trial).to_json().dump();
     std::printf("  %zu. trial %3d  rung %d  %.4f  %s\n", index + 1, standings[index].trial,
                 standings[index].rung, standings[index].metric, parameters.c_str());
   }
