@@ -106,8 +106,20 @@ std::int64_t EpochOrder::chunk_windows_at(std::int64_t position) {
     // (seed, epoch) and the split only, never on which rank computes it.
     const std::int64_t length = std::min(part, window + window_) - window;
     window_values_.resize(static_cast<std::size_t>(length));
-    for (std::int64_t index = 0; index < length; ++index)
-      window_values_[static_cast<std::size_t>(index)] = chunk_sequence_at(part_offset + window + index);
+    // Within a chunk the sequence counts up: one lookup of the chunk order per chunk.
+    const std::int64_t short_begin = last_chunk_position_ * chunk_,
+                       short_end = short_begin + last_chunk_size_;
+    for (std::int64_t index = 0; index < length; ++index) {
+      const std::int64_t sequence_index = part_offset + window + index;
+      const bool starts_chunk =
+          index == 0 || sequence_index == short_begin || sequence_index == short_end ||
+          (sequence_index < short_begin
+               ? sequence_index % chunk_ == 0
+               : sequence_index > short_end && (sequence_index - short_end) % chunk_ == 0);
+      window_values_[static_cast<std::size_t>(index)] =
+          starts_chunk ? chunk_sequence_at(sequence_index)
+                       : window_values_[static_cast<std::size_t>(index) - 1] + 1;
+    }
     RandomStream random(mix_seed(epoch_seed_, static_cast<std::uint64_t>(part_offset + window)),
                         window_stream);
     shuffle(window_values_.data(), window_values_.data() + length, random);

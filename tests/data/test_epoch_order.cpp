@@ -13,6 +13,7 @@
 
 #include "data/data_test_support.hpp"
 #include "phalanx/core/allocator.hpp"
+#include "phalanx/core/random.hpp"
 #include "phalanx/data/loader.hpp"
 #include "phalanx/data/shard_plan.hpp"
 
@@ -133,6 +134,25 @@ TEST(EpochOrder, DefaultIsTheMaterialisedOrderBelowTheLimit) {
   EXPECT_FALSE(few.per_index());
   EXPECT_LE(few.held_bytes(), (ShardOrder::materialised_limit * 2 / 64 + 1024) * 8)
       << "more than the chunk order";
+}
+
+// The order below the limit, written out here independently: Fisher-Yates on the Philox stream
+// "SHARD" of (seed, epoch), as the plan drew it before orders were computed per index, so runs
+// and checkpoints of datasets below the limit keep their trajectories.
+TEST(EpochOrder, BelowTheLimitTheOrderIsTheFisherYatesOneRunsHaveHad) {
+  for (const std::int64_t dataset_size : {7, 103, 4096}) {
+    for (std::uint64_t seed = 0; seed < 3; ++seed) {
+      for (std::int64_t epoch = 0; epoch < 3; ++epoch) {
+        std::vector<std::int64_t> expected(static_cast<std::size_t>(dataset_size));
+        std::iota(expected.begin(), expected.end(), std::int64_t{0});
+        RandomStream random(mix_seed(seed, static_cast<std::uint64_t>(epoch)), 0x5348415244ull);
+        for (std::size_t index = expected.size(); index > 1; --index)
+          std::swap(expected[index - 1], expected[static_cast<std::size_t>(random.next_below(index))]);
+        EXPECT_EQ(global_order(ShardPlan(dataset_size, 1, 0, 1, seed), epoch), expected);
+        EXPECT_EQ(global_order(ShardPlan(dataset_size, std::vector<int>{2, 5}, 1, seed), epoch), expected);
+      }
+    }
+  }
 }
 
 TEST(EpochOrder, PerIndexChunkWindowsKeepEachRankOnOneRunOfChunks) {
