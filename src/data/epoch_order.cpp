@@ -51,7 +51,9 @@ std::int64_t EpochOrder::Permuted::inverse(std::int64_t value) const {
 }
 
 EpochOrder::EpochOrder(const ShardPlan& plan, std::int64_t epoch)
-    : epoch_(epoch), epoch_seed_(mix_seed(plan.seed(), static_cast<std::uint64_t>(epoch))) {
+    : epoch_(epoch),
+      seed_(plan.seed()),
+      epoch_seed_(mix_seed(plan.seed(), static_cast<std::uint64_t>(epoch))) {
   PHALANX_CHECK(epoch >= 0, "epoch ", epoch);
   const ShardOrder& order = plan.order();
   dataset_size_ = plan.dataset_size();

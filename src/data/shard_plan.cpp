@@ -59,7 +59,8 @@ std::int64_t ShardPlan::steps_per_epoch() const {
 std::vector<std::int64_t> ShardPlan::rank_indices(EpochOrder& order, std::int64_t step) const {
   const std::int64_t expected =
       order_.kind == ShardOrder::Kind::Permutation ? dataset_size_ : steps_per_epoch() * global_batch();
-  PHALANX_CHECK(order.size() == expected, "epoch order of ", order.size(), " for a plan of ", expected);
+  PHALANX_CHECK(order.size() == expected && order.seed() == seed_, "epoch order of ", order.size(), " (seed ",
+                order.seed(), ") for a plan of ", expected, " (seed ", seed_, ")");
   PHALANX_CHECK(step >= 0 && step < steps_per_epoch(), "step ", step, " of ", steps_per_epoch());
   std::vector<std::int64_t> indices(static_cast<std::size_t>(local_batch()));
   const std::int64_t begin = step * global_batch() + batch_offset(rank_);

@@ -125,6 +125,8 @@ TEST(ShardPlan, InvalidArgumentsAreInternalErrors) {
   expect_internal([&] { plan.epoch_order(-1); });
   EpochOrder smaller = ShardPlan(99, 4, 0, 2, 0).epoch_order(0);
   expect_internal([&] { plan.rank_indices(smaller, 0); });
+  EpochOrder other_seed = ShardPlan(100, 4, 0, 2, 1).epoch_order(0);
+  expect_internal([&] { plan.rank_indices(other_seed, 0); });
   expect_internal([] { ShardPlan::evaluation_range(10, 2, 2); });
 }
 

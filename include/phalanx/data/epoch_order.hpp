@@ -19,6 +19,7 @@ class EpochOrder {
   EpochOrder(const ShardPlan& plan, std::int64_t epoch);
 
   std::int64_t epoch() const { return epoch_; }
+  std::uint64_t seed() const { return seed_; }
   // Positions in the order: every sample (Permutation), or the steps * global_batch samples
   // trained on (ChunkWindows).
   std::int64_t size() const { return size_; }
@@ -41,6 +42,7 @@ class EpochOrder {
   std::int64_t chunk_windows_at(std::int64_t position);
 
   std::int64_t epoch_;
+  std::uint64_t seed_;
   std::int64_t size_ = 0;
   bool chunk_windows_ = false;
   std::uint64_t epoch_seed_ = 0;
