@@ -3,6 +3,7 @@
 // the file under the HDF5 lock) into a ring of slots the training thread reads in order.
 #include "phalanx/data/loader.hpp"
 
+#include <memory>
 #include <utility>
 
 #include "phalanx/core/error.hpp"
@@ -101,8 +102,7 @@ void Loader::produce() {
     const std::int64_t steps = plan_.steps_per_epoch();
     const auto sample_bytes = static_cast<std::size_t>(source_->image_bytes());
     std::int64_t epoch = first_epoch_, step = first_step_;
-    std::vector<std::int64_t> permutation;
-    std::int64_t permutation_epoch = -1;
+    std::unique_ptr<EpochOrder> order;
     for (std::int64_t batch_number = 0; batch_number < total_batches_; ++batch_number) {
       {
         // Batch `batch_number` overwrites the slot of batch_number - (prefetch + 1), which is free
@@ -111,13 +111,13 @@ void Loader::produce() {
         changed_.wait(lock, [&] { return stopping_ || batch_number < consumed_ + prefetch_; });
         if (stopping_) return;
       }
-      if (permutation_epoch != epoch) {
-        permutation = plan_.permutation(epoch);
-        permutation_epoch = epoch;
+      if (!order || order->epoch() != epoch) {
+        order.reset();  // the old epoch's permutation goes before the new one is drawn
+        order = std::make_unique<EpochOrder>(plan_, epoch);
       }
       const double produce_begin = steady_seconds();
       Slot& slot = slots_[static_cast<std::size_t>(batch_number) % slots_.size()];
-      const std::vector<std::int64_t> indices = plan_.rank_indices(permutation, step);
+      const std::vector<std::int64_t> indices = plan_.rank_indices(*order, step);
       if (augment_on_device_) {
         source_->gather(indices.data(), indices.size(), slot.images, slot.labels);
         for (std::size_t position = 0; position < indices.size(); ++position)

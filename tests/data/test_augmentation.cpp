@@ -338,7 +338,8 @@ TEST(Augmentation, LoaderWithAugmentationOffDeliversTheSplitBytes) {
       const Batch* second = explicitly_off.next();
       ASSERT_NE(first, nullptr);
       ASSERT_NE(second, nullptr);
-      const std::vector<std::int64_t> indices = plan.rank_indices(plan.permutation(epoch), step);
+      auto order = plan.epoch_order(epoch);
+      const std::vector<std::int64_t> indices = plan.rank_indices(order, step);
       for (std::size_t position = 0; position < indices.size(); ++position) {
         const std::uint8_t* expected =
             split->images.data() + static_cast<std::size_t>(indices[position]) * image_bytes;
@@ -366,7 +367,8 @@ TEST(Augmentation, LoaderAppliesThePerSampleAugmentation) {
           for (std::int64_t step = epoch == 1 ? first_step : 0; step < plan.steps_per_epoch(); ++step) {
             const Batch* batch = loader.next();
             ASSERT_NE(batch, nullptr);
-            const std::vector<std::int64_t> indices = plan.rank_indices(plan.permutation(epoch), step);
+            auto order = plan.epoch_order(epoch);
+            const std::vector<std::int64_t> indices = plan.rank_indices(order, step);
             for (std::size_t position = 0; position < indices.size(); ++position) {
               const std::uint8_t* source =
                   split->images.data() + static_cast<std::size_t>(indices[position]) * image_bytes;
