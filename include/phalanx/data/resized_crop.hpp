@@ -33,6 +33,8 @@ void resample_bilinear(const ResampleWindow& window, const std::uint8_t* source,
 struct ResizedCropRanges {
   double scale_min = 0.08, scale_max = 1.0;
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
+
+  friend bool operator==(const ResizedCropRanges&, const ResizedCropRanges&) = default;
 };
 
 // The box RandomResizedCrop.get_params picks in sample `sample_index` of `epoch`, resized to the
