@@ -1,6 +1,7 @@
 // Bilinear resampling of a box of a uint8 image onto a smaller or larger grid, and the two boxes
 // that use it: torchvision's RandomResizedCrop (training) and Resize + CenterCrop (evaluation).
-// Integer arithmetic throughout, so a CPU loader and a GPU kernel give the same bytes.
+// Integer arithmetic throughout, so any implementation (a loader, a device kernel) gives the same
+// bytes.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +50,8 @@ struct ResizedCropRanges {
 //     height - h + 1), left = below(words[3], width - w + 1), below(w, n) = (w * n) >> 32.
 //   No try fits: torchvision's central crop (the whole image, or the widest or tallest box of the
 //   ratio range's nearer end that fits, centred).
-// In double precision, on the host: a GPU rank receives the window with the other draws.
+// In double precision, on the host: the Loader crops on every rank, a GPU rank's included, and
+// ships the training-size crop (data/loader.hpp).
 ResampleWindow random_resized_crop_window(const ResizedCropRanges& ranges, std::uint64_t seed,
                                           std::int64_t epoch, std::int64_t sample_index, int source_height,
                                           int source_width, int output_height, int output_width);
