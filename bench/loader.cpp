@@ -69,7 +69,7 @@ void AugmentBatch(benchmark::State& state) {
   const int height = 28, width = 28, channels = 1, batch = 64;
   const bool augment = state.range(0) != 0;
   const phalanx::data::AugmentOptions options =
-      augment ? phalanx::data::AugmentOptions{4, true, 8, {}, {}} : phalanx::data::AugmentOptions{};
+      augment ? phalanx::data::AugmentOptions{4, true, 8, {}, {}, {}} : phalanx::data::AugmentOptions{};
   std::vector<std::uint8_t> source(static_cast<std::size_t>(batch * height * width * channels));
   for (std::size_t index = 0; index < source.size(); ++index)
     source[index] = static_cast<std::uint8_t>(index * 31);
