@@ -46,16 +46,18 @@ void for_each_sample(const std::shared_ptr<const Split>& split, const AugmentOpt
   Loader loader(split, plan, 2, 1, first_step, 3, HostAllocator::instance(), options, on_device);
   ASSERT_EQ(loader.image_height(), size);
   ASSERT_EQ(loader.image_width(), size);
-  for (std::int64_t epoch = 1; epoch < 3; ++epoch)
+  for (std::int64_t epoch = 1; epoch < 3; ++epoch) {
+    EpochOrder order = plan.epoch_order(epoch);
     for (std::int64_t step = epoch == 1 ? first_step : 0; step < plan.steps_per_epoch(); ++step) {
       const Batch* batch = loader.next();
       ASSERT_NE(batch, nullptr);
-      const std::vector<std::int64_t> indices = plan.rank_indices(plan.permutation(epoch), step);
+      const std::vector<std::int64_t> indices = plan.rank_indices(order, step);
       for (std::size_t position = 0; position < indices.size(); ++position) {
         EXPECT_EQ(batch->labels[position], split->labels[static_cast<std::size_t>(indices[position])]);
         check(*batch, position, epoch, indices[position]);
       }
     }
+  }
   EXPECT_EQ(loader.next(), nullptr);
 }
 
