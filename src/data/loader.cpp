@@ -28,7 +28,8 @@ Loader::Loader(std::shared_ptr<SampleSource> source, ShardPlan plan, int prefetc
       end_epoch_(end_epoch),
       allocator_(allocator),
       augment_(augment),
-      augment_on_device_(augment_on_device && augment.enabled()) {
+      augment_on_device_(augment_on_device && augment.enabled()),
+      resample_on_device_(augment_on_device && augment.random_resized_crop.enabled()) {
   PHALANX_CHECK(source_ != nullptr, "no sample source given");
   PHALANX_CHECK(prefetch_ >= 1, "prefetch ", prefetch_);
   PHALANX_CHECK(augment_.random_crop_padding >= 0 && augment_.cutout >= 0, "augment padding ",
@@ -54,8 +55,9 @@ Loader::Loader(std::shared_ptr<SampleSource> source, ShardPlan plan, int prefetc
   const auto batch = static_cast<std::size_t>(plan_.local_batch());
   const auto image_bytes =
       static_cast<std::size_t>(image_height_) * static_cast<std::size_t>(image_width_) * source_->channels;
-  slot_image_bytes_ = batch * image_bytes;
-  if (crop.enabled() || (augment_.enabled() && !augment_on_device_))
+  slot_image_bytes_ =
+      batch * (resample_on_device_ ? static_cast<std::size_t>(source_->image_bytes()) : image_bytes);
+  if ((crop.enabled() && !resample_on_device_) || (augment_.enabled() && !augment_on_device_))
     unaugmented_.resize(batch * static_cast<std::size_t>(source_->image_bytes()));
   if (crop.enabled() && augment_.enabled() && !augment_on_device_) resized_.resize(image_bytes);
   slot_label_bytes_ = static_cast<std::size_t>(plan_.local_batch()) * sizeof(std::int32_t);
@@ -65,6 +67,7 @@ Loader::Loader(std::shared_ptr<SampleSource> source, ShardPlan plan, int prefetc
       slot.images = static_cast<std::uint8_t*>(allocator_.allocate(slot_image_bytes_));
       slot.labels = static_cast<std::int32_t*>(allocator_.allocate(slot_label_bytes_));
       if (augment_on_device_) slot.augment_draws.resize(static_cast<std::size_t>(plan_.local_batch()));
+      if (resample_on_device_) slot.resample_windows.resize(batch * resample_window_words);
     }
     thread_ = std::thread(&Loader::produce, this);
   } catch (...) {
@@ -108,10 +111,24 @@ const Batch* Loader::next() {
 }
 
 void Loader::produce_resized_crops(const std::vector<std::int64_t>& indices, std::int64_t epoch, Slot& slot) {
+  const ResizedCropOptions& crop = augment_.random_resized_crop;
+  if (resample_on_device_) {
+    // The stored images as they are, with each one's window: the device resizes them.
+    source_->gather(indices.data(), indices.size(), slot.images, slot.labels);
+    for (std::size_t position = 0; position < indices.size(); ++position) {
+      const ResampleWindow window =
+          random_resized_crop_window(crop.ranges, plan_.seed(), epoch, indices[position], source_->height,
+                                     source_->width, image_height_, image_width_);
+      write_window_words(window, slot.resample_windows.data() + position * resample_window_words);
+      if (augment_on_device_)
+        slot.augment_draws[position] =
+            augment_draws(augment_, plan_.seed(), epoch, indices[position], image_height_, image_width_);
+    }
+    return;
+  }
   source_->gather(indices.data(), indices.size(), unaugmented_.data(), slot.labels);
   const auto stored_bytes = static_cast<std::size_t>(source_->image_bytes());
   const std::size_t image_bytes = static_cast<std::size_t>(image_height_) * image_width_ * source_->channels;
-  const ResizedCropOptions& crop = augment_.random_resized_crop;
   for (std::size_t position = 0; position < indices.size(); ++position) {
     const ResampleWindow window =
         random_resized_crop_window(crop.ranges, plan_.seed(), epoch, indices[position], source_->height,
@@ -174,6 +191,7 @@ void Loader::produce() {
       slot.batch.images = slot.images;
       slot.batch.labels = slot.labels;
       slot.batch.augment_draws = augment_on_device_ ? slot.augment_draws.data() : nullptr;
+      slot.batch.resample_windows = resample_on_device_ ? slot.resample_windows.data() : nullptr;
       slot.batch.produce_begin = produce_begin;
       slot.batch.produce_end = steady_seconds();
       {

@@ -1,6 +1,7 @@
 // resample_bilinear and the windows of RandomResizedCrop and Resize + CenterCrop. The source
 // index and weights of each output row and column are exact fractions with denominator
-// 2 * resized size, so the whole interpolation is integer arithmetic a GPU kernel repeats exactly.
+// 2 * resized size, so the whole interpolation is integer arithmetic (core/bilinear_taps.hpp) that
+// the backends' resample_images repeat exactly.
 #include "phalanx/data/resized_crop.hpp"
 
 #include <algorithm>
@@ -8,39 +9,12 @@
 #include <cmath>
 #include <vector>
 
+#include "phalanx/core/bilinear_taps.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/random.hpp"
 
 namespace phalanx::data {
 namespace {
-
-// One output row's (or column's) two source indices and the weight of the second, in units of
-// 1 / denominator.
-struct Tap {
-  std::int64_t first = 0, second = 0, weight = 0;
-};
-
-// PyTorch's align_corners=False source index of resized position `index`, as an exact fraction:
-// ((2 * index + 1) * extent - resized) / (2 * resized), clamped at 0, its floor and the next index
-// (the same at the last one), offset by the box's start.
-Tap tap(std::int64_t index, std::int64_t start, std::int64_t extent, std::int64_t resized) {
-  const std::int64_t numerator = std::max<std::int64_t>((2 * index + 1) * extent - resized, 0);
-  const std::int64_t denominator = 2 * resized;
-  const std::int64_t floor = numerator / denominator;
-  Tap result;
-  result.first = start + floor;
-  result.second = start + std::min(floor + 1, extent - 1);
-  result.weight = numerator % denominator;
-  return result;
-}
-
-// sum / denominator to the nearest integer, halves to even: torch.round of the float result, which
-// lands on exact halves often (a box resized by 2 has weights 1/4 and 3/4).
-std::uint8_t rounded(std::int64_t sum, std::int64_t denominator) {
-  const std::int64_t quotient = sum / denominator, twice_remainder = 2 * (sum % denominator);
-  const bool up = twice_remainder > denominator || (twice_remainder == denominator && (quotient & 1) != 0);
-  return static_cast<std::uint8_t>(quotient + (up ? 1 : 0));
-}
 
 std::int64_t below(std::uint32_t word, std::int64_t bound) {
   return static_cast<std::int64_t>((static_cast<std::uint64_t>(word) * static_cast<std::uint64_t>(bound)) >>
@@ -70,30 +44,20 @@ void resample_bilinear(const ResampleWindow& window, const std::uint8_t* source,
                 window.offset_x, " outside the resized ", window.resized_height, "x", window.resized_width);
   const std::int64_t row_denominator = 2 * std::int64_t{window.resized_height};
   const std::int64_t column_denominator = 2 * std::int64_t{window.resized_width};
-  const std::int64_t denominator = row_denominator * column_denominator;
-  std::vector<Tap> columns(static_cast<std::size_t>(output_width));
+  std::vector<BilinearTap> columns(static_cast<std::size_t>(output_width));
   for (int x = 0; x < output_width; ++x)
     columns[static_cast<std::size_t>(x)] =
-        tap(x + window.offset_x, window.left, window.width, window.resized_width);
+        bilinear_tap(x + window.offset_x, window.left, window.width, window.resized_width);
   const auto source_row_bytes = static_cast<std::int64_t>(source_width) * channels;
   for (int y = 0; y < output_height; ++y) {
-    const Tap row = tap(y + window.offset_y, window.top, window.height, window.resized_height);
-    const std::uint8_t* upper = source + row.first * source_row_bytes;
-    const std::uint8_t* lower = source + row.second * source_row_bytes;
-    const std::int64_t upper_weight = row_denominator - row.weight, lower_weight = row.weight;
+    const BilinearTap row =
+        bilinear_tap(y + window.offset_y, window.top, window.height, window.resized_height);
     std::uint8_t* out = destination + static_cast<std::int64_t>(y) * output_width * channels;
-    for (int x = 0; x < output_width; ++x) {
-      const Tap& column = columns[static_cast<std::size_t>(x)];
-      const std::int64_t left_weight = column_denominator - column.weight, right_weight = column.weight;
-      const std::int64_t left = column.first * channels, right = column.second * channels;
-      for (int channel = 0; channel < channels; ++channel) {
-        // At most 255 * (2 * 2^15)^2 for resized sides up to 2^15: far inside int64.
-        const std::int64_t sum =
-            upper_weight * (left_weight * upper[left + channel] + right_weight * upper[right + channel]) +
-            lower_weight * (left_weight * lower[left + channel] + right_weight * lower[right + channel]);
-        out[static_cast<std::int64_t>(x) * channels + channel] = rounded(sum, denominator);
-      }
-    }
+    for (int x = 0; x < output_width; ++x)
+      for (int channel = 0; channel < channels; ++channel)
+        out[static_cast<std::int64_t>(x) * channels + channel] =
+            bilinear_value(source, source_row_bytes, channels, channel, row,
+                           columns[static_cast<std::size_t>(x)], row_denominator, column_denominator);
   }
 }
 

@@ -1,8 +1,8 @@
-// RandomResizedCrop on a GPU rank against a CPU rank, bit for bit. The crop itself is the loader's on
-// both (data::random_resized_crop_window, data::resample_bilinear on the host); a GPU rank then
-// uploads the training-size crop with the draws of the other steps at that size, and the input
-// kernel applies them. The input the model reads must equal a CPU rank's: augment_image of the
-// crop, then normalize_images.
+// RandomResizedCrop on a GPU rank against a CPU rank, bit for bit. A CPU rank's loader crops and
+// resizes (data::random_resized_crop_window, data::resample_bilinear) and augments; a GPU rank's
+// loader draws the same windows and ships the stored images, which the device resizes
+// (Backend::resample_images) before the input kernel applies the other steps' draws. The input
+// the model reads must equal the CPU rank's: augment_image of the crop, then normalize_images.
 #include <cstring>
 #include <vector>
 
@@ -31,11 +31,12 @@ TEST(CudaResizedCrop, AGpuRanksInputEqualsACpuRanks) {
     options.random_erasing = data::RandomErasingOptions{0.5, 0.02, 0.33, 0.3, 3.3};
     if (operations) options.auto_augment.policy = data::AutoAugmentPolicy::TrivialAugmentWide;
     std::vector<std::uint8_t> crops(batch * crop_bytes), cpu_images(batch * crop_bytes);
-    std::vector<std::int32_t> draws;
+    std::vector<std::int32_t> draws, windows(static_cast<std::size_t>(batch) * data::resample_window_words);
     for (int sample = 0; sample < batch; ++sample) {
       const std::int64_t index = 1000 + 7 * sample;  // the sample's index in its split
       const data::ResampleWindow window = data::random_resized_crop_window(
           options.random_resized_crop.ranges, seed, epoch, index, stored_height, stored_width, size, size);
+      data::write_window_words(window, windows.data() + sample * data::resample_window_words);
       data::resample_bilinear(window, stored.data() + sample * stored_height * stored_width * channels,
                               stored_height, stored_width, channels, crops.data() + sample * crop_bytes, size,
                               size);
@@ -56,17 +57,60 @@ TEST(CudaResizedCrop, AGpuRanksInputEqualsACpuRanks) {
                          cpu_deviation.data(), cpu_output.data());
 
     backend::Backend& gpu = cuda_backend();
-    Tensor gpu_input = upload(gpu, crops), gpu_draws = upload(gpu, draws), gpu_mean = upload(gpu, mean),
+    Tensor gpu_stored = upload(gpu, stored), gpu_windows = upload(gpu, windows),
+           gpu_draws = upload(gpu, draws), gpu_mean = upload(gpu, mean),
            gpu_deviation = upload(gpu, deviation);
+    Tensor gpu_crops(gpu, Shape{static_cast<std::int64_t>(crops.size())}, DType::UInt8);
+    gpu.resample_images(backend::ResampleGeometry{batch, stored_height, stored_width, channels, size, size},
+                        gpu_stored.data_as<std::uint8_t>(), gpu_windows.data_as<std::int32_t>(),
+                        gpu_crops.data_as<std::uint8_t>());
+    EXPECT_EQ(download<std::uint8_t>(gpu, gpu_crops), crops) << "the device's crops differ from the loader's";
     Tensor gpu_output = empty_floats(gpu, values);
     gpu.augment_normalize_images(
         backend::AugmentGeometry{batch, size, size, channels, options.cutout, operations},
-        gpu_input.data_as<std::uint8_t>(), gpu_draws.data_as<std::int32_t>(), gpu_mean.data(),
+        gpu_crops.data_as<std::uint8_t>(), gpu_draws.data_as<std::int32_t>(), gpu_mean.data(),
         gpu_deviation.data(), gpu_output.data());
 
     const std::vector<float> expected = download(cpu, cpu_output), actual = download(gpu, gpu_output);
     ASSERT_EQ(expected.size(), actual.size());
     EXPECT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)), 0);
+  }
+}
+
+// Backend::resample_images alone, on the windows training and evaluation use (random resized
+// crops, Resize + CenterCrop, the whole image upscaled), against the loader's resample_bilinear on
+// both backends.
+TEST(CudaResizedCrop, ResampleImagesEqualsTheLoadersBytes) {
+  PHALANX_SKIP_WITHOUT_CUDA();
+  constexpr int batch = 12, height = 37, width = 29, channels = 3, output = 21;
+  const std::vector<std::uint8_t> stored =
+      random_bytes(static_cast<std::size_t>(batch) * height * width * channels, 43);
+  std::vector<std::int32_t> windows(static_cast<std::size_t>(batch) * data::resample_window_words);
+  std::vector<std::uint8_t> expected(static_cast<std::size_t>(batch) * output * output * channels);
+  for (int sample = 0; sample < batch; ++sample) {
+    data::ResampleWindow window;
+    if (sample % 3 == 0) {
+      window = data::center_crop_window(height, width, output + sample, output, output);
+    } else if (sample % 3 == 1) {
+      window = data::random_resized_crop_window(data::ResizedCropRanges{}, 9, 1, sample, height, width,
+                                                output, output);
+    } else {
+      window = data::ResampleWindow{0, 0, 9, 7, 40, 33, 11, 6};  // a small box upscaled, offset crop
+    }
+    data::write_window_words(window, windows.data() + sample * data::resample_window_words);
+    data::resample_bilinear(
+        window, stored.data() + static_cast<std::size_t>(sample) * height * width * channels, height, width,
+        channels, expected.data() + static_cast<std::size_t>(sample) * output * output * channels, output,
+        output);
+  }
+  const backend::ResampleGeometry geometry{batch, height, width, channels, output, output};
+  for (backend::Backend* device : {&cpu_backend(), &cuda_backend()}) {
+    Tensor images = upload(*device, stored), device_windows = upload(*device, windows);
+    Tensor resized(*device, Shape{static_cast<std::int64_t>(expected.size())}, DType::UInt8);
+    device->resample_images(geometry, images.data_as<std::uint8_t>(), device_windows.data_as<std::int32_t>(),
+                            resized.data_as<std::uint8_t>());
+    EXPECT_EQ(download<std::uint8_t>(*device, resized), expected)
+        << (device == &cpu_backend() ? "CPU backend" : "CUDA backend");
   }
 }
 

@@ -1,7 +1,8 @@
 // The Loader with RandomResizedCrop: its batches hold training-size images, each the bilinear
 // resample of the window random_resized_crop_window draws for (seed, epoch, sample index), then the
-// other steps on the training-size image; on a GPU rank the crop is still the loader's and the
-// other steps' draws are of the training size. Every rank, world size and resume point agrees.
+// other steps on the training-size image. On a GPU rank the batch holds the stored image and that
+// window instead (the device resizes), and the other steps' draws are of the training size. Every
+// rank, world size and resume point agrees.
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -62,6 +63,29 @@ void for_each_sample(const std::shared_ptr<const Split>& split, const AugmentOpt
 }
 
 constexpr std::size_t crop_bytes = static_cast<std::size_t>(size) * size * channels;
+constexpr std::size_t stored_bytes = static_cast<std::size_t>(stored_height) * stored_width * channels;
+
+// A GPU rank's batch: sample `position` is the stored image of `index`, its window the drawn one,
+// and resampling it by that window gives the crop a CPU rank's loader makes.
+void expect_stored_image_and_window(const Batch& batch, std::size_t position, const Split& split,
+                                    const AugmentOptions& options, std::int64_t epoch, std::int64_t index) {
+  ASSERT_NE(batch.resample_windows, nullptr);
+  ASSERT_EQ(std::memcmp(batch.images + position * stored_bytes,
+                        split.images.data() + index * split.image_bytes(), stored_bytes),
+            0)
+      << "epoch " << epoch << " sample " << index;
+  std::int32_t expected_words[resample_window_words];
+  write_window_words(random_resized_crop_window(options.random_resized_crop.ranges, seed, epoch, index,
+                                                stored_height, stored_width, size, size),
+                     expected_words);
+  const std::int32_t* words = batch.resample_windows + position * resample_window_words;
+  ASSERT_EQ(std::memcmp(words, expected_words, sizeof(expected_words)), 0);
+  const ResampleWindow window{words[0], words[1], words[2], words[3], words[4], words[5], words[6], words[7]};
+  std::vector<std::uint8_t> resized(crop_bytes);
+  resample_bilinear(window, batch.images + position * stored_bytes, stored_height, stored_width, channels,
+                    resized.data(), size, size);
+  ASSERT_EQ(resized, expected_crop(options, split, epoch, index));
+}
 
 TEST(LoaderResizedCrop, BatchesAreTheResampledWindowsAtTheTrainingSize) {
   const auto split = stored_split(40);
@@ -75,10 +99,15 @@ TEST(LoaderResizedCrop, BatchesAreTheResampledWindowsAtTheTrainingSize) {
           for_each_sample(
               split, options, on_device, rank, world_size, first_step,
               [&](const Batch& batch, std::size_t position, std::int64_t epoch, std::int64_t index) {
-                EXPECT_EQ(batch.augment_draws, nullptr) << "nothing left for the device";
-                const std::vector<std::uint8_t> expected = expected_crop(options, *split, epoch, index);
-                ASSERT_EQ(std::memcmp(batch.images + position * crop_bytes, expected.data(), crop_bytes), 0)
-                    << "epoch " << epoch << " sample " << index;
+                EXPECT_EQ(batch.augment_draws, nullptr) << "no step but the crop";
+                if (on_device) {
+                  expect_stored_image_and_window(batch, position, *split, options, epoch, index);
+                } else {
+                  EXPECT_EQ(batch.resample_windows, nullptr);
+                  const std::vector<std::uint8_t> expected = expected_crop(options, *split, epoch, index);
+                  ASSERT_EQ(std::memcmp(batch.images + position * crop_bytes, expected.data(), crop_bytes), 0)
+                      << "epoch " << epoch << " sample " << index;
+                }
                 const ResampleWindow window =
                     random_resized_crop_window(options.random_resized_crop.ranges, seed, epoch, index,
                                                stored_height, stored_width, size, size);
@@ -110,7 +139,7 @@ TEST(LoaderResizedCrop, TheOtherStepsFollowTheCropOnTheHost) {
           });
 }
 
-TEST(LoaderResizedCrop, AGpuRankGetsTheCropAndTheDrawsOfTheTrainingSize) {
+TEST(LoaderResizedCrop, AGpuRankGetsTheStoredImageItsWindowAndTheDrawsOfTheTrainingSize) {
   const auto split = stored_split(24);
   AugmentOptions options = resized_crop_options();
   options.horizontal_flip = true;
@@ -119,8 +148,8 @@ TEST(LoaderResizedCrop, AGpuRankGetsTheCropAndTheDrawsOfTheTrainingSize) {
       split, options, true, 0, 1, 0,
       [&](const Batch& batch, std::size_t position, std::int64_t epoch, std::int64_t index) {
         ASSERT_NE(batch.augment_draws, nullptr);
+        expect_stored_image_and_window(batch, position, *split, options, epoch, index);
         const std::vector<std::uint8_t> crop = expected_crop(options, *split, epoch, index);
-        ASSERT_EQ(std::memcmp(batch.images + position * crop_bytes, crop.data(), crop_bytes), 0);
         const AugmentDraws expected = augment_draws(options, seed, epoch, index, size, size);
         ASSERT_EQ(std::memcmp(&batch.augment_draws[position], &expected, sizeof(AugmentDraws)), 0);
         // Applying those draws to the crop gives the host path's bytes.

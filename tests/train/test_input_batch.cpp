@@ -10,10 +10,11 @@
 #include <memory>
 #include <vector>
 
+#include "loop/input_batch.hpp"
 #include "phalanx/backend/backend.hpp"
+#include "phalanx/core/error.hpp"
 #include "phalanx/core/random.hpp"
 #include "phalanx/data/loader.hpp"
-#include "loop/input_batch.hpp"
 
 namespace phalanx::train {
 namespace {
@@ -106,6 +107,88 @@ TEST(InputBatch, DeviceAugmentationGivesTheLoaderThreadsBits) {
     EXPECT_EQ(batches, 2 * plan.steps_per_epoch());
     EXPECT_GT(differing_from_plain, samples * 3 / 10);
   }
+}
+
+// RandomResizedCrop left to the device as well: the loader ships the stored images with each
+// one's window, Backend::resample_images resizes them before the other steps, and the input must
+// be the bits of a loader that crops and augments in its thread.
+TEST(InputBatch, DeviceResizeGivesTheLoaderThreadsBits) {
+  auto backend = backend::make_cpu_backend(1);
+  using enum data::AutoAugmentPolicy;
+  const data::ResizedCropOptions crop_to_17{17, data::ResizedCropRanges{0.08, 1.0, 0.75, 4.0 / 3.0}};
+  const data::ResizedCropOptions crop_to_24{24, data::ResizedCropRanges{0.3, 0.9, 0.5, 2.0}};
+  const Case cases[] = {
+      {30, 26, 3, {0, false, 0, {}, {}, crop_to_17}},  // the crop alone: no draws, only windows
+      {30, 26, 3, {0, true, 5, {0.5, 0.02, 0.33, 0.3, 3.3}, {}, crop_to_17}},
+      {32, 32, 1, {0, true, 0, {}, {TrivialAugmentWide, 2, 9, 31}, crop_to_24}},
+      {40, 33, 3, {0, false, 3, {}, {RandAugment, 2, 14, 31}, crop_to_24}},
+  };
+  for (const Case& test : cases) {
+    SCOPED_TRACE(::testing::Message() << test.height << "x" << test.width << "x" << test.channels << " to "
+                                      << test.options.random_resized_crop.size);
+    const int size = test.options.random_resized_crop.size;
+    const auto split = random_split(37, test.height, test.width, test.channels);
+    const data::ShardPlan plan(split->count, 8, 0, 1, 99);
+    data::Loader in_thread(split, plan, 2, 0, 0, 2, HostAllocator::instance(), test.options, false);
+    data::Loader on_device(split, plan, 2, 0, 0, 2, HostAllocator::instance(), test.options, true);
+    ASSERT_FALSE(in_thread.resamples_on_device());
+    ASSERT_TRUE(on_device.resamples_on_device());
+    ASSERT_EQ(on_device.upload_height(), test.height);
+    ASSERT_EQ(on_device.upload_width(), test.width);
+    ASSERT_EQ(in_thread.upload_height(), size);
+    const std::vector<float> mean(static_cast<std::size_t>(test.channels), 0.3f);
+    const std::vector<float> deviation(static_cast<std::size_t>(test.channels), 0.27f);
+    InputBatch reference(*backend, 8, size, size, test.channels, mean, deviation);
+    InputBatch resized(*backend, 8, size, size, test.channels, mean, deviation, test.height, test.width);
+    int batches = 0;
+    while (const data::Batch* expected = in_thread.next()) {
+      const data::Batch* shipped = on_device.next();
+      ASSERT_NE(shipped, nullptr);
+      ASSERT_EQ(expected->resample_windows, nullptr);
+      ASSERT_NE(shipped->resample_windows, nullptr);
+      ASSERT_EQ(shipped->augment_draws != nullptr, test.options.enabled());
+      // The device got the stored bytes of the samples, not crops.
+      const auto stored_bytes = static_cast<std::size_t>(split->image_bytes());
+      for (int sample = 0; sample < shipped->size; ++sample) {
+        bool stored = false;
+        for (std::int64_t index = 0; index < split->count && !stored; ++index)
+          stored = std::memcmp(shipped->images + sample * stored_bytes,
+                               split->images.data() + index * stored_bytes, stored_bytes) == 0;
+        EXPECT_TRUE(stored) << "sample " << sample << " is not a stored image";
+      }
+      reference.load(expected->images, expected->labels, expected->size);
+      resized.start_upload(*shipped);
+      resized.prepare(test.options.cutout, test.options.auto_augment.enabled());
+      const auto reference_values = download(*backend, reference.input());
+      const auto resized_values = download(*backend, resized.input());
+      ASSERT_EQ(reference_values.size(), resized_values.size());
+      EXPECT_EQ(
+          std::memcmp(reference_values.data(), resized_values.data(), resized_values.size() * sizeof(float)),
+          0)
+          << "epoch " << shipped->epoch << " step " << shipped->step;
+      ++batches;
+    }
+    EXPECT_EQ(on_device.next(), nullptr);
+    EXPECT_EQ(batches, 2 * plan.steps_per_epoch());
+  }
+}
+
+// An input made to resize refuses a batch without windows, and one that does not resize refuses
+// windows: stored-size bytes must never be read as training-size ones.
+TEST(InputBatch, ResizingInputAndBatchMustAgree) {
+  auto backend = backend::make_cpu_backend(1);
+  const std::vector<float> mean{0.3f}, deviation{0.27f};
+  const auto split = random_split(16, 8, 8, 1);
+  const data::ShardPlan plan(split->count, 4, 0, 1, 5);
+  data::AugmentOptions options;
+  options.random_resized_crop = data::ResizedCropOptions{6, {}};
+  data::Loader loader(split, plan, 1, 0, 0, 1, HostAllocator::instance(), options, true);
+  const data::Batch* batch = loader.next();
+  ASSERT_NE(batch, nullptr);
+  InputBatch plain(*backend, 4, 6, 6, 1, mean, deviation);
+  EXPECT_THROW(plain.start_upload(*batch), Error);
+  InputBatch resizing(*backend, 4, 6, 6, 1, mean, deviation, 8, 8);
+  EXPECT_THROW(resizing.load(split->images.data(), split->labels.data(), 4), Error);
 }
 
 TEST(InputBatch, DevicePlacementWithAugmentationOffShipsNoDraws) {

@@ -231,6 +231,11 @@ class Backend : public Allocator {
   virtual void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
                                         const std::int32_t* draws, const float* mean,
                                         const float* standard_deviation, float* output) = 0;
+  // Each image of `images` resized by its window (ResampleGeometry; `windows` holds
+  // resample_window_words int32 per image) into `output`, all in device memory: a GPU rank's
+  // RandomResizedCrop, before augment_normalize_images reads the training-size images.
+  virtual void resample_images(const ResampleGeometry& geometry, const std::uint8_t* images,
+                               const std::int32_t* windows, std::uint8_t* output) = 0;
   // Mixup or CutMix of a normalised batch (`images`, held in the activation precision) in place,
   // with each sample's partner (MixGeometry); partner_labels[i] = labels[batch - 1 - i], for the
   // loss's LabelMix. All three in device memory.

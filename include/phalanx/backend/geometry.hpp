@@ -136,6 +136,21 @@ struct AugmentGeometry {
   bool operator==(const AugmentGeometry&) const = default;
 };
 
+// A batch of uint8 HWC images resampled to the training size (Backend::resample_images): image i
+// of source_height x source_width is resized bilinearly by its window, resample_window_words
+// int32 in this order: top, left, height, width (the box of the source), resized height and width,
+// offset y and x (the output's corner in the resized box), as data::ResampleWindow; output image
+// i is output_height x output_width. The bytes of data::resample_bilinear, which a CPU rank's
+// loader runs, so a GPU rank can upload the stored images and resize them on the device.
+inline constexpr int resample_window_words = 8;
+
+struct ResampleGeometry {
+  int batch = 0;
+  int source_height = 0, source_width = 0, channels = 0;
+  int output_height = 0, output_width = 0;
+  bool operator==(const ResampleGeometry&) const = default;
+};
+
 // Mixup or CutMix of a normalised batch in place (Backend::mix_batch), timm's Mixup in its 'batch'
 // mode: sample i is mixed with its partner, sample batch - 1 - i (timm's x.flip(0)). Mixup blends
 // whole images, own_weight * own + (1 - own_weight) * partner, rounding each product and the sum
@@ -147,10 +162,10 @@ struct MixGeometry {
   int batch = 0;
   int height = 0, width = 0, channels = 0;
   MixKind kind = MixKind::Mixup;
-  float own_weight = 1.0f;            // Mixup: the sample's own share
-  float partner_weight = 0.0f;        // Mixup: the partner's share, 1 - own_weight rounded from double
-  int box_top = 0, box_bottom = 0;    // CutMix: the pasted rows
-  int box_left = 0, box_right = 0;    // CutMix: the pasted columns
+  float own_weight = 1.0f;          // Mixup: the sample's own share
+  float partner_weight = 0.0f;      // Mixup: the partner's share, 1 - own_weight rounded from double
+  int box_top = 0, box_bottom = 0;  // CutMix: the pasted rows
+  int box_left = 0, box_right = 0;  // CutMix: the pasted columns
   bool operator==(const MixGeometry&) const = default;
 };
 

@@ -24,9 +24,9 @@ struct RandomErasingOptions {
 };
 
 // torchvision's RandomResizedCrop(size, scale, ratio): the first step, and the only one that
-// changes the image's size (stored height x width to size x size). The Loader applies it on every
-// rank, CPU or GPU (random_resized_crop_window, then resample_bilinear); the steps below then work
-// on the size x size image.
+// changes the image's size (stored height x width to size x size). The Loader draws it on every
+// rank (random_resized_crop_window) and resizes on CPU ranks (resample_bilinear); on GPU ranks the
+// device resizes (Backend::resample_images). The steps below then work on the size x size image.
 struct ResizedCropOptions {
   int size = 0;  // 0: off
   ResizedCropRanges ranges;

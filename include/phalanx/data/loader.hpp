@@ -32,6 +32,11 @@ struct Batch {
   // the split's bytes and these are each image's AugmentDraws, to apply where they are
   // normalised (Backend::augment_normalize_images).
   const AugmentDraws* augment_draws = nullptr;  // [size]
+  // Set when the random resized crop is left to the device as well (GPU ranks): the images are
+  // the split's bytes at the stored size (Loader::upload_height/width) and these are each image's
+  // window, resample_window_words int32 per image (Backend::resample_images), drawn as
+  // a CPU rank's loader draws them; the draws above are then of the training size.
+  const std::int32_t* resample_windows = nullptr;  // [size * 8]
   // Steady-clock seconds (core/timer.hpp) when the loader thread began and finished this batch:
   // the data thread's track of the trace.
   double produce_begin = 0, produce_end = 0;
@@ -43,8 +48,9 @@ class Loader {
   // `allocator` provides the ring buffers (pinned host memory on GPU ranks). `augment` (default
   // off: the bytes of the split, unchanged) is drawn from (plan.seed(), epoch, sample index); with
   // `augment_on_device` the loader only draws, and the batch carries the draws instead (GPU ranks,
-  // where the input kernel applies them for free). The random resized crop is done here on every
-  // rank: a GPU rank's batch holds the resized crops, and its draws are of the training size.
+  // where the input kernel applies them for free). So too the random resized crop: a GPU rank's
+  // batch holds the stored images and each one's window, which the device resizes before it
+  // augments (the draws of the later steps are of the training size); a CPU rank's loader resizes.
   Loader(std::shared_ptr<SampleSource> source, ShardPlan plan, int prefetch, std::int64_t first_epoch,
          std::int64_t first_step, std::int64_t end_epoch, Allocator& allocator,
          const AugmentOptions& augment = {}, bool augment_on_device = false);
@@ -63,6 +69,10 @@ class Loader {
   // The batches' images: the training size with random_resized_crop, else the stored size.
   int image_height() const { return image_height_; }
   int image_width() const { return image_width_; }
+  // The size of a batch's `images`: the stored size where the device resizes them, else the above.
+  int upload_height() const { return resample_on_device_ ? source_->height : image_height_; }
+  int upload_width() const { return resample_on_device_ ? source_->width : image_width_; }
+  bool resamples_on_device() const { return resample_on_device_; }
 
  private:
   void produce();
@@ -72,7 +82,8 @@ class Loader {
     Batch batch;
     std::uint8_t* images = nullptr;
     std::int32_t* labels = nullptr;
-    std::vector<AugmentDraws> augment_draws;  // filled only when augmenting on the device
+    std::vector<AugmentDraws> augment_draws;     // filled only when augmenting on the device
+    std::vector<std::int32_t> resample_windows;  // filled only when resizing on the device
   };
   // Gathers the samples at `indices` and writes their random resized crops (and, on the host, the
   // later steps) into the slot.
@@ -86,6 +97,7 @@ class Loader {
   Allocator& allocator_;
   AugmentOptions augment_;
   bool augment_on_device_ = false;
+  bool resample_on_device_ = false;  // the random resized crop's resize left to the device
   int image_height_ = 0, image_width_ = 0;
   // prefetch + 1 slots: `prefetch` batches ready ahead while the consumer still holds one.
   std::vector<Slot> slots_;

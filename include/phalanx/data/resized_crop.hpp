@@ -17,6 +17,16 @@ struct ResampleWindow {
   std::int32_t offset_y = 0, offset_x = 0;
 };
 
+// A window as the backends' resample_images read it (backend::ResampleGeometry): these int32 in
+// the order of the fields above, for a GPU rank that resizes on the device.
+inline constexpr int resample_window_words = 8;
+inline void write_window_words(const ResampleWindow& window, std::int32_t* words) {
+  const std::int32_t fields[resample_window_words] = {
+      window.top,           window.left,     window.height,  window.width, window.resized_height,
+      window.resized_width, window.offset_y, window.offset_x};
+  for (int word = 0; word < resample_window_words; ++word) words[word] = fields[word];
+}
+
 // torchvision's F.resize(crop, [resized_height, resized_width], BILINEAR, antialias=False) of the
 // window's box, then the offset crop, for the output_height x output_width x channels image at
 // `destination`. Resized row r reads the box at s = ((2r + 1) * height - resized_height) /
@@ -50,8 +60,8 @@ struct ResizedCropRanges {
 //     height - h + 1), left = below(words[3], width - w + 1), below(w, n) = (w * n) >> 32.
 //   No try fits: torchvision's central crop (the whole image, or the widest or tallest box of the
 //   ratio range's nearer end that fits, centred).
-// In double precision, on the host: the Loader crops on every rank, a GPU rank's included, and
-// ships the training-size crop (data/loader.hpp).
+// In double precision, on the host: the Loader draws the windows on every rank; a CPU rank's
+// resizes them, a GPU rank's ships them with the stored images to the device (data/loader.hpp).
 ResampleWindow random_resized_crop_window(const ResizedCropRanges& ranges, std::uint64_t seed,
                                           std::int64_t epoch, std::int64_t sample_index, int source_height,
                                           int source_width, int output_height, int output_width);

@@ -17,6 +17,7 @@
 #include "optimizers.hpp"
 #include "phalanx/backend/arithmetic_rate.hpp"
 #include "phalanx/core/error.hpp"
+#include "resample.hpp"
 
 namespace phalanx::backend {
 
@@ -153,6 +154,11 @@ void CpuBackend::augment_normalize_images(const AugmentGeometry& geometry, const
     cpu::augment_normalize_images(geometry, images, draws, mean, standard_deviation, as_bf16(output));
   else
     cpu::augment_normalize_images(geometry, images, draws, mean, standard_deviation, output);
+}
+
+void CpuBackend::resample_images(const ResampleGeometry& geometry, const std::uint8_t* images,
+                                 const std::int32_t* windows, std::uint8_t* output) {
+  cpu::resample_images(geometry, images, windows, output);
 }
 
 void CpuBackend::mix_batch(const MixGeometry& geometry, float* images, const std::int32_t* labels,
@@ -357,8 +363,7 @@ void CpuBackend::linear_backward(const LinearGeometry& geometry, const float* in
 
 LossTotals CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits,
                                              const std::int32_t* labels, float label_smoothing,
-                                             float gradient_scale, float* grad_logits,
-                                             const LabelMix& mix) {
+                                             float gradient_scale, float* grad_logits, const LabelMix& mix) {
   return cross_entropy_.softmax_cross_entropy(batch, classes, logits, labels, label_smoothing, gradient_scale,
                                               grad_logits, mix);
 }

@@ -55,6 +55,8 @@ class CpuBackend final : public Backend {
   void augment_normalize_images(const AugmentGeometry& geometry, const std::uint8_t* images,
                                 const std::int32_t* draws, const float* mean, const float* standard_deviation,
                                 float* output) override;
+  void resample_images(const ResampleGeometry& geometry, const std::uint8_t* images, const std::int32_t* windows,
+                       std::uint8_t* output) override;
   void mix_batch(const MixGeometry& geometry, float* images, const std::int32_t* labels,
                  std::int32_t* partner_labels) override;
 

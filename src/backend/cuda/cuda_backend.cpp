@@ -16,6 +16,7 @@
 #include "phalanx/backend/cuda_backend.hpp"
 #include "phalanx/core/error.hpp"
 #include "pooling.hpp"
+#include "resample.hpp"
 
 namespace phalanx::backend {
 
@@ -310,6 +311,12 @@ void CudaBackend::augment_normalize_images(const AugmentGeometry& geometry, cons
                                   standard_deviation, output, augment_scratch_.as<std::uint8_t>());
 }
 
+void CudaBackend::resample_images(const ResampleGeometry& geometry, const std::uint8_t* images,
+                                  const std::int32_t* windows, std::uint8_t* output) {
+  make_current();
+  launch_resample_images(stream_.get(), geometry, images, windows, output);
+}
+
 void CudaBackend::mix_batch(const MixGeometry& geometry, float* images, const std::int32_t* labels,
                             std::int32_t* partner_labels) {
   make_current();
@@ -406,7 +413,8 @@ void CudaBackend::activation_backward(ActivationKind kind, std::int64_t count, c
   make_current();
   PHALANX_CHECK((backward_reads_output(kind) ? output : input) != nullptr,
                 "an activation's backward needs its ", backward_reads_output(kind) ? "output" : "input");
-  launch_activation_backward(stream_.get(), activations_, kind, count, input, output, grad_output, grad_input);
+  launch_activation_backward(stream_.get(), activations_, kind, count, input, output, grad_output,
+                             grad_input);
 }
 
 void CudaBackend::add(std::int64_t count, const float* a, const float* b, float* output) {
@@ -500,8 +508,7 @@ void CudaBackend::linear_backward(const LinearGeometry& geometry, const float* i
 
 LossTotals CudaBackend::softmax_cross_entropy(int batch, int classes, const float* logits,
                                               const std::int32_t* labels, float label_smoothing,
-                                              float gradient_scale, float* grad_logits,
-                                              const LabelMix& mix) {
+                                              float gradient_scale, float* grad_logits, const LabelMix& mix) {
   make_current();
   return cross_entropy_.softmax_cross_entropy(stream_.get(), batch, classes, logits, labels, label_smoothing,
                                               gradient_scale, grad_logits, mix);

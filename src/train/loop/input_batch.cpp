@@ -9,11 +9,16 @@ namespace phalanx::train {
 
 static_assert(backend::augment_draw_words == data::augment_draw_words,
               "the backends read the loader's draws as int32[augment_draw_words]");
+static_assert(backend::resample_window_words == data::resample_window_words,
+              "the backends read the loader's windows as int32[resample_window_words]");
 
 InputBatch::InputBatch(backend::Backend& backend, int capacity, int height, int width, int channels,
-                       const std::vector<float>& mean, const std::vector<float>& standard_deviation)
+                       const std::vector<float>& mean, const std::vector<float>& standard_deviation,
+                       int upload_height, int upload_width)
     : backend_(backend),
       full_shape_{capacity, height, width, channels},
+      upload_shape_{capacity, upload_height > 0 ? upload_height : height,
+                    upload_width > 0 ? upload_width : width, channels},
       input_(backend, full_shape_),
       mean_(backend, Shape{channels}),
       standard_deviation_(backend, Shape{channels}) {
@@ -23,8 +28,15 @@ InputBatch::InputBatch(backend::Backend& backend, int capacity, int height, int 
   backend.copy_from_host(mean_.data(), mean.data(), mean.size() * sizeof(float));
   backend.copy_from_host(standard_deviation_.data(), standard_deviation.data(),
                          standard_deviation.size() * sizeof(float));
+  const bool resizes = upload_shape_ != full_shape_;
+  PHALANX_CHECK(upload_shape_[1] >= height && upload_shape_[2] >= width, "upload of ", upload_shape_[1], "x",
+                upload_shape_[2], " images for a ", height, "x", width, " input");
+  if (resizes) resized_ = Tensor(backend, full_shape_, DType::UInt8);
   for (Staging& staging : staging_) {
-    staging.images = Tensor(backend, full_shape_, DType::UInt8);
+    staging.images = Tensor(backend, upload_shape_, DType::UInt8);
+    if (resizes)
+      staging.resample_windows =
+          Tensor(backend, Shape{capacity, backend::resample_window_words}, DType::Int32);
     staging.labels = Tensor(backend, Shape{capacity}, DType::Int32);
     staging.augment_draws = Tensor(backend, Shape{capacity, backend::augment_draw_words}, DType::Int32);
     staging.upload = backend.make_upload();
@@ -32,13 +44,18 @@ InputBatch::InputBatch(backend::Backend& backend, int capacity, int height, int 
 }
 
 void InputBatch::start(int slot, const std::uint8_t* host_images, const std::int32_t* host_labels, int size,
-                       const data::AugmentDraws* augment_draws) {
+                       const data::AugmentDraws* augment_draws, const std::int32_t* resample_windows) {
   PHALANX_CHECK(size >= 1 && size <= full_shape_[0], "batch of ", size, " exceeds the capacity ",
                 full_shape_[0]);
+  // Stored-size images come with their windows, and only into buffers made for them.
+  PHALANX_CHECK((resample_windows != nullptr) == (upload_shape_ != full_shape_),
+                resample_windows ? "resample windows for an input that does not resize"
+                                 : "an input that resizes got a batch without resample windows");
   Staging& staging = staging_[static_cast<std::size_t>(slot)];
   staging.size = size;
   staging.augmented = augment_draws != nullptr;
-  const auto image_bytes = static_cast<std::size_t>(full_shape_.with_batch(size).elements());
+  staging.resampled = resample_windows != nullptr;
+  const auto image_bytes = static_cast<std::size_t>(upload_shape_.with_batch(size).elements());
   std::vector<backend::UploadPart> parts = {
       {staging.images.data_as<void>(), host_images, image_bytes},
       {staging.labels.data_as<void>(), host_labels, static_cast<std::size_t>(size) * sizeof(std::int32_t)}};
@@ -52,12 +69,22 @@ void InputBatch::start(int slot, const std::uint8_t* host_images, const std::int
     parts.push_back(
         {staging.augment_draws.data_as<void>(), staging.host_augment_draws.data_as<void>(), draw_bytes});
   }
+  if (resample_windows) {
+    const auto window_bytes =
+        static_cast<std::size_t>(size) * backend::resample_window_words * sizeof(std::int32_t);
+    if (!augment_draws) staging.upload->wait_host();  // as for the draws above
+    staging.host_resample_windows.ensure(backend_.staging_allocator(),
+                                         Shape{full_shape_[0], backend::resample_window_words}, DType::Int32);
+    std::memcpy(staging.host_resample_windows.data_as<void>(), resample_windows, window_bytes);
+    parts.push_back({staging.resample_windows.data_as<void>(), staging.host_resample_windows.data_as<void>(),
+                     window_bytes});
+  }
   staging.upload->start(parts);
 }
 
 void InputBatch::start_upload(const data::Batch& batch) {
   PHALANX_CHECK(uploads_ahead_ == 0, "an upload is already waiting for prepare()");
-  start(next_upload_, batch.images, batch.labels, batch.size, batch.augment_draws);
+  start(next_upload_, batch.images, batch.labels, batch.size, batch.augment_draws, batch.resample_windows);
   next_upload_ = 1 - next_upload_;
   uploads_ahead_ = 1;
 }
@@ -80,18 +107,28 @@ void InputBatch::prepare(int cutout, bool operations) {
   const Shape shape = full_shape_.with_batch(staging.size);
   input_.reshape(shape);
   const std::int64_t channels = shape[3];
+  const std::uint8_t* images = staging.images.data_as<std::uint8_t>();
+  if (staging.resampled) {
+    const backend::ResampleGeometry geometry{staging.size,
+                                             static_cast<int>(upload_shape_[1]),
+                                             static_cast<int>(upload_shape_[2]),
+                                             static_cast<int>(channels),
+                                             static_cast<int>(shape[1]),
+                                             static_cast<int>(shape[2])};
+    backend_.resample_images(geometry, images, staging.resample_windows.data_as<std::int32_t>(),
+                             resized_.data_as<std::uint8_t>());
+    images = resized_.data_as<std::uint8_t>();
+  }
   if (staging.augmented) {
     backend::AugmentGeometry geometry{staging.size, static_cast<int>(shape[1]), static_cast<int>(shape[2]),
                                       static_cast<int>(channels), cutout};
     geometry.operations = operations;
-    backend_.augment_normalize_images(geometry, staging.images.data_as<std::uint8_t>(),
-                                      staging.augment_draws.data_as<std::int32_t>(), mean_.data(),
-                                      standard_deviation_.data(), input_.data());
+    backend_.augment_normalize_images(geometry, images, staging.augment_draws.data_as<std::int32_t>(),
+                                      mean_.data(), standard_deviation_.data(), input_.data());
     return;
   }
-  backend_.normalize_images(staging.images.data_as<std::uint8_t>(), shape.elements() / channels,
-                            static_cast<int>(channels), mean_.data(), standard_deviation_.data(),
-                            input_.data());
+  backend_.normalize_images(images, shape.elements() / channels, static_cast<int>(channels), mean_.data(),
+                            standard_deviation_.data(), input_.data());
 }
 
 backend::UploadTiming InputBatch::last_upload_timing() {

@@ -22,8 +22,12 @@ namespace phalanx::train {
 
 class InputBatch {
  public:
+  // With `upload_height` x `upload_width` larger than height x width, the uploaded images are of
+  // that (stored) size and each batch carries its resample windows (data::Batch), which prepare()
+  // resizes to height x width on the device before it augments: a GPU rank's random resized crop.
   InputBatch(backend::Backend& backend, int capacity, int height, int width, int channels,
-             const std::vector<float>& mean, const std::vector<float>& standard_deviation);
+             const std::vector<float>& mean, const std::vector<float>& standard_deviation,
+             int upload_height = 0, int upload_width = 0);
 
   // Copies `size` (<= capacity) samples from host memory and normalises them on the device. With
   // `augment_draws` (one per sample, host memory), the crop/flip/cutout they describe is applied
@@ -51,20 +55,24 @@ class InputBatch {
 
  private:
   struct Staging {
-    Tensor images, labels, augment_draws;
-    // The draws in the backend's staging memory (page-locked on a GPU): the loader keeps them in
-    // pageable memory, from which an asynchronous copy is staged by the driver and may block.
-    Tensor host_augment_draws;
+    Tensor images, labels, augment_draws, resample_windows;
+    // The draws and windows in the backend's staging memory (page-locked on a GPU): the loader
+    // keeps them in pageable memory, from which an asynchronous copy is staged by the driver and
+    // may block.
+    Tensor host_augment_draws, host_resample_windows;
     std::unique_ptr<backend::Upload> upload;
     int size = 0;
     bool augmented = false;
+    bool resampled = false;
   };
   void start(int slot, const std::uint8_t* host_images, const std::int32_t* host_labels, int size,
-             const data::AugmentDraws* augment_draws);
+             const data::AugmentDraws* augment_draws, const std::int32_t* resample_windows = nullptr);
 
   backend::Backend& backend_;
   Shape full_shape_;
+  Shape upload_shape_;  // full_shape_, or the stored size the device resizes from
   Tensor input_, mean_, standard_deviation_;
+  Tensor resized_;  // the batch resized to full_shape_ (uint8), where the device resizes
   std::array<Staging, 2> staging_;
   int current_ = 0;        // the staging buffer input() was made from
   int next_upload_ = 0;    // where start_upload writes next

@@ -5,9 +5,9 @@
 
 #include <utility>
 
+#include "loop/input_batch.hpp"
 #include "phalanx/core/timer.hpp"
 #include "phalanx/data/loader.hpp"
-#include "loop/input_batch.hpp"
 
 namespace phalanx::train {
 
@@ -56,7 +56,8 @@ struct PipelineParts {
                setup.position.step_in_epoch, setup.epochs, setup.backend.staging_allocator(),
                augment_options(setup.data.augment), augment_on_device),
         inputs(setup.backend, setup.plan.local_batch(), loader.image_height(), loader.image_width(),
-               setup.source->channels, setup.dataset.mean, setup.dataset.standard_deviation),
+               setup.source->channels, setup.dataset.mean, setup.dataset.standard_deviation,
+               loader.upload_height(), loader.upload_width()),
         cutout(setup.data.augment.cutout),
         operations(augment_options(setup.data.augment).auto_augment.enabled()) {}
 
