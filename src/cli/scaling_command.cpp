@@ -7,14 +7,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
+#include "model_input.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/data/dataset.hpp"
 #include "phalanx/nn/model_plan.hpp"
 #include "phalanx/scaling/step_prediction.hpp"
 
@@ -30,46 +29,12 @@ struct ScalingArguments {
   bool json = false;
 };
 
-Shape parse_sample_shape(const std::string& text) {
-  std::vector<std::int64_t> sizes;
-  std::stringstream stream(text);
-  std::string part;
-  while (std::getline(stream, part, 'x')) {
-    std::size_t used = 0;
-    long long value = 0;
-    try {
-      value = std::stoll(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    PHALANX_REQUIRE_INPUT(used == part.size() && !part.empty() && value >= 1,
-                          "--sample-shape must read HxWxC with positive sizes (got '", text, "')");
-    sizes.push_back(value);
-  }
-  PHALANX_REQUIRE_INPUT(sizes.size() == 3, "--sample-shape must read HxWxC (got '", text, "')");
-  return Shape{sizes[0], sizes[1], sizes[2]};
-}
-
-// The model's layers: a layer table, or the config's model for its data's image shape (read from the
-// dataset file, or given with --sample-shape and --classes where the file is not at hand).
+// The model's layers: a layer table, or the config's model for its data's image shape.
 scaling::LayerCosts model_layers(const ScalingArguments& arguments, const config::Config* config) {
   if (!arguments.layer_table.empty()) return scaling::read_layer_table(arguments.layer_table);
-  Shape sample;
-  int classes = arguments.classes;
-  if (!arguments.sample_shape.empty()) {
-    sample = parse_sample_shape(arguments.sample_shape);
-    PHALANX_REQUIRE_INPUT(classes >= 1, "--sample-shape needs --classes too");
-  } else {
-    PHALANX_REQUIRE_INPUT(
-        !config->data.path.empty(), arguments.config_path,
-        ": data.path is not set; give the image shape with --sample-shape HxWxC --classes N");
-    const data::DatasetInfo info = data::read_dataset_info(config->data.path);
-    const data::DatasetInfo::SplitInfo* split = info.find_split(config->data.train_split);
-    PHALANX_REQUIRE_INPUT(split != nullptr, config->data.path, ": no split '", config->data.train_split, "'");
-    sample = Shape{split->height, split->width, split->channels};
-    if (classes == 0) classes = static_cast<int>(info.classes.size());
-  }
-  const nn::ModelPlan plan(config->model, sample, classes);
+  const ModelInput input =
+      model_input(*config, arguments.config_path, arguments.sample_shape, arguments.classes);
+  const nn::ModelPlan plan(config->model, input.sample, input.classes);
   return scaling::layer_costs(plan, config->model.preset.empty() ? config->name : config->model.preset);
 }
 

@@ -86,5 +86,39 @@ class ScalingCommandTest(unittest.TestCase):
         self.assertIn("no network", result.stderr, result.describe())
 
 
+class CalibrateTest(unittest.TestCase):
+    def test_calibrate_writes_a_profile_that_scaling_predicts_from(self):
+        profile = os.path.join(WORK, "profile.json")
+        result = e2e.phalanx("bench", "calibrate", CONFIG, "--iterations", 2, "--batch-size", 4, "--max-bytes", 65536,
+                             "--output", profile)
+        self.assertEqual(result.returncode, 0, result.describe())
+        with open(profile) as file:
+            written = json.load(file)
+        self.assertEqual(written["format"], "phalanx-profile")
+        self.assertEqual(written["batch_size"], 4)
+        self.assertEqual(written["layers"][0]["name"], "conv1")
+        self.assertEqual(written["layers"][-1]["name"], "fc")
+        self.assertGreater(sum(layer["backward_seconds"] for layer in written["layers"]), 0)
+        readies = [bucket["ready_seconds"] for bucket in written["buckets"]]
+        self.assertEqual(readies, sorted(readies))
+        self.assertEqual(written["transports"], [])  # one rank: nothing crosses a link
+        predicted = scaling("--profile", profile, "--nodes", 2, "--gpus-per-node", 2, "--fabric", "roce-25g", "--json")
+        self.assertEqual(predicted.returncode, 0, predicted.describe())
+        compute = json.loads(predicted.stdout)["predictions"][0]
+        # The config's batch (32) is 8 times the profile's.
+        self.assertAlmostEqual(compute["backward_seconds"],
+                               8 * sum(layer["backward_seconds"] for layer in written["layers"]), places=9)
+        # A profile of another model lacks this one's layers.
+        written["layers"] = written["layers"][1:]
+        partial = os.path.join(WORK, "partial-profile.json")
+        with open(partial, "w") as file:
+            json.dump(written, file)
+        refused = scaling("--profile", partial, "--fabric", "roce-25g")
+        self.assertEqual(refused.returncode, 2, refused.describe())
+        self.assertIn(partial, refused.stderr, refused.describe())
+        self.assertIn("'layers'", refused.stderr, refused.describe())
+        self.assertIn("conv1", refused.stderr, refused.describe())
+
+
 if __name__ == "__main__":
     e2e.main()
