@@ -120,5 +120,31 @@ class CalibrateTest(unittest.TestCase):
         self.assertIn("conv1", refused.stderr, refused.describe())
 
 
+class TraceBucketReadyTest(unittest.TestCase):
+    def test_the_training_trace_marks_when_each_bucket_became_ready(self):
+        run_dir = os.path.join(WORK, "traced-run")
+        result = e2e.mpirun(2, "train", CONFIG, "--run-dir", run_dir, "--set", "train.epochs=20", "--set",
+                            "train.max_steps=7", "--set", "trace.steps=3", "--set", "distributed.bucket_mb=0.25",
+                            timeout=300)
+        self.assertEqual(result.returncode, 0, result.describe())
+        with open(os.path.join(run_dir, "trace.json")) as file:
+            events = json.load(file)["traceEvents"]
+        # ResNet-20's 272 474 gradients in buckets of 0.25 MiB (65 536 floats): 5 of them.
+        for rank in range(2):
+            backward = {event["args"]["step"]: event for event in events
+                        if event["ph"] == "X" and event["pid"] == rank and event["name"] == "backward"}
+            self.assertEqual(len(backward), 3, sorted(backward))
+            for step, span in backward.items():
+                ready = [event for event in events if event["ph"] == "i" and event["pid"] == rank
+                         and event["args"]["step"] == step]
+                self.assertEqual([event["args"]["bucket"] for event in ready], list(range(5)), ready)
+                self.assertTrue(all(event["name"] == "bucket ready" and event["tid"] == 2 for event in ready))
+                times = [event["ts"] for event in ready]
+                self.assertEqual(times, sorted(times))
+                # Within backward; the last bucket (the first layers') at its end, when the wait starts.
+                self.assertGreaterEqual(times[0], span["ts"] - 1)
+                self.assertLessEqual(times[-1], span["ts"] + span["dur"] + 1000)
+
+
 if __name__ == "__main__":
     e2e.main()
