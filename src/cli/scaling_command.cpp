@@ -15,6 +15,7 @@
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/model_plan.hpp"
+#include "phalanx/scaling/device_preset.hpp"
 #include "phalanx/scaling/step_prediction.hpp"
 
 namespace phalanx::cli {
@@ -26,6 +27,7 @@ struct ScalingArguments {
   std::vector<int> sweep_nodes;
   int nodes = 1, gpus_per_node = 1, classes = 0, batch_size = 0;
   double images_per_second = 0, bucket_mb = 0;
+  std::string device;
   bool json = false;
 };
 
@@ -110,9 +112,12 @@ void print_summary_row(const scaling::StepPrediction& prediction) {
 int run_scaling(const ScalingArguments& arguments) {
   PHALANX_REQUIRE_INPUT(arguments.config_path.empty() != arguments.layer_table.empty(),
                         "give either a CONFIG or --layers FILE (a layer table), not both");
-  PHALANX_REQUIRE_INPUT(arguments.profile.empty() != (arguments.images_per_second <= 0),
-                        "give the compute time of one device: --profile FILE (phalanx bench calibrate) or "
-                        "--images-per-second X, one of them");
+  PHALANX_REQUIRE_INPUT(int{!arguments.profile.empty()} + int{arguments.images_per_second > 0} +
+                                int{!arguments.device.empty()} ==
+                            1,
+                        "give the compute time of one device: --profile FILE (phalanx bench calibrate), "
+                        "--images-per-second X or "
+                        "--device NAME, one of them");
   std::optional<config::Config> config;
   if (!arguments.config_path.empty()) config = config::load(arguments.config_path, arguments.overrides);
   const scaling::LayerCosts costs = model_layers(arguments, config ? &*config : nullptr);
@@ -142,9 +147,18 @@ int run_scaling(const ScalingArguments& arguments) {
   settings.bucket_bytes = static_cast<std::size_t>(bucket_mb * (1 << 20));
   settings.wire_bytes_per_element =
       config && config->distributed.grad_dtype == config::GradientDtype::Bf16 ? 2 : 4;
-  const scaling::ComputeTimes times =
-      arguments.profile.empty() ? scaling::compute_from_throughput(costs, arguments.images_per_second, batch)
-                                : scaling::compute_from_profile(costs, arguments.profile, batch);
+  scaling::ComputeTimes times;
+  if (!arguments.profile.empty()) {
+    times = scaling::compute_from_profile(costs, arguments.profile, batch);
+  } else if (!arguments.device.empty()) {
+    std::string how;
+    const double rate = scaling::device_images_per_second(scaling::device_preset(arguments.device),
+                                                          costs.multiply_adds(), &how);
+    times = scaling::compute_from_throughput(costs, rate, batch);
+    times.source = how + "; " + times.source;
+  } else {
+    times = scaling::compute_from_throughput(costs, arguments.images_per_second, batch);
+  }
 
   std::vector<scaling::StepPrediction> predictions;
   for (const int nodes : node_counts) {
@@ -200,6 +214,8 @@ std::function<int()> add_scaling_command(CLI::App& app) {
                       "Per-layer times from `phalanx bench calibrate` (JSON)");
   command->add_option("--images-per-second", arguments->images_per_second,
                       "One device's training images/s at the local batch (instead of --profile)");
+  command->add_option("--device", arguments->device,
+                      "A published GPU (p100, v100, a100, h100, h200; fp32) instead of --images-per-second");
   command->add_option("--batch-size", arguments->batch_size,
                       "Images per rank and step (default: train.batch_size)");
   command->add_option("--bucket-mb", arguments->bucket_mb,
