@@ -5,6 +5,7 @@
 //   allreduce  bus bandwidth by message size for MPI and (GPU ranks) NCCL, like nccl-tests
 //   loader     batches and images per second the loader thread sustains from a dataset file
 //   transfer   host-to-device bandwidth from pinned and from pageable memory (needs a GPU)
+//   calibrate  the profile `phalanx scaling --profile` predicts from (docs/SCALING.md)
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,14 +17,19 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "model_input.hpp"
 #include "phalanx/backend/cuda_backend.hpp"
 #include "phalanx/backend/cuda_transfer.hpp"
 #include "phalanx/benchmark/allreduce_benchmark.hpp"
+#include "phalanx/benchmark/calibration.hpp"
 #include "phalanx/benchmark/loader_benchmark.hpp"
 #include "phalanx/comm/communicator.hpp"
 #include "phalanx/comm/nccl_communicator.hpp"
 #include "phalanx/config/config.hpp"
+#include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/nn/model.hpp"
+#include "phalanx/scaling/layer_costs.hpp"
 #include "phalanx/train/job.hpp"
 #include "phalanx/train/rank_resources.hpp"
 #include "rank_setup.hpp"
@@ -32,7 +38,8 @@ namespace phalanx::cli {
 namespace {
 
 struct BenchArguments {
-  std::string config_path, data_path, split = "train", run_directory;
+  std::string config_path, data_path, split = "train", run_directory, output = "profile.json", sample_shape;
+  int classes = 0, calibration_batch = 0;
   std::vector<std::string> overrides;
   std::int64_t steps = 50;
   std::size_t minimum_bytes = 4096, maximum_bytes = std::size_t{64} << 20;
@@ -133,10 +140,11 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
         run.precision + (run.precision == "bf16" && run.activations == "bf16" ? "+act" : "");
     const std::string backend =
         run.backend_name + (run.arithmetic_note.empty() ? std::string() : "; " + run.arithmetic_note);
-    std::printf("%-6s %-9s %10.0f %9.2f %8.2f %8.3f %9.2f %9.2f %11.2f %10.2f %8.2f  %s\n", run.device.c_str(),
-                precision.c_str(), run.summary["images_per_sec"].get<double>(), breakdown["step_ms"].get<double>(),
-                ms("data_wait"), ms("host_to_device"), ms("forward"), ms("backward"), ms("allreduce_wait"),
-                ms("optimizer"), 100.0 * breakdown["host_to_device"]["share"].get<double>(), backend.c_str());
+    std::printf("%-6s %-9s %10.0f %9.2f %8.2f %8.3f %9.2f %9.2f %11.2f %10.2f %8.2f  %s\n",
+                run.device.c_str(), precision.c_str(), run.summary["images_per_sec"].get<double>(),
+                breakdown["step_ms"].get<double>(), ms("data_wait"), ms("host_to_device"), ms("forward"),
+                ms("backward"), ms("allreduce_wait"), ms("optimizer"),
+                100.0 * breakdown["host_to_device"]["share"].get<double>(), backend.c_str());
   }
   if (!gpus)
     std::printf("cuda   not measured: %s\n", backend::cuda_device_count() == 0
@@ -197,6 +205,92 @@ int bench_allreduce(const BenchArguments& arguments, int* argc, char*** argv) {
     if (!gpus) std::printf("# NCCL not measured: not every rank has a GPU of its own\n");
     if (world.size() == 1)
       std::printf("# one rank: nothing crosses a link (busbw 0); run under mpirun -np N\n");
+  }
+  return 0;
+}
+
+// ----- calibrate -----------------------------------------------------------------------------
+
+int bench_calibrate(const BenchArguments& arguments, int* argc, char*** argv) {
+  comm::MpiSession session(argc, argv);
+  const auto world = comm::Communicator::world();
+  config::Config config;
+  ModelInput input;
+  benchmark::AllreduceSettings settings;
+  int status = agreed_status(world, [&] {
+    config = config::load(arguments.config_path, arguments.overrides);
+    input = model_input(config, arguments.config_path, arguments.sample_shape, arguments.classes);
+    PHALANX_REQUIRE_INPUT(arguments.iterations >= 1, "--iterations must be >= 1 (got ", arguments.iterations,
+                          ")");
+    PHALANX_REQUIRE_INPUT(arguments.minimum_bytes >= 4 && arguments.minimum_bytes < arguments.maximum_bytes,
+                          "--min-bytes must be >= 4 and below --max-bytes (got ", arguments.minimum_bytes,
+                          " and ", arguments.maximum_bytes, ")");
+  });
+  if (status) return status;
+  settings.bytes = benchmark::doubling_sizes(arguments.minimum_bytes, arguments.maximum_bytes);
+  settings.iterations = arguments.iterations;
+  settings.warmup = arguments.warmup;
+
+  // Transports: MPI as GradSync drives it (non-blocking) within one host or across hosts, and NCCL
+  // where every rank has a GPU. One rank has nothing to fit.
+  std::vector<benchmark::TransportFit> transports;
+  const train::LocalGpu gpu = train::find_local_gpu(world);
+  const bool gpus = every_rank(world, gpu.device >= 0);
+  if (world.size() > 1) {
+    status = run_or_abort(world, [&] {
+      const bool one_host = world.local_size() == world.size();
+      transports.push_back(
+          benchmark::fit_transport(one_host ? "shared_memory" : "network", world.size(),
+                                   benchmark::benchmark_mpi_allreduce(world, settings, true)));
+    });
+    if (status) return status;
+    if (gpus) {
+      std::unique_ptr<backend::Backend> backend;
+      std::unique_ptr<comm::NcclCommunicator> nccl;
+      status = agreed_status(world, [&] {
+        backend = backend::make_cuda_backend(gpu.device);
+        nccl = std::make_unique<comm::NcclCommunicator>(world, *backend);
+      });
+      if (status) return status;
+      status = run_or_abort(world, [&] {
+        transports.push_back(benchmark::fit_transport(
+            "nccl", world.size(), benchmark::benchmark_nccl_allreduce(*nccl, *backend, world, settings)));
+      });
+      if (status) return status;
+    }
+  }
+
+  // Layers and buckets on this rank's device (a GPU where it has one).
+  benchmark::ModelTimings timings;
+  std::string device, model_name = config.model.preset.empty() ? config.name : config.model.preset;
+  const int batch = arguments.calibration_batch > 0 ? arguments.calibration_batch : config.train.batch_size;
+  status = agreed_status(world, [&] {
+    std::unique_ptr<backend::Backend> backend =
+        gpu.device >= 0 ? backend::make_cuda_backend(gpu.device)
+                        : train::make_rank_resources(config::Device::Cpu, config.threads, world).backend;
+    device = backend->name();
+    nn::Model model(nn::ModelPlan(config.model, input.sample, input.classes), *backend, config.seed);
+    nn::ModelPlan plan(config.model, input.sample, input.classes);
+    const scaling::LayerCosts costs = scaling::layer_costs(plan, model_name);
+    timings = benchmark::time_model(model, costs, batch, arguments.iterations,
+                                    static_cast<std::size_t>(config.distributed.bucket_mb * (1 << 20)));
+  });
+  if (status) return status;
+  if (world.rank() == 0) {
+    write_file_atomically(arguments.output,
+                          benchmark::profile_json(model_name, device, timings, transports).dump(1) + "\n");
+    std::printf(
+        "# bench calibrate: %s at batch %d on %s: forward %.2f ms, backward %.2f ms (medians of %d)\n",
+        model_name.c_str(), batch, device.c_str(), timings.forward * 1e3, timings.backward * 1e3,
+        timings.iterations);
+    for (const auto& transport : transports)
+      std::printf("# %s over %d ranks: latency %.1f us, %.3f GB/s (fitted to %zu sizes)\n",
+                  transport.name.c_str(), transport.ranks, transport.latency * 1e6,
+                  transport.seconds_per_byte > 0 ? 1e-9 / transport.seconds_per_byte : 0.0,
+                  transport.measured.size());
+    if (world.size() == 1) std::printf("# one rank: no transport measured (run under mpirun -np N)\n");
+    std::printf("wrote %s (%zu layers, %zu buckets)\n", arguments.output.c_str(), timings.layers.size(),
+                timings.buckets.size());
   }
   return 0;
 }
@@ -292,8 +386,24 @@ std::function<int()> add_bench_command(CLI::App& app, int* argc, char*** argv) {
   transfer->add_option("--iterations", arguments->iterations, "Timed copies per size (default 20)");
   transfer->add_option("--device", arguments->device, "CUDA device (default 0)");
 
+  auto* calibrate = command->add_subcommand(
+      "calibrate", "Profile for `phalanx scaling`: transport fits, per-layer times, bucket ready times");
+  calibrate->add_option("config", arguments->config_path, "Training config (YAML)")->required();
+  calibrate->add_option("--output", arguments->output, "Profile to write (default profile.json)");
+  calibrate->add_option("--iterations", arguments->iterations,
+                        "Timed passes and all-reduces per size (default 20)");
+  calibrate->add_option("--batch-size", arguments->calibration_batch,
+                        "Batch to time (default train.batch_size)");
+  calibrate->add_option("--min-bytes", arguments->minimum_bytes, "Smallest all-reduce (default 4096)");
+  calibrate->add_option("--max-bytes", arguments->maximum_bytes, "Largest all-reduce (default 64 MiB)");
+  calibrate->add_option("--sample-shape", arguments->sample_shape,
+                        "One image as HxWxC, without the dataset file");
+  calibrate->add_option("--classes", arguments->classes, "Classes, with --sample-shape");
+  calibrate->add_option("--set", arguments->overrides, "Override a config key (repeatable)");
+
   return [=]() -> int {
     if (!*command) return -1;
+    if (*calibrate) return bench_calibrate(*arguments, argc, argv);
     if (*devices) return bench_devices(*arguments, argc, argv);
     if (*allreduce) return bench_allreduce(*arguments, argc, argv);
     if (*loader) return bench_loader(*arguments);

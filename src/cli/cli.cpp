@@ -57,6 +57,7 @@ int run(int argc, char** argv) {
   actions.push_back(add_checkpoint_command(app));
   actions.push_back(add_bench_command(app, &argc, &argv));
   actions.push_back(add_sweep_command(app, &argc, &argv));
+  actions.push_back(add_scaling_command(app));
   if (const std::string problem = unknown_command(app, argc, argv); !problem.empty()) {
     std::fprintf(stderr, "phalanx: error: %s (run 'phalanx --help' for the commands)\n", problem.c_str());
     return 2;

@@ -17,5 +17,6 @@ std::function<int()> add_report_command(CLI::App& app);
 std::function<int()> add_checkpoint_command(CLI::App& app);
 std::function<int()> add_bench_command(CLI::App& app, int* argc, char*** argv);
 std::function<int()> add_sweep_command(CLI::App& app, int* argc, char*** argv);
+std::function<int()> add_scaling_command(CLI::App& app);
 
 }  // namespace phalanx::cli

@@ -16,7 +16,8 @@ GradSync::GradSync(const Communicator& communicator, float* gradients, std::int6
     : communicator_(communicator),
       gradients_(gradients),
       plan_(elements, bucket_bytes, first_bucket_bytes),
-      transfers_(plan_.size()) {}
+      transfers_(plan_.size()),
+      ready_times_(plan_.size(), 0.0) {}
 
 GradSync::GradSync(const Communicator& communicator, float* gradients, std::int64_t elements,
                    std::size_t bucket_bytes, std::unique_ptr<HostStaging> staging,
@@ -43,7 +44,8 @@ void GradSync::begin_step() {
 void GradSync::launch(std::size_t index) {
   const BucketPlan::Bucket& bucket = plan_[index];
   Transfer& transfer = transfers_[index];
-  if (first_launch_time_ == 0) first_launch_time_ = now();
+  ready_times_[index] = now();
+  if (first_launch_time_ == 0) first_launch_time_ = ready_times_[index];
   if (communicator_.size() == 1) return;
   if (staging()) {
     // The copy runs beside the rest of backward; its all-reduce starts once it has landed.
@@ -97,6 +99,7 @@ double GradSync::wait() {
   // the same every step and keeps runs bitwise reproducible.
   if (first_launch_time_ == 0) first_launch_time_ = start;
   const BucketPlan::Indices rest = plan_.take_rest();
+  for (const std::size_t index : rest) ready_times_[index] = start;
   // Staged: every remaining copy is queued first, so the device copies the next bucket while the
   // host sums the current one.
   if (staging())

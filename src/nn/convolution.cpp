@@ -75,6 +75,12 @@ backend::ConvolutionGeometry Convolution::geometry(std::int64_t batch) const {
   return geometry;
 }
 
+std::int64_t Convolution::sample_multiply_adds() const {
+  const backend::ConvolutionGeometry shape = geometry(1);
+  return std::int64_t{shape.out_height()} * shape.out_width() * out_channels_ * (in_channels_ / groups_) *
+         kernel_ * kernel_;
+}
+
 void Convolution::forward(backend::Backend& backend, ParameterRegistry& registry, const Tensor& input,
                           Tensor& output, const ForwardContext&) {
   auto shape = geometry(input.shape()[0]);

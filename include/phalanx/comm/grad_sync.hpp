@@ -60,6 +60,10 @@ class GradSync {
   std::size_t bucket_count() const { return plan_.size(); }
   // Seconds from the first bucket launch to the last bucket's completion in the last step.
   double last_communication_seconds() const { return last_communication_seconds_; }
+  // When backward reported each bucket ready in the last step (steady seconds, in start order):
+  // on a CPU rank the moment its gradients were final, on a staged GPU rank the moment the host
+  // queued the work that makes them; the buckets left for wait() count from its start.
+  const std::vector<double>& bucket_ready_times() const { return ready_times_; }
 
  private:
   // What is in flight for one bucket of the plan.
@@ -88,6 +92,7 @@ class GradSync {
   std::vector<Transfer> transfers_;  // one for each bucket of plan_
   double first_launch_time_ = 0;
   double last_communication_seconds_ = 0;
+  std::vector<double> ready_times_;  // one for each bucket of plan_
 };
 
 }  // namespace phalanx::comm

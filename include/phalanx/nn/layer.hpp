@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/core/shape.hpp"
@@ -71,6 +72,13 @@ class Layer {
   // From now on forward applies `activation` to its result (the Sequential then skips the activation
   // layer's forward).
   virtual void set_fused_activation(backend::FusedActivation) {}
+
+  // The layers that compute, in forward order: the layer itself, or a block's own layers (what a
+  // cost model times one by one).
+  virtual void collect_leaves(std::vector<const Layer*>& leaves) const { leaves.push_back(this); }
+  // Multiply-adds of one sample's forward pass, known once configured: convolutions and linear
+  // layers (the bulk of a CNN's arithmetic); 0 for the layers that only move or scale memory.
+  virtual std::int64_t sample_multiply_adds() const { return 0; }
 
   // Lowest flat offset of this layer's parameters (INT64_MAX when it has none).
   std::int64_t first_parameter_offset() const { return first_parameter_offset_; }

@@ -17,6 +17,7 @@ class Convolution final : public Layer {
   bool can_fuse_activation() const override { return true; }
   void set_fused_activation(backend::FusedActivation activation) override { fused_activation_ = activation; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  std::int64_t sample_multiply_adds() const override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
                 const GradientsReady&) override;
@@ -37,6 +38,7 @@ class Linear final : public Layer {
   bool can_fuse_activation() const override { return true; }
   void set_fused_activation(backend::FusedActivation activation) override { fused_activation_ = activation; }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
+  std::int64_t sample_multiply_adds() const override { return std::int64_t{in_features_} * out_features_; }
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
                 const GradientsReady&) override;
@@ -168,6 +170,9 @@ class Sequential final : public Layer {
   void add(LayerPointer layer) { layers_.push_back(std::move(layer)); }
   bool empty() const { return layers_.empty(); }
   const std::vector<LayerPointer>& layers() const { return layers_; }
+  void collect_leaves(std::vector<const Layer*>& leaves) const override {
+    for (const auto& layer : layers_) layer->collect_leaves(leaves);
+  }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;
   void backward(backend::Backend&, ParameterRegistry&, const Tensor&, const Tensor&, const Tensor&, Tensor*,
@@ -210,6 +215,10 @@ class Residual final : public Layer {
   Residual(std::string name, std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
            bool relu_after, ActivationFusion fusion = ActivationFusion::Fused, float stochastic_depth = 0.0f);
   std::string type() const override { return "residual"; }
+  void collect_leaves(std::vector<const Layer*>& leaves) const override {
+    main_->collect_leaves(leaves);
+    if (shortcut_) shortcut_->collect_leaves(leaves);
+  }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   // Its paths' activation floats per sample and its own buffers, for an output of `output_elements`.
   std::int64_t sample_activation_elements(std::int64_t output_elements) const;
@@ -238,6 +247,9 @@ class SqueezeExcitation final : public Layer {
   SqueezeExcitation(std::string name, int squeeze_channels, std::string activation,
                     std::string scale_activation, ActivationFusion fusion = ActivationFusion::Fused);
   std::string type() const override { return "squeeze_excitation"; }
+  void collect_leaves(std::vector<const Layer*>& leaves) const override {
+    if (squeeze_) squeeze_->collect_leaves(leaves);
+  }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   // Floats per sample of its squeeze path and its own buffers, for an input of `input_elements`.
   std::int64_t sample_activation_elements(std::int64_t input_elements) const;
@@ -262,8 +274,12 @@ class SqueezeExcitation final : public Layer {
 // when the block meets its input.
 class InvertedResidual final : public Layer {
  public:
-  InvertedResidual(std::string name, config::LayerSpec spec, ActivationFusion fusion = ActivationFusion::Fused);
+  InvertedResidual(std::string name, config::LayerSpec spec,
+                   ActivationFusion fusion = ActivationFusion::Fused);
   std::string type() const override { return "inverted_residual"; }
+  void collect_leaves(std::vector<const Layer*>& leaves) const override {
+    if (body_) body_->collect_leaves(leaves);
+  }
   Shape configure(const Shape& sample_input, ParameterRegistry& registry) override;
   const Sequential& body() const { return *body_; }
   void forward(backend::Backend&, ParameterRegistry&, const Tensor&, Tensor&, const ForwardContext&) override;

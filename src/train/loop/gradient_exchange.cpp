@@ -32,6 +32,7 @@ class MpiGradientExchange final : public GradientExchange {
   }
   void wait_before_host_reads() override {}  // wait() has the sums on the host already
   comm::CommunicationSeconds cost(ExchangedStep) override { return last_; }
+  const std::vector<double>* bucket_ready_times() const override { return &sync_->bucket_ready_times(); }
 
  private:
   std::optional<comm::GradSync> sync_;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/comm/communicator.hpp"
@@ -35,6 +36,10 @@ class GradientExchange {
   // What the communication of `step` cost: `exposed` is the part backward did not hide. Known at
   // once on the host; on the device a reading waits (bounded) for that step's all-reduces.
   virtual comm::CommunicationSeconds cost(ExchangedStep step) = 0;
+  // When backward reported each bucket ready in the step waited last (steady seconds, in start
+  // order), where the host knows it: MPI exchanges; null for NCCL, whose buckets become ready on
+  // the device.
+  virtual const std::vector<double>* bucket_ready_times() const { return nullptr; }
 };
 
 // MPI on host memory, or through host-staged copies when `backend` keeps gradients on a GPU;

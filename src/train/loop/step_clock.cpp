@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <optional>
 
-#include "phalanx/core/timer.hpp"
 #include "loop/device_stage_timer.hpp"
+#include "phalanx/core/timer.hpp"
 
 namespace phalanx::train {
 
@@ -79,7 +79,8 @@ class HostStepClock final : public StepClock {
   double end_step(std::int64_t run_step, std::int64_t global_step, const BatchFacts& batch) override {
     marks_.step.total = marks_.step_clock.seconds();
     marks_.step.close_other();
-    settled_(SettledStep{marks_.step, run_step, global_step, marks_.start, batch});
+    settled_(
+        SettledStep{marks_.step, run_step, global_step, marks_.start, batch, exchange_.bucket_ready_times()});
     return marks_.step.total;
   }
   void settle() override {}

@@ -7,10 +7,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
-#include "phalanx/backend/backend.hpp"
 #include "loop/gradient_exchange.hpp"
 #include "loop/stage_times.hpp"
+#include "phalanx/backend/backend.hpp"
 
 namespace phalanx::train {
 
@@ -27,6 +28,9 @@ struct SettledStep {
   std::int64_t global_step = 0;  // 1-based, the step's number once done
   double start = 0;              // steady seconds when the step began
   BatchFacts batch;
+  // GradientExchange::bucket_ready_times of this step (null where the host does not know them);
+  // valid while the step's callbacks run.
+  const std::vector<double>* bucket_ready = nullptr;
 };
 
 // Where the input copy of a step ran: as the host-timed HostToDevice stage itself, or on a copy

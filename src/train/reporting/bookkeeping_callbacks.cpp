@@ -68,7 +68,7 @@ void TraceCallback::step_settled(const SettledStep& step) {
   const StageTimes& times = step.times;
   trace_.record({step.global_step, step.start, times.data_wait, times.host_to_device, times.forward,
                  times.backward, times.allreduce_wait, times.optimizer, times.sync_wait,
-                 times.allreduce_total, step.batch.produce_begin, step.batch.produce_end});
+                 times.allreduce_total, step.batch.produce_begin, step.batch.produce_end, step.bucket_ready});
 }
 
 }  // namespace phalanx::train

@@ -66,6 +66,13 @@ void TraceRecorder::record(const StepTimeline& timeline) {
       communication_end);
   if (timeline.produce_end > timeline.produce_begin && timeline.produce_begin > 0)
     add(TraceTrack::DataThread, "load batch", timeline.step, timeline.produce_begin, timeline.produce_end);
+  if (timeline.bucket_ready)
+    for (std::size_t index = 0; index < timeline.bucket_ready->size(); ++index) {
+      const double at = (*timeline.bucket_ready)[index];
+      if (at > 0)
+        events_.push_back(
+            {TraceTrack::Communication, "bucket ready", timeline.step, at, at, static_cast<int>(index)});
+    }
 }
 
 std::vector<ClockOffset> TraceRecorder::estimate_clock_offsets(const comm::Communicator& communicator,
@@ -144,6 +151,18 @@ void TraceRecorder::write_merged(const comm::Communicator& communicator, const s
   }
   for (const auto& event : events_) {
     const double begin = (event.begin - offset - origin) * 1e6, end = (event.end - offset - origin) * 1e6;
+    if (event.bucket >= 0) {
+      // An instant (thread scope): backward made this bucket whole here and its all-reduce could start.
+      local.push_back({{"ph", "i"},
+                       {"s", "t"},
+                       {"name", event.name},
+                       {"cat", track_name(static_cast<int>(event.track))},
+                       {"pid", rank},
+                       {"tid", static_cast<int>(event.track)},
+                       {"ts", std::round(begin * 1000) / 1000},
+                       {"args", {{"step", event.step}, {"bucket", event.bucket}}}});
+      continue;
+    }
     local.push_back({{"ph", "X"},
                      {"name", event.name},
                      {"cat", track_name(static_cast<int>(event.track))},

@@ -27,6 +27,9 @@ struct StepTimeline {
   // (on NCCL ranks approximately: the device's end is not on the host's clock).
   double allreduce_total = 0;
   double produce_begin = 0, produce_end = 0;  // the loader thread's work on this batch
+  // When backward reported each gradient bucket ready (steady seconds, in start order; null: not
+  // known on the host, as on NCCL ranks): instants on the communication track.
+  const std::vector<double>* bucket_ready = nullptr;
 };
 
 // A rank's clock against rank 0's: subtract `offset` (seconds) from a local reading to get rank
@@ -69,6 +72,7 @@ class TraceRecorder {
     const char* name;  // static strings only
     std::int64_t step;
     double begin, end;  // steady seconds
+    int bucket = -1;    // >= 0: the instant this bucket became ready (begin == end)
   };
   void add(TraceTrack track, const char* name, std::int64_t step, double begin, double end);
 

@@ -1,0 +1,46 @@
+// The all-reduce's time as NCCL's tuner estimates it (src/graph/tuning.cc there): per algorithm
+// (ring, tree) and protocol (LL, LL128, Simple), a latency (a base plus one hardware latency per
+// step the algorithm takes, NVLink/PCIe within a node, the network between nodes) plus the bytes
+// over the algorithm's bandwidth. The bandwidth is the slowest link a byte crosses: the GPU's link
+// within one node, the node's network share once the ranks span nodes.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "phalanx/scaling/fabric.hpp"
+
+namespace phalanx::scaling {
+
+enum class Algorithm { Ring, Tree };
+enum class Protocol { LowLatency, LowLatency128, Simple };
+std::string name_of(Algorithm algorithm);
+std::string name_of(Protocol protocol);
+
+struct Topology {
+  int nodes = 1, gpus_per_node = 1;
+  int ranks() const { return nodes * gpus_per_node; }
+};
+
+struct AllreduceEstimate {
+  Algorithm algorithm = Algorithm::Ring;
+  Protocol protocol = Protocol::Simple;
+  double latency = 0;    // seconds
+  double bandwidth = 0;  // algorithm bandwidth: bytes of the buffer per second
+  double seconds = 0;    // latency + bytes / bandwidth; 0 for one rank
+};
+
+// Bus bandwidth of the slowest link: the GPU's intra-node link on one node, else the smaller of it
+// and the node's network bandwidth (every ring or tree crosses a node's NICs once per direction).
+// Throws InvalidInput when the ranks span nodes and the fabric has no network.
+double bottleneck_bus_bandwidth(const Topology& topology, const Fabric& fabric);
+
+AllreduceEstimate estimate_allreduce(Algorithm algorithm, Protocol protocol, std::size_t bytes,
+                                     const Topology& topology, const Fabric& fabric);
+// The protocol NCCL would pick for this algorithm: the fastest.
+AllreduceEstimate best_protocol(Algorithm algorithm, std::size_t bytes, const Topology& topology,
+                                const Fabric& fabric);
+// The algorithm and protocol NCCL would pick: the fastest of all.
+AllreduceEstimate fastest_allreduce(std::size_t bytes, const Topology& topology, const Fabric& fabric);
+
+}  // namespace phalanx::scaling

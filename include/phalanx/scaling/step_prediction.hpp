@@ -1,0 +1,52 @@
+// StepPrediction: one training step of a data-parallel job as a timeline. Forward, then backward
+// layer by layer in reverse; each gradient bucket (the real BucketPlan cut) becomes ready when
+// backward has finished every layer whose gradients it holds, and its all-reduce starts once it is
+// ready and the previous bucket's all-reduce has finished (collectives run one after the other, in
+// the same order on every rank). The all-reduce time left after backward ends is exposed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "phalanx/scaling/allreduce_cost_model.hpp"
+#include "phalanx/scaling/compute_times.hpp"
+#include "phalanx/scaling/layer_costs.hpp"
+
+namespace phalanx::scaling {
+
+struct StepSettings {
+  int local_batch = 1;                               // the largest rank's: it sets the pace
+  std::int64_t global_batch = 1;                     // images per step over all ranks
+  std::size_t bucket_bytes = std::size_t{25} << 20;  // distributed.bucket_mb
+  std::size_t first_bucket_bytes = std::size_t{1} << 20;
+  std::size_t wire_bytes_per_element = 4;  // what a gradient travels as (fp32, or bf16 over NCCL)
+};
+
+struct BucketTiming {
+  std::int64_t begin = 0, end = 0;          // element range in the gradient buffer
+  std::size_t bytes = 0;                    // on the wire
+  double ready = 0, start = 0, finish = 0;  // seconds from the start of the step
+  AllreduceEstimate ring, tree, chosen;
+};
+
+struct StepPrediction {
+  Topology topology;
+  double forward = 0, backward = 0;  // seconds of compute
+  double allreduce = 0;              // seconds of all-reduce in all (overlapped or not)
+  double exposed = 0;                // seconds the step waits for the all-reduce after backward
+  double step = 0;
+  double images_per_second = 0;
+  double single_device_images_per_second = 0;  // one device, the same local batch, no all-reduce
+  double efficiency = 0;                       // images/s over (ranks x one device's images/s)
+  std::vector<BucketTiming> buckets;           // in the order their all-reduces start
+
+  double exposed_share() const { return step > 0 ? exposed / step : 0; }
+};
+
+// `times` are for settings.local_batch; throws InvalidInput when the ranks span nodes on a fabric
+// without a network.
+StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
+                            const Topology& topology, const Fabric& fabric);
+
+}  // namespace phalanx::scaling

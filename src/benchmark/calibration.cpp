@@ -1,0 +1,165 @@
+// Calibration for the scaling model: transport fits, per-layer times from backward's own readiness
+// reports, bucket ready times.
+#include "phalanx/benchmark/calibration.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "phalanx/comm/bucket_plan.hpp"
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::benchmark {
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t middle = values.size() / 2;
+  return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+Tensor random_tensor(backend::Backend& backend, const Shape& shape, std::uint64_t seed) {
+  Tensor tensor(backend, shape);
+  std::vector<float> values(static_cast<std::size_t>(shape.elements()));
+  std::mt19937 generator(static_cast<std::mt19937::result_type>(seed));
+  std::uniform_real_distribution<float> distribution(-1.0f, 1.0f);
+  for (float& value : values) value = distribution(generator);
+  backend.copy_from_host(tensor.data(), values.data(), values.size() * sizeof(float));
+  return tensor;
+}
+
+}  // namespace
+
+TransportFit fit_transport(const std::string& name, int ranks, const std::vector<AllreduceResult>& measured) {
+  PHALANX_CHECK(measured.size() >= 2, "a transport fit needs two sizes or more, got ", measured.size());
+  double mean_bytes = 0, mean_seconds = 0;
+  for (const auto& point : measured) {
+    mean_bytes += static_cast<double>(point.bytes);
+    mean_seconds += point.seconds;
+  }
+  mean_bytes /= measured.size();
+  mean_seconds /= measured.size();
+  double covariance = 0, variance = 0;
+  for (const auto& point : measured) {
+    covariance += (point.bytes - mean_bytes) * (point.seconds - mean_seconds);
+    variance += (point.bytes - mean_bytes) * (point.bytes - mean_bytes);
+  }
+  PHALANX_CHECK(variance > 0, "a transport fit needs two different sizes");
+  TransportFit fit{name, ranks, 0, covariance / variance, measured};
+  fit.latency = mean_seconds - fit.seconds_per_byte * mean_bytes;
+  return fit;
+}
+
+ModelTimings time_model(nn::Model& model, const scaling::LayerCosts& costs, int batch, int iterations,
+                        std::size_t bucket_bytes, std::size_t first_bucket_bytes) {
+  PHALANX_REQUIRE_INPUT(batch >= 1 && iterations >= 1, "calibration needs a batch and iterations >= 1 (got ",
+                        batch, " and ", iterations, ")");
+  backend::Backend& backend = model.backend();
+  const Shape& sample = model.sample_shape();
+  const Tensor input = random_tensor(backend, Shape{batch, sample[0], sample[1], sample[2]}, 1);
+  const Tensor grad_logits = random_tensor(backend, Shape{batch, model.classes()}, 2);
+  // The layer whose gradients start at each offset: what a readiness report names.
+  std::vector<std::pair<std::int64_t, std::size_t>> by_offset;
+  for (std::size_t index = 0; index < costs.layers.size(); ++index)
+    if (costs.layers[index].gradient_elements > 0)
+      by_offset.emplace_back(costs.layers[index].gradient_offset, index);
+  std::sort(by_offset.begin(), by_offset.end());
+  const comm::BucketPlan plan(costs.gradient_elements, bucket_bytes, first_bucket_bytes);
+
+  std::vector<std::vector<double>> backward_samples(costs.layers.size()), ready_samples(plan.size());
+  std::vector<double> forward_samples, backward_totals;
+  nn::ForwardContext context;
+  for (int iteration = -2; iteration < iterations; ++iteration) {
+    backend.synchronize();
+    const double forward_start = now();
+    model.forward(input, context);
+    backend.synchronize();
+    const double backward_start = now();
+    std::vector<double> layer_backward(costs.layers.size(), 0.0), bucket_ready(plan.size(), -1.0);
+    double previous = backward_start;
+    std::size_t last_layer = costs.layers.empty() ? 0 : costs.layers.size() - 1;
+    model.backward(input, grad_logits, [&](std::int64_t first_final_offset) {
+      backend.synchronize();
+      const double time = now();
+      const auto found = std::lower_bound(by_offset.begin(), by_offset.end(),
+                                          std::make_pair(first_final_offset, std::size_t{0}));
+      if (found != by_offset.end() && found->first == first_final_offset) last_layer = found->second;
+      layer_backward[last_layer] += time - previous;
+      previous = time;
+      for (std::size_t index = 0; index < plan.size(); ++index)
+        if (bucket_ready[index] < 0 && plan[index].begin >= first_final_offset)
+          bucket_ready[index] = time - backward_start;
+    });
+    backend.synchronize();
+    const double end = now();
+    if (!costs.layers.empty()) layer_backward[last_layer] += end - previous;
+    if (iteration < 0) continue;
+    forward_samples.push_back(backward_start - forward_start);
+    backward_totals.push_back(end - backward_start);
+    for (std::size_t index = 0; index < costs.layers.size(); ++index)
+      backward_samples[index].push_back(layer_backward[index]);
+    for (std::size_t index = 0; index < plan.size(); ++index)
+      ready_samples[index].push_back(bucket_ready[index] < 0 ? end - backward_start : bucket_ready[index]);
+  }
+
+  // The layers and buckets of the pass whose backward took the median time: one consistent pass (its
+  // layers add up to it), not medians per layer that leave out a preemption no layer owns alone.
+  std::vector<std::size_t> order(backward_totals.size());
+  for (std::size_t index = 0; index < order.size(); ++index) order[index] = index;
+  std::sort(order.begin(), order.end(), [&](std::size_t left, std::size_t right) {
+    return backward_totals[left] < backward_totals[right];
+  });
+  const std::size_t middle = order[order.size() / 2];
+  ModelTimings timings;
+  timings.batch = batch;
+  timings.iterations = iterations;
+  timings.forward = median(forward_samples);
+  timings.backward = backward_totals[middle];
+  const double multiply_adds = std::max<double>(1, static_cast<double>(costs.multiply_adds()));
+  for (std::size_t index = 0; index < costs.layers.size(); ++index)
+    timings.layers.push_back({costs.layers[index].name,
+                              timings.forward * costs.layers[index].multiply_adds / multiply_adds,
+                              backward_samples[index][middle]});
+  for (std::size_t index = 0; index < plan.size(); ++index)
+    timings.buckets.push_back({plan[index].begin, plan[index].end, ready_samples[index][middle]});
+  return timings;
+}
+
+nlohmann::json profile_json(const std::string& model_name, const std::string& device,
+                            const ModelTimings& timings, const std::vector<TransportFit>& transports) {
+  nlohmann::json profile = {{"format", "phalanx-profile"},
+                            {"version", 1},
+                            {"model", model_name},
+                            {"device", device},
+                            {"batch_size", timings.batch},
+                            {"iterations", timings.iterations},
+                            {"forward_seconds", timings.forward},
+                            {"backward_seconds", timings.backward},
+                            {"layers", nlohmann::json::array()},
+                            {"buckets", nlohmann::json::array()},
+                            {"transports", nlohmann::json::array()}};
+  for (const auto& layer : timings.layers)
+    profile["layers"].push_back(
+        {{"name", layer.name}, {"forward_seconds", layer.forward}, {"backward_seconds", layer.backward}});
+  for (const auto& bucket : timings.buckets)
+    profile["buckets"].push_back(
+        {{"begin", bucket.begin}, {"end", bucket.end}, {"ready_seconds", bucket.ready}});
+  for (const auto& transport : transports) {
+    nlohmann::json measured = nlohmann::json::array();
+    for (const auto& point : transport.measured)
+      measured.push_back({{"bytes", point.bytes}, {"seconds", point.seconds}});
+    profile["transports"].push_back({{"name", transport.name},
+                                     {"ranks", transport.ranks},
+                                     {"latency_seconds", transport.latency},
+                                     {"seconds_per_byte", transport.seconds_per_byte},
+                                     {"measured", measured}});
+  }
+  return profile;
+}
+
+}  // namespace phalanx::benchmark

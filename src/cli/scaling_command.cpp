@@ -1,0 +1,236 @@
+// `phalanx scaling CONFIG --nodes N --gpus-per-node G --fabric NAME|FILE`: a job's step time, images/s
+// and scaling efficiency at N x G GPUs before it is queued, from the config's model and bucket plan,
+// NCCL's all-reduce cost model on the fabric's published figures, and the compute time of one device
+// (a profile from `phalanx bench calibrate`, or its images per second). docs/SCALING.md.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "model_input.hpp"
+#include "phalanx/config/config.hpp"
+#include "phalanx/core/error.hpp"
+#include "phalanx/nn/model_plan.hpp"
+#include "phalanx/scaling/device_preset.hpp"
+#include "phalanx/scaling/step_prediction.hpp"
+
+namespace phalanx::cli {
+namespace {
+
+struct ScalingArguments {
+  std::string config_path, layer_table, fabric, profile, sample_shape;
+  std::vector<std::string> overrides;
+  std::vector<int> sweep_nodes;
+  int nodes = 1, gpus_per_node = 1, classes = 0, batch_size = 0;
+  double images_per_second = 0, bucket_mb = 0;
+  std::string device;
+  bool json = false;
+};
+
+// The model's layers: a layer table, or the config's model for its data's image shape.
+scaling::LayerCosts model_layers(const ScalingArguments& arguments, const config::Config* config) {
+  if (!arguments.layer_table.empty()) return scaling::read_layer_table(arguments.layer_table);
+  const ModelInput input =
+      model_input(*config, arguments.config_path, arguments.sample_shape, arguments.classes);
+  const nn::ModelPlan plan(config->model, input.sample, input.classes);
+  return scaling::layer_costs(plan, config->model.preset.empty() ? config->name : config->model.preset);
+}
+
+nlohmann::json to_json(const scaling::AllreduceEstimate& estimate) {
+  return {{"algorithm", scaling::name_of(estimate.algorithm)},
+          {"protocol", scaling::name_of(estimate.protocol)},
+          {"seconds", estimate.seconds},
+          {"latency_seconds", estimate.latency},
+          {"bandwidth_bytes_per_second", estimate.bandwidth}};
+}
+
+nlohmann::json to_json(const scaling::StepPrediction& prediction) {
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const auto& bucket : prediction.buckets)
+    buckets.push_back({{"begin", bucket.begin},
+                       {"end", bucket.end},
+                       {"bytes", bucket.bytes},
+                       {"ready_seconds", bucket.ready},
+                       {"start_seconds", bucket.start},
+                       {"finish_seconds", bucket.finish},
+                       {"ring", to_json(bucket.ring)},
+                       {"tree", to_json(bucket.tree)},
+                       {"chosen", scaling::name_of(bucket.chosen.algorithm)}});
+  return {{"nodes", prediction.topology.nodes},
+          {"gpus_per_node", prediction.topology.gpus_per_node},
+          {"ranks", prediction.topology.ranks()},
+          {"forward_seconds", prediction.forward},
+          {"backward_seconds", prediction.backward},
+          {"allreduce_seconds", prediction.allreduce},
+          {"exposed_seconds", prediction.exposed},
+          {"exposed_share", prediction.exposed_share()},
+          {"step_seconds", prediction.step},
+          {"images_per_second", prediction.images_per_second},
+          {"single_device_images_per_second", prediction.single_device_images_per_second},
+          {"efficiency", prediction.efficiency},
+          {"buckets", buckets}};
+}
+
+void print_schedule(const scaling::StepPrediction& prediction) {
+  std::printf("\n# bucket schedule, %d node(s) x %d GPU(s): times in ms from the start of the step\n",
+              prediction.topology.nodes, prediction.topology.gpus_per_node);
+  std::printf("%6s %10s %10s %9s %9s %16s %16s %6s %9s %9s\n", "bucket", "elements", "MB", "ready", "start",
+              "ring ms (proto)", "tree ms (proto)", "uses", "finish", "waits");
+  for (std::size_t index = 0; index < prediction.buckets.size(); ++index) {
+    const auto& bucket = prediction.buckets[index];
+    const auto cell = [](const scaling::AllreduceEstimate& estimate) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3f (%s)", estimate.seconds * 1e3,
+                    scaling::name_of(estimate.protocol).c_str());
+      return std::string(text);
+    };
+    std::printf("%6zu %10lld %10.2f %9.2f %9.2f %16s %16s %6s %9.2f %9.2f\n", index,
+                static_cast<long long>(bucket.end - bucket.begin), bucket.bytes / 1e6, bucket.ready * 1e3,
+                bucket.start * 1e3, cell(bucket.ring).c_str(), cell(bucket.tree).c_str(),
+                scaling::name_of(bucket.chosen.algorithm).c_str(), bucket.finish * 1e3,
+                (bucket.start - bucket.ready) * 1e3);
+  }
+}
+
+void print_summary_header() {
+  std::printf("%6s %6s %10s %10s %12s %11s %9s %12s %11s\n", "nodes", "ranks", "step ms", "compute ms",
+              "all-reduce ms", "exposed ms", "exposed %", "images/s", "efficiency");
+}
+
+void print_summary_row(const scaling::StepPrediction& prediction) {
+  std::printf("%6d %6d %10.2f %10.2f %12.2f %11.2f %9.1f %12.1f %10.1f%%\n", prediction.topology.nodes,
+              prediction.topology.ranks(), prediction.step * 1e3,
+              (prediction.forward + prediction.backward) * 1e3, prediction.allreduce * 1e3,
+              prediction.exposed * 1e3, 100 * prediction.exposed_share(), prediction.images_per_second,
+              100 * prediction.efficiency);
+}
+
+int run_scaling(const ScalingArguments& arguments) {
+  PHALANX_REQUIRE_INPUT(arguments.config_path.empty() != arguments.layer_table.empty(),
+                        "give either a CONFIG or --layers FILE (a layer table), not both");
+  PHALANX_REQUIRE_INPUT(int{!arguments.profile.empty()} + int{arguments.images_per_second > 0} +
+                                int{!arguments.device.empty()} ==
+                            1,
+                        "give the compute time of one device: --profile FILE (phalanx bench calibrate), "
+                        "--images-per-second X or "
+                        "--device NAME, one of them");
+  std::optional<config::Config> config;
+  if (!arguments.config_path.empty()) config = config::load(arguments.config_path, arguments.overrides);
+  const scaling::LayerCosts costs = model_layers(arguments, config ? &*config : nullptr);
+  const scaling::Fabric fabric = scaling::find_fabric(arguments.fabric);
+
+  std::vector<int> node_counts =
+      arguments.sweep_nodes.empty() ? std::vector<int>{arguments.nodes} : arguments.sweep_nodes;
+  for (const int nodes : node_counts)
+    PHALANX_REQUIRE_INPUT(nodes >= 1, "--nodes and --sweep-nodes take counts >= 1 (got ", nodes, ")");
+  PHALANX_REQUIRE_INPUT(arguments.gpus_per_node >= 1, "--gpus-per-node must be >= 1 (got ",
+                        arguments.gpus_per_node, ")");
+
+  scaling::StepSettings settings;
+  int batch = arguments.batch_size;
+  if (batch == 0) {
+    PHALANX_REQUIRE_INPUT(config.has_value(), "--layers needs --batch-size (images per rank and step)");
+    PHALANX_REQUIRE_INPUT(
+        config->distributed.local_batches.empty(), arguments.config_path,
+        ": distributed.local_batches fixes the ranks; predict with --batch-size B (per rank)");
+    batch = config->train.batch_size;
+  }
+  PHALANX_REQUIRE_INPUT(batch >= 1, "--batch-size must be >= 1 (got ", batch, ")");
+  settings.local_batch = batch;
+  const double bucket_mb = arguments.bucket_mb > 0 ? arguments.bucket_mb
+                           : config                ? config->distributed.bucket_mb
+                                                   : 25.0;
+  settings.bucket_bytes = static_cast<std::size_t>(bucket_mb * (1 << 20));
+  settings.wire_bytes_per_element =
+      config && config->distributed.grad_dtype == config::GradientDtype::Bf16 ? 2 : 4;
+  scaling::ComputeTimes times;
+  if (!arguments.profile.empty()) {
+    times = scaling::compute_from_profile(costs, arguments.profile, batch);
+  } else if (!arguments.device.empty()) {
+    std::string how;
+    const double rate = scaling::device_images_per_second(scaling::device_preset(arguments.device),
+                                                          costs.multiply_adds(), &how);
+    times = scaling::compute_from_throughput(costs, rate, batch);
+    times.source = how + "; " + times.source;
+  } else {
+    times = scaling::compute_from_throughput(costs, arguments.images_per_second, batch);
+  }
+
+  std::vector<scaling::StepPrediction> predictions;
+  for (const int nodes : node_counts) {
+    const scaling::Topology topology{nodes, arguments.gpus_per_node};
+    settings.global_batch = std::int64_t{batch} * topology.ranks();
+    predictions.push_back(scaling::predict_step(costs, times, settings, topology, fabric));
+  }
+
+  if (arguments.json) {
+    nlohmann::json output = {{"model", costs.model},
+                             {"parameters", costs.parameters},
+                             {"gradient_elements", costs.gradient_elements},
+                             {"multiply_adds_per_sample", costs.multiply_adds()},
+                             {"local_batch", batch},
+                             {"bucket_bytes", settings.bucket_bytes},
+                             {"fabric", fabric.name},
+                             {"fabric_source", fabric.source},
+                             {"compute_source", times.source},
+                             {"predictions", nlohmann::json::array()}};
+    for (const auto& prediction : predictions) output["predictions"].push_back(to_json(prediction));
+    std::printf("%s\n", output.dump(2).c_str());
+    return 0;
+  }
+  std::printf(
+      "# phalanx scaling: %s, %lld parameters (%.1f MB of gradients on the wire), %.2f GFLOP per image "
+      "forward, local batch %d, buckets of %.1f MB\n",
+      costs.model.c_str(), static_cast<long long>(costs.parameters),
+      costs.gradient_elements * settings.wire_bytes_per_element / 1e6, 2.0 * costs.multiply_adds() / 1e9,
+      batch, bucket_mb);
+  std::printf("# fabric %s: %s\n", fabric.name.c_str(), fabric.source.c_str());
+  std::printf("# compute: %s; forward %.2f ms, backward %.2f ms per step\n", times.source.c_str(),
+              times.forward_seconds() * 1e3, times.backward_seconds() * 1e3);
+  if (predictions.size() == 1) print_schedule(predictions.front());
+  std::printf("\n");
+  print_summary_header();
+  for (const auto& prediction : predictions) print_summary_row(prediction);
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_scaling_command(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "scaling", "Predict step time, images/s and scaling efficiency at N GPUs from the fabric's figures");
+  auto arguments = std::make_shared<ScalingArguments>();
+  command->add_option("config", arguments->config_path, "Training config (YAML); or --layers");
+  command->add_option("--layers", arguments->layer_table,
+                      "A layer table (JSON: per layer parameters and multiply-adds) instead of a config");
+  command->add_option("--nodes", arguments->nodes, "Nodes (default 1)");
+  command->add_option("--gpus-per-node", arguments->gpus_per_node, "GPUs (ranks) per node (default 1)");
+  command->add_option("--fabric", arguments->fabric, "A fabric preset or a fabric file (JSON)")->required();
+  command->add_option("--profile", arguments->profile,
+                      "Per-layer times from `phalanx bench calibrate` (JSON)");
+  command->add_option("--images-per-second", arguments->images_per_second,
+                      "One device's training images/s at the local batch (instead of --profile)");
+  command->add_option("--device", arguments->device,
+                      "A published GPU (p100, v100, a100, h100, h200; fp32) instead of --images-per-second");
+  command->add_option("--batch-size", arguments->batch_size,
+                      "Images per rank and step (default: train.batch_size)");
+  command->add_option("--bucket-mb", arguments->bucket_mb,
+                      "Bucket size in MiB (default: distributed.bucket_mb)");
+  command->add_option("--sweep-nodes", arguments->sweep_nodes, "Node counts to predict, e.g. 1,2,4,8")
+      ->delimiter(',');
+  command->add_option("--sample-shape", arguments->sample_shape,
+                      "One image as HxWxC, where the config's dataset is not at hand");
+  command->add_option("--classes", arguments->classes, "Classes, with --sample-shape");
+  command->add_option("--set", arguments->overrides, "Override a config key (repeatable)");
+  command->add_flag("--json", arguments->json, "Print the prediction as JSON");
+  return [=]() -> int {
+    if (!*command) return -1;
+    return run_scaling(*arguments);
+  };
+}
+
+}  // namespace phalanx::cli

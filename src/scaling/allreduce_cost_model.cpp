@@ -1,0 +1,120 @@
+// NCCL's all-reduce cost model, written from the structure of its tuner: latencies per algorithm,
+// protocol and link class (the tuner's published defaults), bandwidth factors per protocol, the ring's
+// 2(n-1) steps with 2(nodes-1) of them on the network, the tree's depth log2(nodes) across nodes.
+#include "phalanx/scaling/allreduce_cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::scaling {
+namespace {
+
+constexpr int algorithm_count = 2, protocol_count = 3;
+// Microseconds, indexed [algorithm][protocol] (ring, tree; LL, LL128, Simple): the fixed cost of
+// launching one collective, and each step's cost on NVLink, PCIe and the network (NCCL's defaults).
+constexpr double base_latency[algorithm_count][protocol_count] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}};
+constexpr double nvlink_latency[algorithm_count][protocol_count] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}};
+constexpr double pcie_latency[algorithm_count][protocol_count] = {{1.0, 2.5, 5.7}, {1.0, 1.9, 4.0}};
+constexpr double network_latency[algorithm_count][protocol_count] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}};
+
+int index_of(Algorithm algorithm) {
+  return algorithm == Algorithm::Ring ? 0 : 1;
+}
+int index_of(Protocol protocol) {
+  return protocol == Protocol::LowLatency ? 0 : protocol == Protocol::LowLatency128 ? 1 : 2;
+}
+
+// The share of the links' bandwidth a protocol carries as data: LL sends a flag with every 4 bytes of
+// data in 8, LL128 one with every 120 bytes in 128; Simple moves only data. The tree's Simple
+// loses some to its pipeline, and its LL a little more than the ring's.
+double protocol_efficiency(Algorithm algorithm, Protocol protocol, const Topology& topology) {
+  if (algorithm == Algorithm::Ring) {
+    if (protocol == Protocol::LowLatency) return 0.5;
+    if (protocol == Protocol::LowLatency128) return 0.92;
+    return 1.0;
+  }
+  if (protocol == Protocol::LowLatency) return 0.92 / 3.8;
+  if (protocol == Protocol::LowLatency128) return 0.92 * (topology.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0);
+  return 0.92;
+}
+
+int log2_floor(int value) {
+  int result = 0;
+  while (value > 1) {
+    value >>= 1;
+    ++result;
+  }
+  return result;
+}
+
+}  // namespace
+
+std::string name_of(Algorithm algorithm) {
+  return algorithm == Algorithm::Ring ? "ring" : "tree";
+}
+std::string name_of(Protocol protocol) {
+  return protocol == Protocol::LowLatency ? "LL" : protocol == Protocol::LowLatency128 ? "LL128" : "Simple";
+}
+
+double bottleneck_bus_bandwidth(const Topology& topology, const Fabric& fabric) {
+  PHALANX_REQUIRE_INPUT(topology.nodes >= 1 && topology.gpus_per_node >= 1,
+                        "the nodes and the GPUs per node must be >= 1 (got ", topology.nodes, " and ",
+                        topology.gpus_per_node, ")");
+  PHALANX_REQUIRE_INPUT(fabric.intra_node_bandwidth > 0, "fabric ", fabric.name,
+                        " has no intra-node bandwidth");
+  if (topology.nodes == 1) return fabric.intra_node_bandwidth;
+  PHALANX_REQUIRE_INPUT(fabric.has_network(), "fabric ", fabric.name, " has no network between nodes, and ",
+                        topology.nodes, " nodes need one (a single-node fabric takes --nodes 1)");
+  return std::min(fabric.intra_node_bandwidth, fabric.node_network_bandwidth(topology.gpus_per_node));
+}
+
+AllreduceEstimate estimate_allreduce(Algorithm algorithm, Protocol protocol, std::size_t bytes,
+                                     const Topology& topology, const Fabric& fabric) {
+  AllreduceEstimate estimate{algorithm, protocol, 0, 0, 0};
+  const int ranks = topology.ranks();
+  const double bus_bandwidth = bottleneck_bus_bandwidth(topology, fabric);
+  if (ranks == 1) return estimate;
+  const int a = index_of(algorithm), p = index_of(protocol);
+  const double intra_step =
+      (fabric.intra_node_link == IntraNodeLink::NvLink ? nvlink_latency : pcie_latency)[a][p] * 1e-6;
+  const double network_step = network_latency[a][p] * 1e-6 + fabric.network_latency;
+  const double data_bandwidth = bus_bandwidth * protocol_efficiency(algorithm, protocol, topology);
+  estimate.latency = base_latency[a][p] * 1e-6;
+  if (algorithm == Algorithm::Ring) {
+    // Reduce-scatter then all-gather: 2(n-1) steps, each moving 1/n of the buffer over every link,
+    // so the buffer moves at bus bandwidth x n / (2(n-1)). A ring over several nodes leaves and
+    // enters each node once per pass: 2(nodes-1) of its steps cross the network.
+    const int steps = 2 * (ranks - 1);
+    const int network_steps = topology.nodes > 1 ? 2 * (topology.nodes - 1) : 0;
+    estimate.latency += (steps - network_steps) * intra_step + network_steps * network_step;
+    estimate.bandwidth = data_bandwidth * ranks / steps;
+  } else {
+    // Up a chain within the node and a tree across nodes, then down again: the latency grows with
+    // the depth, not the ranks; every byte travels up and down, so at half the bus bandwidth.
+    estimate.latency +=
+        2 * ((topology.gpus_per_node - 1) * intra_step + log2_floor(topology.nodes) * network_step);
+    estimate.bandwidth = data_bandwidth * 0.5;
+  }
+  estimate.seconds = estimate.latency + static_cast<double>(bytes) / estimate.bandwidth;
+  return estimate;
+}
+
+AllreduceEstimate best_protocol(Algorithm algorithm, std::size_t bytes, const Topology& topology,
+                                const Fabric& fabric) {
+  AllreduceEstimate best = estimate_allreduce(algorithm, Protocol::Simple, bytes, topology, fabric);
+  for (const Protocol protocol : {Protocol::LowLatency, Protocol::LowLatency128}) {
+    const AllreduceEstimate other = estimate_allreduce(algorithm, protocol, bytes, topology, fabric);
+    if (other.seconds < best.seconds) best = other;
+  }
+  return best;
+}
+
+AllreduceEstimate fastest_allreduce(std::size_t bytes, const Topology& topology, const Fabric& fabric) {
+  const AllreduceEstimate ring = best_protocol(Algorithm::Ring, bytes, topology, fabric);
+  const AllreduceEstimate tree = best_protocol(Algorithm::Tree, bytes, topology, fabric);
+  return tree.seconds < ring.seconds ? tree : ring;
+}
+
+}  // namespace phalanx::scaling

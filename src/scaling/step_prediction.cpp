@@ -1,0 +1,69 @@
+// The step timeline: bucket ready times from backward's layer order, all-reduces queued behind each
+// other, the exposed remainder after backward.
+#include "phalanx/scaling/step_prediction.hpp"
+
+#include <algorithm>
+
+#include "phalanx/comm/bucket_plan.hpp"
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::scaling {
+
+StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
+                            const Topology& topology, const Fabric& fabric) {
+  PHALANX_CHECK(times.forward.size() == costs.layers.size() && times.backward.size() == costs.layers.size(),
+                "compute times for ", times.forward.size(), " layers, the model has ", costs.layers.size());
+  StepPrediction prediction;
+  prediction.topology = topology;
+  prediction.forward = times.forward_seconds();
+  prediction.backward = times.backward_seconds();
+  const double backward_end = prediction.forward + prediction.backward;
+
+  // When backward finishes each layer: it runs the layers in reverse.
+  std::vector<double> finished(costs.layers.size());
+  double clock = prediction.forward;
+  for (std::size_t index = costs.layers.size(); index-- > 0;) {
+    clock += times.backward[index];
+    finished[index] = clock;
+  }
+
+  comm::BucketPlan plan(costs.gradient_elements, settings.bucket_bytes, settings.first_bucket_bytes);
+  double previous_finish = 0;
+  for (std::size_t index = 0; index < plan.size(); ++index) {
+    const comm::BucketPlan::Bucket& bucket = plan[index];
+    BucketTiming timing;
+    timing.begin = bucket.begin;
+    timing.end = bucket.end;
+    timing.bytes = static_cast<std::size_t>(bucket.elements()) * settings.wire_bytes_per_element;
+    // Whole once every layer holding one of its gradients is done; a range no layer holds (none in
+    // a real model) waits for the end of backward, as GradSync starts the rest there.
+    timing.ready = 0;
+    bool held = false;
+    for (std::size_t layer = 0; layer < costs.layers.size(); ++layer) {
+      const LayerCost& cost = costs.layers[layer];
+      if (cost.gradient_elements == 0) continue;
+      if (cost.gradient_offset < bucket.end && cost.gradient_offset + cost.gradient_elements > bucket.begin) {
+        timing.ready = std::max(timing.ready, finished[layer]);
+        held = true;
+      }
+    }
+    if (!held) timing.ready = backward_end;
+    timing.ring = best_protocol(Algorithm::Ring, timing.bytes, topology, fabric);
+    timing.tree = best_protocol(Algorithm::Tree, timing.bytes, topology, fabric);
+    timing.chosen = timing.tree.seconds < timing.ring.seconds ? timing.tree : timing.ring;
+    timing.start = std::max(timing.ready, previous_finish);
+    timing.finish = timing.start + timing.chosen.seconds;
+    previous_finish = timing.finish;
+    prediction.allreduce += timing.chosen.seconds;
+    prediction.buckets.push_back(timing);
+  }
+  prediction.step = std::max(backward_end, topology.ranks() > 1 ? previous_finish : 0.0);
+  prediction.exposed = prediction.step - backward_end;
+  prediction.images_per_second = settings.global_batch / prediction.step;
+  prediction.single_device_images_per_second = settings.local_batch / backward_end;
+  prediction.efficiency =
+      prediction.images_per_second / (topology.ranks() * prediction.single_device_images_per_second);
+  return prediction;
+}
+
+}  // namespace phalanx::scaling

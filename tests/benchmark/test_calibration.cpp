@@ -1,0 +1,52 @@
+// Calibration: the least-squares transport fit recovers a known line, and a real model's per-layer
+// backward times and bucket ready times are consistent with the whole pass they were read from.
+#include <gtest/gtest.h>
+
+#include "phalanx/backend/backend.hpp"
+#include "phalanx/benchmark/calibration.hpp"
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::testing {
+namespace {
+
+TEST(Calibration, TransportFitRecoversLatencyAndInverseBandwidth) {
+  std::vector<benchmark::AllreduceResult> measured;
+  for (std::size_t bytes = 4096; bytes <= (std::size_t{1} << 24); bytes *= 2)
+    measured.push_back({bytes, 20e-6 + bytes * 1e-10, 0, 0});
+  const benchmark::TransportFit fit = benchmark::fit_transport("shared_memory", 2, measured);
+  EXPECT_NEAR(fit.latency, 20e-6, 1e-12);
+  EXPECT_NEAR(fit.seconds_per_byte, 1e-10, 1e-18);
+  EXPECT_THROW(benchmark::fit_transport("x", 2, {measured.front()}), Error);
+}
+
+TEST(Calibration, LayerBackwardTimesAddUpToThePassAndBucketsBecomeReadyInOrder) {
+  config::ModelConfig model_config;
+  model_config.preset = "resnet20";
+  const auto backend = backend::make_cpu_backend(1);
+  nn::Model model(nn::ModelPlan(model_config, Shape{16, 16, 3}, 10), *backend, 1);
+  const nn::ModelPlan plan(model_config, Shape{16, 16, 3}, 10);
+  const scaling::LayerCosts costs = scaling::layer_costs(plan, "resnet20");
+  // Buckets of 64 KiB: several over ResNet-20's 272 474 parameters.
+  const benchmark::ModelTimings timings = benchmark::time_model(model, costs, 2, 3, 1 << 16, 1 << 14);
+  ASSERT_EQ(timings.layers.size(), costs.layers.size());
+  double backward = 0, forward = 0;
+  for (const auto& layer : timings.layers) {
+    EXPECT_GE(layer.backward, 0.0) << layer.name;
+    backward += layer.backward;
+    forward += layer.forward;
+  }
+  EXPECT_GT(timings.backward, 0.0);
+  EXPECT_NEAR(forward, timings.forward, 1e-9);
+  // The layers are those of one pass (the median one): together they are that pass.
+  EXPECT_NEAR(backward, timings.backward, 1e-9);
+  ASSERT_GT(timings.buckets.size(), 3u);
+  EXPECT_EQ(timings.buckets.front().end, costs.gradient_elements);
+  EXPECT_EQ(timings.buckets.back().begin, 0);
+  for (std::size_t index = 1; index < timings.buckets.size(); ++index)
+    EXPECT_GE(timings.buckets[index].ready, timings.buckets[index - 1].ready) << "bucket " << index;
+  EXPECT_LE(timings.buckets.back().ready, timings.backward);
+  EXPECT_LT(timings.buckets.front().ready, timings.buckets.back().ready);
+}
+
+}  // namespace
+}  // namespace phalanx::testing

@@ -1,0 +1,150 @@
+"""End-to-end: `phalanx scaling` on a config (its dataset's image shape read from the file, and given on
+the command line): the bucket schedule, ring and tree times, the summary fields, a node sweep, and a
+malformed or incomplete fabric file refused with exit 2 naming the file and the field."""
+
+import json
+import os
+import unittest
+
+import e2e_common as e2e
+
+
+def setUpModule():
+    global WORK, CONFIG, DATA
+    WORK = e2e.work_dir("scaling")
+    DATA = os.path.join(WORK, "synth32.h5")
+    made = e2e.phalanx("data", "synth", "-o", DATA, "--train", 64, "--test", 16, "--height", 32, "--width", 32,
+                       "--channels", 3)
+    assert made.returncode == 0, made.describe()
+    CONFIG = os.path.join(WORK, "resnet20.yaml")
+    with open(os.path.join(e2e.SOURCE_DIR, "configs", "resnet20_synth.yaml")) as source:
+        text = source.read().replace("datasets/synth32.h5", DATA)
+    with open(CONFIG, "w") as config:
+        config.write(text)
+
+
+def scaling(*args):
+    return e2e.phalanx("scaling", CONFIG, *args)
+
+
+class ScalingCommandTest(unittest.TestCase):
+    def test_prints_the_bucket_schedule_and_the_summary(self):
+        result = scaling("--nodes", 4, "--gpus-per-node", 4, "--fabric", "roce-25g", "--images-per-second", 2000)
+        self.assertEqual(result.returncode, 0, result.describe())
+        for field in ("bucket schedule", "ring ms", "tree ms", "ready", "exposed ms", "exposed %", "images/s",
+                      "efficiency", "272474 parameters", "Sergeev & Del Balso 2018"):
+            self.assertIn(field, result.stdout, result.describe())
+        summary = result.stdout.strip().splitlines()[-1].split()
+        self.assertEqual(summary[:2], ["4", "16"], result.describe())
+        self.assertTrue(summary[-1].endswith("%"), result.describe())
+
+    def test_json_prediction_is_consistent_and_a_sweep_gives_one_row_per_node_count(self):
+        result = scaling("--gpus-per-node", 8, "--fabric", "ib-4x100g", "--images-per-second", 500, "--json",
+                         "--sweep-nodes", "1,2,4", "--set", "model.preset=resnet50", "--sample-shape", "224x224x3",
+                         "--classes", 1000, "--batch-size", 32)
+        self.assertEqual(result.returncode, 0, result.describe())
+        output = json.loads(result.stdout)
+        self.assertEqual(output["model"], "resnet50")
+        self.assertEqual(output["parameters"], 25557032)  # torchvision's resnet50
+        predictions = output["predictions"]
+        self.assertEqual([p["ranks"] for p in predictions], [8, 16, 32])
+        for prediction in predictions:
+            step = prediction["step_seconds"]
+            compute = prediction["forward_seconds"] + prediction["backward_seconds"]
+            self.assertAlmostEqual(compute, 32 / 500, places=9)
+            self.assertAlmostEqual(prediction["exposed_seconds"], step - compute, places=9)
+            self.assertAlmostEqual(prediction["efficiency"], compute / step, places=9)
+            self.assertAlmostEqual(prediction["images_per_second"], 32 * prediction["ranks"] / step, places=6)
+            buckets = prediction["buckets"]
+            self.assertEqual(sum(b["end"] - b["begin"] for b in buckets), output["gradient_elements"])
+            for earlier, later in zip(buckets, buckets[1:]):
+                self.assertGreaterEqual(later["start_seconds"], earlier["finish_seconds"] - 1e-12)
+                self.assertGreaterEqual(later["ready_seconds"], earlier["ready_seconds"])
+        # Off the node, the network is the bottleneck: more nodes cannot expose less.
+        self.assertLessEqual(predictions[1]["efficiency"], predictions[0]["efficiency"])
+
+    def test_a_bad_fabric_file_is_refused_naming_the_file_and_the_field(self):
+        cases = {
+            "missing.json": ('{"intra_node_link": "nvlink", "network_gbit_per_second_per_node": 100}',
+                             "intra_node_gbytes_per_second"),
+            "malformed.json": ('{"intra_node_link": "nvlink", ', "not valid JSON"),
+            "negative.json": ('{"intra_node_link": "pcie", "intra_node_gbytes_per_second": -3}',
+                              "intra_node_gbytes_per_second"),
+        }
+        for name, (text, field) in cases.items():
+            path = os.path.join(WORK, name)
+            with open(path, "w") as file:
+                file.write(text)
+            result = scaling("--nodes", 2, "--fabric", path, "--images-per-second", 100)
+            self.assertEqual(result.returncode, 2, result.describe())
+            self.assertIn(path, result.stderr, result.describe())
+            self.assertIn(field, result.stderr, result.describe())
+            self.assertEqual(result.stdout, "", result.describe())
+        # Two nodes on a fabric without a network.
+        result = scaling("--nodes", 2, "--fabric", "nvlink-h100", "--images-per-second", 100)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn("no network", result.stderr, result.describe())
+
+
+class CalibrateTest(unittest.TestCase):
+    def test_calibrate_writes_a_profile_that_scaling_predicts_from(self):
+        profile = os.path.join(WORK, "profile.json")
+        result = e2e.phalanx("bench", "calibrate", CONFIG, "--iterations", 2, "--batch-size", 4, "--max-bytes", 65536,
+                             "--output", profile)
+        self.assertEqual(result.returncode, 0, result.describe())
+        with open(profile) as file:
+            written = json.load(file)
+        self.assertEqual(written["format"], "phalanx-profile")
+        self.assertEqual(written["batch_size"], 4)
+        self.assertEqual(written["layers"][0]["name"], "conv1")
+        self.assertEqual(written["layers"][-1]["name"], "fc")
+        self.assertGreater(sum(layer["backward_seconds"] for layer in written["layers"]), 0)
+        readies = [bucket["ready_seconds"] for bucket in written["buckets"]]
+        self.assertEqual(readies, sorted(readies))
+        self.assertEqual(written["transports"], [])  # one rank: nothing crosses a link
+        predicted = scaling("--profile", profile, "--nodes", 2, "--gpus-per-node", 2, "--fabric", "roce-25g", "--json")
+        self.assertEqual(predicted.returncode, 0, predicted.describe())
+        compute = json.loads(predicted.stdout)["predictions"][0]
+        # The config's batch (32) is 8 times the profile's.
+        self.assertAlmostEqual(compute["backward_seconds"],
+                               8 * sum(layer["backward_seconds"] for layer in written["layers"]), places=9)
+        # A profile of another model lacks this one's layers.
+        written["layers"] = written["layers"][1:]
+        partial = os.path.join(WORK, "partial-profile.json")
+        with open(partial, "w") as file:
+            json.dump(written, file)
+        refused = scaling("--profile", partial, "--fabric", "roce-25g")
+        self.assertEqual(refused.returncode, 2, refused.describe())
+        self.assertIn(partial, refused.stderr, refused.describe())
+        self.assertIn("'layers'", refused.stderr, refused.describe())
+        self.assertIn("conv1", refused.stderr, refused.describe())
+
+
+class TraceBucketReadyTest(unittest.TestCase):
+    def test_the_training_trace_marks_when_each_bucket_became_ready(self):
+        run_dir = os.path.join(WORK, "traced-run")
+        result = e2e.mpirun(2, "train", CONFIG, "--run-dir", run_dir, "--set", "train.epochs=20", "--set",
+                            "train.max_steps=7", "--set", "trace.steps=3", "--set", "distributed.bucket_mb=0.25",
+                            timeout=300)
+        self.assertEqual(result.returncode, 0, result.describe())
+        with open(os.path.join(run_dir, "trace.json")) as file:
+            events = json.load(file)["traceEvents"]
+        # ResNet-20's 272 474 gradients in buckets of 0.25 MiB (65 536 floats): 5 of them.
+        for rank in range(2):
+            backward = {event["args"]["step"]: event for event in events
+                        if event["ph"] == "X" and event["pid"] == rank and event["name"] == "backward"}
+            self.assertEqual(len(backward), 3, sorted(backward))
+            for step, span in backward.items():
+                ready = [event for event in events if event["ph"] == "i" and event["pid"] == rank
+                         and event["args"]["step"] == step]
+                self.assertEqual([event["args"]["bucket"] for event in ready], list(range(5)), ready)
+                self.assertTrue(all(event["name"] == "bucket ready" and event["tid"] == 2 for event in ready))
+                times = [event["ts"] for event in ready]
+                self.assertEqual(times, sorted(times))
+                # Within backward; the last bucket (the first layers') at its end, when the wait starts.
+                self.assertGreaterEqual(times[0], span["ts"] - 1)
+                self.assertLessEqual(times[-1], span["ts"] + span["dur"] + 1000)
+
+
+if __name__ == "__main__":
+    e2e.main()

@@ -1,0 +1,84 @@
+// NCCL's all-reduce cost model against values worked out by hand: the ring's 2(n-1) steps and bus
+// factor, its network steps across nodes, the tree's log-depth latency, the bottleneck link, and the
+// choice of protocol and algorithm by size.
+#include <gtest/gtest.h>
+
+#include "phalanx/core/error.hpp"
+#include "phalanx/scaling/allreduce_cost_model.hpp"
+
+namespace phalanx::testing {
+namespace {
+
+using namespace phalanx::scaling;
+
+Fabric fabric(IntraNodeLink link, double intra_gbytes, double network_gbit_per_node) {
+  Fabric result;
+  result.name = "test";
+  result.intra_node_link = link;
+  result.intra_node_bandwidth = intra_gbytes * 1e9;
+  result.network_bandwidth_per_node = network_gbit_per_node * 1e9 / 8;
+  return result;
+}
+
+TEST(AllreduceCostModel, RingWithinOneNodeIsLatencyPlusSizeOverBusBandwidthTimesNOverTwoNMinusOne) {
+  // 8 GPUs on NVLink at 150 GB/s, 100 MB, Simple: 14 steps of 3.4 us after a base of 8.4 us, and the
+  // buffer moves at 150 GB/s x 8 / 14.
+  const AllreduceEstimate ring = estimate_allreduce(Algorithm::Ring, Protocol::Simple, 100'000'000, {1, 8},
+                                                    fabric(IntraNodeLink::NvLink, 150, 0));
+  EXPECT_NEAR(ring.latency, 56.0e-6, 1e-12);
+  EXPECT_NEAR(ring.bandwidth, 150e9 * 8 / 14, 1);
+  EXPECT_NEAR(ring.seconds, 56.0e-6 + 1e8 / (150e9 * 8 / 14), 1e-12);
+}
+
+TEST(AllreduceCostModel, RingAcrossNodesTakesTheNetworkAsBottleneckAndPaysNetworkLatencyPerCrossing) {
+  // 4 nodes x 8 GPUs on PCIe 3.0 (15.75 GB/s) and 25 Gbit/s: 62 steps, 6 of them on the network.
+  const AllreduceEstimate ring = estimate_allreduce(Algorithm::Ring, Protocol::Simple, 100'000'000, {4, 8},
+                                                    fabric(IntraNodeLink::Pcie, 15.75, 25));
+  EXPECT_NEAR(ring.latency, (8.4 + 56 * 5.7 + 6 * 14.0) * 1e-6, 1e-12);
+  EXPECT_NEAR(ring.bandwidth, 3.125e9 * 32 / 62, 1e-3);
+  EXPECT_NEAR(ring.seconds, 411.6e-6 + 0.062, 1e-9);
+}
+
+TEST(AllreduceCostModel, TreeLatencyGrowsWithLogOfNodesAndItsBandwidthIsHalfTheBus) {
+  const Fabric roce = fabric(IntraNodeLink::Pcie, 15.75, 25);
+  const AllreduceEstimate tree =
+      estimate_allreduce(Algorithm::Tree, Protocol::Simple, 100'000'000, {4, 8}, roce);
+  EXPECT_NEAR(tree.latency, (8.4 + 2 * (7 * 4.0 + 2 * 14.0)) * 1e-6, 1e-12);
+  EXPECT_NEAR(tree.bandwidth, 3.125e9 * 0.92 * 0.5, 1e-3);
+  // 64 nodes: depth 6 against the ring's 126 network steps.
+  const AllreduceEstimate deep = estimate_allreduce(Algorithm::Tree, Protocol::Simple, 4, {64, 8}, roce);
+  EXPECT_NEAR(deep.latency, (8.4 + 2 * (7 * 4.0 + 6 * 14.0)) * 1e-6, 1e-12);
+}
+
+TEST(AllreduceCostModel, SmallBuffersOnManyNodesGoByTreeAndLargeOnesByRing) {
+  const Fabric roce = fabric(IntraNodeLink::Pcie, 15.75, 25);
+  const Topology many{64, 4};
+  EXPECT_EQ(fastest_allreduce(4096, many, roce).algorithm, Algorithm::Tree);
+  EXPECT_EQ(fastest_allreduce(std::size_t{256} << 20, many, roce).algorithm, Algorithm::Ring);
+  EXPECT_EQ(fastest_allreduce(std::size_t{256} << 20, many, roce).protocol, Protocol::Simple);
+  // LL's low latency wins for a few bytes, at half the bandwidth.
+  EXPECT_EQ(best_protocol(Algorithm::Ring, 64, {1, 8}, roce).protocol, Protocol::LowLatency);
+}
+
+TEST(AllreduceCostModel, OneRankCostsNothingAndNodesWithoutANetworkAreRefused) {
+  const Fabric single_node = fabric(IntraNodeLink::NvLink, 450, 0);
+  EXPECT_EQ(fastest_allreduce(1 << 20, {1, 1}, single_node).seconds, 0.0);
+  try {
+    fastest_allreduce(1 << 20, {2, 8}, single_node);
+    FAIL() << "two nodes without a network were accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.exit_status(), 2);
+    EXPECT_NE(std::string(error.what()).find("no network"), std::string::npos) << error.what();
+  }
+}
+
+TEST(AllreduceCostModel, NetworkPerGpuScalesWithTheGpusOfTheNode) {
+  Fabric ndr = fabric(IntraNodeLink::NvLink, 450, 0);
+  ndr.network_bandwidth_per_gpu = 400e9 / 8;
+  EXPECT_NEAR(bottleneck_bus_bandwidth({2, 8}, ndr), 400e9, 1);
+  EXPECT_NEAR(bottleneck_bus_bandwidth({2, 4}, ndr), 200e9, 1);
+  EXPECT_NEAR(bottleneck_bus_bandwidth({1, 8}, ndr), 450e9, 1);
+}
+
+}  // namespace
+}  // namespace phalanx::testing

@@ -1,0 +1,119 @@
+// Layer costs from a real model plan (the gradient layout the all-reduce sums, the multiply-adds of
+// convolutions and linear layers), and the fabric, layer table and profile files refused with the
+// file and the field named.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "phalanx/core/error.hpp"
+#include "phalanx/scaling/compute_times.hpp"
+#include "phalanx/scaling/fabric.hpp"
+#include "phalanx/scaling/layer_costs.hpp"
+
+namespace phalanx::testing {
+namespace {
+
+using namespace phalanx::scaling;
+
+TEST(LayerCosts, ModelPlanGivesEveryGradientOnceAndConvolutionMultiplyAdds) {
+  config::ModelConfig model;
+  model.preset = "resnet20";
+  const nn::ModelPlan plan(model, Shape{32, 32, 3}, 10);
+  const LayerCosts costs = layer_costs(plan, "resnet20");
+  EXPECT_EQ(costs.parameters, 272474);
+  EXPECT_EQ(costs.gradient_elements, plan.registry().parameter_count());
+  std::int64_t covered = 0;
+  for (const LayerCost& layer : costs.layers) covered += layer.gradient_elements;
+  EXPECT_EQ(covered, costs.gradient_elements);
+  // conv1: 3x3, 3 -> 16 channels on 32x32: 32*32*16*27 multiply-adds; fc: 64 -> 10.
+  ASSERT_FALSE(costs.layers.empty());
+  EXPECT_EQ(costs.layers.front().multiply_adds, 32 * 32 * 16 * 27);
+  EXPECT_EQ(costs.layers.back().multiply_adds, 640);
+  // ResNet-20 is about 41 million multiply-adds per 32x32 image (He et al. 2016).
+  EXPECT_NEAR(static_cast<double>(costs.multiply_adds()), 41e6, 1.5e6);
+}
+
+class ScalingFiles : public ::testing::Test {
+ protected:
+  std::string write(const std::string& name, const std::string& text) {
+    const auto path = std::filesystem::temp_directory_path() / ("phalanx-scaling-" + name);
+    std::ofstream(path) << text;
+    paths_.push_back(path);
+    return path.string();
+  }
+  void TearDown() override {
+    for (const auto& path : paths_) std::filesystem::remove(path);
+  }
+  static std::string refusal(const std::function<void()>& action) {
+    try {
+      action();
+    } catch (const Error& error) {
+      EXPECT_EQ(error.exit_status(), 2) << error.what();
+      return error.what();
+    }
+    ADD_FAILURE() << "accepted";
+    return "";
+  }
+  std::vector<std::filesystem::path> paths_;
+};
+
+TEST_F(ScalingFiles, FabricFileGivesItsFiguresAndRefusalsNameTheField) {
+  const std::string good =
+      write("good.json", R"({"intra_node_link": "pcie", "intra_node_gbytes_per_second": 12,
+      "network_gbit_per_second_per_gpu": 100, "network_latency_us": 3, "source": "lab"})");
+  const Fabric fabric = find_fabric(good);
+  EXPECT_EQ(fabric.intra_node_link, IntraNodeLink::Pcie);
+  EXPECT_NEAR(fabric.intra_node_bandwidth, 12e9, 1);
+  EXPECT_NEAR(fabric.node_network_bandwidth(4), 4 * 12.5e9, 1);
+  EXPECT_NEAR(fabric.network_latency, 3e-6, 1e-15);
+
+  const std::string missing = write("missing.json", R"({"intra_node_link": "nvlink"})");
+  std::string message = refusal([&] { find_fabric(missing); });
+  EXPECT_NE(message.find(missing), std::string::npos) << message;
+  EXPECT_NE(message.find("intra_node_gbytes_per_second"), std::string::npos) << message;
+  const std::string text =
+      write("text.json", R"({"intra_node_link": "nvlink", "intra_node_gbytes_per_second": "fast"})");
+  message = refusal([&] { find_fabric(text); });
+  EXPECT_NE(message.find("must be a number"), std::string::npos) << message;
+  const std::string broken = write("broken.json", "{\"intra_node_link\": ");
+  message = refusal([&] { find_fabric(broken); });
+  EXPECT_NE(message.find("not valid JSON"), std::string::npos) << message;
+  message = refusal([&] { find_fabric("no-such-fabric"); });
+  EXPECT_NE(message.find("roce-25g"), std::string::npos) << message;
+}
+
+TEST_F(ScalingFiles, ProfileNeedsEveryLayerOfTheModel) {
+  LayerCosts costs;
+  costs.model = "two";
+  costs.layers = {{"a", 0, 10, 5}, {"b", 10, 10, 5}};
+  const std::string profile = write("profile.json", R"({"batch_size": 16, "layers": [
+      {"name": "a", "forward_seconds": 0.01, "backward_seconds": 0.02},
+      {"name": "b", "forward_seconds": 0.03, "backward_seconds": 0.04}]})");
+  const ComputeTimes times = compute_from_profile(costs, profile, 32);  // twice the profile's batch
+  EXPECT_NEAR(times.forward_seconds(), 0.08, 1e-12);
+  EXPECT_NEAR(times.backward_seconds(), 0.12, 1e-12);
+  const std::string partial = write("partial.json", R"({"batch_size": 16, "layers": [
+      {"name": "a", "forward_seconds": 0.01}]})");
+  const std::string message = refusal([&] { compute_from_profile(costs, partial, 32); });
+  EXPECT_NE(message.find("layers[0].backward_seconds"), std::string::npos) << message;
+}
+
+TEST_F(ScalingFiles, LayerTableLaysGradientsBackToBack) {
+  const std::string table = write("table.json", R"({"model": "m", "layers": [
+      {"name": "conv", "parameters": 100, "multiply_adds": 5000},
+      {"name": "relu", "parameters": 0, "multiply_adds": 0},
+      {"name": "fc", "parameters": 50, "multiply_adds": 50}]})");
+  const LayerCosts costs = read_layer_table(table);
+  ASSERT_EQ(costs.layers.size(), 3u);
+  EXPECT_EQ(costs.layers[2].gradient_offset, 100);
+  EXPECT_EQ(costs.gradient_elements, 150);
+  const std::string bad = write(
+      "bad-table.json", R"({"model": "m", "layers": [{"name": "x", "parameters": -1, "multiply_adds": 1}]})");
+  const std::string message = refusal([&] { read_layer_table(bad); });
+  EXPECT_NE(message.find("layers[0].parameters"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace phalanx::testing
