@@ -16,6 +16,7 @@
 #include "phalanx/core/error.hpp"
 #include "reader.hpp"
 #include "schema.hpp"
+#include "sweep_pbt_section.hpp"
 
 namespace phalanx::config {
 namespace {
@@ -29,7 +30,8 @@ namespace {
 const std::vector<std::string>& sweep_keys() {
   static const std::vector<std::string> keys = {"name",   "seed",      "config",  "set",
                                                 "search", "scheduler", "trials",  "metric",
-                                                "goal",   "budget",    "workers", "space"};
+                                                "goal",   "budget",    "workers", "space",
+                                                "pbt"};
   return keys;
 }
 const std::vector<std::string>& budget_keys() {
@@ -45,9 +47,10 @@ const std::vector<std::string>& worker_keys() {
 std::vector<std::string> settable_keys() {
   std::vector<std::string> keys;
   for (const auto& key : sweep_keys())
-    if (key != "budget" && key != "workers" && key != "space" && key != "set") keys.push_back(key);
+    if (key != "budget" && key != "workers" && key != "space" && key != "set" && key != "pbt") keys.push_back(key);
   for (const auto& key : budget_keys()) keys.push_back("budget." + key);
   for (const auto& key : worker_keys()) keys.push_back("workers." + key);
+  for (const auto& key : pbt_keys()) keys.push_back("pbt." + key);
   return keys;
 }
 
@@ -364,6 +367,7 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
       }
     }
   }
+  read_pbt_section(reader, root, sweep);
   if (!root["space"].IsDefined()) fail_at(reader, "space", "is missing: name the keys to search", root);
   read_space(reader, root["space"], sweep);
   if (sweep.search == Search::Grid)

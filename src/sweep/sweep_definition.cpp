@@ -16,7 +16,7 @@ std::string sweep_definition(const config::SweepConfig& sweep) {
                      {"values", parameter.values},
                      {"low", parameter.low},
                      {"high", parameter.high}});
-  const nlohmann::json definition = {{"seed", sweep.seed},
+  nlohmann::json definition = {{"seed", sweep.seed},
                                      {"search", config::name_of(sweep.search)},
                                      {"scheduler", config::name_of(sweep.scheduler)},
                                      {"trials", trial_count(sweep)},
@@ -29,6 +29,12 @@ std::string sweep_definition(const config::SweepConfig& sweep) {
                                        {"eta", sweep.eta}}},
                                      {"space", space},
                                      {"base", config::to_yaml(sweep.base)}};
+  if (sweep.scheduler == config::Scheduler::Pbt)
+    definition["pbt"] = {{"population", sweep.pbt.population},
+                         {"interval", sweep.pbt.interval},
+                         {"quantile", sweep.pbt.quantile},
+                         {"perturbation", sweep.pbt.perturbation},
+                         {"resample_probability", sweep.pbt.resample_probability}};
   return definition.dump(1);
 }
 
