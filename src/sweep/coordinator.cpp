@@ -11,6 +11,7 @@
 
 #include "messages.hpp"
 #include "phalanx/core/timer.hpp"
+#include "phalanx/sweep/pbt_lineage.hpp"
 #include "phalanx/sweep/protocol.hpp"
 #include "phalanx/sweep/results_store.hpp"
 #include "phalanx/sweep/search_space.hpp"
@@ -38,6 +39,7 @@ class Coordinator {
 
   // True when a stop signal ended the sweep early.
   bool run() {
+    if (state_.pbt()) create_pbt_lineage(store_.database());
     if (options_.resume) restore();
     store_.set_meta("definition", sweep_definition(sweep_));
     store_.set_meta("groups", std::to_string(options_.groups));
@@ -91,7 +93,10 @@ class Coordinator {
   // step. The groups that were to join are free in the new start, and may join the redo again.
   void restore() {
     store_.interrupt_running(wall_seconds_since_epoch());
-    state_.restore(store_.progress());
+    const RecordedProgress progress = store_.progress();
+    state_.restore(progress);
+    // PBT: a step a kill left undecided is decided again (the same) and carried out now.
+    if (state_.pbt()) execute(state_.restore_pbt(progress, read_pbt_lineage(store_.database())));
     printer_.resuming(options_.sweep_directory, state_);
   }
 
@@ -133,7 +138,20 @@ class Coordinator {
   }
   void execute(const SendJob& job) {
     send(job.worker, job_message(job.job_id, job.trial, job.rung, job.budget,
-                                 sample_trial(sweep_, job.trial).assignments(), job.ranks));
+                                 state_.assignments(job.trial, job.rung), job.ranks));
+  }
+  // PBT: the trial's end of the interval kept for others to copy; an exploit's copy of the donor's
+  // in place before the step is committed, so a kill between them redoes the same copy on --resume.
+  void execute(const RecordPbtStep& record) {
+    std::string copied;
+    if (record.next) {
+      keep_interval_checkpoint(options_.sweep_directory, record.finished.trial, record.finished.interval);
+      if (record.next->exploited())
+        copied = copy_donor_checkpoint(options_.sweep_directory, record.next->trial, record.next->parent_trial,
+                                       record.next->parent_interval)
+                     .substr(options_.sweep_directory.size() + 1);
+    }
+    record_pbt_step(store_.database(), record.finished, record.next, state_.pbt()->budgets(), copied);
   }
   void execute(const SendHandover& handover) { send(handover.worker, handover_message(handover.job_id)); }
   void execute(const ShowJobFailed& line) { printer_.show(line, state_); }

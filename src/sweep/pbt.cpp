@@ -123,15 +123,15 @@ int Pbt::unfinished() const {
 
 std::vector<Job> Pbt::candidates() const {
   std::vector<Job> jobs;
+  if (started_trials() < sweep_.trials && unfinished() < sweep_.pbt.population) jobs.push_back(Job{-1, 0});
   for (int trial = 0; trial < started_trials(); ++trial) {
     const TrialState& held = trials_[static_cast<std::size_t>(trial)];
     const int next = held.finished + 1;
     if (!held.taken && !held.failed && next <= last_interval() &&
-        static_cast<int>(held.parameters.size()) > next)
+        static_cast<int>(held.steps.size()) > next)
       jobs.push_back(Job{trial, next});
   }
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.rung < b.rung; });
-  if (started_trials() < sweep_.trials && unfinished() < sweep_.pbt.population) jobs.push_back(Job{-1, 0});
   return jobs;
 }
 
@@ -141,7 +141,7 @@ Job Pbt::take(Job job) {
     job.trial = started_trials();
     job.rung = 0;
     TrialState trial;
-    trial.parameters.push_back(sample_trial(sweep_, job.trial));
+    trial.steps.push_back(PbtStep{job.trial, 0, -1, -1, sample_trial(sweep_, job.trial), std::nullopt});
     trial.taken = true;
     trials_.push_back(std::move(trial));
     return job;
@@ -167,8 +167,8 @@ std::optional<PbtStep> Pbt::record(int trial, int interval, double metric) {
   held.taken = false;
   if (interval == last_interval()) return std::nullopt;
   PbtStep next = decide(trial, interval);
-  held.parameters.resize(static_cast<std::size_t>(interval) + 1);
-  held.parameters.push_back(next.parameters);
+  held.steps.resize(static_cast<std::size_t>(interval) + 1);
+  held.steps.push_back(next);
   return next;
 }
 
@@ -179,11 +179,11 @@ double Pbt::result(int trial, int interval) const {
   return found->second;
 }
 
-const TrialParameters& Pbt::parameters(int trial, int interval) const {
+const PbtStep& Pbt::step(int trial, int interval) const {
   const TrialState& held = state(trial);
-  PHALANX_CHECK(interval >= 0 && interval < static_cast<int>(held.parameters.size()), "PBT: trial ", trial,
+  PHALANX_CHECK(interval >= 0 && interval < static_cast<int>(held.steps.size()), "PBT: trial ", trial,
                 " has no hyperparameters for interval ", interval, " yet");
-  return held.parameters[static_cast<std::size_t>(interval)];
+  return held.steps[static_cast<std::size_t>(interval)];
 }
 
 PbtStep Pbt::decide(int trial, int interval) const {
@@ -226,7 +226,8 @@ std::vector<PbtStep> Pbt::restore(const RecordedProgress& progress, const std::v
   for (const int trial : progress.trials)
     while (started_trials() <= trial) {
       TrialState state;
-      state.parameters.push_back(sample_trial(sweep_, started_trials()));
+      const int id = started_trials();
+      state.steps.push_back(PbtStep{id, 0, -1, -1, sample_trial(sweep_, id), std::nullopt});
       state.taken = true;  // until a result or a decision says where it stands
       trials_.push_back(std::move(state));
     }
@@ -241,8 +242,9 @@ std::vector<PbtStep> Pbt::restore(const RecordedProgress& progress, const std::v
   for (const auto& step : steps) {
     if (step.interval < 1) continue;
     TrialState& held = state(step.trial);
-    held.parameters.resize(static_cast<std::size_t>(step.interval));
-    held.parameters.push_back(step.parameters);
+    held.steps.resize(static_cast<std::size_t>(step.interval));
+    held.steps.push_back(step);
+    held.steps.back().metric.reset();
   }
   // A job recorded past a trial's last result is running (requeued after the kill or the stop) or
   // failed (never offered again).
@@ -263,10 +265,10 @@ std::vector<PbtStep> Pbt::restore(const RecordedProgress& progress, const std::v
   for (int trial = 0; trial < started_trials(); ++trial) {
     TrialState& held = state(trial);
     if (held.finished < 0 || held.finished >= last_interval() ||
-        static_cast<int>(held.parameters.size()) > held.finished + 1)
+        static_cast<int>(held.steps.size()) > held.finished + 1)
       continue;
     PbtStep next = decide(trial, held.finished);
-    held.parameters.push_back(next.parameters);
+    held.steps.push_back(next);
     undecided.push_back(std::move(next));
   }
   return undecided;

@@ -12,6 +12,7 @@
 
 #include "messages.hpp"
 #include "phalanx/sweep/job_records.hpp"
+#include "phalanx/sweep/pbt.hpp"
 
 namespace phalanx::sweep {
 
@@ -159,8 +160,17 @@ struct ShowProgress {
   friend bool operator==(const ShowProgress&, const ShowProgress&) = default;
 };
 
+// scheduler: pbt, after a trial's result at `finished.interval` (its metric, hyperparameters): its
+// end-of-interval checkpoint kept for trials that may copy it, and for every interval but the
+// last its next step; an exploit copies the donor's kept checkpoint in first (pbt_lineage.hpp).
+struct RecordPbtStep {
+  PbtStep finished;
+  std::optional<PbtStep> next;
+  friend bool operator==(const RecordPbtStep&, const RecordPbtStep&) = default;
+};
+
 using Command =
     std::variant<RecordWorker, RecordJobStart, RecordJobDone, RecordJobFailed, RecordJobInterrupted,
-                 RecordHandover, SendJob, SendHandover, ShowJobFailed, ShowStopBegun, ShowProgress>;
+                 RecordHandover, SendJob, SendHandover, ShowJobFailed, ShowStopBegun, ShowProgress, RecordPbtStep>;
 
 }  // namespace phalanx::sweep

@@ -38,11 +38,16 @@ struct SweepState::Output {
 
 SweepState::SweepState(const config::SweepConfig& sweep, int groups, std::int64_t last_job_id, double start)
     : sweep_(sweep),
-      asha_(sweep.min_budget, sweep.max_budget, sweep.eta, sweep.goal == config::Goal::Maximize, trial_count(sweep),
-            sweep.scheduler == config::Scheduler::Full),
+      asha_(sweep.scheduler == config::Scheduler::Pbt
+                ? Asha(pbt_budgets(sweep.pbt.interval, sweep.max_budget), sweep.goal == config::Goal::Maximize,
+                       trial_count(sweep))
+                : Asha(sweep.min_budget, sweep.max_budget, sweep.eta, sweep.goal == config::Goal::Maximize,
+                       trial_count(sweep), sweep.scheduler == config::Scheduler::Full)),
       groups_(static_cast<std::size_t>(groups)),
       last_job_id_(last_job_id),
-      start_(start) {}
+      start_(start) {
+  if (sweep.scheduler == config::Scheduler::Pbt) pbt_.emplace(sweep);
+}
 
 void SweepState::restore(const RecordedProgress& progress) {
   for (const int trial : progress.trials) asha_.restore_started(trial);
@@ -51,6 +56,22 @@ void SweepState::restore(const RecordedProgress& progress) {
   for (const auto& [trial, rung] : progress.interrupted)
     if (std::find(requeued_.begin(), requeued_.end(), Job{trial, rung}) == requeued_.end())
       requeued_.push_back(Job{trial, rung});
+}
+
+std::vector<Command> SweepState::restore_pbt(const RecordedProgress& progress,
+                                             const std::vector<PbtStep>& lineage) {
+  std::vector<Command> commands;
+  if (!pbt_) return commands;
+  for (PbtStep& next : pbt_->restore(progress, lineage)) {
+    PbtStep finished{next.trial, next.interval - 1, -1, -1, pbt_->parameters(next.trial, next.interval - 1),
+                     pbt_->result(next.trial, next.interval - 1)};
+    commands.emplace_back(RecordPbtStep{std::move(finished), std::move(next)});
+  }
+  return commands;
+}
+
+std::vector<std::string> SweepState::assignments(int trial, int rung) const {
+  return pbt_ ? pbt_->parameters(trial, rung).assignments() : sample_trial(sweep_, trial).assignments();
 }
 
 std::vector<Command> SweepState::receive(const WorkerMessage& message, double now) {
@@ -238,6 +259,7 @@ void SweepState::interrupted(int worker, const JobSteps& steps, int signal, doub
 void SweepState::failed(const JobFailed& message, double now, Output& out) {
   const WorkerGroup& group = group_of(message.worker);
   out.commands.emplace_back(RecordJobFailed{group.job_id, group.job.trial, message.message, now});
+  if (pbt_) pbt_->fail(group.job.trial);
   out.commands.emplace_back(ShowJobFailed{now - start_, group.job.trial, message.worker, message.message});
 }
 
@@ -264,6 +286,16 @@ void SweepState::result(const JobResult& message, const std::vector<int>& member
   finish.worker_speed = group.speed;
   out.commands.emplace_back(RecordJobDone{finish});  // committed before ASHA's next jobs go out
   asha_.record(finish.trial, finish.rung, finish.metric);
+  if (pbt_) {
+    PbtStep finished{finish.trial, finish.rung, -1, -1, pbt_->parameters(finish.trial, finish.rung), finish.metric};
+    auto next = pbt_->record(finish.trial, finish.rung, finish.metric);
+    if (finished.interval > 0) {  // its parent as the lineage recorded it
+      const PbtStep decided = pbt_->step(finish.trial, finish.rung);
+      finished.parent_trial = decided.parent_trial;
+      finished.parent_interval = decided.parent_interval;
+    }
+    out.commands.emplace_back(RecordPbtStep{std::move(finished), std::move(next)});
+  }
   ++results_;
   out.headline =
       ShowJobDone{now - start_, finish.trial,    finish.rung,         finish.budget, finish.metric,
@@ -292,7 +324,7 @@ void SweepState::dispatch(double now, Output& out) {
   for (const int worker : free_groups) {
     std::vector<Candidate> candidates;
     for (const auto& job : requeued_) candidates.push_back({job, cost(job)});
-    for (const auto& job : asha_.candidates()) candidates.push_back({job, cost(job)});
+    for (const auto& job : pbt_ ? pbt_->candidates() : asha_.candidates()) candidates.push_back({job, cost(job)});
     DispatchEstimate estimate;
     const int choice = choose_job(candidates, states, worker, &estimate);
     passed_over_ += estimate.passed_over;
@@ -305,6 +337,8 @@ void SweepState::dispatch(double now, Output& out) {
     Job job = chosen;
     if (requeued != requeued_.end() && !chosen.new_trial())
       requeued_.erase(requeued);
+    else if (pbt_)
+      asha_.restore_started((job = pbt_->take(chosen)).trial);  // the printer counts trials there
     else
       job = asha_.take(chosen);
     assign(worker, job, chosen.new_trial(), estimate, now, out);

@@ -47,6 +47,11 @@ struct PbtStep {
   TrialParameters parameters;
   std::optional<double> metric;
   bool exploited() const { return parent_trial >= 0; }
+  friend bool operator==(const PbtStep& a, const PbtStep& b) {
+    return a.trial == b.trial && a.interval == b.interval && a.parent_trial == b.parent_trial &&
+           a.parent_interval == b.parent_interval && a.parameters.values == b.parameters.values &&
+           a.parameters.seed == b.parameters.seed && a.metric == b.metric;
+  }
 };
 
 class Pbt {
@@ -58,9 +63,9 @@ class Pbt {
   const std::vector<double>& budgets() const { return budgets_; }
   int started_trials() const { return static_cast<int>(trials_.size()); }
 
-  // The jobs to start now, in order of preference: trials ready for their next interval, lowest
-  // interval first (the population stays together, so each decision sees many results), then one
-  // new trial while fewer than pbt.population are unfinished and trials are left.
+  // The jobs to start now, in order of preference: one new trial while fewer than pbt.population
+  // are unfinished and trials are left, then trials ready for their next interval, lowest interval
+  // first (the population stays together, so each decision sees many results).
   std::vector<Job> candidates() const;
   // Takes a job: a new trial gets the next trial id (returned in the job) and its sampled
   // hyperparameters; a continuation is marked so that it is not offered again.
@@ -73,7 +78,9 @@ class Pbt {
   std::optional<PbtStep> record(int trial, int interval, double metric);
 
   // The hyperparameters `trial` trains `interval` with (known once the interval is decided).
-  const TrialParameters& parameters(int trial, int interval) const;
+  const TrialParameters& parameters(int trial, int interval) const { return step(trial, interval).parameters; }
+  // Its step of `interval` (the parent it copied, -1 for none; the metric is not kept here).
+  const PbtStep& step(int trial, int interval) const;
   double result(int trial, int interval) const;
   // The results of one interval, best first.
   std::vector<std::pair<int, double>> ranking(int interval) const;
@@ -85,7 +92,7 @@ class Pbt {
 
  private:
   struct TrialState {
-    std::vector<TrialParameters> parameters;  // per interval decided so far
+    std::vector<PbtStep> steps;  // per interval decided so far
     int finished = -1;                        // the last interval finished
     bool taken = false;                       // its next interval is running (or queued again)
     bool failed = false;
