@@ -140,18 +140,23 @@ class Coordinator {
     send(job.worker, job_message(job.job_id, job.trial, job.rung, job.budget,
                                  state_.assignments(job.trial, job.rung), job.ranks));
   }
-  // PBT: the trial's end of the interval kept for others to copy; an exploit's copy of the donor's
-  // in place before the step is committed, so a kill between them redoes the same copy on --resume.
+  // PBT: each end of an interval kept for others to copy, then each exploit's copy of its donor's
+  // in place before the steps are committed, so a kill between them redoes the same on --resume.
   void execute(const RecordPbtStep& record) {
-    std::string copied;
-    if (record.next) {
-      keep_interval_checkpoint(options_.sweep_directory, record.finished.trial, record.finished.interval);
-      if (record.next->exploited())
-        copied = copy_donor_checkpoint(options_.sweep_directory, record.next->trial, record.next->parent_trial,
-                                       record.next->parent_interval)
-                     .substr(options_.sweep_directory.size() + 1);
+    const std::string& directory = options_.sweep_directory;
+    const Pbt& pbt = *state_.pbt();
+    if (record.finished && record.finished->interval < pbt.last_interval())
+      keep_interval_checkpoint(directory, record.finished->trial, record.finished->interval);
+    for (const auto& next : record.next) keep_interval_checkpoint(directory, next.trial, next.interval - 1);
+    std::vector<std::string> copied, configs;
+    for (const auto& next : record.next) {
+      copied.push_back(next.exploited() ? copy_donor_checkpoint(directory, next.trial, next.parent_trial,
+                                                                next.parent_interval)
+                                              .substr(directory.size() + 1)
+                                        : "");
+      configs.push_back(config::to_yaml(config::trial_config(sweep_, next.parameters.assignments())));
     }
-    record_pbt_step(store_.database(), record.finished, record.next, state_.pbt()->budgets(), copied);
+    record_pbt_steps(store_.database(), record.finished, record.next, pbt.budgets(), copied, configs);
   }
   void execute(const SendHandover& handover) { send(handover.worker, handover_message(handover.job_id)); }
   void execute(const ShowJobFailed& line) { printer_.show(line, state_); }

@@ -153,23 +153,40 @@ Job Pbt::take(Job job) {
   return job;
 }
 
-void Pbt::fail(int trial) {
+std::vector<PbtStep> Pbt::fail(int trial) {
   TrialState& held = state(trial);
   held.failed = true;
   held.taken = false;
+  return decide_ready();
 }
 
-std::optional<PbtStep> Pbt::record(int trial, int interval, double metric) {
+std::vector<PbtStep> Pbt::record(int trial, int interval, double metric) {
   PHALANX_CHECK(interval >= 0 && interval <= last_interval(), "PBT: interval ", interval, " out of range");
   TrialState& held = state(trial);
   results_[static_cast<std::size_t>(interval)][trial] = metric;
   held.finished = std::max(held.finished, interval);
   held.taken = false;
-  if (interval == last_interval()) return std::nullopt;
-  PbtStep next = decide(trial, interval);
   held.steps.resize(static_cast<std::size_t>(interval) + 1);
-  held.steps.push_back(next);
-  return next;
+  return decide_ready();
+}
+
+// The trials waiting at an interval that every trial still training has finished (and no trial is
+// yet to join the population), decided in the order (interval, trial).
+std::vector<PbtStep> Pbt::decide_ready() {
+  // A trial yet to start joins the population at interval 0.
+  if (started_trials() < sweep_.trials && unfinished() < sweep_.pbt.population) return {};
+  int slowest = last_interval();
+  for (const auto& held : trials_)
+    if (!held.failed) slowest = std::min(slowest, held.finished);
+  std::vector<PbtStep> decided;
+  for (int interval = 0; interval <= std::min(slowest, last_interval() - 1); ++interval)
+    for (int trial = 0; trial < started_trials(); ++trial) {
+      TrialState& held = trials_[static_cast<std::size_t>(trial)];
+      if (held.failed || held.finished != interval || static_cast<int>(held.steps.size()) > interval + 1) continue;
+      decided.push_back(decide(trial, interval));
+      held.steps.push_back(decided.back());
+    }
+  return decided;
 }
 
 double Pbt::result(int trial, int interval) const {
@@ -261,17 +278,7 @@ std::vector<PbtStep> Pbt::restore(const RecordedProgress& progress, const std::v
     TrialState& held = state(trial);
     if (interval > held.finished) (interrupted(trial, interval) ? held.taken : held.failed) = true;
   }
-  std::vector<PbtStep> undecided;
-  for (int trial = 0; trial < started_trials(); ++trial) {
-    TrialState& held = state(trial);
-    if (held.finished < 0 || held.finished >= last_interval() ||
-        static_cast<int>(held.steps.size()) > held.finished + 1)
-      continue;
-    PbtStep next = decide(trial, held.finished);
-    held.steps.push_back(next);
-    undecided.push_back(std::move(next));
-  }
-  return undecided;
+  return decide_ready();
 }
 
 }  // namespace phalanx::sweep

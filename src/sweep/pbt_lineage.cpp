@@ -40,8 +40,9 @@ void create_pbt_lineage(const Database& database) {
   )sql");
 }
 
-void record_pbt_step(const Database& database, const PbtStep& finished, const std::optional<PbtStep>& next,
-                     const std::vector<double>& budgets, const std::string& copied_checkpoint) {
+void record_pbt_steps(const Database& database, const std::optional<PbtStep>& finished,
+                      const std::vector<PbtStep>& decided, const std::vector<double>& budgets,
+                      const std::vector<std::string>& copied, const std::vector<std::string>& configs) {
   auto insert = [&](const PbtStep& step, const std::string& checkpoint) {
     Statement statement(database,
                         "INSERT INTO pbt_lineage (trial_id, interval, budget, parent_trial, parent_interval, "
@@ -67,8 +68,17 @@ void record_pbt_step(const Database& database, const PbtStep& finished, const st
     statement.run();
   };
   Transaction transaction(database);
-  insert(finished, "");
-  if (next) insert(*next, copied_checkpoint);
+  if (finished) insert(*finished, "");
+  for (std::size_t index = 0; index < decided.size(); ++index) {
+    const PbtStep& next = decided[index];
+    insert(next, copied.at(index));
+    Statement(database, "UPDATE trials SET parameters = ?1, config = ?2, seed = ?3 WHERE trial_id = ?4")
+        .bind(1, next.parameters.to_json().dump())
+        .bind(2, configs.at(index))
+        .bind(3, static_cast<std::int64_t>(next.parameters.seed))
+        .bind(4, next.trial)
+        .run();
+  }
   transaction.commit();
 }
 

@@ -160,12 +160,13 @@ struct ShowProgress {
   friend bool operator==(const ShowProgress&, const ShowProgress&) = default;
 };
 
-// scheduler: pbt, after a trial's result at `finished.interval` (its metric, hyperparameters): its
-// end-of-interval checkpoint kept for trials that may copy it, and for every interval but the
-// last its next step; an exploit copies the donor's kept checkpoint in first (pbt_lineage.hpp).
+// scheduler: pbt, after a trial's result at `finished.interval` (its metric), a failure or a
+// resume: the finished trial's end-of-interval checkpoint kept for trials that may copy it, and the
+// steps decided now (pbt.hpp), an exploit's copy of its donor's kept checkpoint in place before
+// the step is recorded (pbt_lineage.hpp).
 struct RecordPbtStep {
-  PbtStep finished;
-  std::optional<PbtStep> next;
+  std::optional<PbtStep> finished;
+  std::vector<PbtStep> next;
   friend bool operator==(const RecordPbtStep&, const RecordPbtStep&) = default;
 };
 

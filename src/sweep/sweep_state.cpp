@@ -62,11 +62,8 @@ std::vector<Command> SweepState::restore_pbt(const RecordedProgress& progress,
                                              const std::vector<PbtStep>& lineage) {
   std::vector<Command> commands;
   if (!pbt_) return commands;
-  for (PbtStep& next : pbt_->restore(progress, lineage)) {
-    PbtStep finished{next.trial, next.interval - 1, -1, -1, pbt_->parameters(next.trial, next.interval - 1),
-                     pbt_->result(next.trial, next.interval - 1)};
-    commands.emplace_back(RecordPbtStep{std::move(finished), std::move(next)});
-  }
+  auto decided = pbt_->restore(progress, lineage);
+  if (!decided.empty()) commands.emplace_back(RecordPbtStep{std::nullopt, std::move(decided)});
   return commands;
 }
 
@@ -259,7 +256,9 @@ void SweepState::interrupted(int worker, const JobSteps& steps, int signal, doub
 void SweepState::failed(const JobFailed& message, double now, Output& out) {
   const WorkerGroup& group = group_of(message.worker);
   out.commands.emplace_back(RecordJobFailed{group.job_id, group.job.trial, message.message, now});
-  if (pbt_) pbt_->fail(group.job.trial);
+  if (pbt_)  // a failed trial no longer holds the population back
+    if (auto decided = pbt_->fail(group.job.trial); !decided.empty())
+      out.commands.emplace_back(RecordPbtStep{std::nullopt, std::move(decided)});
   out.commands.emplace_back(ShowJobFailed{now - start_, group.job.trial, message.worker, message.message});
 }
 
@@ -287,14 +286,10 @@ void SweepState::result(const JobResult& message, const std::vector<int>& member
   out.commands.emplace_back(RecordJobDone{finish});  // committed before ASHA's next jobs go out
   asha_.record(finish.trial, finish.rung, finish.metric);
   if (pbt_) {
-    PbtStep finished{finish.trial, finish.rung, -1, -1, pbt_->parameters(finish.trial, finish.rung), finish.metric};
-    auto next = pbt_->record(finish.trial, finish.rung, finish.metric);
-    if (finished.interval > 0) {  // its parent as the lineage recorded it
-      const PbtStep decided = pbt_->step(finish.trial, finish.rung);
-      finished.parent_trial = decided.parent_trial;
-      finished.parent_interval = decided.parent_interval;
-    }
-    out.commands.emplace_back(RecordPbtStep{std::move(finished), std::move(next)});
+    PbtStep finished = pbt_->step(finish.trial, finish.rung);
+    finished.metric = finish.metric;
+    auto decided = pbt_->record(finish.trial, finish.rung, finish.metric);
+    out.commands.emplace_back(RecordPbtStep{std::move(finished), std::move(decided)});
   }
   ++results_;
   out.headline =

@@ -41,12 +41,15 @@ std::string value_of(const TrialParameters& parameters, const std::string& key) 
 }
 
 // Starts every trial of the population and records interval 0 with `metrics[trial]` in trial
-// order; returns each trial's next step.
+// order: nothing is decided before the last result, then every trial's next step at once.
 std::vector<std::optional<PbtStep>> first_interval(Pbt& pbt, const std::vector<double>& metrics) {
   for (std::size_t index = 0; index < metrics.size(); ++index) pbt.take(Job{-1, 0});
-  std::vector<std::optional<PbtStep>> steps;
-  for (std::size_t index = 0; index < metrics.size(); ++index)
-    steps.push_back(pbt.record(static_cast<int>(index), 0, metrics[index]));
+  std::vector<std::optional<PbtStep>> steps(metrics.size());
+  for (std::size_t index = 0; index < metrics.size(); ++index) {
+    const auto decided = pbt.record(static_cast<int>(index), 0, metrics[index]);
+    EXPECT_EQ(decided.size(), index + 1 == metrics.size() ? metrics.size() : 0u);
+    for (const auto& step : decided) steps[static_cast<std::size_t>(step.trial)] = step;
+  }
   return steps;
 }
 
@@ -68,13 +71,13 @@ TEST(PbtTest, BottomQuantileCopiesATopQuantileTrialOfTheSameInterval) {
     ASSERT_TRUE(steps[trial].has_value());
     EXPECT_EQ(steps[trial]->interval, 1);
   }
-  // Trial 1 recorded second of eight: one result above it, floor(2 * 0.25) = 0, nothing to copy.
-  EXPECT_FALSE(steps[1]->exploited());
-  // Trial 6 recorded when all but trial 7 had: 7 results, floor(7 * 0.25) = 1, and it is last.
-  ASSERT_TRUE(steps[6]->exploited());
-  EXPECT_EQ(steps[6]->parent_trial, 3);
-  EXPECT_EQ(steps[6]->parent_interval, 0);
-  // Neither top nor bottom trials of the full ranking change when they are not in the bottom.
+  // Decided together once all eight are in: the bottom two copy one of the top two.
+  for (const int trial : {1, 6}) {
+    ASSERT_TRUE(steps[trial]->exploited()) << trial;
+    EXPECT_TRUE(steps[trial]->parent_trial == 3 || steps[trial]->parent_trial == 5) << trial;
+    EXPECT_EQ(steps[trial]->parent_interval, 0);
+  }
+  // The others continue with their own values.
   for (const int trial : {0, 2, 3, 4, 5, 7}) EXPECT_FALSE(steps[trial]->exploited()) << trial;
   for (const int trial : {0, 2, 3, 4, 5, 7})
     EXPECT_EQ(steps[trial]->parameters.values, pbt.parameters(trial, 0).values);
@@ -82,14 +85,18 @@ TEST(PbtTest, BottomQuantileCopiesATopQuantileTrialOfTheSameInterval) {
   const auto jobs = pbt.candidates();
   ASSERT_EQ(jobs.size(), 8u);
   for (int trial = 0; trial < 8; ++trial) EXPECT_EQ(jobs[trial], (Job{trial, 1}));
-  // At interval 1 with all eight recorded, the two worst copy trials from the top two.
+  // Interval 1, recorded in another order: still nothing is decided before the last result.
   for (int trial = 0; trial < 8; ++trial) pbt.take(Job{trial, 1});
   const std::vector<double> second = {0.6, 0.3, 0.7, 0.95, 0.5, 0.9, 0.65, 0.2};
   std::map<int, PbtStep> decided;
-  for (int trial = 0; trial < 8; ++trial) decided[trial] = *pbt.record(trial, 1, second[trial]);
-  EXPECT_TRUE(decided[7].exploited());  // the worst, recorded last: 8 results, bottom 2
-  EXPECT_TRUE(decided[7].parent_trial == 3 || decided[7].parent_trial == 5);
-  EXPECT_EQ(decided[7].parent_interval, 1);
+  for (const int trial : {7, 6, 5, 4, 3, 2, 1, 0})
+    for (const auto& step : pbt.record(trial, 1, second[trial])) decided[step.trial] = step;
+  ASSERT_EQ(decided.size(), 8u);
+  for (const int trial : {7, 1}) {
+    EXPECT_TRUE(decided[trial].exploited());
+    EXPECT_TRUE(decided[trial].parent_trial == 3 || decided[trial].parent_trial == 5);
+    EXPECT_EQ(decided[trial].parent_interval, 1);
+  }
 }
 
 TEST(PbtTest, ExploreKeepsTheDonorsShapeKeysAndPerturbsTheOthersByAFactor) {
@@ -177,10 +184,9 @@ TEST(PbtTest, TheSameResultsGiveTheSameDecisionsAndAnotherSeedOthers) {
     for (int interval = 0; interval < 3; ++interval) {
       if (interval > 0)
         for (int trial = 0; trial < 8; ++trial) pbt.take(Job{trial, interval});
-      for (int trial = 0; trial < 8; ++trial) {
-        const auto step = pbt.record(trial, interval, 0.1 * ((trial * 3 + interval) % 8));
-        decisions.push_back(std::to_string(step->parent_trial) + ":" + step->parameters.assignments()[0]);
-      }
+      for (int trial = 0; trial < 8; ++trial)
+        for (const auto& step : pbt.record(trial, interval, 0.1 * ((trial * 3 + interval) % 8)))
+          decisions.push_back(std::to_string(step.parent_trial) + ":" + step.parameters.assignments()[0]);
     }
     return decisions;
   };
@@ -200,11 +206,25 @@ TEST(PbtTest, NewTrialsKeepThePopulationAndEveryTrialReachesTheLastInterval) {
     const Job job = pbt.take(jobs.front());
     // Never more than two unfinished trials.
     EXPECT_LE(pbt.started_trials() - finished, 2);
-    if (!pbt.record(job.trial, job.rung, 0.1 * job.trial)) ++finished;
+    pbt.record(job.trial, job.rung, 0.1 * job.trial);
+    finished += job.rung == pbt.last_interval();
   }
   EXPECT_EQ(finished, 5);
   EXPECT_TRUE(pbt.candidates().empty());
   EXPECT_THROW(pbt.take(Job{-1, 0}), phalanx::Error);
+}
+
+TEST(PbtTest, AFailedTrialNoLongerHoldsThePopulationBack) {
+  const SweepConfig sweep = population(3);
+  Pbt pbt(sweep);
+  for (int trial = 0; trial < 3; ++trial) pbt.take(Job{-1, 0});
+  EXPECT_TRUE(pbt.record(0, 0, 0.5).empty());
+  EXPECT_TRUE(pbt.record(2, 0, 0.7).empty());
+  const auto decided = pbt.fail(1);
+  ASSERT_EQ(decided.size(), 2u);
+  EXPECT_EQ(decided[0].trial, 0);
+  EXPECT_EQ(decided[1].trial, 2);
+  EXPECT_EQ(pbt.candidates(), (std::vector<Job>{{0, 1}, {2, 1}}));
 }
 
 TEST(PbtTest, ResumeRebuildsDecisionsAndRedecidesOnlyTheUndecidedStep) {

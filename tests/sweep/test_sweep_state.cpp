@@ -116,13 +116,19 @@ struct Describe {
   }
   std::string operator()(const RecordPbtStep& record) const {
     std::ostringstream line;
-    line << "pbt trial " << record.finished.trial << " interval " << record.finished.interval << " metric "
-         << record.finished.metric.value_or(-1) << ": ";
-    const std::string text = line.str();
-    if (!record.next) return text + "last";
-    if (!record.next->exploited()) return text + "continues";
-    return text + "copies trial " + std::to_string(record.next->parent_trial) + " interval " +
-           std::to_string(record.next->parent_interval);
+    line << "pbt";
+    if (record.finished)
+      line << " trial " << record.finished->trial << " interval " << record.finished->interval << " metric "
+           << record.finished->metric.value_or(-1);
+    line << ":";
+    for (const auto& next : record.next) {
+      line << " trial " << next.trial;
+      if (next.exploited())
+        line << " copies " << next.parent_trial << "/" << next.parent_interval;
+      else
+        line << " continues";
+    }
+    return line.str();
   }
   std::string operator()(const ShowProgress& progress) const {
     std::string text = "show";
@@ -444,16 +450,17 @@ TEST(SweepState, PbtRunsThePopulationIntervalByIntervalAndTheBottomCopiesTheTop)
             (Lines{"record worker 0 ranks 0", "record job 1: trial 0 rung 0 budget 1 on worker 0 (new trial)",
                    "send worker 0 job 1: trial 0 rung 0"}));
   EXPECT_EQ(describe(state.receive(result(0, 1, 0.9), 10.0)),
-            (Lines{"record job 1 done: trial 0 rung 0 metric 0.9", "pbt trial 0 interval 0 metric 0.9: continues",
+            (Lines{"record job 1 done: trial 0 rung 0 metric 0.9", "pbt trial 0 interval 0 metric 0.9:",
                    "record job 2: trial 1 rung 0 budget 1 on worker 0 (new trial)",
                    "send worker 0 job 2: trial 1 rung 0", "show [done trial 0 rung 0 on 0]"}));
   state.receive(result(0, 2, 0.5), 20.0);
   state.receive(result(0, 3, 0.6), 30.0);
-  // Four results: trial 3 is the bottom quarter and copies the top one, trial 0; then the
-  // population continues at interval 1 in trial order.
+  // The fourth result decides all four: trial 3 is the bottom quarter and copies the top one,
+  // trial 0; then the population continues at interval 1 in trial order.
   EXPECT_EQ(describe(state.receive(result(0, 4, 0.1), 40.0)),
             (Lines{"record job 4 done: trial 3 rung 0 metric 0.1",
-                   "pbt trial 3 interval 0 metric 0.1: copies trial 0 interval 0",
+                   "pbt trial 3 interval 0 metric 0.1: trial 0 continues trial 1 continues trial 2 continues trial "
+                   "3 copies 0/0",
                    "record job 5: trial 0 rung 1 budget 2 on worker 0", "send worker 0 job 5: trial 0 rung 1",
                    "show [done trial 3 rung 0 on 0]"}));
   const auto donor_seed = "seed=" + std::to_string(trial_seed(sweep, 0));
@@ -465,10 +472,11 @@ TEST(SweepState, PbtRunsThePopulationIntervalByIntervalAndTheBottomCopiesTheTop)
   for (int trial = 0; trial < 4; ++trial) {
     const auto commands = state.receive(result(0, job, 0.2 + 0.1 * trial), 50.0 + 10 * trial);
     const auto& step = only<RecordPbtStep>(commands);
-    EXPECT_EQ(step.finished.trial, trial);
-    EXPECT_EQ(step.finished.interval, 1);
-    EXPECT_EQ(step.finished.parent_trial, trial == 3 ? 0 : -1);  // the lineage of its interval
-    EXPECT_FALSE(step.next.has_value());
+    ASSERT_TRUE(step.finished.has_value());
+    EXPECT_EQ(step.finished->trial, trial);
+    EXPECT_EQ(step.finished->interval, 1);
+    EXPECT_EQ(step.finished->parent_trial, trial == 3 ? 0 : -1);  // the lineage of its interval
+    EXPECT_TRUE(step.next.empty());
     EXPECT_TRUE(only<RecordJobDone>(commands).job.completed);
     ++job;
   }
@@ -491,7 +499,7 @@ TEST(SweepState, PbtResumeRequeuesTheInterruptedIntervalAndRedecidesAnUndecidedS
   for (int trial = 0; trial < 3; ++trial)
     lineage.push_back(PbtStep{trial, 1, -1, -1, sample_trial(sweep, trial), std::nullopt});
   EXPECT_EQ(describe(state.restore_pbt(progress, lineage)),
-            (Lines{"pbt trial 3 interval 0 metric 0.1: copies trial 0 interval 0"}));
+            (Lines{"pbt: trial 3 copies 0/0"}));
   EXPECT_EQ(describe(state.receive(cpu_group(0, {0}), 1.0)),
             (Lines{"record worker 0 ranks 0", "record job 11: trial 0 rung 1 budget 2 on worker 0",
                    "send worker 0 job 11: trial 0 rung 1"}));

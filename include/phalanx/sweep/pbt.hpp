@@ -1,15 +1,17 @@
 // Population-based training (Jaderberg et al., "Population Based Training of Neural Networks",
-// 2017), asynchronous as in Ray Tune: trials train in intervals of pbt.interval budget units up to
-// budget.max. When a trial finishes interval k (not its last), it is ranked among the results that
-// interval has recorded so far (best first, ties to the lower trial id). In the bottom
-// floor(n * quantile) it exploits: it continues from a copy of the checkpoint a trial of the top
+// 2017): trials train in intervals of pbt.interval budget units up to budget.max. A trial that
+// finished interval k (not its last) is decided once every trial of the population that is still
+// training has finished interval k too (and none is yet to start) (a barrier: with fewer worker groups than trials, the first trial to
+// finish an interval would otherwise be ranked against nobody, and a decision would depend on
+// which group happened to be faster). It is then ranked among interval k's results (best first,
+// ties to the lower trial id). In the bottom floor(n * quantile) it exploits: it continues from a copy of the checkpoint a trial of the top
 // floor(n * quantile) wrote at the end of interval k, with that trial's hyperparameters of interval
 // k, explored: each searched key that may change mid-training is resampled from its range with
 // pbt.resample_probability, else multiplied by one of pbt.perturbation's factors (clipped to the
 // range; ints rounded; a choice moves to a neighbouring choice). Keys that fix the model, the data
 // plan or the trajectory's seed keep the donor's values. Otherwise the trial continues unchanged.
 // Every draw comes from a counter-based stream keyed by (sweep seed, trial, interval), so the same
-// results in the same order give the same decisions. Like Asha, this class only decides; the
+// results give the same decisions, in whatever order they came. Like Asha, this class only decides; the
 // coordinator copies the checkpoints and records the lineage (pbt_lineage.hpp).
 #pragma once
 
@@ -70,12 +72,14 @@ class Pbt {
   // Takes a job: a new trial gets the next trial id (returned in the job) and its sampled
   // hyperparameters; a continuation is marked so that it is not offered again.
   Job take(Job job);
-  // A trial's job failed: it is never offered again, and no longer counts in the population.
-  void fail(int trial);
-  // The metric of `trial` at the end of `interval`. For every interval but the last, the step the
-  // trial takes next (interval + 1: its parent and hyperparameters), which the caller records
-  // before the trial's next job goes out.
-  std::optional<PbtStep> record(int trial, int interval, double metric);
+  // A trial's job failed: it is never offered again, and no longer holds the others back. Returns
+  // the steps that this decides (as record's).
+  std::vector<PbtStep> fail(int trial);
+  // The metric of `trial` at the end of `interval`. Returns the steps decided now, by interval then
+  // trial (the trials waiting at an interval whose results are now all in, this one's included):
+  // each the step its trial takes next (interval + 1: its parent and hyperparameters), which the
+  // caller records before the trial's next job goes out.
+  std::vector<PbtStep> record(int trial, int interval, double metric);
 
   // The hyperparameters `trial` trains `interval` with (known once the interval is decided).
   const TrialParameters& parameters(int trial, int interval) const { return step(trial, interval).parameters; }
@@ -86,8 +90,8 @@ class Pbt {
   std::vector<std::pair<int, double>> ranking(int interval) const;
 
   // --resume: the trials, results and jobs the database recorded, and the steps of the lineage
-  // (interval >= 1). Returns the steps a kill left undecided (a result recorded, its next step not
-  // yet): decided again here, the same as before, for the caller to carry out and record.
+  // (interval >= 1). Returns the steps a kill left undecided whose interval's results are all in:
+  // decided again here, the same as before, for the caller to carry out and record.
   std::vector<PbtStep> restore(const RecordedProgress& progress, const std::vector<PbtStep>& lineage);
 
  private:
@@ -99,6 +103,7 @@ class Pbt {
   };
   bool better(const std::pair<int, double>& a, const std::pair<int, double>& b) const;
   PbtStep decide(int trial, int interval) const;
+  std::vector<PbtStep> decide_ready();
   TrialParameters explore(const TrialParameters& donor, RandomStream& stream) const;
   TrialState& state(int trial);
   const TrialState& state(int trial) const;

@@ -20,10 +20,13 @@ namespace phalanx::sweep {
 
 void create_pbt_lineage(const Database& database);
 
-// The finished step's metric (its row written if it has none: interval 0), and the next step's
-// row, in one transaction. `budgets` are the intervals' budgets.
-void record_pbt_step(const Database& database, const PbtStep& finished, const std::optional<PbtStep>& next,
-                     const std::vector<double>& budgets, const std::string& copied_checkpoint);
+// The finished step's metric (its row written if it has none: interval 0) and the rows of the
+// steps decided (with the kept checkpoint each copied, "" for none), in one transaction; a decided
+// trial's row in `trials` then holds its new parameters and resolved config (`configs`), so that
+// results.csv and best/ show what it trains with last. `budgets` are the intervals' budgets.
+void record_pbt_steps(const Database& database, const std::optional<PbtStep>& finished,
+                      const std::vector<PbtStep>& decided, const std::vector<double>& budgets,
+                      const std::vector<std::string>& copied, const std::vector<std::string>& configs);
 
 // Every recorded step, by trial and interval (for --resume and the report).
 std::vector<PbtStep> read_pbt_lineage(const Database& database);
