@@ -47,7 +47,8 @@ const std::vector<std::string>& worker_keys() {
 std::vector<std::string> settable_keys() {
   std::vector<std::string> keys;
   for (const auto& key : sweep_keys())
-    if (key != "budget" && key != "workers" && key != "space" && key != "set" && key != "pbt") keys.push_back(key);
+    if (key != "budget" && key != "workers" && key != "space" && key != "set" && key != "pbt")
+      keys.push_back(key);
   for (const auto& key : budget_keys()) keys.push_back("budget." + key);
   for (const auto& key : worker_keys()) keys.push_back("workers." + key);
   for (const auto& key : pbt_keys()) keys.push_back("pbt." + key);

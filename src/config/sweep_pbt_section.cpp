@@ -21,13 +21,16 @@ void read_pbt_section(const Reader& reader, const YAML::Node& root, SweepConfig&
   const YAML::Node section = root["pbt"];
   if (sweep.scheduler != Scheduler::Pbt) {
     if (section.IsDefined())
-      fail_at(reader, "pbt", "is only read with scheduler: pbt (this sweep's scheduler is " +
-                                 name_of(sweep.scheduler) + ")", section);
+      fail_at(reader, "pbt",
+              "is only read with scheduler: pbt (this sweep's scheduler is " + name_of(sweep.scheduler) + ")",
+              section);
     return;
   }
   if (!reader.require_mapping(section, "pbt"))
-    fail_at(reader, "pbt", "is missing: scheduler: pbt needs at least pbt.interval (in budget." +
-                               name_of(sweep.budget_unit) + ")", section.IsDefined() ? section : root);
+    fail_at(reader, "pbt",
+            "is missing: scheduler: pbt needs at least pbt.interval (in budget." +
+                name_of(sweep.budget_unit) + ")",
+            section.IsDefined() ? section : root);
   reader.check_keys(section, "pbt", pbt_keys());
   PbtConfig& pbt = sweep.pbt;
   if (!section["interval"].IsDefined())
@@ -40,7 +43,8 @@ void read_pbt_section(const Reader& reader, const YAML::Node& root, SweepConfig&
                 "): the population would never exploit",
             section["interval"]);
   if (sweep.search != Search::Random)
-    fail_at(reader, "search", "scheduler: pbt draws its population at random (search: random)", root["search"]);
+    fail_at(reader, "search", "scheduler: pbt draws its population at random (search: random)",
+            root["search"]);
   pbt.population = sweep.trials;
   if (section["population"].IsDefined())
     pbt.population = static_cast<int>(reader.integer(section["population"], "pbt.population", 2, 100000));
@@ -62,7 +66,8 @@ void read_pbt_section(const Reader& reader, const YAML::Node& root, SweepConfig&
       fail_at(reader, "pbt.perturbation", "expected a non-empty list of factors, e.g. [0.8, 1.2]", factors);
     pbt.perturbation.clear();
     for (std::size_t index = 0; index < factors.size(); ++index)
-      pbt.perturbation.push_back(reader.real(factors[index], "pbt.perturbation[" + std::to_string(index) + "]",
+      pbt.perturbation.push_back(reader.real(factors[index],
+                                             "pbt.perturbation[" + std::to_string(index) + "]",
                                              Bound{0.0, false}, std::nullopt));
   }
 }

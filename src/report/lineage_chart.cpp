@@ -36,7 +36,8 @@ std::string lineage_chart(const Axes& axes, const std::vector<std::string>& line
   }
   if (!(x_min <= x_max)) return frame::no_data(svg, axes);
   const frame::Frame chart{
-      frame::make_axis(axes.x_scale, x_min, x_max, frame::left_margin, axes.width - frame::right_margin, whole_x),
+      frame::make_axis(axes.x_scale, x_min, x_max, frame::left_margin, axes.width - frame::right_margin,
+                       whole_x),
       frame::make_axis(axes.y_scale, y_min, y_max, axes.height - frame::bottom_margin, frame::top_margin)};
   frame::draw_axes(svg, axes, chart, true);
   auto lineage_of = [&](const LineagePoint& point) {
@@ -48,8 +49,9 @@ std::string lineage_chart(const Axes& axes, const std::vector<std::string>& line
     if (!drawable(point) || !drawable(parent)) continue;
     svg << "<line class=\"lineage-edge\" data-lineage=\"" << lineage_of(point) << "\" x1=\""
         << coordinate(chart.x.map(parent.x)) << "\" y1=\"" << coordinate(chart.y.map(parent.y)) << "\" x2=\""
-        << coordinate(chart.x.map(point.x)) << "\" y2=\"" << coordinate(chart.y.map(point.y)) << "\" stroke=\""
-        << palette_colour(point.lineage) << "\" stroke-width=\"1.6\" stroke-opacity=\"0.8\"/>\n";
+        << coordinate(chart.x.map(point.x)) << "\" y2=\"" << coordinate(chart.y.map(point.y))
+        << "\" stroke=\"" << palette_colour(point.lineage)
+        << "\" stroke-width=\"1.6\" stroke-opacity=\"0.8\"/>\n";
   }
   for (const auto& point : points) {
     if (!drawable(point)) continue;

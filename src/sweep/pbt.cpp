@@ -27,7 +27,8 @@ std::string resample(const config::SearchParameter& parameter, RandomStream& str
     case config::ParameterType::Choice: return parameter.values[stream.next_below(parameter.values.size())];
     case config::ParameterType::Int: {
       const auto span = static_cast<std::uint64_t>(parameter.high - parameter.low) + 1;
-      return std::to_string(static_cast<long long>(parameter.low) + static_cast<long long>(stream.next_below(span)));
+      return std::to_string(static_cast<long long>(parameter.low) +
+                            static_cast<long long>(stream.next_below(span)));
     }
     case config::ParameterType::Uniform:
       return format_real(parameter.low + (parameter.high - parameter.low) * uniform_double(stream));
@@ -127,8 +128,7 @@ std::vector<Job> Pbt::candidates() const {
   for (int trial = 0; trial < started_trials(); ++trial) {
     const TrialState& held = trials_[static_cast<std::size_t>(trial)];
     const int next = held.finished + 1;
-    if (!held.taken && !held.failed && next <= last_interval() &&
-        static_cast<int>(held.steps.size()) > next)
+    if (!held.taken && !held.failed && next <= last_interval() && static_cast<int>(held.steps.size()) > next)
       jobs.push_back(Job{trial, next});
   }
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.rung < b.rung; });
@@ -182,7 +182,8 @@ std::vector<PbtStep> Pbt::decide_ready() {
   for (int interval = 0; interval <= std::min(slowest, last_interval() - 1); ++interval)
     for (int trial = 0; trial < started_trials(); ++trial) {
       TrialState& held = trials_[static_cast<std::size_t>(trial)];
-      if (held.failed || held.finished != interval || static_cast<int>(held.steps.size()) > interval + 1) continue;
+      if (held.failed || held.finished != interval || static_cast<int>(held.steps.size()) > interval + 1)
+        continue;
       decided.push_back(decide(trial, interval));
       held.steps.push_back(decided.back());
     }
@@ -209,7 +210,8 @@ PbtStep Pbt::decide(int trial, int interval) const {
   step.interval = interval + 1;
   step.parameters = parameters(trial, interval);
   const auto order = ranking(interval);
-  const auto count = static_cast<std::size_t>(std::floor(static_cast<double>(order.size()) * sweep_.pbt.quantile));
+  const auto count =
+      static_cast<std::size_t>(std::floor(static_cast<double>(order.size()) * sweep_.pbt.quantile));
   if (count == 0) return step;
   const auto position = static_cast<std::size_t>(
       std::find_if(order.begin(), order.end(), [trial](const auto& entry) { return entry.first == trial; }) -
@@ -228,8 +230,9 @@ PbtStep Pbt::decide(int trial, int interval) const {
 TrialParameters Pbt::explore(const TrialParameters& donor, RandomStream& stream) const {
   TrialParameters explored = donor;
   for (auto& [key, value] : explored.values) {
-    const auto parameter = std::find_if(sweep_.space.begin(), sweep_.space.end(),
-                                        [&key](const config::SearchParameter& entry) { return entry.key == key; });
+    const auto parameter =
+        std::find_if(sweep_.space.begin(), sweep_.space.end(),
+                     [&key](const config::SearchParameter& entry) { return entry.key == key; });
     if (parameter == sweep_.space.end() || !pbt_mutable(key)) continue;
     // Both draws are made for every key, so one key's outcome never shifts the next key's draws.
     const bool fresh = uniform_double(stream) < sweep_.pbt.resample_probability;
@@ -254,8 +257,9 @@ std::vector<PbtStep> Pbt::restore(const RecordedProgress& progress, const std::v
     held.finished = std::max(held.finished, result.rung);
   }
   std::vector<PbtStep> steps = lineage;
-  std::sort(steps.begin(), steps.end(),
-            [](const PbtStep& a, const PbtStep& b) { return std::pair(a.trial, a.interval) < std::pair(b.trial, b.interval); });
+  std::sort(steps.begin(), steps.end(), [](const PbtStep& a, const PbtStep& b) {
+    return std::pair(a.trial, a.interval) < std::pair(b.trial, b.interval);
+  });
   for (const auto& step : steps) {
     if (step.interval < 1) continue;
     TrialState& held = state(step.trial);

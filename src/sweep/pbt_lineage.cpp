@@ -24,8 +24,10 @@ nlohmann::json assignments_json(const TrialParameters& parameters) {
 void copy_atomically(const std::string& from, const std::string& to) {
   AtomicFile file(to);
   std::error_code error;
-  std::filesystem::copy_file(from, file.temporary_path(), std::filesystem::copy_options::overwrite_existing, error);
-  if (error) throw_run_failure("cannot copy " + from + " to " + file.temporary_path() + ": " + error.message());
+  std::filesystem::copy_file(from, file.temporary_path(), std::filesystem::copy_options::overwrite_existing,
+                             error);
+  if (error)
+    throw_run_failure("cannot copy " + from + " to " + file.temporary_path() + ": " + error.message());
   file.commit();
 }
 
@@ -49,7 +51,9 @@ void record_pbt_steps(const Database& database, const std::optional<PbtStep>& fi
                         "parameters, assignments, seed, metric, checkpoint) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
                         "ON CONFLICT (trial_id, interval) DO UPDATE SET metric = ?9");
-    statement.bind(1, step.trial).bind(2, step.interval).bind(3, budgets.at(static_cast<std::size_t>(step.interval)));
+    statement.bind(1, step.trial)
+        .bind(2, step.interval)
+        .bind(3, budgets.at(static_cast<std::size_t>(step.interval)));
     if (step.exploited())
       statement.bind(4, step.parent_trial).bind(5, step.parent_interval);
     else
@@ -112,10 +116,13 @@ std::string keep_interval_checkpoint(const std::string& sweep_directory, int tri
   const std::string kept = kept_checkpoint_path(sweep_directory, trial, interval);
   std::error_code error;
   if (std::filesystem::exists(kept, error)) return kept;
-  const std::string newest = train::RunDirectory(trial_directory(sweep_directory, trial), false).find_latest_checkpoint();
+  const std::string newest =
+      train::RunDirectory(trial_directory(sweep_directory, trial), false).find_latest_checkpoint();
   PHALANX_CHECK(!newest.empty(), "trial ", trial, " finished interval ", interval, " without a checkpoint");
   std::filesystem::create_directories(std::filesystem::path(kept).parent_path(), error);
-  if (error) throw_run_failure("cannot create " + std::filesystem::path(kept).parent_path().string() + ": " + error.message());
+  if (error)
+    throw_run_failure("cannot create " + std::filesystem::path(kept).parent_path().string() + ": " +
+                      error.message());
   // A checkpoint is never written in place (a new one is renamed over the name), so a hard link
   // holds this point at no cost in space; a file system without links gets a copy.
   const std::string temporary = kept + ".tmp-link";
@@ -130,7 +137,8 @@ std::string keep_interval_checkpoint(const std::string& sweep_directory, int tri
   return kept;
 }
 
-std::string copy_donor_checkpoint(const std::string& sweep_directory, int trial, int donor, int donor_interval) {
+std::string copy_donor_checkpoint(const std::string& sweep_directory, int trial, int donor,
+                                  int donor_interval) {
   const std::string from = kept_checkpoint_path(sweep_directory, donor, donor_interval);
   std::error_code error;
   PHALANX_CHECK(std::filesystem::exists(from, error), "trial ", donor, "'s checkpoint of interval ",

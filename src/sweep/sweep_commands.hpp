@@ -172,6 +172,7 @@ struct RecordPbtStep {
 
 using Command =
     std::variant<RecordWorker, RecordJobStart, RecordJobDone, RecordJobFailed, RecordJobInterrupted,
-                 RecordHandover, SendJob, SendHandover, ShowJobFailed, ShowStopBegun, ShowProgress, RecordPbtStep>;
+                 RecordHandover, SendJob, SendHandover, ShowJobFailed, ShowStopBegun, ShowProgress,
+                 RecordPbtStep>;
 
 }  // namespace phalanx::sweep

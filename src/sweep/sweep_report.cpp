@@ -268,7 +268,8 @@ std::string pbt_lineage(const json& steps, const std::string& metric, const std:
   std::vector<std::int64_t> roots;  // per point: the interval-0 trial it descends from
   std::set<std::int64_t> lineages;
   for (const auto& row : steps) {  // by interval, so a parent always comes first
-    const std::int64_t trial = row["trial_id"].get<std::int64_t>(), interval = row["interval"].get<std::int64_t>();
+    const std::int64_t trial = row["trial_id"].get<std::int64_t>(),
+                       interval = row["interval"].get<std::int64_t>();
     const bool copied = !row["parent_trial"].is_null();
     const auto parent = index_of.find(copied ? std::pair(row["parent_trial"].get<std::int64_t>(),
                                                          row["parent_interval"].get<std::int64_t>())
@@ -292,11 +293,11 @@ std::string pbt_lineage(const json& steps, const std::string& metric, const std:
   std::vector<std::string> names;
   for (const auto root : lineages) names.push_back("from trial " + std::to_string(root));
   for (std::size_t index = 0; index < points.size(); ++index)
-    points[index].lineage = static_cast<std::size_t>(
-        std::distance(lineages.begin(), lineages.find(roots[index])));
+    points[index].lineage =
+        static_cast<std::size_t>(std::distance(lineages.begin(), lineages.find(roots[index])));
   return report::lineage_chart(
-      axes_of("The population over its intervals, coloured by lineage", "budget (" + unit + ")", metric), names,
-      points);
+      axes_of("The population over its intervals, coloured by lineage", "budget (" + unit + ")", metric),
+      names, points);
 }
 
 bool is_sweep_directory(const std::string& directory) {
@@ -344,7 +345,8 @@ std::string write_sweep_report(const std::string& directory) {
   page.paragraph("Utilisation " + utilisation + ".");
   page.figure(timeline, "workers-chart");
   // scheduler: pbt (a pbt_lineage table): the population by lineage.
-  if (!database.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'pbt_lineage'").empty()) {
+  if (!database.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'pbt_lineage'")
+           .empty()) {
     page.heading("Population-based training: lineage");
     const auto budget = definition.value("budget", json::object());
     page.figure(pbt_lineage(database.rows("SELECT trial_id, interval, budget, parent_trial, parent_interval, "

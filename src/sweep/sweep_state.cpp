@@ -39,8 +39,8 @@ struct SweepState::Output {
 SweepState::SweepState(const config::SweepConfig& sweep, int groups, std::int64_t last_job_id, double start)
     : sweep_(sweep),
       asha_(sweep.scheduler == config::Scheduler::Pbt
-                ? Asha(pbt_budgets(sweep.pbt.interval, sweep.max_budget), sweep.goal == config::Goal::Maximize,
-                       trial_count(sweep))
+                ? Asha(pbt_budgets(sweep.pbt.interval, sweep.max_budget),
+                       sweep.goal == config::Goal::Maximize, trial_count(sweep))
                 : Asha(sweep.min_budget, sweep.max_budget, sweep.eta, sweep.goal == config::Goal::Maximize,
                        trial_count(sweep), sweep.scheduler == config::Scheduler::Full)),
       groups_(static_cast<std::size_t>(groups)),
@@ -319,7 +319,8 @@ void SweepState::dispatch(double now, Output& out) {
   for (const int worker : free_groups) {
     std::vector<Candidate> candidates;
     for (const auto& job : requeued_) candidates.push_back({job, cost(job)});
-    for (const auto& job : pbt_ ? pbt_->candidates() : asha_.candidates()) candidates.push_back({job, cost(job)});
+    for (const auto& job : pbt_ ? pbt_->candidates() : asha_.candidates())
+      candidates.push_back({job, cost(job)});
     DispatchEstimate estimate;
     const int choice = choose_job(candidates, states, worker, &estimate);
     passed_over_ += estimate.passed_over;

@@ -112,7 +112,8 @@ TEST(PbtTest, ExploreKeepsTheDonorsShapeKeysAndPerturbsTheOthersByAFactor) {
   for (const std::string key : {"optimizer.learning_rate", "optimizer.momentum"}) {
     const double before = std::stod(value_of(donor, key)), after = std::stod(value_of(explored, key));
     const double high = key == "optimizer.momentum" ? 0.99 : 1.0;
-    const bool scaled = std::abs(after - before * 0.8) < 1e-6 * before || std::abs(after - before * 1.2) < 1e-6 * before;
+    const bool scaled =
+        std::abs(after - before * 0.8) < 1e-6 * before || std::abs(after - before * 1.2) < 1e-6 * before;
     EXPECT_TRUE(scaled || after == high) << key << ": " << before << " -> " << after;
   }
   // The explored values are what the trial trains interval 1 with.

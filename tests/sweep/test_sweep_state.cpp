@@ -436,8 +436,8 @@ phalanx::config::SweepConfig pbt_population() {
   sweep.pbt.population = 4;
   sweep.pbt.interval = 1;
   sweep.join_running = false;
-  sweep.space = {phalanx::config::SearchParameter{"optimizer.learning_rate",
-                                                  phalanx::config::ParameterType::LogUniform, {}, 1e-3, 1.0}};
+  sweep.space = {phalanx::config::SearchParameter{
+      "optimizer.learning_rate", phalanx::config::ParameterType::LogUniform, {}, 1e-3, 1.0}};
   return sweep;
 }
 
@@ -457,12 +457,13 @@ TEST(SweepState, PbtRunsThePopulationIntervalByIntervalAndTheBottomCopiesTheTop)
   state.receive(result(0, 3, 0.6), 30.0);
   // The fourth result decides all four: trial 3 is the bottom quarter and copies the top one,
   // trial 0; then the population continues at interval 1 in trial order.
-  EXPECT_EQ(describe(state.receive(result(0, 4, 0.1), 40.0)),
-            (Lines{"record job 4 done: trial 3 rung 0 metric 0.1",
-                   "pbt trial 3 interval 0 metric 0.1: trial 0 continues trial 1 continues trial 2 continues trial "
-                   "3 copies 0/0",
-                   "record job 5: trial 0 rung 1 budget 2 on worker 0", "send worker 0 job 5: trial 0 rung 1",
-                   "show [done trial 3 rung 0 on 0]"}));
+  EXPECT_EQ(
+      describe(state.receive(result(0, 4, 0.1), 40.0)),
+      (Lines{"record job 4 done: trial 3 rung 0 metric 0.1",
+             "pbt trial 3 interval 0 metric 0.1: trial 0 continues trial 1 continues trial 2 continues trial "
+             "3 copies 0/0",
+             "record job 5: trial 0 rung 1 budget 2 on worker 0", "send worker 0 job 5: trial 0 rung 1",
+             "show [done trial 3 rung 0 on 0]"}));
   const auto donor_seed = "seed=" + std::to_string(trial_seed(sweep, 0));
   EXPECT_EQ(state.assignments(3, 1).back(), donor_seed);
   EXPECT_NE(state.assignments(3, 0).back(), donor_seed);
@@ -498,8 +499,7 @@ TEST(SweepState, PbtResumeRequeuesTheInterruptedIntervalAndRedecidesAnUndecidedS
   std::vector<PbtStep> lineage;
   for (int trial = 0; trial < 3; ++trial)
     lineage.push_back(PbtStep{trial, 1, -1, -1, sample_trial(sweep, trial), std::nullopt});
-  EXPECT_EQ(describe(state.restore_pbt(progress, lineage)),
-            (Lines{"pbt: trial 3 copies 0/0"}));
+  EXPECT_EQ(describe(state.restore_pbt(progress, lineage)), (Lines{"pbt: trial 3 copies 0/0"}));
   EXPECT_EQ(describe(state.receive(cpu_group(0, {0}), 1.0)),
             (Lines{"record worker 0 ranks 0", "record job 11: trial 0 rung 1 budget 2 on worker 0",
                    "send worker 0 job 11: trial 0 rung 1"}));

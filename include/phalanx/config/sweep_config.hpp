@@ -47,9 +47,9 @@ struct SearchParameter {
 
 // The `pbt:` section (scheduler: pbt; docs/SWEEPS.md, "Population-based training").
 struct PbtConfig {
-  int population = 0;        // trials training at once (0 in the file: all of `trials`)
-  double interval = 0;       // budget units between exploit/explore decisions
-  double quantile = 0.25;    // the bottom share copies the top share
+  int population = 0;                             // trials training at once (default: all of `trials`)
+  double interval = 0;                            // budget units between exploit/explore decisions
+  double quantile = 0.25;                         // the bottom share copies the top share
   std::vector<double> perturbation = {0.8, 1.2};  // factors an explored value is multiplied by
   double resample_probability = 0.25;             // else a value is drawn afresh from its range
 };

@@ -13,9 +13,9 @@ namespace phalanx::report {
 
 struct LineagePoint {
   double x = 0, y = 0;
-  int parent = -1;           // index of the point it descends from (-1: a root)
-  std::size_t lineage = 0;   // index into the lineage names (its colour)
-  std::string title{};       // hover text
+  int parent = -1;          // index of the point it descends from (-1: a root)
+  std::size_t lineage = 0;  // index into the lineage names (its colour)
+  std::string title{};      // hover text
 };
 
 // Segments (class "lineage-edge") from each point's parent to it, then the points (class

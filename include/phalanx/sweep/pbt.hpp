@@ -1,18 +1,18 @@
 // Population-based training (Jaderberg et al., "Population Based Training of Neural Networks",
 // 2017): trials train in intervals of pbt.interval budget units up to budget.max. A trial that
 // finished interval k (not its last) is decided once every trial of the population that is still
-// training has finished interval k too (and none is yet to start) (a barrier: with fewer worker groups than trials, the first trial to
-// finish an interval would otherwise be ranked against nobody, and a decision would depend on
-// which group happened to be faster). It is then ranked among interval k's results (best first,
-// ties to the lower trial id). In the bottom floor(n * quantile) it exploits: it continues from a copy of the checkpoint a trial of the top
-// floor(n * quantile) wrote at the end of interval k, with that trial's hyperparameters of interval
-// k, explored: each searched key that may change mid-training is resampled from its range with
-// pbt.resample_probability, else multiplied by one of pbt.perturbation's factors (clipped to the
-// range; ints rounded; a choice moves to a neighbouring choice). Keys that fix the model, the data
-// plan or the trajectory's seed keep the donor's values. Otherwise the trial continues unchanged.
-// Every draw comes from a counter-based stream keyed by (sweep seed, trial, interval), so the same
-// results give the same decisions, in whatever order they came. Like Asha, this class only decides; the
-// coordinator copies the checkpoints and records the lineage (pbt_lineage.hpp).
+// training has finished interval k too (and none is yet to start) (a barrier: with fewer worker groups than
+// trials, the first trial to finish an interval would otherwise be ranked against nobody, and a decision
+// would depend on which group happened to be faster). It is then ranked among interval k's results (best
+// first, ties to the lower trial id). In the bottom floor(n * quantile) it exploits: it continues from a copy
+// of the checkpoint a trial of the top floor(n * quantile) wrote at the end of interval k, with that trial's
+// hyperparameters of interval k, explored: each searched key that may change mid-training is resampled from
+// its range with pbt.resample_probability, else multiplied by one of pbt.perturbation's factors (clipped to
+// the range; ints rounded; a choice moves to a neighbouring choice). Keys that fix the model, the data plan
+// or the trajectory's seed keep the donor's values. Otherwise the trial continues unchanged. Every draw comes
+// from a counter-based stream keyed by (sweep seed, trial, interval), so the same results give the same
+// decisions, in whatever order they came. Like Asha, this class only decides; the coordinator copies the
+// checkpoints and records the lineage (pbt_lineage.hpp).
 #pragma once
 
 #include <map>
@@ -82,7 +82,9 @@ class Pbt {
   std::vector<PbtStep> record(int trial, int interval, double metric);
 
   // The hyperparameters `trial` trains `interval` with (known once the interval is decided).
-  const TrialParameters& parameters(int trial, int interval) const { return step(trial, interval).parameters; }
+  const TrialParameters& parameters(int trial, int interval) const {
+    return step(trial, interval).parameters;
+  }
   // Its step of `interval` (the parent it copied, -1 for none; the metric is not kept here).
   const PbtStep& step(int trial, int interval) const;
   double result(int trial, int interval) const;
@@ -97,8 +99,8 @@ class Pbt {
  private:
   struct TrialState {
     std::vector<PbtStep> steps;  // per interval decided so far
-    int finished = -1;                        // the last interval finished
-    bool taken = false;                       // its next interval is running (or queued again)
+    int finished = -1;           // the last interval finished
+    bool taken = false;          // its next interval is running (or queued again)
     bool failed = false;
   };
   bool better(const std::pair<int, double>& a, const std::pair<int, double>& b) const;

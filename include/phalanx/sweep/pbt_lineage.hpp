@@ -41,6 +41,7 @@ std::string keep_interval_checkpoint(const std::string& sweep_directory, int tri
 // Exploit: the donor's kept checkpoint of `donor_interval` becomes `trial`'s newest (its
 // checkpoints/latest.h5, replaced atomically; its step-*.h5 removed, so that none of them is taken
 // as newer). The donor's files stay as they are. Returns the copied path.
-std::string copy_donor_checkpoint(const std::string& sweep_directory, int trial, int donor, int donor_interval);
+std::string copy_donor_checkpoint(const std::string& sweep_directory, int trial, int donor,
+                                  int donor_interval);
 
 }  // namespace phalanx::sweep

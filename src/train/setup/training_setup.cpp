@@ -59,7 +59,8 @@ void require_accumulation_arithmetic(const TrainingSetup& setup, int local_batch
 }
 
 void resume(TrainingSetup& setup, const OpenCheckpoint& checkpoint, backend::Backend& backend,
-            const comm::Communicator& communicator, const std::vector<std::string>& checkpoint_config_overrides) {
+            const comm::Communicator& communicator,
+            const std::vector<std::string>& checkpoint_config_overrides) {
   const ResumePlan plan = plan_resume(
       checkpoint.header(),
       ResumingRun{setup.config, communicator.size(), communicator.rank(), setup.local_batches,
