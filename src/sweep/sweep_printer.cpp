@@ -108,11 +108,14 @@ void SweepPrinter::header(const SweepState& state) const {
     if (rung) ladder += ", ";
     ladder += budget_text(sweep_, asha.budget(rung));
   }
-  std::printf(
-      "sweep %s: %d trials, %s search, %s scheduler (rungs: %s; eta %d), metric %s (%s), %d worker groups\n",
-      sweep_.name.c_str(), asha.max_trials(), config::name_of(sweep_.search).c_str(),
-      config::name_of(sweep_.scheduler).c_str(), ladder.c_str(), sweep_.eta, sweep_.metric.c_str(),
-      config::name_of(sweep_.goal).c_str(), state.group_count());
+  // PBT's rungs are its intervals; eta means nothing there.
+  const bool pbt = state.pbt() != nullptr;
+  const std::string shape = pbt ? "intervals: " + ladder + "; population " + std::to_string(sweep_.pbt.population)
+                                : "rungs: " + ladder + "; eta " + std::to_string(sweep_.eta);
+  std::printf("sweep %s: %d trials, %s search, %s scheduler (%s), metric %s (%s), %d worker groups\n",
+              sweep_.name.c_str(), asha.max_trials(), config::name_of(sweep_.search).c_str(),
+              config::name_of(sweep_.scheduler).c_str(), shape.c_str(), sweep_.metric.c_str(),
+              config::name_of(sweep_.goal).c_str(), state.group_count());
   std::fflush(stdout);
 }
 
