@@ -330,7 +330,7 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
       sweep.max_budget = reader.real(budget["max"], "budget.max", Bound{0.0, false}, std::nullopt);
     if (budget["eta"].IsDefined())
       sweep.eta = static_cast<int>(reader.integer(budget["eta"], "budget.eta", 2, 1000));
-    if (sweep.min_budget > sweep.max_budget)
+    if (sweep.min_budget > sweep.max_budget && sweep.scheduler != Scheduler::Pbt)  // PBT has no budget.min
       fail_at(reader, "budget.min",
               format_number(sweep.min_budget) + " is larger than budget.max (" +
                   format_number(sweep.max_budget) + ")",

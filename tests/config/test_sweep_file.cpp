@@ -277,6 +277,10 @@ TEST_F(SweepFile, ReadsThePbtSectionWithItsDefaults) {
   EXPECT_EQ(set.pbt.population, 2);
   EXPECT_DOUBLE_EQ(set.pbt.quantile, 0.5);
   EXPECT_EQ(set.pbt.perturbation, (std::vector<double>{0.5, 2.0}));
+  // budget.min is ASHA's: a PBT sweep shorter than its default of 1 is fine.
+  const auto short_sweep = load_sweep(this->sweep("budget:", "scheduler: pbt\npbt: {interval: 0.2}\nbudget:"),
+                                      {"budget.max=0.6"});
+  EXPECT_DOUBLE_EQ(short_sweep.max_budget, 0.6);
 }
 
 TEST_F(SweepFile, BadPbtValuesNameTheirKey) {

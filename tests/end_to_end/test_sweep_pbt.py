@@ -176,6 +176,20 @@ class PbtSweep(unittest.TestCase):
                 self.assertEqual(result.returncode, 2, result.describe())
                 self.assertIn(key, result.stderr + result.stdout)
 
+    def test_example_sweep_config_runs(self):
+        path = os.path.join(e2e.SOURCE_DIR, "configs", "sweeps", "fmnist_pbt.yaml")
+        directory = os.path.join(WORK, "example")
+        result = e2e.mpirun(2, "sweep", path, "--sweep-dir", directory, "--set", f"config.data.path={DATA}",
+                            "trials=4", "budget.max=0.6", "pbt.interval=0.2", "config.checkpoint.every_steps=0",
+                            "config.device=cpu", timeout=300)
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.assertIn("pbt scheduler (intervals:", result.stdout)
+        lineage = query(directory, "SELECT * FROM pbt_lineage")
+        self.assertEqual(len(lineage), 4 * 3)
+        # Four results per interval, floor(4 * 0.25) = 1: one trial exploits at each decision.
+        self.assertEqual(len([row for row in lineage if row["parent_trial"] is not None]), 2)
+        self.assertTrue(os.path.exists(os.path.join(directory, "report.html")))
+
     def test_kill_mid_sweep_and_resume(self):
         directory = os.path.join(WORK, "killed")
         process = sweep.start_sweep(3, SWEEP, directory)
