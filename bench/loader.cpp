@@ -50,9 +50,9 @@ void GatherBaseline(benchmark::State& state) {
   std::int64_t batches = 0;
   for (auto _ : state) {
     phalanx::data::ShardPlan plan(split->count, batch, 0, 1, 7);
-    const auto permutation = plan.permutation(0);
+    auto order = plan.epoch_order(0);
     for (std::int64_t step = 0; step < plan.steps_per_epoch(); ++step) {
-      const auto indices = plan.rank_indices(permutation, step);
+      const auto indices = plan.rank_indices(order, step);
       for (int sample = 0; sample < batch; ++sample)
         std::memcpy(images.data() + sample * 784, split->images.data() + indices[sample] * 784, 784);
       benchmark::DoNotOptimize(images[0]);
@@ -69,7 +69,7 @@ void AugmentBatch(benchmark::State& state) {
   const int height = 28, width = 28, channels = 1, batch = 64;
   const bool augment = state.range(0) != 0;
   const phalanx::data::AugmentOptions options =
-      augment ? phalanx::data::AugmentOptions{4, true, 8, {}, {}} : phalanx::data::AugmentOptions{};
+      augment ? phalanx::data::AugmentOptions{4, true, 8, {}, {}, {}} : phalanx::data::AugmentOptions{};
   std::vector<std::uint8_t> source(static_cast<std::size_t>(batch * height * width * channels));
   for (std::size_t index = 0; index < source.size(); ++index)
     source[index] = static_cast<std::uint8_t>(index * 31);

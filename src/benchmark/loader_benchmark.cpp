@@ -24,6 +24,10 @@ LoaderResult benchmark_loader(const LoaderSettings& settings) {
   result.read_seconds = read_clock.seconds();
   PHALANX_REQUIRE_INPUT(split->count >= settings.batch_size, settings.path, ": split '", settings.split,
                         "' has ", split->count, " samples, fewer than one batch of ", settings.batch_size);
+  const int crop = settings.augment.random_resized_crop.size;
+  PHALANX_REQUIRE_INPUT(crop >= 0 && crop <= split->height && crop <= split->width,
+                        "--random-resized-crop must be between 1 and the ", split->height, "x", split->width,
+                        " images' sides (got ", crop, ")");
   const data::ShardPlan plan(split->count, settings.batch_size, 0, 1, 0);
   // Enough epochs for the requested batches; the loader stops when the consumer does.
   const std::int64_t epochs = (settings.batches + plan.steps_per_epoch() - 1) / plan.steps_per_epoch();

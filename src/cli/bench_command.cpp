@@ -209,7 +209,7 @@ int bench_loader(const BenchArguments& arguments) {
   const auto result = benchmark::benchmark_loader(settings);
   std::printf("# bench loader: %s split '%s', batch %d, prefetch %d, augment %s\n",
               arguments.data_path.c_str(), arguments.split.c_str(), arguments.batch_size, arguments.prefetch,
-              arguments.augment.enabled() ? "on" : "off");
+              arguments.augment.enabled() || arguments.augment.random_resized_crop.enabled() ? "on" : "off");
   std::printf("read split into memory: %.3f s\n", result.read_seconds);
   std::printf("%d batches in %.6f s: %.1f batches/s, %.0f images/s, %.1f MB/s\n", result.batches,
               result.seconds, result.batches_per_second, result.images_per_second,
@@ -265,6 +265,8 @@ std::function<int()> add_bench_command(CLI::App& app, int* argc, char*** argv) {
   loader->add_option("--batch-size", arguments->batch_size, "Batch size (default 64)");
   loader->add_option("--prefetch", arguments->prefetch, "Batches prepared ahead (default 4)");
   loader->add_option("--batches", arguments->batches, "Batches to take (default 500)");
+  loader->add_option("--random-resized-crop", arguments->augment.random_resized_crop.size,
+                     "Augmentation: RandomResizedCrop to this size (scale [0.08, 1], ratio [3/4, 4/3])");
   loader->add_option("--crop-padding", arguments->augment.random_crop_padding,
                      "Augmentation: random crop padding");
   loader->add_flag("--flip", arguments->augment.horizontal_flip, "Augmentation: horizontal flip");

@@ -14,6 +14,7 @@
 #include "phalanx/data/source_statistics.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/evaluation.hpp"
+#include "phalanx/train/input_size.hpp"
 #include "phalanx/train/predictions.hpp"
 #include "phalanx/train/rank_resources.hpp"
 #include "phalanx/train/top_k.hpp"
@@ -54,8 +55,10 @@ void load(const EvaluateArguments& arguments, const comm::Communicator& world, b
   loaded.config = config::parse(header.config_text, arguments.checkpoint + ":/config");
   if (!arguments.data.empty()) {
     loaded.info = data::read_dataset_info(arguments.data);
-    loaded.split = whole_split ? data::read_split(arguments.data, arguments.split)
-                               : train::read_evaluation_part(arguments.data, arguments.split, world);
+    loaded.split = train::evaluation_input(
+        loaded.config.data, whole_split
+                                ? data::read_split(arguments.data, arguments.split)
+                                : train::read_evaluation_part(arguments.data, arguments.split, world));
     return;
   }
   // The training data's mean and std: a mapped source's come from the sidecar in the checkpoint's
@@ -64,8 +67,9 @@ void load(const EvaluateArguments& arguments, const comm::Communicator& world, b
   const std::string run_directory =
       std::filesystem::path(arguments.checkpoint).parent_path().parent_path().string();
   loaded.info = data::describe_dataset(data, run_directory, world);
-  loaded.split = whole_split ? data::read_whole_split(data, arguments.split)
-                             : train::read_evaluation_part(data, arguments.split, world);
+  loaded.split =
+      train::evaluation_input(data, whole_split ? data::read_whole_split(data, arguments.split)
+                                                : train::read_evaluation_part(data, arguments.split, world));
 }
 
 // What was evaluated, for the report line: the file, or the mapped split's images.

@@ -123,6 +123,16 @@ std::string to_yaml(const Config& config) {
   emit_text(out, "test_split", data.test_split);
   out << YAML::Key << "prefetch_batches" << YAML::Value << data.prefetch_batches;
   out << YAML::Key << "augment" << YAML::Value << YAML::BeginMap;
+  // Written only when on: a config without it keeps the text (and hash) it always had.
+  if (const auto& crop = data.augment.random_resized_crop) {
+    out << YAML::Key << "random_resized_crop" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "size" << YAML::Value << crop->size;
+    for (const auto& [key, range] : {std::pair{"scale", crop->scale}, std::pair{"ratio", crop->ratio}}) {
+      out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq << format_number(range[0])
+          << format_number(range[1]) << YAML::EndSeq;
+    }
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "random_crop_padding" << YAML::Value << data.augment.random_crop_padding;
   out << YAML::Key << "horizontal_flip" << YAML::Value << data.augment.horizontal_flip;
   out << YAML::Key << "cutout" << YAML::Value << data.augment.cutout;
@@ -142,6 +152,7 @@ std::string to_yaml(const Config& config) {
   out << YAML::Key << "magnitude_bins" << YAML::Value << rand_augment.magnitude_bins;
   out << YAML::EndMap;
   out << YAML::EndMap;
+  if (data.eval_resize > 0) out << YAML::Key << "eval_resize" << YAML::Value << data.eval_resize;
   emit_text(out, "cache", data.cache);
   emit_number(out, "max_cache_gb", data.max_cache_gb);
   out << YAML::Key << "stream_window_mb" << YAML::Value << data.stream_window_mb;

@@ -12,8 +12,8 @@ const std::map<std::string, std::vector<std::string>>& sections() {
   static const std::map<std::string, std::vector<std::string>> table = {
       {"model", {"preset", "layers", "init_from"}},
       {"data",
-       {"path", "source", "train_split", "test_split", "prefetch_batches", "augment", "cache", "max_cache_gb",
-        "stream_window_mb"}},
+       {"path", "source", "train_split", "test_split", "prefetch_batches", "augment", "eval_resize", "cache",
+        "max_cache_gb", "stream_window_mb"}},
       {"data.source",
        {"train", "test", "val", "val_fraction", "test_fraction", "split_seed", "layout", "labels", "classes",
         "statistics"}},
@@ -23,7 +23,8 @@ const std::map<std::string, std::vector<std::string>>& sections() {
       // A nested section is listed under its dotted name and appears as a key of its parent.
       {"data.augment",
        {"random_crop_padding", "horizontal_flip", "cutout", "random_erasing", "trivial_augment",
-        "rand_augment"}},
+        "rand_augment", "random_resized_crop"}},
+      {"data.augment.random_resized_crop", {"size", "scale", "ratio"}},
       {"data.augment.rand_augment", {"num_ops", "magnitude", "magnitude_bins"}},
       {"data.augment.random_erasing", {"probability", "scale", "ratio"}},
       {"optimizer",

@@ -130,8 +130,27 @@ void read_rand_augment(const Section& section, RandAugmentConfig& rand_augment) 
   }
 }
 
+// Present turns RandomResizedCrop on and needs its size; null (how to_yaml writes "off") leaves it off.
+void read_random_resized_crop(const Section& section, std::optional<RandomResizedCropConfig>& crop) {
+  const YAML::Node node = section.node();
+  if (!has(node) || node.IsNull()) return;
+  const Reader& reader = section.reader();
+  crop.emplace();
+  if (const YAML::Node value = section["size"]; has(value))
+    crop->size = reader.int_value(value, section.key("size"), 1);
+  else
+    reader.fail(section.key("size"),
+                section.key("size") + " is required: the training size (the model's input is size x size)",
+                node);
+  if (const YAML::Node value = section["scale"]; has(value))
+    crop->scale = read_range(reader, value, section.key("scale"), zero_exclusive, one_inclusive);
+  if (const YAML::Node value = section["ratio"]; has(value))
+    crop->ratio = read_range(reader, value, section.key("ratio"), zero_exclusive, std::nullopt);
+}
+
 void read_augment(const Section& section, AugmentConfig& augment) {
   const Reader& reader = section.reader();
+  read_random_resized_crop(Section(section, "random_resized_crop"), augment.random_resized_crop);
   read_random_erasing(Section(section, "random_erasing"), augment.random_erasing);
   read_rand_augment(Section(section, "rand_augment"), augment.rand_augment);
   if (const YAML::Node value = section["trivial_augment"]; has(value)) {
@@ -144,6 +163,14 @@ void read_augment(const Section& section, AugmentConfig& augment) {
   }
   if (const YAML::Node value = section["random_crop_padding"]; has(value)) {
     augment.random_crop_padding = reader.int_value(value, section.key("random_crop_padding"), 0);
+    // Two random crops in a row: the resized crop already picks the box's place, and no reference
+    // recipe pads after it; a padding left over from a recipe without it is surely a mistake.
+    if (augment.random_crop_padding > 0 && augment.random_resized_crop)
+      reader.fail(section.key("random_crop_padding"),
+                  section.key("random_crop_padding") + ": a padded random crop and " +
+                      section.key("random_resized_crop") +
+                      " are both on; the resized crop already places its box at random, use one of them",
+                  value);
   }
   if (const YAML::Node value = section["horizontal_flip"]; has(value)) {
     augment.horizontal_flip = reader.boolean(value, section.key("horizontal_flip"));
@@ -281,6 +308,22 @@ void read_data(const Section& section, DataConfig& data) {
     data.prefetch_batches = reader.int_value(value, section.key("prefetch_batches"), 1);
   }
   read_augment(Section(section, "augment"), data.augment);
+  if (const YAML::Node value = section["eval_resize"]; has(value)) {
+    data.eval_resize = reader.int_value(value, section.key("eval_resize"), 1);
+    if (!data.augment.random_resized_crop)
+      reader.fail(section.key("eval_resize"),
+                  section.key("eval_resize") +
+                      " resizes evaluation images to the training size data.augment.random_resized_crop "
+                      "sets, and that is not set",
+                  value);
+    if (data.eval_resize < data.augment.random_resized_crop->size)
+      reader.fail(section.key("eval_resize"),
+                  section.key("eval_resize") + ": " + std::to_string(data.eval_resize) +
+                      " is smaller than the centre crop of the training size " +
+                      std::to_string(data.augment.random_resized_crop->size) +
+                      " (data.augment.random_resized_crop.size)",
+                  value);
+  }
   if (const YAML::Node value = section["cache"]; has(value))
     data.cache = reader.word<DataCache>(value, section.key("cache"));
   if (const YAML::Node value = section["max_cache_gb"]; has(value))

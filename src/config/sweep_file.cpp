@@ -30,8 +30,12 @@ namespace {
 const std::vector<std::string>& sweep_keys() {
   static const std::vector<std::string> keys = {"name",   "seed",      "config",  "set",
                                                 "search", "scheduler", "trials",  "metric",
-                                                "goal",   "budget",    "workers", "space",
-                                                "pbt"};
+                                                "goal",   "budget",    "workers", "tpe",
+                                                "space",  "pbt"};
+  return keys;
+}
+const std::vector<std::string>& tpe_keys() {
+  static const std::vector<std::string> keys = {"startup_trials", "candidates"};
   return keys;
 }
 const std::vector<std::string>& budget_keys() {
@@ -47,9 +51,10 @@ const std::vector<std::string>& worker_keys() {
 std::vector<std::string> settable_keys() {
   std::vector<std::string> keys;
   for (const auto& key : sweep_keys())
-    if (key != "budget" && key != "workers" && key != "space" && key != "set" && key != "pbt")
+    if (key != "budget" && key != "workers" && key != "tpe" && key != "space" && key != "set" && key != "pbt")
       keys.push_back(key);
   for (const auto& key : budget_keys()) keys.push_back("budget." + key);
+  for (const auto& key : tpe_keys()) keys.push_back("tpe." + key);
   for (const auto& key : worker_keys()) keys.push_back("workers." + key);
   for (const auto& key : pbt_keys()) keys.push_back("pbt." + key);
   return keys;
@@ -312,8 +317,8 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
   if (root["trials"].IsDefined())
     sweep.trials =
         static_cast<int>(reader.integer(root["trials"], "trials", sweep.search == Search::Grid ? 0 : 1, 100000));
-  else if (sweep.search == Search::Random)
-    fail_at(reader, "trials", "is missing: random search needs the number of trials", root);
+  else if (sweep.search != Search::Grid)
+    fail_at(reader, "trials", "is missing: " + name_of(sweep.search) + " search needs the number of trials", root);
   if (root["metric"].IsDefined()) sweep.metric = read_metric(reader, root["metric"]);
   const std::optional<int> metric_top_k = top_k_of_metric(sweep.metric);
   sweep.goal = sweep.metric == "test_accuracy" || metric_top_k ? Goal::Maximize : Goal::Minimize;
@@ -367,6 +372,17 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
             static_cast<int>(reader.integer(sizes, "workers.cpu_ranks_per_trial", 1, 4096)));
       }
     }
+  }
+  if (reader.require_mapping(root["tpe"], "tpe")) {
+    const YAML::Node tpe = root["tpe"];
+    if (sweep.search != Search::Tpe)
+      fail_at(reader, "tpe", "applies to search: tpe only (search is " + name_of(sweep.search) + ")", tpe);
+    reader.check_keys(tpe, "tpe", tpe_keys());
+    if (tpe["startup_trials"].IsDefined())
+      sweep.tpe_startup_trials =
+          static_cast<int>(reader.integer(tpe["startup_trials"], "tpe.startup_trials", 1, 100000));
+    if (tpe["candidates"].IsDefined())
+      sweep.tpe_candidates = static_cast<int>(reader.integer(tpe["candidates"], "tpe.candidates", 1, 100000));
   }
   read_pbt_section(reader, root, sweep);
   if (!root["space"].IsDefined()) fail_at(reader, "space", "is missing: name the keys to search", root);

@@ -43,8 +43,10 @@ void read_pbt_section(const Reader& reader, const YAML::Node& root, SweepConfig&
                 "): the population would never exploit",
             section["interval"]);
   if (sweep.search != Search::Random)
-    fail_at(reader, "search", "scheduler: pbt draws its population at random (search: random)",
-            root["search"]);
+    fail_at(
+        reader, "search",
+        "scheduler: pbt draws its population at random (search: random, not " + name_of(sweep.search) + ")",
+        root["search"]);
   pbt.population = sweep.trials;
   if (section["population"].IsDefined())
     pbt.population = static_cast<int>(reader.integer(section["population"], "pbt.population", 2, 100000));

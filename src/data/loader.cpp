@@ -3,6 +3,7 @@
 // the file under the HDF5 lock) into a ring of slots the training thread reads in order.
 #include "phalanx/data/loader.hpp"
 
+#include <memory>
 #include <utility>
 
 #include "phalanx/core/error.hpp"
@@ -44,9 +45,19 @@ Loader::Loader(std::shared_ptr<SampleSource> source, ShardPlan plan, int prefetc
   }
   total_batches_ = end_epoch_ > first_epoch_ ? (end_epoch_ - first_epoch_) * steps - first_step_ : 0;
 
-  slot_image_bytes_ =
-      static_cast<std::size_t>(plan_.local_batch()) * static_cast<std::size_t>(source_->image_bytes());
-  if (augment_.enabled() && !augment_on_device_) unaugmented_.resize(slot_image_bytes_);
+  const ResizedCropOptions& crop = augment_.random_resized_crop;
+  image_height_ = crop.enabled() ? crop.size : source_->height;
+  image_width_ = crop.enabled() ? crop.size : source_->width;
+  PHALANX_CHECK(image_height_ <= source_->height && image_width_ <= source_->width, "resized crop ",
+                image_height_, "x", image_width_, " of split ", source_->name, "'s ", source_->height, "x",
+                source_->width, " images");
+  const auto batch = static_cast<std::size_t>(plan_.local_batch());
+  const auto image_bytes =
+      static_cast<std::size_t>(image_height_) * static_cast<std::size_t>(image_width_) * source_->channels;
+  slot_image_bytes_ = batch * image_bytes;
+  if (crop.enabled() || (augment_.enabled() && !augment_on_device_))
+    unaugmented_.resize(batch * static_cast<std::size_t>(source_->image_bytes()));
+  if (crop.enabled() && augment_.enabled() && !augment_on_device_) resized_.resize(image_bytes);
   slot_label_bytes_ = static_cast<std::size_t>(plan_.local_batch()) * sizeof(std::int32_t);
   slots_.resize(static_cast<std::size_t>(prefetch_) + 1);
   try {
@@ -96,13 +107,36 @@ const Batch* Loader::next() {
   return nullptr;
 }
 
+void Loader::produce_resized_crops(const std::vector<std::int64_t>& indices, std::int64_t epoch, Slot& slot) {
+  source_->gather(indices.data(), indices.size(), unaugmented_.data(), slot.labels);
+  const auto stored_bytes = static_cast<std::size_t>(source_->image_bytes());
+  const std::size_t image_bytes = static_cast<std::size_t>(image_height_) * image_width_ * source_->channels;
+  const ResizedCropOptions& crop = augment_.random_resized_crop;
+  for (std::size_t position = 0; position < indices.size(); ++position) {
+    const ResampleWindow window =
+        random_resized_crop_window(crop.ranges, plan_.seed(), epoch, indices[position], source_->height,
+                                   source_->width, image_height_, image_width_);
+    std::uint8_t* output = slot.images + position * image_bytes;
+    // The later steps read the crop from its own buffer (augment_image never works in place).
+    const bool later_steps_here = augment_.enabled() && !augment_on_device_;
+    resample_bilinear(window, unaugmented_.data() + position * stored_bytes, source_->height, source_->width,
+                      source_->channels, later_steps_here ? resized_.data() : output, image_height_,
+                      image_width_);
+    if (later_steps_here)
+      augment_image(augment_, plan_.seed(), epoch, indices[position], resized_.data(), output, image_height_,
+                    image_width_, source_->channels);
+    if (augment_on_device_)
+      slot.augment_draws[position] =
+          augment_draws(augment_, plan_.seed(), epoch, indices[position], image_height_, image_width_);
+  }
+}
+
 void Loader::produce() {
   try {
     const std::int64_t steps = plan_.steps_per_epoch();
     const auto sample_bytes = static_cast<std::size_t>(source_->image_bytes());
     std::int64_t epoch = first_epoch_, step = first_step_;
-    std::vector<std::int64_t> permutation;
-    std::int64_t permutation_epoch = -1;
+    std::unique_ptr<EpochOrder> order;
     for (std::int64_t batch_number = 0; batch_number < total_batches_; ++batch_number) {
       {
         // Batch `batch_number` overwrites the slot of batch_number - (prefetch + 1), which is free
@@ -111,14 +145,16 @@ void Loader::produce() {
         changed_.wait(lock, [&] { return stopping_ || batch_number < consumed_ + prefetch_; });
         if (stopping_) return;
       }
-      if (permutation_epoch != epoch) {
-        permutation = plan_.permutation(epoch);
-        permutation_epoch = epoch;
+      if (!order || order->epoch() != epoch) {
+        order.reset();  // the old epoch's permutation goes before the new one is drawn
+        order = std::make_unique<EpochOrder>(plan_, epoch);
       }
       const double produce_begin = steady_seconds();
       Slot& slot = slots_[static_cast<std::size_t>(batch_number) % slots_.size()];
-      const std::vector<std::int64_t> indices = plan_.rank_indices(permutation, step);
-      if (augment_on_device_) {
+      const std::vector<std::int64_t> indices = plan_.rank_indices(*order, step);
+      if (augment_.random_resized_crop.enabled()) {
+        produce_resized_crops(indices, epoch, slot);
+      } else if (augment_on_device_) {
         source_->gather(indices.data(), indices.size(), slot.images, slot.labels);
         for (std::size_t position = 0; position < indices.size(); ++position)
           slot.augment_draws[position] = augment_draws(augment_, plan_.seed(), epoch, indices[position],

@@ -118,11 +118,16 @@ class Coordinator {
       return;
     }
     const int trial = record.job.trial;
-    const auto parameters = sample_trial(sweep_, trial);
+    const Proposal& proposal = record.proposal.value();
+    const TrialParameters& parameters = proposal.parameters;
+    nlohmann::json values = nlohmann::json::array();
+    for (const auto& [key, value] : parameters.values) values.push_back({key, value});
     store_.start_job(record.job,
                      NewTrial{parameters.to_json().dump(),
                               config::to_yaml(config::trial_config(sweep_, parameters.assignments())),
-                              parameters.seed, trial_directory(options_.sweep_directory, trial)});
+                              parameters.seed, trial_directory(options_.sweep_directory, trial),
+                              ProposalRecord{name_of(proposal.method), proposal.model_rung,
+                                             nlohmann::json(proposal.fitted_on).dump(), values.dump()}});
   }
   void execute(const RecordJobDone& record) { store_.finish_job(record.job); }
   void execute(const RecordJobFailed& record) {

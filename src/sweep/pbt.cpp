@@ -16,11 +16,6 @@ std::string format_real(double value) {
   return text;
 }
 
-double uniform_double(RandomStream& stream) {
-  const std::uint64_t high = stream.next_u32() >> 5, low = stream.next_u32() >> 6;
-  return static_cast<double>((high << 26) | low) / 9007199254740992.0;
-}
-
 // A fresh value from the parameter's range, as random search draws one.
 std::string resample(const config::SearchParameter& parameter, RandomStream& stream) {
   switch (parameter.type) {

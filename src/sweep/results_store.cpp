@@ -45,6 +45,9 @@ ResultsStore::ResultsStore(const std::string& path) : database_(path, true) {
     CREATE TABLE IF NOT EXISTS job_groups (
       job_id INTEGER NOT NULL REFERENCES jobs(job_id), trial_id INTEGER NOT NULL, worker INTEGER NOT NULL,
       ranks TEXT NOT NULL, start_step INTEGER NOT NULL, PRIMARY KEY (job_id, worker));
+    CREATE TABLE IF NOT EXISTS proposals (
+      trial_id INTEGER PRIMARY KEY REFERENCES trials(trial_id), method TEXT NOT NULL, model_rung INTEGER,
+      fitted_on TEXT NOT NULL, parameter_values TEXT NOT NULL);
   )sql");
 }
 
@@ -105,6 +108,18 @@ void ResultsStore::start_job(const JobStart& job, const std::optional<NewTrial>&
         .bind(8, job.device)
         .bind(9, job.started)
         .run();
+    if (trial->proposal) {
+      Statement insert(database_,
+                       "INSERT INTO proposals (trial_id, method, model_rung, fitted_on, parameter_values) VALUES "
+                       "(?1, ?2, ?3, ?4, ?5)");
+      insert.bind(1, job.trial).bind(2, trial->proposal->method).bind(4, trial->proposal->fitted_on);
+      insert.bind(5, trial->proposal->values);
+      if (trial->proposal->model_rung >= 0)
+        insert.bind(3, trial->proposal->model_rung);
+      else
+        insert.bind_null(3);
+      insert.run();
+    }
   } else {
     Statement(database_,
               "UPDATE trials SET status = 'running', rung = ?2, worker = ?3, device = ?4, updated = ?5 "
@@ -331,6 +346,14 @@ RecordedProgress ResultsStore::progress() const {
                                        static_cast<int>(statement.integer(1)), statement.real(2)});
   }
   progress.interrupted = interrupted_jobs();
+  {
+    Statement statement(database_, "SELECT trial_id, parameter_values FROM proposals ORDER BY trial_id");
+    while (statement.step()) {
+      auto& values = progress.parameters[static_cast<int>(statement.integer(0))];
+      for (const auto& pair : nlohmann::json::parse(statement.text(1)))
+        values.emplace_back(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
+    }
+  }
   return progress;
 }
 

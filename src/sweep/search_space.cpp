@@ -1,11 +1,14 @@
-// Random and grid sampling of the search space (see search_space.hpp).
+// Random and grid sampling of the search space, and the values of a trial in TPE's coordinates
+// (see search_space.hpp).
 #include "phalanx/sweep/search_space.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 
+#include "phalanx/core/error.hpp"
 #include "phalanx/core/random.hpp"
 
 namespace phalanx::sweep {
@@ -23,12 +26,6 @@ std::string format_real(double value) {
 std::string listed_value(const config::SearchParameter& parameter, std::int64_t index) {
   if (parameter.type == config::ParameterType::Choice) return parameter.values[static_cast<std::size_t>(index)];
   return std::to_string(static_cast<std::int64_t>(parameter.low) + index);
-}
-
-double uniform_double(RandomStream& stream) {
-  // 53 random bits: next_uniform() is a float and would give only 2^24 distinct values.
-  const std::uint64_t high = stream.next_u32() >> 5, low = stream.next_u32() >> 6;
-  return static_cast<double>((high << 26) | low) / 9007199254740992.0;
 }
 
 }  // namespace
@@ -54,7 +51,7 @@ nlohmann::json TrialParameters::to_json() const {
 }
 
 int trial_count(const config::SweepConfig& sweep) {
-  if (sweep.search == config::Search::Random) return sweep.trials;
+  if (sweep.search != config::Search::Grid) return sweep.trials;
   // load_sweep refused a grid larger than largest_grid unless `trials` caps it.
   const std::int64_t size = config::grid_points(sweep);
   if (sweep.trials > 0 && sweep.trials < size) return sweep.trials;
@@ -97,6 +94,65 @@ TrialParameters sample_trial(const config::SweepConfig& sweep, int trial_id) {
     } else {  // loguniform
       const double low = std::log(parameter.low), high = std::log(parameter.high);
       value = format_real(std::exp(low + (high - low) * uniform_double(stream)));
+    }
+    trial.values.emplace_back(parameter.key, value);
+  }
+  return trial;
+}
+
+SpacePoint point_of(const config::SweepConfig& sweep, const TrialParameters& trial) {
+  PHALANX_CHECK(trial.values.size() == sweep.space.size(), "a trial with ", trial.values.size(),
+                " values for a space of ", sweep.space.size());
+  SpacePoint point;
+  for (std::size_t index = 0; index < sweep.space.size(); ++index) {
+    const auto& parameter = sweep.space[index];
+    const auto& [key, text] = trial.values[index];
+    PHALANX_CHECK(key == parameter.key, "a trial's value for '", key, "' where the space has '", parameter.key, "'");
+    if (parameter.type == config::ParameterType::Choice) {
+      const auto found = std::find(parameter.values.begin(), parameter.values.end(), text);
+      PHALANX_CHECK(found != parameter.values.end(), key, ": '", text, "' is not one of the choices");
+      point.push_back(static_cast<double>(found - parameter.values.begin()));
+      continue;
+    }
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    // Nine digits of a bound with more can fall just outside it: within a billionth, it is the bound.
+    const double slack = 1e-9 * std::max({std::fabs(parameter.low), std::fabs(parameter.high), 1e-300});
+    PHALANX_CHECK(end && *end == '\0' && !text.empty() && value >= parameter.low - slack &&
+                      value <= parameter.high + slack,
+                  key, ": '", text, "' is not a number in [", parameter.low, ", ", parameter.high, "]");
+    const double inside = std::clamp(value, parameter.low, parameter.high);
+    point.push_back(parameter.type == config::ParameterType::LogUniform ? std::log(inside) : inside);
+  }
+  return point;
+}
+
+TrialParameters trial_at(const config::SweepConfig& sweep, int trial_id, const SpacePoint& point) {
+  PHALANX_CHECK(point.size() == sweep.space.size(), "a point of ", point.size(), " coordinates for a space of ",
+                sweep.space.size());
+  TrialParameters trial;
+  trial.seed = trial_seed(sweep, trial_id);
+  for (std::size_t index = 0; index < sweep.space.size(); ++index) {
+    const auto& parameter = sweep.space[index];
+    std::string value;
+    if (parameter.type == config::ParameterType::Choice) {
+      const auto choice = static_cast<std::size_t>(
+          std::clamp<double>(point[index], 0, static_cast<double>(parameter.values.size() - 1)));
+      value = parameter.values[choice];
+    } else if (parameter.type == config::ParameterType::Int) {
+      value = std::to_string(static_cast<long long>(std::clamp(std::round(point[index]), parameter.low, parameter.high)));
+    } else {
+      const double number = std::clamp(
+          parameter.type == config::ParameterType::LogUniform ? std::exp(point[index]) : point[index], parameter.low,
+          parameter.high);
+      value = format_real(number);
+      // Nine digits can round past a bound that has more: then all of them.
+      const double written = std::strtod(value.c_str(), nullptr);
+      if (written < parameter.low || written > parameter.high) {
+        char text[40];
+        std::snprintf(text, sizeof(text), "%.17g", number);
+        value = text;
+      }
     }
     trial.values.emplace_back(parameter.key, value);
   }

@@ -13,6 +13,7 @@
 #include "messages.hpp"
 #include "phalanx/sweep/job_records.hpp"
 #include "phalanx/sweep/pbt.hpp"
+#include "phalanx/sweep/trial_proposals.hpp"
 
 namespace phalanx::sweep {
 
@@ -27,10 +28,11 @@ struct RecordWorker {
   friend bool operator==(const RecordWorker&, const RecordWorker&) = default;
 };
 
-// The trial's own row comes with its first job (its parameters are the coordinator's to sample).
+// The trial's own row comes with its first job, with the parameters the state proposed for it.
 struct RecordJobStart {
   JobStart job;
   bool new_trial = false;
+  std::optional<Proposal> proposal;  // a new trial's parameters
   friend bool operator==(const RecordJobStart&, const RecordJobStart&) = default;
 };
 

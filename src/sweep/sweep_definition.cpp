@@ -29,6 +29,9 @@ std::string sweep_definition(const config::SweepConfig& sweep) {
                                        {"eta", sweep.eta}}},
                                      {"space", space},
                                      {"base", config::to_yaml(sweep.base)}};
+  // Only in TPE sweeps, so that the definitions of sweeps recorded before TPE compare unchanged.
+  if (sweep.search == config::Search::Tpe)
+    definition["tpe"] = {{"startup_trials", sweep.tpe_startup_trials}, {"candidates", sweep.tpe_candidates}};
   if (sweep.scheduler == config::Scheduler::Pbt)
     definition["pbt"] = {{"population", sweep.pbt.population},
                          {"interval", sweep.pbt.interval},

@@ -108,14 +108,17 @@ void SweepPrinter::header(const SweepState& state) const {
     if (rung) ladder += ", ";
     ladder += budget_text(sweep_, asha.budget(rung));
   }
+  std::string search = config::name_of(sweep_.search) + " search";
+  if (sweep_.search == config::Search::Tpe)
+    search += " (the first " + std::to_string(sweep_.tpe_startup_trials) + " trials random, " +
+              std::to_string(sweep_.tpe_candidates) + " candidates)";
   // PBT's rungs are its intervals; eta means nothing there.
   const bool pbt = state.pbt() != nullptr;
   const std::string shape = pbt ? "intervals: " + ladder + "; population " + std::to_string(sweep_.pbt.population)
                                 : "rungs: " + ladder + "; eta " + std::to_string(sweep_.eta);
-  std::printf("sweep %s: %d trials, %s search, %s scheduler (%s), metric %s (%s), %d worker groups\n",
-              sweep_.name.c_str(), asha.max_trials(), config::name_of(sweep_.search).c_str(),
-              config::name_of(sweep_.scheduler).c_str(), shape.c_str(), sweep_.metric.c_str(),
-              config::name_of(sweep_.goal).c_str(), state.group_count());
+  std::printf("sweep %s: %d trials, %s, %s scheduler (%s), metric %s (%s), %d worker groups\n",
+              sweep_.name.c_str(), asha.max_trials(), search.c_str(), config::name_of(sweep_.scheduler).c_str(),
+              shape.c_str(), sweep_.metric.c_str(), config::name_of(sweep_.goal).c_str(), state.group_count());
   std::fflush(stdout);
 }
 
@@ -188,7 +191,7 @@ int SweepPrinter::leaderboard(const SweepState& state, bool final) const {
   std::printf("%s top trials (%s):\n", final ? "final" : "current", sweep_.metric.c_str());
   const std::size_t shown = std::min<std::size_t>(5, standings.size());
   for (std::size_t index = 0; index < shown; ++index) {
-    const auto parameters = sample_trial(sweep_, standings[index].trial).to_json().dump();
+    const auto parameters = state.parameters(standings[index].trial).to_json().dump();
     std::printf("  %zu. trial %3d  rung %d  %.4f  %s\n", index + 1, standings[index].trial,
                 standings[index].rung, standings[index].metric, parameters.c_str());
   }

@@ -43,6 +43,7 @@ SweepState::SweepState(const config::SweepConfig& sweep, int groups, std::int64_
                        sweep.goal == config::Goal::Maximize, trial_count(sweep))
                 : Asha(sweep.min_budget, sweep.max_budget, sweep.eta, sweep.goal == config::Goal::Maximize,
                        trial_count(sweep), sweep.scheduler == config::Scheduler::Full)),
+      proposals_(sweep),
       groups_(static_cast<std::size_t>(groups)),
       last_job_id_(last_job_id),
       start_(start) {
@@ -50,6 +51,9 @@ SweepState::SweepState(const config::SweepConfig& sweep, int groups, std::int64_
 }
 
 void SweepState::restore(const RecordedProgress& progress) {
+  // Random and grid trials are pure functions of their ids; only TPE's depend on the past.
+  if (sweep_.search == config::Search::Tpe)
+    for (const auto& [trial, values] : progress.parameters) proposals_.restore(trial, values);
   for (const int trial : progress.trials) asha_.restore_started(trial);
   for (const auto& [trial, rung] : progress.promotions) asha_.restore_promoted(trial, rung);
   for (const auto& result : progress.rung_results) asha_.record(result.trial, result.rung, result.metric);
@@ -68,7 +72,7 @@ std::vector<Command> SweepState::restore_pbt(const RecordedProgress& progress,
 }
 
 std::vector<std::string> SweepState::assignments(int trial, int rung) const {
-  return pbt_ ? pbt_->parameters(trial, rung).assignments() : sample_trial(sweep_, trial).assignments();
+  return pbt_ ? pbt_->parameters(trial, rung).assignments() : parameters(trial).assignments();
 }
 
 std::vector<Command> SweepState::receive(const WorkerMessage& message, double now) {
@@ -355,7 +359,10 @@ void SweepState::assign(int worker, const Job& job, bool new_trial, const Dispat
   start.started = now;
   start.estimate_seconds = estimate.own_seconds;
   start.faster_group_seconds = estimate.faster_group_seconds;
-  out.commands.emplace_back(RecordJobStart{start, new_trial});  // committed before the job is sent
+  // A new trial's parameters are decided now, from the results recorded up to this message.
+  std::optional<Proposal> proposal;
+  if (new_trial) proposal = proposals_.propose(job.trial, asha_);
+  out.commands.emplace_back(RecordJobStart{start, new_trial, std::move(proposal)});  // committed before the job is sent
   group.job_id = start.job_id;
   group.job = job;
   group.busy = true;

@@ -1,5 +1,7 @@
 // The sweep coordinator's decisions, apart from MPI, the database, the terminal and the clock: the
-// worker groups, ASHA, the jobs requeued after a kill or a stop, and the speed estimates. A
+// worker groups, ASHA, each new trial's parameters (trial_proposals.hpp: TPE fits the results
+// recorded up to the message that frees a group), the jobs requeued after a kill or a stop, and
+// the speed estimates. A
 // group leader's message (decoded, messages.hpp) goes in with the time it arrived; the commands
 // that follow from it come out (sweep_commands.hpp): what to commit, whom to send which job or
 // handover, what to show. The coordinator loop (coordinator.cpp) executes them; tests drive it
@@ -18,6 +20,7 @@
 #include "phalanx/sweep/dispatch.hpp"
 #include "phalanx/sweep/job_records.hpp"
 #include "phalanx/sweep/pbt.hpp"
+#include "phalanx/sweep/trial_proposals.hpp"
 #include "sweep_commands.hpp"
 #include "worker_group.hpp"
 
@@ -36,8 +39,8 @@ class SweepState {
   // highest); `start` is when this run of the sweep began (seconds since the Unix epoch).
   SweepState(const config::SweepConfig& sweep, int groups, std::int64_t last_job_id, double start);
 
-  // --resume: ASHA's rungs and promotions as recorded, and the interrupted jobs to requeue before
-  // anything else.
+  // --resume: ASHA's rungs and promotions and the trials' parameters as recorded, and the
+  // interrupted jobs to requeue before anything else.
   void restore(const RecordedProgress& progress);
   // --resume of scheduler: pbt, after restore(): the population from the same progress and the
   // recorded lineage; returns the steps a kill left undecided, to carry out before anything else.
@@ -63,6 +66,8 @@ class SweepState {
   // values of that interval.
   std::vector<std::string> assignments(int trial, int rung) const;
   const config::SweepConfig& sweep() const { return sweep_; }
+  // The parameters of a trial started in this run or recorded before it.
+  TrialParameters parameters(int trial) const { return proposals_.parameters(trial); }
   int group_count() const { return static_cast<int>(groups_.size()); }
   const WorkerGroup& group(int worker) const;
   int leader_rank(int worker) const;  // its first world rank
@@ -104,6 +109,7 @@ class SweepState {
 
   const config::SweepConfig& sweep_;
   Asha asha_;
+  TrialProposals proposals_;
   std::optional<Pbt> pbt_;  // scheduler: pbt decides the jobs; asha_ keeps the intervals' results
   std::vector<WorkerGroup> groups_;
   std::deque<Job> requeued_;

@@ -91,6 +91,66 @@ TEST(AugmentConfig, RandomErasingRangeErrorsNameTheKey) {
   EXPECT_EQ(config.data.augment.random_erasing.ratio, (std::array<double, 2>{0.25, 4.0}));
 }
 
+TEST(AugmentConfig, RandomResizedCropTakesTorchvisionsRangesAndTheEvaluationResize) {
+  EXPECT_FALSE(parse(model + "data: {path: d.h5}\n", source).data.augment.random_resized_crop);
+  const Config defaults =
+      parse(model + "data: {path: d.h5, augment: {random_resized_crop: {size: 24}}}\n", source);
+  ASSERT_TRUE(defaults.data.augment.random_resized_crop);
+  EXPECT_EQ(defaults.data.augment.random_resized_crop->size, 24);
+  EXPECT_EQ(defaults.data.augment.random_resized_crop->scale, (std::array<double, 2>{0.08, 1.0}));
+  EXPECT_EQ(defaults.data.augment.random_resized_crop->ratio, (std::array<double, 2>{3.0 / 4.0, 4.0 / 3.0}));
+  EXPECT_EQ(defaults.data.eval_resize, 0);
+  const Config config = parse(model + R"(
+data:
+  path: d.h5
+  eval_resize: 26
+  augment:
+    random_resized_crop: {size: 24, scale: [0.35, 1], ratio: [0.5, 2]}
+    horizontal_flip: true
+)",
+                              source);
+  EXPECT_EQ(config.data.augment.random_resized_crop->scale, (std::array<double, 2>{0.35, 1.0}));
+  EXPECT_EQ(config.data.augment.random_resized_crop->ratio, (std::array<double, 2>{0.5, 2.0}));
+  EXPECT_EQ(config.data.eval_resize, 26);
+  EXPECT_EQ(parse(to_yaml(config), source), config);
+  EXPECT_EQ(parse(to_yaml(defaults), source), defaults);
+  // A config without it writes no key of it: its text is the one it always had.
+  EXPECT_EQ(to_yaml(parse(model + "data: {path: d.h5}\n", source)).find("resize"), std::string::npos);
+  // --set turns it on.
+  const Config set = parse(model + "data: {path: d.h5}\n", source,
+                           {"data.augment.random_resized_crop.size=20", "data.eval_resize=22"});
+  ASSERT_TRUE(set.data.augment.random_resized_crop);
+  EXPECT_EQ(set.data.augment.random_resized_crop->size, 20);
+  EXPECT_EQ(set.data.eval_resize, 22);
+}
+
+TEST(AugmentConfig, RandomResizedCropErrorsNameTheKey) {
+  const auto expect_error = [](const std::string& data, const std::string& fragment) {
+    SCOPED_TRACE(data);
+    expect_input_error([&] { parse(model + "data: {path: d.h5, " + data + "}\n", source); },
+                       {source + ": ", fragment});
+  };
+  const std::string key = "data.augment.random_resized_crop.";
+  const auto crop = [](const std::string& body) { return "augment: {random_resized_crop: " + body + "}"; };
+  expect_error(crop("{size: 0}"), key + "size must be >= 1 (got 0)");
+  expect_error(crop("{size: -4}"), key + "size must be >= 1 (got -4)");
+  expect_error(crop("{scale: [0.1, 1]}"), key + "size is required");
+  expect_error(crop("{size: 8, scale: [0.9, 0.2]}"), key + "scale: the range is empty (low 0.9 > high 0.2)");
+  expect_error(crop("{size: 8, scale: [0, 1]}"), key + "scale must be in (0, 1] (got 0)");
+  expect_error(crop("{size: 8, scale: [0.5, 1.2]}"), key + "scale must be in (0, 1] (got 1.2)");
+  expect_error(crop("{size: 8, ratio: [2, 0.5]}"), key + "ratio: the range is empty (low 2 > high 0.5)");
+  expect_error(crop("{size: 8, ratio: [0, 1]}"), key + "ratio must be > 0 (got 0)");
+  expect_error(crop("{size: 8, ratio: [-1, 1]}"), key + "ratio must be > 0 (got -1)");
+  expect_error(crop("{size: 8, scales: [0.1, 1]}"), "unknown key 'data.augment.random_resized_crop.scales'");
+  expect_error("augment: {random_resized_crop: {size: 8}, random_crop_padding: 2}",
+               "data.augment.random_crop_padding: a padded random crop and data.augment.random_resized_crop "
+               "are both on");
+  expect_error("eval_resize: 7, " + crop("{size: 8}"),
+               "data.eval_resize: 7 is smaller than the centre crop of the training size 8");
+  expect_error("eval_resize: 0, " + crop("{size: 8}"), "data.eval_resize must be >= 1 (got 0)");
+  expect_error("eval_resize: 32", "data.eval_resize resizes evaluation images to the training size");
+}
+
 TEST(AugmentConfig, EmptyOrNullSectionKeepsDefaults) {
   EXPECT_EQ(parse(model + "data: {path: d.h5, augment: {}}\n", source).data.augment, AugmentConfig{});
   EXPECT_EQ(parse(model + "data: {path: d.h5, augment: null}\n", source).data.augment, AugmentConfig{});

@@ -264,6 +264,31 @@ TEST_F(SweepFile, TopKAccuracyMetricIsMaximisedAndReportedByEveryTrial) {
         {"sweep.yaml", "metric", bad, "test_top<k>_accuracy"});
 }
 
+TEST_F(SweepFile, TpeSearchTakesItsStartupTrialsAndCandidates) {
+  const auto defaults = load_sweep(sweep("trials: 4", "trials: 4\nsearch: tpe"));
+  EXPECT_EQ(phalanx::config::name_of(defaults.search), "tpe");
+  EXPECT_EQ(defaults.tpe_startup_trials, 10);  // Optuna's n_startup_trials
+  EXPECT_EQ(defaults.tpe_candidates, 24);      // Optuna's n_ei_candidates
+  const auto set = load_sweep(sweep("trials: 4", "trials: 4\nsearch: tpe\ntpe: {startup_trials: 3, candidates: 48}"));
+  EXPECT_EQ(set.tpe_startup_trials, 3);
+  EXPECT_EQ(set.tpe_candidates, 48);
+  const auto overridden = load_sweep(sweep("trials: 4", "trials: 4\nsearch: tpe"), {"tpe.startup_trials=2"});
+  EXPECT_EQ(overridden.tpe_startup_trials, 2);
+}
+
+TEST_F(SweepFile, BadTpeSettingsNameTheirKey) {
+  expect_input_error([&] { load_sweep(sweep("trials: 4", "trials: 4\nsearch: tpe\ntpe: {startup_trials: 0}")); },
+                     {"sweep.yaml", "tpe.startup_trials"});
+  expect_input_error([&] { load_sweep(sweep("trials: 4", "trials: 4\nsearch: tpe\ntpe: {candidates: 0}")); },
+                     {"sweep.yaml", "tpe.candidates"});
+  expect_input_error([&] { load_sweep(sweep("trials: 4", "trials: 4\nsearch: tpe\ntpe: {startup: 3}")); },
+                     {"sweep.yaml", "tpe.startup", "startup_trials"});
+  // TPE settings in a random sweep would be ignored without a word.
+  expect_input_error([&] { load_sweep(sweep("trials: 4", "trials: 4\ntpe: {startup_trials: 3}")); },
+                     {"sweep.yaml", "tpe", "search: tpe"});
+  expect_input_error([&] { load_sweep(sweep("trials: 4", "search: tpe")); }, {"sweep.yaml", "trials", "tpe"});
+}
+
 TEST_F(SweepFile, ReadsThePbtSectionWithItsDefaults) {
   const auto sweep = load_sweep(this->sweep("budget:", "scheduler: pbt\npbt: {interval: 3}\nbudget:"));
   EXPECT_EQ(phalanx::config::name_of(sweep.scheduler), "pbt");

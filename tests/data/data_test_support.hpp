@@ -13,9 +13,11 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/data/shard_plan.hpp"
 
 namespace phalanx::testing {
 
@@ -38,6 +40,16 @@ inline data::Split make_split(const std::string& name, std::int64_t count, int h
   for (std::int64_t sample = 0; sample < count; ++sample)
     split.labels[static_cast<std::size_t>(sample)] = static_cast<std::int32_t>((sample * 7 + seed) % classes);
   return split;
+}
+
+// An epoch's whole global order, position by position, for tests that compare orders of small
+// datasets (the plan itself never materialises more than its permutation).
+inline std::vector<std::int64_t> global_order(const data::ShardPlan& plan, std::int64_t epoch) {
+  data::EpochOrder order = plan.epoch_order(epoch);
+  std::vector<std::int64_t> values(static_cast<std::size_t>(order.size()));
+  for (std::int64_t position = 0; position < order.size(); ++position)
+    values[static_cast<std::size_t>(position)] = order.at(position);
+  return values;
 }
 
 // Runs `call`, expects phalanx::Error of kind InvalidInput, and returns its message.

@@ -234,7 +234,7 @@ TEST(Augmentation, RandomErasingThatNeverFitsLeavesTheImage) {
 // rectangle it draws is the same whichever other steps are on.
 TEST(Augmentation, RandomErasingKeepsTheOtherStepsChoices) {
   const int height = 16, width = 12;
-  AugmentOptions without{3, true, 5, {}, {}};
+  AugmentOptions without{3, true, 5, {}, {}, {}};
   AugmentOptions with = without;
   with.random_erasing = RandomErasingOptions{0.7, 0.02, 0.33, 0.3, 3.3};
   AugmentOptions erasing_only;
@@ -263,7 +263,7 @@ TEST(Augmentation, RandomErasingKeepsTheOtherStepsChoices) {
 TEST(Augmentation, ChoicesArePureFunctionsOfSeedEpochAndSample) {
   const int height = 28, width = 28, channels = 1;
   const auto source = numbered_image(height, width, channels);
-  const AugmentOptions options{4, true, 8, {}, {}};
+  const AugmentOptions options{4, true, 8, {}, {}, {}};
   int epochs_differ = 0, samples_differ = 0, seeds_differ = 0;
   for (std::int64_t sample = 0; sample < 50; ++sample) {
     const auto first = augmented(options, 11, 2, sample, source, height, width, channels);
@@ -281,8 +281,8 @@ TEST(Augmentation, ChoicesArePureFunctionsOfSeedEpochAndSample) {
 TEST(Augmentation, EnablingOneStepKeepsTheOthersChoices) {
   const int height = 10, width = 10, channels = 1;
   const auto source = numbered_image(height, width, channels);
-  const AugmentOptions flip_only{0, true, 0, {}, {}};
-  const AugmentOptions flip_and_cutout{0, true, 3, {}, {}};
+  const AugmentOptions flip_only{0, true, 0, {}, {}, {}};
+  const AugmentOptions flip_and_cutout{0, true, 3, {}, {}, {}};
   for (std::int64_t sample = 0; sample < 100; ++sample) {
     const auto flipped = augmented(flip_only, 3, 0, sample, source, height, width, channels);
     const auto with_cutout = augmented(flip_and_cutout, 3, 0, sample, source, height, width, channels);
@@ -302,9 +302,9 @@ TEST(Augmentation, FlipAppliesToTheCroppedImage) {
     int mirrored = 0;
     for (std::int64_t sample = 0; sample < 200; ++sample) {
       const auto cropped =
-          augmented(AugmentOptions{3, false, 0, {}, {}}, 4, 1, sample, source, height, width, channels);
+          augmented(AugmentOptions{3, false, 0, {}, {}, {}}, 4, 1, sample, source, height, width, channels);
       const auto both =
-          augmented(AugmentOptions{3, true, 0, {}, {}}, 4, 1, sample, source, height, width, channels);
+          augmented(AugmentOptions{3, true, 0, {}, {}, {}}, 4, 1, sample, source, height, width, channels);
       if (both == cropped && !is_mirror(both, cropped, height, width, channels)) continue;
       ASSERT_TRUE(is_mirror(both, cropped, height, width, channels))
           << "channels " << channels << " sample " << sample;
@@ -317,9 +317,9 @@ TEST(Augmentation, FlipAppliesToTheCroppedImage) {
 
 TEST(Augmentation, RejectsOverlappingBuffers) {
   std::vector<std::uint8_t> image(16, 1);
-  EXPECT_THROW(
-      augment_image(AugmentOptions{1, false, 0, {}, {}}, 0, 0, 0, image.data(), image.data() + 4, 2, 2, 2),
-      Error);
+  EXPECT_THROW(augment_image(AugmentOptions{1, false, 0, {}, {}, {}}, 0, 0, 0, image.data(), image.data() + 4,
+                             2, 2, 2),
+               Error);
 }
 
 std::shared_ptr<const Split> test_split(std::int64_t count) {
@@ -338,7 +338,8 @@ TEST(Augmentation, LoaderWithAugmentationOffDeliversTheSplitBytes) {
       const Batch* second = explicitly_off.next();
       ASSERT_NE(first, nullptr);
       ASSERT_NE(second, nullptr);
-      const std::vector<std::int64_t> indices = plan.rank_indices(plan.permutation(epoch), step);
+      auto order = plan.epoch_order(epoch);
+      const std::vector<std::int64_t> indices = plan.rank_indices(order, step);
       for (std::size_t position = 0; position < indices.size(); ++position) {
         const std::uint8_t* expected =
             split->images.data() + static_cast<std::size_t>(indices[position]) * image_bytes;
@@ -354,7 +355,7 @@ TEST(Augmentation, LoaderWithAugmentationOffDeliversTheSplitBytes) {
 // (plan seed, epoch, sample index) — which is what makes it independent of ranks and resume.
 TEST(Augmentation, LoaderAppliesThePerSampleAugmentation) {
   const auto split = test_split(48);
-  const AugmentOptions options{2, true, 3, {}, {}};
+  const AugmentOptions options{2, true, 3, {}, {}, {}};
   const auto image_bytes = static_cast<std::size_t>(split->image_bytes());
   std::int64_t changed = 0, total = 0;
   for (const int world_size : {1, 3}) {
@@ -366,7 +367,8 @@ TEST(Augmentation, LoaderAppliesThePerSampleAugmentation) {
           for (std::int64_t step = epoch == 1 ? first_step : 0; step < plan.steps_per_epoch(); ++step) {
             const Batch* batch = loader.next();
             ASSERT_NE(batch, nullptr);
-            const std::vector<std::int64_t> indices = plan.rank_indices(plan.permutation(epoch), step);
+            auto order = plan.epoch_order(epoch);
+            const std::vector<std::int64_t> indices = plan.rank_indices(order, step);
             for (std::size_t position = 0; position < indices.size(); ++position) {
               const std::uint8_t* source =
                   split->images.data() + static_cast<std::size_t>(indices[position]) * image_bytes;

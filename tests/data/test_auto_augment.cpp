@@ -99,7 +99,7 @@ TEST(AutoAugment, RandAugmentUsesItsMagnitudeBinForEveryOp) {
 }
 
 TEST(AutoAugment, TurningItOnLeavesTheOtherDrawsAlone) {
-  AugmentOptions without{4, true, 6, {0.5, 0.02, 0.33, 0.3, 3.3}, {}};
+  AugmentOptions without{4, true, 6, {0.5, 0.02, 0.33, 0.3, 3.3}, {}, {}};
   AugmentOptions with = without;
   with.auto_augment = trivial();
   for (std::int64_t sample = 0; sample < 100; ++sample) {
@@ -140,7 +140,7 @@ TEST(AutoAugment, OpsRunAfterTheCropAndBeforeCutout) {
 }
 
 TEST(AutoAugment, AugmentImageAppliesItsDraws) {
-  AugmentOptions options{2, true, 0, {}, {AutoAugmentPolicy::RandAugment, 2, 20, 31}};
+  AugmentOptions options{2, true, 0, {}, {AutoAugmentPolicy::RandAugment, 2, 20, 31}, {}};
   const int height = 12, width = 10, channels = 3;
   std::vector<std::uint8_t> source(height * width * channels);
   for (std::size_t index = 0; index < source.size(); ++index)

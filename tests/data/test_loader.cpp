@@ -48,7 +48,8 @@ void expect_batch(const Batch& batch, const Split& split, const ShardPlan& plan,
   ASSERT_EQ(batch.epoch, epoch);
   ASSERT_EQ(batch.step, step);
   ASSERT_EQ(batch.size, plan.local_batch());
-  const std::vector<std::int64_t> indices = plan.rank_indices(plan.permutation(epoch), step);
+  auto order = plan.epoch_order(epoch);
+  const std::vector<std::int64_t> indices = plan.rank_indices(order, step);
   const auto image_bytes = static_cast<std::size_t>(split.image_bytes());
   for (std::size_t position = 0; position < indices.size(); ++position) {
     const auto sample = static_cast<std::size_t>(indices[position]);

@@ -28,13 +28,14 @@ TEST(ShardOrder, ChunkWindowsCoverEachSampleAtMostOnceAndAgreeAcrossRanks) {
             ASSERT_EQ(steps, dataset_size / first.global_batch());
             std::vector<std::int64_t> previous;
             for (std::int64_t epoch = 0; epoch < 3; ++epoch) {
-              const std::vector<std::int64_t> global = first.permutation(epoch);
+              const std::vector<std::int64_t> global = phalanx::testing::global_order(first, epoch);
               ASSERT_EQ(global.size(), static_cast<std::size_t>(steps * first.global_batch()));
               std::set<std::int64_t> seen;
               for (int rank = 0; rank < world_size; ++rank) {
                 const ShardPlan plan(dataset_size, local_batch, rank, world_size, seed, order);
-                const std::vector<std::int64_t> own = plan.permutation(epoch);
-                ASSERT_EQ(own, global) << "rank " << rank << " computes another global order";
+                ASSERT_EQ(phalanx::testing::global_order(plan, epoch), global)
+                    << "rank " << rank << " computes another global order";
+                EpochOrder own = plan.epoch_order(epoch);
                 std::set<std::int64_t> rank_chunks;
                 for (std::int64_t step = 0; step < steps; ++step) {
                   for (const std::int64_t sample : plan.rank_indices(own, step)) {
@@ -71,16 +72,16 @@ TEST(ShardOrder, ChunkWindowsIsAPureFunctionOfSeedAndEpoch) {
   const ShardOrder order = ShardOrder::chunk_windows(16, 64);
   const ShardPlan a(1000, 10, 0, 4, 7, order), b(1000, 10, 3, 4, 7, order),
       other_seed(1000, 10, 0, 4, 8, order);
-  EXPECT_EQ(a.permutation(2), b.permutation(2));
-  EXPECT_NE(a.permutation(2), a.permutation(3));
-  EXPECT_NE(a.permutation(2), other_seed.permutation(2));
+  EXPECT_EQ(phalanx::testing::global_order(a, 2), phalanx::testing::global_order(b, 2));
+  EXPECT_NE(phalanx::testing::global_order(a, 2), phalanx::testing::global_order(a, 3));
+  EXPECT_NE(phalanx::testing::global_order(a, 2), phalanx::testing::global_order(other_seed, 2));
 }
 
 TEST(ShardOrder, ShufflesWithinWindowsButKeepsWindowsApart) {
   // One rank, chunk 10, window 30: the first 30 trained samples are the first three chunks of the
   // shuffled chunk order, in some order other than storage order.
   const ShardPlan plan(200, 10, 0, 1, 3, ShardOrder::chunk_windows(10, 30));
-  const std::vector<std::int64_t> order = plan.permutation(0);
+  const std::vector<std::int64_t> order = phalanx::testing::global_order(plan, 0);
   std::set<std::int64_t> window_chunks;
   for (std::size_t position = 0; position < 30; ++position) window_chunks.insert(order[position] / 10);
   EXPECT_EQ(window_chunks.size(), 3u);

@@ -26,9 +26,10 @@ TEST(ShardPlan, EachSampleAtMostOncePerEpochAcrossRanks) {
             EXPECT_EQ(plan.global_batch(), static_cast<std::int64_t>(local_batch) * world_size);
             EXPECT_EQ(plan.steps_per_epoch(), dataset_size / plan.global_batch());
             steps = plan.steps_per_epoch();
-            const std::vector<std::int64_t> permutation = plan.permutation(epoch);
+            const std::vector<std::int64_t> permutation = phalanx::testing::global_order(plan, epoch);
+            EpochOrder order = plan.epoch_order(epoch);
             for (std::int64_t step = 0; step < plan.steps_per_epoch(); ++step) {
-              const std::vector<std::int64_t> indices = plan.rank_indices(permutation, step);
+              const std::vector<std::int64_t> indices = plan.rank_indices(order, step);
               ASSERT_EQ(indices.size(), static_cast<std::size_t>(local_batch));
               for (std::size_t position = 0; position < indices.size(); ++position) {
                 // rank r takes permutation[step*G + r*B .. + B)
@@ -60,7 +61,7 @@ TEST(ShardPlan, PermutationIsAPureFunctionOfSeedAndEpoch) {
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
     const ShardPlan rank_zero(103, 4, 0, 3, seed), rank_two(103, 4, 2, 3, seed);
     const ShardPlan other_world(103, 2, 0, 5, seed);
-    const std::vector<std::int64_t> epoch0 = rank_zero.permutation(0);
+    const std::vector<std::int64_t> epoch0 = phalanx::testing::global_order(rank_zero, 0);
     // A permutation of [0, N).
     std::vector<std::int64_t> sorted = epoch0;
     std::sort(sorted.begin(), sorted.end());
@@ -68,12 +69,12 @@ TEST(ShardPlan, PermutationIsAPureFunctionOfSeedAndEpoch) {
     std::iota(identity.begin(), identity.end(), 0);
     EXPECT_EQ(sorted, identity);
     // Same on every rank, every world size, every call.
-    EXPECT_EQ(rank_two.permutation(0), epoch0);
-    EXPECT_EQ(other_world.permutation(0), epoch0);
-    EXPECT_EQ(rank_zero.permutation(0), epoch0);
+    EXPECT_EQ(phalanx::testing::global_order(rank_two, 0), epoch0);
+    EXPECT_EQ(phalanx::testing::global_order(other_world, 0), epoch0);
+    EXPECT_EQ(phalanx::testing::global_order(rank_zero, 0), epoch0);
     // Different for another epoch and another seed.
-    EXPECT_NE(rank_zero.permutation(1), epoch0);
-    EXPECT_NE(ShardPlan(103, 4, 0, 3, seed + 1000).permutation(0), epoch0);
+    EXPECT_NE(phalanx::testing::global_order(rank_zero, 1), epoch0);
+    EXPECT_NE(phalanx::testing::global_order(ShardPlan(103, 4, 0, 3, seed + 1000), 0), epoch0);
     EXPECT_NE(epoch0, identity);
   }
 }
@@ -118,9 +119,14 @@ TEST(ShardPlan, InvalidArgumentsAreInternalErrors) {
   expect_internal([] { ShardPlan(100, 4, -1, 3, 0); });
   expect_internal([] { ShardPlan(100, 4, 0, 0, 0); });
   const ShardPlan plan(100, 4, 0, 2, 0);
-  const std::vector<std::int64_t> permutation = plan.permutation(0);
-  expect_internal([&] { plan.rank_indices(permutation, plan.steps_per_epoch()); });
-  expect_internal([&] { plan.rank_indices(std::vector<std::int64_t>(99), 0); });
+  EpochOrder order = plan.epoch_order(0);
+  expect_internal([&] { plan.rank_indices(order, plan.steps_per_epoch()); });
+  expect_internal([&] { order.at(100); });
+  expect_internal([&] { plan.epoch_order(-1); });
+  EpochOrder smaller = ShardPlan(99, 4, 0, 2, 0).epoch_order(0);
+  expect_internal([&] { plan.rank_indices(smaller, 0); });
+  EpochOrder other_seed = ShardPlan(100, 4, 0, 2, 1).epoch_order(0);
+  expect_internal([&] { plan.rank_indices(other_seed, 0); });
   expect_internal([] { ShardPlan::evaluation_range(10, 2, 2); });
 }
 

@@ -32,13 +32,15 @@ TEST(ShardPlanSplit, UnevenSlicesAreDisjointAndFormEachGlobalBatch) {
           ASSERT_EQ(plan.world_size(), world_size);
           ASSERT_EQ(plan.local_batch(), split[static_cast<std::size_t>(rank)]);
           ASSERT_EQ(plan.steps_per_epoch(), 3);
-          const auto permutation = plan.permutation(epoch);
-          EXPECT_EQ(permutation, ShardPlan(dataset_size, split, 0, seed).permutation(epoch))
+          const auto permutation = phalanx::testing::global_order(plan, epoch);
+          EXPECT_EQ(permutation,
+                    phalanx::testing::global_order(ShardPlan(dataset_size, split, 0, seed), epoch))
               << "the global order does not depend on the rank";
           const std::int64_t offset = std::accumulate(split.begin(), split.begin() + rank, std::int64_t{0});
           EXPECT_EQ(plan.batch_offset(rank), offset);
+          EpochOrder order = plan.epoch_order(epoch);
           for (std::int64_t step = 0; step < plan.steps_per_epoch(); ++step) {
-            const auto indices = plan.rank_indices(permutation, step);
+            const auto indices = plan.rank_indices(order, step);
             ASSERT_EQ(indices.size(), static_cast<std::size_t>(split[static_cast<std::size_t>(rank)]));
             for (std::size_t position = 0; position < indices.size(); ++position) {
               EXPECT_EQ(indices[position],
@@ -64,15 +66,17 @@ TEST(ShardPlanSplit, ChunkWindowsGiveEachRankAProportionalContiguousPart) {
         const int world_size = static_cast<int>(split.size());
         const ShardPlan first(dataset_size, split, 0, seed, order);
         const std::int64_t steps = first.steps_per_epoch();
-        const auto global_order = first.permutation(0);
+        const auto global_order = phalanx::testing::global_order(first, 0);
         ASSERT_EQ(global_order.size(), static_cast<std::size_t>(steps * global));
         std::set<std::int64_t> seen;
         for (int rank = 0; rank < world_size; ++rank) {
           const ShardPlan plan(dataset_size, split, rank, seed, order);
-          ASSERT_EQ(plan.permutation(0), global_order) << "rank " << rank << " computes another order";
+          ASSERT_EQ(phalanx::testing::global_order(plan, 0), global_order)
+              << "rank " << rank << " computes another order";
           std::set<std::int64_t> rank_chunks;
+          EpochOrder own = plan.epoch_order(0);
           for (std::int64_t step = 0; step < steps; ++step)
-            for (const std::int64_t sample : plan.rank_indices(global_order, step)) {
+            for (const std::int64_t sample : plan.rank_indices(own, step)) {
               ASSERT_TRUE(seen.insert(sample).second) << "sample " << sample << " twice";
               rank_chunks.insert(sample / chunk);
             }
@@ -134,11 +138,12 @@ TEST(ShardPlanSplit, EqualSplitKeepsTheOrderOfEqualBatches) {
           // Permutation order: rank r takes permutation[step*G + r*B, + B).
           const ShardPlan listed(dataset_size, split, rank, seed),
               scalar(dataset_size, local_batch, rank, world_size, seed);
-          const auto permutation = listed.permutation(1);
-          ASSERT_EQ(permutation, scalar.permutation(1));
+          const auto permutation = phalanx::testing::global_order(listed, 1);
+          ASSERT_EQ(permutation, phalanx::testing::global_order(scalar, 1));
           for (std::int64_t step = 0; step < listed.steps_per_epoch(); ++step) {
             const auto begin = permutation.begin() + step * local_batch * world_size + rank * local_batch;
-            EXPECT_EQ(listed.rank_indices(permutation, step),
+            EpochOrder order = listed.epoch_order(1);
+            EXPECT_EQ(listed.rank_indices(order, step),
                       std::vector<std::int64_t>(begin, begin + local_batch));
           }
           // Chunk windows: the same global order as before.
@@ -146,7 +151,7 @@ TEST(ShardPlanSplit, EqualSplitKeepsTheOrderOfEqualBatches) {
             const ShardOrder order = ShardOrder::chunk_windows(chunk, chunk * 3);
             const ShardPlan streaming(dataset_size, split, rank, seed, order);
             EXPECT_EQ(
-                streaming.permutation(2),
+                phalanx::testing::global_order(streaming, 2),
                 equal_chunk_window_order(dataset_size, local_batch, world_size, seed, 2, chunk, chunk * 3))
                 << "world " << world_size << " batch " << local_batch << " chunk " << chunk;
           }

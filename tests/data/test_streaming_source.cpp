@@ -36,7 +36,7 @@ TEST(StreamingSource, BatchesEqualTheSameOrderGatheredFromMemory) {
     EXPECT_EQ(streaming->chunk_samples(), 16);
     EXPECT_EQ(streaming->window_samples(), 48);
     const ShardPlan plan(train->count, 7, 1, 3, 11, streaming->order());
-    const AugmentOptions options = augment ? AugmentOptions{2, true, 2, {}, {}} : AugmentOptions{};
+    const AugmentOptions options = augment ? AugmentOptions{2, true, 2, {}, {}, {}} : AugmentOptions{};
     Loader from_file(streaming, plan, 2, 0, 0, 2, HostAllocator::instance(), options);
     Loader from_memory(train, plan, 2, 0, 0, 2, HostAllocator::instance(), options);
     std::int64_t batches = 0;

@@ -186,6 +186,31 @@ class BadInputsTest(unittest.TestCase):
             config = self.config(train__ema={"decay": value})
             self.train_refused(case, self.write(case, config), "train.ema.decay")
 
+    def test_random_resized_crop_that_cannot_be(self):
+        # The ranges, sizes and combinations are refused with the config; a training size above the
+        # stored 28x28 images once the data is read, still before anything is written.
+        key = "data.augment.random_resized_crop"
+
+        def crop(**values):
+            return {"random_resized_crop": {"size": 24, **values}}
+
+        cases = (
+            ("crop-scale-empty", {"data__augment": crop(scale=[0.9, 0.2])}, key + ".scale", "empty"),
+            ("crop-scale-above-one", {"data__augment": crop(scale=[0.5, 1.5])}, key + ".scale", "(0, 1]"),
+            ("crop-ratio-empty", {"data__augment": crop(ratio=[2, 0.5])}, key + ".ratio", "empty"),
+            ("crop-ratio-zero", {"data__augment": crop(ratio=[0, 1])}, key + ".ratio", "> 0"),
+            ("crop-size-zero", {"data__augment": crop(size=0)}, key + ".size", ">= 1"),
+            ("crop-larger-than-stored", {"data__augment": crop(size=30)}, key + ".size", "28x28"),
+            ("crop-with-padding", {"data__augment": {**crop(), "random_crop_padding": 2}},
+             "data.augment.random_crop_padding", key),
+            ("eval-resize-below-crop", {"data__augment": crop(), "data__eval_resize": 20}, "data.eval_resize",
+             "smaller than the centre crop"),
+            ("eval-resize-zero", {"data__augment": crop(), "data__eval_resize": 0}, "data.eval_resize", ">= 1"),
+        )
+        for case, changes, *culprits in cases:
+            with self.subTest(case):
+                self.train_refused(case, self.write(case, self.config(**changes)), *culprits)
+
     def test_watched_metric_the_run_does_not_record(self):
         # An average's metric without train.ema and a typo are refused with the config; a top-k
         # above the data's 10 classes once the data is read, still before anything is written.

@@ -73,9 +73,9 @@ std::vector<float> train_small_cnn(const comm::Communicator& communicator, const
       input(*backend, Shape{local_batch, 8, 8, 1});
   Tensor grad_logits(*backend, Shape{local_batch, 10});
   std::vector<std::int32_t> labels(static_cast<std::size_t>(local_batch));
-  const auto permutation = plan.permutation(0);
+  auto order = plan.epoch_order(0);
   for (int step = 0; step < training.steps; ++step) {
-    const auto indices = plan.rank_indices(permutation, step);
+    const auto indices = plan.rank_indices(order, step);
     for (int sample = 0; sample < local_batch; ++sample) {
       std::memcpy(images.data_as<std::uint8_t>() + sample * 64, split.images.data() + indices[sample] * 64,
                   64);

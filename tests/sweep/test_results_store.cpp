@@ -8,6 +8,7 @@
 using phalanx::sweep::JobFinish;
 using phalanx::sweep::JobStart;
 using phalanx::sweep::NewTrial;
+using phalanx::sweep::ProposalRecord;
 using phalanx::sweep::ResultsStore;
 using phalanx::sweep::Transaction;
 
@@ -25,11 +26,14 @@ JobStart rung_zero_job(std::int64_t job_id, int trial, int worker, double starte
   return job;
 }
 
-// A new trial's first job (`job_id`), started on worker 0 at 100 + trial.
+// A new trial's first job (`job_id`), started on worker 0 at 100 + trial; even trials were
+// proposed at random, odd ones by TPE fitted on trial 0's rung-0 result.
 void start_new_trial(ResultsStore& store, std::int64_t job_id, int trial) {
-  store.start_job(
-      rung_zero_job(job_id, trial, 0, 100.0 + trial),
-      NewTrial{"{\"optimizer.learning_rate\":0.01}", "seed: 5\n", 5, "trials/" + std::to_string(trial)});
+  const bool tpe = trial % 2 == 1;
+  store.start_job(rung_zero_job(job_id, trial, 0, 100.0 + trial),
+                  NewTrial{"{\"optimizer.learning_rate\":0.01}", "seed: 5\n", 5, "trials/" + std::to_string(trial),
+                           ProposalRecord{tpe ? "tpe" : "random", tpe ? 0 : -1, tpe ? "[0]" : "[]",
+                                          "[[\"optimizer.learning_rate\",\"0.0" + std::to_string(trial + 1) + "\"]]"}});
 }
 
 // Job `job_id` of trial `trial`'s rung 0 (budget 1, on the CPU), which trained from `start_step` to
@@ -115,6 +119,18 @@ TEST(ResultsStore, ProgressIsWhatResumeRebuildsFrom) {
   EXPECT_DOUBLE_EQ(progress.rung_results[0].metric, 0.75);
   EXPECT_EQ(progress.interrupted, (std::vector<std::pair<int, int>>{{1, 0}, {0, 1}}));
   EXPECT_EQ(store.last_job_id(), 3);
+  // Each trial's values come back exactly as written, and how they were proposed is on record.
+  using Values = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(progress.parameters.size(), 2u);
+  EXPECT_EQ(progress.parameters.at(0), (Values{{"optimizer.learning_rate", "0.01"}}));
+  EXPECT_EQ(progress.parameters.at(1), (Values{{"optimizer.learning_rate", "0.02"}}));
+  const auto proposals = store.database().rows("SELECT * FROM proposals ORDER BY trial_id");
+  ASSERT_EQ(proposals.size(), 2u);
+  EXPECT_EQ(proposals[0]["method"], "random");
+  EXPECT_TRUE(proposals[0]["model_rung"].is_null());
+  EXPECT_EQ(proposals[1]["method"], "tpe");
+  EXPECT_EQ(proposals[1]["model_rung"], 0);
+  EXPECT_EQ(proposals[1]["fitted_on"], "[0]");
 }
 
 TEST(ResultsStore, UncommittedTransactionLeavesNothing) {

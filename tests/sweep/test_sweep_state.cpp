@@ -424,6 +424,50 @@ TEST(SweepState, AHandoverDuringAStopIsAnInterruption) {
   EXPECT_TRUE(state.finished());
 }
 
+TEST(SweepState, TpeProposesEachNewTrialFromTheResultsRecordedBeforeIt) {
+  // One parameter: after one random startup trial, TPE needs 2 results of a rung. Every trial
+  // trained fully (no promotions), so each result is followed by a new trial.
+  auto sweep = ladder(6);
+  sweep.scheduler = phalanx::config::Scheduler::Full;
+  sweep.search = phalanx::config::Search::Tpe;
+  sweep.tpe_startup_trials = 1;
+  sweep.space = {phalanx::config::SearchParameter{"x", phalanx::config::ParameterType::Uniform, {}, 0, 1}};
+  SweepState state(sweep, 2, 0, 0.0);
+  const auto first = only<RecordJobStart>(state.receive(cpu_group(0, {0}), 0.0)).proposal.value();
+  EXPECT_EQ(first.method, ProposalMethod::Random);
+  // No result yet: trial 1 is random too, though past the startup trials.
+  const auto second = only<RecordJobStart>(state.receive(cpu_group(1, {1}), 0.0)).proposal.value();
+  EXPECT_EQ(second.method, ProposalMethod::Random);
+  EXPECT_EQ(second.parameters, sample_trial(sweep, 1));
+  state.receive(result(0, 1, 0.3), 10.0);  // trial 2 starts, random: one result only
+  const auto fitted = state.receive(result(1, 2, 0.8), 11.0);
+  const Proposal& proposal = only<RecordJobStart>(fitted).proposal.value();
+  EXPECT_EQ(only<RecordJobStart>(fitted).job.trial, 3);
+  EXPECT_EQ(proposal.method, ProposalMethod::Tpe);
+  EXPECT_EQ(proposal.model_rung, 0);
+  EXPECT_EQ(proposal.fitted_on, (std::vector<int>{0, 1}));
+  EXPECT_EQ(state.parameters(3), proposal.parameters);
+  // What the trial is sent is what was recorded.
+  EXPECT_EQ(only<SendJob>(fitted).trial, 3);
+
+  // --resume: the recorded parameters come back, and the next proposal is the one the first
+  // state makes from the same results.
+  RecordedProgress progress;
+  progress.trials = {0, 1, 2, 3};
+  progress.rung_results = {{0, 0, 0.3}, {1, 0, 0.8}};
+  progress.interrupted = {{2, 0}, {3, 0}};
+  for (int trial = 0; trial < 4; ++trial) progress.parameters[trial] = state.parameters(trial).values;
+  SweepState resumed(sweep, 2, 4, 20.0);
+  resumed.restore(progress);
+  for (int trial = 0; trial < 4; ++trial) EXPECT_EQ(resumed.parameters(trial), state.parameters(trial)) << trial;
+  resumed.receive(cpu_group(0, {0}), 20.0);
+  resumed.receive(cpu_group(1, {1}), 20.0);  // both groups redo the interrupted trials 2 and 3
+  const auto after_resume = resumed.receive(result(0, 5, 0.5), 30.0);
+  const auto uninterrupted = state.receive(result(0, 3, 0.5), 30.0);
+  EXPECT_EQ(only<RecordJobStart>(after_resume).proposal, only<RecordJobStart>(uninterrupted).proposal);
+  EXPECT_EQ(only<RecordJobStart>(after_resume).job.trial, 4);
+}
+
 // scheduler: pbt on one group: the population starts first, then each trial continues interval by
 // interval; the trial in the bottom quarter of four results copies the top trial's checkpoint
 // (its step says so before its next job goes out) and trains on with the donor's seed.

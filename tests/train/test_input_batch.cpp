@@ -50,18 +50,18 @@ TEST(InputBatch, DeviceAugmentationGivesTheLoaderThreadsBits) {
   auto backend = backend::make_cpu_backend(1);
   using enum data::AutoAugmentPolicy;
   const Case cases[] = {
-      {28, 28, 1, {4, true, 0, {}, {}}},
-      {28, 28, 1, {0, false, 8, {}, {}}},
-      {9, 7, 3, {3, true, 5, {}, {}}},
-      {32, 32, 3, {4, true, 16, {}, {}}},
-      {6, 6, 3, {0, true, 0, {}, {}}},
-      {5, 11, 2, {6, false, 4, {}, {}}},
-      {32, 32, 3, {4, true, 0, {0.5, 0.02, 0.33, 0.3, 3.3}, {}}},
-      {12, 9, 1, {0, false, 3, {1.0, 0.1, 0.5, 0.5, 2.0}, {}}},
+      {28, 28, 1, {4, true, 0, {}, {}, {}}},
+      {28, 28, 1, {0, false, 8, {}, {}, {}}},
+      {9, 7, 3, {3, true, 5, {}, {}, {}}},
+      {32, 32, 3, {4, true, 16, {}, {}, {}}},
+      {6, 6, 3, {0, true, 0, {}, {}, {}}},
+      {5, 11, 2, {6, false, 4, {}, {}, {}}},
+      {32, 32, 3, {4, true, 0, {0.5, 0.02, 0.33, 0.3, 3.3}, {}, {}}},
+      {12, 9, 1, {0, false, 3, {1.0, 0.1, 0.5, 0.5, 2.0}, {}, {}}},
       // TrivialAugmentWide and RandAugment: their ops between the crop and flip and the cutout.
-      {28, 28, 1, {4, true, 0, {}, {TrivialAugmentWide, 2, 9, 31}}},
-      {32, 32, 3, {4, true, 8, {0.5, 0.02, 0.33, 0.3, 3.3}, {RandAugment, 3, 14, 31}}},
-      {12, 9, 3, {0, false, 3, {}, {RandAugment, 4, 30, 31}}},
+      {28, 28, 1, {4, true, 0, {}, {TrivialAugmentWide, 2, 9, 31}, {}}},
+      {32, 32, 3, {4, true, 8, {0.5, 0.02, 0.33, 0.3, 3.3}, {RandAugment, 3, 14, 31}, {}}},
+      {12, 9, 3, {0, false, 3, {}, {RandAugment, 4, 30, 31}, {}}},
   };
   for (const Case& test : cases) {
     SCOPED_TRACE(::testing::Message()

@@ -144,9 +144,21 @@ struct RandAugmentConfig {
   friend bool operator==(const RandAugmentConfig&, const RandAugmentConfig&) = default;
 };
 
+// torchvision's RandomResizedCrop(size, scale, ratio): a random box of the stored image resized
+// (bilinear) to size x size, the first augmentation step. `size` is the training size: the model's
+// input, to which evaluation resizes and centre-crops (DataConfig::eval_resize).
+struct RandomResizedCropConfig {
+  int size = 0;                                       // > 0, at most the stored image's sides
+  std::array<double, 2> scale{0.08, 1.0};             // box area / image area, within (0, 1]
+  std::array<double, 2> ratio{3.0 / 4.0, 4.0 / 3.0};  // box width / height, > 0 (log-uniform)
+
+  friend bool operator==(const RandomResizedCropConfig&, const RandomResizedCropConfig&) = default;
+};
+
 // Training-time augmentation, applied by the loader thread of every rank (never to evaluation).
 // Each choice is a pure function of (seed, epoch, sample index): see data/augmentation.hpp.
 struct AugmentConfig {
+  std::optional<RandomResizedCropConfig> random_resized_crop;  // absent: the stored size, uncropped
   int random_crop_padding = 0;   // zero-pad each side by this much, crop back at a random offset
   bool horizontal_flip = false;  // mirror left-right with probability 0.5
   int cutout = 0;                // side of one zeroed square at a random centre (0: off)
@@ -198,6 +210,10 @@ struct DataConfig {
   std::string test_split = "test";
   int prefetch_batches = 4;  // loader ring depth
   AugmentConfig augment;
+  // With data.augment.random_resized_crop: evaluation resizes the stored image's shorter side to
+  // this (torchvision's Resize(eval_resize)), then centre-crops the training size; 0: the stored
+  // shorter side (no resize, only the centre crop).
+  int eval_resize = 0;
   DataCache cache = DataCache::Auto;  // docs/DATA.md
   double max_cache_gb = 0;     // memory budget per node for cached splits; 0: half the node's memory
   int stream_window_mb = 256;  // none: shuffle window per rank

@@ -20,8 +20,11 @@ constexpr std::array<WordName<ParameterType>, 4> words(ParameterType) {
            {ParameterType::LogUniform, "loguniform"},
            {ParameterType::Int, "int"}}};
 }
-enum class Search { Random, Grid };
-constexpr std::array<WordName<Search>, 2> words(Search) { return {{{Search::Random, "random"}, {Search::Grid, "grid"}}}; }
+// tpe: a tree-structured Parzen estimator fitted on the results so far (random for the first trials).
+enum class Search { Random, Grid, Tpe };
+constexpr std::array<WordName<Search>, 3> words(Search) {
+  return {{{Search::Random, "random"}, {Search::Grid, "grid"}, {Search::Tpe, "tpe"}}};
+}
 // asha, full: every trial to the maximum budget, or pbt: population-based training (pbt.hpp).
 enum class Scheduler { Asha, Full, Pbt };
 constexpr std::array<WordName<Scheduler>, 3> words(Scheduler) {
@@ -62,7 +65,11 @@ struct SweepConfig {
   std::vector<std::string> base_overrides;  // `config.KEY=VALUE` from the file's `set:` and --set
   Search search = Search::Random;
   Scheduler scheduler = Scheduler::Asha;
-  int trials = 0;  // random: how many; grid: at most how many (0: all)
+  int trials = 0;  // random, tpe: how many; grid: at most how many (0: all)
+  // TPE (search: tpe): the first tpe_startup_trials trial ids are random search's; each later trial
+  // is the best of tpe_candidates draws from the estimator (Optuna's defaults: 10 and 24).
+  int tpe_startup_trials = 10;
+  int tpe_candidates = 24;
   // A key of the trials' summary.json: test_accuracy | test_loss | train_loss |
   // test_top<k>_accuracy (maximised, as test_accuracy; k is added to the trials' eval.top_k).
   std::string metric = "test_accuracy";

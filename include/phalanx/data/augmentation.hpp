@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "phalanx/data/auto_augment.hpp"
+#include "phalanx/data/resized_crop.hpp"
 
 namespace phalanx::data {
 
@@ -22,13 +23,28 @@ struct RandomErasingOptions {
   friend bool operator==(const RandomErasingOptions&, const RandomErasingOptions&) = default;
 };
 
+// torchvision's RandomResizedCrop(size, scale, ratio): the first step, and the only one that
+// changes the image's size (stored height x width to size x size). The Loader applies it on every
+// rank, CPU or GPU (random_resized_crop_window, then resample_bilinear); the steps below then work
+// on the size x size image.
+struct ResizedCropOptions {
+  int size = 0;  // 0: off
+  ResizedCropRanges ranges;
+
+  bool enabled() const { return size > 0; }
+  friend bool operator==(const ResizedCropOptions&, const ResizedCropOptions&) = default;
+};
+
 struct AugmentOptions {
   int random_crop_padding = 0;   // 0: off
   bool horizontal_flip = false;  // flip with probability 0.5
   int cutout = 0;                // side length of the zeroed square; 0: off
   RandomErasingOptions random_erasing;
   AutoAugmentOptions auto_augment;  // after the crop and flip, before cutout and erasing
+  ResizedCropOptions random_resized_crop;  // before all of the above (Loader)
 
+  // Whether any step that keeps the image's size is on (what augment_image and the input kernel
+  // apply; random_resized_crop is the Loader's own).
   bool enabled() const {
     return random_crop_padding > 0 || horizontal_flip || cutout > 0 || random_erasing.enabled() ||
            auto_augment.enabled();

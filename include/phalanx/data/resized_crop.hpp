@@ -1,6 +1,7 @@
 // Bilinear resampling of a box of a uint8 image onto a smaller or larger grid, and the two boxes
 // that use it: torchvision's RandomResizedCrop (training) and Resize + CenterCrop (evaluation).
-// Integer arithmetic throughout, so a CPU loader and a GPU kernel give the same bytes.
+// Integer arithmetic throughout, so any implementation (a loader, a device kernel) gives the same
+// bytes.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,8 @@ void resample_bilinear(const ResampleWindow& window, const std::uint8_t* source,
 struct ResizedCropRanges {
   double scale_min = 0.08, scale_max = 1.0;
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
+
+  friend bool operator==(const ResizedCropRanges&, const ResizedCropRanges&) = default;
 };
 
 // The box RandomResizedCrop.get_params picks in sample `sample_index` of `epoch`, resized to the
@@ -47,7 +50,8 @@ struct ResizedCropRanges {
 //     height - h + 1), left = below(words[3], width - w + 1), below(w, n) = (w * n) >> 32.
 //   No try fits: torchvision's central crop (the whole image, or the widest or tallest box of the
 //   ratio range's nearer end that fits, centred).
-// In double precision, on the host: a GPU rank receives the window with the other draws.
+// In double precision, on the host: the Loader crops on every rank, a GPU rank's included, and
+// ships the training-size crop (data/loader.hpp).
 ResampleWindow random_resized_crop_window(const ResizedCropRanges& ranges, std::uint64_t seed,
                                           std::int64_t epoch, std::int64_t sample_index, int source_height,
                                           int source_width, int output_height, int output_width);

@@ -1,5 +1,5 @@
-// ShardPlan: which samples each rank trains on. Each epoch has one global permutation, a pure
-// function of (seed, epoch); global batch `step` is permutation[step*G .. (step+1)*G) with
+// ShardPlan: which samples each rank trains on. Each epoch has one global order (EpochOrder), a
+// pure function of (seed, epoch); global batch `step` is its positions [step*G, (step+1)*G) with
 // G = b_0 + ... + b_{W-1} (the ranks' local batches; b_r = local_batch for all r in the equal
 // split), and rank r takes the slice [offset_r, offset_r + b_r) of it, offset_r = b_0 + ... +
 // b_{r-1}. Ranks of unequal speed (docs/DESIGN.md §3) get unequal b_r.
@@ -16,22 +16,45 @@
 // Each sample still appears at most once per epoch across ranks (exactly once but for fewer than
 // G dropped each epoch, which change with the chunk order), and every rank computes the same
 // global order. docs/DATA.md says what this gives up against a full permutation.
+//
+// The permutation (of the samples, or of the chunks) is drawn by Fisher-Yates and held in memory
+// up to ShardOrder::materialised_limit items; above it, so that a plan over 10^10 samples stays a
+// few words, it is a keyed bijection computed per index (IndexPermutation).
 #pragma once
 
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "phalanx/data/epoch_order.hpp"
+
 namespace phalanx::data {
 
 struct ShardOrder {
   enum class Kind { Permutation, ChunkWindows };
+  // How the permutation is drawn: by its size (the default), or, for tests and benchmarks of
+  // either path at any size, always one way.
+  enum class Shuffle { BySize, Materialised, PerIndex };
+  // Up to this many permuted items (16 Mi: 128 MiB of indices per rank) the order is the
+  // materialised Fisher-Yates permutation every run has had; above it, per index.
+  static constexpr std::int64_t materialised_limit = std::int64_t{1} << 24;
+
   Kind kind = Kind::Permutation;
   std::int64_t chunk_samples = 0;   // ChunkWindows: samples per storage chunk along N
   std::int64_t window_samples = 0;  // ChunkWindows: shuffle window within each rank's part
+  Shuffle shuffle = Shuffle::BySize;
 
   static ShardOrder chunk_windows(std::int64_t chunk_samples, std::int64_t window_samples) {
     return {Kind::ChunkWindows, chunk_samples, window_samples};
+  }
+  ShardOrder with_shuffle(Shuffle chosen) const {
+    ShardOrder copy = *this;
+    copy.shuffle = chosen;
+    return copy;
+  }
+  // Whether a permutation of `count` items is computed per index.
+  bool per_index_for(std::int64_t count) const {
+    return shuffle == Shuffle::PerIndex || (shuffle == Shuffle::BySize && count > materialised_limit);
   }
 };
 
@@ -58,12 +81,12 @@ class ShardPlan {
   std::int64_t global_batch() const { return global_batch_; }
   const ShardOrder& order() const { return order_; }
 
-  // The epoch's global order: Permutation: a permutation of [0, dataset_size) (Fisher-Yates on a
-  // Philox stream); ChunkWindows: the steps_per_epoch * global_batch samples trained on, in order.
-  std::vector<std::int64_t> permutation(std::int64_t epoch) const;
-  // This rank's sample indices for (epoch, step), given that epoch's permutation.
-  std::vector<std::int64_t> rank_indices(const std::vector<std::int64_t>& permutation,
-                                         std::int64_t step) const;
+  // The epoch's global order: Permutation: a permutation of [0, dataset_size); ChunkWindows: the
+  // steps_per_epoch * global_batch samples trained on, in order. Take it once per epoch: below
+  // the limit it draws the whole permutation.
+  EpochOrder epoch_order(std::int64_t epoch) const { return EpochOrder(*this, epoch); }
+  // This rank's sample indices for `step` of `order`'s epoch.
+  std::vector<std::int64_t> rank_indices(EpochOrder& order, std::int64_t step) const;
 
   // Contiguous [begin, end) of the evaluation samples for `rank`; sizes differ by at most one.
   static std::pair<std::int64_t, std::int64_t> evaluation_range(std::int64_t dataset_size, int rank,
@@ -78,8 +101,6 @@ class ShardPlan {
   int world_size_;
   std::uint64_t seed_;
   ShardOrder order_;
-
-  std::vector<std::int64_t> chunk_window_order(std::int64_t epoch) const;
 };
 
 }  // namespace phalanx::data

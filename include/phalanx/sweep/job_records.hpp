@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,12 +28,21 @@ struct JobStart {
   friend bool operator==(const JobStart&, const JobStart&) = default;
 };
 
+// How the trial's values were decided (trial_proposals.hpp), for the proposals table.
+struct ProposalRecord {
+  std::string method;      // random | grid | tpe
+  int model_rung = -1;     // tpe: the rung fitted on (-1: stored as NULL)
+  std::string fitted_on;   // JSON list of the trial ids whose results it was fitted on
+  std::string values;      // JSON list of [key, YAML text]: the values exactly as sent to the trial
+};
+
 // The trial a job starts when it is the trial's first.
 struct NewTrial {
   std::string parameters;  // JSON of the sampled values
   std::string config;      // resolved training config (YAML)
   std::uint64_t seed = 0;
   std::string run_dir;
+  std::optional<ProposalRecord> proposal;
 };
 
 // One epoch of a trial's summary.json history.
@@ -79,6 +90,8 @@ struct RecordedProgress {
   std::vector<std::pair<int, int>> promotions;   // (trial, rung) of every job above rung 0
   std::vector<RungResult> rung_results;          // every rung a trial finished
   std::vector<std::pair<int, int>> interrupted;  // (trial, rung) to requeue, in job order
+  // Every recorded proposal's values, (key, YAML text) in space order, by trial.
+  std::map<int, std::vector<std::pair<std::string, std::string>>> parameters;
 };
 
 }  // namespace phalanx::sweep

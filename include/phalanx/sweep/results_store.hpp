@@ -9,6 +9,8 @@
 //   epoch_metrics per-epoch test metrics of each trial
 //   workers       the worker groups: ranks, device, threads, measured speed
 //   job_groups    the groups of a job that ran on merged worker groups (no idle tail)
+//   proposals     how each trial's values were decided: method, the results it was fitted on,
+//                 the values exactly as sent (what --resume restores)
 //   sweep         key/value facts about the sweep (its definition, for --resume checks)
 // Rank lists are stored as text ("0" or "1,2"), as sweeps written before have them.
 #pragma once
@@ -49,7 +51,7 @@ class ResultsStore {
   // --resume: the interrupted jobs that are their trial's latest (not yet taken up again), as
   // (trial, rung) in job order. A job can stay interrupted over several stops before it runs again.
   std::vector<std::pair<int, int>> interrupted_jobs() const;
-  // --resume: the trials, promotions, rung results and interrupted jobs recorded so far.
+  // --resume: the trials, promotions, rung results, interrupted jobs and proposals recorded so far.
   RecordedProgress progress() const;
   // No idle tail: a job that stopped after `end_step` with a checkpoint so that idle groups can
   // join its trial becomes 'handed_over', and `next` (the rest of the same rung, resuming from that

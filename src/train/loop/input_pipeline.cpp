@@ -34,12 +34,19 @@ data::AugmentOptions augment_options(const config::AugmentConfig& augment) {
   const data::AutoAugmentPolicy policy = augment.trivial_augment ? data::AutoAugmentPolicy::TrivialAugmentWide
                                          : rand_augment.num_ops > 0 ? data::AutoAugmentPolicy::RandAugment
                                                                     : data::AutoAugmentPolicy::Off;
+  data::ResizedCropOptions resized_crop;
+  if (const auto& crop = augment.random_resized_crop)
+    resized_crop = {crop->size,
+                    data::ResizedCropRanges{crop->scale[0], crop->scale[1], crop->ratio[0], crop->ratio[1]}};
   return data::AugmentOptions{
-      augment.random_crop_padding, augment.horizontal_flip, augment.cutout,
+      augment.random_crop_padding,
+      augment.horizontal_flip,
+      augment.cutout,
       data::RandomErasingOptions{erasing.probability, erasing.scale[0], erasing.scale[1], erasing.ratio[0],
                                  erasing.ratio[1]},
       data::AutoAugmentOptions{policy, rand_augment.num_ops, rand_augment.magnitude,
-                               rand_augment.magnitude_bins}};
+                               rand_augment.magnitude_bins},
+      resized_crop};
 }
 
 // The loader and the device buffers both pipelines feed from.
@@ -48,7 +55,7 @@ struct PipelineParts {
       : loader(setup.source, setup.plan, setup.data.prefetch_batches, setup.position.epoch,
                setup.position.step_in_epoch, setup.epochs, setup.backend.staging_allocator(),
                augment_options(setup.data.augment), augment_on_device),
-        inputs(setup.backend, setup.plan.local_batch(), setup.source->height, setup.source->width,
+        inputs(setup.backend, setup.plan.local_batch(), loader.image_height(), loader.image_width(),
                setup.source->channels, setup.dataset.mean, setup.dataset.standard_deviation),
         cutout(setup.data.augment.cutout),
         operations(augment_options(setup.data.augment).auto_augment.enabled()) {}

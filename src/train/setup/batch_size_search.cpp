@@ -10,6 +10,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/data_source.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/train/input_size.hpp"
 #include "setup/probe_step.hpp"
 
 namespace phalanx::train {
@@ -41,7 +42,8 @@ BatchSizeChoice find_batch_size(const config::Config& config, backend::Backend& 
   PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": no split '", config.data.train_split,
                         "' (data.train_split)");
   const std::int64_t largest_useful = split->count / std::max(world_size, 1);
-  const Shape sample{split->height, split->width, split->channels};
+  const Shape sample = model_sample_shape(config.data, split->height, split->width, split->channels,
+                                          data::source_name(config.data));
   const int classes = static_cast<int>(info.classes.size());
   const auto budget =
       static_cast<std::size_t>(batch_size_memory_fraction * static_cast<double>(memory->total_bytes));

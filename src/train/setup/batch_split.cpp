@@ -12,6 +12,7 @@
 #include "phalanx/data/data_source.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/input_size.hpp"
 #include "setup/probe_step.hpp"
 
 namespace phalanx::train {
@@ -107,7 +108,9 @@ ThroughputProbe measure_throughput(const config::Config& config, backend::Backen
   const auto* split = info.find_split(config.data.train_split);
   PHALANX_REQUIRE_INPUT(split != nullptr, config.data.path, ": no split '", config.data.train_split,
                         "' (data.train_split)");
-  ProbeStep step(config, backend, Shape{split->height, split->width, split->channels},
+  ProbeStep step(config, backend,
+                 model_sample_shape(config.data, split->height, split->width, split->channels,
+                                    data::source_name(config.data)),
                  static_cast<int>(info.classes.size()), batch);
   for (int warmup = 0; warmup < probe_warmup_steps; ++warmup) step.run();
   ThroughputProbe probe;

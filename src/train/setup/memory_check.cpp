@@ -82,13 +82,14 @@ std::optional<MemoryLimit> memory_available_to_rank(backend::Backend& backend, i
 }
 
 std::size_t step_activation_bytes(const nn::Model& model, std::int64_t micro_batch, std::int64_t local_batch,
-                                  int prefetch_batches) {
+                                  int prefetch_batches, std::int64_t gathered_sample_bytes) {
   const std::int64_t per_sample = model.network().sample_activation_elements() +
                                   2 * model.sample_shape().elements() + 2 * model.classes();
   const std::int64_t floats = per_sample * micro_batch;
   // The loader's ring holds raw uint8 batches of the whole local batch.
   const std::int64_t ring =
-      static_cast<std::int64_t>(prefetch_batches + 2) * local_batch * model.sample_shape().elements();
+      static_cast<std::int64_t>(prefetch_batches + 2) * local_batch * model.sample_shape().elements() +
+      local_batch * gathered_sample_bytes;
   return static_cast<std::size_t>(floats) * sizeof(float) + static_cast<std::size_t>(ring);
 }
 

@@ -28,8 +28,10 @@ std::optional<MemoryLimit> memory_available_to_rank(backend::Backend& backend, i
 
 // Bytes the activations of one training step need at `micro_batch` samples (forward outputs,
 // gradients, the normalised input, logits) and the loader's ring of `prefetch_batches` raw batches.
+// `gathered_sample_bytes`: the bytes of one stored image when the loader gathers a batch of them
+// before cropping (data.augment.random_resized_crop), else 0.
 std::size_t step_activation_bytes(const nn::Model& model, std::int64_t micro_batch, std::int64_t local_batch,
-                                  int prefetch_batches);
+                                  int prefetch_batches, std::int64_t gathered_sample_bytes = 0);
 
 // Bytes of a model's fp32 weights, their gradients, its buffers (batch-norm statistics) and
 // `optimizer_states` optimizer buffers of the weights' size: what stays allocated for the run.

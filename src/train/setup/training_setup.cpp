@@ -15,6 +15,7 @@
 #include "phalanx/data/training_source.hpp"
 #include "phalanx/nn/model_plan.hpp"
 #include "phalanx/train/evaluation.hpp"
+#include "phalanx/train/input_size.hpp"
 #include "phalanx/train/top_k.hpp"
 #include "setup/memory_check.hpp"
 #include "setup/resume_policy.hpp"
@@ -41,8 +42,9 @@ void require_activations_fit(const TrainingSetup& setup, int local_batch, backen
   // The weights and optimizer state are in memory already; the first step allocates the rest.
   const int micro_batches = std::max(1, setup.micro_batches);
   const std::int64_t micro_batch = (local_batch + micro_batches - 1) / micro_batches;
-  const std::size_t needed =
-      step_activation_bytes(*setup.model, micro_batch, local_batch, setup.config.data.prefetch_batches);
+  const std::size_t needed = step_activation_bytes(
+      *setup.model, micro_batch, local_batch, setup.config.data.prefetch_batches,
+      setup.config.data.augment.random_resized_crop ? setup.train_split->image_bytes() : 0);
   require_memory_fits(needed, memory_available_to_rank(backend, communicator.local_size()), local_batch,
                       micro_batches, backend.name());
 }
@@ -143,9 +145,10 @@ TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator&
     require_recorded_metric(config.checkpoint.keep_best, "checkpoint.keep_best", setup.top_k,
                             setup.dataset.classes.size(), data::source_name(config.data));
   setup.train_split = data::open_training_source(config.data, communicator);
+  const Shape sample = model_sample_shape(config.data, setup.train_split->height, setup.train_split->width,
+                                          setup.train_split->channels, data::source_name(config.data));
   setup.test_split = std::make_shared<const data::Split>(
-      read_evaluation_part(config.data, config.data.test_split, communicator));
-  const Shape sample{setup.train_split->height, setup.train_split->width, setup.train_split->channels};
+      evaluation_input(config.data, read_evaluation_part(config.data, config.data.test_split, communicator)));
 
   make_model(setup, sample, backend, communicator);
   PHALANX_REQUIRE_INPUT(config.distributed.grad_dtype == config::GradientDtype::Fp32 || setup.nccl != nullptr,
