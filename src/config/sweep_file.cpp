@@ -16,6 +16,7 @@
 #include "phalanx/core/error.hpp"
 #include "reader.hpp"
 #include "schema.hpp"
+#include "sweep_pbt_section.hpp"
 
 namespace phalanx::config {
 namespace {
@@ -30,7 +31,7 @@ const std::vector<std::string>& sweep_keys() {
   static const std::vector<std::string> keys = {"name",   "seed",      "config",  "set",
                                                 "search", "scheduler", "trials",  "metric",
                                                 "goal",   "budget",    "workers", "tpe",
-                                                "space"};
+                                                "space",  "pbt"};
   return keys;
 }
 const std::vector<std::string>& tpe_keys() {
@@ -50,10 +51,12 @@ const std::vector<std::string>& worker_keys() {
 std::vector<std::string> settable_keys() {
   std::vector<std::string> keys;
   for (const auto& key : sweep_keys())
-    if (key != "budget" && key != "workers" && key != "tpe" && key != "space" && key != "set") keys.push_back(key);
+    if (key != "budget" && key != "workers" && key != "tpe" && key != "space" && key != "set" && key != "pbt")
+      keys.push_back(key);
   for (const auto& key : budget_keys()) keys.push_back("budget." + key);
   for (const auto& key : tpe_keys()) keys.push_back("tpe." + key);
   for (const auto& key : worker_keys()) keys.push_back("workers." + key);
+  for (const auto& key : pbt_keys()) keys.push_back("pbt." + key);
   return keys;
 }
 
@@ -332,7 +335,7 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
       sweep.max_budget = reader.real(budget["max"], "budget.max", Bound{0.0, false}, std::nullopt);
     if (budget["eta"].IsDefined())
       sweep.eta = static_cast<int>(reader.integer(budget["eta"], "budget.eta", 2, 1000));
-    if (sweep.min_budget > sweep.max_budget)
+    if (sweep.min_budget > sweep.max_budget && sweep.scheduler != Scheduler::Pbt)  // PBT has no budget.min
       fail_at(reader, "budget.min",
               format_number(sweep.min_budget) + " is larger than budget.max (" +
                   format_number(sweep.max_budget) + ")",
@@ -381,6 +384,7 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
     if (tpe["candidates"].IsDefined())
       sweep.tpe_candidates = static_cast<int>(reader.integer(tpe["candidates"], "tpe.candidates", 1, 100000));
   }
+  read_pbt_section(reader, root, sweep);
   if (!root["space"].IsDefined()) fail_at(reader, "space", "is missing: name the keys to search", root);
   read_space(reader, root["space"], sweep);
   if (sweep.search == Search::Grid)

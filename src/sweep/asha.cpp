@@ -23,6 +23,14 @@ Asha::Asha(double min_budget, double max_budget, int eta, bool maximize, int max
   promoted_.resize(budgets_.size());
 }
 
+Asha::Asha(std::vector<double> budgets, bool maximize, int max_trials)
+    : budgets_(std::move(budgets)), eta_(2), maximize_(maximize), max_trials_(max_trials) {
+  PHALANX_CHECK(!budgets_.empty() && budgets_.front() > 0 && std::is_sorted(budgets_.begin(), budgets_.end()),
+                "invalid rung budgets");
+  results_.resize(budgets_.size());
+  promoted_.resize(budgets_.size());
+}
+
 bool Asha::better(const std::pair<int, double>& a, const std::pair<int, double>& b) const {
   if (a.second != b.second) return maximize_ ? a.second > b.second : a.second < b.second;
   return a.first < b.first;

@@ -11,6 +11,7 @@
 
 #include "messages.hpp"
 #include "phalanx/core/timer.hpp"
+#include "phalanx/sweep/pbt_lineage.hpp"
 #include "phalanx/sweep/protocol.hpp"
 #include "phalanx/sweep/results_store.hpp"
 #include "phalanx/sweep/search_space.hpp"
@@ -38,6 +39,7 @@ class Coordinator {
 
   // True when a stop signal ended the sweep early.
   bool run() {
+    if (state_.pbt()) create_pbt_lineage(store_.database());
     if (options_.resume) restore();
     store_.set_meta("definition", sweep_definition(sweep_));
     store_.set_meta("groups", std::to_string(options_.groups));
@@ -91,7 +93,10 @@ class Coordinator {
   // step. The groups that were to join are free in the new start, and may join the redo again.
   void restore() {
     store_.interrupt_running(wall_seconds_since_epoch());
-    state_.restore(store_.progress());
+    const RecordedProgress progress = store_.progress();
+    state_.restore(progress);
+    // PBT: a step a kill left undecided is decided again (the same) and carried out now.
+    if (state_.pbt()) execute(state_.restore_pbt(progress, read_pbt_lineage(store_.database())));
     printer_.resuming(options_.sweep_directory, state_);
   }
 
@@ -138,7 +143,25 @@ class Coordinator {
   }
   void execute(const SendJob& job) {
     send(job.worker, job_message(job.job_id, job.trial, job.rung, job.budget,
-                                 state_.parameters(job.trial).assignments(), job.ranks));
+                                 state_.assignments(job.trial, job.rung), job.ranks));
+  }
+  // PBT: each end of an interval kept for others to copy, then each exploit's copy of its donor's
+  // in place before the steps are committed, so a kill between them redoes the same on --resume.
+  void execute(const RecordPbtStep& record) {
+    const std::string& directory = options_.sweep_directory;
+    const Pbt& pbt = *state_.pbt();
+    if (record.finished && record.finished->interval < pbt.last_interval())
+      keep_interval_checkpoint(directory, record.finished->trial, record.finished->interval);
+    for (const auto& next : record.next) keep_interval_checkpoint(directory, next.trial, next.interval - 1);
+    std::vector<std::string> copied, configs;
+    for (const auto& next : record.next) {
+      copied.push_back(next.exploited() ? copy_donor_checkpoint(directory, next.trial, next.parent_trial,
+                                                                next.parent_interval)
+                                              .substr(directory.size() + 1)
+                                        : "");
+      configs.push_back(config::to_yaml(config::trial_config(sweep_, next.parameters.assignments())));
+    }
+    record_pbt_steps(store_.database(), record.finished, record.next, pbt.budgets(), copied, configs);
   }
   void execute(const SendHandover& handover) { send(handover.worker, handover_message(handover.job_id)); }
   void execute(const ShowJobFailed& line) { printer_.show(line, state_); }

@@ -12,6 +12,7 @@
 
 #include "messages.hpp"
 #include "phalanx/sweep/job_records.hpp"
+#include "phalanx/sweep/pbt.hpp"
 #include "phalanx/sweep/trial_proposals.hpp"
 
 namespace phalanx::sweep {
@@ -161,8 +162,19 @@ struct ShowProgress {
   friend bool operator==(const ShowProgress&, const ShowProgress&) = default;
 };
 
+// scheduler: pbt, after a trial's result at `finished.interval` (its metric), a failure or a
+// resume: the finished trial's end-of-interval checkpoint kept for trials that may copy it, and the
+// steps decided now (pbt.hpp), an exploit's copy of its donor's kept checkpoint in place before
+// the step is recorded (pbt_lineage.hpp).
+struct RecordPbtStep {
+  std::optional<PbtStep> finished;
+  std::vector<PbtStep> next;
+  friend bool operator==(const RecordPbtStep&, const RecordPbtStep&) = default;
+};
+
 using Command =
     std::variant<RecordWorker, RecordJobStart, RecordJobDone, RecordJobFailed, RecordJobInterrupted,
-                 RecordHandover, SendJob, SendHandover, ShowJobFailed, ShowStopBegun, ShowProgress>;
+                 RecordHandover, SendJob, SendHandover, ShowJobFailed, ShowStopBegun, ShowProgress,
+                 RecordPbtStep>;
 
 }  // namespace phalanx::sweep

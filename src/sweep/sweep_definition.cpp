@@ -32,6 +32,12 @@ std::string sweep_definition(const config::SweepConfig& sweep) {
   // Only in TPE sweeps, so that the definitions of sweeps recorded before TPE compare unchanged.
   if (sweep.search == config::Search::Tpe)
     definition["tpe"] = {{"startup_trials", sweep.tpe_startup_trials}, {"candidates", sweep.tpe_candidates}};
+  if (sweep.scheduler == config::Scheduler::Pbt)
+    definition["pbt"] = {{"population", sweep.pbt.population},
+                         {"interval", sweep.pbt.interval},
+                         {"quantile", sweep.pbt.quantile},
+                         {"perturbation", sweep.pbt.perturbation},
+                         {"resample_probability", sweep.pbt.resample_probability}};
   return definition.dump(1);
 }
 

@@ -112,11 +112,13 @@ void SweepPrinter::header(const SweepState& state) const {
   if (sweep_.search == config::Search::Tpe)
     search += " (the first " + std::to_string(sweep_.tpe_startup_trials) + " trials random, " +
               std::to_string(sweep_.tpe_candidates) + " candidates)";
-  std::printf(
-      "sweep %s: %d trials, %s, %s scheduler (rungs: %s; eta %d), metric %s (%s), %d worker groups\n",
-      sweep_.name.c_str(), asha.max_trials(), search.c_str(),
-      config::name_of(sweep_.scheduler).c_str(), ladder.c_str(), sweep_.eta, sweep_.metric.c_str(),
-      config::name_of(sweep_.goal).c_str(), state.group_count());
+  // PBT's rungs are its intervals; eta means nothing there.
+  const bool pbt = state.pbt() != nullptr;
+  const std::string shape = pbt ? "intervals: " + ladder + "; population " + std::to_string(sweep_.pbt.population)
+                                : "rungs: " + ladder + "; eta " + std::to_string(sweep_.eta);
+  std::printf("sweep %s: %d trials, %s, %s scheduler (%s), metric %s (%s), %d worker groups\n",
+              sweep_.name.c_str(), asha.max_trials(), search.c_str(), config::name_of(sweep_.scheduler).c_str(),
+              shape.c_str(), sweep_.metric.c_str(), config::name_of(sweep_.goal).c_str(), state.group_count());
   std::fflush(stdout);
 }
 

@@ -16,6 +16,7 @@
 #include "phalanx/report/chart.hpp"
 #include "phalanx/report/html_page.hpp"
 #include "phalanx/report/interval_chart.hpp"
+#include "phalanx/report/lineage_chart.hpp"
 #include "phalanx/report/parallel_coordinates_chart.hpp"
 #include "phalanx/sweep/database.hpp"
 
@@ -258,6 +259,47 @@ std::vector<std::vector<std::string>> top_trials(const json& trials, bool maximi
 
 }  // namespace
 
+// scheduler: pbt: each (trial, interval) at its budget and metric, joined to the point it continued
+// (its parent's end of the previous interval after an exploit, else its own) and coloured by the
+// trial of interval 0 its line of checkpoints descends from.
+std::string pbt_lineage(const json& steps, const std::string& metric, const std::string& unit) {
+  std::map<std::pair<std::int64_t, std::int64_t>, int> index_of;
+  std::vector<report::LineagePoint> points;
+  std::vector<std::int64_t> roots;  // per point: the interval-0 trial it descends from
+  std::set<std::int64_t> lineages;
+  for (const auto& row : steps) {  // by interval, so a parent always comes first
+    const std::int64_t trial = row["trial_id"].get<std::int64_t>(),
+                       interval = row["interval"].get<std::int64_t>();
+    const bool copied = !row["parent_trial"].is_null();
+    const auto parent = index_of.find(copied ? std::pair(row["parent_trial"].get<std::int64_t>(),
+                                                         row["parent_interval"].get<std::int64_t>())
+                                             : std::pair(trial, interval - 1));
+    report::LineagePoint point;
+    point.x = row["budget"].get<double>();
+    point.y = row["metric"].is_null() ? NAN : row["metric"].get<double>();
+    point.parent = parent == index_of.end() ? -1 : parent->second;
+    const std::int64_t root = point.parent < 0 ? trial : roots[static_cast<std::size_t>(point.parent)];
+    point.title = "trial " + std::to_string(trial) + " interval " + std::to_string(interval) + ": " +
+                  (row["metric"].is_null() ? std::string("running") : report::format_number(point.y)) +
+                  (copied ? ", copied trial " + row["parent_trial"].dump() + " interval " +
+                                row["parent_interval"].dump()
+                          : std::string()) +
+                  " " + row["parameters"].get<std::string>();
+    lineages.insert(root);
+    roots.push_back(root);
+    index_of[{trial, interval}] = static_cast<int>(points.size());
+    points.push_back(std::move(point));
+  }
+  std::vector<std::string> names;
+  for (const auto root : lineages) names.push_back("from trial " + std::to_string(root));
+  for (std::size_t index = 0; index < points.size(); ++index)
+    points[index].lineage =
+        static_cast<std::size_t>(std::distance(lineages.begin(), lineages.find(roots[index])));
+  return report::lineage_chart(
+      axes_of("The population over its intervals, coloured by lineage", "budget (" + unit + ")", metric),
+      names, points);
+}
+
 bool is_sweep_directory(const std::string& directory) {
   return std::filesystem::is_regular_file(directory + "/sweep.db");
 }
@@ -302,6 +344,16 @@ std::string write_sweep_report(const std::string& directory) {
   page.heading("Workers: busy and idle time");
   page.paragraph("Utilisation " + utilisation + ".");
   page.figure(timeline, "workers-chart");
+  // scheduler: pbt (a pbt_lineage table): the population by lineage.
+  if (!database.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'pbt_lineage'")
+           .empty()) {
+    page.heading("Population-based training: lineage");
+    const auto budget = definition.value("budget", json::object());
+    page.figure(pbt_lineage(database.rows("SELECT trial_id, interval, budget, parent_trial, parent_interval, "
+                                          "parameters, metric FROM pbt_lineage ORDER BY interval, trial_id"),
+                            metric, budget.value("unit", std::string("epochs"))),
+                "pbt-lineage");
+  }
   page.heading("Top trials");
   page.table({"trial", "status", "rung", metric, "parameters"}, top_trials(trials, maximize),
              "top-trials-table");

@@ -38,12 +38,17 @@ struct SweepState::Output {
 
 SweepState::SweepState(const config::SweepConfig& sweep, int groups, std::int64_t last_job_id, double start)
     : sweep_(sweep),
-      asha_(sweep.min_budget, sweep.max_budget, sweep.eta, sweep.goal == config::Goal::Maximize, trial_count(sweep),
-            sweep.scheduler == config::Scheduler::Full),
+      asha_(sweep.scheduler == config::Scheduler::Pbt
+                ? Asha(pbt_budgets(sweep.pbt.interval, sweep.max_budget),
+                       sweep.goal == config::Goal::Maximize, trial_count(sweep))
+                : Asha(sweep.min_budget, sweep.max_budget, sweep.eta, sweep.goal == config::Goal::Maximize,
+                       trial_count(sweep), sweep.scheduler == config::Scheduler::Full)),
       proposals_(sweep),
       groups_(static_cast<std::size_t>(groups)),
       last_job_id_(last_job_id),
-      start_(start) {}
+      start_(start) {
+  if (sweep.scheduler == config::Scheduler::Pbt) pbt_.emplace(sweep);
+}
 
 void SweepState::restore(const RecordedProgress& progress) {
   // Random and grid trials are pure functions of their ids; only TPE's depend on the past.
@@ -55,6 +60,19 @@ void SweepState::restore(const RecordedProgress& progress) {
   for (const auto& [trial, rung] : progress.interrupted)
     if (std::find(requeued_.begin(), requeued_.end(), Job{trial, rung}) == requeued_.end())
       requeued_.push_back(Job{trial, rung});
+}
+
+std::vector<Command> SweepState::restore_pbt(const RecordedProgress& progress,
+                                             const std::vector<PbtStep>& lineage) {
+  std::vector<Command> commands;
+  if (!pbt_) return commands;
+  auto decided = pbt_->restore(progress, lineage);
+  if (!decided.empty()) commands.emplace_back(RecordPbtStep{std::nullopt, std::move(decided)});
+  return commands;
+}
+
+std::vector<std::string> SweepState::assignments(int trial, int rung) const {
+  return pbt_ ? pbt_->parameters(trial, rung).assignments() : parameters(trial).assignments();
 }
 
 std::vector<Command> SweepState::receive(const WorkerMessage& message, double now) {
@@ -242,6 +260,9 @@ void SweepState::interrupted(int worker, const JobSteps& steps, int signal, doub
 void SweepState::failed(const JobFailed& message, double now, Output& out) {
   const WorkerGroup& group = group_of(message.worker);
   out.commands.emplace_back(RecordJobFailed{group.job_id, group.job.trial, message.message, now});
+  if (pbt_)  // a failed trial no longer holds the population back
+    if (auto decided = pbt_->fail(group.job.trial); !decided.empty())
+      out.commands.emplace_back(RecordPbtStep{std::nullopt, std::move(decided)});
   out.commands.emplace_back(ShowJobFailed{now - start_, group.job.trial, message.worker, message.message});
 }
 
@@ -268,6 +289,12 @@ void SweepState::result(const JobResult& message, const std::vector<int>& member
   finish.worker_speed = group.speed;
   out.commands.emplace_back(RecordJobDone{finish});  // committed before ASHA's next jobs go out
   asha_.record(finish.trial, finish.rung, finish.metric);
+  if (pbt_) {
+    PbtStep finished = pbt_->step(finish.trial, finish.rung);
+    finished.metric = finish.metric;
+    auto decided = pbt_->record(finish.trial, finish.rung, finish.metric);
+    out.commands.emplace_back(RecordPbtStep{std::move(finished), std::move(decided)});
+  }
   ++results_;
   out.headline =
       ShowJobDone{now - start_, finish.trial,    finish.rung,         finish.budget, finish.metric,
@@ -296,7 +323,8 @@ void SweepState::dispatch(double now, Output& out) {
   for (const int worker : free_groups) {
     std::vector<Candidate> candidates;
     for (const auto& job : requeued_) candidates.push_back({job, cost(job)});
-    for (const auto& job : asha_.candidates()) candidates.push_back({job, cost(job)});
+    for (const auto& job : pbt_ ? pbt_->candidates() : asha_.candidates())
+      candidates.push_back({job, cost(job)});
     DispatchEstimate estimate;
     const int choice = choose_job(candidates, states, worker, &estimate);
     passed_over_ += estimate.passed_over;
@@ -309,6 +337,8 @@ void SweepState::dispatch(double now, Output& out) {
     Job job = chosen;
     if (requeued != requeued_.end() && !chosen.new_trial())
       requeued_.erase(requeued);
+    else if (pbt_)
+      asha_.restore_started((job = pbt_->take(chosen)).trial);  // the printer counts trials there
     else
       job = asha_.take(chosen);
     assign(worker, job, chosen.new_trial(), estimate, now, out);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <vector>
 
 #include "messages.hpp"
@@ -18,6 +19,7 @@
 #include "phalanx/sweep/asha.hpp"
 #include "phalanx/sweep/dispatch.hpp"
 #include "phalanx/sweep/job_records.hpp"
+#include "phalanx/sweep/pbt.hpp"
 #include "phalanx/sweep/trial_proposals.hpp"
 #include "sweep_commands.hpp"
 #include "worker_group.hpp"
@@ -40,6 +42,9 @@ class SweepState {
   // --resume: ASHA's rungs and promotions and the trials' parameters as recorded, and the
   // interrupted jobs to requeue before anything else.
   void restore(const RecordedProgress& progress);
+  // --resume of scheduler: pbt, after restore(): the population from the same progress and the
+  // recorded lineage; returns the steps a kill left undecided, to carry out before anything else.
+  std::vector<Command> restore_pbt(const RecordedProgress& progress, const std::vector<PbtStep>& lineage);
 
   // A group leader's message at `now`: what it changes (commits first), then, unless the sweep is
   // stopping, the jobs handed to the free groups (or the running trials they go to join), then
@@ -56,6 +61,10 @@ class SweepState {
 
   // What the log, the end of the sweep and the tests read.
   const Asha& asha() const { return asha_; }
+  const Pbt* pbt() const { return pbt_ ? &*pbt_ : nullptr; }  // with scheduler: pbt
+  // The KEY=VALUE overrides a trial trains `rung` with: its sampled values, or under PBT the
+  // values of that interval.
+  std::vector<std::string> assignments(int trial, int rung) const;
   const config::SweepConfig& sweep() const { return sweep_; }
   // The parameters of a trial started in this run or recorded before it.
   TrialParameters parameters(int trial) const { return proposals_.parameters(trial); }
@@ -101,6 +110,7 @@ class SweepState {
   const config::SweepConfig& sweep_;
   Asha asha_;
   TrialProposals proposals_;
+  std::optional<Pbt> pbt_;  // scheduler: pbt decides the jobs; asha_ keeps the intervals' results
   std::vector<WorkerGroup> groups_;
   std::deque<Job> requeued_;
   std::int64_t last_job_id_;

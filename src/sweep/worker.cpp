@@ -15,6 +15,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/timer.hpp"
 #include "phalanx/comm/agreement.hpp"
+#include "phalanx/sweep/pbt.hpp"
 #include "phalanx/sweep/protocol.hpp"
 #include "phalanx/train/job.hpp"
 #include "phalanx/train/nonfinite_stop.hpp"
@@ -79,6 +80,11 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job, 
                                                          std::int64_t training_samples) {
     set_budget(sweep, budget, global_batch, training_samples, config);
   };
+  // PBT: an exploit continues another trial's checkpoint with explored values of these keys.
+  if (options.sweep->scheduler == config::Scheduler::Pbt)
+    for (const auto& assignment : job.at("assignments").get<std::vector<std::string>>())
+      if (pbt_mutable(assignment.substr(0, assignment.find('='))))
+        request.checkpoint_config_overrides.push_back(assignment);
   if (options.sweep->join_running)
     request.handover_check = handover_check(options, group, job.at("job").get<std::int64_t>());
   const Stopwatch clock;

@@ -288,3 +288,49 @@ TEST_F(SweepFile, BadTpeSettingsNameTheirKey) {
                      {"sweep.yaml", "tpe", "search: tpe"});
   expect_input_error([&] { load_sweep(sweep("trials: 4", "search: tpe")); }, {"sweep.yaml", "trials", "tpe"});
 }
+
+TEST_F(SweepFile, ReadsThePbtSectionWithItsDefaults) {
+  const auto sweep = load_sweep(this->sweep("budget:", "scheduler: pbt\npbt: {interval: 3}\nbudget:"));
+  EXPECT_EQ(phalanx::config::name_of(sweep.scheduler), "pbt");
+  EXPECT_DOUBLE_EQ(sweep.pbt.interval, 3);
+  EXPECT_EQ(sweep.pbt.population, 4);  // trials
+  EXPECT_DOUBLE_EQ(sweep.pbt.quantile, 0.25);
+  EXPECT_EQ(sweep.pbt.perturbation, (std::vector<double>{0.8, 1.2}));
+  EXPECT_DOUBLE_EQ(sweep.pbt.resample_probability, 0.25);
+  const auto set = load_sweep(this->sweep("budget:", "scheduler: pbt\npbt: {interval: 3}\nbudget:"),
+                              {"pbt.population=2", "pbt.quantile=0.5", "pbt.perturbation=[0.5, 2]"});
+  EXPECT_EQ(set.pbt.population, 2);
+  EXPECT_DOUBLE_EQ(set.pbt.quantile, 0.5);
+  EXPECT_EQ(set.pbt.perturbation, (std::vector<double>{0.5, 2.0}));
+  // budget.min is ASHA's: a PBT sweep shorter than its default of 1 is fine.
+  const auto short_sweep = load_sweep(this->sweep("budget:", "scheduler: pbt\npbt: {interval: 0.2}\nbudget:"),
+                                      {"budget.max=0.6"});
+  EXPECT_DOUBLE_EQ(short_sweep.max_budget, 0.6);
+}
+
+TEST_F(SweepFile, BadPbtValuesNameTheirKey) {
+  const auto with = [&](const std::string& section) {
+    return sweep("budget:", "scheduler: pbt\npbt: " + section + "\nbudget:");
+  };
+  expect_input_error([&] { load_sweep(with("{interval: 0}")); }, {"sweep.yaml", "pbt.interval"});
+  expect_input_error([&] { load_sweep(with("{interval: 10}")); },
+                     {"sweep.yaml", "pbt.interval", "larger than budget.max"});
+  expect_input_error([&] { load_sweep(with("{quantile: 0.25}")); },
+                     {"sweep.yaml", "pbt.interval", "missing"});
+  expect_input_error([&] { load_sweep(with("{interval: 1, quantile: 0.6}")); },
+                     {"sweep.yaml", "pbt.quantile"});
+  expect_input_error([&] { load_sweep(with("{interval: 1, quantile: 0}")); }, {"sweep.yaml", "pbt.quantile"});
+  expect_input_error([&] { load_sweep(with("{interval: 1, population: 1}")); },
+                     {"sweep.yaml", "pbt.population"});
+  expect_input_error([&] { load_sweep(with("{interval: 1, population: 5}")); },
+                     {"sweep.yaml", "pbt.population", "larger than trials"});
+  expect_input_error([&] { load_sweep(with("{interval: 1, perturbation: [0.8, -1]}")); },
+                     {"sweep.yaml", "pbt.perturbation[1]"});
+  expect_input_error([&] { load_sweep(with("{interval: 1, resample_probability: 1.5}")); },
+                     {"sweep.yaml", "pbt.resample_probability"});
+  expect_input_error([&] { load_sweep(with("{interval: 1, mutation: 2}")); },
+                     {"sweep.yaml", "pbt", "mutation"});
+  expect_input_error([&] { load_sweep(sweep("budget:", "scheduler: pbt\nbudget:")); }, {"sweep.yaml", "pbt"});
+  expect_input_error([&] { load_sweep(sweep("budget:", "pbt: {interval: 1}\nbudget:")); },
+                     {"sweep.yaml", "pbt", "scheduler: pbt"});
+}

@@ -114,6 +114,22 @@ struct Describe {
     return "trial " + std::to_string(line.trial) + " ended before its handover: " + list(line.workers, '+') +
            " free";
   }
+  std::string operator()(const RecordPbtStep& record) const {
+    std::ostringstream line;
+    line << "pbt";
+    if (record.finished)
+      line << " trial " << record.finished->trial << " interval " << record.finished->interval << " metric "
+           << record.finished->metric.value_or(-1);
+    line << ":";
+    for (const auto& next : record.next) {
+      line << " trial " << next.trial;
+      if (next.exploited())
+        line << " copies " << next.parent_trial << "/" << next.parent_interval;
+      else
+        line << " continues";
+    }
+    return line.str();
+  }
   std::string operator()(const ShowProgress& progress) const {
     std::string text = "show";
     if (progress.headline) text += " [" + std::visit(*this, *progress.headline) + "]";
@@ -450,4 +466,86 @@ TEST(SweepState, TpeProposesEachNewTrialFromTheResultsRecordedBeforeIt) {
   const auto uninterrupted = state.receive(result(0, 3, 0.5), 30.0);
   EXPECT_EQ(only<RecordJobStart>(after_resume).proposal, only<RecordJobStart>(uninterrupted).proposal);
   EXPECT_EQ(only<RecordJobStart>(after_resume).job.trial, 4);
+}
+
+// scheduler: pbt on one group: the population starts first, then each trial continues interval by
+// interval; the trial in the bottom quarter of four results copies the top trial's checkpoint
+// (its step says so before its next job goes out) and trains on with the donor's seed.
+phalanx::config::SweepConfig pbt_population() {
+  phalanx::config::SweepConfig sweep;
+  sweep.seed = 5;
+  sweep.trials = 4;
+  sweep.scheduler = phalanx::config::Scheduler::Pbt;
+  sweep.max_budget = 2;
+  sweep.pbt.population = 4;
+  sweep.pbt.interval = 1;
+  sweep.join_running = false;
+  sweep.space = {phalanx::config::SearchParameter{
+      "optimizer.learning_rate", phalanx::config::ParameterType::LogUniform, {}, 1e-3, 1.0}};
+  return sweep;
+}
+
+TEST(SweepState, PbtRunsThePopulationIntervalByIntervalAndTheBottomCopiesTheTop) {
+  const auto sweep = pbt_population();
+  SweepState state(sweep, 1, 0, 0.0);
+  ASSERT_NE(state.pbt(), nullptr);
+  EXPECT_EQ(state.asha().rung_count(), 2);
+  EXPECT_EQ(describe(state.receive(cpu_group(0, {0}), 0.0)),
+            (Lines{"record worker 0 ranks 0", "record job 1: trial 0 rung 0 budget 1 on worker 0 (new trial)",
+                   "send worker 0 job 1: trial 0 rung 0"}));
+  EXPECT_EQ(describe(state.receive(result(0, 1, 0.9), 10.0)),
+            (Lines{"record job 1 done: trial 0 rung 0 metric 0.9", "pbt trial 0 interval 0 metric 0.9:",
+                   "record job 2: trial 1 rung 0 budget 1 on worker 0 (new trial)",
+                   "send worker 0 job 2: trial 1 rung 0", "show [done trial 0 rung 0 on 0]"}));
+  state.receive(result(0, 2, 0.5), 20.0);
+  state.receive(result(0, 3, 0.6), 30.0);
+  // The fourth result decides all four: trial 3 is the bottom quarter and copies the top one,
+  // trial 0; then the population continues at interval 1 in trial order.
+  EXPECT_EQ(
+      describe(state.receive(result(0, 4, 0.1), 40.0)),
+      (Lines{"record job 4 done: trial 3 rung 0 metric 0.1",
+             "pbt trial 3 interval 0 metric 0.1: trial 0 continues trial 1 continues trial 2 continues trial "
+             "3 copies 0/0",
+             "record job 5: trial 0 rung 1 budget 2 on worker 0", "send worker 0 job 5: trial 0 rung 1",
+             "show [done trial 3 rung 0 on 0]"}));
+  const auto donor_seed = "seed=" + std::to_string(trial_seed(sweep, 0));
+  EXPECT_EQ(state.assignments(3, 1).back(), donor_seed);
+  EXPECT_NE(state.assignments(3, 0).back(), donor_seed);
+  EXPECT_EQ(state.assignments(1, 1), state.assignments(1, 0));  // trial 1 continues unchanged
+  // Interval 1 is the last: each result ends its trial, and the sweep ends.
+  std::int64_t job = 5;
+  for (int trial = 0; trial < 4; ++trial) {
+    const auto commands = state.receive(result(0, job, 0.2 + 0.1 * trial), 50.0 + 10 * trial);
+    const auto& step = only<RecordPbtStep>(commands);
+    ASSERT_TRUE(step.finished.has_value());
+    EXPECT_EQ(step.finished->trial, trial);
+    EXPECT_EQ(step.finished->interval, 1);
+    EXPECT_EQ(step.finished->parent_trial, trial == 3 ? 0 : -1);  // the lineage of its interval
+    EXPECT_TRUE(step.next.empty());
+    EXPECT_TRUE(only<RecordJobDone>(commands).job.completed);
+    ++job;
+  }
+  EXPECT_TRUE(state.finished());
+  EXPECT_EQ(state.standings().size(), 4u);
+  EXPECT_EQ(state.standings().front().trial, 3);
+}
+
+TEST(SweepState, PbtResumeRequeuesTheInterruptedIntervalAndRedecidesAnUndecidedStep) {
+  const auto sweep = pbt_population();
+  SweepState state(sweep, 1, 10, 0.0);
+  RecordedProgress progress;
+  progress.trials = {0, 1, 2, 3};
+  progress.rung_results = {{0, 0, 0.9}, {1, 0, 0.5}, {2, 0, 0.6}, {3, 0, 0.1}};
+  progress.promotions = {{0, 1}};
+  progress.interrupted = {{0, 1}};
+  state.restore(progress);
+  // Trials 0-2 had their steps recorded; trial 3's result was committed, its step not.
+  std::vector<PbtStep> lineage;
+  for (int trial = 0; trial < 3; ++trial)
+    lineage.push_back(PbtStep{trial, 1, -1, -1, sample_trial(sweep, trial), std::nullopt});
+  EXPECT_EQ(describe(state.restore_pbt(progress, lineage)), (Lines{"pbt: trial 3 copies 0/0"}));
+  EXPECT_EQ(describe(state.receive(cpu_group(0, {0}), 1.0)),
+            (Lines{"record worker 0 ranks 0", "record job 11: trial 0 rung 1 budget 2 on worker 0",
+                   "send worker 0 job 11: trial 0 rung 1"}));
+  EXPECT_EQ(only<SendJob>(state.receive(result(0, 11, 0.8), 2.0)).trial, 1);
 }

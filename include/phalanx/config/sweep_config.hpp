@@ -25,9 +25,11 @@ enum class Search { Random, Grid, Tpe };
 constexpr std::array<WordName<Search>, 3> words(Search) {
   return {{{Search::Random, "random"}, {Search::Grid, "grid"}, {Search::Tpe, "tpe"}}};
 }
-// asha, or full: every trial to the maximum budget.
-enum class Scheduler { Asha, Full };
-constexpr std::array<WordName<Scheduler>, 2> words(Scheduler) { return {{{Scheduler::Asha, "asha"}, {Scheduler::Full, "full"}}}; }
+// asha, full: every trial to the maximum budget, or pbt: population-based training (pbt.hpp).
+enum class Scheduler { Asha, Full, Pbt };
+constexpr std::array<WordName<Scheduler>, 3> words(Scheduler) {
+  return {{{Scheduler::Asha, "asha"}, {Scheduler::Full, "full"}, {Scheduler::Pbt, "pbt"}}};
+}
 enum class Goal { Maximize, Minimize };
 constexpr std::array<WordName<Goal>, 2> words(Goal) {
   return {{{Goal::Maximize, "maximize"}, {Goal::Minimize, "minimize"}}};
@@ -44,6 +46,15 @@ struct SearchParameter {
   ParameterType type = ParameterType::Choice;
   std::vector<std::string> values;
   double low = 0, high = 0;
+};
+
+// The `pbt:` section (scheduler: pbt; docs/SWEEPS.md, "Population-based training").
+struct PbtConfig {
+  int population = 0;                             // trials training at once (default: all of `trials`)
+  double interval = 0;                            // budget units between exploit/explore decisions
+  double quantile = 0.25;                         // the bottom share copies the top share
+  std::vector<double> perturbation = {0.8, 1.2};  // factors an explored value is multiplied by
+  double resample_probability = 0.25;             // else a value is drawn afresh from its range
 };
 
 struct SweepConfig {
@@ -77,6 +88,7 @@ struct SweepConfig {
   // merged ranks, when that trial is expected to run at least join_min_seconds longer.
   bool join_running = true;
   double join_min_seconds = 10;
+  PbtConfig pbt;                       // with scheduler: pbt
   std::vector<SearchParameter> space;  // in file order
   Config base;                         // the base config, validated
   std::string base_text;               // its YAML text (as read, before overrides)

@@ -28,6 +28,9 @@ class Asha {
   // (every trial trained fully: the `full` scheduler, plain random or grid search).
   Asha(double min_budget, double max_budget, int eta, bool maximize, int max_trials,
        bool single_rung = false);
+  // Rungs at the given (increasing) budgets, for a scheduler that keeps ASHA's book of rung
+  // results but takes its own decisions (pbt.hpp's intervals).
+  Asha(std::vector<double> budgets, bool maximize, int max_trials);
 
   int rung_count() const { return static_cast<int>(budgets_.size()); }
   int top_rung() const { return rung_count() - 1; }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/comm/communicator.hpp"
@@ -39,6 +40,10 @@ struct JobRequest {
   // run after that step with a checkpoint, recorded as a handover (a sweep regrouping the trial
   // onto more ranks). Not asked when the training split is streamed (its order is cut per rank).
   std::function<bool()> handover_check{};
+  // KEY=VALUE applied to the resumed checkpoint's config before the resume policy compares it with
+  // this run's: the keys a sweep may change in a trial that continues a checkpoint (population-based
+  // training's explored hyperparameters). Empty: every setting that fixes the trajectory must match.
+  std::vector<std::string> checkpoint_config_overrides{};
 };
 
 // A device the job does not choose itself: a sweep worker group's, which serves one trial after

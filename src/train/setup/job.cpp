@@ -185,7 +185,8 @@ Job::Job(JobRequest request, const comm::Communicator& communicator, std::option
   comm::agree(communicator, [&] {
     setup = set_up_training(TrainingRequest{config, job.run_directory, state.device.threads, state.device.nccl,
                                             job.quiet, job.handover_check, state.batch_split,
-                                            state.checkpoint.get(), job.set_length},
+                                            state.checkpoint.get(), job.set_length,
+                                            job.checkpoint_config_overrides},
                             communicator, backend);
   });
   // Loaded: the file closes.

@@ -37,7 +37,8 @@ config::Config trajectory_settings(config::Config config) {
 namespace {
 
 void require_same_trajectory(const CheckpointHeader& header, const ResumingRun& run) {
-  auto written = trajectory_settings(config::parse(header.config_text, header.path + ":/config"));
+  auto written = trajectory_settings(
+      config::parse(header.config_text, header.path + ":/config", run.checkpoint_overrides));
   auto current = trajectory_settings(run.config);
   if (run.config.elastic.global_batch == config::ResumeGlobalBatch::Change) written.train.batch_size = current.train.batch_size;
   const std::string before = config::to_yaml(written);

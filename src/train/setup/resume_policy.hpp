@@ -27,6 +27,8 @@ struct ResumingRun {
   std::int64_t steps_per_epoch = 0;
   data::ShardOrder::Kind order = data::ShardOrder::Kind::Permutation;  // of the training split
   std::string cache_description;  // how the training split is held, for a refusal
+  // KEY=VALUE set in the checkpoint's config before the comparison (JobRequest's).
+  std::vector<std::string> checkpoint_overrides{};
 };
 
 struct ResumePlan {

@@ -61,12 +61,13 @@ void require_accumulation_arithmetic(const TrainingSetup& setup, int local_batch
 }
 
 void resume(TrainingSetup& setup, const OpenCheckpoint& checkpoint, backend::Backend& backend,
-            const comm::Communicator& communicator) {
+            const comm::Communicator& communicator,
+            const std::vector<std::string>& checkpoint_config_overrides) {
   const ResumePlan plan = plan_resume(
       checkpoint.header(),
       ResumingRun{setup.config, communicator.size(), communicator.rank(), setup.local_batches,
                   setup.global_batch, setup.steps_per_epoch, setup.train_split->order().kind,
-                  setup.train_split->cache_description});
+                  setup.train_split->cache_description, checkpoint_config_overrides});
   const CheckpointHeader& header = checkpoint.header();
   checkpoint.load(backend, setup.model->registry(), setup.optimizer.get());
   if (setup.loss_scaler && header.loss_scale) setup.loss_scaler->restore(*header.loss_scale);
@@ -173,7 +174,7 @@ TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator&
   setup.learning_rate = config.optimizer.learning_rate;
   freeze_parameters(config, setup.model->registry(), setup.initial_weights);
   if (request.checkpoint) {
-    resume(setup, *request.checkpoint, backend, communicator);
+    resume(setup, *request.checkpoint, backend, communicator, request.checkpoint_config_overrides);
   } else if (!config.model.init_from.empty() && communicator.rank() == 0) {
     // Rank 0 alone reads the file: the trainer starts every rank from rank 0's weights, so one
     // read (of a file that may be hundreds of megabytes) gives every rank the same weights.

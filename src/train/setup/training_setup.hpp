@@ -82,6 +82,7 @@ struct TrainingRequest {
   BatchSplit batch_split;
   const OpenCheckpoint* checkpoint = nullptr;  // the resume's, null for a fresh start
   std::function<void(config::Config&, std::int64_t, std::int64_t)> set_length;
+  std::vector<std::string> checkpoint_config_overrides;  // JobRequest's
 };
 
 // Opens the data, plans and allocates the model (its state and a step's activations checked
