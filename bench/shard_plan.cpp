@@ -16,47 +16,10 @@
 #include <string>
 #include <vector>
 
-namespace {
-constexpr std::size_t header = alignof(std::max_align_t);
-std::atomic<std::int64_t> live_bytes{0}, peak_bytes{0};
+#include "counting_allocator.hpp"
 
-void* counted_allocate(std::size_t size) {
-  void* block = std::malloc(size + header);
-  if (block == nullptr) throw std::bad_alloc();
-  *static_cast<std::size_t*>(block) = size;
-  const std::int64_t now = live_bytes += static_cast<std::int64_t>(size);
-  std::int64_t peak = peak_bytes.load();
-  while (now > peak && !peak_bytes.compare_exchange_weak(peak, now)) {
-  }
-  return static_cast<char*>(block) + header;
-}
-
-void counted_free(void* pointer) {
-  if (pointer == nullptr) return;
-  void* block = static_cast<char*>(pointer) - header;
-  live_bytes -= static_cast<std::int64_t>(*static_cast<std::size_t*>(block));
-  std::free(block);
-}
-}  // namespace
-
-void* operator new(std::size_t size) {
-  return counted_allocate(size);
-}
-void* operator new[](std::size_t size) {
-  return counted_allocate(size);
-}
-void operator delete(void* pointer) noexcept {
-  counted_free(pointer);
-}
-void operator delete[](void* pointer) noexcept {
-  counted_free(pointer);
-}
-void operator delete(void* pointer, std::size_t) noexcept {
-  counted_free(pointer);
-}
-void operator delete[](void* pointer, std::size_t) noexcept {
-  counted_free(pointer);
-}
+using counted_heap::live_bytes;
+using counted_heap::peak_bytes;
 
 namespace {
 using phalanx::data::EpochOrder;
