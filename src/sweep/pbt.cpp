@@ -10,31 +10,6 @@
 namespace phalanx::sweep {
 namespace {
 
-std::string format_real(double value) {
-  char text[40];
-  std::snprintf(text, sizeof(text), "%.9g", value);
-  return text;
-}
-
-// A fresh value from the parameter's range, as random search draws one.
-std::string resample(const config::SearchParameter& parameter, RandomStream& stream) {
-  switch (parameter.type) {
-    case config::ParameterType::Choice: return parameter.values[stream.next_below(parameter.values.size())];
-    case config::ParameterType::Int: {
-      const auto span = static_cast<std::uint64_t>(parameter.high - parameter.low) + 1;
-      return std::to_string(static_cast<long long>(parameter.low) +
-                            static_cast<long long>(stream.next_below(span)));
-    }
-    case config::ParameterType::Uniform:
-      return format_real(parameter.low + (parameter.high - parameter.low) * uniform_double(stream));
-    case config::ParameterType::LogUniform: {
-      const double low = std::log(parameter.low), high = std::log(parameter.high);
-      return format_real(std::exp(low + (high - low) * uniform_double(stream)));
-    }
-  }
-  return parameter.values.front();
-}
-
 // The donor's value moved by `factor`: scaled and clipped to the range; an int rounded, and moved
 // by one when rounding would undo the move; a choice to its neighbour in the factor's direction
 // (below 1: the previous choice, else the next), or the other neighbour at either end.
@@ -232,7 +207,7 @@ TrialParameters Pbt::explore(const TrialParameters& donor, RandomStream& stream)
     // Both draws are made for every key, so one key's outcome never shifts the next key's draws.
     const bool fresh = uniform_double(stream) < sweep_.pbt.resample_probability;
     const double factor = sweep_.pbt.perturbation[stream.next_below(sweep_.pbt.perturbation.size())];
-    value = fresh ? resample(*parameter, stream) : perturb(*parameter, value, factor);
+    value = fresh ? draw_value(*parameter, stream) : perturb(*parameter, value, factor);
   }
   return explored;
 }

@@ -14,17 +14,11 @@
 namespace phalanx::sweep {
 namespace {
 
-std::string format_real(double value) {
-  // Nine significant digits: exact enough for any hyperparameter and readable in the table.
-  char text[40];
-  std::snprintf(text, sizeof(text), "%.9g", value);
-  return text;
-}
-
 // Value number `index` of a choice or int parameter in a grid (int ranges are never listed: one
 // can span 2^32 values).
 std::string listed_value(const config::SearchParameter& parameter, std::int64_t index) {
-  if (parameter.type == config::ParameterType::Choice) return parameter.values[static_cast<std::size_t>(index)];
+  if (parameter.type == config::ParameterType::Choice)
+    return parameter.values[static_cast<std::size_t>(index)];
   return std::to_string(static_cast<std::int64_t>(parameter.low) + index);
 }
 
@@ -82,20 +76,7 @@ TrialParameters sample_trial(const config::SweepConfig& sweep, int trial_id) {
   for (const auto& parameter : sweep.space) {
     RandomStream stream(mix_seed(sweep.seed, static_cast<std::uint64_t>(trial_id)),
                         fnv1a_hash(parameter.key));
-    std::string value;
-    if (parameter.type == config::ParameterType::Choice) {
-      value = parameter.values[stream.next_below(parameter.values.size())];
-    } else if (parameter.type == config::ParameterType::Int) {
-      const auto span = static_cast<std::uint64_t>(parameter.high - parameter.low) + 1;
-      value = std::to_string(static_cast<long long>(parameter.low) +
-                             static_cast<long long>(stream.next_below(span)));
-    } else if (parameter.type == config::ParameterType::Uniform) {
-      value = format_real(parameter.low + (parameter.high - parameter.low) * uniform_double(stream));
-    } else {  // loguniform
-      const double low = std::log(parameter.low), high = std::log(parameter.high);
-      value = format_real(std::exp(low + (high - low) * uniform_double(stream)));
-    }
-    trial.values.emplace_back(parameter.key, value);
+    trial.values.emplace_back(parameter.key, draw_value(parameter, stream));
   }
   return trial;
 }
@@ -107,7 +88,8 @@ SpacePoint point_of(const config::SweepConfig& sweep, const TrialParameters& tri
   for (std::size_t index = 0; index < sweep.space.size(); ++index) {
     const auto& parameter = sweep.space[index];
     const auto& [key, text] = trial.values[index];
-    PHALANX_CHECK(key == parameter.key, "a trial's value for '", key, "' where the space has '", parameter.key, "'");
+    PHALANX_CHECK(key == parameter.key, "a trial's value for '", key, "' where the space has '",
+                  parameter.key, "'");
     if (parameter.type == config::ParameterType::Choice) {
       const auto found = std::find(parameter.values.begin(), parameter.values.end(), text);
       PHALANX_CHECK(found != parameter.values.end(), key, ": '", text, "' is not one of the choices");
@@ -128,8 +110,8 @@ SpacePoint point_of(const config::SweepConfig& sweep, const TrialParameters& tri
 }
 
 TrialParameters trial_at(const config::SweepConfig& sweep, int trial_id, const SpacePoint& point) {
-  PHALANX_CHECK(point.size() == sweep.space.size(), "a point of ", point.size(), " coordinates for a space of ",
-                sweep.space.size());
+  PHALANX_CHECK(point.size() == sweep.space.size(), "a point of ", point.size(),
+                " coordinates for a space of ", sweep.space.size());
   TrialParameters trial;
   trial.seed = trial_seed(sweep, trial_id);
   for (std::size_t index = 0; index < sweep.space.size(); ++index) {
@@ -140,11 +122,12 @@ TrialParameters trial_at(const config::SweepConfig& sweep, int trial_id, const S
           std::clamp<double>(point[index], 0, static_cast<double>(parameter.values.size() - 1)));
       value = parameter.values[choice];
     } else if (parameter.type == config::ParameterType::Int) {
-      value = std::to_string(static_cast<long long>(std::clamp(std::round(point[index]), parameter.low, parameter.high)));
+      value = std::to_string(
+          static_cast<long long>(std::clamp(std::round(point[index]), parameter.low, parameter.high)));
     } else {
       const double number = std::clamp(
-          parameter.type == config::ParameterType::LogUniform ? std::exp(point[index]) : point[index], parameter.low,
-          parameter.high);
+          parameter.type == config::ParameterType::LogUniform ? std::exp(point[index]) : point[index],
+          parameter.low, parameter.high);
       value = format_real(number);
       // Nine digits can round past a bound that has more: then all of them.
       const double written = std::strtod(value.c_str(), nullptr);
@@ -157,6 +140,31 @@ TrialParameters trial_at(const config::SweepConfig& sweep, int trial_id, const S
     trial.values.emplace_back(parameter.key, value);
   }
   return trial;
+}
+
+std::string draw_value(const config::SearchParameter& parameter, RandomStream& stream) {
+  switch (parameter.type) {
+    case config::ParameterType::Choice: return parameter.values[stream.next_below(parameter.values.size())];
+    case config::ParameterType::Int: {
+      const auto span = static_cast<std::uint64_t>(parameter.high - parameter.low) + 1;
+      return std::to_string(static_cast<long long>(parameter.low) +
+                            static_cast<long long>(stream.next_below(span)));
+    }
+    case config::ParameterType::Uniform:
+      return format_real(parameter.low + (parameter.high - parameter.low) * uniform_double(stream));
+    case config::ParameterType::LogUniform: {
+      const double low = std::log(parameter.low), high = std::log(parameter.high);
+      return format_real(std::exp(low + (high - low) * uniform_double(stream)));
+    }
+  }
+  PHALANX_CHECK(false, parameter.key, ": a parameter of unknown type");
+  return {};
+}
+
+std::string format_real(double value) {
+  char text[40];
+  std::snprintf(text, sizeof(text), "%.9g", value);
+  return text;
 }
 
 }  // namespace phalanx::sweep

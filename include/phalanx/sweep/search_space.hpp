@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "phalanx/config/sweep_config.hpp"
+#include "phalanx/core/random.hpp"
 #include "phalanx/sweep/tpe_sampler.hpp"
 
 namespace phalanx::sweep {
@@ -42,5 +43,13 @@ TrialParameters trial_at(const config::SweepConfig& sweep, int trial_id, const S
 
 // The training seed of a trial: derived from the sweep seed and the trial id only.
 std::uint64_t trial_seed(const config::SweepConfig& sweep, int trial_id);
+
+// One value of `parameter` as random search draws it (a choice, an int, uniform or log-uniform),
+// as YAML text; PBT's resampling draws the same way from its own stream.
+std::string draw_value(const config::SearchParameter& parameter, RandomStream& stream);
+
+// A real value as trials write it: nine significant digits, exact enough for any hyperparameter
+// and readable in the tables.
+std::string format_real(double value);
 
 }  // namespace phalanx::sweep
