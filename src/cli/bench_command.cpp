@@ -158,6 +158,16 @@ int bench_devices(const BenchArguments& arguments, int* argc, char*** argv) {
 
 // ----- allreduce -----------------------------------------------------------------------------
 
+// Every rank's CUDA backend on its GPU and the NCCL communicator over them; the agreed status
+// (0, or every rank's exit status when one of them failed).
+int open_nccl(const comm::Communicator& world, int device, std::unique_ptr<backend::Backend>& backend,
+              std::unique_ptr<comm::NcclCommunicator>& nccl) {
+  return agreed_status(world, [&] {
+    backend = backend::make_cuda_backend(device);
+    nccl = std::make_unique<comm::NcclCommunicator>(world, *backend);
+  });
+}
+
 int bench_allreduce(const BenchArguments& arguments, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
   const auto world = comm::Communicator::world();
@@ -189,10 +199,7 @@ int bench_allreduce(const BenchArguments& arguments, int* argc, char*** argv) {
   if (gpus) {
     std::unique_ptr<backend::Backend> backend;
     std::unique_ptr<comm::NcclCommunicator> nccl;
-    status = agreed_status(world, [&] {
-      backend = backend::make_cuda_backend(gpu.device);
-      nccl = std::make_unique<comm::NcclCommunicator>(world, *backend);
-    });
+    status = open_nccl(world, gpu.device, backend, nccl);
     if (status) return status;
     status = run_or_abort(world, [&] {
       columns.push_back(benchmark::benchmark_nccl_allreduce(*nccl, *backend, world, settings));
@@ -247,10 +254,7 @@ int bench_calibrate(const BenchArguments& arguments, int* argc, char*** argv) {
     if (gpus) {
       std::unique_ptr<backend::Backend> backend;
       std::unique_ptr<comm::NcclCommunicator> nccl;
-      status = agreed_status(world, [&] {
-        backend = backend::make_cuda_backend(gpu.device);
-        nccl = std::make_unique<comm::NcclCommunicator>(world, *backend);
-      });
+      status = open_nccl(world, gpu.device, backend, nccl);
       if (status) return status;
       status = run_or_abort(world, [&] {
         transports.push_back(benchmark::fit_transport(
