@@ -16,13 +16,14 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/model_plan.hpp"
 #include "phalanx/scaling/device_preset.hpp"
+#include "phalanx/scaling/measured_transport.hpp"
 #include "phalanx/scaling/step_prediction.hpp"
 
 namespace phalanx::cli {
 namespace {
 
 struct ScalingArguments {
-  std::string config_path, layer_table, fabric, profile, sample_shape;
+  std::string config_path, layer_table, fabric, transport, profile, sample_shape;
   std::vector<std::string> overrides;
   std::vector<int> sweep_nodes;
   int nodes = 1, gpus_per_node = 1, classes = 0, batch_size = 0;
@@ -75,6 +76,22 @@ nlohmann::json to_json(const scaling::StepPrediction& prediction) {
           {"buckets", buckets}};
 }
 
+// A measured transport has one time per bucket: the ring and tree columns would repeat it.
+void print_measured_schedule(const scaling::StepPrediction& prediction) {
+  std::printf(
+      "\n# bucket schedule, %d rank(s), measured all-reduce: times in ms from the start of the step\n",
+      prediction.topology.ranks());
+  std::printf("%6s %10s %10s %9s %9s %14s %9s %9s\n", "bucket", "elements", "MB", "ready", "start",
+              "all-reduce ms", "finish", "waits");
+  for (std::size_t index = 0; index < prediction.buckets.size(); ++index) {
+    const auto& bucket = prediction.buckets[index];
+    std::printf("%6zu %10lld %10.2f %9.2f %9.2f %14.3f %9.2f %9.2f\n", index,
+                static_cast<long long>(bucket.end - bucket.begin), bucket.bytes / 1e6, bucket.ready * 1e3,
+                bucket.start * 1e3, bucket.chosen.seconds * 1e3, bucket.finish * 1e3,
+                (bucket.start - bucket.ready) * 1e3);
+  }
+}
+
 void print_schedule(const scaling::StepPrediction& prediction) {
   std::printf("\n# bucket schedule, %d node(s) x %d GPU(s): times in ms from the start of the step\n",
               prediction.topology.nodes, prediction.topology.gpus_per_node);
@@ -121,7 +138,20 @@ int run_scaling(const ScalingArguments& arguments) {
   std::optional<config::Config> config;
   if (!arguments.config_path.empty()) config = config::load(arguments.config_path, arguments.overrides);
   const scaling::LayerCosts costs = model_layers(arguments, config ? &*config : nullptr);
-  const scaling::Fabric fabric = scaling::find_fabric(arguments.fabric);
+  PHALANX_REQUIRE_INPUT(
+      arguments.fabric.empty() != arguments.transport.empty(),
+      "give the all-reduce's fabric, --fabric NAME|FILE (NCCL's cost model on its figures), "
+      "or --transport NAME (one measured by `phalanx bench calibrate`, with --profile), one "
+      "of them");
+  PHALANX_REQUIRE_INPUT(arguments.transport.empty() || !arguments.profile.empty(), "--transport ",
+                        arguments.transport,
+                        " reads the measured transport from the profile: give --profile FILE");
+  std::optional<scaling::Fabric> fabric;
+  std::optional<scaling::MeasuredTransport> transport;
+  if (arguments.transport.empty())
+    fabric = scaling::find_fabric(arguments.fabric);
+  else
+    transport = scaling::read_measured_transport(arguments.profile, arguments.transport);
 
   std::vector<int> node_counts =
       arguments.sweep_nodes.empty() ? std::vector<int>{arguments.nodes} : arguments.sweep_nodes;
@@ -164,8 +194,27 @@ int run_scaling(const ScalingArguments& arguments) {
   for (const int nodes : node_counts) {
     const scaling::Topology topology{nodes, arguments.gpus_per_node};
     settings.global_batch = std::int64_t{batch} * topology.ranks();
-    predictions.push_back(scaling::predict_step(costs, times, settings, topology, fabric));
+    if (fabric) {
+      predictions.push_back(scaling::predict_step(costs, times, settings, topology, *fabric));
+      continue;
+    }
+    PHALANX_REQUIRE_INPUT(topology.ranks() == 1 || topology.ranks() == transport->ranks, arguments.profile,
+                          ": transport '", transport->name, "' was measured at ", transport->ranks,
+                          " ranks, and says nothing about ", topology.ranks(),
+                          " (--nodes x --gpus-per-node)");
+    predictions.push_back(scaling::predict_step(costs, times, settings, topology, [&](std::size_t bytes) {
+      const scaling::AllreduceEstimate estimate = scaling::estimate_allreduce(*transport, bytes);
+      return scaling::BucketAllreduce{estimate, estimate, estimate};
+    }));
   }
+  const std::string allreduce_name =
+      fabric ? fabric->name : "measured " + transport->name + " (" + transport->profile + ")";
+  char transport_text[200] = "";
+  if (transport)
+    std::snprintf(transport_text, sizeof transport_text,
+                  "fitted at %d ranks: %.1f us latency, %.3f GB/s (time = latency + bytes / bandwidth)",
+                  transport->ranks, transport->latency * 1e6, 1e-9 / transport->seconds_per_byte);
+  const std::string allreduce_source = fabric ? fabric->source : transport_text;
 
   if (arguments.json) {
     nlohmann::json output = {{"model", costs.model},
@@ -174,8 +223,8 @@ int run_scaling(const ScalingArguments& arguments) {
                              {"multiply_adds_per_sample", costs.multiply_adds()},
                              {"local_batch", batch},
                              {"bucket_bytes", settings.bucket_bytes},
-                             {"fabric", fabric.name},
-                             {"fabric_source", fabric.source},
+                             {"fabric", allreduce_name},
+                             {"fabric_source", allreduce_source},
                              {"compute_source", times.source},
                              {"predictions", nlohmann::json::array()}};
     for (const auto& prediction : predictions) output["predictions"].push_back(to_json(prediction));
@@ -188,10 +237,16 @@ int run_scaling(const ScalingArguments& arguments) {
       costs.model.c_str(), static_cast<long long>(costs.parameters),
       costs.gradient_elements * settings.wire_bytes_per_element / 1e6, 2.0 * costs.multiply_adds() / 1e9,
       batch, bucket_mb);
-  std::printf("# fabric %s: %s\n", fabric.name.c_str(), fabric.source.c_str());
+  std::printf("# %s %s: %s\n", fabric ? "fabric" : "all-reduce", allreduce_name.c_str(),
+              allreduce_source.c_str());
   std::printf("# compute: %s; forward %.2f ms, backward %.2f ms per step\n", times.source.c_str(),
               times.forward_seconds() * 1e3, times.backward_seconds() * 1e3);
-  if (predictions.size() == 1) print_schedule(predictions.front());
+  if (predictions.size() == 1) {
+    if (fabric)
+      print_schedule(predictions.front());
+    else
+      print_measured_schedule(predictions.front());
+  }
   std::printf("\n");
   print_summary_header();
   for (const auto& prediction : predictions) print_summary_row(prediction);
@@ -209,7 +264,11 @@ std::function<int()> add_scaling_command(CLI::App& app) {
                       "A layer table (JSON: per layer parameters and multiply-adds) instead of a config");
   command->add_option("--nodes", arguments->nodes, "Nodes (default 1)");
   command->add_option("--gpus-per-node", arguments->gpus_per_node, "GPUs (ranks) per node (default 1)");
-  command->add_option("--fabric", arguments->fabric, "A fabric preset or a fabric file (JSON)")->required();
+  command->add_option("--fabric", arguments->fabric, "A fabric preset or a fabric file (JSON)");
+  command->add_option(
+      "--transport", arguments->transport,
+      "Instead of --fabric: the all-reduce measured by `bench calibrate` (shared_memory, network "
+      "or nccl, from --profile), at the rank count it was measured at");
   command->add_option("--profile", arguments->profile,
                       "Per-layer times from `phalanx bench calibrate` (JSON)");
   command->add_option("--images-per-second", arguments->images_per_second,

@@ -11,6 +11,19 @@ namespace phalanx::scaling {
 
 StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
                             const Topology& topology, const Fabric& fabric) {
+  // Checked once up front, so a fabric without a network is refused even when no bucket is cut.
+  bottleneck_bus_bandwidth(topology, fabric);
+  return predict_step(costs, times, settings, topology, [&](std::size_t bytes) {
+    BucketAllreduce allreduce;
+    allreduce.ring = best_protocol(Algorithm::Ring, bytes, topology, fabric);
+    allreduce.tree = best_protocol(Algorithm::Tree, bytes, topology, fabric);
+    allreduce.chosen = allreduce.tree.seconds < allreduce.ring.seconds ? allreduce.tree : allreduce.ring;
+    return allreduce;
+  });
+}
+
+StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
+                            const Topology& topology, const AllreduceCosting& costing) {
   PHALANX_CHECK(times.forward.size() == costs.layers.size() && times.backward.size() == costs.layers.size(),
                 "compute times for ", times.forward.size(), " layers, the model has ", costs.layers.size());
   StepPrediction prediction;
@@ -48,9 +61,10 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
       }
     }
     if (!held) timing.ready = backward_end;
-    timing.ring = best_protocol(Algorithm::Ring, timing.bytes, topology, fabric);
-    timing.tree = best_protocol(Algorithm::Tree, timing.bytes, topology, fabric);
-    timing.chosen = timing.tree.seconds < timing.ring.seconds ? timing.tree : timing.ring;
+    const BucketAllreduce allreduce = costing(timing.bytes);
+    timing.ring = allreduce.ring;
+    timing.tree = allreduce.tree;
+    timing.chosen = allreduce.chosen;
     timing.start = std::max(timing.ready, previous_finish);
     timing.finish = timing.start + timing.chosen.seconds;
     previous_finish = timing.finish;

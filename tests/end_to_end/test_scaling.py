@@ -120,6 +120,47 @@ class CalibrateTest(unittest.TestCase):
         self.assertIn("conv1", refused.stderr, refused.describe())
 
 
+class MeasuredTransportTest(unittest.TestCase):
+    def test_two_ranks_calibrate_a_transport_that_scaling_costs_the_buckets_with(self):
+        profile = os.path.join(WORK, "profile-2-ranks.json")
+        result = e2e.mpirun(2, "bench", "calibrate", CONFIG, "--iterations", 2, "--batch-size", 4,
+                            "--max-bytes", 262144, "--output", profile)
+        self.assertEqual(result.returncode, 0, result.describe())
+        with open(profile) as file:
+            written = json.load(file)
+        transports = {transport["name"]: transport for transport in written["transports"]}
+        self.assertIn("shared_memory", transports, written["transports"])
+        fit = transports["shared_memory"]
+        self.assertEqual(fit["ranks"], 2)
+        self.assertGreater(fit["seconds_per_byte"], 0)
+        predicted = scaling("--profile", profile, "--gpus-per-node", 2, "--transport", "shared_memory", "--json")
+        self.assertEqual(predicted.returncode, 0, predicted.describe())
+        output = json.loads(predicted.stdout)
+        self.assertIn("shared_memory", output["fabric"])
+        prediction = output["predictions"][0]
+        self.assertEqual(prediction["ranks"], 2)
+        total = 0.0
+        for bucket in prediction["buckets"]:
+            expected = fit["latency_seconds"] + bucket["bytes"] * fit["seconds_per_byte"]
+            self.assertAlmostEqual(bucket["ring"]["seconds"], expected, places=12)
+            total += expected
+        self.assertAlmostEqual(prediction["allreduce_seconds"], total, places=9)
+        printed = scaling("--profile", profile, "--gpus-per-node", 2, "--transport", "shared_memory")
+        self.assertEqual(printed.returncode, 0, printed.describe())
+        self.assertIn("all-reduce ms", printed.stdout)
+        # The fit is for 2 ranks; a transport the profile lacks; --transport without --profile.
+        for args, words in ((("--gpus-per-node", 4), [profile, "2 ranks", "4"]),
+                            (("--gpus-per-node", 2, "--transport", "network"), [profile, "'transports'", "network"])):
+            transport = [] if "--transport" in args else ["--transport", "shared_memory"]
+            refused = scaling("--profile", profile, *transport, *args)
+            self.assertEqual(refused.returncode, 2, refused.describe())
+            for word in words:
+                self.assertIn(word, refused.stderr, refused.describe())
+        refused = scaling("--images-per-second", 100, "--transport", "shared_memory")
+        self.assertEqual(refused.returncode, 2, refused.describe())
+        self.assertIn("--profile", refused.stderr, refused.describe())
+
+
 class TraceBucketReadyTest(unittest.TestCase):
     def test_the_training_trace_marks_when_each_bucket_became_ready(self):
         run_dir = os.path.join(WORK, "traced-run")

@@ -3,7 +3,10 @@
 // a real model plan (its gradient layout and multiply-adds).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "phalanx/core/error.hpp"
+#include "phalanx/scaling/measured_transport.hpp"
 #include "phalanx/scaling/step_prediction.hpp"
 
 namespace phalanx::testing {
@@ -88,6 +91,44 @@ TEST(StepPrediction, OneDeviceHasNoAllreduceAndASlowNetworkExposesMore) {
   // 0.44 s at least, of which 0.14 s after backward.
   EXPECT_GT(slow.step, 0.44);
   EXPECT_GT(slow.exposed_share(), 0.14 / 0.44);
+}
+
+// A measured transport (bench calibrate's fit) costs each bucket latency + bytes x seconds_per_byte;
+// the timeline around it is the same: ready, queued behind the previous bucket, the rest exposed.
+TEST(StepPrediction, AMeasuredTransportCostsEachBucketByItsFit) {
+  const LayerCosts costs = two_layers();
+  const ComputeTimes times = compute_from_throughput(costs, 100, 30);
+  StepSettings settings;
+  settings.local_batch = 30;
+  settings.global_batch = 60;
+  settings.bucket_bytes = std::size_t{4} << 20;
+  MeasuredTransport transport;
+  transport.name = "shared_memory";
+  transport.ranks = 2;
+  transport.latency = 2e-3;
+  transport.seconds_per_byte = 1e-8;  // 100 MB/s: slow enough to expose some of it
+  const StepPrediction prediction =
+      predict_step(costs, times, settings, Topology{1, 2}, [&](std::size_t bytes) {
+        const AllreduceEstimate estimate = estimate_allreduce(transport, bytes);
+        return BucketAllreduce{estimate, estimate, estimate};
+      });
+  ASSERT_GE(prediction.buckets.size(), 3u);
+  double previous_finish = 0, total = 0;
+  for (const BucketTiming& bucket : prediction.buckets) {
+    EXPECT_DOUBLE_EQ(bucket.chosen.seconds, 2e-3 + static_cast<double>(bucket.bytes) * 1e-8);
+    EXPECT_DOUBLE_EQ(bucket.start, std::max(bucket.ready, previous_finish));
+    EXPECT_DOUBLE_EQ(bucket.finish, bucket.start + bucket.chosen.seconds);
+    previous_finish = bucket.finish;
+    total += bucket.chosen.seconds;
+  }
+  EXPECT_DOUBLE_EQ(prediction.allreduce, total);
+  EXPECT_DOUBLE_EQ(prediction.step, previous_finish);
+  EXPECT_NEAR(prediction.exposed, previous_finish - 0.3, 1e-12);
+  EXPECT_GT(prediction.exposed, 0.0);
+  EXPECT_NEAR(prediction.efficiency, 0.3 / prediction.step, 1e-12);
+  // One rank: nothing to all-reduce, whatever the fit.
+  transport.ranks = 1;
+  EXPECT_EQ(estimate_allreduce(transport, 1 << 20).seconds, 0.0);
 }
 
 }  // namespace

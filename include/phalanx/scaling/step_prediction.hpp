@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "phalanx/scaling/allreduce_cost_model.hpp"
@@ -44,9 +45,18 @@ struct StepPrediction {
   double exposed_share() const { return step > 0 ? exposed / step : 0; }
 };
 
+// What one bucket's all-reduce of `bytes` costs: its ring and tree estimates and the one it uses.
+struct BucketAllreduce {
+  AllreduceEstimate ring, tree, chosen;
+};
+using AllreduceCosting = std::function<BucketAllreduce(std::size_t bytes)>;
+
 // `times` are for settings.local_batch; throws InvalidInput when the ranks span nodes on a fabric
-// without a network.
+// without a network. NCCL's cost model on `fabric` (the faster of ring and tree per bucket).
 StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
                             const Topology& topology, const Fabric& fabric);
+// The same timeline with each bucket's all-reduce costed by `costing` (a measured transport).
+StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
+                            const Topology& topology, const AllreduceCosting& costing);
 
 }  // namespace phalanx::scaling
