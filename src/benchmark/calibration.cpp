@@ -37,21 +37,25 @@ Tensor random_tensor(backend::Backend& backend, const Shape& shape, std::uint64_
 
 TransportFit fit_transport(const std::string& name, int ranks, const std::vector<AllreduceResult>& measured) {
   PHALANX_CHECK(measured.size() >= 2, "a transport fit needs two sizes or more, got ", measured.size());
-  double mean_bytes = 0, mean_seconds = 0;
+  double weights = 0, bytes = 0, seconds = 0, bytes_squared = 0, bytes_seconds = 0;
   for (const auto& point : measured) {
-    mean_bytes += static_cast<double>(point.bytes);
-    mean_seconds += point.seconds;
+    PHALANX_CHECK(point.seconds > 0, "a transport fit needs positive times, got ", point.seconds);
+    const double weight = 1.0 / (point.seconds * point.seconds);
+    const auto size = static_cast<double>(point.bytes);
+    weights += weight;
+    bytes += weight * size;
+    seconds += weight * point.seconds;
+    bytes_squared += weight * size * size;
+    bytes_seconds += weight * size * point.seconds;
   }
-  mean_bytes /= measured.size();
-  mean_seconds /= measured.size();
-  double covariance = 0, variance = 0;
-  for (const auto& point : measured) {
-    covariance += (point.bytes - mean_bytes) * (point.seconds - mean_seconds);
-    variance += (point.bytes - mean_bytes) * (point.bytes - mean_bytes);
+  const double determinant = weights * bytes_squared - bytes * bytes;
+  PHALANX_CHECK(determinant > 0, "a transport fit needs two different sizes");
+  TransportFit fit{name, ranks, 0, (weights * bytes_seconds - bytes * seconds) / determinant, measured};
+  fit.latency = (seconds - fit.seconds_per_byte * bytes) / weights;
+  if (fit.latency < 0 || fit.seconds_per_byte <= 0) {
+    fit.latency = 0;
+    fit.seconds_per_byte = bytes_seconds / bytes_squared;
   }
-  PHALANX_CHECK(variance > 0, "a transport fit needs two different sizes");
-  TransportFit fit{name, ranks, 0, covariance / variance, measured};
-  fit.latency = mean_seconds - fit.seconds_per_byte * mean_bytes;
   return fit;
 }
 

@@ -1,4 +1,4 @@
-// Calibration: the least-squares transport fit recovers a known line, and a real model's per-layer
+// Calibration: the least-squares transport fit recovers a known line and keeps its latency >= 0, and a real model's per-layer
 // backward times and bucket ready times are consistent with the whole pass they were read from.
 #include <gtest/gtest.h>
 
@@ -17,6 +17,19 @@ TEST(Calibration, TransportFitRecoversLatencyAndInverseBandwidth) {
   EXPECT_NEAR(fit.latency, 20e-6, 1e-12);
   EXPECT_NEAR(fit.seconds_per_byte, 1e-10, 1e-18);
   EXPECT_THROW(benchmark::fit_transport("x", 2, {measured.front()}), Error);
+}
+
+// Points on a line whose intercept is negative (what noise at the small sizes can give): the fit
+// keeps the latency at zero and the bandwidth from the points, so a prediction never gets a
+// negative time.
+TEST(Calibration, TransportFitKeepsTheLatencyAtZeroOrAbove) {
+  std::vector<benchmark::AllreduceResult> measured;
+  for (std::size_t bytes = std::size_t{1} << 17; bytes <= (std::size_t{1} << 24); bytes *= 2)
+    measured.push_back({bytes, bytes * 1e-10 - 5e-6, 0, 0});
+  const benchmark::TransportFit fit = benchmark::fit_transport("shared_memory", 2, measured);
+  EXPECT_EQ(fit.latency, 0.0);
+  EXPECT_GT(fit.seconds_per_byte, 0.8e-10);
+  EXPECT_LT(fit.seconds_per_byte, 1.0e-10);
 }
 
 TEST(Calibration, LayerBackwardTimesAddUpToThePassAndBucketsBecomeReadyInOrder) {

@@ -24,7 +24,10 @@ struct TransportFit {
   std::vector<AllreduceResult> measured;
 };
 
-// Ordinary least squares of seconds on bytes; needs two sizes or more.
+// Least squares of seconds on bytes in relative terms (each size weighted by 1 / its time squared,
+// so the small sizes that set the latency count as much as the large ones that set the bandwidth),
+// with the latency held at 0 or above (a negative intercept, which noise at the small sizes can
+// give, is refitted through the origin). Needs two sizes or more.
 TransportFit fit_transport(const std::string& name, int ranks, const std::vector<AllreduceResult>& measured);
 
 struct LayerTiming {

@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""`phalanx scaling` against measurement on this machine (docs/SCALING.md): for each model and each
+placement of the ranks, `phalanx bench calibrate` measures the layers and the all-reduce there,
+`phalanx scaling --profile ... --transport ...` predicts the step from that profile, and a real
+training run of the same config in the same placement measures it. Compared: the median step time
+(the slowest rank's p50, summary.json's step_time_skew) and the exposed all-reduce's share of the
+step (time_breakdown.allreduce_wait.share against the prediction's exposed_share).
+
+    python3 bench/scaling_check.py build/src/phalanx [--steps 200] [--models fmnist_cnn resnet20]
+        [--placements one-rank two-ranks two-hosts two-hosts-10g two-hosts-1g] [--output F.json]
+
+Placements: one rank; two ranks on this host (MPI over shared memory); two hosts, i.e. two
+network namespaces joined by a veth pair (tests/end_to_end/network_hosts.py: MPI over TCP), the
+link unshaped or held to 10 or 1 Gbit/s by a token bucket (tc tbf; needs root and iproute2). Each
+rank runs one thread. Nothing else may run on the machine while this measures.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "end_to_end"))
+os.environ.setdefault("PHALANX_E2E_WORK", os.path.join(os.getcwd(), "bench-work"))
+
+PLACEMENTS = {  # name: (ranks, hosts, link Mbit/s or None)
+    "one-rank": (1, 1, None),
+    "two-ranks": (2, 1, None),
+    "two-hosts": (2, 2, None),
+    "two-hosts-10g": (2, 2, 10000),
+    "two-hosts-1g": (2, 2, 1000),
+}
+MODELS = {  # preset: (batch per rank, data)
+    "fmnist_cnn": (64, "fashion"),
+    "resnet20": (32, "synth32"),
+}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("phalanx")
+    parser.add_argument("--steps", type=int, default=200, help="training steps per measured run")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--placements", nargs="+", default=list(PLACEMENTS), choices=list(PLACEMENTS))
+    parser.add_argument("--output", help="JSON file for every row")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    os.environ["PHALANX_BIN"] = os.path.abspath(args.phalanx)
+    import e2e_common as e2e
+    from network_hosts import NetworkHosts
+    e2e.PHALANX = os.environ["PHALANX_BIN"]
+
+    work = e2e.work_dir("scaling_check")
+    data = {"fashion": e2e.make_fashion_subset(work, 16384, 1024),
+            "synth32": e2e.make_synth(os.path.join(work, "synth32.h5"), train=8192, test=64, height=32, width=32,
+                                      channels=3)}
+    hosts = None
+    if any(PLACEMENTS[name][1] > 1 for name in args.placements):
+        hosts = NetworkHosts("chk", work, subnet="10.231.9").create()
+    rows = []
+    try:
+        for model in args.models:
+            batch, dataset = MODELS[model]
+            config = e2e.base_config(data[dataset], name=f"check-{model}", preset=model, batch_size=batch,
+                                     epochs=100, max_steps=args.steps, log_every_steps=1000)
+            config_path = e2e.write_config(os.path.join(work, f"{model}.yaml"), config)
+            for placement in args.placements:
+                ranks, host_count, rate = PLACEMENTS[placement]
+
+                def launch(*phalanx_args):
+                    if host_count == 1:
+                        return e2e.mpirun(ranks, *phalanx_args, timeout=1800)
+                    return e2e.run_command(hosts.launch_command(hosts.addresses) + [e2e.PHALANX, *map(str, phalanx_args)],
+                                           timeout=1800)
+
+                if hosts is not None:
+                    hosts.shape(rate if host_count > 1 else None)
+                profile = os.path.join(work, f"profile-{model}-{placement}.json")
+                calibrated = launch("bench", "calibrate", config_path, "--iterations", 20, "--output", profile)
+                if calibrated.returncode != 0:
+                    raise SystemExit(f"calibrate failed ({model}, {placement}):\n{calibrated.describe()}")
+                transport = [] if ranks == 1 else ["--transport", "network" if host_count > 1 else "shared_memory"]
+                fabric = ["--fabric", "nvlink-h100"] if ranks == 1 else []
+                predicted = e2e.phalanx("scaling", config_path, "--profile", profile, "--gpus-per-node", ranks,
+                                        *transport, *fabric, "--json")
+                if predicted.returncode != 0:
+                    raise SystemExit(f"scaling failed ({model}, {placement}):\n{predicted.describe()}")
+                prediction = json.loads(predicted.stdout)["predictions"][0]
+                run_dir = os.path.join(work, f"run-{model}-{placement}")
+                trained = launch("train", config_path, "--run-dir", run_dir)
+                if trained.returncode != 0:
+                    raise SystemExit(f"training failed ({model}, {placement}):\n{trained.describe()}")
+                summary = e2e.read_summary(run_dir)
+                measured_step = summary["step_time_skew"]["slowest_p50_ms"] / 1e3
+                measured_exposed = summary["time_breakdown"]["allreduce_wait"]["share"]
+                row = {"model": model, "placement": placement, "ranks": ranks, "hosts": host_count,
+                       "link_mbit": rate, "batch": batch, "steps": args.steps,
+                       "predicted_step_ms": 1e3 * prediction["step_seconds"],
+                       "measured_step_ms": 1e3 * measured_step,
+                       "step_error": prediction["step_seconds"] / measured_step - 1,
+                       "predicted_exposed_share": prediction["exposed_share"],
+                       "measured_exposed_share": measured_exposed,
+                       "exposed_points": 100 * (prediction["exposed_share"] - measured_exposed),
+                       "profile": profile, "run_dir": run_dir}
+                rows.append(row)
+                print(f"{model:<11} {placement:<14} step predicted {row['predicted_step_ms']:8.2f} ms, measured "
+                      f"{row['measured_step_ms']:8.2f} ms ({100 * row['step_error']:+6.1f}%); exposed all-reduce "
+                      f"{100 * row['predicted_exposed_share']:5.1f}% vs {100 * measured_exposed:5.1f}% "
+                      f"({row['exposed_points']:+5.1f} points)", flush=True)
+    finally:
+        if hosts is not None:
+            hosts.delete()
+    within = sum(abs(row["step_error"]) <= 0.15 and abs(row["exposed_points"]) <= 5 for row in rows)
+    print(f"{within} of {len(rows)} within 15% (step) and 5 points (exposed share); median |step error| "
+          f"{100 * statistics.median(abs(row['step_error']) for row in rows):.1f}%")
+    if args.output:
+        with open(args.output, "w") as stream:
+            json.dump(rows, stream, indent=1)
+
+
+if __name__ == "__main__":
+    main()
