@@ -1,5 +1,6 @@
 // `phalanx sweep SWEEP.yaml [--sweep-dir DIR] [--resume] [--set key=value ...]`: a hyperparameter
-// sweep over all ranks of the mpirun (docs/SWEEPS.md), set up and run by sweep::SweepJob.
+// sweep over all ranks of the mpirun (docs/SWEEPS.md), set up and run by sweep::SweepJob; with
+// `--join DIR` instead, this mpirun's ranks join the sweep running in DIR as more worker groups.
 #include <memory>
 
 #include "commands.hpp"
@@ -17,6 +18,7 @@ struct SweepArguments {
   std::string sweep_directory;
   std::vector<std::string> overrides;
   bool resume = false;
+  std::string join_directory;
 };
 
 int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
@@ -28,8 +30,9 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
   const auto world = comm::Communicator::world();
 
   sweep::SweepRequest request;
-  request.directory = arguments.sweep_directory;
+  request.directory = arguments.join_directory.empty() ? arguments.sweep_directory : arguments.join_directory;
   request.resume = arguments.resume;
+  request.join = !arguments.join_directory.empty();
   int status =
       agreed_status(world, [&] { request.sweep = config::load_sweep(arguments.sweep_path, arguments.overrides); });
   if (status) return status;
@@ -44,12 +47,18 @@ std::function<int()> add_sweep_command(CLI::App& app, int* argc, char*** argv) {
   auto arguments = std::make_shared<SweepArguments>();
   auto* command = app.add_subcommand("sweep", "Run a hyperparameter sweep (ASHA) over the MPI ranks");
   command->add_option("sweep", arguments->sweep_path, "Sweep file (YAML, see docs/SWEEPS.md)")->required();
-  command->add_option(
+  auto* directory = command->add_option(
       "--sweep-dir", arguments->sweep_directory,
       "Sweep directory: sweep.db, results.csv, best/, report.html, trials/ (default sweeps/<name>)");
-  command->add_flag(
+  auto* resume = command->add_flag(
       "--resume", arguments->resume,
       "Continue the sweep in --sweep-dir after a kill: in-flight trials resume from their checkpoints");
+  command
+      ->add_option("--join", arguments->join_directory,
+                   "Add this job's ranks as worker groups to the sweep running in this directory (another "
+                   "mpirun or Slurm job; the same sweep file and overrides); they leave when it ends")
+      ->excludes(directory)
+      ->excludes(resume);
   command
       ->add_option(
           "--set", arguments->overrides,

@@ -5,11 +5,16 @@
 #include "phalanx/sweep/coordinator.hpp"
 
 #include <chrono>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <thread>
 #include <variant>
 
+#include "join_listener.hpp"
 #include "messages.hpp"
+#include "phalanx/core/build_stamp.hpp"
+#include "phalanx/core/error.hpp"
 #include "phalanx/core/timer.hpp"
 #include "phalanx/sweep/pbt_lineage.hpp"
 #include "phalanx/sweep/protocol.hpp"
@@ -44,6 +49,8 @@ class Coordinator {
     store_.set_meta("definition", sweep_definition(sweep_));
     store_.set_meta("groups", std::to_string(options_.groups));
     printer_.header(state_);
+    // Jobs may join from here on (sweep --join): join.json says where to ask.
+    if (options_.accept_joins) joins_ = std::make_unique<JoinListener>(options_.sweep_directory);
     comm::Message message;
     for (;;) {
       // The signal reaches rank 0's process on StopRequest's thread; the workers see it at their
@@ -51,9 +58,11 @@ class Coordinator {
       // reported (their trials interrupted with a checkpoint, or finished if at their last step).
       if (!state_.stopping() && train::StopRequest::signal_received())
         execute(state_.stop(train::StopRequest::signal_received(), wall_seconds_since_epoch()));
+      const bool joins_said = joins_ && poll_joins();
+      if (joins_said && state_.finished()) break;
       if (!channel_.try_receive_string(tag_to_coordinator, message)) {
         if (state_.stopping() && state_.finished()) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        if (!joins_said) std::this_thread::sleep_for(std::chrono::milliseconds(2));
         continue;
       }
       execute(state_.receive(decode_worker_message(message.text), wall_seconds_since_epoch()));
@@ -75,7 +84,11 @@ class Coordinator {
       printer_.leaderboard(state_, true);
       write_outputs();
     }
-    for (int worker = 0; worker < state_.group_count(); ++worker) send(worker, stop_message());
+    for (int worker = 0; worker < state_.group_count(); ++worker)
+      if (!state_.group(worker).left) send(worker, stop_message());
+    // The joined jobs read their stops and close their ends; then join.json goes.
+    if (joins_) joins_->drain(10.0);
+    joins_.reset();
     return state_.stopping();
   }
 
@@ -101,8 +114,67 @@ class Coordinator {
   }
 
   void send(int worker, const std::string& text) {
+    // A joined job's groups are reached over its connection, its relay passing the text on.
+    if (const int joined_job = state_.group(worker).joined_job; joined_job >= 0) {
+      joins_->send(joined_job, worker, text);
+      return;
+    }
     // Group leaders are ranks of the sweep communicator, whose order is the world's.
     channel_.send_string(text, state_.leader_rank(worker), tag_to_worker);
+  }
+
+  // What joining and joined jobs said since the last poll (join_listener.hpp); true when any.
+  bool poll_joins() {
+    const double now = wall_seconds_since_epoch();
+    const auto events = joins_->poll(now);
+    for (const auto& event : events) {
+      if (const auto* asked = std::get_if<JoinAsked>(&event)) {
+        std::string refusal =
+            join_refusal(asked->request, joins_->address().token, sweep_definition(sweep_), build_stamp());
+        if (refusal.empty() && state_.stopping()) refusal = "the sweep is stopping";
+        if (!refusal.empty()) {
+          printer_.note(elapsed_line(now, "a job on " + asked->request.host + " asked to join and was refused: " +
+                                              refusal));
+          joins_->refuse(asked->connection, refusal);
+          continue;
+        }
+        const int joined_job = joins_->welcome(asked->connection, state_.group_count());
+        execute(state_.join(joined_job, asked->request.groups, now));
+      } else if (const auto* report = std::get_if<JoinedReport>(&event)) {
+        // A joined job speaks only for its own groups; anything else ends its connection.
+        WorkerMessage message;
+        try {
+          message = decode_worker_message(report->text);
+        } catch (const Error&) {
+          execute(state_.drop(report->connection, now));
+          continue;
+        }
+        const int worker = std::visit([](const auto& typed) { return typed.worker; }, message);
+        if (worker < 0 || worker >= state_.group_count() || state_.group(worker).joined_job != report->connection ||
+            state_.group(worker).left) {
+          execute(state_.drop(report->connection, now));
+          continue;
+        }
+        try {
+          execute(state_.receive(message, now));
+        } catch (const Error&) {
+          // A report of a job its group does not hold: not a job of this build speaking; it
+          // cannot be trusted with more work.
+          execute(state_.drop(report->connection, now));
+        }
+      } else if (const auto* leaving = std::get_if<JoinedLeaving>(&event)) {
+        execute(state_.leave(leaving->connection, now));
+      } else if (const auto* gone = std::get_if<JoinedGone>(&event)) {
+        execute(state_.drop(gone->connection, now));
+      }
+    }
+    return !events.empty();
+  }
+
+  std::string elapsed_line(double now, const std::string& text) const {
+    char head[32];
+    std::snprintf(head, sizeof(head), "[%7.1f s] ", now - start_);
+    return head + text;
   }
 
   void execute(const std::vector<Command>& commands) {
@@ -130,6 +202,8 @@ class Coordinator {
                                              nlohmann::json(proposal.fitted_on).dump(), values.dump()}});
   }
   void execute(const RecordJobDone& record) { store_.finish_job(record.job); }
+  void execute(const RecordJobLost& record) { store_.lose_job(record.job_id, record.trial, record.finished); }
+  void execute(const SendStop& stop) { send(stop.worker, stop_message()); }
   void execute(const RecordJobFailed& record) {
     store_.fail_job(record.job_id, record.trial, record.message, record.finished);
   }
@@ -183,6 +257,7 @@ class Coordinator {
   double start_;
   SweepState state_;
   SweepPrinter printer_;
+  std::unique_ptr<JoinListener> joins_;
 };
 
 }  // namespace

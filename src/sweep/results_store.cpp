@@ -317,6 +317,20 @@ void ResultsStore::interrupt_job(std::int64_t job_id, int trial, std::int64_t st
   transaction.commit();
 }
 
+void ResultsStore::lose_job(std::int64_t job_id, int trial, double finished) {
+  Transaction transaction(database_);
+  Statement(database_,
+            "UPDATE jobs SET status = 'interrupted', finished = ?2, wall_seconds = ?2 - started WHERE job_id = ?1")
+      .bind(1, job_id)
+      .bind(2, finished)
+      .run();
+  Statement(database_, "UPDATE trials SET status = 'paused', updated = ?2 WHERE trial_id = ?1")
+      .bind(1, trial)
+      .bind(2, finished)
+      .run();
+  transaction.commit();
+}
+
 std::vector<std::pair<int, int>> ResultsStore::interrupted_jobs() const {
   std::vector<std::pair<int, int>> jobs;
   Statement statement(database_,

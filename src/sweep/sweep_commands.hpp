@@ -67,6 +67,15 @@ struct RecordHandover {
   friend bool operator==(const RecordHandover&, const RecordHandover&) = default;
 };
 
+// A joined job's group is gone while it held this job (sweep --join): the job ends as interrupted
+// (no end step: none was reported) and its trial is requeued, to go on from its newest checkpoint.
+struct RecordJobLost {
+  std::int64_t job_id = 0;
+  int trial = 0;
+  double finished = 0;
+  friend bool operator==(const RecordJobLost&, const RecordJobLost&) = default;
+};
+
 // ---- messages to a group's leader ----
 
 // `ranks`: the world ranks of a job on merged groups (empty for a group on its own).
@@ -84,6 +93,12 @@ struct SendHandover {
   int worker = 0;
   std::int64_t job_id = 0;
   friend bool operator==(const SendHandover&, const SendHandover&) = default;
+};
+
+// A joined job's group leaves before the sweep ends (its job is leaving).
+struct SendStop {
+  int worker = 0;
+  friend bool operator==(const SendStop&, const SendStop&) = default;
 };
 
 // ---- lines for the log; `elapsed`: seconds since this start of the sweep ----
@@ -139,6 +154,17 @@ struct ShowEndedBeforeHandover {
   friend bool operator==(const ShowEndedBeforeHandover&, const ShowEndedBeforeHandover&) = default;
 };
 
+// A job joined the sweep with these groups, or its groups left (`requeued`: the trials they
+// held, to go on elsewhere).
+struct ShowJoinedJob {
+  double elapsed = 0;
+  int joined_job = 0;
+  std::vector<int> workers;
+  bool left = false;
+  std::vector<int> requeued;
+  friend bool operator==(const ShowJoinedJob&, const ShowJoinedJob&) = default;
+};
+
 struct ShowJobFailed {
   double elapsed = 0;
   int trial = 0;
@@ -158,7 +184,7 @@ struct ShowStopBegun {
 // the rungs, busy groups and best trial as they are now), then the groups that go to join.
 struct ShowProgress {
   std::optional<std::variant<ShowJobDone, ShowJobInterrupted, ShowJobHandedOver>> headline;
-  std::vector<std::variant<ShowEndedBeforeHandover, ShowJoin>> notes;
+  std::vector<std::variant<ShowEndedBeforeHandover, ShowJoin, ShowJoinedJob>> notes;
   friend bool operator==(const ShowProgress&, const ShowProgress&) = default;
 };
 
@@ -175,6 +201,6 @@ struct RecordPbtStep {
 using Command =
     std::variant<RecordWorker, RecordJobStart, RecordJobDone, RecordJobFailed, RecordJobInterrupted,
                  RecordHandover, SendJob, SendHandover, ShowJobFailed, ShowStopBegun, ShowProgress,
-                 RecordPbtStep>;
+                 RecordPbtStep, RecordJobLost, SendStop>;
 
 }  // namespace phalanx::sweep

@@ -5,9 +5,16 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
+#include "join_relay.hpp"
 #include "phalanx/comm/agreement.hpp"
+#include "phalanx/comm/tcp_stream.hpp"
+#include "phalanx/core/build_stamp.hpp"
+#include "phalanx/core/timer.hpp"
+#include "phalanx/sweep/join_protocol.hpp"
 #include "phalanx/comm/nccl_communicator.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/sweep/coordinator.hpp"
@@ -28,6 +35,11 @@ struct SweepParts {
   int my_group = -1;
   std::unique_ptr<comm::Communicator> channel, group, sweep_ranks;
   std::unique_ptr<comm::NcclCommunicator> nccl;  // when this rank's group trains over NCCL
+  // --join: rank 0's connection to the running sweep's coordinator, and the coordinator's number
+  // for this job's first group.
+  std::unique_ptr<comm::TcpStream> link;
+  std::string coordinator;  // host:port, for messages
+  int first_worker = 0;
 };
 
 namespace {
@@ -80,6 +92,45 @@ void coordinate(const SweepParts& parts, bool& stopped_by_signal) {
   }
 }
 
+// --join, on rank 0: asks the coordinator that join.json names to take this job's `groups`; returns
+// the number of its first group. A refusal is bad input (exit 2) with the coordinator's reason.
+int ask_to_join(SweepParts& parts, int groups, const std::string& host) {
+  const std::string& directory = parts.request.directory;
+  const JoinAddress address = read_join_file(directory);
+  parts.coordinator = address.host + ":" + std::to_string(address.port);
+  // The host's name first, then its addresses (a name another network does not resolve).
+  std::vector<std::string> candidates{address.host};
+  candidates.insert(candidates.end(), address.addresses.begin(), address.addresses.end());
+  std::string reasons;
+  for (const auto& candidate : candidates) {
+    try {
+      parts.link = std::make_unique<comm::TcpStream>(comm::TcpStream::connect(candidate, address.port, 10.0));
+      parts.coordinator = candidate + ":" + std::to_string(address.port);
+      break;
+    } catch (const Error& error) {
+      reasons += std::string(reasons.empty() ? "" : "; ") + error.what();
+    }
+  }
+  PHALANX_REQUIRE_INPUT(parts.link, "--join ", directory, ": the sweep's coordinator is not there (", reasons,
+                        "): is the sweep still running? (", join_file(directory),
+                        " may be left from a sweep that was killed)");
+  JoinRequest request;
+  request.token = address.token;
+  request.version = build_stamp().version;
+  request.commit = build_stamp().git_commit;
+  request.definition = sweep_definition(parts.request.sweep);
+  request.host = host;
+  request.groups = groups;
+  std::string text;
+  PHALANX_REQUIRE_INPUT(parts.link->send_frame(encode_join_request(request)) && parts.link->receive_frame(text, 60.0),
+                        "--join ", directory, ": the coordinator at ", parts.coordinator,
+                        " did not answer within 60 s");
+  const auto answer = nlohmann::json::parse(text);
+  PHALANX_REQUIRE_INPUT(answer.at("type") != "refused", "--join ", directory, ": refused by the sweep at ",
+                        parts.coordinator, ": ", answer.value("message", std::string("no reason given")));
+  return answer.at("first_worker").get<int>();
+}
+
 }  // namespace
 
 SweepJob::SweepJob(SweepRequest request, const comm::Communicator& world)
@@ -91,7 +142,7 @@ SweepJob::SweepJob(SweepRequest request, const comm::Communicator& world)
   if (directory.empty()) directory = "sweeps/" + sweep.name;
   world.broadcast_string(directory, 0);
   comm::agree(world, [&] {
-    if (world.rank() != 0) return;
+    if (world.rank() != 0 || parts.request.join) return;  // a joined job writes nothing of the sweep's
     std::error_code error;
     if (std::filesystem::is_directory(directory, error)) parts.lock = std::make_unique<SweepLock>(directory, 30.0);
     check_sweep_directory(parts.request);
@@ -110,6 +161,18 @@ SweepJob::SweepJob(SweepRequest request, const comm::Communicator& world)
     PHALANX_REQUIRE_INPUT(!parts.groups.members.empty(), sweep.source,
                           ": no worker group: workers.cpu_trials is false and there are no (or too few) GPU ranks");
   });
+  if (parts.request.join) {
+    const std::string host = world.host_name();
+    comm::agree(world, [&] {
+      if (world.rank() == 0)
+        parts.first_worker = ask_to_join(parts, static_cast<int>(parts.groups.members.size()), host);
+    });
+    world.broadcast(&parts.first_worker, sizeof(parts.first_worker), 0);
+    if (world.rank() == 0)
+      std::printf("joined the sweep in %s (coordinator %s) with worker group(s) %d-%d\n", directory.c_str(),
+                  parts.coordinator.c_str(), parts.first_worker,
+                  parts.first_worker + static_cast<int>(parts.groups.members.size()) - 1);
+  }
   parts.my_group = parts.groups.group_of[static_cast<std::size_t>(world.rank())];
   const int group_count = static_cast<int>(parts.groups.members.size());
   parts.channel = std::make_unique<comm::Communicator>(world.split(0, world.rank()));
@@ -131,18 +194,35 @@ bool SweepJob::run() {
   const comm::Communicator& channel = *parts.channel;
   bool stopped_by_signal = false;
   std::thread coordinator;
-  if (channel.rank() == 0) coordinator = std::thread([&] { coordinate(parts, stopped_by_signal); });
+  RelayEnd relay_end = RelayEnd::SweepEnded;
+  if (channel.rank() == 0 && parts.request.join) {
+    RelayOptions relay{parts.link.get(), &channel, {}, parts.first_worker};
+    for (const auto& members : parts.groups.members) relay.leaders.push_back(members.front());
+    coordinator = std::thread([&parts, relay, &relay_end] {
+      try {
+        relay_end = run_join_relay(relay);
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "phalanx: error: rank 0 (join relay to %s): %s\n", parts.coordinator.c_str(),
+                     error.what());
+        std::fflush(stderr);
+        comm::MpiSession::abort(1);
+      }
+    });
+  } else if (channel.rank() == 0) {
+    coordinator = std::thread([&] { coordinate(parts, stopped_by_signal); });
+  }
   if (parts.my_group >= 0) {
     WorkerOptions options{&parts.request.sweep,
                           parts.request.directory,
-                          parts.my_group,
+                          parts.first_worker + parts.my_group,
                           parts.channel.get(),
                           parts.group.get(),
                           parts.sweep_ranks.get(),
                           parts.resources.backend.get(),
                           parts.nccl.get(),
                           parts.resources.threads,
-                          parts.groups.members[static_cast<std::size_t>(parts.my_group)]};
+                          parts.groups.members[static_cast<std::size_t>(parts.my_group)],
+                          parts.request.join};
     run_worker(options);
   }
   if (channel.rank() == 0) {
@@ -153,7 +233,17 @@ bool SweepJob::run() {
   } else if (parts.my_group < 0) {
     channel.receive_string(0, tag_to_worker, 0.05);
   }
-  return stopped_by_signal;
+  if (!parts.request.join) return stopped_by_signal;
+  if (channel.rank() == 0) {
+    if (relay_end == RelayEnd::CoordinatorLost)
+      throw_run_failure("--join " + parts.request.directory + ": the sweep's coordinator at " + parts.coordinator +
+                        " is gone (its connection closed before the sweep ended); this job's trials stopped "
+                        "with a checkpoint, and the sweep's --resume requeues them");
+    std::printf("%s\n", relay_end == RelayEnd::Left ? "left the sweep: a stop signal reached this job; its "
+                                                        "trials are requeued in the sweep"
+                                                      : "the sweep ended");
+  }
+  return relay_end == RelayEnd::Left;
 }
 
 }  // namespace phalanx::sweep

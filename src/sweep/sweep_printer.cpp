@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <sstream>
+#include <string>
 
 #include "phalanx/sweep/search_space.hpp"
 
@@ -99,6 +101,19 @@ std::string line_of(const ShowEndedBeforeHandover& ended) {
   return line;
 }
 
+std::string line_of(const ShowJoinedJob& joined) {
+  std::ostringstream line;
+  char head[64];
+  std::snprintf(head, sizeof(head), "[%7.1f s] joined job %d", joined.elapsed, joined.joined_job);
+  line << head << ": worker(s) " << worker_list(joined.workers) << (joined.left ? " left" : " join the sweep");
+  if (!joined.requeued.empty()) {
+    line << "; trial(s)";
+    for (const int trial : joined.requeued) line << ' ' << trial;
+    line << " requeued from their newest checkpoint";
+  }
+  return line.str();
+}
+
 }  // namespace
 
 void SweepPrinter::header(const SweepState& state) const {
@@ -133,6 +148,12 @@ void SweepPrinter::show(const ShowJobFailed& line, const SweepState& state) {
   std::printf("[%7.1f s] trial %d failed on worker %d: %s\n", line.elapsed, line.trial, line.worker,
               line.message.c_str());
   if (redraw) live_block_lines_ = leaderboard(state, false);
+  std::fflush(stdout);
+}
+
+void SweepPrinter::note(const std::string& line) {
+  erase_live_block();
+  std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
 

@@ -23,6 +23,8 @@ class SweepPrinter {
   void resuming(const std::string& sweep_directory, const SweepState& state) const;
   void show(const ShowJobFailed& line, const SweepState& state);
   void show(const ShowStopBegun& line);
+  // A line of its own (a refused join), above the live leaderboard.
+  void note(const std::string& line);
   void show(const ShowProgress& progress, const SweepState& state);
   // Takes the live leaderboard off the terminal, before the end's lines.
   void erase_live_block();

@@ -28,7 +28,7 @@ double summed_speed(const std::vector<int>& members, const std::vector<GroupStat
 struct SweepState::Output {
   std::vector<Command> commands;
   std::optional<std::variant<ShowJobDone, ShowJobInterrupted, ShowJobHandedOver>> headline;
-  std::vector<std::variant<ShowEndedBeforeHandover, ShowJoin>> notes;
+  std::vector<std::variant<ShowEndedBeforeHandover, ShowJoin, ShowJoinedJob>> notes;
 
   std::vector<Command> finish() {
     if (headline || !notes.empty()) commands.push_back(ShowProgress{std::move(headline), std::move(notes)});
@@ -57,9 +57,7 @@ void SweepState::restore(const RecordedProgress& progress) {
   for (const int trial : progress.trials) asha_.restore_started(trial);
   for (const auto& [trial, rung] : progress.promotions) asha_.restore_promoted(trial, rung);
   for (const auto& result : progress.rung_results) asha_.record(result.trial, result.rung, result.metric);
-  for (const auto& [trial, rung] : progress.interrupted)
-    if (std::find(requeued_.begin(), requeued_.end(), Job{trial, rung}) == requeued_.end())
-      requeued_.push_back(Job{trial, rung});
+  for (const auto& [trial, rung] : progress.interrupted) requeue(Job{trial, rung});
 }
 
 std::vector<Command> SweepState::restore_pbt(const RecordedProgress& progress,
@@ -91,7 +89,18 @@ std::vector<Command> SweepState::receive(const WorkerMessage& message, double no
     std::vector<int> joiners;
     const std::vector<int> members = release(worker, job_id, now, joiners);
     const auto* handed_over = std::get_if<JobHandedOver>(&message);
-    if (handed_over && !stopping_) {
+    WorkerGroup& reporting = group_of(worker);
+    const auto* stopped_there = std::get_if<JobInterrupted>(&message);
+    if (reporting.joined_job >= 0 && stopped_there && !stopping_) {
+      // A stop signal reached the joined job, not this sweep: its trial is requeued and its groups
+      // leave; the sweep goes on.
+      out.commands.emplace_back(
+          RecordJobInterrupted{reporting.job_id, reporting.job.trial, stopped_there->steps, now});
+      requeue(reporting.job);
+      reporting.leaving = true;
+      out.headline = ShowJobInterrupted{now - start_, reporting.job.trial, reporting.job.rung,
+                                        stopped_there->steps.end_step, worker};
+    } else if (handed_over && !stopping_) {
       hand_over(worker, members, joiners, *handed_over, now, out);
     } else {
       if (!joiners.empty())
@@ -106,9 +115,71 @@ std::vector<Command> SweepState::receive(const WorkerMessage& message, double no
       else
         result(std::get<JobResult>(message), members, now, out);
     }
+    if (reporting.leaving && !reporting.left) {
+      reporting.left = true;
+      out.commands.emplace_back(SendStop{worker});
+      std::vector<int> requeued;
+      if (stopped_there && !stopping_) requeued.push_back(reporting.job.trial);
+      out.notes.emplace_back(ShowJoinedJob{now - start_, reporting.joined_job, {worker}, true, requeued});
+    }
   }
   if (!stopping_) dispatch(now, out);
   return out.finish();
+}
+
+std::vector<Command> SweepState::join(int joined_job, int groups, double now) {
+  Output out;
+  ShowJoinedJob note{now - start_, joined_job, {}, false, {}};
+  for (int index = 0; index < groups; ++index) {
+    note.workers.push_back(group_count());
+    WorkerGroup group;
+    group.joined_job = joined_job;
+    groups_.push_back(group);
+  }
+  out.notes.emplace_back(std::move(note));
+  return out.finish();
+}
+
+std::vector<Command> SweepState::leave(int joined_job, double now) {
+  Output out;
+  ShowJoinedJob note{now - start_, joined_job, {}, true, {}};
+  for (int worker = 0; worker < group_count(); ++worker) {
+    WorkerGroup& group = group_of(worker);
+    if (group.joined_job != joined_job || group.left) continue;
+    group.leaving = true;
+    if (group.busy) continue;  // it leaves with its report
+    group.left = true;
+    note.workers.push_back(worker);
+    out.commands.emplace_back(SendStop{worker});
+  }
+  if (!note.workers.empty()) out.notes.emplace_back(std::move(note));
+  return out.finish();
+}
+
+std::vector<Command> SweepState::drop(int joined_job, double now) {
+  Output out;
+  ShowJoinedJob note{now - start_, joined_job, {}, true, {}};
+  for (int worker = 0; worker < group_count(); ++worker) {
+    WorkerGroup& group = group_of(worker);
+    if (group.joined_job != joined_job || group.left) continue;
+    note.workers.push_back(worker);
+    if (group.busy) {
+      out.commands.emplace_back(RecordJobLost{group.job_id, group.job.trial, now});
+      requeue(group.job);
+      note.requeued.push_back(group.job.trial);
+      group.busy_seconds += now - group.started;
+      group.busy = false;
+    }
+    group.left = true;
+  }
+  if (note.workers.empty()) return {};  // gone already
+  out.notes.emplace_back(std::move(note));
+  if (!stopping_) dispatch(now, out);
+  return out.finish();
+}
+
+void SweepState::requeue(const Job& job) {
+  if (std::find(requeued_.begin(), requeued_.end(), job) == requeued_.end()) requeued_.push_back(job);
 }
 
 std::vector<Command> SweepState::stop(int signal, double now) {
@@ -119,7 +190,7 @@ std::vector<Command> SweepState::stop(int signal, double now) {
 
 bool SweepState::finished() const {
   return std::all_of(groups_.begin(), groups_.end(),
-                     [](const WorkerGroup& group) { return group.known && !group.busy; });
+                     [](const WorkerGroup& group) { return group.left || (group.known && !group.busy); });
 }
 
 const WorkerGroup& SweepState::group(int worker) const {
@@ -307,6 +378,14 @@ void SweepState::begin_stop(int signal, double now, Output& out) {
   const auto running = std::count_if(groups_.begin(), groups_.end(), [](const WorkerGroup& group) {
     return group.busy && group.member_of < 0;
   });
+  // A joined job's ranks get no signal of this job's: each of its busy groups is asked to stop
+  // after its next step with a checkpoint, as a handover would, and reports the job interrupted.
+  for (int worker = 0; worker < group_count(); ++worker) {
+    WorkerGroup& group = group_of(worker);
+    if (group.joined_job < 0 || !group.busy || group.handover_asked) continue;
+    out.commands.emplace_back(SendHandover{worker, group.job_id});
+    group.handover_asked = true;
+  }
   out.commands.emplace_back(ShowStopBegun{now - start_, signal, static_cast<int>(running)});
 }
 
@@ -377,11 +456,12 @@ void SweepState::assign(int worker, const Job& job, bool new_trial, const Dispat
 void SweepState::join_running(int worker, double now, Output& out) {
   if (!sweep_.join_running || stopping_) return;
   WorkerGroup& idle = group_of(worker);
+  if (idle.joined_job >= 0) return;  // no MPI between jobs: a joined job's groups train alone
   const auto states = group_states(now);
   std::vector<RunningJob> running;
   for (int index = 0; index < group_count(); ++index) {
     const WorkerGroup& group = group_of(index);
-    if (!group.busy || group.member_of >= 0) continue;
+    if (!group.busy || group.member_of >= 0 || group.joined_job >= 0) continue;
     RunningJob job;
     job.leader = index;
     job.trial = group.job.trial;

@@ -54,9 +54,22 @@ class SweepState {
   // have reported (their jobs interrupted with a checkpoint, or finished if at their last step).
   std::vector<Command> stop(int signal, double now);
 
+  // Jobs that join the running sweep (sweep --join, docs/SWEEPS.md): `joined_job` (the
+  // coordinator's number for its connection) brings `groups` worker groups, numbered on from
+  // group_count(); they say hello, take jobs and report like this mpirun's groups, but never merge
+  // with groups of another job (no MPI between them).
+  std::vector<Command> join(int joined_job, int groups, double now);
+  // The joined job is leaving (a stop signal reached it): its idle groups leave now, its busy ones
+  // once they have reported (their trials stop with a checkpoint and are requeued).
+  std::vector<Command> leave(int joined_job, double now);
+  // The joined job is gone (its connection closed: killed, or its host died): the jobs its groups
+  // held are requeued, to go on from their trials' newest checkpoints on other groups.
+  std::vector<Command> drop(int joined_job, double now);
+
   bool stopping() const { return stopping_; }
   int stop_signal() const { return stop_signal_; }
-  // Every group has said hello and none is busy: with the dispatch done, nothing can change any more.
+  // Every group has said hello and none is busy (groups that left aside): with the dispatch done,
+  // nothing can change any more.
   bool finished() const;
 
   // What the log, the end of the sweep and the tests read.
@@ -92,6 +105,7 @@ class SweepState {
   void failed(const JobFailed& message, double now, Output& out);
   void result(const JobResult& message, const std::vector<int>& members, double now, Output& out);
   void begin_stop(int signal, double now, Output& out);
+  void requeue(const Job& job);
 
   void dispatch(double now, Output& out);
   void assign(int worker, const Job& job, bool new_trial, const DispatchEstimate& estimate, double now,

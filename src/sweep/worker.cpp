@@ -85,7 +85,7 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job, 
     for (const auto& assignment : job.at("assignments").get<std::vector<std::string>>())
       if (pbt_mutable(assignment.substr(0, assignment.find('='))))
         request.checkpoint_config_overrides.push_back(assignment);
-  if (options.sweep->join_running)
+  if (options.sweep->join_running || options.joined)
     request.handover_check = handover_check(options, group, job.at("job").get<std::int64_t>());
   const Stopwatch clock;
   train::Job training(std::move(request), group, train::LentDevice{options.backend, options.threads, nccl});

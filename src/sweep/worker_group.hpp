@@ -33,8 +33,14 @@ struct WorkerGroup {
   std::vector<int> joiners;     // groups waiting to join this group's job
   bool handover_asked = false;  // the current job was asked to stop for them
 
+  // A group of a job that joined the sweep (sweep --join), reached over that job's connection; -1
+  // for a group of this mpirun. Groups of different jobs share no MPI, so they never merge.
+  int joined_job = -1;
+  bool leaving = false;  // its job is leaving (a stop signal reached it): no new work
+  bool left = false;     // gone with its job; a job it held was requeued
+
   int rank_count() const { return known ? static_cast<int>(hello.ranks.size()) : 1; }
-  bool free() const { return known && !busy && joining < 0; }
+  bool free() const { return known && !busy && joining < 0 && !leaving && !left; }
 };
 
 }  // namespace phalanx::sweep

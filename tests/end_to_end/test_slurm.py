@@ -14,7 +14,11 @@ heterogeneous job (GPU and CPU components), is checked with `sbatch --test-only`
 real with a tiny sweep on one rank per component (the GPU component's stand-in GPU trains on the
 CPU): stopped with USR1 mid-sweep, it exits 75, requeues itself, and the requeued job finishes the
 sweep with --resume, every (trial, rung) run once and each interrupted job continued from its
-stop step."""
+stop step. sweep-join.sbatch joins a running sweep from a job in the `cpu` partition (the sweep
+runs as a one-rank job on the first node); once the joined group trains a trial past a checkpoint,
+the join job is cancelled (`scancel`, as a user ends it): it leaves, the sweep requeues that trial,
+continues it on its own group from the trial's newest checkpoint, and finishes with every (trial,
+rung) once. (A join job killed outright, SIGKILL to its mpirun and ranks, is test_sweep_join.py's.)"""
 
 import os
 import re
@@ -137,6 +141,48 @@ def submit_sweep(name, sweep_file):
                         script("sweep.sbatch"), sweep_file], env=e2e.child_environment())
     job_id = result.stdout.strip().split(";")[0].split("+")[0]
     return job_id, os.path.join(WORK, "runs", f"{name}-{job_id}"), os.path.join(WORK, f"{name}-{job_id}.out")
+
+
+def local_agent_environment():
+    """The settings that let mpirun start ranks on the `cpu` node (this machine under a second
+    name): see submit_sweep."""
+    agent = os.path.join(WORK, "local-agent")
+    with open(agent, "w") as stream:
+        stream.write("#!/bin/sh\n# rsh agent for Open MPI: AGENT HOST COMMAND... runs COMMAND here, named HOST\n"
+                     "host=$1; shift\nexec unshare --uts /bin/sh -c \"hostname $host; $*\"\n")
+    os.chmod(agent, 0o755)
+    return ["OMPI_MCA_ras=^slurm", "OMPI_MCA_plm=rsh", f"OMPI_MCA_plm_rsh_agent={agent}", "PRTE_MCA_ras=^slurm",
+            "PRTE_MCA_plm=ssh", f"PRTE_MCA_plm_ssh_agent={agent}", ONE_MACHINE_TCP]
+
+
+def submit_sweep_and_join(sweep_file):
+    """A one-rank sweep as a plain job on the first node, and sweep-join.sbatch on the `cpu`
+    partition's node with one CPU rank, once the sweep's join.json is there. Returns the two job
+    ids, the sweep directory and the two logs."""
+    launcher = os.path.join(e2e.SOURCE_DIR, "launch", "phalanx-mpirun")
+    sweep_dir = os.path.join(WORK, "runs", "joined-sweep")
+    sweep_log = os.path.join(WORK, "joined-sweep.out")
+    environment = ",".join(["ALL", f"PHALANX={e2e.PHALANX}", f"PHALANX_MPIRUN={launcher}", "OMP_NUM_THREADS=1"])
+    result = SLURM.run(["sbatch", "--parsable", "--job-name=joined-sweep", "--nodes=1", "--ntasks-per-node=1",
+                        "--cpus-per-task=1", "--gpus-per-node=0", "--time=10", f"--output={sweep_log}",
+                        f"--export={environment}",
+                        f"--wrap={launcher} --gpus-per-node 0 --cpu-ranks-per-node 1 --threads 1 -- "
+                        f"{e2e.PHALANX} sweep {sweep_file} --sweep-dir {sweep_dir}"], env=e2e.child_environment())
+    sweep_id = result.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(sweep_dir, "join.json")):
+        self_log = read(sweep_log) if os.path.exists(sweep_log) else "no log"
+        if time.monotonic() > deadline:
+            raise AssertionError("the sweep wrote no join.json\n" + self_log + SLURM.logs())
+        time.sleep(0.2)
+    environment = ",".join(local_agent_environment() + [
+        "ALL", f"PHALANX={e2e.PHALANX}", f"PHALANX_MPIRUN={launcher}", "OMP_NUM_THREADS=1"])
+    result = SLURM.run(["sbatch", "--parsable", "--job-name=join", "--partition=cpu", "--nodes=1",
+                        "--ntasks-per-node=1", "--cpus-per-task=1", "--time=10",
+                        f"--output={os.path.join(WORK, 'join')}-%j.out", f"--export={environment}",
+                        script("sweep-join.sbatch"), sweep_file, sweep_dir], env=e2e.child_environment())
+    join_id = result.stdout.strip().split(";")[0]
+    return sweep_id, join_id, sweep_dir, sweep_log, os.path.join(WORK, f"join-{join_id}.out")
 
 
 def query(directory, sql, *parameters):
@@ -343,6 +389,50 @@ class SlurmTest(unittest.TestCase):
         self.assertTrue(os.path.isfile(os.path.join(sweep_dir, "best", "checkpoint.h5")))
         print(f"\nSlurm sweep: USR1 -> {len(interrupted)} job(s) interrupted, requeued after {requeued:.1f} s, "
               f"running again after {restarted:.1f} s, resumed and finished", end=" ")
+
+
+    def test_sweep_join_script_joins_and_its_cancelled_trial_is_continued(self):
+        sweep_file = os.path.join(WORK, "slurm_join_sweep.yaml")
+        with open(sweep_file, "w") as stream:
+            # A checkpoint every 20 steps, so that the join job is cancelled past one of its trial's.
+            stream.write(SWEEP_TEXT.replace("name: slurm_sweep", "name: slurm_join_sweep").replace("trials: 4", "trials: 5")
+                         + "set: [checkpoint.every_steps=20]\n")
+        sweep_id, join_id, sweep_dir, sweep_log, join_log = submit_sweep_and_join(sweep_file)
+        deadline = time.monotonic() + 240
+        killed = None
+        while killed is None:
+            self.assertLess(time.monotonic(), deadline, (read(join_log) if os.path.exists(join_log) else "no join log")
+                            + read(sweep_log) + SLURM.logs())
+            time.sleep(0.2)
+            try:
+                running = query(sweep_dir, "SELECT * FROM jobs WHERE worker = 1 AND status = 'running'")
+            except sqlite3.OperationalError:
+                continue
+            for job in running:
+                folder = os.path.join(sweep_dir, "trials", f"{job['trial_id']:05d}", "checkpoints")
+                if os.path.isdir(folder) and any(name.endswith(".h5") for name in os.listdir(folder)):
+                    killed = job
+        SLURM.run(["scancel", join_id])
+        state = SLURM.wait_for_state(sweep_id, ("COMPLETED", "FAILED", "CANCELLED"), 300)
+        log = read(sweep_log)
+        self.assertEqual(state, "COMPLETED", log + read(join_log) + SLURM.logs())
+        self.assertIn("joined job 1: worker(s) 1 join the sweep", log)
+        self.assertIn(f"joined job 1: worker(s) 1 left; trial(s) {killed['trial_id']} requeued", log)
+        SLURM.wait_for_state(join_id, ("COMPLETED", "FAILED", "CANCELLED"), 120)
+        self.assertIn("joined the sweep in", read(join_log))
+        job = query(sweep_dir, "SELECT * FROM jobs WHERE job_id = ?", killed["job_id"])[0]
+        self.assertEqual(job["status"], "interrupted", job)
+        redo = query(sweep_dir, "SELECT * FROM jobs WHERE trial_id = ? AND rung = ? AND job_id > ? ORDER BY job_id",
+                     killed["trial_id"], killed["rung"], killed["job_id"])
+        self.assertTrue(redo and redo[0]["worker"] == 0 and redo[0]["status"] == "done", redo)
+        self.assertTrue(redo[0]["resumed_from"], redo[0])
+        trials = query(sweep_dir, "SELECT * FROM trials ORDER BY trial_id")
+        self.assertEqual([trial["trial_id"] for trial in trials], list(range(5)))
+        done = query(sweep_dir, "SELECT * FROM jobs WHERE status = 'done'")
+        results = query(sweep_dir, "SELECT * FROM rung_results ORDER BY trial_id, rung")
+        self.assertEqual(sorted((job["trial_id"], job["rung"]) for job in done),
+                         [(result["trial_id"], result["rung"]) for result in results])
+        self.assertFalse(os.path.exists(os.path.join(sweep_dir, "join.json")))
 
 
 if __name__ == "__main__":

@@ -130,6 +130,16 @@ struct Describe {
     }
     return line.str();
   }
+  std::string operator()(const RecordJobLost& record) const {
+    return "record job " + std::to_string(record.job_id) + " lost: trial " + std::to_string(record.trial);
+  }
+  std::string operator()(const SendStop& stop) const { return "send worker " + std::to_string(stop.worker) + " stop"; }
+  std::string operator()(const ShowJoinedJob& line) const {
+    std::string text = "joined job " + std::to_string(line.joined_job) + ": " + list(line.workers, '+') +
+                       (line.left ? " left" : " join");
+    if (!line.requeued.empty()) text += ", requeued " + list(line.requeued, '+');
+    return text;
+  }
   std::string operator()(const ShowProgress& progress) const {
     std::string text = "show";
     if (progress.headline) text += " [" + std::visit(*this, *progress.headline) + "]";
@@ -300,6 +310,99 @@ TEST(SweepState, ResumeRequeuesTheInterruptedJobsBeforeAnythingNew) {
             (Lines{"record job 9 done: trial 3 rung 0 metric 0.4",
                    "record job 10: trial 4 rung 0 budget 1 on worker 1 (new trial)",
                    "send worker 1 job 10: trial 4 rung 0", "show [done trial 3 rung 0 on 1]"}));
+}
+
+// docs/SWEEPS.md, "Jobs that join a running sweep": a joined job's groups say hello and take jobs
+// like this mpirun's; when its connection closes (the job was killed), the job its group held is
+// recorded as lost and requeued, the next free group continues it, and the sweep does not wait for
+// the groups that left.
+TEST(SweepState, AKilledJoinedJobsTrialIsRequeuedAndContinuedByAnotherGroup) {
+  const auto sweep = ladder(3);
+  SweepState state(sweep, 1, 0, 0.0);
+  state.receive(cpu_group(0, {0}), 0.0);  // job 1: trial 0
+  EXPECT_EQ(describe(state.join(7, 1, 1.0)), (Lines{"show [joined job 7: 1 join]"}));
+  EXPECT_EQ(state.group_count(), 2);
+  EXPECT_EQ(state.group(1).joined_job, 7);
+  EXPECT_FALSE(state.finished());  // the joined group has not said hello
+  EXPECT_EQ(describe(state.receive(cpu_group(1, {0}), 1.5)),
+            (Lines{"record worker 1 ranks 0", "record job 2: trial 1 rung 0 budget 1 on worker 1 (new trial)",
+                   "send worker 1 job 2: trial 1 rung 0"}));
+  // Killed while training trial 1; group 0 is busy, so nothing is handed out yet.
+  const auto dropped = state.drop(7, 3.0);
+  EXPECT_EQ(describe(dropped), (Lines{"record job 2 lost: trial 1", "show [joined job 7: 1 left, requeued 1]"}));
+  EXPECT_DOUBLE_EQ(only<RecordJobLost>(dropped).finished, 3.0);
+  EXPECT_TRUE(state.group(1).left);
+  EXPECT_EQ(state.requeued_jobs(), 1u);
+  EXPECT_TRUE(state.drop(7, 3.5).empty());  // nothing left to lose
+  // Group 0 takes the requeued job first (from the trial's newest checkpoint), then trial 2.
+  EXPECT_EQ(describe(state.receive(result(0, 1, 0.5), 4.0)),
+            (Lines{"record job 1 done: trial 0 rung 0 metric 0.5", "record job 3: trial 1 rung 0 budget 1 on worker 0",
+                   "send worker 0 job 3: trial 1 rung 0", "show [done trial 0 rung 0 on 0]"}));
+  EXPECT_EQ(state.requeued_jobs(), 0u);
+  state.receive(result(0, 3, 0.7), 5.0);  // job 4: trial 2
+  state.receive(result(0, 4, 0.6), 6.0);  // job 5: trial 1's promotion
+  EXPECT_FALSE(state.finished());
+  state.receive(result(0, 5, 0.8, 15, 45), 9.0);  // one result on rung 1 promotes nobody: the end
+  EXPECT_TRUE(state.finished());                  // the group that left is not waited for
+  EXPECT_EQ(state.group(1).busy_seconds, 1.5);
+}
+
+// A stop signal that reaches a joined job (its own preemption) is not the sweep's: the joined
+// job's interrupted trial is requeued, its groups leave (idle ones at once, busy ones with their
+// report), and the sweep goes on.
+TEST(SweepState, AStopSignalInAJoinedJobRequeuesItsTrialAndOnlyItsGroupsLeave) {
+  const auto sweep = ladder(9);
+  SweepState state(sweep, 1, 0, 0.0);
+  state.receive(cpu_group(0, {0}), 0.0);  // job 1: trial 0
+  state.join(3, 2, 0.0);
+  state.receive(cpu_group(1, {0}), 0.0);  // job 2: trial 1
+  state.receive(cpu_group(2, {1}), 0.0);  // job 3: trial 2
+  EXPECT_TRUE(state.leave(3, 1.0).empty());  // both busy: they leave with their reports
+  EXPECT_TRUE(state.group(1).leaving);
+  const auto stopped = state.receive(JobInterrupted{1, 2, SIGTERM, JobSteps{0, 4, 15, ""}}, 2.0);
+  EXPECT_EQ(describe(stopped), (Lines{"record job 2 interrupted: trial 1 at step 4", "send worker 1 stop",
+                                      "show [interrupted trial 1 on 1] [joined job 3: 1 left, requeued 1]"}));
+  EXPECT_FALSE(state.stopping());
+  EXPECT_EQ(state.requeued_jobs(), 1u);
+  // Group 2 finished its rung as the signal came: the result counts, and it leaves too.
+  EXPECT_EQ(describe(state.receive(result(2, 3, 0.6), 2.5)),
+            (Lines{"record job 3 done: trial 2 rung 0 metric 0.6", "send worker 2 stop",
+                   "show [done trial 2 rung 0 on 2] [joined job 3: 2 left]"}));
+  // This mpirun's group takes the requeued trial next.
+  EXPECT_EQ(only<SendJob>(state.receive(result(0, 1, 0.5), 3.0)).trial, 1);
+  EXPECT_EQ(state.interrupted(), 0);  // no job of the sweep's own was stopped
+}
+
+// The sweep's own stop signal does not reach a joined job's ranks: its busy groups are asked to
+// stop after a step with a checkpoint, as a handover, and report their jobs interrupted.
+TEST(SweepState, TheSweepsStopAsksJoinedGroupsToStopAfterTheirNextStep) {
+  const auto sweep = ladder(9);
+  SweepState state(sweep, 1, 0, 0.0);
+  state.receive(cpu_group(0, {0}), 0.0);
+  state.join(1, 1, 0.0);
+  state.receive(cpu_group(1, {0}), 0.0);
+  EXPECT_EQ(describe(state.stop(SIGUSR1, 1.0)),
+            (Lines{"send worker 1 handover of job 2", "show stop by signal " + std::to_string(SIGUSR1) + ", 2 running"}));
+  EXPECT_EQ(describe(state.receive(JobHandedOver{1, 2, JobSteps{0, 3, 15, ""}}, 2.0)),
+            (Lines{"record job 2 interrupted: trial 1 at step 3", "show [interrupted trial 1 on 1]"}));
+  EXPECT_FALSE(state.finished());
+  state.receive(JobInterrupted{0, 1, SIGUSR1, JobSteps{0, 5, 15, ""}}, 2.5);
+  EXPECT_TRUE(state.finished());
+  EXPECT_EQ(state.interrupted(), 2);
+}
+
+// Groups of different jobs share no MPI: a joined job's idle group joins no running trial, and
+// this mpirun's idle group does not join a joined group's trial.
+TEST(SweepState, GroupsOfDifferentJobsNeverMerge) {
+  const auto sweep = ladder(1, 30, true);
+  SweepState state(sweep, 2, 0, 0.0);
+  state.join(4, 1, 0.0);
+  state.receive(cpu_group(2, {0}), 0.0);  // the joined group says hello first: job 1, trial 0
+  EXPECT_EQ(describe(state.receive(cpu_group(0, {0}), 0.0)), (Lines{"record worker 0 ranks 0"}));
+  EXPECT_EQ(state.group(0).joining, -1);
+  EXPECT_EQ(describe(state.receive(cpu_group(1, {1}), 0.0)), (Lines{"record worker 1 ranks 1"}));
+  state.receive(result(2, 1, 0.5), 30.0);
+  EXPECT_TRUE(state.finished());
 }
 
 // docs/SWEEPS.md, "Heterogeneous dispatch": a slow free group leaves a promotion to a busy faster

@@ -16,6 +16,8 @@ struct CoordinatorOptions {
   std::string sweep_directory;
   bool resume = false;
   int groups = 1;  // worker groups that will say hello
+  // Listen for jobs that join the sweep (sweep --join; SWEEP_DIR/join.json says where).
+  bool accept_joins = true;
 };
 
 // Runs the sweep to its end, or until a stop signal (SIGTERM, SIGUSR1) reaches rank 0 or a worker

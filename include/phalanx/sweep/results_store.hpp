@@ -46,6 +46,9 @@ class ResultsStore {
   std::vector<std::pair<int, int>> interrupt_running(double now);
   // A job that a stop signal ended early with a checkpoint at `end_step`: 'interrupted', its trial
   // 'paused', so that --resume requeues it like a job a kill left running.
+  // A joined job's group is gone while it held this job (sweep --join): 'interrupted' with no end
+  // step (none was reported), its trial paused for the requeue.
+  void lose_job(std::int64_t job_id, int trial, double finished);
   void interrupt_job(std::int64_t job_id, int trial, std::int64_t start_step, std::int64_t end_step,
                      const std::string& resumed_from, double finished);
   // --resume: the interrupted jobs that are their trial's latest (not yet taken up again), as

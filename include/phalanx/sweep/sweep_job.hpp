@@ -17,6 +17,9 @@ struct SweepRequest {
   config::SweepConfig sweep;  // as loaded on this rank
   std::string directory;      // empty: sweeps/<name>
   bool resume = false;        // continue the sweep in `directory` after a kill or a stop
+  // Join the sweep running in `directory` from this job (--join): its groups take the running
+  // sweep's trials; its coordinator stays the only writer of the results.
+  bool join = false;
 };
 
 struct SweepParts;
@@ -31,6 +34,8 @@ class SweepJob {
 
   // Collective: runs the sweep to its end. Returns true when a stop signal ended it early (its
   // trials stopped with a checkpoint; --resume continues it). A failing coordinator ends the job.
+  // A joined job serves the sweep until it ends (false) or a stop signal makes it leave (true);
+  // when the sweep's coordinator is gone, rank 0 throws once its groups stopped with a checkpoint.
   bool run();
 
  private:

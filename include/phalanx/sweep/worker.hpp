@@ -28,6 +28,9 @@ struct WorkerOptions {
   comm::NcclCommunicator* nccl = nullptr;  // set when the group trains over NCCL
   int threads = 1;
   std::vector<int> ranks;  // world ranks of the group, its leader first (sent in its hello)
+  // A group of a job that joined the sweep (sweep --join): its job stops after a step when the
+  // coordinator asks (the sweep is stopping, or the coordinator is gone), as a handover does.
+  bool joined = false;
 };
 
 // The run directory of a trial inside the sweep directory.

@@ -1,0 +1,130 @@
+// The join handshake and frames (see join_protocol.hpp).
+#include "phalanx/sweep/join_protocol.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "phalanx/config/config.hpp"
+#include "phalanx/core/atomic_file.hpp"
+#include "phalanx/core/error.hpp"
+
+namespace phalanx::sweep {
+
+std::string join_file(const std::string& sweep_directory) { return sweep_directory + "/join.json"; }
+
+void write_join_file(const std::string& sweep_directory, const JoinAddress& address) {
+  const nlohmann::json file = {
+      {"host", address.host}, {"addresses", address.addresses}, {"port", address.port}, {"token", address.token}};
+  write_file_atomically(join_file(sweep_directory), file.dump(1) + "\n");
+}
+
+JoinAddress read_join_file(const std::string& sweep_directory) {
+  const std::string path = join_file(sweep_directory);
+  std::ifstream stream(path);
+  PHALANX_REQUIRE_INPUT(stream.good(), "--join ", sweep_directory, ": no sweep is running there (", path,
+                        " does not exist; a running `phalanx sweep` writes it at its start and removes it "
+                        "at its end)");
+  std::stringstream text;
+  text << stream.rdbuf();
+  JoinAddress address;
+  try {
+    const auto file = nlohmann::json::parse(text.str());
+    address.host = file.at("host").get<std::string>();
+    address.addresses = file.value("addresses", std::vector<std::string>{});
+    address.port = file.at("port").get<int>();
+    address.token = file.at("token").get<std::string>();
+  } catch (const nlohmann::json::exception& error) {
+    throw_input_error(path + ": not a sweep's join file (" + error.what() + ")");
+  }
+  PHALANX_REQUIRE_INPUT(address.port > 0 && address.port < 65536, path, ": port ", address.port,
+                        " is not a TCP port");
+  return address;
+}
+
+std::string encode_join_request(const JoinRequest& request) {
+  return nlohmann::json{{"type", "join"},
+                        {"token", request.token},
+                        {"version", request.version},
+                        {"commit", request.commit},
+                        {"definition", request.definition},
+                        {"host", request.host},
+                        {"groups", request.groups}}
+      .dump();
+}
+
+JoinRequest decode_join_request(const std::string& text) {
+  JoinRequest request;
+  try {
+    const auto message = nlohmann::json::parse(text);
+    PHALANX_REQUIRE_INPUT(message.at("type") == "join", "the first frame is '",
+                          message.at("type").get<std::string>(), "', not a join request");
+    request.token = message.at("token").get<std::string>();
+    request.version = message.at("version").get<std::string>();
+    request.commit = message.at("commit").get<std::string>();
+    request.definition = message.at("definition").get<std::string>();
+    request.host = message.at("host").get<std::string>();
+    request.groups = message.at("groups").get<int>();
+  } catch (const nlohmann::json::exception& error) {
+    throw_input_error(std::string("not a join request: ") + error.what());
+  }
+  return request;
+}
+
+namespace {
+
+// The first key of two sweep definitions (sweep_definition(): JSON, the base config as YAML text)
+// that differs, named as a user would set it.
+std::string definition_difference(const std::string& mine, const std::string& running) {
+  nlohmann::json ours, theirs;
+  try {
+    ours = nlohmann::json::parse(mine);
+    theirs = nlohmann::json::parse(running);
+  } catch (const nlohmann::json::exception&) {
+    return config::first_difference(mine, running, "in the running sweep");
+  }
+  for (const auto& [key, value] : theirs.items()) {
+    if (ours.contains(key) && ours.at(key) == value) continue;
+    if (key == "base" && ours.contains(key) && ours.at(key).is_string() && value.is_string())
+      return "its base config differs: " +
+             config::first_difference(ours.at(key).get<std::string>(), value.get<std::string>(),
+                                      "in the running sweep's");
+    return "'" + key + "' is " + (ours.contains(key) ? ours.at(key).dump() : std::string("not set")) +
+           " here but " + value.dump() + " in the running sweep";
+  }
+  for (const auto& [key, value] : ours.items())
+    if (!theirs.contains(key)) return "'" + key + "' is " + value.dump() + " here but not set in the running sweep";
+  return config::first_difference(mine, running, "in the running sweep");
+}
+
+}  // namespace
+
+std::string join_refusal(const JoinRequest& request, const std::string& token, const std::string& definition,
+                         const BuildStamp& build) {
+  // The token first: a job without it learns nothing about the sweep.
+  if (request.token != token) return "the token does not match this sweep's join.json";
+  if (request.version != build.version || request.commit != build.git_commit)
+    return "the sweep runs phalanx " + build.version + " (commit " + build.git_commit + "), this job phalanx " +
+           request.version + " (commit " + request.commit + "): every job of a sweep must run the same build";
+  if (request.definition != definition) return "this job's sweep differs from the running sweep's: " +
+                                                 definition_difference(request.definition, definition);
+  if (request.groups <= 0) return "the job has no worker group to bring";
+  return "";
+}
+
+std::string welcome_message(int first_worker) {
+  return nlohmann::json{{"type", "welcome"}, {"first_worker", first_worker}}.dump();
+}
+
+std::string refusal_message(const std::string& reason) {
+  return nlohmann::json{{"type", "refused"}, {"message", reason}}.dump();
+}
+
+std::string to_worker_frame(int worker, const std::string& text) {
+  return nlohmann::json{{"worker", worker}, {"message", text}}.dump();
+}
+
+std::string leave_message() { return nlohmann::json{{"type", "leave"}}.dump(); }
+
+}  // namespace phalanx::sweep

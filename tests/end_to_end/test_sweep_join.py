@@ -1,0 +1,169 @@
+"""End-to-end: jobs that join a running sweep (docs/SWEEPS.md, "Jobs that join a running sweep").
+A sweep on one rank (`mpirun -np 1 phalanx sweep`) and a second, independent mpirun that joins it
+(`phalanx sweep SWEEP --join DIR`), on a Fashion-MNIST subset:
+
+- joined: the second job's rank is training within seconds of its start (the time is printed),
+  both jobs' groups train trials, the sweep records every trial and (trial, rung) once, the join
+  job exits 0 when the sweep ends and join.json is gone;
+- refused, while the sweep runs: a join with another base config (exit 2 naming the config line),
+  with another budget (naming 'budget'), or of a directory where no sweep runs (naming join.json),
+  each with one error line and nothing written to the sweep;
+- killed: the join job SIGKILLed (mpirun and its rank) mid-trial, after a checkpoint of its
+  trial: the sweep records that job interrupted, continues the trial on its own group from the
+  trial's newest checkpoint, and finishes with every trial and (trial, rung) once.
+"""
+
+import os
+import sqlite3
+import subprocess
+import time
+import unittest
+
+import e2e_common as e2e
+import sweep_common as sweep
+from sweep_common import query
+
+TRAIN, TEST = 3000, 300  # 94 or 188 steps an epoch: a job lasts seconds, long enough to be killed mid-way
+TRIALS = 6
+SWEEP_TEXT = """name: e2e_join
+seed: 5
+config: base.yaml
+search: random
+scheduler: asha
+trials: {trials}
+metric: test_accuracy
+budget: {{unit: epochs, min: 1, max: 3, eta: 3}}
+workers: {{join_running: false}}
+space:
+  optimizer.learning_rate: {{type: loguniform, low: 0.0005, high: 0.01}}
+  train.batch_size: {{type: choice, values: [16, 32]}}
+"""
+
+
+def setUpModule():
+    global WORK, SWEEP
+    WORK, _ = sweep.set_up("sweep_join", TRAIN, TEST, name="join-base", every_steps=5, keep=2, log_every_steps=1000)
+    SWEEP = sweep.write_text(os.path.join(WORK, "sweep.yaml"), SWEEP_TEXT.format(trials=TRIALS))
+
+
+def start_join(directory, *args):
+    """`mpirun -np 1 phalanx sweep SWEEP --join DIRECTORY` in the background, in its own session."""
+    command = [e2e.MPIEXEC, *e2e.MPI_FLAGS, "-np", "1", e2e.PHALANX, "sweep", SWEEP, "--join", directory, *args]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=e2e.child_environment(), start_new_session=True)
+
+
+def wait_for(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+        except (sqlite3.OperationalError, FileNotFoundError):
+            value = None
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"no {what} within {timeout} s")
+
+
+def check_every_trial_once(test, directory):
+    """Every trial ran each rung it reached once: one result per (trial, rung), each from one job
+    recorded done, and no job left running."""
+    trials = query(directory, "SELECT trial_id, status FROM trials ORDER BY trial_id")
+    test.assertEqual([row["trial_id"] for row in trials], list(range(TRIALS)))
+    for row in trials:
+        test.assertIn(row["status"], ("completed", "stopped"), row)
+    results = query(directory, "SELECT trial_id, rung FROM rung_results ORDER BY trial_id, rung")
+    done = query(directory, "SELECT trial_id, rung FROM jobs WHERE status = 'done' ORDER BY trial_id, rung")
+    test.assertEqual([(row["trial_id"], row["rung"]) for row in done],
+                     [(row["trial_id"], row["rung"]) for row in results])
+    test.assertFalse(query(directory, "SELECT * FROM jobs WHERE status = 'running'"))
+    test.assertFalse(os.path.exists(os.path.join(directory, "join.json")), "join.json outlived the sweep")
+
+
+class SweepJoin(unittest.TestCase):
+    def test_a_second_job_joins_refusals_name_the_difference(self):
+        directory = os.path.join(WORK, "joined")
+        process = sweep.start_sweep(1, SWEEP, directory)
+        try:
+            wait_for(lambda: os.path.exists(os.path.join(directory, "join.json")), 60, "join.json")
+            sweep_before = query(directory, "SELECT COUNT(*) AS n FROM workers")[0]["n"]
+            # Refused while the sweep runs, each naming what differs; nothing recorded of them.
+            other_base = e2e.mpirun(1, "sweep", SWEEP, "--join", directory,
+                                    "--set", "config.optimizer.learning_rate=0.125", timeout=120)
+            self.assertEqual(other_base.returncode, 2, other_base.describe())
+            errors = other_base.error_lines()
+            self.assertEqual(len(errors), 1, other_base.describe())
+            self.assertIn("refused by the sweep", errors[0])
+            self.assertIn("learning_rate: 0.125", errors[0])
+            other_budget = e2e.mpirun(1, "sweep", SWEEP, "--join", directory, "--set", "budget.max=9", timeout=120)
+            self.assertEqual(other_budget.returncode, 2, other_budget.describe())
+            self.assertIn("'budget'", other_budget.error_lines()[0])
+            nowhere = e2e.mpirun(1, "sweep", SWEEP, "--join", os.path.join(WORK, "no-sweep-here"), timeout=120)
+            self.assertEqual(nowhere.returncode, 2, nowhere.describe())
+            self.assertIn("no-sweep-here/join.json", nowhere.error_lines()[0])
+            self.assertEqual(query(directory, "SELECT COUNT(*) AS n FROM workers")[0]["n"], sweep_before)
+
+            started = time.time()
+            joined = start_join(directory)
+            first = wait_for(lambda: query(directory, "SELECT MIN(started) AS t FROM jobs WHERE worker = 1")[0]["t"],
+                             120, "job on the joined group")
+            seconds_to_training = first - started
+            print(f"the joined job's group took its first trial {seconds_to_training:.1f} s after its mpirun started")
+            self.assertLess(seconds_to_training, 20)
+            join_output = joined.communicate(timeout=600)[0].decode(errors="replace")
+            output = process.communicate(timeout=600)[0].decode(errors="replace")
+        finally:
+            for running in (process, locals().get("joined")):
+                if running is not None and running.poll() is None:
+                    sweep.kill_sweep(running)
+        self.assertEqual(joined.returncode, 0, join_output)
+        self.assertEqual(process.returncode, 0, output)
+        self.assertIn("joined the sweep in", join_output)
+        self.assertIn("the sweep ended", join_output)
+        self.assertIn("joined job 1: worker(s) 1 join the sweep", output)
+        self.assertIn("asked to join and was refused", output)
+        check_every_trial_once(self, directory)
+        workers = {row["worker"] for row in query(directory, "SELECT worker FROM jobs WHERE status = 'done'")}
+        self.assertEqual(workers, {0, 1}, "both jobs' groups trained trials")
+
+    def test_a_killed_join_jobs_trial_is_continued_by_the_sweep(self):
+        directory = os.path.join(WORK, "killed")
+        process = sweep.start_sweep(1, SWEEP, directory)
+        joined = None
+        try:
+            wait_for(lambda: os.path.exists(os.path.join(directory, "join.json")), 60, "join.json")
+            joined = start_join(directory)
+
+            def joined_trial_with_checkpoint():
+                rows = query(directory, "SELECT job_id, trial_id, rung FROM jobs WHERE worker = 1 AND status = 'running'")
+                for row in rows:
+                    trial_dir = os.path.join(directory, "trials", f"{row['trial_id']:05d}", "checkpoints")
+                    if os.path.isdir(trial_dir) and any(name.endswith(".h5") for name in os.listdir(trial_dir)):
+                        return row
+                return None
+
+            killed = wait_for(joined_trial_with_checkpoint, 300, "joined trial with a checkpoint")
+            sweep.kill_sweep(joined)
+            output = process.communicate(timeout=600)[0].decode(errors="replace")
+        finally:
+            for running in (process, joined):
+                if running is not None and running.poll() is None:
+                    sweep.kill_sweep(running)
+        self.assertEqual(process.returncode, 0, output)
+        self.assertIn(f"joined job 1: worker(s) 1 left; trial(s) {killed['trial_id']} requeued", output)
+        job = query(directory, "SELECT * FROM jobs WHERE job_id = ?", killed["job_id"])[0]
+        self.assertEqual(job["status"], "interrupted", job)
+        # The sweep's own group continued the trial's rung from the checkpoint the killed job wrote.
+        redo = query(directory, "SELECT * FROM jobs WHERE trial_id = ? AND rung = ? AND job_id > ? ORDER BY job_id",
+                     killed["trial_id"], killed["rung"], killed["job_id"])
+        self.assertTrue(redo, "the killed job's rung was not continued")
+        self.assertEqual(redo[0]["worker"], 0, redo[0])
+        self.assertEqual(redo[0]["status"], "done", redo[0])
+        self.assertTrue(redo[0]["resumed_from"], redo[0])
+        self.assertGreater(redo[0]["start_step"], 0, redo[0])
+        check_every_trial_once(self, directory)
+
+
+if __name__ == "__main__":
+    e2e.main()
