@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Search strategies of `phalanx sweep` on one sweep file's budget: random+ASHA against TPE+ASHA
-(docs/SWEEPS.md, "TPE search"), each over several sweep seeds, on the same ranks.
+(docs/SWEEPS.md, "TPE search") and PBT (--searches ... pbt: the PBT sweep file beside it), each
+over several sweep seeds, on the same ranks.
 
     /usr/bin/python3 bench/sweep_search.py --phalanx build/src/phalanx \
         --sweep configs/sweeps/fmnist_asha.yaml --ranks 2 --seeds 1 2 3 --work /tmp/sweep-search \
@@ -41,7 +42,10 @@ def parse_args(argv=None):
     parser.add_argument("--ranks", type=int, default=2, help="mpirun -np (default 2)")
     parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS per rank (default 1)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--searches", nargs="+", default=["random", "tpe"], choices=["random", "grid", "tpe"])
+    parser.add_argument("--searches", nargs="+", default=["random", "tpe"], choices=["random", "grid", "tpe", "pbt"],
+                        help="pbt runs --pbt-sweep (its population on the same budget) with random draws")
+    parser.add_argument("--pbt-sweep", default=None,
+                        help="the sweep file for `pbt` (default: fmnist_pbt.yaml beside --sweep)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a sweep-file override for every run (repeatable)")
     parser.add_argument("--tpe-set", action="append", default=[], metavar="KEY=VALUE",
@@ -95,9 +99,15 @@ def run_sweep(args, search, seed):
     shutil.rmtree(directory, ignore_errors=True)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    sweep_file, draws = args.sweep, search
+    if search == "pbt":
+        # PBT is a scheduler, not a search: its own sweep file (population and intervals on the
+        # same epoch budget) with random initial draws.
+        sweep_file = args.pbt_sweep or os.path.join(os.path.dirname(args.sweep), "fmnist_pbt.yaml")
+        draws = "random"
     command = [args.mpirun, "--oversubscribe", "--bind-to", "none", "-x", f"OMP_NUM_THREADS={args.threads}",
-               "-np", str(args.ranks), args.phalanx, "sweep", args.sweep, "--sweep-dir", directory,
-               "--set", f"seed={seed}", "--set", f"search={search}"]
+               "-np", str(args.ranks), args.phalanx, "sweep", sweep_file, "--sweep-dir", directory,
+               "--set", f"seed={seed}", "--set", f"search={draws}"]
     for assignment in args.set + (args.tpe_set if search == "tpe" else []):
         command += ["--set", assignment]
     start = time.monotonic()
