@@ -10,7 +10,11 @@ A sweep on one rank (`mpirun -np 1 phalanx sweep`) and a second, independent mpi
   each with one error line and nothing written to the sweep;
 - killed: the join job SIGKILLed (mpirun and its rank) mid-trial, after a checkpoint of its
   trial: the sweep records that job interrupted, continues the trial on its own group from the
-  trial's newest checkpoint, and finishes with every trial and (trial, rung) once.
+  trial's newest checkpoint, and finishes with every trial and (trial, rung) once;
+- the other side killed: the sweep's mpirun SIGKILLed while the joined group trains: the join job
+  stops that trial after a step with a checkpoint and exits 1 naming the coordinator, and the
+  sweep's --resume (without it) continues the trial from that checkpoint and finishes with every
+  trial and (trial, rung) once.
 """
 
 import os
@@ -163,6 +167,47 @@ class SweepJoin(unittest.TestCase):
         self.assertTrue(redo[0]["resumed_from"], redo[0])
         self.assertGreater(redo[0]["start_step"], 0, redo[0])
         check_every_trial_once(self, directory)
+
+    def test_the_join_job_stops_with_a_checkpoint_when_the_sweep_is_killed(self):
+        directory = os.path.join(WORK, "sweep-killed")
+        process = sweep.start_sweep(1, SWEEP, directory)
+        joined = None
+        try:
+            wait_for(lambda: os.path.exists(os.path.join(directory, "join.json")), 60, "join.json")
+            joined = start_join(directory)
+            running = wait_for(lambda: query(directory, "SELECT job_id, trial_id, rung FROM jobs "
+                                                        "WHERE worker = 1 AND status = 'running'"),
+                               300, "a job on the joined group")[0]
+            killed_at = time.time()
+            sweep.kill_sweep(process)
+            join_output = joined.communicate(timeout=120)[0].decode(errors="replace")
+        finally:
+            for child in (process, joined):
+                if child is not None and child.poll() is None:
+                    sweep.kill_sweep(child)
+        self.assertNotEqual(joined.returncode, 0, join_output)
+        self.assertIn("the sweep's coordinator at", join_output)
+        self.assertIn("is gone", join_output)
+        # The joined group stopped its trial after a step with a checkpoint: the newest one of the
+        # trial is at least where the killed job started.
+        sweep.wait_for_lock(directory)
+        resumed = e2e.mpirun(1, "sweep", SWEEP, "--sweep-dir", directory, "--resume", timeout=600)
+        self.assertEqual(resumed.returncode, 0, resumed.describe())
+        check_every_trial_once(self, directory)
+        redo = query(directory, "SELECT * FROM jobs WHERE trial_id = ? AND rung = ? AND job_id > ? ORDER BY job_id",
+                     running["trial_id"], running["rung"], running["job_id"])
+        self.assertTrue(redo, "the joined group's rung was not continued")
+        self.assertTrue(redo[0]["resumed_from"], redo[0])
+        # ... from the checkpoint the joined group wrote as it stopped (after the kill): its trial's
+        # metrics.jsonl has the stop's "handover" event at the step the redo starts from.
+        events = e2e.read_metrics(os.path.join(directory, "trials", f"{running['trial_id']:05d}"))
+        stops = [event for event in events if event["event"] == "handover" and event["time"] >= killed_at - 1]
+        if stops:
+            self.assertEqual(stops[-1]["step"], redo[0]["start_step"], (stops[-1], redo[0]))
+        else:
+            # The rung ended between the kill and the stop request: its result was lost with the
+            # coordinator, and the redo recomputes it from the rung's last checkpoint, training nothing.
+            self.assertEqual(redo[0]["start_step"], redo[0]["end_step"], redo[0])
 
 
 if __name__ == "__main__":
