@@ -224,7 +224,12 @@ TcpListener::TcpListener(int port) {
       throw_input_error("cannot listen on TCP port " + std::to_string(port) + ": " + std::strerror(saved));
     }
   }
-  PHALANX_CHECK(::listen(descriptor_, 16) == 0, "listen: ", std::strerror(errno));
+  if (::listen(descriptor_, 16) != 0) {
+    const int saved = errno;
+    ::close(descriptor_);
+    descriptor_ = -1;
+    throw_input_error("cannot listen on TCP port " + std::to_string(port) + ": " + std::strerror(saved));
+  }
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
   ::getsockname(descriptor_, reinterpret_cast<sockaddr*>(&address), &length);

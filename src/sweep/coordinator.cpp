@@ -139,29 +139,9 @@ class Coordinator {
           continue;
         }
         const int joined_job = joins_->welcome(asked->connection, state_.group_count());
-        execute(state_.join(joined_job, asked->request.groups, now));
+        if (joined_job > 0) execute(state_.join(joined_job, asked->request.groups, now));
       } else if (const auto* report = std::get_if<JoinedReport>(&event)) {
-        // A joined job speaks only for its own groups; anything else ends its connection.
-        WorkerMessage message;
-        try {
-          message = decode_worker_message(report->text);
-        } catch (const Error&) {
-          execute(state_.drop(report->connection, now));
-          continue;
-        }
-        const int worker = std::visit([](const auto& typed) { return typed.worker; }, message);
-        if (worker < 0 || worker >= state_.group_count() || state_.group(worker).joined_job != report->connection ||
-            state_.group(worker).left) {
-          execute(state_.drop(report->connection, now));
-          continue;
-        }
-        try {
-          execute(state_.receive(message, now));
-        } catch (const Error&) {
-          // A report of a job its group does not hold: not a job of this build speaking; it
-          // cannot be trusted with more work.
-          execute(state_.drop(report->connection, now));
-        }
+        joined_report(*report, now);
       } else if (const auto* leaving = std::get_if<JoinedLeaving>(&event)) {
         execute(state_.leave(leaving->connection, now));
       } else if (const auto* gone = std::get_if<JoinedGone>(&event)) {
@@ -169,6 +149,30 @@ class Coordinator {
       }
     }
     return !events.empty();
+  }
+
+  // A joined group leader's message. A group that has left may still send a late hello (it left
+  // before it was heard): ignored, it has been told to stop. A job that speaks out of turn (not
+  // the protocol, for a group not its own, a job its group does not hold) is cut off: its
+  // connection closed, so that its relay stops its groups, and its jobs requeued.
+  void joined_report(const JoinedReport& report, double now) {
+    std::vector<Command> commands;
+    try {
+      const WorkerMessage message = decode_worker_message(report.text);
+      const int worker = std::visit([](const auto& typed) { return typed.worker; }, message);
+      PHALANX_CHECK(worker >= 0 && worker < state_.group_count() &&
+                        state_.group(worker).joined_job == report.connection,
+                    "worker ", worker, " is not a group of joined job ", report.connection);
+      if (state_.group(worker).left) return;
+      commands = state_.receive(message, now);
+    } catch (const Error& error) {
+      printer_.note(elapsed_line(now, "joined job " + std::to_string(report.connection) +
+                                          " sent a message out of turn and is cut off: " + error.what()));
+      joins_->close(report.connection);
+      execute(state_.drop(report.connection, now));
+      return;
+    }
+    execute(commands);
   }
 
   std::string elapsed_line(double now, const std::string& text) const {

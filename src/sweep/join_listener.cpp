@@ -90,6 +90,7 @@ std::vector<JoinEvent> JoinListener::poll(double now) {
         // The first frame: a join request, or a stranger that gets no answer.
         try {
           events.emplace_back(JoinAsked{connection.id, decode_join_request(text)});
+          connection.asked = true;
         } catch (const Error&) {
           connection.stream.close();
           break;
@@ -106,7 +107,7 @@ std::vector<JoinEvent> JoinListener::poll(double now) {
       else
         events.emplace_back(JoinedReport{connection.id, text});
     }
-    if (!connection.welcomed && !connection.stream.closed() && now - connection.opened > seconds_to_ask)
+    if (!connection.asked && !connection.stream.closed() && now - connection.opened > seconds_to_ask)
       connection.stream.close();
     if (connection.stream.closed() && connection.welcomed && !connection.reported_gone) {
       connection.reported_gone = true;
@@ -116,7 +117,8 @@ std::vector<JoinEvent> JoinListener::poll(double now) {
   // Closed connections that have nothing more to say go.
   connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
                                     [](const auto& held) {
-                                      return held->stream.closed() && (!held->welcomed || held->reported_gone);
+                                      return held->stream.closed() && !held->asked &&
+                                             (!held->welcomed || held->reported_gone);
                                     }),
                      connections_.end());
   return events;
@@ -127,6 +129,10 @@ void JoinListener::drain(double seconds) {
   for (;;) {
     bool open = false;
     for (auto& held : connections_) {
+      if (!held->welcomed) {
+        held->stream.close();  // still asking: the sweep has ended
+        continue;
+      }
       std::string text;
       while (held->stream.try_receive_frame(text)) {
       }
@@ -139,15 +145,21 @@ void JoinListener::drain(double seconds) {
 
 int JoinListener::welcome(int connection, int first_worker) {
   Connection* held = find(connection);
-  PHALANX_CHECK(held && !held->welcomed, "no connection ", connection, " waiting for an answer");
+  if (!held || held->welcomed) return -1;
+  held->asked = false;
   held->welcomed = true;
   held->id = next_joined_job_++;
   held->stream.send_frame(welcome_message(first_worker));
   return held->id;
 }
 
+void JoinListener::close(int connection) {
+  if (Connection* held = find(connection)) held->stream.close();
+}
+
 void JoinListener::refuse(int connection, const std::string& reason) {
   if (Connection* held = find(connection)) {
+    held->asked = false;
     held->stream.send_frame(refusal_message(reason));
     held->stream.close();
   }

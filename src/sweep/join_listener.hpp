@@ -48,8 +48,11 @@ class JoinListener {
   const JoinAddress& address() const { return address_; }
   std::vector<JoinEvent> poll(double now);
   // Returns the joined job's number (1, 2, ... in the order jobs joined), which its connection goes
-  // by from now on (events and send()).
+  // by from now on (events and send()); -1 when the connection is gone.
   int welcome(int connection, int first_worker);
+  // Cuts a joined job off: its relay sees the end of the stream and stops its groups; the next
+  // poll reports it gone.
+  void close(int connection);
   void refuse(int connection, const std::string& reason);  // and closes it
   // A failed send closes the connection; the next poll reports it gone.
   void send(int connection, int worker, const std::string& text);
@@ -64,6 +67,7 @@ class JoinListener {
     int id = 0;
     comm::TcpStream stream;
     double opened = 0;
+    bool asked = false;  // its join request is out as an event, to be answered
     bool welcomed = false;
     bool reported_gone = false;
   };

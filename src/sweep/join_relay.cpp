@@ -95,8 +95,9 @@ RelayEnd run_join_relay(const RelayOptions& options) {
     }
     if (!busy_poll) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  if (lost) return RelayEnd::CoordinatorLost;
-  return left ? RelayEnd::Left : RelayEnd::SweepEnded;
+  // A job that was leaving already stopped its trials with a checkpoint either way.
+  if (left) return RelayEnd::Left;
+  return lost ? RelayEnd::CoordinatorLost : RelayEnd::SweepEnded;
 }
 
 }  // namespace phalanx::sweep

@@ -5,12 +5,21 @@
 // group of any size.
 #include "phalanx/sweep/worker.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/timer.hpp"
@@ -63,6 +72,33 @@ std::function<bool()> handover_check(const WorkerOptions& options, const comm::C
   };
 }
 
+// One group at a time trains a trial: the job's rank 0 holds an flock on SWEEP_DIR/trials/NNNNN.lock
+// from before the job reads the trial's checkpoints until after its last one is written. A job
+// handed a trial that another is still stopping (a joined job that lost its coordinator, or the
+// last step of a killed sweep's rank that outlives its mpirun for a moment) waits for it.
+class TrialLease {
+ public:
+  TrialLease(const std::string& path, double wait_seconds) {
+    descriptor_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (descriptor_ < 0) throw_run_failure(path + ": cannot open the trial's lock: " + std::strerror(errno));
+    const Stopwatch clock;
+    while (::flock(descriptor_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK || clock.seconds() > wait_seconds) {
+        ::close(descriptor_);
+        throw_run_failure(path + ": another job still trains this trial after " +
+                          std::to_string(static_cast<int>(wait_seconds)) + " s (distributed.timeout_s)");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~TrialLease() { ::close(descriptor_); }  // closing drops the flock
+  TrialLease(const TrialLease&) = delete;
+  TrialLease& operator=(const TrialLease&) = delete;
+
+ private:
+  int descriptor_ = -1;
+};
+
 // A trial's job, set up as `phalanx train --resume auto` sets one up (train::Job) on the group's
 // device: from the trial's newest checkpoint when it has one, its global batch cut over the
 // group's ranks when another size of group wrote it.
@@ -88,6 +124,9 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job, 
   if (options.sweep->join_running || options.joined)
     request.handover_check = handover_check(options, group, job.at("job").get<std::int64_t>());
   const Stopwatch clock;
+  std::optional<TrialLease> lease;
+  if (group.rank() == 0)
+    lease.emplace(request.run_directory + ".lock", std::max(60.0, options.sweep->base.distributed.timeout_s));
   train::Job training(std::move(request), group, train::LentDevice{options.backend, options.threads, nccl});
   const std::int64_t start_step = training.start_step();
   const std::int64_t target_step = training.last_step();

@@ -116,3 +116,25 @@ TEST(JoinListener, ARefusalReachesTheJobAndStrangersAreDroppedQuietly) {
   EXPECT_TRUE(silent.closed());
   std::filesystem::remove_all(directory);
 }
+
+// A join request read late (the coordinator was busy past the 10 s a connection has to ask) is
+// still answered: asking in time is what counts, not how soon the coordinator looks.
+TEST(JoinListener, ARequestReadLateIsStillAnswered) {
+  const std::string directory = scratch();
+  JoinListener listener(directory);
+  TcpStream job = TcpStream::connect("127.0.0.1", listener.address().port, 5.0);
+  ASSERT_TRUE(job.send_frame(encode_join_request(request_with(listener.address().token))));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Taken in at 0 s with its request (poll reads what has arrived); the coordinator answers only
+  // after another poll at 30 s, long past the 10 s to ask.
+  std::vector<JoinEvent> events = listener.poll(0);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(listener.poll(30).empty());
+  const int joined_job = listener.welcome(std::get<JoinAsked>(events[0]).connection, 0);
+  EXPECT_EQ(joined_job, 1);
+  std::string text;
+  ASSERT_TRUE(job.receive_frame(text, 5.0));
+  EXPECT_EQ(nlohmann::json::parse(text).at("type"), "welcome");
+  EXPECT_EQ(listener.welcome(12345, 0), -1);  // no such connection: nothing to answer
+  std::filesystem::remove_all(directory);
+}
