@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -29,7 +30,7 @@ namespace phalanx::sweep {
 
 struct SweepParts {
   SweepRequest request;
-  std::unique_ptr<SweepLock> lock;  // rank 0's, held until the process ends
+  std::optional<FileLock> lock;  // rank 0's, held until the process ends
   train::RankResources resources;
   WorkerGroups groups;
   int my_group = -1;
@@ -97,7 +98,6 @@ void coordinate(const SweepParts& parts, bool& stopped_by_signal) {
 int ask_to_join(SweepParts& parts, int groups, const std::string& host) {
   const std::string& directory = parts.request.directory;
   const JoinAddress address = read_join_file(directory);
-  parts.coordinator = address.host + ":" + std::to_string(address.port);
   // The host's name first, then its addresses (a name another network does not resolve).
   std::vector<std::string> candidates{address.host};
   candidates.insert(candidates.end(), address.addresses.begin(), address.addresses.end());
@@ -144,9 +144,9 @@ SweepJob::SweepJob(SweepRequest request, const comm::Communicator& world)
   comm::agree(world, [&] {
     if (world.rank() != 0 || parts.request.join) return;  // a joined job writes nothing of the sweep's
     std::error_code error;
-    if (std::filesystem::is_directory(directory, error)) parts.lock = std::make_unique<SweepLock>(directory, 30.0);
+    if (std::filesystem::is_directory(directory, error)) parts.lock.emplace(lock_sweep_directory(directory, 30.0));
     check_sweep_directory(parts.request);
-    if (!parts.lock) parts.lock = std::make_unique<SweepLock>(directory, 30.0);
+    if (!parts.lock) parts.lock.emplace(lock_sweep_directory(directory, 30.0));
   });
   comm::agree(world, [&] { parts.resources = train::make_rank_resources(sweep.base.device, sweep.base.threads, world); });
 

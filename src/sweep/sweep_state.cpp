@@ -15,6 +15,16 @@
 namespace phalanx::sweep {
 namespace {
 
+// The note that joined job `joined_job`'s groups joined the sweep (`left` false) or left it; the
+// caller adds the workers and the trials requeued.
+ShowJoinedJob joined_job_note(double elapsed, int joined_job, bool left) {
+  ShowJoinedJob note;
+  note.elapsed = elapsed;
+  note.joined_job = joined_job;
+  note.left = left;
+  return note;
+}
+
 // The speeds of `members` added up, unmeasured ones filled in as effective_speed() does.
 double summed_speed(const std::vector<int>& members, const std::vector<GroupState>& states) {
   double speed = 0;
@@ -120,7 +130,10 @@ std::vector<Command> SweepState::receive(const WorkerMessage& message, double no
       out.commands.emplace_back(SendStop{worker});
       std::vector<int> requeued;
       if (stopped_there && !stopping_) requeued.push_back(reporting.job.trial);
-      out.notes.emplace_back(ShowJoinedJob{now - start_, reporting.joined_job, {worker}, true, requeued});
+      ShowJoinedJob note = joined_job_note(now - start_, reporting.joined_job, /*left=*/true);
+      note.workers.push_back(worker);
+      note.requeued = std::move(requeued);
+      out.notes.emplace_back(std::move(note));
     }
   }
   if (!stopping_) dispatch(now, out);
@@ -129,7 +142,7 @@ std::vector<Command> SweepState::receive(const WorkerMessage& message, double no
 
 std::vector<Command> SweepState::join(int joined_job, int groups, double now) {
   Output out;
-  ShowJoinedJob note{now - start_, joined_job, {}, false, {}};
+  ShowJoinedJob note = joined_job_note(now - start_, joined_job, /*left=*/false);
   for (int index = 0; index < groups; ++index) {
     note.workers.push_back(group_count());
     WorkerGroup group;
@@ -142,7 +155,7 @@ std::vector<Command> SweepState::join(int joined_job, int groups, double now) {
 
 std::vector<Command> SweepState::leave(int joined_job, double now) {
   Output out;
-  ShowJoinedJob note{now - start_, joined_job, {}, true, {}};
+  ShowJoinedJob note = joined_job_note(now - start_, joined_job, /*left=*/true);
   for (int worker = 0; worker < group_count(); ++worker) {
     WorkerGroup& group = group_of(worker);
     if (group.joined_job != joined_job || group.left) continue;
@@ -158,7 +171,7 @@ std::vector<Command> SweepState::leave(int joined_job, double now) {
 
 std::vector<Command> SweepState::drop(int joined_job, double now) {
   Output out;
-  ShowJoinedJob note{now - start_, joined_job, {}, true, {}};
+  ShowJoinedJob note = joined_job_note(now - start_, joined_job, /*left=*/true);
   for (int worker = 0; worker < group_count(); ++worker) {
     WorkerGroup& group = group_of(worker);
     if (group.joined_job != joined_job || group.left) continue;

@@ -5,23 +5,16 @@
 // group of any size.
 #include "phalanx/sweep/worker.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/file_lock.hpp"
 #include "phalanx/core/timer.hpp"
 #include "phalanx/comm/agreement.hpp"
 #include "phalanx/sweep/pbt.hpp"
@@ -76,28 +69,13 @@ std::function<bool()> handover_check(const WorkerOptions& options, const comm::C
 // from before the job reads the trial's checkpoints until after its last one is written. A job
 // handed a trial that another is still stopping (a joined job that lost its coordinator, or the
 // last step of a killed sweep's rank that outlives its mpirun for a moment) waits for it.
-class TrialLease {
- public:
-  TrialLease(const std::string& path, double wait_seconds) {
-    descriptor_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (descriptor_ < 0) throw_run_failure(path + ": cannot open the trial's lock: " + std::strerror(errno));
-    const Stopwatch clock;
-    while (::flock(descriptor_, LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK || clock.seconds() > wait_seconds) {
-        ::close(descriptor_);
-        throw_run_failure(path + ": another job still trains this trial after " +
-                          std::to_string(static_cast<int>(wait_seconds)) + " s (distributed.timeout_s)");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-  ~TrialLease() { ::close(descriptor_); }  // closing drops the flock
-  TrialLease(const TrialLease&) = delete;
-  TrialLease& operator=(const TrialLease&) = delete;
-
- private:
-  int descriptor_ = -1;
-};
+FileLock lease_trial(const std::string& path, double wait_seconds) {
+  auto lease = FileLock::acquire(path, wait_seconds);
+  if (!lease)
+    throw_run_failure(path + ": another job still trains this trial after " +
+                      std::to_string(static_cast<int>(wait_seconds)) + " s (distributed.timeout_s)");
+  return std::move(*lease);
+}
 
 // A trial's job, set up as `phalanx train --resume auto` sets one up (train::Job) on the group's
 // device: from the trial's newest checkpoint when it has one, its global batch cut over the
@@ -124,9 +102,9 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job, 
   if (options.sweep->join_running || options.joined)
     request.handover_check = handover_check(options, group, job.at("job").get<std::int64_t>());
   const Stopwatch clock;
-  std::optional<TrialLease> lease;
+  std::optional<FileLock> lease;
   if (group.rank() == 0)
-    lease.emplace(request.run_directory + ".lock", std::max(60.0, options.sweep->base.distributed.timeout_s));
+    lease.emplace(lease_trial(request.run_directory + ".lock", std::max(60.0, options.sweep->base.distributed.timeout_s)));
   train::Job training(std::move(request), group, train::LentDevice{options.backend, options.threads, nccl});
   const std::int64_t start_step = training.start_step();
   const std::int64_t target_step = training.last_step();
