@@ -3,21 +3,34 @@
 # apt offers a libdnnl-dev of major version 3 or newer (Debian 13), else Intel's build from PyPI into
 # build/dependencies/onednn (Debian 12). Idempotent: apt-get and pip run only when something is
 # missing. The CUDA toolkit, cuDNN and NCCL are expected under /usr/local/cuda.
+#   launch/install-dependencies.sh              what the build, the main job and the tests need
+#   launch/install-dependencies.sh --main-job   only what building phalanx and its main job need
+#                                               (launch/quickstart.sh): no browser, Slurm or test Python
 set -euo pipefail
 cd "$(dirname "$0")/.."
+main_job_only=0
+case "${1:-}" in
+  "") ;;
+  --main-job) main_job_only=1 ;;
+  *) echo "usage: launch/install-dependencies.sh [--main-job]" >&2; exit 2 ;;
+esac
+# The build (the test and benchmark libraries too: the configure step looks for them), the data
+# importer's image libraries, the sweeps' SQLite, git (the build stamps its commit) and the dataset;
+# python3-venv holds oneDNN 3 where it comes from PyPI (below).
 packages=(cmake ninja-build g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-dev libyaml-cpp-dev libgtest-dev
-          libbenchmark-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libpng-dev dataset-fashion-mnist
-          python3 python3-h5py python3-numpy python3-yaml
-          libturbojpeg0-dev python3-pil libhdf5-openmpi-dev)
-# The observability tests: report screenshots (chromium, python3-pil), TensorBoard read-back (a venv);
-# python3-venv also holds oneDNN 3 (below).
-packages+=(chromium python3-pil python3-venv)
-# Sweeps: the SQLite results database (the tests read it with Python's built-in sqlite3).
-packages+=(libsqlite3-dev)
-# Cluster launch tests: a real local Slurm (slurmctld, slurmd, munge) and network namespaces.
-packages+=(slurm-wlm munge iproute2)
-# The install test: `module load phalanx` with Environment Modules; the build stamps its git commit.
-packages+=(environment-modules git)
+          libbenchmark-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libpng-dev libturbojpeg0-dev
+          libsqlite3-dev git dataset-fashion-mnist python3 python3-venv)
+if [ "$main_job_only" = 0 ]; then
+  # The end-to-end tests read run folders with h5py and numpy, and configs with PyYAML; the data
+  # tests and the parallel-HDF5 flavour need the HDF5 built on Open MPI.
+  packages+=(python3-h5py python3-numpy python3-yaml libhdf5-openmpi-dev)
+  # The observability tests: report screenshots (chromium, python3-pil), TensorBoard read-back (a venv).
+  packages+=(chromium python3-pil)
+  # Cluster launch tests: a real local Slurm (slurmctld, slurmd, munge) and network namespaces.
+  packages+=(slurm-wlm munge iproute2)
+  # The install test: `module load phalanx` with Environment Modules.
+  packages+=(environment-modules)
+fi
 if [ "${PHALANX_WITH_TORCH:-0}" = 1 ]; then packages+=(python3-torch); fi
 # clang builds (launch/clang-check.sh): clang and LLVM's OpenMP, which clang's -fopenmp links. The
 # fuzz targets (launch/sanitize.sh fuzz) also need clang's libFuzzer and sanitizer runtimes. (GCC's

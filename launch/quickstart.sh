@@ -3,7 +3,7 @@
 # datasets/fashion-mnist.h5, then train the default CNN with mpirun over ${RANKS:-2} ranks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-launch/install-dependencies.sh
+launch/install-dependencies.sh --main-job
 PHALANX_TARGETS=phalanx launch/build.sh
 if [ ! -f datasets/fashion-mnist.h5 ]; then
   build/src/phalanx data import-idx /usr/share/datasets/fashion-mnist -o datasets/fashion-mnist.h5 --classes fashion
