@@ -48,6 +48,13 @@ if [ "${ID:-}" != debian ]; then
   echo "fresh-root-check: the host is ${ID:-unknown}, not Debian: no Debian mirror to read" >&2; exit 2
 fi
 suite=${suite:-$codename}
+# debootstrap on this machine first (its scripts name the releases it knows); checks started
+# together install it one after the other, under a lock.
+if ! command -v debootstrap >/dev/null; then
+  flock /var/lock/phalanx-fresh-root-debootstrap.lock bash -c 'command -v debootstrap >/dev/null ||
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null; }'
+fi
 if [ ! -e "/usr/share/debootstrap/scripts/$suite" ]; then
   echo "fresh-root-check: debootstrap on this machine does not know the release '$suite'" >&2; exit 2
 fi
@@ -97,10 +104,6 @@ if [ -z "$mirror" ]; then
   echo "fresh-root-check: no apt source for '$codename' in /etc/apt/sources.list(.d)" >&2; exit 2
 fi
 
-if ! command -v debootstrap >/dev/null; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null ||
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null; }
-fi
 
 root=${PHALANX_FRESH_ROOT:-$(mktemp -d "${TMPDIR:-/var/tmp}/phalanx-fresh-root.XXXXXX")}
 mkdir -p "$root"
