@@ -104,7 +104,6 @@ if [ -z "$mirror" ]; then
   echo "fresh-root-check: no apt source for '$codename' in /etc/apt/sources.list(.d)" >&2; exit 2
 fi
 
-
 root=${PHALANX_FRESH_ROOT:-$(mktemp -d "${TMPDIR:-/var/tmp}/phalanx-fresh-root.XXXXXX")}
 mkdir -p "$root"
 root=$(cd "$root" && pwd -P)
