@@ -60,13 +60,17 @@ TransportFit fit_transport(const std::string& name, int ranks, const std::vector
 }
 
 ModelTimings time_model(nn::Model& model, const scaling::LayerCosts& costs, int batch, int iterations,
-                        std::size_t bucket_bytes, std::size_t first_bucket_bytes) {
+                        std::size_t bucket_bytes, std::size_t first_bucket_bytes, optim::Optimizer* optimizer,
+                        const std::function<void()>& align) {
   PHALANX_REQUIRE_INPUT(batch >= 1 && iterations >= 1, "calibration needs a batch and iterations >= 1 (got ",
                         batch, " and ", iterations, ")");
   backend::Backend& backend = model.backend();
   const Shape& sample = model.sample_shape();
   const Tensor input = random_tensor(backend, Shape{batch, sample[0], sample[1], sample[2]}, 1);
-  const Tensor grad_logits = random_tensor(backend, Shape{batch, model.classes()}, 2);
+  Tensor grad_logits = random_tensor(backend, Shape{batch, model.classes()}, 2);
+  Tensor labels(backend, Shape{batch}, DType::Int32);
+  const std::vector<std::int32_t> zero_labels(static_cast<std::size_t>(batch), 0);
+  backend.copy_from_host(labels.data_as<void>(), zero_labels.data(), labels.bytes());
   // The layer whose gradients start at each offset: what a readiness report names.
   std::vector<std::pair<std::int64_t, std::size_t>> by_offset;
   for (std::size_t index = 0; index < costs.layers.size(); ++index)
@@ -76,11 +80,10 @@ ModelTimings time_model(nn::Model& model, const scaling::LayerCosts& costs, int 
   const comm::BucketPlan plan(costs.gradient_elements, bucket_bytes, first_bucket_bytes);
 
   std::vector<std::vector<double>> backward_samples(costs.layers.size()), ready_samples(plan.size());
-  std::vector<double> forward_samples, backward_totals;
+  std::vector<double> layer_pass_totals;
   nn::ForwardContext context;
   for (int iteration = -2; iteration < iterations; ++iteration) {
     backend.synchronize();
-    const double forward_start = now();
     model.forward(input, context);
     backend.synchronize();
     const double backward_start = now();
@@ -103,47 +106,78 @@ ModelTimings time_model(nn::Model& model, const scaling::LayerCosts& costs, int 
     const double end = now();
     if (!costs.layers.empty()) layer_backward[last_layer] += end - previous;
     if (iteration < 0) continue;
-    forward_samples.push_back(backward_start - forward_start);
-    backward_totals.push_back(end - backward_start);
+    layer_pass_totals.push_back(end - backward_start);
     for (std::size_t index = 0; index < costs.layers.size(); ++index)
       backward_samples[index].push_back(layer_backward[index]);
     for (std::size_t index = 0; index < plan.size(); ++index)
       ready_samples[index].push_back(bucket_ready[index] < 0 ? end - backward_start : bucket_ready[index]);
   }
 
-  // The layers and buckets of the pass whose backward took the median time: one consistent pass (its
-  // layers add up to it), not medians per layer that leave out a preemption no layer owns alone.
-  std::vector<std::size_t> order(backward_totals.size());
-  for (std::size_t index = 0; index < order.size(); ++index) order[index] = index;
-  std::sort(order.begin(), order.end(), [&](std::size_t left, std::size_t right) {
-    return backward_totals[left] < backward_totals[right];
-  });
-  const std::size_t middle = order[order.size() / 2];
+  // Whole steps, as training runs them: nothing waits inside backward.
   ModelTimings timings;
   timings.batch = batch;
   timings.iterations = iterations;
+  std::vector<double> forward_samples, backward_samples_whole, optimizer_samples;
+  for (int iteration = -2; iteration < iterations; ++iteration) {
+    backend.synchronize();
+    if (align) align();
+    const double start = now();
+    const Tensor& logits = model.forward(input, context);
+    backend.softmax_cross_entropy(batch, model.classes(), logits.data(), labels.data_as<std::int32_t>(), 0.0f,
+                                  1.0f / static_cast<float>(batch), grad_logits.data());
+    backend.synchronize();
+    const double forward_end = now();
+    model.backward(input, grad_logits, {});
+    backend.synchronize();
+    const double backward_end = now();
+    // A small rate: the weights only have to stay finite over the calibration's updates.
+    if (optimizer) optimizer->step(model.registry(), 1e-5, iteration + 3);
+    backend.synchronize();
+    const double end = now();
+    if (iteration < 0) continue;
+    forward_samples.push_back(forward_end - start);
+    backward_samples_whole.push_back(backward_end - forward_end);
+    optimizer_samples.push_back(end - backward_end);
+    timings.steps.push_back(end - start);
+  }
   timings.forward = median(forward_samples);
-  timings.backward = backward_totals[middle];
+  timings.backward = median(backward_samples_whole);
+  timings.optimizer = optimizer ? median(optimizer_samples) : 0.0;
+
+  // The layers and buckets of the layer pass whose backward took the median time: one consistent
+  // pass (its layers add up to it), not medians per layer that leave out a preemption no layer owns
+  // alone; scaled to the whole steps' backward.
+  std::vector<std::size_t> order(layer_pass_totals.size());
+  for (std::size_t index = 0; index < order.size(); ++index) order[index] = index;
+  std::sort(order.begin(), order.end(), [&](std::size_t left, std::size_t right) {
+    return layer_pass_totals[left] < layer_pass_totals[right];
+  });
+  const std::size_t middle = order[order.size() / 2];
+  const double scale = layer_pass_totals[middle] > 0 ? timings.backward / layer_pass_totals[middle] : 1.0;
   const double multiply_adds = std::max<double>(1, static_cast<double>(costs.multiply_adds()));
   for (std::size_t index = 0; index < costs.layers.size(); ++index)
     timings.layers.push_back({costs.layers[index].name,
                               timings.forward * costs.layers[index].multiply_adds / multiply_adds,
-                              backward_samples[index][middle]});
+                              backward_samples[index][middle] * scale});
   for (std::size_t index = 0; index < plan.size(); ++index)
-    timings.buckets.push_back({plan[index].begin, plan[index].end, ready_samples[index][middle]});
+    timings.buckets.push_back({plan[index].begin, plan[index].end, ready_samples[index][middle] * scale});
   return timings;
 }
 
-nlohmann::json profile_json(const std::string& model_name, const std::string& device,
-                            const ModelTimings& timings, const std::vector<TransportFit>& transports) {
+nlohmann::json profile_json(const std::string& model_name, const std::string& device, const std::string& precision,
+                            const ModelTimings& timings, const std::vector<RankSteps>& ranks,
+                            const std::vector<TransportFit>& transports) {
   nlohmann::json profile = {{"format", "phalanx-profile"},
-                            {"version", 1},
+                            {"version", 2},
                             {"model", model_name},
                             {"device", device},
+                            {"precision", precision},
                             {"batch_size", timings.batch},
                             {"iterations", timings.iterations},
                             {"forward_seconds", timings.forward},
                             {"backward_seconds", timings.backward},
+                            {"optimizer_seconds", timings.optimizer},
+                            {"ranks", nlohmann::json::array()},
                             {"layers", nlohmann::json::array()},
                             {"buckets", nlohmann::json::array()},
                             {"transports", nlohmann::json::array()}};
@@ -153,6 +187,8 @@ nlohmann::json profile_json(const std::string& model_name, const std::string& de
   for (const auto& bucket : timings.buckets)
     profile["buckets"].push_back(
         {{"begin", bucket.begin}, {"end", bucket.end}, {"ready_seconds", bucket.ready}});
+  for (const auto& rank : ranks)
+    profile["ranks"].push_back({{"rank", rank.rank}, {"host", rank.host}, {"step_seconds", rank.steps}});
   for (const auto& transport : transports) {
     nlohmann::json measured = nlohmann::json::array();
     for (const auto& point : transport.measured)

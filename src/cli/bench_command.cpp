@@ -29,7 +29,9 @@
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/model.hpp"
+#include "phalanx/optim/optimizer.hpp"
 #include "phalanx/scaling/layer_costs.hpp"
+#include "phalanx/train/arithmetic.hpp"
 #include "phalanx/train/job.hpp"
 #include "phalanx/train/rank_resources.hpp"
 #include "rank_setup.hpp"
@@ -264,29 +266,48 @@ int bench_calibrate(const BenchArguments& arguments, int* argc, char*** argv) {
     }
   }
 
-  // Layers and buckets on this rank's device (a GPU where it has one).
+  // Layers and buckets on this rank's device (a GPU where it has one), in the run's arithmetic, with
+  // the run's optimizer: every rank at once, each whole step started together, as they train.
   benchmark::ModelTimings timings;
-  std::string device, model_name = config.model.preset.empty() ? config.name : config.model.preset;
+  std::string device, precision, model_name = config.model.preset.empty() ? config.name : config.model.preset;
   const int batch = arguments.calibration_batch > 0 ? arguments.calibration_batch : config.train.batch_size;
   status = agreed_status(world, [&] {
     std::unique_ptr<backend::Backend> backend =
         gpu.device >= 0 ? backend::make_cuda_backend(gpu.device)
                         : train::make_rank_resources(config::Device::Cpu, config.threads, world).backend;
+    const train::Arithmetic arithmetic = train::apply_arithmetic(config, *backend);
+    precision = config::name_of(arithmetic.precision);
     device = backend->name();
     nn::Model model(nn::ModelPlan(config.model, input.sample, input.classes), *backend, config.seed);
+    const std::unique_ptr<optim::Optimizer> optimizer =
+        optim::make_optimizer(config.optimizer, *backend, model.registry().parameter_count());
     nn::ModelPlan plan(config.model, input.sample, input.classes);
     const scaling::LayerCosts costs = scaling::layer_costs(plan, model_name);
     timings = benchmark::time_model(model, costs, batch, arguments.iterations,
-                                    static_cast<std::size_t>(config.distributed.bucket_mb * (1 << 20)));
+                                    static_cast<std::size_t>(config.distributed.bucket_mb * (1 << 20)),
+                                    std::size_t{1} << 20, optimizer.get(), [&] { world.barrier(); });
   });
   if (status) return status;
+  // Every rank's steps, for what the slowest of them costs a step (they ran the same count).
+  std::vector<benchmark::RankSteps> ranks(static_cast<std::size_t>(world.size()));
+  const std::vector<std::string> hosts = world.gather_strings(world.host_name(), 0);
+  for (int rank = 0; rank < world.size(); ++rank) {
+    ranks[static_cast<std::size_t>(rank)].rank = rank;
+    if (world.rank() == 0) ranks[static_cast<std::size_t>(rank)].host = hosts[static_cast<std::size_t>(rank)];
+  }
+  for (const double step : timings.steps) {
+    const std::vector<double> all = world.allgather(step);
+    for (std::size_t rank = 0; rank < all.size(); ++rank) ranks[rank].steps.push_back(all[rank]);
+  }
   if (world.rank() == 0) {
-    write_file_atomically(arguments.output,
-                          benchmark::profile_json(model_name, device, timings, transports).dump(1) + "\n");
+    write_file_atomically(
+        arguments.output,
+        benchmark::profile_json(model_name, device, precision, timings, ranks, transports).dump(1) + "\n");
     std::printf(
-        "# bench calibrate: %s at batch %d on %s: forward %.2f ms, backward %.2f ms (medians of %d)\n",
-        model_name.c_str(), batch, device.c_str(), timings.forward * 1e3, timings.backward * 1e3,
-        timings.iterations);
+        "# bench calibrate: %s at batch %d on %s, %s: forward %.2f ms, backward %.2f ms, update %.2f ms "
+        "(medians of %d)\n",
+        model_name.c_str(), batch, device.c_str(), precision.c_str(), timings.forward * 1e3,
+        timings.backward * 1e3, timings.optimizer * 1e3, timings.iterations);
     for (const auto& transport : transports)
       std::printf("# %s over %d ranks: latency %.1f us, %.3f GB/s (fitted to %zu sizes)\n",
                   transport.name.c_str(), transport.ranks, transport.latency * 1e6,

@@ -66,8 +66,10 @@ nlohmann::json to_json(const scaling::StepPrediction& prediction) {
           {"ranks", prediction.topology.ranks()},
           {"forward_seconds", prediction.forward},
           {"backward_seconds", prediction.backward},
+          {"optimizer_seconds", prediction.optimizer},
           {"allreduce_seconds", prediction.allreduce},
           {"exposed_seconds", prediction.exposed},
+          {"straggler_seconds", prediction.straggler},
           {"exposed_share", prediction.exposed_share()},
           {"step_seconds", prediction.step},
           {"images_per_second", prediction.images_per_second},
@@ -205,7 +207,7 @@ int run_scaling(const ScalingArguments& arguments) {
     predictions.push_back(scaling::predict_step(costs, times, settings, topology, [&](std::size_t bytes) {
       const scaling::AllreduceEstimate estimate = scaling::estimate_allreduce(*transport, bytes);
       return scaling::BucketAllreduce{estimate, estimate, estimate};
-    }));
+    }, transport->progresses_during_backward()));
   }
   const std::string allreduce_name =
       fabric ? fabric->name : "measured " + transport->name + " (" + transport->profile + ")";
@@ -239,8 +241,20 @@ int run_scaling(const ScalingArguments& arguments) {
       batch, bucket_mb);
   std::printf("# %s %s: %s\n", fabric ? "fabric" : "all-reduce", allreduce_name.c_str(),
               allreduce_source.c_str());
-  std::printf("# compute: %s; forward %.2f ms, backward %.2f ms per step\n", times.source.c_str(),
-              times.forward_seconds() * 1e3, times.backward_seconds() * 1e3);
+  std::printf("# compute: %s; forward %.2f ms, backward %.2f ms, update %.2f ms per step\n",
+              times.source.c_str(), times.forward_seconds() * 1e3, times.backward_seconds() * 1e3,
+              times.optimizer * 1e3);
+  if (!times.rank_steps.empty())
+    for (const auto& prediction : predictions)
+      if (prediction.topology.ranks() > 1) {
+        const scaling::RankSpread spread = times.spread(prediction.topology.ranks());
+        std::printf(
+            "# %d ranks (steps as the profile's %zu ranks stepped side by side): the slowest rank's median "
+            "step %.1f%% above the profile's rank 0, the ranks' own %.1f%%; a rank waits %.2f ms for the "
+            "slowest\n",
+            prediction.topology.ranks(), times.rank_steps.size(), 100 * (spread.slowest - 1),
+            100 * (spread.typical - 1), prediction.straggler * 1e3);
+      }
   if (predictions.size() == 1) {
     if (fabric)
       print_schedule(predictions.front());

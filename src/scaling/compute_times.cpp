@@ -1,6 +1,8 @@
 // Per-layer compute times for the scaling model: from one device's throughput or from a profile.
 #include "phalanx/scaling/compute_times.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -14,6 +16,64 @@ double ComputeTimes::forward_seconds() const {
 }
 double ComputeTimes::backward_seconds() const {
   return std::accumulate(backward.begin(), backward.end(), 0.0);
+}
+
+namespace {
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t middle = values.size() / 2;
+  return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+}  // namespace
+
+RankSpread ComputeTimes::spread(int ranks) const {
+  RankSpread spread;
+  if (ranks <= 1 || rank_steps.empty() || rank_steps[0].empty()) return spread;
+  const std::size_t profiled = rank_steps.size();
+  const double own = median_of(rank_steps[0]);
+  // How many of the job's ranks step like each profiled rank, and their own medians together.
+  std::vector<double> copies(profiled, 0.0);
+  for (int rank = 0; rank < ranks; ++rank) copies[static_cast<std::size_t>(rank) % profiled] += 1;
+  double medians = 0;
+  for (std::size_t rank = 0; rank < profiled; ++rank) medians += copies[rank] * median_of(rank_steps[rank]);
+  spread.typical = medians / ranks / own;
+
+  const bool lockstep = static_cast<std::size_t>(ranks) == profiled &&
+                        std::all_of(rank_steps.begin(), rank_steps.end(),
+                                    [&](const auto& steps) { return steps.size() == rank_steps[0].size(); });
+  if (lockstep) {
+    // The profile's own rank count: its steps were timed together, k-th with k-th, so the slowest
+    // rank of each is read off directly, and what slowed every rank at once counts once.
+    std::vector<double> slowest_of_each(rank_steps[0].size(), 0.0);
+    for (const auto& steps : rank_steps)
+      for (std::size_t step = 0; step < steps.size(); ++step)
+        slowest_of_each[step] = std::max(slowest_of_each[step], steps[step]);
+    spread.slowest = median_of(slowest_of_each) / own;
+    return spread;
+  }
+  // Independent draws: the smallest step time at which every rank is done in half the steps.
+  std::vector<std::vector<double>> sorted = rank_steps;
+  std::vector<double> candidates;
+  for (auto& steps : sorted) {
+    std::sort(steps.begin(), steps.end());
+    candidates.insert(candidates.end(), steps.begin(), steps.end());
+  }
+  std::sort(candidates.begin(), candidates.end());
+  double slowest = candidates.back();
+  for (const double time : candidates) {
+    double log_probability = 0;
+    for (std::size_t rank = 0; rank < profiled; ++rank) {
+      const auto& steps = sorted[rank];
+      const auto below = static_cast<double>(std::upper_bound(steps.begin(), steps.end(), time) - steps.begin());
+      log_probability += copies[rank] * std::log(std::max(below, 1e-300) / static_cast<double>(steps.size()));
+    }
+    if (log_probability >= std::log(0.5)) {
+      slowest = time;
+      break;
+    }
+  }
+  spread.slowest = slowest / own;
+  return spread;
 }
 
 ComputeTimes compute_from_throughput(const LayerCosts& costs, double images_per_second, int local_batch) {
@@ -55,6 +115,26 @@ ComputeTimes compute_from_profile(const LayerCosts& costs, const std::string& pa
   }
   const double scale = local_batch / profile_batch;
   ComputeTimes times;
+  times.optimizer = required_number(json, "optimizer_seconds", path, "", false);
+  // The ranks' steps: at the profile's batch, and only their ratios to rank 0's are used.
+  const auto ranks = json.find("ranks");
+  PHALANX_REQUIRE_INPUT(ranks != json.end() && ranks->is_array() && !ranks->empty(), path,
+                        ": field 'ranks' is missing or empty (a profile of `phalanx bench calibrate` before "
+                        "version 2? take it again)");
+  for (std::size_t index = 0; index < ranks->size(); ++index) {
+    const nlohmann::json& rank = (*ranks)[index];
+    const std::string where = "ranks[" + std::to_string(index) + "].step_seconds";
+    const auto steps = rank.is_object() ? rank.find("step_seconds") : rank.end();
+    PHALANX_REQUIRE_INPUT(rank.is_object() && steps != rank.end() && steps->is_array() && !steps->empty(), path,
+                          ": field '", where, "' is missing or not a list of seconds");
+    std::vector<double> values;
+    for (const auto& value : *steps) {
+      PHALANX_REQUIRE_INPUT(value.is_number() && value.get<double>() > 0 && std::isfinite(value.get<double>()),
+                            path, ": field '", where, "' holds ", value.dump(), " (seconds > 0 expected)");
+      values.push_back(value.get<double>());
+    }
+    times.rank_steps.push_back(std::move(values));
+  }
   for (const LayerCost& layer : costs.layers) {
     const auto found = measured.find(layer.name);
     PHALANX_REQUIRE_INPUT(found != measured.end(), path, ": field 'layers' has no entry named '", layer.name,
@@ -62,6 +142,7 @@ ComputeTimes compute_from_profile(const LayerCosts& costs, const std::string& pa
     times.forward.push_back(found->second.first * scale);
     times.backward.push_back(found->second.second * scale);
   }
+  times.optimizer *= scale;
   times.source = "profile " + path;
   return times;
 }

@@ -1,6 +1,8 @@
 // A profile's measured all-reduce transport (see measured_transport.hpp).
 #include "phalanx/scaling/measured_transport.hpp"
 
+#include <algorithm>
+
 #include "json_fields.hpp"
 
 namespace phalanx::scaling {
@@ -26,6 +28,18 @@ MeasuredTransport read_measured_transport(const std::string& profile_path, const
     transport.ranks = static_cast<int>(required_number(entry, "ranks", profile_path, where));
     transport.latency = required_number(entry, "latency_seconds", profile_path, where, false);
     transport.seconds_per_byte = required_number(entry, "seconds_per_byte", profile_path, where);
+    const auto measured = entry.find("measured");
+    if (measured != entry.end()) {
+      PHALANX_REQUIRE_INPUT(measured->is_array(), profile_path, ": field '", where, "measured' must be a list");
+      for (std::size_t point = 0; point < measured->size(); ++point) {
+        const std::string at = where + "measured[" + std::to_string(point) + "].";
+        PHALANX_REQUIRE_INPUT((*measured)[point].is_object(), profile_path, ": field '", at, "' must be an object");
+        transport.measured.emplace_back(required_number((*measured)[point], "bytes", profile_path, at),
+                                        required_number((*measured)[point], "seconds", profile_path, at));
+        PHALANX_REQUIRE_INPUT(point == 0 || transport.measured[point].first > transport.measured[point - 1].first,
+                              profile_path, ": field '", at, "bytes' must grow along the list");
+      }
+    }
     return transport;
   }
   PHALANX_REQUIRE_INPUT(false, profile_path, ": field 'transports' has no transport named '", name,
@@ -39,8 +53,22 @@ AllreduceEstimate estimate_allreduce(const MeasuredTransport& transport, std::si
   estimate.protocol = Protocol::Simple;
   estimate.latency = transport.latency;
   estimate.bandwidth = 1.0 / transport.seconds_per_byte;
-  estimate.seconds =
-      transport.ranks > 1 ? transport.latency + static_cast<double>(bytes) * transport.seconds_per_byte : 0.0;
+  const auto size = static_cast<double>(bytes);
+  const auto& points = transport.measured;
+  if (transport.ranks <= 1) {
+    estimate.seconds = 0;
+  } else if (points.empty()) {
+    estimate.seconds = transport.latency + size * transport.seconds_per_byte;
+  } else if (size >= points.back().first) {
+    estimate.seconds = points.back().second + (size - points.back().first) * transport.seconds_per_byte;
+  } else {
+    const auto above = std::upper_bound(points.begin(), points.end(), size,
+                                        [](double value, const auto& point) { return value < point.first; });
+    const std::pair<double, double> below =
+        above == points.begin() ? std::make_pair(0.0, std::min(transport.latency, points.front().second))
+                                : *(above - 1);
+    estimate.seconds = below.second + (above->second - below.second) * (size - below.first) / (above->first - below.first);
+  }
   return estimate;
 }
 

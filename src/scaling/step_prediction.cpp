@@ -23,20 +23,24 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
 }
 
 StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
-                            const Topology& topology, const AllreduceCosting& costing) {
+                            const Topology& topology, const AllreduceCosting& costing,
+                            bool progresses_during_backward) {
   PHALANX_CHECK(times.forward.size() == costs.layers.size() && times.backward.size() == costs.layers.size(),
                 "compute times for ", times.forward.size(), " layers, the model has ", costs.layers.size());
   StepPrediction prediction;
   prediction.topology = topology;
-  prediction.forward = times.forward_seconds();
-  prediction.backward = times.backward_seconds();
+  const RankSpread spread = times.spread(topology.ranks());
+  const double own_compute = times.forward_seconds() + times.backward_seconds();
+  prediction.forward = spread.slowest * times.forward_seconds();
+  prediction.backward = spread.slowest * times.backward_seconds();
+  prediction.optimizer = spread.slowest * times.optimizer;
   const double backward_end = prediction.forward + prediction.backward;
 
-  // When backward finishes each layer: it runs the layers in reverse.
+  // When the slowest rank's backward finishes each layer: it runs the layers in reverse.
   std::vector<double> finished(costs.layers.size());
   double clock = prediction.forward;
   for (std::size_t index = costs.layers.size(); index-- > 0;) {
-    clock += times.backward[index];
+    clock += spread.slowest * times.backward[index];
     finished[index] = clock;
   }
 
@@ -65,16 +69,20 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
     timing.ring = allreduce.ring;
     timing.tree = allreduce.tree;
     timing.chosen = allreduce.chosen;
-    timing.start = std::max(timing.ready, previous_finish);
+    const double earliest = progresses_during_backward ? timing.ready : std::max(timing.ready, backward_end);
+    timing.start = std::max(earliest, previous_finish);
     timing.finish = timing.start + timing.chosen.seconds;
     previous_finish = timing.finish;
     prediction.allreduce += timing.chosen.seconds;
     prediction.buckets.push_back(timing);
   }
-  prediction.step = std::max(backward_end, topology.ranks() > 1 ? previous_finish : 0.0);
-  prediction.exposed = prediction.step - backward_end;
+  const double synced = std::max(backward_end, topology.ranks() > 1 ? previous_finish : 0.0);
+  prediction.step = synced + prediction.optimizer;
+  const double typical_backward_end = spread.typical * own_compute;
+  prediction.straggler = backward_end - typical_backward_end;
+  prediction.exposed = synced - typical_backward_end;
   prediction.images_per_second = settings.global_batch / prediction.step;
-  prediction.single_device_images_per_second = settings.local_batch / backward_end;
+  prediction.single_device_images_per_second = settings.local_batch / (own_compute + times.optimizer);
   prediction.efficiency =
       prediction.images_per_second / (topology.ranks() * prediction.single_device_images_per_second);
   return prediction;

@@ -1,10 +1,13 @@
 // Calibration: the least-squares transport fit recovers a known line and keeps its latency >= 0, and a real model's per-layer
-// backward times and bucket ready times are consistent with the whole pass they were read from.
+// backward times and bucket ready times are consistent with the whole steps they were scaled to.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/benchmark/calibration.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/optim/optimizer.hpp"
 
 namespace phalanx::testing {
 namespace {
@@ -40,7 +43,9 @@ TEST(Calibration, LayerBackwardTimesAddUpToThePassAndBucketsBecomeReadyInOrder) 
   const nn::ModelPlan plan(model_config, Shape{16, 16, 3}, 10);
   const scaling::LayerCosts costs = scaling::layer_costs(plan, "resnet20");
   // Buckets of 64 KiB: several over ResNet-20's 272 474 parameters.
-  const benchmark::ModelTimings timings = benchmark::time_model(model, costs, 2, 3, 1 << 16, 1 << 14);
+  const auto optimizer = optim::make_optimizer(config::OptimizerConfig{}, *backend, model.registry().parameter_count());
+  const benchmark::ModelTimings timings =
+      benchmark::time_model(model, costs, 2, 5, 1 << 16, 1 << 14, optimizer.get());
   ASSERT_EQ(timings.layers.size(), costs.layers.size());
   double backward = 0, forward = 0;
   for (const auto& layer : timings.layers) {
@@ -50,8 +55,16 @@ TEST(Calibration, LayerBackwardTimesAddUpToThePassAndBucketsBecomeReadyInOrder) 
   }
   EXPECT_GT(timings.backward, 0.0);
   EXPECT_NEAR(forward, timings.forward, 1e-9);
-  // The layers are those of one pass (the median one): together they are that pass.
+  // The layers are those of one layer pass (the median one), scaled to the whole steps' median.
   EXPECT_NEAR(backward, timings.backward, 1e-9);
+  // Whole steps: one per iteration, each forward + backward + update, their medians in between.
+  ASSERT_EQ(timings.steps.size(), 5u);
+  EXPECT_GT(timings.optimizer, 0.0);
+  std::vector<double> steps = timings.steps;
+  std::sort(steps.begin(), steps.end());
+  const double parts = timings.forward + timings.backward + timings.optimizer;
+  EXPECT_GT(steps[2], parts / 2);
+  EXPECT_LT(steps[2], parts * 2);
   ASSERT_GT(timings.buckets.size(), 3u);
   EXPECT_EQ(timings.buckets.front().end, costs.gradient_elements);
   EXPECT_EQ(timings.buckets.back().begin, 0);

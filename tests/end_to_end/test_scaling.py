@@ -4,6 +4,7 @@ malformed or incomplete fabric file refused with exit 2 naming the file and the 
 
 import json
 import os
+import statistics
 import unittest
 
 import e2e_common as e2e
@@ -98,16 +99,43 @@ class CalibrateTest(unittest.TestCase):
         self.assertEqual(written["batch_size"], 4)
         self.assertEqual(written["layers"][0]["name"], "conv1")
         self.assertEqual(written["layers"][-1]["name"], "fc")
-        self.assertGreater(sum(layer["backward_seconds"] for layer in written["layers"]), 0)
+        # The layers are scaled to the whole steps' backward; the update and every rank's steps are there.
+        self.assertAlmostEqual(sum(layer["backward_seconds"] for layer in written["layers"]),
+                               written["backward_seconds"], places=9)
+        self.assertGreater(written["backward_seconds"], 0)
+        self.assertGreater(written["optimizer_seconds"], 0)
+        self.assertIn(written["precision"], ("fp32", "bf16"))
+        self.assertEqual([rank["rank"] for rank in written["ranks"]], [0])
+        self.assertEqual(len(written["ranks"][0]["step_seconds"]), 2)
         readies = [bucket["ready_seconds"] for bucket in written["buckets"]]
         self.assertEqual(readies, sorted(readies))
         self.assertEqual(written["transports"], [])  # one rank: nothing crosses a link
-        predicted = scaling("--profile", profile, "--nodes", 2, "--gpus-per-node", 2, "--fabric", "roce-25g", "--json")
+        predicted = scaling("--profile", profile, "--nodes", 1, "--gpus-per-node", 1, "--fabric", "roce-25g", "--json")
         self.assertEqual(predicted.returncode, 0, predicted.describe())
         compute = json.loads(predicted.stdout)["predictions"][0]
-        # The config's batch (32) is 8 times the profile's.
-        self.assertAlmostEqual(compute["backward_seconds"],
-                               8 * sum(layer["backward_seconds"] for layer in written["layers"]), places=9)
+        # The config's batch (32) is 8 times the profile's; one rank waits for nobody.
+        self.assertAlmostEqual(compute["backward_seconds"], 8 * written["backward_seconds"], places=9)
+        self.assertAlmostEqual(compute["step_seconds"], 8 * (written["forward_seconds"] + written["backward_seconds"] +
+                                                             written["optimizer_seconds"]), places=9)
+        # Four ranks: the slowest of four draws from its steps sets the pace, never faster than one.
+        predicted = scaling("--profile", profile, "--nodes", 2, "--gpus-per-node", 2, "--fabric", "roce-25g", "--json")
+        self.assertEqual(predicted.returncode, 0, predicted.describe())
+        four = json.loads(predicted.stdout)["predictions"][0]
+        steps = written["ranks"][0]["step_seconds"]
+        self.assertAlmostEqual(four["backward_seconds"] / compute["backward_seconds"], max(steps) / statistics.median(steps),
+                               places=9)
+        self.assertGreaterEqual(four["straggler_seconds"], 0)
+        # A profile of an earlier calibrate (no update, no ranks' steps) is refused, naming the field.
+        for field in ("optimizer_seconds", "ranks"):
+            old = dict(written)
+            del old[field]
+            stale = os.path.join(WORK, f"stale-profile-{field}.json")
+            with open(stale, "w") as file:
+                json.dump(old, file)
+            refused = scaling("--profile", stale, "--fabric", "roce-25g")
+            self.assertEqual(refused.returncode, 2, refused.describe())
+            self.assertIn(stale, refused.stderr, refused.describe())
+            self.assertIn(field, refused.stderr, refused.describe())
         # A profile of another model lacks this one's layers.
         written["layers"] = written["layers"][1:]
         partial = os.path.join(WORK, "partial-profile.json")
@@ -118,6 +146,19 @@ class CalibrateTest(unittest.TestCase):
         self.assertIn(partial, refused.stderr, refused.describe())
         self.assertIn("'layers'", refused.stderr, refused.describe())
         self.assertIn("conv1", refused.stderr, refused.describe())
+
+
+def interpolated(fit, size):
+    """A measured transport's time for `size` bytes, as `phalanx scaling` reads the timed sizes."""
+    points = [(point["bytes"], point["seconds"]) for point in fit["measured"]]
+    if size >= points[-1][0]:
+        return points[-1][1] + (size - points[-1][0]) * fit["seconds_per_byte"]
+    below = (0.0, min(fit["latency_seconds"], points[0][1]))
+    for point in points:
+        if size < point[0]:
+            return below[1] + (point[1] - below[1]) * (size - below[0]) / (point[0] - below[0])
+        below = point
+    raise AssertionError("unreachable")
 
 
 class MeasuredTransportTest(unittest.TestCase):
@@ -139,10 +180,14 @@ class MeasuredTransportTest(unittest.TestCase):
         self.assertIn("shared_memory", output["fabric"])
         prediction = output["predictions"][0]
         self.assertEqual(prediction["ranks"], 2)
+        self.assertEqual([rank["rank"] for rank in written["ranks"]], [0, 1])
         total = 0.0
+        backward_end = prediction["forward_seconds"] + prediction["backward_seconds"]
         for bucket in prediction["buckets"]:
-            expected = fit["latency_seconds"] + bucket["bytes"] * fit["seconds_per_byte"]
+            expected = interpolated(fit, bucket["bytes"])
             self.assertAlmostEqual(bucket["ring"]["seconds"], expected, places=12)
+            # MPI's all-reduce advances at the step's wait, after the slowest rank's backward.
+            self.assertGreaterEqual(bucket["start_seconds"], backward_end - 1e-12)
             total += expected
         self.assertAlmostEqual(prediction["allreduce_seconds"], total, places=9)
         printed = scaling("--profile", profile, "--gpus-per-node", 2, "--transport", "shared_memory")

@@ -88,16 +88,29 @@ TEST_F(ScalingFiles, ProfileNeedsEveryLayerOfTheModel) {
   LayerCosts costs;
   costs.model = "two";
   costs.layers = {{"a", 0, 10, 5}, {"b", 10, 10, 5}};
-  const std::string profile = write("profile.json", R"({"batch_size": 16, "layers": [
-      {"name": "a", "forward_seconds": 0.01, "backward_seconds": 0.02},
-      {"name": "b", "forward_seconds": 0.03, "backward_seconds": 0.04}]})");
+  const std::string profile = write("profile.json", R"({"batch_size": 16, "optimizer_seconds": 0.005,
+      "ranks": [{"rank": 0, "step_seconds": [0.1, 0.12]}, {"rank": 1, "step_seconds": [0.2, 0.3]}],
+      "layers": [{"name": "a", "forward_seconds": 0.01, "backward_seconds": 0.02},
+                 {"name": "b", "forward_seconds": 0.03, "backward_seconds": 0.04}]})");
   const ComputeTimes times = compute_from_profile(costs, profile, 32);  // twice the profile's batch
   EXPECT_NEAR(times.forward_seconds(), 0.08, 1e-12);
   EXPECT_NEAR(times.backward_seconds(), 0.12, 1e-12);
-  const std::string partial = write("partial.json", R"({"batch_size": 16, "layers": [
-      {"name": "a", "forward_seconds": 0.01}]})");
-  const std::string message = refusal([&] { compute_from_profile(costs, partial, 32); });
+  EXPECT_NEAR(times.optimizer, 0.01, 1e-12);
+  ASSERT_EQ(times.rank_steps.size(), 2u);
+  EXPECT_EQ(times.rank_steps[1], (std::vector<double>{0.2, 0.3}));
+  const std::string partial = write("partial.json", R"({"batch_size": 16, "optimizer_seconds": 0,
+      "ranks": [{"rank": 0, "step_seconds": [0.1]}], "layers": [{"name": "a", "forward_seconds": 0.01}]})");
+  std::string message = refusal([&] { compute_from_profile(costs, partial, 32); });
   EXPECT_NE(message.find("layers[0].backward_seconds"), std::string::npos) << message;
+  // A profile from before the update and the ranks' steps were measured: take it again.
+  const std::string old = write("old.json", R"({"batch_size": 16, "optimizer_seconds": 0.001, "layers": []})");
+  message = refusal([&] { compute_from_profile(costs, old, 32); });
+  EXPECT_NE(message.find("'ranks'"), std::string::npos) << message;
+  EXPECT_NE(message.find("old.json"), std::string::npos) << message;
+  const std::string negative = write("negative.json", R"({"batch_size": 16, "optimizer_seconds": 0.001,
+      "ranks": [{"rank": 0, "step_seconds": [0.1, -1]}], "layers": []})");
+  message = refusal([&] { compute_from_profile(costs, negative, 32); });
+  EXPECT_NE(message.find("ranks[0].step_seconds"), std::string::npos) << message;
 }
 
 TEST_F(ScalingFiles, LayerTableLaysGradientsBackToBack) {

@@ -131,5 +131,101 @@ TEST(StepPrediction, AMeasuredTransportCostsEachBucketByItsFit) {
   EXPECT_EQ(estimate_allreduce(transport, 1 << 20).seconds, 0.0);
 }
 
+// Between two timed sizes the line through them; below the smallest, from the fitted latency; above
+// the largest, the fitted time per byte on from it.
+TEST(StepPrediction, AMeasuredTransportInterpolatesItsTimedSizes) {
+  MeasuredTransport transport;
+  transport.name = "network";
+  transport.ranks = 2;
+  transport.latency = 1e-5;
+  transport.seconds_per_byte = 1e-8;
+  transport.measured = {{1000, 1e-4}, {2000, 3e-4}, {4000, 1e-3}};
+  EXPECT_NEAR(estimate_allreduce(transport, 1500).seconds, 2e-4, 1e-15);
+  EXPECT_NEAR(estimate_allreduce(transport, 3000).seconds, 6.5e-4, 1e-15);
+  EXPECT_NEAR(estimate_allreduce(transport, 2000).seconds, 3e-4, 1e-15);
+  EXPECT_NEAR(estimate_allreduce(transport, 500).seconds, 1e-5 + 0.5 * (1e-4 - 1e-5), 1e-15);
+  EXPECT_NEAR(estimate_allreduce(transport, 6000).seconds, 1e-3 + 2000 * 1e-8, 1e-15);
+  EXPECT_FALSE(transport.progresses_during_backward());
+  transport.name = "nccl";
+  EXPECT_TRUE(transport.progresses_during_backward());
+}
+
+// MPI's all-reduce advances only inside MPI calls: a bucket ready early in backward still starts at
+// its end, and the whole all-reduce is exposed; the update follows it.
+TEST(StepPrediction, AnMpiAllreduceStartsWhenBackwardEndsAndTheUpdateFollowsIt) {
+  const LayerCosts costs = two_layers();
+  ComputeTimes times = compute_from_throughput(costs, 100, 30);
+  times.optimizer = 0.01;
+  StepSettings settings;
+  settings.local_batch = 30;
+  settings.global_batch = 60;
+  settings.bucket_bytes = std::size_t{4} << 20;
+  const auto costing = [](std::size_t bytes) {
+    AllreduceEstimate estimate;
+    estimate.seconds = static_cast<double>(bytes) * 1e-9;
+    return BucketAllreduce{estimate, estimate, estimate};
+  };
+  const StepPrediction overlapped = predict_step(costs, times, settings, Topology{1, 2}, costing, true);
+  const StepPrediction waiting = predict_step(costs, times, settings, Topology{1, 2}, costing, false);
+  ASSERT_GE(waiting.buckets.size(), 2u);
+  EXPECT_LT(overlapped.buckets.front().start, 0.3);
+  for (const BucketTiming& bucket : waiting.buckets) EXPECT_GE(bucket.start, 0.3 - 1e-12);
+  EXPECT_NEAR(waiting.exposed, waiting.allreduce, 1e-12);
+  EXPECT_NEAR(waiting.step, 0.3 + waiting.allreduce + 0.01, 1e-12);
+  EXPECT_LT(overlapped.step, waiting.step);
+  // One rank: forward, backward and the update.
+  settings.global_batch = 30;
+  const StepPrediction one = predict_step(costs, times, settings, Topology{1, 1}, costing, false);
+  EXPECT_NEAR(one.step, 0.31, 1e-12);
+  EXPECT_NEAR(one.efficiency, 1.0, 1e-12);
+}
+
+// Ranks stepping like draws from their calibrated steps: the step's median is the slowest rank's,
+// the smallest time at which every rank is done in half the steps.
+TEST(StepPrediction, TheSlowestRankSetsTheStepFromTheRanksStepDistributions) {
+  ComputeTimes times;
+  std::vector<double> ten;
+  for (int value = 1; value <= 10; ++value) ten.push_back(value);
+  times.rank_steps = {ten};
+  EXPECT_EQ(times.spread(1).slowest, 1.0);
+  // Two like it: F(t)^2 >= 1/2 first at t = 8 (0.8^2; 0.7^2 < 1/2), against a median of 5.5.
+  EXPECT_NEAR(times.spread(2).slowest, 8 / 5.5, 1e-12);
+  EXPECT_NEAR(times.spread(2).typical, 1.0, 1e-12);
+  // Four: 0.9^4 = 0.656, 0.8^4 = 0.41.
+  EXPECT_NEAR(times.spread(4).slowest, 9 / 5.5, 1e-12);
+  // A second rank twice as slow, timed together with rank 0: it is each step's slowest and sets the
+  // pace at its median, 11; the ranks' own medians average 1.5 of rank 0's.
+  std::vector<double> twice;
+  for (const double value : ten) twice.push_back(2 * value);
+  times.rank_steps = {ten, twice};
+  const RankSpread spread = times.spread(2);
+  EXPECT_NEAR(spread.slowest, 11 / 5.5, 1e-12);
+  EXPECT_NEAR(spread.typical, 1.5, 1e-12);
+  // As independent draws (a job of four, two like each): rank 1's distribution squared is 0.49 at 14
+  // and 0.64 at 16, where rank 0's is 1.
+  EXPECT_NEAR(times.spread(4).slowest, 16 / 5.5, 1e-12);
+  // Timed together (the profile's own two ranks): each step's slower rank, then their median. Rank 1
+  // slow where rank 0 is fast: the slowest of each step is 6, 7, 8 against rank 0's median of 2.
+  times.rank_steps = {{1, 2, 3}, {8, 7, 6}};
+  EXPECT_NEAR(times.spread(2).slowest, 7.0 / 2.0, 1e-12);
+  // Four ranks are not the profile's count: independent draws, two like each profiled rank; rank 1's
+  // distribution squared is 4/9 at 7, so every rank is done in half the steps first at 8.
+  EXPECT_NEAR(times.spread(4).slowest, 8.0 / 2.0, 1e-12);
+
+  // The timeline is the slowest rank's; a typical rank waits the difference after its backward.
+  const LayerCosts costs = two_layers();
+  ComputeTimes profile = compute_from_throughput(costs, 100, 30);
+  profile.rank_steps = {ten, ten, ten};  // three profiled ranks, a job of two: independent draws
+  StepSettings settings;
+  settings.local_batch = 30;
+  settings.global_batch = 60;
+  const auto free_allreduce = [](std::size_t) { return BucketAllreduce{}; };
+  const StepPrediction prediction = predict_step(costs, profile, settings, Topology{1, 2}, free_allreduce, false);
+  EXPECT_NEAR(prediction.step, 0.3 * 8 / 5.5, 1e-12);
+  EXPECT_NEAR(prediction.straggler, 0.3 * (8 / 5.5 - 1), 1e-12);
+  EXPECT_NEAR(prediction.exposed, prediction.straggler, 1e-12);
+  EXPECT_NEAR(prediction.single_device_images_per_second, 100, 1e-9);
+}
+
 }  // namespace
 }  // namespace phalanx::testing

@@ -7,7 +7,7 @@
 
 #include "backend/backend_test_support.hpp"
 #include "phalanx/core/error.hpp"
-#include "setup/arithmetic_setup.hpp"
+#include "phalanx/train/arithmetic.hpp"
 #include "loop/micro_batches.hpp"
 #include "setup/probe_step.hpp"
 

@@ -1,12 +1,15 @@
-// An all-reduce measured on this machine: one of the transports `phalanx bench calibrate` fits
-// (MPI over shared memory within a host, MPI over the network between hosts, NCCL), as time =
-// latency + bytes x seconds_per_byte at the rank count it was measured at. It predicts what NCCL's
-// cost model does not cover, CPU ranks' MPI all-reduce, and checks the model against a machine at
-// hand; it says nothing about another rank count, so a prediction at one is refused.
+// An all-reduce measured on this machine: one of the transports `phalanx bench calibrate` times
+// (MPI over shared memory within a host, MPI over the network between hosts, NCCL) at doubling
+// sizes, with time = latency + bytes x seconds_per_byte fitted to them, at the rank count it was
+// measured at. It predicts what NCCL's cost model does not cover, CPU ranks' MPI all-reduce, and
+// checks the model against a machine at hand; it says nothing about another rank count, so a
+// prediction at one is refused.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "phalanx/scaling/allreduce_cost_model.hpp"
 
@@ -18,13 +21,23 @@ struct MeasuredTransport {
   int ranks = 0;        // what it was measured at
   double latency = 0;   // seconds
   double seconds_per_byte = 0;
+  // The timed sizes, ascending: (bytes, seconds). MPI switches algorithms and protocols by size
+  // (over TCP the time per byte of a 1 MiB all-reduce can be twice a 64 KiB one's), which one line
+  // through all of them misses.
+  std::vector<std::pair<double, double>> measured;
+  // NCCL runs its all-reduce on its own stream beside backward; MPI's non-blocking all-reduce
+  // advances only inside MPI calls (docs/SCALING.md), which for a rank in backward is its one test
+  // per layer, so it runs at the step's wait.
+  bool progresses_during_backward() const { return name == "nccl"; }
 };
 
 // The transport `name` of a profile's `transports`; exits 2 naming the file and the field where the
 // profile lacks it or a figure of it.
 MeasuredTransport read_measured_transport(const std::string& profile_path, const std::string& name);
 
-// The fitted time of one all-reduce of `bytes` (reported as a ring with the Simple protocol).
+// The time of one all-reduce of `bytes` (reported as a ring with the Simple protocol): between two
+// timed sizes, the line through them; below the smallest, the line from the fitted latency to it;
+// above the largest, the fitted time per byte from it; the fit alone where nothing was timed.
 AllreduceEstimate estimate_allreduce(const MeasuredTransport& transport, std::size_t bytes);
 
 }  // namespace phalanx::scaling

@@ -2,7 +2,10 @@
 // layer by layer in reverse; each gradient bucket (the real BucketPlan cut) becomes ready when
 // backward has finished every layer whose gradients it holds, and its all-reduce starts once it is
 // ready and the previous bucket's all-reduce has finished (collectives run one after the other, in
-// the same order on every rank). The all-reduce time left after backward ends is exposed.
+// the same order on every rank); then the update. The timeline is the slowest rank's (a bucket is
+// summed once every rank has it): where the compute times carry the ranks' steps
+// (ComputeTimes::spread), it is stretched to the slowest rank's median step. What a typical rank
+// waits after its own backward, for the slowest rank and for the all-reduce, is exposed.
 #pragma once
 
 #include <cstddef>
@@ -33,12 +36,14 @@ struct BucketTiming {
 
 struct StepPrediction {
   Topology topology;
-  double forward = 0, backward = 0;  // seconds of compute
+  double forward = 0, backward = 0;  // seconds of compute, the slowest rank's
+  double optimizer = 0;              // seconds of the update after the all-reduce, the slowest rank's
   double allreduce = 0;              // seconds of all-reduce in all (overlapped or not)
-  double exposed = 0;                // seconds the step waits for the all-reduce after backward
+  double exposed = 0;                // seconds a typical rank waits after its backward (straggler included)
+  double straggler = 0;              // of which waiting for the slowest rank to finish its backward
   double step = 0;
   double images_per_second = 0;
-  double single_device_images_per_second = 0;  // one device, the same local batch, no all-reduce
+  double single_device_images_per_second = 0;  // one device, the same local batch, no all-reduce or wait
   double efficiency = 0;                       // images/s over (ranks x one device's images/s)
   std::vector<BucketTiming> buckets;           // in the order their all-reduces start
 
@@ -55,8 +60,11 @@ using AllreduceCosting = std::function<BucketAllreduce(std::size_t bytes)>;
 // without a network. NCCL's cost model on `fabric` (the faster of ring and tree per bucket).
 StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
                             const Topology& topology, const Fabric& fabric);
-// The same timeline with each bucket's all-reduce costed by `costing` (a measured transport).
+// The same timeline with each bucket's all-reduce costed by `costing` (a measured transport). Where
+// the transport does not progress during backward (MPI, MeasuredTransport), no all-reduce starts
+// before the slowest rank's backward has ended.
 StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
-                            const Topology& topology, const AllreduceCosting& costing);
+                            const Topology& topology, const AllreduceCosting& costing,
+                            bool progresses_during_backward = true);
 
 }  // namespace phalanx::scaling

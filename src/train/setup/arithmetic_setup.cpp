@@ -1,6 +1,6 @@
-// apply_arithmetic (see arithmetic_setup.hpp): one place where a rank's backend takes the run's
+// apply_arithmetic (see phalanx/train/arithmetic.hpp): one place where a rank's backend takes the run's
 // precision, activation storage and determinism, so training and the probes cannot drift apart.
-#include "setup/arithmetic_setup.hpp"
+#include "phalanx/train/arithmetic.hpp"
 
 #include "phalanx/core/error.hpp"
 

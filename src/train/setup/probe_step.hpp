@@ -12,7 +12,7 @@
 #include "phalanx/core/tensor.hpp"
 #include "phalanx/nn/model.hpp"
 #include "phalanx/optim/optimizer.hpp"
-#include "setup/arithmetic_setup.hpp"
+#include "phalanx/train/arithmetic.hpp"
 
 namespace phalanx::train {
 

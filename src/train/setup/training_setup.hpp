@@ -26,7 +26,7 @@
 #include "phalanx/optim/schedule.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/running_totals.hpp"
-#include "setup/arithmetic_setup.hpp"
+#include "phalanx/train/arithmetic.hpp"
 #include "setup/batch_split.hpp"
 #include "setup/initial_weights.hpp"
 
