@@ -4,10 +4,13 @@ placement of the ranks, `phalanx bench calibrate` measures the layers and the al
 `phalanx scaling --profile ... --transport ...` predicts the step from that profile, and a real
 training run of the same config in the same placement measures it. Compared: the median step time
 (the slowest rank's p50, summary.json's step_time_skew) and the exposed all-reduce's share of the
-step (time_breakdown.allreduce_wait.share against the prediction's exposed_share).
+step: what a rank waits after its backward, allreduce_wait + sync_wait over its step_ms, the mean
+over the ranks, against the prediction's exposed_share (a typical rank's wait for the all-reduce and
+for the slowest rank).
 
     python3 bench/scaling_check.py build/src/phalanx [--steps 200] [--models fmnist_cnn resnet20]
         [--placements one-rank two-ranks two-hosts two-hosts-10g two-hosts-1g] [--output F.json]
+        [--calibrate-iterations 50] [--repeats 1]
 
 Placements: one rank; two ranks on this host (MPI over shared memory); two hosts, i.e. two
 network namespaces joined by a veth pair (tests/end_to_end/network_hosts.py: MPI over TCP), the
@@ -44,6 +47,10 @@ def parse_args(argv=None):
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--placements", nargs="+", default=list(PLACEMENTS), choices=list(PLACEMENTS))
     parser.add_argument("--output", help="JSON file for every row")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="calibrate, predict and train this many times per row; the row holds the medians")
+    parser.add_argument("--calibrate-iterations", type=int, default=50,
+                        help="whole steps, layer passes and all-reduces per size that calibrate times")
     return parser.parse_args(argv)
 
 
@@ -55,9 +62,10 @@ def main(argv=None):
     e2e.PHALANX = os.environ["PHALANX_BIN"]
 
     work = e2e.work_dir("scaling_check")
-    data = {"fashion": e2e.make_fashion_subset(work, 16384, 1024),
-            "synth32": e2e.make_synth(os.path.join(work, "synth32.h5"), train=8192, test=64, height=32, width=32,
-                                      channels=3)}
+    makers = {"fashion": lambda: e2e.make_fashion_subset(work, 16384, 1024),
+              "synth32": lambda: e2e.make_synth(os.path.join(work, "synth32.h5"), train=8192, test=64, height=32,
+                                                width=32, channels=3)}
+    data = {MODELS[model][1]: makers[MODELS[model][1]]() for model in args.models}
     hosts = None
     if any(PLACEMENTS[name][1] > 1 for name in args.placements):
         hosts = NetworkHosts("chk", work, subnet="10.231.9").create()
@@ -79,33 +87,52 @@ def main(argv=None):
 
                 if hosts is not None:
                     hosts.shape(rate if host_count > 1 else None)
-                profile = os.path.join(work, f"profile-{model}-{placement}.json")
-                calibrated = launch("bench", "calibrate", config_path, "--iterations", 20, "--output", profile)
-                if calibrated.returncode != 0:
-                    raise SystemExit(f"calibrate failed ({model}, {placement}):\n{calibrated.describe()}")
-                transport = [] if ranks == 1 else ["--transport", "network" if host_count > 1 else "shared_memory"]
-                fabric = ["--fabric", "nvlink-h100"] if ranks == 1 else []
-                predicted = e2e.phalanx("scaling", config_path, "--profile", profile, "--gpus-per-node", ranks,
-                                        *transport, *fabric, "--json")
-                if predicted.returncode != 0:
-                    raise SystemExit(f"scaling failed ({model}, {placement}):\n{predicted.describe()}")
-                prediction = json.loads(predicted.stdout)["predictions"][0]
-                run_dir = os.path.join(work, f"run-{model}-{placement}")
-                trained = launch("train", config_path, "--run-dir", run_dir)
-                if trained.returncode != 0:
-                    raise SystemExit(f"training failed ({model}, {placement}):\n{trained.describe()}")
-                summary = e2e.read_summary(run_dir)
-                measured_step = summary["step_time_skew"]["slowest_p50_ms"] / 1e3
-                measured_exposed = summary["time_breakdown"]["allreduce_wait"]["share"]
+                predictions, measurements = [], []
+                for repeat in range(args.repeats):
+                    profile = os.path.join(work, f"profile-{model}-{placement}-{repeat}.json")
+                    # All-reduces up to 8 MiB: beyond both models' gradients (1.7 MB), and a 64 MiB
+                    # one over a 1 Gbit/s link would take a second per iteration.
+                    calibrated = launch("bench", "calibrate", config_path, "--iterations", args.calibrate_iterations,
+                                        "--max-bytes", 8 << 20, "--output", profile)
+                    if calibrated.returncode != 0:
+                        raise SystemExit(f"calibrate failed ({model}, {placement}):\n{calibrated.describe()}")
+                    transport = [] if ranks == 1 else ["--transport", "network" if host_count > 1 else "shared_memory"]
+                    fabric = ["--fabric", "nvlink-h100"] if ranks == 1 else []
+                    predicted = e2e.phalanx("scaling", config_path, "--profile", profile, "--gpus-per-node", ranks,
+                                            *transport, *fabric, "--json")
+                    if predicted.returncode != 0:
+                        raise SystemExit(f"scaling failed ({model}, {placement}):\n{predicted.describe()}")
+                    predictions.append(json.loads(predicted.stdout)["predictions"][0])
+                    run_dir = os.path.join(work, f"run-{model}-{placement}-{repeat}")
+                    trained = launch("train", config_path, "--run-dir", run_dir)
+                    if trained.returncode != 0:
+                        raise SystemExit(f"training failed ({model}, {placement}):\n{trained.describe()}")
+                    summary = e2e.read_summary(run_dir)
+                    # What a rank waits after its backward, for the all-reduce and for the other ranks
+                    # (the stop agreement's sync_wait takes what the all-reduce's wait left), over the ranks.
+                    measurements.append({
+                        "step": summary["step_time_skew"]["slowest_p50_ms"] / 1e3,
+                        "exposed": statistics.mean(
+                            (rank["time_breakdown"]["allreduce_wait"]["ms_per_step"] +
+                             rank["time_breakdown"]["sync_wait"]["ms_per_step"]) / rank["time_breakdown"]["step_ms"]
+                            for rank in summary["ranks"])})
+                # Medians over the repeats: a slow spell of the shared machine during one calibration or
+                # one run moves one of them.
+                predicted_step = statistics.median(p["step_seconds"] for p in predictions)
+                predicted_exposed = statistics.median(p["exposed_share"] for p in predictions)
+                measured_step = statistics.median(m["step"] for m in measurements)
+                measured_exposed = statistics.median(m["exposed"] for m in measurements)
                 row = {"model": model, "placement": placement, "ranks": ranks, "hosts": host_count,
-                       "link_mbit": rate, "batch": batch, "steps": args.steps,
-                       "predicted_step_ms": 1e3 * prediction["step_seconds"],
+                       "link_mbit": rate, "batch": batch, "steps": args.steps, "repeats": args.repeats,
+                       "predicted_step_ms": 1e3 * predicted_step,
                        "measured_step_ms": 1e3 * measured_step,
-                       "step_error": prediction["step_seconds"] / measured_step - 1,
-                       "predicted_exposed_share": prediction["exposed_share"],
+                       "step_error": predicted_step / measured_step - 1,
+                       "predicted_exposed_share": predicted_exposed,
                        "measured_exposed_share": measured_exposed,
-                       "exposed_points": 100 * (prediction["exposed_share"] - measured_exposed),
-                       "profile": profile, "run_dir": run_dir}
+                       "exposed_points": 100 * (predicted_exposed - measured_exposed),
+                       "each": [{"predicted_step_ms": 1e3 * p["step_seconds"], "measured_step_ms": 1e3 * m["step"],
+                                 "predicted_exposed_share": p["exposed_share"], "measured_exposed_share": m["exposed"]}
+                                for p, m in zip(predictions, measurements)]}
                 rows.append(row)
                 print(f"{model:<11} {placement:<14} step predicted {row['predicted_step_ms']:8.2f} ms, measured "
                       f"{row['measured_step_ms']:8.2f} ms ({100 * row['step_error']:+6.1f}%); exposed all-reduce "
@@ -120,6 +147,7 @@ def main(argv=None):
     if args.output:
         with open(args.output, "w") as stream:
             json.dump(rows, stream, indent=1)
+    return rows
 
 
 if __name__ == "__main__":
