@@ -18,13 +18,21 @@
 namespace phalanx {
 namespace {
 
-std::string lock_path(const std::string& name) {
-  const auto folder = std::filesystem::temp_directory_path() / ("phalanx_file_lock_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(folder);
-  return (folder / name).string();
-}
+// A folder of its own per test, removed after it: nothing is left in the temporary directory.
+class FileLockTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = std::filesystem::temp_directory_path() / ("phalanx_file_lock_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(folder_);
+  }
+  void TearDown() override { std::filesystem::remove_all(folder_); }
+  std::string lock_path(const std::string& name) const { return (folder_ / name).string(); }
 
-TEST(FileLock, OneHolderAtATimeAndTheNextAfterItEnds) {
+ private:
+  std::filesystem::path folder_;
+};
+
+TEST_F(FileLockTest, OneHolderAtATimeAndTheNextAfterItEnds) {
   const std::string path = lock_path("one_holder");
   std::optional<FileLock> first = FileLock::acquire(path, 0.0);
   ASSERT_TRUE(first.has_value());
@@ -40,7 +48,7 @@ TEST(FileLock, OneHolderAtATimeAndTheNextAfterItEnds) {
   EXPECT_TRUE(FileLock::acquire(path, 0.0).has_value());
 }
 
-TEST(FileLock, AWaiterGetsTheLockWhenItsHolderIsKilled) {
+TEST_F(FileLockTest, AWaiterGetsTheLockWhenItsHolderIsKilled) {
   const std::string path = lock_path("killed_holder");
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
@@ -71,7 +79,7 @@ TEST(FileLock, AWaiterGetsTheLockWhenItsHolderIsKilled) {
   ::close(ready[1]);
 }
 
-TEST(FileLock, AFileThatCannotBeOpenedIsNamed) {
+TEST_F(FileLockTest, AFileThatCannotBeOpenedIsNamed) {
   const std::string path = lock_path("no_such_folder") + "/sweep.lock";
   try {
     FileLock::acquire(path, 0.0);
