@@ -164,8 +164,9 @@ ModelTimings time_model(nn::Model& model, const scaling::LayerCosts& costs, int 
   return timings;
 }
 
-nlohmann::json profile_json(const std::string& model_name, const std::string& device, const std::string& precision,
-                            const ModelTimings& timings, const std::vector<RankSteps>& ranks,
+nlohmann::json profile_json(const std::string& model_name, const std::string& device,
+                            const std::string& precision, const ModelTimings& timings,
+                            const std::vector<RankSteps>& ranks,
                             const std::vector<TransportFit>& transports) {
   nlohmann::json profile = {{"format", "phalanx-profile"},
                             {"version", 2},

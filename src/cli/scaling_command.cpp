@@ -204,10 +204,13 @@ int run_scaling(const ScalingArguments& arguments) {
                           ": transport '", transport->name, "' was measured at ", transport->ranks,
                           " ranks, and says nothing about ", topology.ranks(),
                           " (--nodes x --gpus-per-node)");
-    predictions.push_back(scaling::predict_step(costs, times, settings, topology, [&](std::size_t bytes) {
-      const scaling::AllreduceEstimate estimate = scaling::estimate_allreduce(*transport, bytes);
-      return scaling::BucketAllreduce{estimate, estimate, estimate};
-    }, transport->progresses_during_backward()));
+    predictions.push_back(scaling::predict_step(
+        costs, times, settings, topology,
+        [&](std::size_t bytes) {
+          const scaling::AllreduceEstimate estimate = scaling::estimate_allreduce(*transport, bytes);
+          return scaling::BucketAllreduce{estimate, estimate, estimate};
+        },
+        transport->progresses_during_backward()));
   }
   const std::string allreduce_name =
       fabric ? fabric->name : "measured " + transport->name + " (" + transport->profile + ")";

@@ -64,7 +64,8 @@ RankSpread ComputeTimes::spread(int ranks) const {
     double log_probability = 0;
     for (std::size_t rank = 0; rank < profiled; ++rank) {
       const auto& steps = sorted[rank];
-      const auto below = static_cast<double>(std::upper_bound(steps.begin(), steps.end(), time) - steps.begin());
+      const auto below =
+          static_cast<double>(std::upper_bound(steps.begin(), steps.end(), time) - steps.begin());
       log_probability += copies[rank] * std::log(std::max(below, 1e-300) / static_cast<double>(steps.size()));
     }
     if (log_probability >= std::log(0.5)) {
@@ -125,12 +126,13 @@ ComputeTimes compute_from_profile(const LayerCosts& costs, const std::string& pa
     const nlohmann::json& rank = (*ranks)[index];
     const std::string where = "ranks[" + std::to_string(index) + "].step_seconds";
     const auto steps = rank.is_object() ? rank.find("step_seconds") : rank.end();
-    PHALANX_REQUIRE_INPUT(rank.is_object() && steps != rank.end() && steps->is_array() && !steps->empty(), path,
-                          ": field '", where, "' is missing or not a list of seconds");
+    PHALANX_REQUIRE_INPUT(rank.is_object() && steps != rank.end() && steps->is_array() && !steps->empty(),
+                          path, ": field '", where, "' is missing or not a list of seconds");
     std::vector<double> values;
     for (const auto& value : *steps) {
-      PHALANX_REQUIRE_INPUT(value.is_number() && value.get<double>() > 0 && std::isfinite(value.get<double>()),
-                            path, ": field '", where, "' holds ", value.dump(), " (seconds > 0 expected)");
+      PHALANX_REQUIRE_INPUT(
+          value.is_number() && value.get<double>() > 0 && std::isfinite(value.get<double>()), path,
+          ": field '", where, "' holds ", value.dump(), " (seconds > 0 expected)");
       values.push_back(value.get<double>());
     }
     times.rank_steps.push_back(std::move(values));

@@ -30,14 +30,17 @@ MeasuredTransport read_measured_transport(const std::string& profile_path, const
     transport.seconds_per_byte = required_number(entry, "seconds_per_byte", profile_path, where);
     const auto measured = entry.find("measured");
     if (measured != entry.end()) {
-      PHALANX_REQUIRE_INPUT(measured->is_array(), profile_path, ": field '", where, "measured' must be a list");
+      PHALANX_REQUIRE_INPUT(measured->is_array(), profile_path, ": field '", where,
+                            "measured' must be a list");
       for (std::size_t point = 0; point < measured->size(); ++point) {
         const std::string at = where + "measured[" + std::to_string(point) + "].";
-        PHALANX_REQUIRE_INPUT((*measured)[point].is_object(), profile_path, ": field '", at, "' must be an object");
+        PHALANX_REQUIRE_INPUT((*measured)[point].is_object(), profile_path, ": field '", at,
+                              "' must be an object");
         transport.measured.emplace_back(required_number((*measured)[point], "bytes", profile_path, at),
                                         required_number((*measured)[point], "seconds", profile_path, at));
-        PHALANX_REQUIRE_INPUT(point == 0 || transport.measured[point].first > transport.measured[point - 1].first,
-                              profile_path, ": field '", at, "bytes' must grow along the list");
+        PHALANX_REQUIRE_INPUT(
+            point == 0 || transport.measured[point].first > transport.measured[point - 1].first, profile_path,
+            ": field '", at, "bytes' must grow along the list");
       }
     }
     return transport;
@@ -67,7 +70,8 @@ AllreduceEstimate estimate_allreduce(const MeasuredTransport& transport, std::si
     const std::pair<double, double> below =
         above == points.begin() ? std::make_pair(0.0, std::min(transport.latency, points.front().second))
                                 : *(above - 1);
-    estimate.seconds = below.second + (above->second - below.second) * (size - below.first) / (above->first - below.first);
+    estimate.seconds =
+        below.second + (above->second - below.second) * (size - below.first) / (above->first - below.first);
   }
   return estimate;
 }

@@ -103,7 +103,8 @@ TEST_F(ScalingFiles, ProfileNeedsEveryLayerOfTheModel) {
   std::string message = refusal([&] { compute_from_profile(costs, partial, 32); });
   EXPECT_NE(message.find("layers[0].backward_seconds"), std::string::npos) << message;
   // A profile from before the update and the ranks' steps were measured: take it again.
-  const std::string old = write("old.json", R"({"batch_size": 16, "optimizer_seconds": 0.001, "layers": []})");
+  const std::string old =
+      write("old.json", R"({"batch_size": 16, "optimizer_seconds": 0.001, "layers": []})");
   message = refusal([&] { compute_from_profile(costs, old, 32); });
   EXPECT_NE(message.find("'ranks'"), std::string::npos) << message;
   EXPECT_NE(message.find("old.json"), std::string::npos) << message;

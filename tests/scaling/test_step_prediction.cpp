@@ -220,7 +220,8 @@ TEST(StepPrediction, TheSlowestRankSetsTheStepFromTheRanksStepDistributions) {
   settings.local_batch = 30;
   settings.global_batch = 60;
   const auto free_allreduce = [](std::size_t) { return BucketAllreduce{}; };
-  const StepPrediction prediction = predict_step(costs, profile, settings, Topology{1, 2}, free_allreduce, false);
+  const StepPrediction prediction =
+      predict_step(costs, profile, settings, Topology{1, 2}, free_allreduce, false);
   EXPECT_NEAR(prediction.step, 0.3 * 8 / 5.5, 1e-12);
   EXPECT_NEAR(prediction.straggler, 0.3 * (8 / 5.5 - 1), 1e-12);
   EXPECT_NEAR(prediction.exposed, prediction.straggler, 1e-12);

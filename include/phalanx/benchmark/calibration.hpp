@@ -80,8 +80,8 @@ struct RankSteps {
 
 // The profile (docs/SCALING.md): `timings` are the writing rank's, `ranks` every rank's steps as they
 // ran side by side, `precision` the arithmetic they ran in.
-nlohmann::json profile_json(const std::string& model_name, const std::string& device, const std::string& precision,
-                            const ModelTimings& timings, const std::vector<RankSteps>& ranks,
-                            const std::vector<TransportFit>& transports);
+nlohmann::json profile_json(const std::string& model_name, const std::string& device,
+                            const std::string& precision, const ModelTimings& timings,
+                            const std::vector<RankSteps>& ranks, const std::vector<TransportFit>& transports);
 
 }  // namespace phalanx::benchmark
