@@ -8,19 +8,13 @@
 
 #include "phalanx/comm/bucket_plan.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/median.hpp"
 
 namespace phalanx::benchmark {
 namespace {
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t middle = values.size() / 2;
-  return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
 Tensor random_tensor(backend::Backend& backend, const Shape& shape, std::uint64_t seed) {

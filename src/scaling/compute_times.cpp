@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "json_fields.hpp"
+#include "phalanx/core/median.hpp"
 
 namespace phalanx::scaling {
 
@@ -18,24 +19,16 @@ double ComputeTimes::backward_seconds() const {
   return std::accumulate(backward.begin(), backward.end(), 0.0);
 }
 
-namespace {
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t middle = values.size() / 2;
-  return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
-}
-}  // namespace
-
 RankSpread ComputeTimes::spread(int ranks) const {
   RankSpread spread;
   if (ranks <= 1 || rank_steps.empty() || rank_steps[0].empty()) return spread;
   const std::size_t profiled = rank_steps.size();
-  const double own = median_of(rank_steps[0]);
+  const double own = median(rank_steps[0]);
   // How many of the job's ranks step like each profiled rank, and their own medians together.
   std::vector<double> copies(profiled, 0.0);
   for (int rank = 0; rank < ranks; ++rank) copies[static_cast<std::size_t>(rank) % profiled] += 1;
   double medians = 0;
-  for (std::size_t rank = 0; rank < profiled; ++rank) medians += copies[rank] * median_of(rank_steps[rank]);
+  for (std::size_t rank = 0; rank < profiled; ++rank) medians += copies[rank] * median(rank_steps[rank]);
   spread.typical = medians / ranks / own;
 
   const bool lockstep = static_cast<std::size_t>(ranks) == profiled &&
@@ -48,7 +41,7 @@ RankSpread ComputeTimes::spread(int ranks) const {
     for (const auto& steps : rank_steps)
       for (std::size_t step = 0; step < steps.size(); ++step)
         slowest_of_each[step] = std::max(slowest_of_each[step], steps[step]);
-    spread.slowest = median_of(slowest_of_each) / own;
+    spread.slowest = median(slowest_of_each) / own;
     return spread;
   }
   // Independent draws: the smallest step time at which every rank is done in half the steps.

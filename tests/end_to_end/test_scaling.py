@@ -90,7 +90,7 @@ class ScalingCommandTest(unittest.TestCase):
 class CalibrateTest(unittest.TestCase):
     def test_calibrate_writes_a_profile_that_scaling_predicts_from(self):
         profile = os.path.join(WORK, "profile.json")
-        result = e2e.phalanx("bench", "calibrate", CONFIG, "--iterations", 2, "--batch-size", 4, "--max-bytes", 65536,
+        result = e2e.phalanx("bench", "calibrate", CONFIG, "--iterations", 3, "--batch-size", 4, "--max-bytes", 65536,
                              "--output", profile)
         self.assertEqual(result.returncode, 0, result.describe())
         with open(profile) as file:
@@ -106,7 +106,7 @@ class CalibrateTest(unittest.TestCase):
         self.assertGreater(written["optimizer_seconds"], 0)
         self.assertIn(written["precision"], ("fp32", "bf16"))
         self.assertEqual([rank["rank"] for rank in written["ranks"]], [0])
-        self.assertEqual(len(written["ranks"][0]["step_seconds"]), 2)
+        self.assertEqual(len(written["ranks"][0]["step_seconds"]), 3)
         readies = [bucket["ready_seconds"] for bucket in written["buckets"]]
         self.assertEqual(readies, sorted(readies))
         self.assertEqual(written["transports"], [])  # one rank: nothing crosses a link

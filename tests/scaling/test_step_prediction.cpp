@@ -188,22 +188,23 @@ TEST(StepPrediction, TheSlowestRankSetsTheStepFromTheRanksStepDistributions) {
   for (int value = 1; value <= 10; ++value) ten.push_back(value);
   times.rank_steps = {ten};
   EXPECT_EQ(times.spread(1).slowest, 1.0);
-  // Two like it: F(t)^2 >= 1/2 first at t = 8 (0.8^2; 0.7^2 < 1/2), against a median of 5.5.
-  EXPECT_NEAR(times.spread(2).slowest, 8 / 5.5, 1e-12);
+  // Two like it: F(t)^2 >= 1/2 first at t = 8 (0.8^2; 0.7^2 < 1/2), against a median of 6 (the
+  // upper middle of an even count, phalanx::median).
+  EXPECT_NEAR(times.spread(2).slowest, 8 / 6.0, 1e-12);
   EXPECT_NEAR(times.spread(2).typical, 1.0, 1e-12);
   // Four: 0.9^4 = 0.656, 0.8^4 = 0.41.
-  EXPECT_NEAR(times.spread(4).slowest, 9 / 5.5, 1e-12);
+  EXPECT_NEAR(times.spread(4).slowest, 9 / 6.0, 1e-12);
   // A second rank twice as slow, timed together with rank 0: it is each step's slowest and sets the
-  // pace at its median, 11; the ranks' own medians average 1.5 of rank 0's.
+  // pace at its median, 12; the ranks' own medians average 1.5 of rank 0's.
   std::vector<double> twice;
   for (const double value : ten) twice.push_back(2 * value);
   times.rank_steps = {ten, twice};
   const RankSpread spread = times.spread(2);
-  EXPECT_NEAR(spread.slowest, 11 / 5.5, 1e-12);
+  EXPECT_NEAR(spread.slowest, 12 / 6.0, 1e-12);
   EXPECT_NEAR(spread.typical, 1.5, 1e-12);
   // As independent draws (a job of four, two like each): rank 1's distribution squared is 0.49 at 14
   // and 0.64 at 16, where rank 0's is 1.
-  EXPECT_NEAR(times.spread(4).slowest, 16 / 5.5, 1e-12);
+  EXPECT_NEAR(times.spread(4).slowest, 16 / 6.0, 1e-12);
   // Timed together (the profile's own two ranks): each step's slower rank, then their median. Rank 1
   // slow where rank 0 is fast: the slowest of each step is 6, 7, 8 against rank 0's median of 2.
   times.rank_steps = {{1, 2, 3}, {8, 7, 6}};
@@ -222,8 +223,8 @@ TEST(StepPrediction, TheSlowestRankSetsTheStepFromTheRanksStepDistributions) {
   const auto free_allreduce = [](std::size_t) { return BucketAllreduce{}; };
   const StepPrediction prediction =
       predict_step(costs, profile, settings, Topology{1, 2}, free_allreduce, false);
-  EXPECT_NEAR(prediction.step, 0.3 * 8 / 5.5, 1e-12);
-  EXPECT_NEAR(prediction.straggler, 0.3 * (8 / 5.5 - 1), 1e-12);
+  EXPECT_NEAR(prediction.step, 0.3 * 8 / 6.0, 1e-12);
+  EXPECT_NEAR(prediction.straggler, 0.3 * (8 / 6.0 - 1), 1e-12);
   EXPECT_NEAR(prediction.exposed, prediction.straggler, 1e-12);
   EXPECT_NEAR(prediction.single_device_images_per_second, 100, 1e-9);
 }
