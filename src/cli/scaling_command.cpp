@@ -250,7 +250,7 @@ int run_scaling(const ScalingArguments& arguments) {
   if (!times.rank_steps.empty())
     for (const auto& prediction : predictions)
       if (prediction.topology.ranks() > 1) {
-        const scaling::RankSpread spread = times.spread(prediction.topology.ranks());
+        const scaling::RankSpread& spread = prediction.spread;
         std::printf(
             "# %d ranks (steps as the profile's %zu ranks stepped side by side): the slowest rank's median "
             "step %.1f%% above the profile's rank 0, the ranks' own %.1f%%; a rank waits %.2f ms for the "

@@ -29,7 +29,8 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
                 "compute times for ", times.forward.size(), " layers, the model has ", costs.layers.size());
   StepPrediction prediction;
   prediction.topology = topology;
-  const RankSpread spread = times.spread(topology.ranks());
+  prediction.spread = times.spread(topology.ranks());
+  const RankSpread& spread = prediction.spread;
   const double own_compute = times.forward_seconds() + times.backward_seconds();
   prediction.forward = spread.slowest * times.forward_seconds();
   prediction.backward = spread.slowest * times.backward_seconds();

@@ -41,6 +41,7 @@ struct StepPrediction {
   double allreduce = 0;              // seconds of all-reduce in all (overlapped or not)
   double exposed = 0;                // seconds a typical rank waits after its backward (straggler included)
   double straggler = 0;              // of which waiting for the slowest rank to finish its backward
+  RankSpread spread;                 // the ranks' steps against the profile's rank 0 (ComputeTimes::spread)
   double step = 0;
   double images_per_second = 0;
   double single_device_images_per_second = 0;  // one device, the same local batch, no all-reduce or wait
