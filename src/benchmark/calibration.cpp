@@ -44,7 +44,7 @@ TransportFit fit_transport(const std::string& name, int ranks, const std::vector
   }
   const double determinant = weights * bytes_squared - bytes * bytes;
   PHALANX_CHECK(determinant > 0, "a transport fit needs two different sizes");
-  TransportFit fit{name, ranks, 0, (weights * bytes_seconds - bytes * seconds) / determinant, measured};
+  TransportFit fit{name, ranks, 0, (weights * bytes_seconds - bytes * seconds) / determinant, measured, {}};
   fit.latency = (seconds - fit.seconds_per_byte * bytes) / weights;
   if (fit.latency < 0 || fit.seconds_per_byte <= 0) {
     fit.latency = 0;
@@ -186,8 +186,16 @@ nlohmann::json profile_json(const std::string& model_name, const std::string& de
     profile["ranks"].push_back({{"rank", rank.rank}, {"host", rank.host}, {"step_seconds", rank.steps}});
   for (const auto& transport : transports) {
     nlohmann::json measured = nlohmann::json::array();
-    for (const auto& point : transport.measured)
+    for (std::size_t index = 0; index < transport.measured.size(); ++index) {
+      const AllreduceResult& point = transport.measured[index];
       measured.push_back({{"bytes", point.bytes}, {"seconds", point.seconds}});
+      if (index < transport.progress.size()) {
+        PHALANX_CHECK(transport.progress[index].bytes == point.bytes,
+                      "progress stages out of step with the sizes");
+        measured.back()["stages"] = transport.progress[index].stages;
+        measured.back()["seconds_in_calls"] = transport.progress[index].seconds_in_calls;
+      }
+    }
     profile["transports"].push_back({{"name", transport.name},
                                      {"ranks", transport.ranks},
                                      {"latency_seconds", transport.latency},

@@ -251,6 +251,9 @@ int bench_calibrate(const BenchArguments& arguments, int* argc, char*** argv) {
       transports.push_back(
           benchmark::fit_transport(one_host ? "shared_memory" : "network", world.size(),
                                    benchmark::benchmark_mpi_allreduce(world, settings, true)));
+      // Fewer launches than the timed sizes: each count of calls is its own series.
+      transports.back().progress =
+          benchmark::measure_progress_stages(world, settings, std::min(settings.iterations, 5));
     });
     if (status) return status;
     if (gpus) {

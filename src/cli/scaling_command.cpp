@@ -208,7 +208,8 @@ int run_scaling(const ScalingArguments& arguments) {
         costs, times, settings, topology,
         [&](std::size_t bytes) {
           const scaling::AllreduceEstimate estimate = scaling::estimate_allreduce(*transport, bytes);
-          return scaling::BucketAllreduce{estimate, estimate, estimate};
+          return scaling::BucketAllreduce{estimate, estimate, estimate,
+                                          scaling::call_stages(*transport, bytes)};
         },
         transport->progresses_during_backward()));
   }
@@ -219,7 +220,11 @@ int run_scaling(const ScalingArguments& arguments) {
     std::snprintf(transport_text, sizeof transport_text,
                   "fitted at %d ranks: %.1f us latency, %.3f GB/s (time = latency + bytes / bandwidth)",
                   transport->ranks, transport->latency * 1e6, 1e-9 / transport->seconds_per_byte);
-  const std::string allreduce_source = fabric ? fabric->source : transport_text;
+  std::string allreduce_source = fabric ? fabric->source : transport_text;
+  if (transport && !transport->progresses_during_backward())
+    allreduce_source += transport->progress.empty()
+                            ? "; no progress stages in the profile: each starts when backward ends"
+                            : "; advancing at MPI calls in the stages measured per size";
 
   if (arguments.json) {
     nlohmann::json output = {{"model", costs.model},

@@ -2,10 +2,41 @@
 #include "phalanx/scaling/measured_transport.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "json_fields.hpp"
 
 namespace phalanx::scaling {
+
+namespace {
+
+std::vector<double> seconds_list(const nlohmann::json& point, const char* field, const std::string& path,
+                                 const std::string& at) {
+  const auto found = point.find(field);
+  PHALANX_REQUIRE_INPUT(found != point.end() && found->is_array() && !found->empty(), path, ": field '", at,
+                        field, "' is missing or not a non-empty list of seconds");
+  std::vector<double> values;
+  for (std::size_t index = 0; index < found->size(); ++index) {
+    const nlohmann::json& value = (*found)[index];
+    PHALANX_REQUIRE_INPUT(value.is_number() && std::isfinite(value.get<double>()) && value.get<double>() >= 0,
+                          path, ": field '", at, field, "[", index, "]' must be a number >= 0");
+    values.push_back(value.get<double>());
+  }
+  return values;
+}
+
+CallStages read_call_stages(const nlohmann::json& point, const std::string& path, const std::string& at) {
+  CallStages stages{seconds_list(point, "stages", path, at),
+                    seconds_list(point, "seconds_in_calls", path, at)};
+  PHALANX_REQUIRE_INPUT(stages.stages.size() == stages.seconds_in_calls.size(), path, ": field '", at,
+                        "seconds_in_calls' must have one entry per stage (", stages.stages.size(), ")");
+  double total = 0;
+  for (const double stage : stages.stages) total += stage;
+  PHALANX_REQUIRE_INPUT(total > 0, path, ": field '", at, "stages' must add up to more than 0 seconds");
+  return stages;
+}
+
+}  // namespace
 
 MeasuredTransport read_measured_transport(const std::string& profile_path, const std::string& name) {
   const nlohmann::json json = read_json_file(profile_path, "profile");
@@ -41,6 +72,12 @@ MeasuredTransport read_measured_transport(const std::string& profile_path, const
         PHALANX_REQUIRE_INPUT(
             point == 0 || transport.measured[point].first > transport.measured[point - 1].first, profile_path,
             ": field '", at, "bytes' must grow along the list");
+        // Progress stages: on every point or on none (profiles before them have none).
+        const bool staged =
+            (*measured)[point].contains("stages") || (*measured)[point].contains("seconds_in_calls");
+        PHALANX_REQUIRE_INPUT(point == 0 || staged == !transport.progress.empty(), profile_path, ": field '",
+                              at, "stages' is on some sizes and not on others");
+        if (staged) transport.progress.push_back(read_call_stages((*measured)[point], profile_path, at));
       }
     }
     return transport;
@@ -74,6 +111,23 @@ AllreduceEstimate estimate_allreduce(const MeasuredTransport& transport, std::si
         below.second + (above->second - below.second) * (size - below.first) / (above->first - below.first);
   }
   return estimate;
+}
+
+CallStages call_stages(const MeasuredTransport& transport, std::size_t bytes) {
+  if (transport.progress.empty() || transport.progress.size() != transport.measured.size()) return {};
+  const double size = std::max(1.0, static_cast<double>(bytes));
+  std::size_t nearest = 0;
+  for (std::size_t index = 1; index < transport.measured.size(); ++index)
+    if (std::abs(std::log(transport.measured[index].first / size)) <
+        std::abs(std::log(transport.measured[nearest].first / size)))
+      nearest = index;
+  CallStages stages = transport.progress[nearest];
+  double total = 0;
+  for (const double stage : stages.stages) total += stage;
+  const double scale = total > 0 ? estimate_allreduce(transport, bytes).seconds / total : 0;
+  for (double& stage : stages.stages) stage *= scale;
+  for (double& held : stages.seconds_in_calls) held *= scale;
+  return stages;
 }
 
 }  // namespace phalanx::scaling

@@ -35,15 +35,37 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
   prediction.forward = spread.slowest * times.forward_seconds();
   prediction.backward = spread.slowest * times.backward_seconds();
   prediction.optimizer = spread.slowest * times.optimizer;
-  const double backward_end = prediction.forward + prediction.backward;
+  double backward_end = prediction.forward + prediction.backward;
 
-  // When the slowest rank's backward finishes each layer: it runs the layers in reverse.
+  // When the slowest rank's backward finishes each layer: it runs the layers in reverse. A layer
+  // with gradients reports them, and GradSync tests its all-reduces there: an MPI call.
   std::vector<double> finished(costs.layers.size());
+  std::vector<double> calls;
   double clock = prediction.forward;
   for (std::size_t index = costs.layers.size(); index-- > 0;) {
     clock += spread.slowest * times.backward[index];
     finished[index] = clock;
+    if (costs.layers[index].gradient_elements > 0) calls.push_back(clock);
   }
+  backward_end = clock;  // the same sum, in the same order as the calls
+  // The first MPI call at or after `time` and after the call at `after`: a layer report in backward,
+  // or at once in the wait (which calls MPI until the all-reduces are done).
+  const auto next_call = [&](double time, double after) {
+    if (time >= backward_end) return time;
+    const auto found =
+        std::find_if(calls.begin(), calls.end(), [&](double call) { return call > after && call >= time; });
+    return found == calls.end() ? backward_end : *found;
+  };
+  // A call at `time` in backward that holds the rank `seconds` delays all that comes after it.
+  double held = 0;
+  const auto hold = [&](double time, double seconds) {
+    for (double& call : calls)
+      if (call > time) call += seconds;
+    for (double& layer : finished)
+      if (layer > time) layer += seconds;
+    backward_end += seconds;
+    held += seconds;
+  };
 
   comm::BucketPlan plan(costs.gradient_elements, settings.bucket_bytes, settings.first_bucket_bytes);
   double previous_finish = 0;
@@ -56,30 +78,52 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
     // Whole once every layer holding one of its gradients is done; a range no layer holds (none in
     // a real model) waits for the end of backward, as GradSync starts the rest there.
     timing.ready = 0;
-    bool held = false;
+    bool whole_layers = false;
     for (std::size_t layer = 0; layer < costs.layers.size(); ++layer) {
       const LayerCost& cost = costs.layers[layer];
       if (cost.gradient_elements == 0) continue;
       if (cost.gradient_offset < bucket.end && cost.gradient_offset + cost.gradient_elements > bucket.begin) {
         timing.ready = std::max(timing.ready, finished[layer]);
-        held = true;
+        whole_layers = true;
       }
     }
-    if (!held) timing.ready = backward_end;
+    if (!whole_layers) timing.ready = backward_end;
     const BucketAllreduce allreduce = costing(timing.bytes);
     timing.ring = allreduce.ring;
     timing.tree = allreduce.tree;
     timing.chosen = allreduce.chosen;
-    const double earliest = progresses_during_backward ? timing.ready : std::max(timing.ready, backward_end);
-    timing.start = std::max(earliest, previous_finish);
-    timing.finish = timing.start + timing.chosen.seconds;
+    if (progresses_during_backward) {
+      timing.start = std::max(timing.ready, previous_finish);
+      timing.finish = timing.start + timing.chosen.seconds;
+    } else if (allreduce.stages.stages.empty() || topology.ranks() <= 1) {  // one rank makes no MPI call
+      timing.start = std::max({timing.ready, backward_end, previous_finish});
+      timing.finish = timing.start + timing.chosen.seconds;
+    } else {
+      // Collectives one after the other: this one's first stage at the first call once it is
+      // launched and the one before it is done.
+      double call = next_call(std::max(timing.ready, previous_finish), -1);
+      timing.start = call;
+      double time = call;
+      const CallStages& stages = allreduce.stages;
+      for (std::size_t stage = 0; stage < stages.stages.size(); ++stage) {
+        // A stage needs a call of its own: one that ends its stage at once leaves the next to the
+        // call after it.
+        if (stage > 0) time = call = next_call(time, call);
+        if (call < backward_end && stages.seconds_in_calls[stage] > 0)
+          hold(call, stages.seconds_in_calls[stage]);
+        time += stages.stages[stage];
+      }
+      timing.finish = time;
+    }
     previous_finish = timing.finish;
     prediction.allreduce += timing.chosen.seconds;
     prediction.buckets.push_back(timing);
   }
+  prediction.backward += held;
   const double synced = std::max(backward_end, topology.ranks() > 1 ? previous_finish : 0.0);
   prediction.step = synced + prediction.optimizer;
-  const double typical_backward_end = spread.typical * own_compute;
+  // A typical rank makes the same calls in its backward, and is held as long in them.
+  const double typical_backward_end = spread.typical * own_compute + held;
   prediction.straggler = backward_end - typical_backward_end;
   prediction.exposed = synced - typical_backward_end;
   prediction.images_per_second = settings.global_batch / prediction.step;

@@ -181,13 +181,21 @@ class MeasuredTransportTest(unittest.TestCase):
         prediction = output["predictions"][0]
         self.assertEqual(prediction["ranks"], 2)
         self.assertEqual([rank["rank"] for rank in written["ranks"]], [0, 1])
+        # Every timed size has its progress stages: what each MPI call starts, and how long it held.
+        for point in fit["measured"]:
+            self.assertEqual(len(point["stages"]), len(point["seconds_in_calls"]), point)
+            self.assertTrue(all(value >= 0 for value in point["stages"] + point["seconds_in_calls"]), point)
+            self.assertGreater(sum(point["stages"]), 0, point)
         total = 0.0
-        backward_end = prediction["forward_seconds"] + prediction["backward_seconds"]
+        previous_finish = 0.0
         for bucket in prediction["buckets"]:
             expected = interpolated(fit, bucket["bytes"])
             self.assertAlmostEqual(bucket["ring"]["seconds"], expected, places=12)
-            # MPI's all-reduce advances at the step's wait, after the slowest rank's backward.
-            self.assertGreaterEqual(bucket["start_seconds"], backward_end - 1e-12)
+            # MPI's all-reduce advances in stages at MPI calls: once ready, after the bucket before it,
+            # and no faster than its stages back to back.
+            self.assertGreaterEqual(bucket["start_seconds"], max(bucket["ready_seconds"], previous_finish) - 1e-12)
+            self.assertGreaterEqual(bucket["finish_seconds"] - bucket["start_seconds"], expected - 1e-9)
+            previous_finish = bucket["finish_seconds"]
             total += expected
         self.assertAlmostEqual(prediction["allreduce_seconds"], total, places=9)
         printed = scaling("--profile", profile, "--gpus-per-node", 2, "--transport", "shared_memory")

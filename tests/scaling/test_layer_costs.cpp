@@ -11,6 +11,7 @@
 #include "phalanx/scaling/compute_times.hpp"
 #include "phalanx/scaling/fabric.hpp"
 #include "phalanx/scaling/layer_costs.hpp"
+#include "phalanx/scaling/measured_transport.hpp"
 
 namespace phalanx::testing {
 namespace {
@@ -112,6 +113,49 @@ TEST_F(ScalingFiles, ProfileNeedsEveryLayerOfTheModel) {
       "ranks": [{"rank": 0, "step_seconds": [0.1, -1]}], "layers": []})");
   message = refusal([&] { compute_from_profile(costs, negative, 32); });
   EXPECT_NE(message.find("ranks[0].step_seconds"), std::string::npos) << message;
+}
+
+// A transport's progress stages are read per timed size; a profile from before them has none (its
+// all-reduces then start at backward's end), and one with them on some sizes only is refused.
+TEST_F(ScalingFiles, TransportStagesAreOnEveryTimedSizeOrNone) {
+  const std::string staged = write("staged.json", R"({"transports": [{"name": "network", "ranks": 2,
+      "latency_seconds": 0, "seconds_per_byte": 1e-8, "measured": [
+        {"bytes": 1000, "seconds": 1e-4, "stages": [1e-5, 9e-5], "seconds_in_calls": [0, 1e-6]},
+        {"bytes": 2000, "seconds": 2e-4, "stages": [2e-4], "seconds_in_calls": [0]}]}]})");
+  const MeasuredTransport transport = read_measured_transport(staged, "network");
+  ASSERT_EQ(transport.progress.size(), 2u);
+  EXPECT_EQ(transport.progress[0].stages, (std::vector<double>{1e-5, 9e-5}));
+  EXPECT_EQ(transport.progress[0].seconds_in_calls, (std::vector<double>{0, 1e-6}));
+  const std::string plain = write("plain.json", R"({"transports": [{"name": "network", "ranks": 2,
+      "latency_seconds": 0, "seconds_per_byte": 1e-8, "measured": [{"bytes": 1000, "seconds": 1e-4}]}]})");
+  EXPECT_TRUE(read_measured_transport(plain, "network").progress.empty());
+  const std::string partial = write("partial-stages.json", R"({"transports": [{"name": "network", "ranks": 2,
+      "latency_seconds": 0, "seconds_per_byte": 1e-8, "measured": [
+        {"bytes": 1000, "seconds": 1e-4, "stages": [1e-4], "seconds_in_calls": [0]},
+        {"bytes": 2000, "seconds": 2e-4}]}]})");
+  std::string message = refusal([&] { read_measured_transport(partial, "network"); });
+  EXPECT_NE(message.find("partial-stages.json"), std::string::npos) << message;
+  EXPECT_NE(message.find("transports[0].measured[1].stages"), std::string::npos) << message;
+  const std::string uneven = write("uneven.json", R"({"transports": [{"name": "network", "ranks": 2,
+      "latency_seconds": 0, "seconds_per_byte": 1e-8, "measured": [
+        {"bytes": 1000, "seconds": 1e-4, "stages": [1e-5, 9e-5], "seconds_in_calls": [0]}]}]})");
+  message = refusal([&] { read_measured_transport(uneven, "network"); });
+  EXPECT_NE(message.find("transports[0].measured[0].seconds_in_calls"), std::string::npos) << message;
+  const std::string negative = write("negative-stage.json", R"({"transports": [{"name": "network", "ranks": 2,
+      "latency_seconds": 0, "seconds_per_byte": 1e-8, "measured": [
+        {"bytes": 1000, "seconds": 1e-4, "stages": [-1e-5], "seconds_in_calls": [0]}]}]})");
+  message = refusal([&] { read_measured_transport(negative, "network"); });
+  EXPECT_NE(message.find("transports[0].measured[0].stages[0]"), std::string::npos) << message;
+  const std::string nothing = write("zero-stages.json", R"({"transports": [{"name": "network", "ranks": 2,
+      "latency_seconds": 0, "seconds_per_byte": 1e-8, "measured": [
+        {"bytes": 1000, "seconds": 1e-4, "stages": [0, 0], "seconds_in_calls": [0, 0]}]}]})");
+  message = refusal([&] { read_measured_transport(nothing, "network"); });
+  EXPECT_NE(message.find("transports[0].measured[0].stages"), std::string::npos) << message;
+  const std::string alone = write("calls-alone.json", R"({"transports": [{"name": "network", "ranks": 2,
+      "latency_seconds": 0, "seconds_per_byte": 1e-8, "measured": [
+        {"bytes": 1000, "seconds": 1e-4, "seconds_in_calls": [0]}]}]})");
+  message = refusal([&] { read_measured_transport(alone, "network"); });
+  EXPECT_NE(message.find("transports[0].measured[0].stages"), std::string::npos) << message;
 }
 
 TEST_F(ScalingFiles, LayerTableLaysGradientsBackToBack) {

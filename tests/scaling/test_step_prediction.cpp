@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/scaling/measured_transport.hpp"
@@ -110,7 +113,7 @@ TEST(StepPrediction, AMeasuredTransportCostsEachBucketByItsFit) {
   const StepPrediction prediction =
       predict_step(costs, times, settings, Topology{1, 2}, [&](std::size_t bytes) {
         const AllreduceEstimate estimate = estimate_allreduce(transport, bytes);
-        return BucketAllreduce{estimate, estimate, estimate};
+        return BucketAllreduce{estimate, estimate, estimate, {}};
       });
   ASSERT_GE(prediction.buckets.size(), 3u);
   double previous_finish = 0, total = 0;
@@ -133,13 +136,19 @@ TEST(StepPrediction, AMeasuredTransportCostsEachBucketByItsFit) {
 
 // Between two timed sizes the line through them; below the smallest, from the fitted latency; above
 // the largest, the fitted time per byte on from it.
-TEST(StepPrediction, AMeasuredTransportInterpolatesItsTimedSizes) {
+// Two ranks over the network: 10 us and 100 MB/s fitted to `measured`.
+MeasuredTransport network_transport(std::vector<std::pair<double, double>> measured) {
   MeasuredTransport transport;
   transport.name = "network";
   transport.ranks = 2;
   transport.latency = 1e-5;
   transport.seconds_per_byte = 1e-8;
-  transport.measured = {{1000, 1e-4}, {2000, 3e-4}, {4000, 1e-3}};
+  transport.measured = std::move(measured);
+  return transport;
+}
+
+TEST(StepPrediction, AMeasuredTransportInterpolatesItsTimedSizes) {
+  MeasuredTransport transport = network_transport({{1000, 1e-4}, {2000, 3e-4}, {4000, 1e-3}});
   EXPECT_NEAR(estimate_allreduce(transport, 1500).seconds, 2e-4, 1e-15);
   EXPECT_NEAR(estimate_allreduce(transport, 3000).seconds, 6.5e-4, 1e-15);
   EXPECT_NEAR(estimate_allreduce(transport, 2000).seconds, 3e-4, 1e-15);
@@ -163,7 +172,7 @@ TEST(StepPrediction, AnMpiAllreduceStartsWhenBackwardEndsAndTheUpdateFollowsIt) 
   const auto costing = [](std::size_t bytes) {
     AllreduceEstimate estimate;
     estimate.seconds = static_cast<double>(bytes) * 1e-9;
-    return BucketAllreduce{estimate, estimate, estimate};
+    return BucketAllreduce{estimate, estimate, estimate, {}};
   };
   const StepPrediction overlapped = predict_step(costs, times, settings, Topology{1, 2}, costing, true);
   const StepPrediction waiting = predict_step(costs, times, settings, Topology{1, 2}, costing, false);
@@ -178,6 +187,102 @@ TEST(StepPrediction, AnMpiAllreduceStartsWhenBackwardEndsAndTheUpdateFollowsIt) 
   const StepPrediction one = predict_step(costs, times, settings, Topology{1, 1}, costing, false);
   EXPECT_NEAR(one.step, 0.31, 1e-12);
   EXPECT_NEAR(one.efficiency, 1.0, 1e-12);
+}
+
+// Four layers of 1 Mi floats, 10 ms of forward and of backward each; the last one's gradients fill
+// the first bucket, the other three the second.
+LayerCosts four_layers() {
+  LayerCosts costs;
+  costs.model = "four";
+  for (int index = 0; index < 4; ++index)
+    costs.layers.push_back({"layer" + std::to_string(index), std::int64_t{index} << 20, 1 << 20, 100});
+  costs.gradient_elements = costs.parameters = 4 << 20;
+  return costs;
+}
+
+// An MPI all-reduce in stages: each starts at a call (a layer report in backward, or at once in the
+// wait) after the one before it has run, and a call that moves data itself holds the rank.
+TEST(StepPrediction, AnMpiAllreduceAdvancesAStageAtEachCall) {
+  const LayerCosts costs = four_layers();
+  ComputeTimes times;
+  times.forward = {0.01, 0.01, 0.01, 0.01};
+  times.backward = {0.01, 0.01, 0.01, 0.01};
+  StepSettings settings;
+  settings.local_batch = 30;
+  settings.global_batch = 60;
+  settings.bucket_bytes = std::size_t{16} << 20;
+  settings.first_bucket_bytes = std::size_t{4} << 20;
+  // A handshake (1 ms), a transfer started at the next call (15 ms, its call held 2 ms), a second
+  // handshake that needs no time, a second transfer (15 ms).
+  const auto staged = [](std::size_t) {
+    AllreduceEstimate estimate;
+    estimate.seconds = 0.031;
+    return BucketAllreduce{estimate, estimate, estimate,
+                           CallStages{{0.001, 0.015, 0.0, 0.015}, {0, 0.002, 0, 0}}};
+  };
+  const StepPrediction prediction = predict_step(costs, times, settings, Topology{1, 2}, staged, false);
+  ASSERT_EQ(prediction.buckets.size(), 2u);
+  // Reports (calls) at 50, 60, 70 and 80 ms; layer3's bucket is launched at 50 ms, its handshake
+  // done at 51 ms, its transfer starts at the 60 ms call, which holds the rank 2 ms: the later
+  // reports come at 72 and 82 ms. The transfer ends at 75 ms, the next call is at 82 ms (backward's
+  // end), and the rest runs in the wait: 82 + 15 = 97 ms.
+  EXPECT_NEAR(prediction.buckets[0].ready, 0.05, 1e-12);
+  EXPECT_NEAR(prediction.buckets[0].start, 0.05, 1e-12);
+  EXPECT_NEAR(prediction.buckets[0].finish, 0.097, 1e-12);
+  // The second bucket is ready at 82 ms and goes after the first, all of it in the wait.
+  EXPECT_NEAR(prediction.buckets[1].ready, 0.082, 1e-12);
+  EXPECT_NEAR(prediction.buckets[1].start, 0.097, 1e-12);
+  EXPECT_NEAR(prediction.buckets[1].finish, 0.128, 1e-12);
+  EXPECT_NEAR(prediction.backward, 0.042, 1e-12);
+  EXPECT_NEAR(prediction.step, 0.128, 1e-12);
+  EXPECT_NEAR(prediction.exposed, 0.128 - 0.082, 1e-12);
+  // Without stages nothing starts before backward ends: 80 ms + 2 x 31 ms.
+  const auto unstaged = [](std::size_t) {
+    AllreduceEstimate estimate;
+    estimate.seconds = 0.031;
+    return BucketAllreduce{estimate, estimate, estimate, {}};
+  };
+  const StepPrediction waiting = predict_step(costs, times, settings, Topology{1, 2}, unstaged, false);
+  EXPECT_NEAR(waiting.step, 0.142, 1e-12);
+  EXPECT_NEAR(waiting.exposed, 0.062, 1e-12);
+  // Two stages, the second started by the next report: 10 ms after the launch, not at backward's
+  // end.
+  times.backward = {0.01, 0.01, 0.01, 0.001};
+  const StepPrediction late = predict_step(
+      costs, times, settings, Topology{1, 2},
+      [](std::size_t) {
+        AllreduceEstimate estimate;
+        estimate.seconds = 0.031;
+        return BucketAllreduce{estimate, estimate, estimate, CallStages{{0.0, 0.031}, {0, 0}}};
+      },
+      false);
+  // layer3 reports at 41 ms, then 51, 61, 71 ms: the first bucket's second stage starts at 51 ms
+  // (without stages it would start at 71 ms and end at 102 ms).
+  EXPECT_NEAR(late.buckets[0].finish, 0.082, 1e-12);
+  // One rank calls no MPI: nothing holds its backward, whatever the stages say.
+  settings.global_batch = 30;
+  times.backward = {0.01, 0.01, 0.01, 0.01};
+  const StepPrediction one = predict_step(costs, times, settings, Topology{1, 1}, staged, false);
+  EXPECT_NEAR(one.backward, 0.04, 1e-12);
+  EXPECT_NEAR(one.step, 0.08, 1e-12);
+  EXPECT_NEAR(one.efficiency, 1.0, 1e-12);
+}
+
+// A size between the timed ones takes the stages of the nearest (by ratio), scaled to its time.
+TEST(StepPrediction, CallStagesComeFromTheNearestTimedSize) {
+  MeasuredTransport transport = network_transport({{1000, 1e-4}, {4000, 1e-3}});
+  EXPECT_TRUE(call_stages(transport, 1000).stages.empty());
+  transport.progress = {{{2e-5, 8e-5}, {0, 1e-5}}, {{1e-4, 4e-4, 5e-4}, {0, 0, 2e-4}}};
+  const CallStages small = call_stages(transport, 1000);
+  EXPECT_EQ(small.stages, (std::vector<double>{2e-5, 8e-5}));
+  // 3000 bytes: nearer 4000 than 1000 by ratio; 7e-4 s of the line between them.
+  const CallStages large = call_stages(transport, 3000);
+  ASSERT_EQ(large.stages.size(), 3u);
+  EXPECT_NEAR(large.stages[0], 1e-4 * 0.7, 1e-15);
+  EXPECT_NEAR(large.stages[2], 5e-4 * 0.7, 1e-15);
+  EXPECT_NEAR(large.seconds_in_calls[2], 2e-4 * 0.7, 1e-15);
+  // 1900 bytes: nearer 1000 (1.9x) than 4000 (2.1x).
+  EXPECT_EQ(call_stages(transport, 1900).stages.size(), 2u);
 }
 
 // Ranks stepping like draws from their calibrated steps: the step's median is the slowest rank's,

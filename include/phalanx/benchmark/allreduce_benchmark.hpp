@@ -26,6 +26,32 @@ struct AllreduceResult {
   double algorithm_bandwidth = 0, bus_bandwidth = 0;  // bytes per second
 };
 
+// How MPI's non-blocking all-reduce of `bytes` advances when the ranks call MPI only now and then,
+// as a rank in backward does (GradSync tests its all-reduces once per layer). MPI moves an
+// all-reduce inside its calls: a call starts what the schedule allows (a round's messages, a
+// rendezvous handshake's next message), and the transfer it starts then runs on without the CPU
+// over a network, until the next call is needed; over shared memory the call may make the copy
+// itself. `stages[j]` is how much of the all-reduce's time the j-th call starts (the 0th is the
+// launch); their sum is about the time of a launch and an immediate wait. Measured by launching,
+// calling MPI_Test k times a gap apart (longer than the whole all-reduce, so whatever a call starts
+// is over before the next) and timing the rest from the start of the k-th test (its time inside and
+// the wait after it), for k = 0, 1, ... until nothing remains: stage j = rest(j) - rest(j + 1).
+// `seconds_in_calls[j]` is the time inside the j-th call (0 for the launch): where MPI does the
+// moving itself inside a call, the call holds the rank that long instead of the transfer running
+// beside its compute.
+struct ProgressStages {
+  std::size_t bytes = 0;
+  std::vector<double> stages;
+  std::vector<double> seconds_in_calls;
+};
+
+// Collective over `communicator`, at each of `settings.bytes`; `iterations` launches per count of
+// tests (fewer where a launch with its gaps takes over 0.4 s, at least one), `max_calls`
+// tests at most (the rest is one last stage).
+std::vector<ProgressStages> measure_progress_stages(const comm::Communicator& communicator,
+                                                    const AllreduceSettings& settings, int iterations,
+                                                    int max_calls = 16);
+
 // Sizes from `minimum` to `maximum` bytes, doubling (both rounded to whole floats).
 std::vector<std::size_t> doubling_sizes(std::size_t minimum, std::size_t maximum);
 

@@ -24,6 +24,9 @@ struct TransportFit {
   int ranks = 0;
   double latency = 0, seconds_per_byte = 0;
   std::vector<AllreduceResult> measured;
+  // MPI transports: how each measured size advances at sparse MPI calls (same sizes, same order);
+  // empty for NCCL, which runs on its own stream.
+  std::vector<ProgressStages> progress;
 };
 
 // Least squares of seconds on bytes in relative terms (each size weighted by 1 / its time squared,

@@ -15,6 +15,14 @@
 
 namespace phalanx::scaling {
 
+// How an all-reduce advances when MPI is called only now and then: `stages[j]` seconds of it start
+// at the (j+1)-th call (the first is the launch) and run on without further calls; the call that
+// starts stage j holds its rank `seconds_in_calls[j]` (a copy MPI makes inside the call).
+struct CallStages {
+  std::vector<double> stages;
+  std::vector<double> seconds_in_calls;
+};
+
 struct MeasuredTransport {
   std::string name;     // shared_memory, network or nccl
   std::string profile;  // the file it came from
@@ -25,9 +33,12 @@ struct MeasuredTransport {
   // (over TCP the time per byte of a 1 MiB all-reduce can be twice a 64 KiB one's), which one line
   // through all of them misses.
   std::vector<std::pair<double, double>> measured;
+  // Per timed size (where the profile has them; empty otherwise): how the all-reduce advances at
+  // sparse MPI calls, `bench calibrate`'s progress stages.
+  std::vector<CallStages> progress;
   // NCCL runs its all-reduce on its own stream beside backward; MPI's non-blocking all-reduce
   // advances only inside MPI calls (docs/SCALING.md), which for a rank in backward is its one test
-  // per layer, so it runs at the step's wait.
+  // per layer.
   bool progresses_during_backward() const { return name == "nccl"; }
 };
 
@@ -39,5 +50,9 @@ MeasuredTransport read_measured_transport(const std::string& profile_path, const
 // timed sizes, the line through them; below the smallest, the line from the fitted latency to it;
 // above the largest, the fitted time per byte from it; the fit alone where nothing was timed.
 AllreduceEstimate estimate_allreduce(const MeasuredTransport& transport, std::size_t bytes);
+
+// The stages of an all-reduce of `bytes`: those of the timed size nearest to it (by ratio), scaled
+// to estimate_allreduce's time. Empty where the profile has no stages.
+CallStages call_stages(const MeasuredTransport& transport, std::size_t bytes);
 
 }  // namespace phalanx::scaling

@@ -16,6 +16,7 @@
 #include "phalanx/scaling/allreduce_cost_model.hpp"
 #include "phalanx/scaling/compute_times.hpp"
 #include "phalanx/scaling/layer_costs.hpp"
+#include "phalanx/scaling/measured_transport.hpp"
 
 namespace phalanx::scaling {
 
@@ -36,7 +37,7 @@ struct BucketTiming {
 
 struct StepPrediction {
   Topology topology;
-  double forward = 0, backward = 0;  // seconds of compute, the slowest rank's
+  double forward = 0, backward = 0;  // seconds of compute (and MPI calls in it), the slowest rank's
   double optimizer = 0;              // seconds of the update after the all-reduce, the slowest rank's
   double allreduce = 0;              // seconds of all-reduce in all (overlapped or not)
   double exposed = 0;                // seconds a typical rank waits after its backward (straggler included)
@@ -51,9 +52,11 @@ struct StepPrediction {
   double exposed_share() const { return step > 0 ? exposed / step : 0; }
 };
 
-// What one bucket's all-reduce of `bytes` costs: its ring and tree estimates and the one it uses.
+// What one bucket's all-reduce of `bytes` costs: its ring and tree estimates and the one it uses;
+// on a transport that advances only inside MPI calls, how (CallStages; empty where not measured).
 struct BucketAllreduce {
   AllreduceEstimate ring, tree, chosen;
+  CallStages stages;
 };
 using AllreduceCosting = std::function<BucketAllreduce(std::size_t bytes)>;
 
@@ -62,8 +65,12 @@ using AllreduceCosting = std::function<BucketAllreduce(std::size_t bytes)>;
 StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
                             const Topology& topology, const Fabric& fabric);
 // The same timeline with each bucket's all-reduce costed by `costing` (a measured transport). Where
-// the transport does not progress during backward (MPI, MeasuredTransport), no all-reduce starts
-// before the slowest rank's backward has ended.
+// the transport does not progress during backward (MPI, MeasuredTransport), an all-reduce advances
+// only at MPI calls: the slowest rank's one test per layer report in backward (GradSync), then its
+// wait. Each of its stages starts at the first call after the one before it has run (the first at
+// its launch), and a call that does the moving itself holds its rank for the stage's
+// seconds_in_calls (backward grows by them). Without stages, no all-reduce starts before the slowest
+// rank's backward has ended.
 StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
                             const Topology& topology, const AllreduceCosting& costing,
                             bool progresses_during_backward = true);
