@@ -117,18 +117,9 @@ ComputeTimes compute_from_profile(const LayerCosts& costs, const std::string& pa
                         "version 2? take it again)");
   for (std::size_t index = 0; index < ranks->size(); ++index) {
     const nlohmann::json& rank = (*ranks)[index];
-    const std::string where = "ranks[" + std::to_string(index) + "].step_seconds";
-    const auto steps = rank.is_object() ? rank.find("step_seconds") : rank.end();
-    PHALANX_REQUIRE_INPUT(rank.is_object() && steps != rank.end() && steps->is_array() && !steps->empty(),
-                          path, ": field '", where, "' is missing or not a list of seconds");
-    std::vector<double> values;
-    for (const auto& value : *steps) {
-      PHALANX_REQUIRE_INPUT(
-          value.is_number() && value.get<double>() > 0 && std::isfinite(value.get<double>()), path,
-          ": field '", where, "' holds ", value.dump(), " (seconds > 0 expected)");
-      values.push_back(value.get<double>());
-    }
-    times.rank_steps.push_back(std::move(values));
+    const std::string where = "ranks[" + std::to_string(index) + "].";
+    PHALANX_REQUIRE_INPUT(rank.is_object(), path, ": field 'ranks[", index, "]' must be an object");
+    times.rank_steps.push_back(required_seconds_list(rank, "step_seconds", path, where));
   }
   for (const LayerCost& layer : costs.layers) {
     const auto found = measured.find(layer.name);

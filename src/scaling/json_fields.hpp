@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "phalanx/core/error.hpp"
 
@@ -55,6 +56,26 @@ inline std::string optional_text(const nlohmann::json& object, const char* field
   if (found == object.end() || found->is_null()) return "";
   PHALANX_REQUIRE_INPUT(found->is_string(), path, ": field '", where, field, "' must be a string");
   return found->get<std::string>();
+}
+
+// A non-empty list of seconds at `field` of `object`; each entry > 0, or >= 0 where `positive` is
+// false. A missing field, an empty list or a bad entry is refused naming the entry.
+inline std::vector<double> required_seconds_list(const nlohmann::json& object, const char* field,
+                                                 const std::string& path, const std::string& where,
+                                                 bool positive = true) {
+  const auto found = object.find(field);
+  PHALANX_REQUIRE_INPUT(found != object.end() && found->is_array() && !found->empty(), path, ": field '",
+                        where, field, "' is missing or not a non-empty list of seconds");
+  std::vector<double> values;
+  for (std::size_t index = 0; index < found->size(); ++index) {
+    const nlohmann::json& value = (*found)[index];
+    const bool valid = value.is_number() && std::isfinite(value.get<double>()) &&
+                       (positive ? value.get<double>() > 0 : value.get<double>() >= 0);
+    PHALANX_REQUIRE_INPUT(valid, path, ": field '", where, field, "[", index, "]' holds ", value.dump(),
+                          " (seconds ", positive ? "> 0" : ">= 0", " expected)");
+    values.push_back(value.get<double>());
+  }
+  return values;
 }
 
 }  // namespace phalanx::scaling

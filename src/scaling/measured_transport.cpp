@@ -10,24 +10,9 @@ namespace phalanx::scaling {
 
 namespace {
 
-std::vector<double> seconds_list(const nlohmann::json& point, const char* field, const std::string& path,
-                                 const std::string& at) {
-  const auto found = point.find(field);
-  PHALANX_REQUIRE_INPUT(found != point.end() && found->is_array() && !found->empty(), path, ": field '", at,
-                        field, "' is missing or not a non-empty list of seconds");
-  std::vector<double> values;
-  for (std::size_t index = 0; index < found->size(); ++index) {
-    const nlohmann::json& value = (*found)[index];
-    PHALANX_REQUIRE_INPUT(value.is_number() && std::isfinite(value.get<double>()) && value.get<double>() >= 0,
-                          path, ": field '", at, field, "[", index, "]' must be a number >= 0");
-    values.push_back(value.get<double>());
-  }
-  return values;
-}
-
 CallStages read_call_stages(const nlohmann::json& point, const std::string& path, const std::string& at) {
-  CallStages stages{seconds_list(point, "stages", path, at),
-                    seconds_list(point, "seconds_in_calls", path, at)};
+  CallStages stages{required_seconds_list(point, "stages", path, at, false),
+                    required_seconds_list(point, "seconds_in_calls", path, at, false)};
   PHALANX_REQUIRE_INPUT(stages.stages.size() == stages.seconds_in_calls.size(), path, ": field '", at,
                         "seconds_in_calls' must have one entry per stage (", stages.stages.size(), ")");
   double total = 0;
