@@ -231,10 +231,12 @@ void TpeSampler::split(const std::vector<TpeObservation>& observations,
                        std::vector<const TpeObservation*>& bad) const {
   std::vector<const TpeObservation*> order;
   for (const auto& observation : observations) order.push_back(&observation);
-  // Best first; a metric that is not a number is the worst; ties go to the older trial.
+  // Best first: a metric that is not a number is the worst, then the higher rung, then the better
+  // metric; ties go to the older trial.
   std::stable_sort(order.begin(), order.end(), [this](const TpeObservation* a, const TpeObservation* b) {
     const bool a_number = !std::isnan(a->metric), b_number = !std::isnan(b->metric);
     if (a_number != b_number) return a_number;
+    if (a->rung != b->rung) return a->rung > b->rung;
     if (a_number && a->metric != b->metric) return maximize_ ? a->metric > b->metric : a->metric < b->metric;
     return a->trial < b->trial;
   });

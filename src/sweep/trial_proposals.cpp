@@ -3,6 +3,7 @@
 #include "phalanx/sweep/trial_proposals.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/random.hpp"
@@ -40,12 +41,22 @@ Proposal TrialProposals::propose(int trial, const Asha& asha) {
     proposal.parameters = sample_trial(sweep_, trial);
   } else {
     std::vector<TpeObservation> observations;
-    for (const auto& [observed, metric] : asha.ranking(rung)) {
+    std::set<int> seen;
+    const auto observe = [&](int observed, double metric, int at) {
       const auto known = known_.find(observed);
       PHALANX_CHECK(known != known_.end(), "trial ", observed, " has a result but no recorded parameters");
-      observations.push_back({observed, point_of(sweep_, known->second), metric});
+      observations.push_back({observed, point_of(sweep_, known->second), metric, at});
       proposal.fitted_on.push_back(observed);
-    }
+      seen.insert(observed);
+    };
+    for (const auto& [observed, metric] : asha.ranking(rung)) observe(observed, metric, rung);
+    // Below the model's rung, the trials that stopped there: ASHA passed them over, so they join
+    // the fit ranked under every result of the model's rung. Without them the model knows nothing
+    // of the regions where rung 0 already failed, and its l(x) / g(x) favours exactly those. A trial
+    // promoted out of its highest rung is on its way up (not known to be worse) and is left out.
+    for (int lower = rung - 1; lower >= 0; --lower)
+      for (const auto& [observed, metric] : asha.ranking(lower))
+        if (!seen.count(observed) && !asha.promoted(observed, lower)) observe(observed, metric, lower);
     std::sort(proposal.fitted_on.begin(), proposal.fitted_on.end());
     // A stream of its own per trial (not random search's per-key streams), so that the proposal
     // depends only on the seed, the trial id and the observations.

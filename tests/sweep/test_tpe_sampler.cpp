@@ -187,6 +187,19 @@ TEST(TpeSampler, ScoresPointsNearTheGoodObservationsHigherForEitherGoal) {
   EXPECT_GT(maximize.propose(observations, stream)[0], 0.7);
 }
 
+// A trial that reached a higher rung is good before any that stopped lower, whatever the metrics
+// (they are of another budget): of ten results (one good), the best metric is at x = 0.1 on rung 0
+// and the one trial of rung 1 is at x = 0.9, so the model prefers x = 0.9; were all ten of one
+// rung, it would prefer x = 0.1.
+TEST(TpeSampler, AHigherRungRanksAboveEveryLowerOne) {
+  const TpeSampler sampler({SearchParameter{"x", ParameterType::Uniform, {}, 0, 1}}, true);
+  std::vector<TpeObservation> observations{{0, {0.1}, 0.9, 0}, {1, {0.9}, 0.1, 1}};
+  for (int trial = 2; trial < 10; ++trial) observations.push_back({trial, {0.5}, 0.0, 0});
+  EXPECT_GT(sampler.score(observations, {0.9}), sampler.score(observations, {0.1}));
+  observations[1].rung = 0;
+  EXPECT_LT(sampler.score(observations, {0.9}), sampler.score(observations, {0.1}));
+}
+
 TEST(TpeSampler, FitsOnTheHighestRungWithEnoughResults) {
   // Rungs of 1, 3 and 9; two parameters want 3 results of one rung.
   Asha asha(1, 9, 3, true, 20);
@@ -215,10 +228,12 @@ TEST(TpeSampler, FitsOnTheHighestRungWithEnoughResults) {
   }
   for (int trial = 0; trial < 9; ++trial) replay.record(trial, 0, 0.1 * trial);
   for (int trial = 6; trial < 9; ++trial) replay.record(trial, 1, 0.1 * trial);
+  replay.take(Job{5, 1});  // promoted and still training: not known to be worse, left out
   const Proposal proposal = proposals.propose(replay.take(Job{}).trial, replay);
   EXPECT_EQ(proposal.method, ProposalMethod::Tpe);
   EXPECT_EQ(proposal.model_rung, 1);
-  EXPECT_EQ(proposal.fitted_on, (std::vector<int>{6, 7, 8}));
+  // Rung 1's three results, and the trials that stopped at rung 0 below them.
+  EXPECT_EQ(proposal.fitted_on, (std::vector<int>{0, 1, 2, 3, 4, 6, 7, 8}));
   EXPECT_EQ(proposals.parameters(9), proposal.parameters);
   EXPECT_THROW(proposals.parameters(10), phalanx::Error);  // TPE trials exist only as proposed
 }

@@ -21,6 +21,10 @@ struct TpeObservation {
   int trial = 0;  // older trials weigh less once there are more than 25 (Optuna's default weights)
   SpacePoint point;
   double metric = 0;
+  // The rung the metric is from. A trial that reached a higher rung ranks above every trial that
+  // stopped lower, whatever the metrics (they are of other budgets): a trial ASHA did not promote
+  // is known to be worse, as Optuna's TPE ranks a pruned trial below the completed ones.
+  int rung = 0;
 };
 
 struct TpeOptions {
