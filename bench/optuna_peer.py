@@ -11,7 +11,8 @@ trial at a time with PyTorch on its own core(s). The sweep file gives what both 
             reduction_factor=eta); every trial's schedule spans budget.max epochs, as phalanx's
             rungs are prefixes of one trajectory
   trials    the total number of trials over all workers
-  seed      TPE's seed (worker w seeds its sampler with seed + w, so workers do not propose twins)
+  seed      TPE's seed (worker w seeds its sampler with seed + 1000 w, so workers do not propose
+            twins, and the sweeps of nearby seeds do not share a worker's draws)
 and its base config the rest: AdamW or SGD, the one-cycle or cosine schedule, label smoothing.
 Models are twins of phalanx's presets (bench/torch_cpu_train.py: fmnist_cnn; lenet5 here).
 
@@ -176,7 +177,9 @@ def worker(index, args, sweep, base, storage, study_name, start):
     memory_format = torch.channels_last if args.memory_format == "channels_last" else torch.contiguous_format
     x_train, y_train, classes = twins.load_split(torch, args.data, "train", memory_format)
     x_test, y_test, _ = twins.load_split(torch, args.data, "test", memory_format)
-    seed = (args.seed if args.seed is not None else int(sweep.get("seed", 0))) + index
+    # Seed + w would give worker 1 of seed S the draws of worker 0 of seed S + 1: sweeps of
+    # consecutive seeds would then share half their random start-up trials.
+    seed = (args.seed if args.seed is not None else int(sweep.get("seed", 0))) + 1000 * index
     sampler = optuna.samplers.TPESampler(seed=seed) if args.sampler == "tpe" else optuna.samplers.RandomSampler(seed)
     study = optuna.load_study(study_name=study_name, storage=storage, sampler=sampler)
     objective = objective_factory(args, sweep, base, (x_train, y_train, x_test, y_test, classes), start)
