@@ -8,12 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
-#include <chrono>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/timer.hpp"
@@ -40,7 +40,8 @@ std::vector<std::string> this_hosts_addresses() {
   for (const ifaddrs* entry = interfaces; entry; entry = entry->ifa_next) {
     if (!entry->ifa_addr || entry->ifa_addr->sa_family != AF_INET) continue;
     char text[INET_ADDRSTRLEN] = {};
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(entry->ifa_addr)->sin_addr, text, sizeof(text));
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(entry->ifa_addr)->sin_addr, text,
+                sizeof(text));
     ((entry->ifa_flags & IFF_LOOPBACK) ? loopback : addresses).emplace_back(text);
   }
   ::freeifaddrs(interfaces);
@@ -81,7 +82,8 @@ std::string JoinListener::peer(int connection) const {
 std::vector<JoinEvent> JoinListener::poll(double now) {
   std::vector<JoinEvent> events;
   while (auto accepted = listener_.try_accept())
-    connections_.push_back(std::make_unique<Connection>(Connection{next_asking_id_--, std::move(*accepted), now}));
+    connections_.push_back(
+        std::make_unique<Connection>(Connection{next_asking_id_--, std::move(*accepted), now}));
   for (auto& held : connections_) {
     Connection& connection = *held;
     std::string text;
@@ -107,7 +109,10 @@ std::vector<JoinEvent> JoinListener::poll(double now) {
       else
         events.emplace_back(JoinedReport{connection.id, text});
     }
-    if (!connection.asked && !connection.stream.closed() && now - connection.opened > seconds_to_ask)
+    // The time to ask binds a connection until its request is out; a welcomed job's connection
+    // lasts as long as the sweep, however quiet it is between reports.
+    if (!connection.welcomed && !connection.asked && !connection.stream.closed() &&
+        now - connection.opened > seconds_to_ask)
       connection.stream.close();
     if (connection.stream.closed() && connection.welcomed && !connection.reported_gone) {
       connection.reported_gone = true;

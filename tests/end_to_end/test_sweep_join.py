@@ -29,6 +29,10 @@ from sweep_common import query
 
 TRAIN, TEST = 3000, 300  # 94 or 188 steps an epoch: a job lasts seconds, long enough to be killed mid-way
 TRIALS = 6
+# The joined test's sweep has work left after the three refusals, which take about as long as six
+# trials' first rung on one rank (each is an mpirun): with six trials, a loaded machine could hand
+# the last one out before the join arrived, leaving the joined group nothing to take.
+JOINED_TRIALS = 18
 SWEEP_TEXT = """name: e2e_join
 seed: 5
 config: base.yaml
@@ -45,14 +49,16 @@ space:
 
 
 def setUpModule():
-    global WORK, SWEEP
+    global WORK, SWEEP, JOINED_SWEEP
     WORK, _ = sweep.set_up("sweep_join", TRAIN, TEST, name="join-base", every_steps=5, keep=2, log_every_steps=1000)
     SWEEP = sweep.write_text(os.path.join(WORK, "sweep.yaml"), SWEEP_TEXT.format(trials=TRIALS))
+    JOINED_SWEEP = sweep.write_text(os.path.join(WORK, "sweep-joined.yaml"), SWEEP_TEXT.format(trials=JOINED_TRIALS))
 
 
-def start_join(directory, *args):
+def start_join(directory, *args, sweep_file=None):
     """`mpirun -np 1 phalanx sweep SWEEP --join DIRECTORY` in the background, in its own session."""
-    command = [e2e.MPIEXEC, *e2e.MPI_FLAGS, "-np", "1", e2e.PHALANX, "sweep", SWEEP, "--join", directory, *args]
+    command = [e2e.MPIEXEC, *e2e.MPI_FLAGS, "-np", "1", e2e.PHALANX, "sweep", sweep_file or SWEEP, "--join", directory,
+               *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env=e2e.child_environment(), start_new_session=True)
 
@@ -70,11 +76,11 @@ def wait_for(condition, timeout, what):
     raise AssertionError(f"no {what} within {timeout} s")
 
 
-def check_every_trial_once(test, directory):
+def check_every_trial_once(test, directory, trial_count=TRIALS):
     """Every trial ran each rung it reached once: one result per (trial, rung), each from one job
     recorded done, and no job left running."""
     trials = query(directory, "SELECT trial_id, status FROM trials ORDER BY trial_id")
-    test.assertEqual([row["trial_id"] for row in trials], list(range(TRIALS)))
+    test.assertEqual([row["trial_id"] for row in trials], list(range(trial_count)))
     for row in trials:
         test.assertIn(row["status"], ("completed", "stopped"), row)
     results = query(directory, "SELECT trial_id, rung FROM rung_results ORDER BY trial_id, rung")
@@ -88,30 +94,38 @@ def check_every_trial_once(test, directory):
 class SweepJoin(unittest.TestCase):
     def test_a_second_job_joins_refusals_name_the_difference(self):
         directory = os.path.join(WORK, "joined")
-        process = sweep.start_sweep(1, SWEEP, directory)
+        process = sweep.start_sweep(1, JOINED_SWEEP, directory)
         try:
             wait_for(lambda: os.path.exists(os.path.join(directory, "join.json")), 60, "join.json")
             sweep_before = query(directory, "SELECT COUNT(*) AS n FROM workers")[0]["n"]
             # Refused while the sweep runs, each naming what differs; nothing recorded of them.
-            other_base = e2e.mpirun(1, "sweep", SWEEP, "--join", directory,
+            other_base = e2e.mpirun(1, "sweep", JOINED_SWEEP, "--join", directory,
                                     "--set", "config.optimizer.learning_rate=0.125", timeout=120)
             self.assertEqual(other_base.returncode, 2, other_base.describe())
             errors = other_base.error_lines()
             self.assertEqual(len(errors), 1, other_base.describe())
             self.assertIn("refused by the sweep", errors[0])
             self.assertIn("learning_rate: 0.125", errors[0])
-            other_budget = e2e.mpirun(1, "sweep", SWEEP, "--join", directory, "--set", "budget.max=9", timeout=120)
+            other_budget = e2e.mpirun(1, "sweep", JOINED_SWEEP, "--join", directory, "--set", "budget.max=9", timeout=120)
             self.assertEqual(other_budget.returncode, 2, other_budget.describe())
             self.assertIn("'budget'", other_budget.error_lines()[0])
-            nowhere = e2e.mpirun(1, "sweep", SWEEP, "--join", os.path.join(WORK, "no-sweep-here"), timeout=120)
+            nowhere = e2e.mpirun(1, "sweep", JOINED_SWEEP, "--join", os.path.join(WORK, "no-sweep-here"), timeout=120)
             self.assertEqual(nowhere.returncode, 2, nowhere.describe())
             self.assertIn("no-sweep-here/join.json", nowhere.error_lines()[0])
             self.assertEqual(query(directory, "SELECT COUNT(*) AS n FROM workers")[0]["n"], sweep_before)
 
             started = time.time()
-            joined = start_join(directory)
-            first = wait_for(lambda: query(directory, "SELECT MIN(started) AS t FROM jobs WHERE worker = 1")[0]["t"],
-                             120, "job on the joined group")
+            joined = start_join(directory, sweep_file=JOINED_SWEEP)
+
+            def first_joined_job():
+                first_start = query(directory, "SELECT MIN(started) AS t FROM jobs WHERE worker = 1")[0]["t"]
+                for name, child in (("join job", joined), ("sweep", process)):
+                    if first_start is None and child.poll() is not None:
+                        raise AssertionError(f"the {name} exited ({child.returncode}) before the joined group took a "
+                                             f"trial:\n{child.communicate()[0].decode(errors='replace')}")
+                return first_start
+
+            first = wait_for(first_joined_job, 120, "job on the joined group")
             seconds_to_training = first - started
             print(f"the joined job's group took its first trial {seconds_to_training:.1f} s after its mpirun started")
             self.assertLess(seconds_to_training, 20)
@@ -127,7 +141,7 @@ class SweepJoin(unittest.TestCase):
         self.assertIn("the sweep ended", join_output)
         self.assertIn("joined job 1: worker(s) 1 join the sweep", output)
         self.assertIn("asked to join and was refused", output)
-        check_every_trial_once(self, directory)
+        check_every_trial_once(self, directory, JOINED_TRIALS)
         workers = {row["worker"] for row in query(directory, "SELECT worker FROM jobs WHERE status = 'done'")}
         self.assertEqual(workers, {0, 1}, "both jobs' groups trained trials")
 
