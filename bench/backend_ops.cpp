@@ -335,6 +335,36 @@ void BM_AdamWStep(benchmark::State& state) {
   }
 }
 
+// AdamW where a third of the parameters get zero gradients, as a dead ReLU unit's weights do (a
+// third of fc1's moments in the main job by its fourth epoch): their first moments decay by beta1
+// each step. They start at 1e-30 and reach the subnormal range after 173 steps, so the 100 timed
+// steps that follow 180 untimed ones are the steps where an unflushed moment would be subnormal.
+void BM_AdamWStepDeadUnits(benchmark::State& state) {
+  auto backend = phalanx::backend::make_cpu_backend(static_cast<int>(state.range(1)));
+  Buffer parameters(*backend, fashion_parameters), gradients(*backend, fashion_parameters),
+      first(*backend, fashion_parameters), second(*backend, fashion_parameters);
+  for (std::int64_t i = 0; i < fashion_parameters; ++i) {
+    const bool dead = i % 3 == 0;
+    gradients.data()[i] = dead ? 0.0f : gradients.data()[i] * 1e-3f;
+    first.data()[i] = dead ? 1e-30f : gradients.data()[i];
+    second.data()[i] = dead ? 1e-12f : gradients.data()[i] * gradients.data()[i];
+  }
+  phalanx::backend::AdamWHyperparameters hyperparameters;
+  hyperparameters.learning_rate = 1e-3f;
+  for (int warm_up = 0; warm_up < 180; ++warm_up) {
+    hyperparameters.step += 1;
+    backend->adamw_step(fashion_parameters, hyperparameters, parameters.data(), gradients.data(),
+                        first.data(), second.data());
+  }
+  backend->synchronize();
+  for (auto _ : state) {
+    hyperparameters.step += 1;
+    backend->adamw_step(fashion_parameters, hyperparameters, parameters.data(), gradients.data(),
+                        first.data(), second.data());
+    backend->synchronize();
+  }
+}
+
 // Dynamic loss scaling's extra work per step: the finite check and the unscaling pass over all
 // gradients, against the AdamW step they precede.
 void BM_LossScaleCheckAndUnscale(benchmark::State& state) {
@@ -444,6 +474,7 @@ BENCHMARK(BM_BatchNormRelu)->Apply(layers_and_fusion);
 BENCHMARK(BM_AddRelu)->Apply(layers_and_fusion);
 BENCHMARK(BM_SgdNesterovStep)->Apply(threads_only);
 BENCHMARK(BM_AdamWStep)->Apply(threads_only);
+BENCHMARK(BM_AdamWStepDeadUnits)->Apply(threads_only)->Iterations(100);
 BENCHMARK(BM_TrainingLoss)
     ->ArgNames({"deferred", "threads"})
     ->Unit(benchmark::kMicrosecond)

@@ -2,6 +2,7 @@
 // torch.optim.SGD (dampening 0) and torch.optim.AdamW, run over several steps.
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <ostream>
 #include <string>
@@ -105,6 +106,80 @@ TEST(CpuAdamW, MatchesTorchOverSteps) {
   EXPECT_LT(max_error(parameters, expected), 1e-5);
   EXPECT_LT(max_error(first, expected_first), 1e-6);
   EXPECT_LT(max_error(second, expected_second), 1e-6);
+}
+
+bool is_subnormal(float value) {
+  return std::fpclassify(value) == FP_SUBNORMAL;
+}
+
+// A dead unit's weights get zero gradients, so their moments decay by beta each step. Once below
+// the smallest normal float they are stored as zero (x86 runs subnormal arithmetic through slow
+// microcode), and no parameter moves by that: each stays what the unflushed recurrence gives.
+TEST(CpuAdamW, MomentsThatDecayBelowTheNormalRangeAreStoredAsZero) {
+  auto backend = make_test_backend();
+  const std::int64_t count = 4099;  // past the parallel threshold, odd for the vector tail
+  auto parameters = random_values(count, 3);
+  std::vector<float> first(count), second(count, 1e-12f);
+  for (std::int64_t i = 0; i < count; ++i) first[i] = (i % 2 == 0 ? 1.0f : -1.0f) * 1e-36f;
+  const std::vector<float> gradients(count, 0.0f);
+  std::vector<float> expected = parameters, expected_first = first, expected_second = second;
+  AdamWHyperparameters hyperparameters;
+  hyperparameters.learning_rate = 1e-2f;
+  hyperparameters.weight_decay = 0.0f;  // the moments alone move the parameters
+  int steps_flushed = 0;
+  for (int step = 1; step <= 80; ++step) {
+    hyperparameters.step = step;
+    backend->adamw_step(count, hyperparameters, parameters.data(), gradients.data(), first.data(),
+                        second.data());
+    // The unflushed recurrence with a zero gradient: m = beta1 m, v = beta2 v exactly, and the
+    // update in the backend's order of operations.
+    const float step_size = static_cast<float>(hyperparameters.learning_rate /
+                                               (1.0 - std::pow(double{hyperparameters.beta1}, step)));
+    const float correction =
+        static_cast<float>(std::sqrt(1.0 - std::pow(double{hyperparameters.beta2}, step)));
+    for (std::int64_t i = 0; i < count; ++i) {
+      expected_first[i] = hyperparameters.beta1 * expected_first[i];
+      expected_second[i] = hyperparameters.beta2 * expected_second[i];
+      const float denominator = std::sqrt(expected_second[i]) / correction + hyperparameters.epsilon;
+      expected[i] = expected[i] - step_size * expected_first[i] / denominator;
+    }
+    if (is_subnormal(expected_first[0])) ++steps_flushed;
+    for (std::int64_t i = 0; i < count; ++i) {
+      ASSERT_FALSE(is_subnormal(first[i])) << "step " << step << " element " << i;
+      if (is_subnormal(expected_first[i]))
+        ASSERT_EQ(first[i], 0.0f) << "step " << step << " element " << i;
+      else
+        ASSERT_EQ(first[i], expected_first[i]) << "step " << step << " element " << i;
+      ASSERT_EQ(second[i], expected_second[i]) << "step " << step << " element " << i;
+      ASSERT_EQ(parameters[i], expected[i]) << "step " << step << " element " << i;
+    }
+  }
+  // The recurrence spends the run's later steps in the subnormal range: the test saw the flush.
+  EXPECT_GT(steps_flushed, 20);
+}
+
+// SGD's momentum buffer follows the same rule.
+TEST(CpuSgd, AMomentumBufferThatDecaysBelowTheNormalRangeIsStoredAsZero) {
+  auto backend = make_test_backend();
+  const std::int64_t count = 4099;
+  auto parameters = random_values(count, 4);
+  std::vector<float> buffer(count, 1e-36f);
+  const std::vector<float> gradients(count, 0.0f);
+  SgdHyperparameters hyperparameters{0.05f, 0.9f, 0.0f, false};
+  const std::vector<float> initial = parameters;
+  float expected_buffer = 1e-36f;
+  int steps_flushed = 0;
+  for (int step = 1; step <= 80; ++step) {
+    backend->sgd_step(count, hyperparameters, parameters.data(), gradients.data(), buffer.data());
+    expected_buffer = hyperparameters.momentum * expected_buffer;
+    if (is_subnormal(expected_buffer)) ++steps_flushed;
+    for (std::int64_t i = 0; i < count; ++i) {
+      ASSERT_EQ(buffer[i], is_subnormal(expected_buffer) ? 0.0f : expected_buffer) << "step " << step;
+      // lr * 1e-36 is below the last bit of every parameter here (random_values are O(1)).
+      ASSERT_EQ(parameters[i], initial[i]) << "step " << step;
+    }
+  }
+  EXPECT_GT(steps_flushed, 20);
 }
 
 }  // namespace

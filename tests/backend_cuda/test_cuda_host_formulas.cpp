@@ -136,5 +136,44 @@ TEST(CudaHostFormulas, AdamWUpdateIsTheCpuBackendStepBitForBit) {
   }
 }
 
+// Moments and momentum buffers that decay into the subnormal range (zero gradients, as a dead
+// unit's) are flushed to zero by both backends at the same step.
+TEST(CudaHostFormulas, FlushedMomentsAreTheCpuBackendsBitForBit) {
+  auto cpu = backend::make_cpu_backend(1);
+  std::vector<float> gradients = optimizer_values(optimizer_count, 30);
+  for (std::size_t i = 0; i < optimizer_count; i += 2) gradients[i] = 0.0f;  // half the units dead
+  std::vector<float> cpu_parameters = optimizer_values(optimizer_count, 3);
+  std::vector<float> cpu_first(optimizer_count, 1e-36f), cpu_second(optimizer_count, 1e-36f);
+  std::vector<float> cpu_buffer(optimizer_count, -1e-36f);
+  std::vector<float> sgd_parameters = cpu_parameters;
+  std::vector<float> parameters = cpu_parameters, first = cpu_first, second = cpu_second;
+  std::vector<float> device_sgd_parameters = cpu_parameters, buffer = cpu_buffer;
+  AdamWHyperparameters adamw;
+  adamw.learning_rate = 1e-3f;
+  SgdHyperparameters sgd{0.05f, 0.9f, 0.0f, true};
+  const backend::cuda::SgdVariant kind = backend::cuda::sgd_variant(sgd);
+  for (std::int64_t step = 1; step <= 60; ++step) {
+    adamw.step = step;
+    cpu->adamw_step(static_cast<std::int64_t>(optimizer_count), adamw, cpu_parameters.data(),
+                    gradients.data(), cpu_first.data(), cpu_second.data());
+    cpu->sgd_step(static_cast<std::int64_t>(optimizer_count), sgd, sgd_parameters.data(), gradients.data(),
+                  cpu_buffer.data());
+    const backend::cuda::AdamWScalars scalars = backend::cuda::adamw_scalars(adamw);
+    for (std::size_t i = 0; i < optimizer_count; ++i) {
+      backend::cuda::adamw_update(scalars, parameters[i], gradients[i], first[i], second[i]);
+      backend::cuda::sgd_update(kind, sgd.learning_rate, sgd.momentum, sgd.weight_decay,
+                                device_sgd_parameters[i], gradients[i], buffer[i]);
+    }
+  }
+  // After 60 steps the dead units' first moments (1e-36 x 0.9^60) would be subnormal: both flushed.
+  EXPECT_EQ(cpu_first[0], 0.0f);
+  EXPECT_EQ(cpu_buffer[0], 0.0f);
+  expect_same_bits(parameters, cpu_parameters, "AdamW parameter");
+  expect_same_bits(first, cpu_first, "first moment");
+  expect_same_bits(second, cpu_second, "second moment");
+  expect_same_bits(device_sgd_parameters, sgd_parameters, "SGD parameter");
+  expect_same_bits(buffer, cpu_buffer, "momentum buffer");
+}
+
 }  // namespace
 }  // namespace phalanx::testing

@@ -5,12 +5,20 @@
 // steps agree bit for bit; host tests compare these functions with the CPU backend.
 #pragma once
 
+#include <cfloat>
 #include <cmath>
 
 #include "host_device.hpp"
 #include "phalanx/backend/backend.hpp"
 
 namespace phalanx::backend::cuda {
+
+// A moment or momentum buffer below the smallest normal float is stored as zero, exact zeros
+// keeping their sign: the CPU backend's rule (src/backend/cpu/optimizers.cpp says why), kept here
+// so that GPU and CPU ranks store the same bits.
+PHALANX_HOST_DEVICE inline float flush_subnormal(float value) {
+  return (value != 0.0f && value > -FLT_MIN && value < FLT_MIN) ? 0.0f : value;
+}
 
 enum class SgdVariant { Plain, Momentum, Nesterov };
 
@@ -30,7 +38,7 @@ PHALANX_HOST_DEVICE inline void sgd_update(SgdVariant variant, float learning_ra
     return;
   }
   // The buffer starts at zero, so the first step's momentum * 0 + g equals PyTorch's buf = g.
-  const float buffer = rounded_add(rounded_multiply(momentum, momentum_buffer), decayed);
+  const float buffer = flush_subnormal(rounded_add(rounded_multiply(momentum, momentum_buffer), decayed));
   momentum_buffer = buffer;
   const float direction =
       variant == SgdVariant::Nesterov ? rounded_add(decayed, rounded_multiply(momentum, buffer)) : buffer;
@@ -65,11 +73,12 @@ inline AdamWScalars adamw_scalars(const AdamWHyperparameters& hyperparameters) {
 //   p = p (1 - lr wd) - step_size m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 PHALANX_HOST_DEVICE inline void adamw_update(const AdamWScalars& scalars, float& parameter, float gradient,
                                              float& first_moment, float& second_moment) {
-  const float first = rounded_add(rounded_multiply(scalars.beta1, first_moment),
-                                  rounded_multiply(rounded_subtract(1.0f, scalars.beta1), gradient));
-  const float second = rounded_add(
+  const float first =
+      flush_subnormal(rounded_add(rounded_multiply(scalars.beta1, first_moment),
+                                  rounded_multiply(rounded_subtract(1.0f, scalars.beta1), gradient)));
+  const float second = flush_subnormal(rounded_add(
       rounded_multiply(scalars.beta2, second_moment),
-      rounded_multiply(rounded_multiply(rounded_subtract(1.0f, scalars.beta2), gradient), gradient));
+      rounded_multiply(rounded_multiply(rounded_subtract(1.0f, scalars.beta2), gradient), gradient)));
   first_moment = first;
   second_moment = second;
   const float denominator =
