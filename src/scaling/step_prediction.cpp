@@ -3,6 +3,7 @@
 #include "phalanx/scaling/step_prediction.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "phalanx/comm/bucket_plan.hpp"
 #include "phalanx/core/error.hpp"
@@ -105,10 +106,17 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
       timing.start = call;
       double time = call;
       const CallStages& stages = allreduce.stages;
+      // GradSync tests its all-reduces right after it launches one (gradients_ready). Where this
+      // bucket is launched at this call (not queued behind the one before it) and its launch starts
+      // nothing that takes time, that test is the call that starts stage 1: the slowest rank
+      // launches last, so the others' first messages are already there for it to find.
+      const double stages_sum = std::accumulate(stages.stages.begin(), stages.stages.end(), 0.0);
+      const bool launch_test_starts_stage_1 =
+          timing.ready >= previous_finish && stages.stages.front() <= std::max(2e-6, 0.01 * stages_sum);
       for (std::size_t stage = 0; stage < stages.stages.size(); ++stage) {
         // A stage needs a call of its own: one that ends its stage at once leaves the next to the
         // call after it.
-        if (stage > 0) time = call = next_call(time, call);
+        if (stage > 0 && !(stage == 1 && launch_test_starts_stage_1)) time = call = next_call(time, call);
         if (call < backward_end && stages.seconds_in_calls[stage] > 0)
           hold(call, stages.seconds_in_calls[stage]);
         time += stages.stages[stage];

@@ -256,9 +256,21 @@ TEST(StepPrediction, AnMpiAllreduceAdvancesAStageAtEachCall) {
         return BucketAllreduce{estimate, estimate, estimate, CallStages{{0.0, 0.031}, {0, 0}}};
       },
       false);
-  // layer3 reports at 41 ms, then 51, 61, 71 ms: the first bucket's second stage starts at 51 ms
-  // (without stages it would start at 71 ms and end at 102 ms).
-  EXPECT_NEAR(late.buckets[0].finish, 0.082, 1e-12);
+  // layer3 reports at 41 ms, then 51, 61, 71 ms. The launch at 41 ms starts nothing, so the test
+  // GradSync makes right after it starts the second stage: it ends at 72 ms (without stages it
+  // would start at 71 ms and end at 102 ms).
+  EXPECT_NEAR(late.buckets[0].finish, 0.072, 1e-12);
+  // A launch whose own stage takes time (a 1 ms handshake) leaves the second stage to the next
+  // report, 51 ms: 51 + 30 = 81 ms.
+  const StepPrediction handshake = predict_step(
+      costs, times, settings, Topology{1, 2},
+      [](std::size_t) {
+        AllreduceEstimate estimate;
+        estimate.seconds = 0.031;
+        return BucketAllreduce{estimate, estimate, estimate, CallStages{{0.001, 0.030}, {0, 0}}};
+      },
+      false);
+  EXPECT_NEAR(handshake.buckets[0].finish, 0.081, 1e-12);
   // One rank calls no MPI: nothing holds its backward, whatever the stages say.
   settings.global_batch = 30;
   times.backward = {0.01, 0.01, 0.01, 0.01};
