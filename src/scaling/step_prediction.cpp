@@ -50,12 +50,19 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
   }
   backward_end = clock;  // the same sum, in the same order as the calls
   // The first MPI call at or after `time` and after the call at `after`: a layer report in backward,
-  // or at once in the wait (which calls MPI until the all-reduces are done).
+  // or at once in the wait (which calls MPI until the all-reduces are done). The last report comes
+  // as backward's last layer ends, but it is still backward's: the trainer's backward stage ends
+  // after the report's launch and test, so what they hold the rank is backward's time, not the
+  // wait's.
+  struct Call {
+    double time;
+    bool report;  // a layer report in backward, where a call that moves data holds the rank
+  };
   const auto next_call = [&](double time, double after) {
-    if (time >= backward_end) return time;
     const auto found =
         std::find_if(calls.begin(), calls.end(), [&](double call) { return call > after && call >= time; });
-    return found == calls.end() ? backward_end : *found;
+    if (found != calls.end()) return Call{*found, true};
+    return Call{std::max(time, backward_end), false};
   };
   // A call at `time` in backward that holds the rank `seconds` delays all that comes after it.
   double held = 0;
@@ -102,9 +109,9 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
     } else {
       // Collectives one after the other: this one's first stage at the first call once it is
       // launched and the one before it is done.
-      double call = next_call(std::max(timing.ready, previous_finish), -1);
-      timing.start = call;
-      double time = call;
+      Call call = next_call(std::max(timing.ready, previous_finish), -1);
+      timing.start = call.time;
+      double time = call.time;
       const CallStages& stages = allreduce.stages;
       // GradSync tests its all-reduces right after it launches one (gradients_ready). Where this
       // bucket is launched at this call (not queued behind the one before it) and its launch starts
@@ -116,9 +123,12 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
       for (std::size_t stage = 0; stage < stages.stages.size(); ++stage) {
         // A stage needs a call of its own: one that ends its stage at once leaves the next to the
         // call after it.
-        if (stage > 0 && !(stage == 1 && launch_test_starts_stage_1)) time = call = next_call(time, call);
-        if (call < backward_end && stages.seconds_in_calls[stage] > 0)
-          hold(call, stages.seconds_in_calls[stage]);
+        if (stage > 0 && !(stage == 1 && launch_test_starts_stage_1)) {
+          call = next_call(time, call.time);
+          time = call.time;
+        }
+        if (call.report && stages.seconds_in_calls[stage] > 0)
+          hold(call.time, stages.seconds_in_calls[stage]);
         time += stages.stages[stage];
       }
       timing.finish = time;

@@ -280,6 +280,34 @@ TEST(StepPrediction, AnMpiAllreduceAdvancesAStageAtEachCall) {
   EXPECT_NEAR(one.efficiency, 1.0, 1e-12);
 }
 
+// The last layer's report comes as backward's compute ends, but its launch and test are still in
+// the trainer's backward stage: what they hold the rank counts as backward, not as exposed.
+TEST(StepPrediction, TheLastReportsCallsAreBackwardsTime) {
+  const LayerCosts costs = four_layers();
+  ComputeTimes times;
+  times.forward = {0.01, 0.01, 0.01, 0.01};
+  times.backward = {0.01, 0.01, 0.01, 0.01};
+  StepSettings settings;
+  settings.local_batch = 30;
+  settings.global_batch = 60;
+  settings.bucket_bytes = settings.first_bucket_bytes = std::size_t{64} << 20;  // one bucket
+  // The launch starts nothing; its test starts 4 ms that hold the rank 3 ms; a last 1 ms stage.
+  const auto staged = [](std::size_t) {
+    AllreduceEstimate estimate;
+    estimate.seconds = 0.005;
+    return BucketAllreduce{estimate, estimate, estimate, CallStages{{0.0, 0.004, 0.001}, {0, 0.003, 0}}};
+  };
+  const StepPrediction prediction = predict_step(costs, times, settings, Topology{1, 2}, staged, false);
+  ASSERT_EQ(prediction.buckets.size(), 1u);
+  // Ready at the last report, 80 ms; the test after the launch holds the rank to 83 ms; the stages
+  // end at 80 + 4 + 1 = 85 ms, 2 ms after backward's end.
+  EXPECT_NEAR(prediction.buckets[0].ready, 0.08, 1e-12);
+  EXPECT_NEAR(prediction.buckets[0].finish, 0.085, 1e-12);
+  EXPECT_NEAR(prediction.backward, 0.043, 1e-12);
+  EXPECT_NEAR(prediction.exposed, 0.002, 1e-12);
+  EXPECT_NEAR(prediction.step, 0.085, 1e-12);
+}
+
 // A size between the timed ones takes the stages of the nearest (by ratio), scaled to its time.
 TEST(StepPrediction, CallStagesComeFromTheNearestTimedSize) {
   MeasuredTransport transport = network_transport({{1000, 1e-4}, {4000, 1e-3}});
