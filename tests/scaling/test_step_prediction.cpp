@@ -200,6 +200,16 @@ LayerCosts four_layers() {
   return costs;
 }
 
+// Every bucket's all-reduce costs `seconds`, advancing in `stages` at MPI calls (none: it does not
+// advance before backward ends).
+AllreduceCosting staged_costing(double seconds, CallStages stages) {
+  return [seconds, stages](std::size_t) {
+    AllreduceEstimate estimate;
+    estimate.seconds = seconds;
+    return BucketAllreduce{estimate, estimate, estimate, stages};
+  };
+}
+
 // An MPI all-reduce in stages: each starts at a call (a layer report in backward, or at once in the
 // wait) after the one before it has run, and a call that moves data itself holds the rank.
 TEST(StepPrediction, AnMpiAllreduceAdvancesAStageAtEachCall) {
@@ -214,12 +224,8 @@ TEST(StepPrediction, AnMpiAllreduceAdvancesAStageAtEachCall) {
   settings.first_bucket_bytes = std::size_t{4} << 20;
   // A handshake (1 ms), a transfer started at the next call (15 ms, its call held 2 ms), a second
   // handshake that needs no time, a second transfer (15 ms).
-  const auto staged = [](std::size_t) {
-    AllreduceEstimate estimate;
-    estimate.seconds = 0.031;
-    return BucketAllreduce{estimate, estimate, estimate,
-                           CallStages{{0.001, 0.015, 0.0, 0.015}, {0, 0.002, 0, 0}}};
-  };
+  const AllreduceCosting staged =
+      staged_costing(0.031, CallStages{{0.001, 0.015, 0.0, 0.015}, {0, 0.002, 0, 0}});
   const StepPrediction prediction = predict_step(costs, times, settings, Topology{1, 2}, staged, false);
   ASSERT_EQ(prediction.buckets.size(), 2u);
   // Reports (calls) at 50, 60, 70 and 80 ms; layer3's bucket is launched at 50 ms, its handshake
@@ -237,39 +243,24 @@ TEST(StepPrediction, AnMpiAllreduceAdvancesAStageAtEachCall) {
   EXPECT_NEAR(prediction.step, 0.128, 1e-12);
   EXPECT_NEAR(prediction.exposed, 0.128 - 0.082, 1e-12);
   // Without stages nothing starts before backward ends: 80 ms + 2 x 31 ms.
-  const auto unstaged = [](std::size_t) {
-    AllreduceEstimate estimate;
-    estimate.seconds = 0.031;
-    return BucketAllreduce{estimate, estimate, estimate, {}};
-  };
-  const StepPrediction waiting = predict_step(costs, times, settings, Topology{1, 2}, unstaged, false);
+  const StepPrediction waiting =
+      predict_step(costs, times, settings, Topology{1, 2}, staged_costing(0.031, {}), false);
   EXPECT_NEAR(waiting.step, 0.142, 1e-12);
   EXPECT_NEAR(waiting.exposed, 0.062, 1e-12);
   // Two stages, the second started by the next report: 10 ms after the launch, not at backward's
   // end.
   times.backward = {0.01, 0.01, 0.01, 0.001};
-  const StepPrediction late = predict_step(
-      costs, times, settings, Topology{1, 2},
-      [](std::size_t) {
-        AllreduceEstimate estimate;
-        estimate.seconds = 0.031;
-        return BucketAllreduce{estimate, estimate, estimate, CallStages{{0.0, 0.031}, {0, 0}}};
-      },
-      false);
+  const StepPrediction late = predict_step(costs, times, settings, Topology{1, 2},
+                                           staged_costing(0.031, CallStages{{0.0, 0.031}, {0, 0}}), false);
   // layer3 reports at 41 ms, then 51, 61, 71 ms. The launch at 41 ms starts nothing, so the test
   // GradSync makes right after it starts the second stage: it ends at 72 ms (without stages it
   // would start at 71 ms and end at 102 ms).
   EXPECT_NEAR(late.buckets[0].finish, 0.072, 1e-12);
   // A launch whose own stage takes time (a 1 ms handshake) leaves the second stage to the next
   // report, 51 ms: 51 + 30 = 81 ms.
-  const StepPrediction handshake = predict_step(
-      costs, times, settings, Topology{1, 2},
-      [](std::size_t) {
-        AllreduceEstimate estimate;
-        estimate.seconds = 0.031;
-        return BucketAllreduce{estimate, estimate, estimate, CallStages{{0.001, 0.030}, {0, 0}}};
-      },
-      false);
+  const StepPrediction handshake =
+      predict_step(costs, times, settings, Topology{1, 2},
+                   staged_costing(0.031, CallStages{{0.001, 0.030}, {0, 0}}), false);
   EXPECT_NEAR(handshake.buckets[0].finish, 0.081, 1e-12);
   // One rank calls no MPI: nothing holds its backward, whatever the stages say.
   settings.global_batch = 30;
@@ -292,11 +283,7 @@ TEST(StepPrediction, TheLastReportsCallsAreBackwardsTime) {
   settings.global_batch = 60;
   settings.bucket_bytes = settings.first_bucket_bytes = std::size_t{64} << 20;  // one bucket
   // The launch starts nothing; its test starts 4 ms that hold the rank 3 ms; a last 1 ms stage.
-  const auto staged = [](std::size_t) {
-    AllreduceEstimate estimate;
-    estimate.seconds = 0.005;
-    return BucketAllreduce{estimate, estimate, estimate, CallStages{{0.0, 0.004, 0.001}, {0, 0.003, 0}}};
-  };
+  const AllreduceCosting staged = staged_costing(0.005, CallStages{{0.0, 0.004, 0.001}, {0, 0.003, 0}});
   const StepPrediction prediction = predict_step(costs, times, settings, Topology{1, 2}, staged, false);
   ASSERT_EQ(prediction.buckets.size(), 1u);
   // Ready at the last report, 80 ms; the test after the launch holds the rank to 83 ms; the stages
