@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "phalanx/backend/backend.hpp"
@@ -20,6 +22,16 @@ inline std::unique_ptr<backend::Backend> make_test_backend() {
 }
 
 using backend::square_convolution;
+
+// Whether /proc/cpuinfo lists `flag` (avx512f, avx512_bf16, amx_bf16) for this CPU: what a test
+// expects of the backend's own ISA detection, read independently of oneDNN.
+inline bool cpu_has(const std::string& flag) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;
+  return false;
+}
 
 // Uniform values in [low, high) from a seeded counter-based stream: every run sees the same data.
 inline std::vector<float> random_values(std::size_t count, std::uint64_t stream, float low = -1.0f,

@@ -19,7 +19,6 @@
 #include <cstdlib>
 #include <dnnl.hpp>
 #include <cstring>
-#include <fstream>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -351,15 +350,6 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuBf16Linear,
                          [](const ::testing::TestParamInfo<LinearCase>& info) { return info.param.name; });
 
 // ---- what the backend says -----------------------------------------------------------------------
-
-// Whether /proc/cpuinfo lists `flag` (amx_bf16, avx512_bf16) for this CPU.
-bool cpu_has(const std::string& flag) {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line))
-    if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;
-  return false;
-}
 
 // How bf16 must run here: the best of "amx", "avx512_bf16", "emulated" and "unavailable" that both
 // the CPU has and PHALANX_EXPECTED_BF16 allows (set by the CTest entries that lower

