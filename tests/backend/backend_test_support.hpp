@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -31,6 +32,18 @@ inline bool cpu_has(const std::string& flag) {
   while (std::getline(cpuinfo, line))
     if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;
   return false;
+}
+
+// How bf16 must run here: the best of "amx", "avx512_bf16", "emulated" and "unavailable" that both
+// the CPU has and PHALANX_EXPECTED_BF16 allows (set by the CTest entries that lower
+// ONEDNN_MAX_CPU_ISA; unset, the CPU alone decides). oneDNN has no bf16 kernels below AVX-512.
+inline std::string expected_bf16() {
+  const char* cap = std::getenv("PHALANX_EXPECTED_BF16");
+  const std::string allowed = cap ? cap : "amx";
+  if (allowed == "unavailable" || !cpu_has("avx512f")) return "unavailable";
+  if (allowed == "amx" && cpu_has("amx_bf16")) return "amx";
+  if (allowed != "emulated" && cpu_has("avx512_bf16")) return "avx512_bf16";
+  return "emulated";
 }
 
 // Uniform values in [low, high) from a seeded counter-based stream: every run sees the same data.

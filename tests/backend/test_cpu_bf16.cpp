@@ -16,9 +16,8 @@
 // CpuBf16.OneDnnHasTheKernelsTheNoteNames checking that oneDNN itself agrees at that ISA.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <dnnl.hpp>
 #include <cstring>
+#include <dnnl.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -350,18 +349,6 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuBf16Linear,
                          [](const ::testing::TestParamInfo<LinearCase>& info) { return info.param.name; });
 
 // ---- what the backend says -----------------------------------------------------------------------
-
-// How bf16 must run here: the best of "amx", "avx512_bf16", "emulated" and "unavailable" that both
-// the CPU has and PHALANX_EXPECTED_BF16 allows (set by the CTest entries that lower
-// ONEDNN_MAX_CPU_ISA; unset, the CPU alone decides).
-std::string expected_bf16() {
-  const char* cap = std::getenv("PHALANX_EXPECTED_BF16");
-  const std::string allowed = cap ? cap : "amx";
-  if (allowed == "unavailable" || !cpu_has("avx512f")) return "unavailable";
-  if (allowed == "amx" && cpu_has("amx_bf16")) return "amx";
-  if (allowed != "emulated" && cpu_has("avx512_bf16")) return "avx512_bf16";
-  return "emulated";
-}
 
 TEST(CpuBf16, ReportsHowBf16Runs) {
   auto backend = make_test_backend();

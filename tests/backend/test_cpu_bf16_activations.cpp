@@ -20,7 +20,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -178,8 +177,7 @@ TEST(CpuBf16ActivationsSetup, RefusedWhereOneDnnHasNoBf16KernelsAndWithoutBf16Co
   EXPECT_THROW(backend->set_activation_precision(ComputePrecision::BFloat16), Error);
   EXPECT_THROW(backend->set_activation_precision(ComputePrecision::Float16), Error);
   backend->set_compute_precision(ComputePrecision::BFloat16);
-  const char* expected = std::getenv("PHALANX_EXPECTED_BF16");
-  if ((expected && std::string(expected) == "unavailable") || !cpu_has("avx512f")) {
+  if (expected_bf16() == "unavailable") {
     try {
       backend->set_activation_precision(ComputePrecision::BFloat16);
       ADD_FAILURE() << "bf16 activations accepted without oneDNN bf16 kernels";
@@ -205,8 +203,7 @@ TEST(CpuBf16ActivationsSetup, RefusedWhereOneDnnHasNoBf16KernelsAndWithoutBf16Co
 TEST(CpuBf16ActivationsSetup, QueryAgreesWithTheSetter) {
   const std::vector<ComputePrecision> precisions{ComputePrecision::Float32, ComputePrecision::BFloat16,
                                                  ComputePrecision::Float16};
-  const char* expected = std::getenv("PHALANX_EXPECTED_BF16");
-  const bool unavailable = (expected && std::string(expected) == "unavailable") || !cpu_has("avx512f");
+  const bool unavailable = expected_bf16() == "unavailable";
   for (const ComputePrecision compute : {ComputePrecision::Float32, ComputePrecision::BFloat16}) {
     for (const ComputePrecision activations : precisions) {
       SCOPED_TRACE(backend::compute_precision_name(compute) + " compute, " +

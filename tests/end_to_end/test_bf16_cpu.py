@@ -183,7 +183,6 @@ class Bf16CpuTest(unittest.TestCase):
     def test_without_amx_and_without_bf16_instructions(self):
         # A short run each: bf16 without AMX, emulated bf16 and (no AVX-512) fp32 train, and the
         # start says which.
-        flags = CPU_FLAGS
         for isa, expected in (("AVX512_CORE_BF16", "bf16 on AVX-512 bf16 instructions, no AMX"),
                               ("AVX512_CORE", "bf16 emulated by oneDNN"),
                               ("AVX2", "bf16 unavailable: oneDNN has no bf16 kernels below AVX-512")):
@@ -192,9 +191,9 @@ class Bf16CpuTest(unittest.TestCase):
                 result = mpirun_with_isa(isa, "train", CONFIG_PATH, "--run-dir", run_dir,
                                          "--set", "train.precision=bf16", "--set", "train.max_steps=30")
                 self.assertEqual(result.returncode, 0, result.describe())
-                if expected.startswith("bf16 on AVX-512") and "avx512_bf16" not in flags:
+                if expected.startswith("bf16 on AVX-512") and "avx512_bf16" not in CPU_FLAGS:
                     expected = "bf16 emulated by oneDNN"
-                if "avx512f" not in flags:
+                if "avx512f" not in CPU_FLAGS:
                     expected = "bf16 unavailable"
                 self.assertEqual(result.stdout.count(expected), RANKS, result.stdout)
                 summary = e2e.read_summary(run_dir)
