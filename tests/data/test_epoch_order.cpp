@@ -2,7 +2,8 @@
 // ShardOrder::materialised_limit get) keeps the plan's guarantees on small N: every sample once
 // per epoch across ranks of unequal batches at world sizes 1, 2, 3 and 7, the same global order on
 // every rank and world size (so a resume on other ranks continues at the same global position),
-// a new order each epoch and seed; chunk windows keep each rank on one contiguous run of chunks.
+// a new order each epoch and seed, its values above the limit pinned; chunk windows keep each rank on
+// one contiguous run of chunks and draw the chunk sequence anew each epoch.
 // Below the limit the default stays the materialised Fisher-Yates order.
 #include <algorithm>
 #include <cstring>
@@ -155,6 +156,56 @@ TEST(EpochOrder, BelowTheLimitTheOrderIsTheFisherYatesOneRunsHaveHad) {
   }
 }
 
+// The order above the limit, pinned: a run's checkpoints resume into the order it was trained in,
+// so a change to the permutation's rounds, constants or key derivation (which the properties above
+// would all still pass) must fail here rather than silently reorder the rest of a running epoch.
+// Rank 1 of local batches {3, 5}, seed 11: steps 0, 1 and the last, epochs 0 and 5.
+TEST(EpochOrder, AboveTheLimitTheOrderIsPinned) {
+  struct Pinned {
+    std::int64_t dataset_size, epoch;
+    std::vector<std::int64_t> indices;
+  };
+  const std::vector<Pinned> pinned = {
+      {ShardOrder::materialised_limit + 1,
+       0,
+       {8548828, 10722200, 319872, 16172165, 9789331, 9775846, 9070614, 887686, 12354248, 14098523, 14255237,
+        11765983, 168297, 10514229, 8200065}},
+      {ShardOrder::materialised_limit + 1,
+       5,
+       {2624310, 5398278, 9211299, 6929204, 4514821, 5979299, 10899101, 13211100, 3571575, 7094036, 572690,
+        8950250, 9073086, 4202308, 8856767}},
+      {10'000'000'000,
+       0,
+       {480925861, 2054267602, 3233660405, 9581157524, 5446234339, 8405211832, 6648081852, 2990780886,
+        6822016029, 8287607015, 3711513945, 3013806967, 1372605418, 1915272855, 3061358281}},
+      {10'000'000'000,
+       5,
+       {924863460, 940275474, 5376848162, 265169704, 9548035568, 4835355458, 894631, 2015771640, 9572325686,
+        1272688730, 8181581342, 9393488604, 7776300242, 5306918894, 9534366784}}};
+  for (const Pinned& expected : pinned) {
+    const ShardPlan plan(expected.dataset_size, std::vector<int>{3, 5}, 1, 11);
+    EpochOrder order = plan.epoch_order(expected.epoch);
+    ASSERT_TRUE(order.per_index());
+    std::vector<std::int64_t> indices;
+    for (const std::int64_t step : {std::int64_t{0}, std::int64_t{1}, plan.steps_per_epoch() - 1}) {
+      const auto batch = plan.rank_indices(order, step);
+      indices.insert(indices.end(), batch.begin(), batch.end());
+    }
+    EXPECT_EQ(indices, expected.indices) << expected.dataset_size << " samples, epoch " << expected.epoch;
+  }
+  // Streamed in chunks of 64 with windows of 4096: more chunks than the limit, so the chunk
+  // sequence is computed per index as well (epoch 2, steps 0 and 123456789).
+  const ShardPlan streamed(10'000'000'000, std::vector<int>{3, 5}, 1, 11,
+                           ShardOrder::chunk_windows(64, 4096));
+  EpochOrder order = streamed.epoch_order(2);
+  ASSERT_TRUE(order.per_index());
+  std::vector<std::int64_t> indices = streamed.rank_indices(order, 0);
+  const auto later = streamed.rank_indices(order, 123456789);
+  indices.insert(indices.end(), later.begin(), later.end());
+  EXPECT_EQ(indices, (std::vector<std::int64_t>{5694220285, 6274776935, 5694220233, 6274776897, 6274776943,
+                                                7327473132, 3082902070, 8066154102, 1768726463, 6579844918}));
+}
+
 TEST(EpochOrder, PerIndexChunkWindowsKeepEachRankOnOneRunOfChunks) {
   for (std::uint64_t seed = 0; seed < 3; ++seed)
     for (const auto& split : splits)
@@ -189,6 +240,32 @@ TEST(EpochOrder, PerIndexChunkWindowsKeepEachRankOnOneRunOfChunks) {
           EXPECT_NE(global_order(first, 2), expected) << "same chunk order in two epochs";
         }
       }
+}
+
+// The chunk sequence is drawn anew each epoch: each rank's run of chunks moves, and the samples a
+// partial last global batch leaves out are other ones each epoch (the same ones every epoch would
+// never be trained on). A new window shuffle alone would keep both.
+TEST(EpochOrder, PerIndexChunkWindowsDrawTheChunkSequenceEachEpoch) {
+  const std::int64_t chunk = 4, dataset_size = 12 * 50 + 7;
+  const ShardOrder order =
+      ShardOrder::chunk_windows(chunk, chunk * 2).with_shuffle(ShardOrder::Shuffle::PerIndex);
+  const std::vector<int> split{7, 5};
+  std::set<std::set<std::int64_t>> rank0_chunks_per_epoch, left_out_per_epoch;
+  for (std::int64_t epoch = 0; epoch < 4; ++epoch) {
+    const ShardPlan plan(dataset_size, split, 0, 3, order);
+    const std::vector<std::int64_t> global = global_order(plan, epoch);
+    std::set<std::int64_t> rank0_chunks, left_out;
+    for (std::int64_t index = 0; index < dataset_size; ++index) left_out.insert(index);
+    for (std::size_t position = 0; position < global.size(); ++position) {
+      left_out.erase(global[position]);
+      if (static_cast<std::int64_t>(position % 12) < split[0]) rank0_chunks.insert(global[position] / chunk);
+    }
+    ASSERT_EQ(left_out.size(), 7u);
+    rank0_chunks_per_epoch.insert(rank0_chunks);
+    left_out_per_epoch.insert(left_out);
+  }
+  EXPECT_EQ(rank0_chunks_per_epoch.size(), 4u) << "rank 0 read the same chunks in two epochs";
+  EXPECT_EQ(left_out_per_epoch.size(), 4u) << "the same samples left out in two epochs";
 }
 
 TEST(EpochOrder, LoaderDeliversThePerIndexOrder) {
