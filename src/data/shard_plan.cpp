@@ -11,6 +11,12 @@
 
 namespace phalanx::data {
 
+std::string ShardOrder::describe() const {
+  if (kind == Kind::Permutation) return "permutation";
+  return "chunk windows (" + std::to_string(chunk_samples) + " samples per chunk, " +
+         std::to_string(window_samples) + " per window)";
+}
+
 ShardPlan::ShardPlan(std::int64_t dataset_size, int local_batch, int rank, int world_size, std::uint64_t seed,
                      ShardOrder order)
     : ShardPlan(dataset_size,

@@ -216,6 +216,46 @@ class ElasticResumeTest(unittest.TestCase):
             self.assertIn(part, line)
         self.assertFalse(os.path.exists(run_dir), "a refused resume must not create its run directory")
 
+    def test_the_data_order_must_continue_mid_epoch(self):
+        # data.cache: auto may stream the split on nodes with less memory: the checkpoint stores its
+        # order, and a resume mid-epoch in another order is refused; at an epoch's end it may
+        # change, and a change of data.cache that keeps the order (rank to node) is no change.
+        config = write_config("order-streamed", 24, cache="none")
+        first = os.path.join(WORK, "order-streamed")
+        steps_per_epoch = TRAIN // 48
+        result = e2e.mpirun(2, "train", config, "--run-dir", first, "--set", f"train.max_steps={steps_per_epoch}",
+                            "--set", f"checkpoint.every_steps={steps_per_epoch // 2}", timeout=300)
+        self.assertEqual(result.returncode, 0, result.describe())
+        with h5py.File(step_checkpoint(first, steps_per_epoch // 2), "r") as stored:
+            self.assertTrue(e2e.attr_text(stored.attrs["data_order"]).startswith("chunk windows ("))
+        mid_epoch = step_checkpoint(first, steps_per_epoch // 2)
+        run_dir = os.path.join(WORK, "order-permuted-mid-epoch")
+        result = e2e.mpirun(2, "train", config, "--run-dir", run_dir, "--resume", mid_epoch,
+                            "--set", "data.cache=rank", timeout=120)
+        self.assertEqual(result.returncode, 2, result.describe())
+        (line,) = result.error_lines()
+        for part in (mid_epoch, f"step {steps_per_epoch // 2} of epoch 1", "'chunk windows (",
+                     "order 'permutation'", "data.cache: rank as configured", "at an epoch's end"):
+            self.assertIn(part, line)
+        self.assertFalse(os.path.exists(run_dir), "a refused resume must not create its run directory")
+
+        run_dir = os.path.join(WORK, "order-permuted-at-epoch-end")
+        result = e2e.mpirun(2, "train", config, "--run-dir", run_dir, "--resume",
+                            step_checkpoint(first, steps_per_epoch), "--set", "data.cache=rank",
+                            "--set", f"train.max_steps={steps_per_epoch + 2}", timeout=120)
+        self.assertEqual(result.returncode, 0, result.describe())
+        with h5py.File(latest(run_dir), "r") as stored:
+            self.assertEqual(e2e.attr_text(stored.attrs["data_order"]), "permutation")
+            self.assertEqual(int(stored["state/global_step"][()]), steps_per_epoch + 2)
+
+        permuted_mid_epoch = latest(run_dir)  # step 2 of epoch 2, in the permutation
+        run_dir = os.path.join(WORK, "order-per-node-mid-epoch")
+        result = e2e.mpirun(2, "train", config, "--run-dir", run_dir, "--resume", permuted_mid_epoch,
+                            "--set", "data.cache=node", "--set", f"train.max_steps={steps_per_epoch + 4}",
+                            timeout=120)
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.assertEqual(e2e.read_summary(run_dir)["steps"], steps_per_epoch + 4)
+
     def test_local_batches_that_do_not_keep_the_global_batch_are_refused(self):
         config, straight = self.straight_run(*CASES[0][:2])
         checkpoint = step_checkpoint(straight, EVERY_STEPS)

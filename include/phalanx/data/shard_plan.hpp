@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -52,6 +53,10 @@ struct ShardOrder {
     copy.shuffle = chosen;
     return copy;
   }
+  // The order in words, the same for every run that takes an epoch's samples in the same order
+  // ("permutation", or the chunk and window sizes of streaming): a checkpoint stores it, and a
+  // resume mid-epoch must find its own the same, or it would repeat some samples and skip others.
+  std::string describe() const;
   // Whether a permutation of `count` items is computed per index.
   bool per_index_for(std::int64_t count) const {
     return shuffle == Shuffle::PerIndex || (shuffle == Shuffle::BySize && count > materialised_limit);

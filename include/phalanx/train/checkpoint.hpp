@@ -46,6 +46,8 @@ struct CheckpointExtras {
   std::optional<WeightAverageState> average;
   std::optional<MetricWatchState> early_stop;  // /state/early_stop/...
   std::optional<MetricWatchState> keep_best;   // /state/keep_best/...
+  // The root attribute data_order: how the training split's samples were ordered (ShardOrder::describe).
+  std::string data_order;
 };
 
 struct CheckpointHeader {
@@ -71,6 +73,9 @@ struct CheckpointHeader {
   bool has_average = false;                    // an /ema group (train.ema)
   std::optional<MetricWatchState> early_stop;  // train.early_stop's state, once evaluated
   std::optional<MetricWatchState> keep_best;   // checkpoint.keep_best's state, once evaluated
+  // How the run took each epoch's samples (ShardOrder::describe); empty: a checkpoint written
+  // before the order was stored.
+  std::string data_order;
 };
 
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,

@@ -597,6 +597,9 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
     // the config's optimizer.learning_rate (elastic.learning_rate_rule); later resumes keep it.
     if (learning_rate > 0) write_attribute_double(root.get(), "learning_rate", learning_rate, path);
     write_attribute_string(root.get(), "config", config_text, path);
+    // The order the epoch's samples were taken in: `data.cache: auto` chooses it on each node, so
+    // the config's text alone does not say whether a resume mid-epoch continues the same order.
+    if (!extras.data_order.empty()) write_attribute_string(root.get(), "data_order", extras.data_order, path);
     write_attribute_string(root.get(), "optimizer", optimizer ? optimizer->type() : "", path);
 
     const auto parameters = to_host(backend, registry.parameters(), registry.parameter_count());
@@ -696,6 +699,8 @@ CheckpointHeader read_header(hid_t file, const std::string& path) {
   header.world_size = static_cast<int>(read_attribute_int64(root.get(), "world_size", path));
   header.config_text = read_attribute_string(root.get(), "config", path);
   header.optimizer_type = read_attribute_string(root.get(), "optimizer", path);
+  if (H5Aexists(root.get(), "data_order") > 0)
+    header.data_order = read_attribute_string(root.get(), "data_order", path);
   header.position.global_step = read_int64(file, "/state/global_step", path);
   header.position.epoch = read_int64(file, "/state/epoch", path);
   header.position.step_in_epoch = read_int64(file, "/state/step_in_epoch", path);

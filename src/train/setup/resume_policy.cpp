@@ -40,6 +40,13 @@ void require_same_trajectory(const CheckpointHeader& header, const ResumingRun& 
   auto written = trajectory_settings(
       config::parse(header.config_text, header.path + ":/config", run.checkpoint_overrides));
   auto current = trajectory_settings(run.config);
+  if (!header.data_order.empty()) {
+    // The checkpoint names its order, which require_same_order compares: how the split is held
+    // (a copy per rank or per node, the memory budget auto chooses by) may change with the nodes
+    // a job is requeued on.
+    written.data.cache = current.data.cache;
+    written.data.max_cache_gb = current.data.max_cache_gb;
+  }
   if (run.config.elastic.global_batch == config::ResumeGlobalBatch::Change) written.train.batch_size = current.train.batch_size;
   const std::string before = config::to_yaml(written);
   const std::string now = config::to_yaml(current);
@@ -68,13 +75,25 @@ double learning_rate_factor(config::LearningRateRule rule, double batch_ratio) {
 // batch (`recut`): then a streamed split cannot follow.
 void require_same_order(const CheckpointHeader& header, const ResumingRun& run, bool recut,
                         const std::string& sizes) {
+  // Mid-epoch the run must continue the order it was in; at an epoch's start any order takes
+  // every sample once. data.cache: auto chooses per node (streaming where the split does not fit
+  // in memory), and streaming's order follows the file's chunk size.
+  const std::string order = run.order.describe();
+  PHALANX_REQUIRE_INPUT(
+      header.data_order.empty() || header.position.step_in_epoch == 0 || header.data_order == order,
+      header.path, ": written at step ", header.position.step_in_epoch, " of epoch ",
+      header.position.epoch + 1, " with the training data in the order '", header.data_order,
+      "', but this run takes it in the order '", order, "' (", run.cache_description,
+      "): the epoch would repeat some samples and skip others; resume where the split is "
+      "held as it was (data.cache: none streams it, rank or node permute it; streaming "
+      "needs a file of the same chunk size), or from a checkpoint written at an epoch's end");
   PHALANX_REQUIRE_INPUT(recut || header.local_batches.empty() || header.local_batches == run.local_batches,
                         header.path, ": trained with another batch split than this run's (", run.local_batches.size(),
                         " ranks, global batch ", run.global_batch,
                         "); a resumed run keeps the split it was trained with");
   // Streaming cuts each epoch's chunk sequence into one contiguous part per rank and shuffles
   // within each part: another split reorders the samples, so it would not continue the run.
-  PHALANX_REQUIRE_INPUT(!recut || run.order == data::ShardOrder::Kind::Permutation, sizes,
+  PHALANX_REQUIRE_INPUT(!recut || run.order.kind == data::ShardOrder::Kind::Permutation, sizes,
                         ": the training data is streamed (", run.cache_description,
                         "), and a streamed epoch's order is cut per rank; resume on ", header.world_size,
                         " ranks with the same global batch, or train with the split cached in memory "

@@ -25,7 +25,7 @@ struct ResumingRun {
   std::vector<int> local_batches;  // every rank's
   std::int64_t global_batch = 0;
   std::int64_t steps_per_epoch = 0;
-  data::ShardOrder::Kind order = data::ShardOrder::Kind::Permutation;  // of the training split
+  data::ShardOrder order;         // of the training split
   std::string cache_description;  // how the training split is held, for a refusal
   // KEY=VALUE set in the checkpoint's config before the comparison (JobRequest's).
   std::vector<std::string> checkpoint_overrides{};
