@@ -1,6 +1,8 @@
 // The join handshake and frames (see join_protocol.hpp).
 #include "phalanx/sweep/join_protocol.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -28,18 +30,38 @@ JoinAddress read_join_file(const std::string& sweep_directory) {
                         "at its end)");
   std::stringstream text;
   text << stream.rdbuf();
-  JoinAddress address;
+  nlohmann::json file;
   try {
-    const auto file = nlohmann::json::parse(text.str());
-    address.host = file.at("host").get<std::string>();
-    address.addresses = file.value("addresses", std::vector<std::string>{});
-    address.port = file.at("port").get<int>();
-    address.token = file.at("token").get<std::string>();
+    file = nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::exception& error) {
     throw_input_error(path + ": not a sweep's join file (" + error.what() + ")");
   }
-  PHALANX_REQUIRE_INPUT(address.port > 0 && address.port < 65536, path, ": port ", address.port,
-                        " is not a TCP port");
+  PHALANX_REQUIRE_INPUT(file.is_object(), path, ": not a sweep's join file (a JSON object is expected)");
+  // Each field checked on its own, so that the message names it; a port is checked as the integer
+  // written, not after a conversion that would wrap or truncate it.
+  const auto text_field = [&](const char* name) {
+    PHALANX_REQUIRE_INPUT(file.contains(name) && file[name].is_string(), path, ": field '", name,
+                          "' must be a string",
+                          file.contains(name) ? ", not " + file[name].dump() : " (missing)");
+    return file[name].get<std::string>();
+  };
+  JoinAddress address;
+  address.host = text_field("host");
+  address.token = text_field("token");
+  if (file.contains("addresses")) {
+    const auto& addresses = file["addresses"];
+    PHALANX_REQUIRE_INPUT(
+        addresses.is_array() && std::all_of(addresses.begin(), addresses.end(),
+                                            [](const auto& entry) { return entry.is_string(); }),
+        path, ": field 'addresses' must be a list of strings, not ", addresses.dump());
+    address.addresses = addresses.get<std::vector<std::string>>();
+  }
+  PHALANX_REQUIRE_INPUT(file.contains("port"), path, ": field 'port' is missing");
+  const auto& port = file["port"];
+  PHALANX_REQUIRE_INPUT(
+      port.is_number_integer() && port.get<std::int64_t>() > 0 && port.get<std::int64_t>() < 65536, path,
+      ": field 'port' is ", port.dump(), ", not a TCP port (an integer from 1 to 65535)");
+  address.port = port.get<int>();
   return address;
 }
 

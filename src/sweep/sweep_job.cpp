@@ -3,8 +3,10 @@
 // messages travel on a communicator of their own, apart from any training traffic.
 #include "phalanx/sweep/sweep_job.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
@@ -12,13 +14,13 @@
 
 #include "join_relay.hpp"
 #include "phalanx/comm/agreement.hpp"
+#include "phalanx/comm/nccl_communicator.hpp"
 #include "phalanx/comm/tcp_stream.hpp"
 #include "phalanx/core/build_stamp.hpp"
-#include "phalanx/core/timer.hpp"
-#include "phalanx/sweep/join_protocol.hpp"
-#include "phalanx/comm/nccl_communicator.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/timer.hpp"
 #include "phalanx/sweep/coordinator.hpp"
+#include "phalanx/sweep/join_protocol.hpp"
 #include "phalanx/sweep/protocol.hpp"
 #include "phalanx/sweep/results_store.hpp"
 #include "phalanx/sweep/sweep_lock.hpp"
@@ -125,10 +127,29 @@ int ask_to_join(SweepParts& parts, int groups, const std::string& host) {
   PHALANX_REQUIRE_INPUT(parts.link->send_frame(encode_join_request(request)) && parts.link->receive_frame(text, 60.0),
                         "--join ", directory, ": the coordinator at ", parts.coordinator,
                         " did not answer within 60 s");
-  const auto answer = nlohmann::json::parse(text);
-  PHALANX_REQUIRE_INPUT(answer.at("type") != "refused", "--join ", directory, ": refused by the sweep at ",
-                        parts.coordinator, ": ", answer.value("message", std::string("no reason given")));
-  return answer.at("first_worker").get<int>();
+  // What answers at the address join.json names may be another program (the sweep ended and
+  // another process took its port): an answer that is not a coordinator's is refused as such.
+  const std::string not_a_coordinator = "--join " + directory + ": what answered at " + parts.coordinator +
+                                        " (from " + join_file(directory) + ") is not a sweep's coordinator: ";
+  nlohmann::json answer;
+  try {
+    answer = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& error) {
+    throw_input_error(not_a_coordinator + error.what());
+  }
+  PHALANX_REQUIRE_INPUT(answer.is_object() && answer.contains("type") && answer["type"].is_string(),
+                        not_a_coordinator, "its answer has no type");
+  if (answer["type"] == "refused")
+    throw_input_error("--join " + directory + ": refused by the sweep at " + parts.coordinator + ": " +
+                      (answer.contains("message") && answer["message"].is_string()
+                           ? answer["message"].get<std::string>()
+                           : std::string("no reason given")));
+  PHALANX_REQUIRE_INPUT(
+      answer["type"] == "welcome" && answer.contains("first_worker") &&
+          answer["first_worker"].is_number_integer() && answer["first_worker"].get<std::int64_t>() >= 0 &&
+          answer["first_worker"].get<std::int64_t>() <= std::numeric_limits<int>::max(),
+      not_a_coordinator, "its answer ", answer.dump(), " is not a welcome with a first worker");
+  return answer["first_worker"].get<int>();
 }
 
 }  // namespace

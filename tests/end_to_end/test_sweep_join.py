@@ -17,9 +17,13 @@ A sweep on one rank (`mpirun -np 1 phalanx sweep`) and a second, independent mpi
   trial and (trial, rung) once.
 """
 
+import json
 import os
+import socket
 import sqlite3
+import struct
 import subprocess
+import threading
 import time
 import unittest
 
@@ -144,6 +148,65 @@ class SweepJoin(unittest.TestCase):
         check_every_trial_once(self, directory, JOINED_TRIALS)
         workers = {row["worker"] for row in query(directory, "SELECT worker FROM jobs WHERE status = 'done'")}
         self.assertEqual(workers, {0, 1}, "both jobs' groups trained trials")
+
+    def test_a_malformed_join_file_names_its_field(self):
+        # No sweep runs: each join.json is refused for its one wrong field before anything connects.
+        directory = os.path.join(WORK, "malformed-join")
+        os.makedirs(directory, exist_ok=True)
+        good = {"host": "127.0.0.1", "addresses": ["127.0.0.1"], "port": 40000, "token": "t"}
+        cases = (({"port": "x"}, "field 'port' is \"x\""),
+                 ({"port": 4294975488}, "field 'port' is 4294975488"),  # 2^32 + 8192: no silent wrap to 8192
+                 ({"port": 1.5}, "field 'port' is 1.5"),
+                 ({"addresses": "x"}, "field 'addresses' must be a list of strings"),
+                 ({"host": None}, "field 'host' must be a string, not null"),
+                 ({"token": 7}, "field 'token' must be a string, not 7"))
+        for change, expected in cases:
+            with self.subTest(change=change):
+                with open(os.path.join(directory, "join.json"), "w") as stream:
+                    json.dump({**good, **change}, stream)
+                result = e2e.mpirun(1, "sweep", SWEEP, "--join", directory, timeout=120)
+                self.assertEqual(result.returncode, 2, result.describe())
+                (line,) = result.error_lines()
+                self.assertIn(os.path.join(directory, "join.json"), line)
+                self.assertIn(expected, line)
+
+    def test_an_answer_that_is_not_a_coordinators_is_refused(self):
+        # join.json left by a killed sweep whose port another program now holds: what answers there
+        # is named, with exit 2, whatever it sends.
+        directory = os.path.join(WORK, "not-a-coordinator")
+        os.makedirs(directory, exist_ok=True)
+        for answer, expected in ((b"hello there", "is not a sweep's coordinator"),
+                                 (json.dumps({"type": "welcome"}).encode(), "is not a welcome with a first worker"),
+                                 (json.dumps({"type": "welcome", "first_worker": "x"}).encode(),
+                                  "is not a welcome with a first worker")):
+            with self.subTest(answer=answer):
+                listener = socket.socket()
+                listener.bind(("127.0.0.1", 0))
+                listener.listen(1)
+                port = listener.getsockname()[1]
+                with open(os.path.join(directory, "join.json"), "w") as stream:
+                    json.dump({"host": "127.0.0.1", "port": port, "token": "t"}, stream)
+
+                def answer_once():
+                    connection, _ = listener.accept()
+                    with connection:
+                        length = struct.unpack(">I", connection.recv(4))[0]
+                        received = b""
+                        while len(received) < length:
+                            received += connection.recv(length - len(received))
+                        connection.sendall(struct.pack(">I", len(answer)) + answer)
+                        time.sleep(5)
+
+                thread = threading.Thread(target=answer_once, daemon=True)
+                thread.start()
+                try:
+                    result = e2e.mpirun(1, "sweep", SWEEP, "--join", directory, timeout=120)
+                finally:
+                    listener.close()
+                self.assertEqual(result.returncode, 2, result.describe())
+                (line,) = result.error_lines()
+                for part in (f"127.0.0.1:{port}", os.path.join(directory, "join.json"), expected):
+                    self.assertIn(part, line)
 
     def test_a_killed_join_jobs_trial_is_continued_by_the_sweep(self):
         directory = os.path.join(WORK, "killed")
