@@ -75,6 +75,18 @@ std::vector<Command> SweepState::restore_pbt(const RecordedProgress& progress,
   std::vector<Command> commands;
   if (!pbt_) return commands;
   auto decided = pbt_->restore(progress, lineage);
+  // A result and its lineage row are committed one after the other: a kill between the two leaves
+  // the row without its metric (or, at interval 0, without the row), which the report's lineage
+  // would then miss for good. They are written again from the recorded result.
+  for (const auto& result : progress.rung_results) {
+    const bool recorded = std::any_of(lineage.begin(), lineage.end(), [&result](const PbtStep& step) {
+      return step.trial == result.trial && step.interval == result.rung && step.metric.has_value();
+    });
+    if (recorded) continue;
+    PbtStep finished = pbt_->step(result.trial, result.rung);
+    finished.metric = result.metric;
+    commands.emplace_back(RecordPbtStep{std::move(finished), {}});
+  }
   if (!decided.empty()) commands.emplace_back(RecordPbtStep{std::nullopt, std::move(decided)});
   return commands;
 }

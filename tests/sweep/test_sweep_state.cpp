@@ -642,13 +642,40 @@ TEST(SweepState, PbtResumeRequeuesTheInterruptedIntervalAndRedecidesAnUndecidedS
   progress.promotions = {{0, 1}};
   progress.interrupted = {{0, 1}};
   state.restore(progress);
-  // Trials 0-2 had their steps recorded; trial 3's result was committed, its step not.
+  // Trials 0-2 had their steps recorded; trial 3's result was committed, its lineage row and its
+  // step not: the row is written again with the result's metric, and the step decided again.
   std::vector<PbtStep> lineage;
-  for (int trial = 0; trial < 3; ++trial)
+  const std::vector<double> metrics{0.9, 0.5, 0.6};
+  for (int trial = 0; trial < 3; ++trial) {
+    lineage.push_back(PbtStep{trial, 0, -1, -1, sample_trial(sweep, trial), metrics[trial]});
     lineage.push_back(PbtStep{trial, 1, -1, -1, sample_trial(sweep, trial), std::nullopt});
-  EXPECT_EQ(describe(state.restore_pbt(progress, lineage)), (Lines{"pbt: trial 3 copies 0/0"}));
+  }
+  EXPECT_EQ(describe(state.restore_pbt(progress, lineage)),
+            (Lines{"pbt trial 3 interval 0 metric 0.1:", "pbt: trial 3 copies 0/0"}));
   EXPECT_EQ(describe(state.receive(cpu_group(0, {0}), 1.0)),
             (Lines{"record worker 0 ranks 0", "record job 11: trial 0 rung 1 budget 2 on worker 0",
                    "send worker 0 job 11: trial 0 rung 1"}));
   EXPECT_EQ(only<SendJob>(state.receive(result(0, 11, 0.8), 2.0)).trial, 1);
+}
+
+TEST(SweepState, PbtResumeWritesAgainALineageMetricAKillLeftOut) {
+  // A kill after trial 2's result was committed and before its lineage row took the metric (the
+  // row was written by the decision before): the resume writes the metric from the result. Rows
+  // that hold theirs are not written again.
+  const auto sweep = pbt_population();
+  SweepState state(sweep, 1, 10, 0.0);
+  RecordedProgress progress;
+  progress.trials = {0, 1, 2, 3};
+  progress.rung_results = {{0, 0, 0.9}, {1, 0, 0.5}, {2, 0, 0.6}};
+  progress.promotions = {{3, 0}};
+  progress.interrupted = {{3, 0}};
+  state.restore(progress);
+  std::vector<PbtStep> lineage{PbtStep{0, 0, -1, -1, sample_trial(sweep, 0), 0.9},
+                               PbtStep{1, 0, -1, -1, sample_trial(sweep, 1), 0.5},
+                               PbtStep{2, 0, -1, -1, sample_trial(sweep, 2), std::nullopt}};
+  const auto commands = state.restore_pbt(progress, lineage);
+  EXPECT_EQ(describe(commands), (Lines{"pbt trial 2 interval 0 metric 0.6:"}));
+  const auto& written = only<RecordPbtStep>(commands);
+  ASSERT_TRUE(written.finished.has_value());
+  EXPECT_EQ(written.finished->parameters.assignments(), sample_trial(sweep, 2).assignments());
 }
