@@ -13,7 +13,16 @@ if(GIT_FOUND AND EXISTS "${SOURCE_DIR}/.git")
     execute_process(COMMAND "${GIT_EXECUTABLE}" -C "${SOURCE_DIR}" status --porcelain --untracked-files=no
                     OUTPUT_VARIABLE changes RESULT_VARIABLE changes_status ERROR_QUIET)
     if(changes_status EQUAL 0 AND NOT changes STREQUAL "")
+      # And which edits: two builds of different edits on one commit are different programs (a
+      # joining sweep job compares the stamps), so the stamp carries a digest of the diff.
+      execute_process(COMMAND "${GIT_EXECUTABLE}" -C "${SOURCE_DIR}" diff HEAD --no-ext-diff
+                      OUTPUT_VARIABLE difference RESULT_VARIABLE difference_status ERROR_QUIET)
       string(APPEND commit "-modified")
+      if(difference_status EQUAL 0)
+        string(SHA256 digest "${difference}")
+        string(SUBSTRING "${digest}" 0 8 digest)
+        string(APPEND commit "-${digest}")
+      endif()
     endif()
   endif()
 endif()
