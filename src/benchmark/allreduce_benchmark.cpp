@@ -41,8 +41,10 @@ double timed_median(const comm::Communicator& communicator, const AllreduceSetti
 
 std::vector<std::size_t> doubling_sizes(std::size_t minimum, std::size_t maximum) {
   std::vector<std::size_t> sizes;
-  for (std::size_t bytes = std::max<std::size_t>(minimum / 4 * 4, 4); bytes <= maximum; bytes *= 2)
+  for (std::size_t bytes = std::max<std::size_t>(minimum / 4 * 4, 4); bytes <= maximum; bytes *= 2) {
     sizes.push_back(bytes);
+    if (bytes > maximum / 2) break;  // the next size is past `maximum`, or past size_t's end
+  }
   return sizes;
 }
 

@@ -42,6 +42,7 @@ namespace {
 struct BenchArguments {
   std::string config_path, data_path, split = "train", run_directory, output = "profile.json", sample_shape;
   int classes = 0, calibration_batch = 0;
+  bool calibration_batch_given = false;  // --batch-size of calibrate: 0 or -5 is refused, not the default
   std::vector<std::string> overrides;
   std::int64_t steps = 50;
   std::size_t minimum_bytes = 4096, maximum_bytes = std::size_t{64} << 20;
@@ -178,8 +179,9 @@ int bench_allreduce(const BenchArguments& arguments, int* argc, char*** argv) {
     PHALANX_REQUIRE_INPUT(arguments.minimum_bytes >= 4 && arguments.minimum_bytes <= arguments.maximum_bytes,
                           "--min-bytes must be >= 4 and <= --max-bytes (got ", arguments.minimum_bytes,
                           " and ", arguments.maximum_bytes, ")");
-    PHALANX_REQUIRE_INPUT(arguments.maximum_bytes <= (std::size_t{1} << 33),
-                          "--max-bytes must be <= 8 GiB (got ", arguments.maximum_bytes, ")");
+    PHALANX_REQUIRE_INPUT(arguments.maximum_bytes <= benchmark::most_benchmark_bytes,
+                          "--max-bytes must be <= 8 GiB (", benchmark::most_benchmark_bytes, "; got ",
+                          arguments.maximum_bytes, ")");
     PHALANX_REQUIRE_INPUT(arguments.iterations >= 1 && arguments.warmup >= 0,
                           "--iterations must be >= 1 and --warmup >= 0");
   });
@@ -231,9 +233,20 @@ int bench_calibrate(const BenchArguments& arguments, int* argc, char*** argv) {
     input = model_input(config, arguments.config_path, arguments.sample_shape, arguments.classes);
     PHALANX_REQUIRE_INPUT(arguments.iterations >= 1, "--iterations must be >= 1 (got ", arguments.iterations,
                           ")");
+    PHALANX_REQUIRE_INPUT(!arguments.calibration_batch_given || arguments.calibration_batch >= 1,
+                          "--batch-size must be >= 1 (got ", arguments.calibration_batch, ")");
     PHALANX_REQUIRE_INPUT(arguments.minimum_bytes >= 4 && arguments.minimum_bytes < arguments.maximum_bytes,
                           "--min-bytes must be >= 4 and below --max-bytes (got ", arguments.minimum_bytes,
                           " and ", arguments.maximum_bytes, ")");
+    PHALANX_REQUIRE_INPUT(arguments.maximum_bytes <= benchmark::most_benchmark_bytes,
+                          "--max-bytes must be <= 8 GiB (", benchmark::most_benchmark_bytes, "; got ",
+                          arguments.maximum_bytes, ")");
+    // The transport fit is a line through the timed sizes: it needs two of them.
+    PHALANX_REQUIRE_INPUT(
+        benchmark::doubling_sizes(arguments.minimum_bytes, arguments.maximum_bytes).size() >= 2,
+        "--max-bytes must be at least twice --min-bytes (rounded down to whole floats): the "
+        "all-reduce is timed at doubling sizes and fitted by a line through two or more (got ",
+        arguments.minimum_bytes, " and ", arguments.maximum_bytes, ")");
   });
   if (status) return status;
   settings.bytes = benchmark::doubling_sizes(arguments.minimum_bytes, arguments.maximum_bytes);
@@ -273,7 +286,7 @@ int bench_calibrate(const BenchArguments& arguments, int* argc, char*** argv) {
   // the run's optimizer: every rank at once, each whole step started together, as they train.
   benchmark::ModelTimings timings;
   std::string device, precision, model_name = config.model.preset.empty() ? config.name : config.model.preset;
-  const int batch = arguments.calibration_batch > 0 ? arguments.calibration_batch : config.train.batch_size;
+  const int batch = arguments.calibration_batch_given ? arguments.calibration_batch : config.train.batch_size;
   status = agreed_status(world, [&] {
     std::unique_ptr<backend::Backend> backend =
         gpu.device >= 0 ? backend::make_cuda_backend(gpu.device)
@@ -342,6 +355,10 @@ int bench_loader(const BenchArguments& arguments) {
 int bench_transfer(const BenchArguments& arguments) {
   PHALANX_REQUIRE_INPUT(arguments.minimum_bytes >= 1 && arguments.minimum_bytes <= arguments.maximum_bytes,
                         "--min-bytes must be >= 1 and <= --max-bytes");
+  // Also keeps the quadrupling below from wrapping past size_t's end.
+  PHALANX_REQUIRE_INPUT(arguments.maximum_bytes <= benchmark::most_benchmark_bytes,
+                        "--max-bytes must be <= 8 GiB (", benchmark::most_benchmark_bytes, "; got ",
+                        arguments.maximum_bytes, ")");
   std::vector<std::size_t> sizes;
   for (std::size_t bytes = arguments.minimum_bytes; bytes <= arguments.maximum_bytes; bytes *= 4)
     sizes.push_back(bytes);
@@ -431,6 +448,7 @@ std::function<int()> add_bench_command(CLI::App& app, int* argc, char*** argv) {
 
   return [=]() -> int {
     if (!*command) return -1;
+    arguments->calibration_batch_given = calibrate->count("--batch-size") > 0;
     if (*calibrate) return bench_calibrate(*arguments, argc, argv);
     if (*devices) return bench_devices(*arguments, argc, argv);
     if (*allreduce) return bench_allreduce(*arguments, argc, argv);

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "phalanx/backend/backend.hpp"
+#include "phalanx/benchmark/allreduce_benchmark.hpp"
 #include "phalanx/benchmark/calibration.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/optim/optimizer.hpp"
@@ -72,6 +74,18 @@ TEST(Calibration, LayerBackwardTimesAddUpToThePassAndBucketsBecomeReadyInOrder) 
     EXPECT_GE(timings.buckets[index].ready, timings.buckets[index - 1].ready) << "bucket " << index;
   EXPECT_LE(timings.buckets.back().ready, timings.backward);
   EXPECT_LT(timings.buckets.front().ready, timings.buckets.back().ready);
+}
+
+// The doubling stops before it wraps: a --max-bytes of 2^63 looped forever at 0 bytes. Sizes that
+// give one point are what a transport fit cannot take (bench calibrate refuses them up front).
+TEST(Calibration, DoublingSizesStopBeforeWrapping) {
+  const std::vector<std::size_t> sizes = benchmark::doubling_sizes(4096, std::size_t{1} << 63);
+  ASSERT_FALSE(sizes.empty());
+  EXPECT_EQ(sizes.back(), std::size_t{1} << 63);
+  EXPECT_TRUE(std::is_sorted(sizes.begin(), sizes.end()));
+  EXPECT_EQ(benchmark::doubling_sizes(4096, SIZE_MAX).back(), std::size_t{1} << 63);
+  EXPECT_EQ(benchmark::doubling_sizes(4096, 8000).size(), 1u);
+  EXPECT_EQ(benchmark::doubling_sizes(4096, 8192), (std::vector<std::size_t>{4096, 8192}));
 }
 
 }  // namespace

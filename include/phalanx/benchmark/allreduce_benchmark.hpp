@@ -52,7 +52,11 @@ std::vector<ProgressStages> measure_progress_stages(const comm::Communicator& co
                                                     const AllreduceSettings& settings, int iterations,
                                                     int max_calls = 16);
 
-// Sizes from `minimum` to `maximum` bytes, doubling (both rounded to whole floats).
+// The largest message the benchmarks time: 8 GiB, beyond a GPU's memory for a buffer of it.
+inline constexpr std::size_t most_benchmark_bytes = std::size_t{1} << 33;
+
+// Sizes from `minimum` (rounded down to whole floats, at least one) to `maximum` bytes, doubling;
+// the doubling stops before it would wrap, whatever `maximum` is.
 std::vector<std::size_t> doubling_sizes(std::size_t minimum, std::size_t maximum);
 
 double bus_bandwidth_factor(int ranks);  // 2(n-1)/n
