@@ -3,6 +3,7 @@
 // NCCL's all-reduce cost model on the fabric's published figures, and the compute time of one device
 // (a profile from `phalanx bench calibrate`, or its images per second). docs/SCALING.md.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -30,7 +31,53 @@ struct ScalingArguments {
   double images_per_second = 0, bucket_mb = 0;
   std::string device;
   bool json = false;
+  // Given on the command line (a value of 0 or -5 is refused, not taken for the default).
+  bool batch_size_given = false, images_per_second_given = false, bucket_mb_given = false;
 };
+
+// A bucket of up to 1 TiB (2^20 MiB): its bytes fit a size_t; a larger one is a slip.
+constexpr int most_bucket_mb = 1 << 20;
+
+// The bucket size in MiB, from `source` (the option or the config key): finite, > 0, at most
+// most_bucket_mb. A bucket too small for the plan is refused by the prediction, by its count.
+double checked_bucket_mb(double bucket_mb, const std::string& source) {
+  PHALANX_REQUIRE_INPUT(std::isfinite(bucket_mb) && bucket_mb > 0 && bucket_mb <= most_bucket_mb, source,
+                        " must be a finite number of MiB > 0 and <= ", most_bucket_mb, " (got ", bucket_mb,
+                        ")");
+  return bucket_mb;
+}
+
+// The command line's counts and figures, before any file is read: a value out of range is refused
+// naming the option, not taken for its default or carried into the prediction.
+void check_options(const ScalingArguments& arguments) {
+  std::vector<int> node_counts =
+      arguments.sweep_nodes.empty() ? std::vector<int>{arguments.nodes} : arguments.sweep_nodes;
+  PHALANX_REQUIRE_INPUT(
+      arguments.gpus_per_node >= 1 && arguments.gpus_per_node <= scaling::most_gpus_per_node,
+      "--gpus-per-node must be from 1 to ", scaling::most_gpus_per_node, " (got ", arguments.gpus_per_node,
+      ")");
+  for (const int nodes : node_counts) {
+    PHALANX_REQUIRE_INPUT(nodes >= 1 && nodes <= scaling::most_ranks,
+                          "--nodes and --sweep-nodes take counts from 1 to ", scaling::most_ranks, " (got ",
+                          nodes, ")");
+    const scaling::Topology topology{nodes, arguments.gpus_per_node};
+    PHALANX_REQUIRE_INPUT(topology.ranks() <= scaling::most_ranks,
+                          "--nodes x --gpus-per-node must be at most ", scaling::most_ranks, " ranks (got ",
+                          nodes, " x ", arguments.gpus_per_node, " = ", topology.ranks(), ")");
+  }
+  if (arguments.batch_size_given)
+    PHALANX_REQUIRE_INPUT(arguments.batch_size >= 1 && arguments.batch_size <= scaling::most_local_batch,
+                          "--batch-size must be from 1 to ", scaling::most_local_batch, " (got ",
+                          arguments.batch_size, ")");
+  if (arguments.images_per_second_given)
+    PHALANX_REQUIRE_INPUT(std::isfinite(arguments.images_per_second) &&
+                              arguments.images_per_second >= scaling::least_images_per_second &&
+                              arguments.images_per_second <= scaling::most_images_per_second,
+                          "--images-per-second must be a finite number from ",
+                          scaling::least_images_per_second, " to ", scaling::most_images_per_second, " (got ",
+                          arguments.images_per_second, ")");
+  if (arguments.bucket_mb_given) checked_bucket_mb(arguments.bucket_mb, "--bucket-mb");
+}
 
 // The model's layers: a layer table, or the config's model for its data's image shape.
 scaling::LayerCosts model_layers(const ScalingArguments& arguments, const config::Config* config) {
@@ -81,8 +128,8 @@ nlohmann::json to_json(const scaling::StepPrediction& prediction) {
 // A measured transport has one time per bucket: the ring and tree columns would repeat it.
 void print_measured_schedule(const scaling::StepPrediction& prediction) {
   std::printf(
-      "\n# bucket schedule, %d rank(s), measured all-reduce: times in ms from the start of the step\n",
-      prediction.topology.ranks());
+      "\n# bucket schedule, %lld rank(s), measured all-reduce: times in ms from the start of the step\n",
+      static_cast<long long>(prediction.topology.ranks()));
   std::printf("%6s %10s %10s %9s %9s %14s %9s %9s\n", "bucket", "elements", "MB", "ready", "start",
               "all-reduce ms", "finish", "waits");
   for (std::size_t index = 0; index < prediction.buckets.size(); ++index) {
@@ -121,8 +168,8 @@ void print_summary_header() {
 }
 
 void print_summary_row(const scaling::StepPrediction& prediction) {
-  std::printf("%6d %6d %10.2f %10.2f %12.2f %11.2f %9.1f %12.1f %10.1f%%\n", prediction.topology.nodes,
-              prediction.topology.ranks(), prediction.step * 1e3,
+  std::printf("%6d %6lld %10.2f %10.2f %12.2f %11.2f %9.1f %12.1f %10.1f%%\n", prediction.topology.nodes,
+              static_cast<long long>(prediction.topology.ranks()), prediction.step * 1e3,
               (prediction.forward + prediction.backward) * 1e3, prediction.allreduce * 1e3,
               prediction.exposed * 1e3, 100 * prediction.exposed_share(), prediction.images_per_second,
               100 * prediction.efficiency);
@@ -131,7 +178,8 @@ void print_summary_row(const scaling::StepPrediction& prediction) {
 int run_scaling(const ScalingArguments& arguments) {
   PHALANX_REQUIRE_INPUT(arguments.config_path.empty() != arguments.layer_table.empty(),
                         "give either a CONFIG or --layers FILE (a layer table), not both");
-  PHALANX_REQUIRE_INPUT(int{!arguments.profile.empty()} + int{arguments.images_per_second > 0} +
+  check_options(arguments);
+  PHALANX_REQUIRE_INPUT(int{!arguments.profile.empty()} + int{arguments.images_per_second_given} +
                                 int{!arguments.device.empty()} ==
                             1,
                         "give the compute time of one device: --profile FILE (phalanx bench calibrate), "
@@ -155,27 +203,28 @@ int run_scaling(const ScalingArguments& arguments) {
   else
     transport = scaling::read_measured_transport(arguments.profile, arguments.transport);
 
-  std::vector<int> node_counts =
+  const std::vector<int> node_counts =
       arguments.sweep_nodes.empty() ? std::vector<int>{arguments.nodes} : arguments.sweep_nodes;
-  for (const int nodes : node_counts)
-    PHALANX_REQUIRE_INPUT(nodes >= 1, "--nodes and --sweep-nodes take counts >= 1 (got ", nodes, ")");
-  PHALANX_REQUIRE_INPUT(arguments.gpus_per_node >= 1, "--gpus-per-node must be >= 1 (got ",
-                        arguments.gpus_per_node, ")");
 
   scaling::StepSettings settings;
   int batch = arguments.batch_size;
-  if (batch == 0) {
+  if (!arguments.batch_size_given) {
     PHALANX_REQUIRE_INPUT(config.has_value(), "--layers needs --batch-size (images per rank and step)");
     PHALANX_REQUIRE_INPUT(
         config->distributed.local_batches.empty(), arguments.config_path,
         ": distributed.local_batches fixes the ranks; predict with --batch-size B (per rank)");
     batch = config->train.batch_size;
   }
-  PHALANX_REQUIRE_INPUT(batch >= 1, "--batch-size must be >= 1 (got ", batch, ")");
+  PHALANX_REQUIRE_INPUT(batch >= 1 && batch <= scaling::most_local_batch, arguments.config_path,
+                        ": train.batch_size must be from 1 to ", scaling::most_local_batch,
+                        " to predict (got ", batch, ")");
   settings.local_batch = batch;
-  const double bucket_mb = arguments.bucket_mb > 0 ? arguments.bucket_mb
-                           : config                ? config->distributed.bucket_mb
-                                                   : 25.0;
+  double bucket_mb = 25.0;
+  if (arguments.bucket_mb_given)
+    bucket_mb = arguments.bucket_mb;
+  else if (config)
+    bucket_mb =
+        checked_bucket_mb(config->distributed.bucket_mb, arguments.config_path + ": distributed.bucket_mb");
   settings.bucket_bytes = static_cast<std::size_t>(bucket_mb * (1 << 20));
   settings.wire_bytes_per_element =
       config && config->distributed.grad_dtype == config::GradientDtype::Bf16 ? 2 : 4;
@@ -218,8 +267,9 @@ int run_scaling(const ScalingArguments& arguments) {
   char transport_text[200] = "";
   if (transport)
     std::snprintf(transport_text, sizeof transport_text,
-                  "fitted at %d ranks: %.1f us latency, %.3f GB/s (time = latency + bytes / bandwidth)",
-                  transport->ranks, transport->latency * 1e6, 1e-9 / transport->seconds_per_byte);
+                  "fitted at %lld ranks: %.1f us latency, %.3f GB/s (time = latency + bytes / bandwidth)",
+                  static_cast<long long>(transport->ranks), transport->latency * 1e6,
+                  1e-9 / transport->seconds_per_byte);
   std::string allreduce_source = fabric ? fabric->source : transport_text;
   if (transport && !transport->progresses_during_backward())
     allreduce_source += transport->progress.empty()
@@ -257,11 +307,11 @@ int run_scaling(const ScalingArguments& arguments) {
       if (prediction.topology.ranks() > 1) {
         const scaling::RankSpread& spread = prediction.spread;
         std::printf(
-            "# %d ranks (steps as the profile's %zu ranks stepped side by side): the slowest rank's median "
+            "# %lld ranks (steps as the profile's %zu ranks stepped side by side): the slowest rank's median "
             "step %.1f%% above the profile's rank 0, the ranks' own %.1f%%; a rank waits %.2f ms for the "
             "slowest\n",
-            prediction.topology.ranks(), times.rank_steps.size(), 100 * (spread.slowest - 1),
-            100 * (spread.typical - 1), prediction.straggler * 1e3);
+            static_cast<long long>(prediction.topology.ranks()), times.rank_steps.size(),
+            100 * (spread.slowest - 1), 100 * (spread.typical - 1), prediction.straggler * 1e3);
       }
   if (predictions.size() == 1) {
     if (fabric)
@@ -310,6 +360,9 @@ std::function<int()> add_scaling_command(CLI::App& app) {
   command->add_flag("--json", arguments->json, "Print the prediction as JSON");
   return [=]() -> int {
     if (!*command) return -1;
+    arguments->batch_size_given = command->count("--batch-size") > 0;
+    arguments->images_per_second_given = command->count("--images-per-second") > 0;
+    arguments->bucket_mb_given = command->count("--bucket-mb") > 0;
     return run_scaling(*arguments);
   };
 }

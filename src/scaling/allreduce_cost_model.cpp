@@ -73,7 +73,7 @@ double bottleneck_bus_bandwidth(const Topology& topology, const Fabric& fabric) 
 AllreduceEstimate estimate_allreduce(Algorithm algorithm, Protocol protocol, std::size_t bytes,
                                      const Topology& topology, const Fabric& fabric) {
   AllreduceEstimate estimate{algorithm, protocol, 0, 0, 0};
-  const int ranks = topology.ranks();
+  const std::int64_t ranks = topology.ranks();
   const double bus_bandwidth = bottleneck_bus_bandwidth(topology, fabric);
   if (ranks == 1) return estimate;
   const int a = index_of(algorithm), p = index_of(protocol);
@@ -86,7 +86,7 @@ AllreduceEstimate estimate_allreduce(Algorithm algorithm, Protocol protocol, std
     // Reduce-scatter then all-gather: 2(n-1) steps, each moving 1/n of the buffer over every link,
     // so the buffer moves at bus bandwidth x n / (2(n-1)). A ring over several nodes leaves and
     // enters each node once per pass: 2(nodes-1) of its steps cross the network.
-    const int steps = 2 * (ranks - 1);
+    const std::int64_t steps = 2 * (ranks - 1);
     const int network_steps = topology.nodes > 1 ? 2 * (topology.nodes - 1) : 0;
     estimate.latency += (steps - network_steps) * intra_step + network_steps * network_step;
     estimate.bandwidth = data_bandwidth * ranks / steps;

@@ -19,17 +19,27 @@ double ComputeTimes::backward_seconds() const {
   return std::accumulate(backward.begin(), backward.end(), 0.0);
 }
 
-RankSpread ComputeTimes::spread(int ranks) const {
+RankSpread ComputeTimes::spread(std::int64_t ranks) const {
   RankSpread spread;
   if (ranks <= 1 || rank_steps.empty() || rank_steps[0].empty()) return spread;
   const std::size_t profiled = rank_steps.size();
   const double own = median(rank_steps[0]);
   // How many of the job's ranks step like each profiled rank, and their own medians together.
+  // Rank r steps like profile rank r mod (profile ranks): profile rank p stands for the ranks
+  // p, p + profiled, ... below `ranks`.
+  const auto cycle = static_cast<std::int64_t>(profiled);
   std::vector<double> copies(profiled, 0.0);
-  for (int rank = 0; rank < ranks; ++rank) copies[static_cast<std::size_t>(rank) % profiled] += 1;
-  double medians = 0;
-  for (std::size_t rank = 0; rank < profiled; ++rank) medians += copies[rank] * median(rank_steps[rank]);
-  spread.typical = medians / ranks / own;
+  for (std::size_t rank = 0; rank < profiled; ++rank)
+    copies[rank] = static_cast<double>((ranks - static_cast<std::int64_t>(rank) + cycle - 1) / cycle);
+  double medians = 0, largest_median = 0;
+  for (std::size_t rank = 0; rank < profiled; ++rank) {
+    if (copies[rank] == 0) continue;
+    medians += copies[rank] * median(rank_steps[rank]);
+    largest_median = std::max(largest_median, median(rank_steps[rank]));
+  }
+  // The mean of the medians is at most the largest of them, and so at most the slowest rank's
+  // median step below; rounding in the sum must not make a typical rank slower than the slowest.
+  spread.typical = std::min(medians / static_cast<double>(ranks), largest_median) / own;
 
   const bool lockstep = static_cast<std::size_t>(ranks) == profiled &&
                         std::all_of(rank_steps.begin(), rank_steps.end(),
@@ -44,7 +54,10 @@ RankSpread ComputeTimes::spread(int ranks) const {
     spread.slowest = median(slowest_of_each) / own;
     return spread;
   }
-  // Independent draws: the smallest step time at which every rank is done in half the steps.
+  // Independent draws: the smallest step time at which every rank is done in more than half the
+  // steps. "More than" matches median(), the upper middle of an even count: one rank's own median
+  // is the smallest t with more than half its steps <= t, and where the product of the ranks'
+  // distributions passes 1/2 each of them has, so the slowest is never below a rank's median.
   std::vector<std::vector<double>> sorted = rank_steps;
   std::vector<double> candidates;
   for (auto& steps : sorted) {
@@ -61,19 +74,22 @@ RankSpread ComputeTimes::spread(int ranks) const {
           static_cast<double>(std::upper_bound(steps.begin(), steps.end(), time) - steps.begin());
       log_probability += copies[rank] * std::log(std::max(below, 1e-300) / static_cast<double>(steps.size()));
     }
-    if (log_probability >= std::log(0.5)) {
+    if (log_probability > std::log(0.5)) {
       slowest = time;
       break;
     }
   }
-  spread.slowest = slowest / own;
+  spread.slowest = std::max(slowest, largest_median) / own;
   return spread;
 }
 
 ComputeTimes compute_from_throughput(const LayerCosts& costs, double images_per_second, int local_batch) {
-  PHALANX_REQUIRE_INPUT(images_per_second > 0, "--images-per-second must be > 0 (got ", images_per_second,
-                        ")");
-  PHALANX_REQUIRE_INPUT(local_batch >= 1, "the local batch must be >= 1 (got ", local_batch, ")");
+  PHALANX_REQUIRE_INPUT(std::isfinite(images_per_second) && images_per_second >= least_images_per_second &&
+                            images_per_second <= most_images_per_second,
+                        "--images-per-second must be a finite number from ", least_images_per_second, " to ",
+                        most_images_per_second, " (got ", images_per_second, ")");
+  PHALANX_REQUIRE_INPUT(local_batch >= 1 && local_batch <= most_local_batch,
+                        "the local batch must be from 1 to ", most_local_batch, " (got ", local_batch, ")");
   const double total = costs.multiply_adds();
   PHALANX_REQUIRE_INPUT(total > 0, "model ", costs.model,
                         " has no convolution or linear layer to share the time by");
@@ -93,7 +109,8 @@ ComputeTimes compute_from_throughput(const LayerCosts& costs, double images_per_
 
 ComputeTimes compute_from_profile(const LayerCosts& costs, const std::string& path, int local_batch) {
   const nlohmann::json json = read_json_file(path, "profile");
-  const double profile_batch = required_number(json, "batch_size", path, "");
+  const auto profile_batch =
+      static_cast<double>(required_count(json, "batch_size", path, "", 1, most_local_batch));
   const auto layers = json.find("layers");
   PHALANX_REQUIRE_INPUT(layers != json.end() && layers->is_array(), path,
                         ": field 'layers' is missing or not a list");
@@ -104,12 +121,12 @@ ComputeTimes compute_from_profile(const LayerCosts& costs, const std::string& pa
     PHALANX_REQUIRE_INPUT(layer.is_object(), path, ": field '", where, "' must be an object");
     const std::string name = optional_text(layer, "name", path, where);
     PHALANX_REQUIRE_INPUT(!name.empty(), path, ": field '", where, "name' is missing");
-    measured[name] = {required_number(layer, "forward_seconds", path, where, false),
-                      required_number(layer, "backward_seconds", path, where, false)};
+    measured[name] = {required_number(layer, "forward_seconds", path, where, seconds_from_zero),
+                      required_number(layer, "backward_seconds", path, where, seconds_from_zero)};
   }
   const double scale = local_batch / profile_batch;
   ComputeTimes times;
-  times.optimizer = required_number(json, "optimizer_seconds", path, "", false);
+  times.optimizer = required_number(json, "optimizer_seconds", path, "", seconds_from_zero);
   // The ranks' steps: at the profile's batch, and only their ratios to rank 0's are used.
   const auto ranks = json.find("ranks");
   PHALANX_REQUIRE_INPUT(ranks != json.end() && ranks->is_array() && !ranks->empty(), path,
@@ -119,7 +136,7 @@ ComputeTimes compute_from_profile(const LayerCosts& costs, const std::string& pa
     const nlohmann::json& rank = (*ranks)[index];
     const std::string where = "ranks[" + std::to_string(index) + "].";
     PHALANX_REQUIRE_INPUT(rank.is_object(), path, ": field 'ranks[", index, "]' must be an object");
-    times.rank_steps.push_back(required_seconds_list(rank, "step_seconds", path, where));
+    times.rank_steps.push_back(required_seconds_list(rank, "step_seconds", path, where, positive_seconds));
   }
   for (const LayerCost& layer : costs.layers) {
     const auto found = measured.find(layer.name);
@@ -128,6 +145,12 @@ ComputeTimes compute_from_profile(const LayerCosts& costs, const std::string& pa
     times.forward.push_back(found->second.first * scale);
     times.backward.push_back(found->second.second * scale);
   }
+  // One device's images/s is the batch over these times: with none, a prediction would be inf.
+  const double compute = (times.forward_seconds() + times.backward_seconds()) / scale;
+  PHALANX_REQUIRE_INPUT(compute >= positive_seconds.least, path, ": fields 'layers[].forward_seconds' and ",
+                        "'layers[].backward_seconds' of model ", costs.model, "'s layers add up to ", compute,
+                        " seconds: no compute to predict from (take the profile again with `phalanx bench ",
+                        "calibrate`)");
   times.optimizer *= scale;
   times.source = "profile " + path;
   return times;

@@ -11,6 +11,11 @@ namespace {
 
 constexpr double gbit = 1e9 / 8;  // bytes per second in one Gbit/s
 constexpr double gbyte = 1e9;
+// What a fabric file may say: from 1 MB/s (a slow lab link) to a thousand times today's fastest
+// links, and up to a second per network step; refused beyond, as a slip in the file.
+constexpr Bounds intra_node_gbytes_bounds{1e-3, 1e6};
+constexpr Bounds network_gbit_bounds{1e-2, 1e7};
+constexpr Bounds network_latency_us_bounds{0, 1e6};
 
 Fabric preset(std::string name, std::string source, IntraNodeLink link, double intra_gbytes,
               double network_gbit_per_node, double network_gbit_per_gpu) {
@@ -82,15 +87,19 @@ Fabric read_fabric_file(const std::string& path) {
                         ": field 'intra_node_link' must be \"nvlink\" or \"pcie\"",
                         link.empty() ? " (missing)" : " (got \"" + link + "\")");
   fabric.intra_node_link = link == "nvlink" ? IntraNodeLink::NvLink : IntraNodeLink::Pcie;
-  fabric.intra_node_bandwidth = required_number(json, "intra_node_gbytes_per_second", path, "") * gbyte;
-  const auto per_node = optional_number(json, "network_gbit_per_second_per_node", path, "");
-  const auto per_gpu = optional_number(json, "network_gbit_per_second_per_gpu", path, "");
+  fabric.intra_node_bandwidth =
+      required_number(json, "intra_node_gbytes_per_second", path, "", intra_node_gbytes_bounds) * gbyte;
+  const auto per_node =
+      optional_number(json, "network_gbit_per_second_per_node", path, "", network_gbit_bounds);
+  const auto per_gpu =
+      optional_number(json, "network_gbit_per_second_per_gpu", path, "", network_gbit_bounds);
   PHALANX_REQUIRE_INPUT(!(per_node && per_gpu), path,
                         ": give one of the fields 'network_gbit_per_second_per_node' and "
                         "'network_gbit_per_second_per_gpu', not both");
   fabric.network_bandwidth_per_node = per_node.value_or(0) * gbit;
   fabric.network_bandwidth_per_gpu = per_gpu.value_or(0) * gbit;
-  fabric.network_latency = optional_number(json, "network_latency_us", path, "", false).value_or(0) * 1e-6;
+  fabric.network_latency =
+      optional_number(json, "network_latency_us", path, "", network_latency_us_bounds).value_or(0) * 1e-6;
   for (const auto& [key, value] : json.items()) {
     static const char* const known[] = {"source",
                                         "intra_node_link",

@@ -8,6 +8,15 @@
 #include "json_fields.hpp"
 
 namespace phalanx::scaling {
+namespace {
+
+// A layer table's counts, per layer and summed over the model: up to 2^40 parameters (a trillion,
+// beyond any data-parallel CNN; the bucket plan and the timeline stay small) and 2^50 multiply-adds
+// per sample. Their sums stay far from int64's end, and from 2^53, where a double would round them.
+constexpr std::int64_t most_parameters = std::int64_t{1} << 40;
+constexpr std::int64_t most_multiply_adds = std::int64_t{1} << 50;
+
+}  // namespace
 
 std::int64_t LayerCosts::multiply_adds() const {
   std::int64_t total = 0;
@@ -43,6 +52,7 @@ LayerCosts layer_costs(const nn::ModelPlan& plan, const std::string& model_name)
 LayerCosts read_layer_table(const std::string& path) {
   const nlohmann::json json = read_json_file(path, "layer table");
   LayerCosts costs;
+  std::int64_t multiply_adds = 0;
   costs.model = optional_text(json, "model", path, "");
   PHALANX_REQUIRE_INPUT(!costs.model.empty(), path, ": field 'model' is missing (the model's name)");
   const auto layers = json.find("layers");
@@ -55,12 +65,17 @@ LayerCosts read_layer_table(const std::string& path) {
     LayerCost cost;
     cost.name = optional_text(layer, "name", path, where);
     PHALANX_REQUIRE_INPUT(!cost.name.empty(), path, ": field '", where, "name' is missing");
-    cost.gradient_elements =
-        static_cast<std::int64_t>(required_number(layer, "parameters", path, where, false));
-    cost.multiply_adds =
-        static_cast<std::int64_t>(required_number(layer, "multiply_adds", path, where, false));
+    cost.gradient_elements = required_count(layer, "parameters", path, where, 0, most_parameters);
+    cost.multiply_adds = required_count(layer, "multiply_adds", path, where, 0, most_multiply_adds);
     cost.gradient_offset = costs.gradient_elements;
     costs.gradient_elements += cost.gradient_elements;
+    multiply_adds += cost.multiply_adds;
+    PHALANX_REQUIRE_INPUT(costs.gradient_elements <= most_parameters, path, ": field '", where,
+                          "parameters' brings the model's parameters to ", costs.gradient_elements, ", over ",
+                          most_parameters);
+    PHALANX_REQUIRE_INPUT(multiply_adds <= most_multiply_adds, path, ": field '", where,
+                          "multiply_adds' brings the model's multiply-adds to ", multiply_adds, ", over ",
+                          most_multiply_adds);
     costs.layers.push_back(std::move(cost));
   }
   costs.parameters = costs.gradient_elements;

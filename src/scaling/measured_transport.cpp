@@ -10,14 +10,21 @@ namespace phalanx::scaling {
 
 namespace {
 
+// A fitted transport moves from 1 KB/s to 1 PB/s (seconds per byte 1e-3 to 1e-15); a timed size is
+// from one float to 1 TiB; no machine measured beyond.
+constexpr Bounds seconds_per_byte_bounds{1e-15, 1e-3};
+constexpr Bounds timed_bytes_bounds{4, 1099511627776.0};
+
 CallStages read_call_stages(const nlohmann::json& point, const std::string& path, const std::string& at) {
-  CallStages stages{required_seconds_list(point, "stages", path, at, false),
-                    required_seconds_list(point, "seconds_in_calls", path, at, false)};
+  CallStages stages{required_seconds_list(point, "stages", path, at, seconds_from_zero),
+                    required_seconds_list(point, "seconds_in_calls", path, at, seconds_from_zero)};
   PHALANX_REQUIRE_INPUT(stages.stages.size() == stages.seconds_in_calls.size(), path, ": field '", at,
                         "seconds_in_calls' must have one entry per stage (", stages.stages.size(), ")");
   double total = 0;
   for (const double stage : stages.stages) total += stage;
-  PHALANX_REQUIRE_INPUT(total > 0, path, ": field '", at, "stages' must add up to more than 0 seconds");
+  // The stages are scaled by their sum: a sum under the clock's nanosecond would make them inf.
+  PHALANX_REQUIRE_INPUT(total >= positive_seconds.least, path, ": field '", at, "stages' must add up to ",
+                        positive_seconds.least, " seconds or more (got ", total, ")");
   return stages;
 }
 
@@ -41,9 +48,11 @@ MeasuredTransport read_measured_transport(const std::string& profile_path, const
     MeasuredTransport transport;
     transport.name = name;
     transport.profile = profile_path;
-    transport.ranks = static_cast<int>(required_number(entry, "ranks", profile_path, where));
-    transport.latency = required_number(entry, "latency_seconds", profile_path, where, false);
-    transport.seconds_per_byte = required_number(entry, "seconds_per_byte", profile_path, where);
+    // One rank measures no transport (bench calibrate writes none), so a fit is of two ranks or more.
+    transport.ranks = required_count(entry, "ranks", profile_path, where, 2, most_ranks);
+    transport.latency = required_number(entry, "latency_seconds", profile_path, where, seconds_from_zero);
+    transport.seconds_per_byte =
+        required_number(entry, "seconds_per_byte", profile_path, where, seconds_per_byte_bounds);
     const auto measured = entry.find("measured");
     if (measured != entry.end()) {
       PHALANX_REQUIRE_INPUT(measured->is_array(), profile_path, ": field '", where,
@@ -52,8 +61,9 @@ MeasuredTransport read_measured_transport(const std::string& profile_path, const
         const std::string at = where + "measured[" + std::to_string(point) + "].";
         PHALANX_REQUIRE_INPUT((*measured)[point].is_object(), profile_path, ": field '", at,
                               "' must be an object");
-        transport.measured.emplace_back(required_number((*measured)[point], "bytes", profile_path, at),
-                                        required_number((*measured)[point], "seconds", profile_path, at));
+        transport.measured.emplace_back(
+            required_number((*measured)[point], "bytes", profile_path, at, timed_bytes_bounds),
+            required_number((*measured)[point], "seconds", profile_path, at, positive_seconds));
         PHALANX_REQUIRE_INPUT(
             point == 0 || transport.measured[point].first > transport.measured[point - 1].first, profile_path,
             ": field '", at, "bytes' must grow along the list");

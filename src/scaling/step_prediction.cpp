@@ -3,12 +3,20 @@
 #include "phalanx/scaling/step_prediction.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "phalanx/comm/bucket_plan.hpp"
 #include "phalanx/core/error.hpp"
 
 namespace phalanx::scaling {
+namespace {
+
+// The timeline costs each bucket against every layer, and the printout has a row per bucket: past
+// this many, the bucket size is a slip (1e-9 MiB), not a plan.
+constexpr std::int64_t most_buckets = std::int64_t{1} << 16;
+
+}  // namespace
 
 StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
                             const Topology& topology, const Fabric& fabric) {
@@ -49,6 +57,7 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
     if (costs.layers[index].gradient_elements > 0) calls.push_back(clock);
   }
   backward_end = clock;  // the same sum, in the same order as the calls
+  const double slowest_compute_end = clock;
   // The first MPI call at or after `time` and after the call at `after`: a layer report in backward,
   // or at once in the wait (which calls MPI until the all-reduces are done). The last report comes
   // as backward's last layer ends, but it is still backward's: the trainer's backward stage ends
@@ -75,6 +84,12 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
     held += seconds;
   };
 
+  const auto bucket_elements =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(settings.bucket_bytes / sizeof(float)));
+  const std::int64_t bucket_count = costs.gradient_elements / bucket_elements + 1;
+  PHALANX_REQUIRE_INPUT(bucket_count <= most_buckets, "buckets of ", settings.bucket_bytes, " bytes cut ",
+                        costs.gradient_elements, " gradients into ", bucket_count, " buckets, more than ",
+                        most_buckets, ": give a larger --bucket-mb (or distributed.bucket_mb)");
   comm::BucketPlan plan(costs.gradient_elements, settings.bucket_bytes, settings.first_bucket_bytes);
   double previous_finish = 0;
   for (std::size_t index = 0; index < plan.size(); ++index) {
@@ -141,13 +156,23 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
   const double synced = std::max(backward_end, topology.ranks() > 1 ? previous_finish : 0.0);
   prediction.step = synced + prediction.optimizer;
   // A typical rank makes the same calls in its backward, and is held as long in them.
-  const double typical_backward_end = spread.typical * own_compute + held;
-  prediction.straggler = backward_end - typical_backward_end;
-  prediction.exposed = synced - typical_backward_end;
-  prediction.images_per_second = settings.global_batch / prediction.step;
-  prediction.single_device_images_per_second = settings.local_batch / (own_compute + times.optimizer);
-  prediction.efficiency =
-      prediction.images_per_second / (topology.ranks() * prediction.single_device_images_per_second);
+  // A typical rank's compute is the slowest's scaled by typical / slowest (<= 1): from the same sum,
+  // so one rank, or ranks all alike, wait exactly 0 for the slowest, and never less than 0.
+  const double typical_backward_end = slowest_compute_end * (spread.typical / spread.slowest) + held;
+  prediction.straggler = std::max(0.0, backward_end - typical_backward_end);
+  prediction.exposed = std::max(0.0, synced - typical_backward_end);
+  const double single_device_step = own_compute + times.optimizer;
+  // The inputs' bounds keep these finite; a step of no time would print inf images/s and nan
+  // efficiency, so it is refused here too rather than printed.
+  PHALANX_REQUIRE_INPUT(prediction.step > 0 && single_device_step > 0 && std::isfinite(prediction.step) &&
+                            std::isfinite(single_device_step) && std::isfinite(prediction.allreduce),
+                        "the prediction at ", topology.ranks(), " rank(s) comes to a step of ",
+                        prediction.step, " s (one device: ", single_device_step, " s) from compute ",
+                        times.source, ": a figure of the model, the compute or the fabric is out of range");
+  prediction.images_per_second = static_cast<double>(settings.global_batch) / prediction.step;
+  prediction.single_device_images_per_second = settings.local_batch / single_device_step;
+  prediction.efficiency = prediction.images_per_second / (static_cast<double>(topology.ranks()) *
+                                                          prediction.single_device_images_per_second);
   return prediction;
 }
 

@@ -24,8 +24,22 @@ def setUpModule():
         config.write(text)
 
 
-def scaling(*args):
-    return e2e.phalanx("scaling", CONFIG, *args)
+def scaling(*args, timeout=300):
+    return e2e.phalanx("scaling", CONFIG, *args, timeout=timeout)
+
+
+def scaling_with_a_table(*args, timeout=300):
+    """`phalanx scaling` without the config: args give --layers."""
+    return e2e.phalanx("scaling", *args, timeout=timeout)
+
+
+ONE_LAYER = {"model": "m", "layers": [{"name": "a", "parameters": 10, "multiply_adds": 10}]}
+
+
+def one_layer_profile(forward_seconds, backward_seconds):
+    """A profile of ONE_LAYER's model as `bench calibrate` writes one, of the fields `scaling` reads."""
+    return {"batch_size": 32, "optimizer_seconds": 0, "ranks": [{"step_seconds": [0.01, 0.011]}],
+            "layers": [{"name": "a", "forward_seconds": forward_seconds, "backward_seconds": backward_seconds}]}
 
 
 class ScalingCommandTest(unittest.TestCase):
@@ -85,6 +99,108 @@ class ScalingCommandTest(unittest.TestCase):
         result = scaling("--nodes", 2, "--fabric", "nvlink-h100", "--images-per-second", 100)
         self.assertEqual(result.returncode, 2, result.describe())
         self.assertIn("no network", result.stderr, result.describe())
+
+
+class BadInputTest(unittest.TestCase):
+    """Each bad value: exit 2, one line naming the option (or the file and the field), nothing on stdout;
+    before, these crashed (exit 1), hung, or printed nan, inf and negative ranks with exit 0."""
+
+    def refused(self, args, words, command=scaling, timeout=60):
+        result = command(*args, timeout=timeout)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertEqual(result.stdout, "", result.describe())
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.describe())
+        for word in words:
+            self.assertIn(word, result.stderr, result.describe())
+
+    def write(self, name, text):
+        path = os.path.join(WORK, name)
+        with open(path, "w") as file:
+            file.write(text)
+        return path
+
+    def test_command_line_values_out_of_range_are_refused_naming_the_option(self):
+        fabric = ("--fabric", "roce-25g")
+        for args, words in (
+                (("--images-per-second", "inf"), ["--images-per-second", "finite"]),
+                (("--images-per-second", "1e-320"), ["--images-per-second"]),
+                (("--images-per-second", -5), ["--images-per-second", "finite"]),
+                (("--images-per-second", "nan"), ["--images-per-second", "finite"]),
+                (("--images-per-second", 100, "--bucket-mb", -5), ["--bucket-mb"]),
+                (("--images-per-second", 100, "--bucket-mb", "nan"), ["--bucket-mb"]),
+                (("--images-per-second", 100, "--bucket-mb", "1e30"), ["--bucket-mb"]),
+                (("--images-per-second", 100, "--bucket-mb", "inf"), ["--bucket-mb"]),
+                (("--images-per-second", 100, "--bucket-mb", "1e-9"), ["--bucket-mb", "buckets"]),
+                (("--images-per-second", 100, "--batch-size", 0), ["--batch-size"]),
+                (("--images-per-second", 100, "--nodes", 65536, "--gpus-per-node", 32768),
+                 ["--gpus-per-node"]),
+                (("--images-per-second", 100, "--nodes", 65536, "--gpus-per-node", 32),
+                 ["--nodes", "2097152"]),
+                (("--images-per-second", 100, "--sweep-nodes", "1,2000000"), ["--sweep-nodes", "2000000"])):
+            with self.subTest(args=args):
+                self.refused((*fabric, *args), words)
+
+    def test_bad_files_are_refused_naming_the_file_and_the_field(self):
+        overflow = self.write("overflow-fabric.json", '{"intra_node_link": "pcie", '
+                              '"intra_node_gbytes_per_second": 12, "network_gbit_per_second_per_node": 1e400}')
+        denormal = self.write("denormal-fabric.json",
+                              '{"intra_node_link": "pcie", "intra_node_gbytes_per_second": 1e-320}')
+        self.refused(("--nodes", 2, "--fabric", overflow, "--images-per-second", 100),
+                     [overflow, "not valid JSON"])
+        self.refused(("--fabric", denormal, "--images-per-second", 100),
+                     [denormal, "intra_node_gbytes_per_second"])
+        self.refused(("--fabric", WORK, "--images-per-second", 100), [WORK, "not a regular file"])
+        fifo = os.path.join(WORK, "fabric-fifo")
+        if not os.path.exists(fifo):
+            os.mkfifo(fifo)
+        self.refused(("--fabric", fifo, "--images-per-second", 100), [fifo, "not a regular file"], timeout=20)
+        layers = lambda text: ("--layers", self.write("layers-bad.json",
+                                                      '{"model": "m", "layers": [' + text + ']}'))
+        for text, field in (('{"name": "a", "parameters": 2.5, "multiply_adds": 1000}', "layers[0].parameters"),
+                            ('{"name": "a", "parameters": 1e19, "multiply_adds": 1000}', "layers[0].parameters"),
+                            ('{"name": "a", "parameters": 1e17, "multiply_adds": 1000}', "layers[0].parameters"),
+                            ('{"name": "a", "parameters": 1000, "multiply_adds": 9e18}', "layers[0].multiply_adds")):
+            with self.subTest(layers=text):
+                self.refused((*layers(text), "--batch-size", 32, "--fabric", "roce-25g",
+                              "--images-per-second", 100), ["layers-bad.json", field], command=scaling_with_a_table)
+        table = ("--layers", self.write("layers-one.json", json.dumps(ONE_LAYER)), "--batch-size", 32)
+        profile_of = lambda **fields: json.dumps({**one_layer_profile(0.001, 0.002), **fields})
+        shared_memory = {"name": "shared_memory", "ranks": 2.7, "latency_seconds": 0, "seconds_per_byte": 1e-9}
+        for name, text, field in (
+                ("profile-zero.json", json.dumps(one_layer_profile(0, 0)), "no compute"),
+                ("profile-batch.json", profile_of(batch_size=1e-310), "batch_size"),
+                ("profile-ranks.json", profile_of(transports=[shared_memory]), "transports[0].ranks")):
+            profile = self.write(name, text)
+            transport = (("--transport", "shared_memory", "--gpus-per-node", 2) if "ranks" in name
+                         else ("--fabric", "roce-25g"))
+            with self.subTest(profile=name):
+                self.refused((*table, "--profile", profile, *transport), [profile, field],
+                             command=scaling_with_a_table)
+
+    def test_a_straggler_is_never_negative(self):
+        profile = one_layer_profile(0.001, 0.002)
+        profile["ranks"] = [{"step_seconds": [0.01, 0.01]}, {"step_seconds": [0.01, 0.1]}]
+        result = scaling_with_a_table("--layers", self.write("layers-straggle.json", json.dumps(ONE_LAYER)),
+                                      "--batch-size", 32, "--profile", self.write("straggle.json", json.dumps(profile)),
+                                      "--fabric", "roce-25g", "--json", "--sweep-nodes", "1,2,3,4,5")
+        self.assertEqual(result.returncode, 0, result.describe())
+        for prediction in json.loads(result.stdout)["predictions"]:
+            self.assertGreaterEqual(prediction["straggler_seconds"], 0, prediction)
+            self.assertGreaterEqual(prediction["exposed_seconds"], prediction["straggler_seconds"], prediction)
+
+    def test_calibrate_refuses_sizes_it_cannot_fit_and_a_bad_batch(self):
+        output = os.path.join(WORK, "never-written.json")
+
+        def calibrate(*args, timeout):
+            return e2e.phalanx("bench", "calibrate", CONFIG, "--output", output, *args, timeout=timeout)
+
+        for args, words in ((("--max-bytes", 9223372036854775808), ["--max-bytes"]),
+                            (("--min-bytes", 4096, "--max-bytes", 8000), ["--max-bytes", "twice"]),
+                            (("--batch-size", -5), ["--batch-size"]),
+                            (("--batch-size", 0), ["--batch-size"])):
+            with self.subTest(args=args):
+                self.refused(args, words, command=calibrate, timeout=30)
+                self.assertFalse(os.path.exists(output))
 
 
 class CalibrateTest(unittest.TestCase):

@@ -2,10 +2,12 @@
 // convolutions and linear layers), and the fabric, layer table and profile files refused with the
 // file and the field named.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/scaling/compute_times.hpp"
@@ -45,7 +47,7 @@ class ScalingFiles : public ::testing::Test {
     return path.string();
   }
   void TearDown() override {
-    for (const auto& path : paths_) std::filesystem::remove(path);
+    for (const auto& path : paths_) std::filesystem::remove_all(path);
   }
   static std::string refusal(const std::function<void()>& action) {
     try {
@@ -171,6 +173,122 @@ TEST_F(ScalingFiles, LayerTableLaysGradientsBackToBack) {
       "bad-table.json", R"({"model": "m", "layers": [{"name": "x", "parameters": -1, "multiply_adds": 1}]})");
   const std::string message = refusal([&] { read_layer_table(bad); });
   EXPECT_NE(message.find("layers[0].parameters"), std::string::npos) << message;
+}
+
+// A number no double holds, a figure out of its bounds (a denormal bandwidth, a latency of 1e308 us),
+// and a path that is not a regular file: each refused with exit 2 naming the file (and the field),
+// not an internal error, a hang on a FIFO, or a prediction of inf.
+TEST_F(ScalingFiles, FabricFiguresOutOfBoundsAndFilesThatAreNotRegularAreRefused) {
+  const std::string overflow = write("overflow.json", R"({"intra_node_link": "pcie",
+      "intra_node_gbytes_per_second": 12, "network_gbit_per_second_per_node": 1e400})");
+  std::string message = refusal([&] { find_fabric(overflow); });
+  EXPECT_NE(message.find(overflow), std::string::npos) << message;
+  EXPECT_NE(message.find("not valid JSON"), std::string::npos) << message;
+  const auto fabric_with = [&](const std::string& field, const std::string& value) {
+    std::map<std::string, std::string> fields{{"intra_node_gbytes_per_second", "12"},
+                                              {"network_gbit_per_second_per_node", "100"}};
+    fields[field] = value;
+    std::string text = R"({"intra_node_link": "pcie")";
+    for (const auto& [name, figure] : fields) text += ", \"" + name + "\": " + figure;
+    return write("bounds.json", text + "}");
+  };
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, std::string>>{{"intra_node_gbytes_per_second", "1e-320"},
+                                                        {"intra_node_gbytes_per_second", "1e300"},
+                                                        {"network_gbit_per_second_per_node", "1e-300"},
+                                                        {"network_latency_us", "1e308"}}) {
+    const std::string path = fabric_with(field, value);
+    message = refusal([&] { find_fabric(path); });
+    EXPECT_NE(message.find(path), std::string::npos) << field << " " << value << ": " << message;
+    EXPECT_NE(message.find("'" + field + "'"), std::string::npos) << field << " " << value << ": " << message;
+  }
+  const auto directory = std::filesystem::temp_directory_path() / "phalanx-scaling-directory.json";
+  std::filesystem::create_directories(directory);
+  paths_.push_back(directory);
+  message = refusal([&] { find_fabric(directory.string()); });
+  EXPECT_NE(message.find("not a regular file"), std::string::npos) << message;
+  const auto fifo = std::filesystem::temp_directory_path() / "phalanx-scaling-fifo.json";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  paths_.push_back(fifo);
+  message = refusal([&] { read_layer_table(fifo.string()); });  // would block reading with no writer
+  EXPECT_NE(message.find("not a regular file"), std::string::npos) << message;
+}
+
+// Counts are whole numbers in range: 2.5 parameters is not truncated, 1e17 or 1e19 is no model (an
+// internal check or bad_alloc before), and multiply-adds summing past the bound are refused at the
+// layer that passes it, not wrapped to a negative total.
+TEST_F(ScalingFiles, LayerTableCountsAreWholeNumbersInRange) {
+  int written = 0;  // each table its own file: the cases are all written before any is read
+  const auto table = [&](const std::string& layers) {
+    return write("counts-" + std::to_string(written++) + ".json",
+                 R"({"model": "m", "layers": [)" + layers + "]}");
+  };
+  for (const auto& [layers, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"name": "a", "parameters": 2.5, "multiply_adds": 1000})", "layers[0].parameters"},
+           {R"({"name": "a", "parameters": 1000, "multiply_adds": 1000.7})", "layers[0].multiply_adds"},
+           {R"({"name": "a", "parameters": 1e17, "multiply_adds": 1000})", "layers[0].parameters"},
+           {R"({"name": "a", "parameters": 1e19, "multiply_adds": 1000})", "layers[0].parameters"},
+           {R"({"name": "a", "parameters": 1000, "multiply_adds": 9e18})", "layers[0].multiply_adds"},
+           {R"({"name": "a", "parameters": 1000, "multiply_adds": 1125899906842624},
+               {"name": "b", "parameters": 1000, "multiply_adds": 1125899906842624})",
+            "layers[1].multiply_adds"},
+           {R"({"name": "a", "parameters": 1099511627776, "multiply_adds": 1},
+               {"name": "b", "parameters": 1, "multiply_adds": 1})",
+            "layers[1].parameters"}}) {
+    const std::string path = table(layers);
+    const std::string message = refusal([&] { read_layer_table(path); });
+    EXPECT_NE(message.find(path), std::string::npos) << layers << ": " << message;
+    EXPECT_NE(message.find("'" + field + "'"), std::string::npos) << layers << ": " << message;
+  }
+  // A whole number written as a float is one.
+  const LayerCosts costs =
+      read_layer_table(table(R"({"name": "a", "parameters": 1e6, "multiply_adds": 2e9})"));
+  EXPECT_EQ(costs.gradient_elements, 1000000);
+  EXPECT_EQ(costs.multiply_adds(), 2000000000);
+}
+
+// A profile's batch is a whole number >= 1 (1e-310 divided the times into nan), its layers must
+// have some compute (all zero printed inf images/s), a step that divides is at least a nanosecond,
+// and a transport's ranks are a whole count of two or more (2.7 was cut to 2, 1e10 wrapped).
+TEST_F(ScalingFiles, ProfileFiguresAndTransportRanksAreInRange) {
+  LayerCosts costs;
+  costs.model = "two";
+  costs.layers = {{"a", 0, 10, 5}, {"b", 10, 10, 5}};
+  int written = 0;  // each profile its own file: the cases are all written before any is read
+  const auto profile = [&](const std::string& batch, const std::string& seconds, const std::string& step) {
+    return write("figures-" + std::to_string(written++) + ".json", R"({"batch_size": )" + batch +
+                                                                       R"(, "optimizer_seconds": 0,
+        "ranks": [{"step_seconds": [)" + step + R"(]}],
+        "layers": [{"name": "a", "forward_seconds": )" + seconds + R"(, "backward_seconds": )" +
+                                                                       seconds + R"(},
+                   {"name": "b", "forward_seconds": 0, "backward_seconds": 0}]})");
+  };
+  EXPECT_NEAR(compute_from_profile(costs, profile("16", "0.01", "0.1"), 16).backward_seconds(), 0.01, 1e-15);
+  for (const auto& [path, field] : std::vector<std::pair<std::string, std::string>>{
+           {profile("1e-310", "0.01", "0.1"), "'batch_size'"},
+           {profile("2.5", "0.01", "0.1"), "'batch_size'"},
+           {profile("0", "0.01", "0.1"), "'batch_size'"},
+           {profile("16", "0", "0.1"), "forward_seconds"},
+           {profile("16", "1e300", "0.1"), "layers[0].forward_seconds"},
+           {profile("16", "0.01", "1e-320"), "ranks[0].step_seconds[0]"}}) {
+    const std::string message = refusal([&] { compute_from_profile(costs, path, 16); });
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find(field), std::string::npos) << message;
+  }
+  for (const std::string ranks : {"2.7", "1e10", "0.5", "1"}) {
+    const std::string path =
+        write("transport-ranks.json",
+              R"({"transports": [{"name": "network", "ranks": )" + ranks + R"(, "latency_seconds": 0,
+        "seconds_per_byte": 1e-8, "measured": [{"bytes": 1000, "seconds": 1e-4}]}]})");
+    const std::string message = refusal([&] { read_measured_transport(path, "network"); });
+    EXPECT_NE(message.find(path), std::string::npos) << ranks << ": " << message;
+    EXPECT_NE(message.find("'transports[0].ranks'"), std::string::npos) << ranks << ": " << message;
+  }
+  const std::string slow = write("slow.json", R"({"transports": [{"name": "network", "ranks": 2,
+      "latency_seconds": 0, "seconds_per_byte": 1e-320, "measured": [{"bytes": 1000, "seconds": 1e-4}]}]})");
+  const std::string message = refusal([&] { read_measured_transport(slow, "network"); });
+  EXPECT_NE(message.find("'transports[0].seconds_per_byte'"), std::string::npos) << message;
 }
 
 }  // namespace

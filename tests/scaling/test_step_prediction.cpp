@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -313,7 +315,7 @@ TEST(StepPrediction, CallStagesComeFromTheNearestTimedSize) {
 }
 
 // Ranks stepping like draws from their calibrated steps: the step's median is the slowest rank's,
-// the smallest time at which every rank is done in half the steps.
+// the smallest time at which every rank is done in more than half the steps.
 TEST(StepPrediction, TheSlowestRankSetsTheStepFromTheRanksStepDistributions) {
   ComputeTimes times;
   std::vector<double> ten;
@@ -359,6 +361,80 @@ TEST(StepPrediction, TheSlowestRankSetsTheStepFromTheRanksStepDistributions) {
   EXPECT_NEAR(prediction.straggler, 0.3 * (8 / 6.0 - 1), 1e-12);
   EXPECT_NEAR(prediction.exposed, prediction.straggler, 1e-12);
   EXPECT_NEAR(prediction.single_device_images_per_second, 100, 1e-9);
+}
+
+// A rank's median is the upper middle of an even count; the slowest rank's search took the lower one,
+// so two steps (0.01, 0.1) made a typical rank slower than the slowest and the straggler and exposed
+// times negative. Both read the same middle now, and slowest >= typical at any rank count.
+TEST(StepPrediction, TheSlowestRankIsNeverFasterThanATypicalOne) {
+  ComputeTimes times = compute_from_throughput(two_layers(), 100, 30);
+  times.rank_steps = {{0.01, 0.01}, {0.01, 0.1}};
+  const RankSpread three = times.spread(3);  // ranks 0 and 2 like profile rank 0, rank 1 like rank 1
+  EXPECT_NEAR(three.typical, (2 * 0.01 + 0.1) / 3 / 0.01, 1e-12);
+  EXPECT_NEAR(three.slowest, 0.1 / 0.01, 1e-12);
+  for (std::int64_t ranks = 2; ranks <= 64; ++ranks)
+    EXPECT_GE(times.spread(ranks).slowest, times.spread(ranks).typical) << ranks;
+  StepSettings settings;
+  settings.local_batch = 30;
+  settings.global_batch = 90;
+  const auto free_allreduce = [](std::size_t) { return BucketAllreduce{}; };
+  const StepPrediction prediction =
+      predict_step(two_layers(), times, settings, Topology{3, 1}, free_allreduce, false);
+  EXPECT_GT(prediction.straggler, 0);
+  EXPECT_GE(prediction.exposed, prediction.straggler);
+  // Ranks all alike wait for nobody: exactly 0, not a rounding's -1e-19.
+  times.rank_steps = {{0.1, 0.3, 0.7}};
+  const StepPrediction alike =
+      predict_step(two_layers(), times, settings, Topology{1, 1}, free_allreduce, false);
+  EXPECT_EQ(alike.straggler, 0.0);
+  EXPECT_EQ(alike.exposed, 0.0);
+}
+
+// Ranks are 64-bit: 65536 nodes of 32768 GPUs are 2^31 ranks, not a negative int.
+TEST(StepPrediction, TopologyCountsRanksIn64Bits) {
+  EXPECT_EQ((Topology{65536, 32768}.ranks()), std::int64_t{1} << 31);
+}
+
+// A bucket size far below the gradients (1e-9 MiB, or bytes wrapped to 0) would cut a bucket per
+// float, millions of them; refused with exit 2 by their count. A step of no time is refused too,
+// not printed as inf images/s and nan efficiency.
+TEST(StepPrediction, TooManyBucketsAndAStepOfNoTimeAreRefused) {
+  const LayerCosts costs = two_layers();
+  StepSettings settings;
+  settings.local_batch = 30;
+  settings.global_batch = 60;
+  settings.bucket_bytes = 0;
+  const ComputeTimes times = compute_from_throughput(costs, 100, 30);
+  try {
+    predict_step(costs, times, settings, Topology{1, 2}, network(10));
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.exit_status(), 2) << error.what();
+    EXPECT_NE(std::string(error.what()).find("--bucket-mb"), std::string::npos) << error.what();
+  }
+  settings.bucket_bytes = 25 << 20;
+  ComputeTimes nothing;
+  nothing.forward = nothing.backward = {0, 0};
+  try {
+    predict_step(costs, nothing, settings, Topology{1, 1}, network(10));
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.exit_status(), 2) << error.what();
+  }
+}
+
+// --images-per-second inf or 1e-320 printed a step of 0 or inf ms: refused naming the option.
+TEST(StepPrediction, ThroughputOutOfBoundsIsRefused) {
+  for (const double rate : {std::numeric_limits<double>::infinity(), 1e-320, -5.0,
+                            std::numeric_limits<double>::quiet_NaN(), 1e12}) {
+    try {
+      compute_from_throughput(two_layers(), rate, 32);
+      ADD_FAILURE() << rate << " accepted";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.exit_status(), 2) << error.what();
+      EXPECT_NE(std::string(error.what()).find("--images-per-second"), std::string::npos) << error.what();
+    }
+  }
 }
 
 }  // namespace

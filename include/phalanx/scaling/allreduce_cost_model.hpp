@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "phalanx/scaling/fabric.hpp"
@@ -17,9 +18,15 @@ enum class Protocol { LowLatency, LowLatency128, Simple };
 std::string name_of(Algorithm algorithm);
 std::string name_of(Protocol protocol);
 
+// The largest job predicted: 2^20 ranks, up to 1024 GPUs on a node (an NVLink domain of racks
+// counts as one node). Beyond them a slip on the command line, not a system; within them every
+// count, the ranks' product and a global batch stay far from int64's end.
+inline constexpr std::int64_t most_ranks = std::int64_t{1} << 20;
+inline constexpr int most_gpus_per_node = 1024;
+
 struct Topology {
   int nodes = 1, gpus_per_node = 1;
-  int ranks() const { return nodes * gpus_per_node; }
+  std::int64_t ranks() const { return std::int64_t{nodes} * gpus_per_node; }
 };
 
 struct AllreduceEstimate {

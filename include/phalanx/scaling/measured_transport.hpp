@@ -26,7 +26,7 @@ struct CallStages {
 struct MeasuredTransport {
   std::string name;     // shared_memory, network or nccl
   std::string profile;  // the file it came from
-  int ranks = 0;        // what it was measured at
+  std::int64_t ranks = 0;  // what it was measured at
   double latency = 0;   // seconds
   double seconds_per_byte = 0;
   // The timed sizes, ascending: (bytes, seconds). MPI switches algorithms and protocols by size
