@@ -57,9 +57,10 @@ std::function<int()> add_checkpoint_command(CLI::App& app) {
       "ignored); write a sealed checkpoint at step 0 (for model.init_from, eval, export)");
   import->add_option("weights", import_request->weights, "The safetensors file")->required();
   import->add_option("--preset", import_request->preset, "model.preset the weights are for")->required();
-  import->add_option(
-      "--classes", import_request->classes,
-      "Class count of the model (default: the first dimension of the file's classifier weight)");
+  import
+      ->add_option("--classes", import_request->classes,
+                   "Class count of the model (default: the first dimension of the file's classifier weight)")
+      ->check(CLI::Range(1, train::most_imported_classes));
   import->add_option("--input", *input_shape, "One image HxWxC (default 224x224x3)");
   import->add_option(
       "--data", import_request->data,

@@ -3,18 +3,17 @@
 // so the file is read once per node and no rank ever holds a private copy.
 #include "phalanx/data/training_source.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <utility>
 
+#include "mapped_source_cache.hpp"
 #include "phalanx/comm/mpi_io.hpp"
 #include "phalanx/comm/node_shared_buffer.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/physical_memory.hpp"
 #include "phalanx/data/data_source.hpp"
-#include "mapped_source_cache.hpp"
 #include "streaming_source.hpp"
 
 namespace phalanx::data {
@@ -145,9 +144,9 @@ std::string cache_mode_name(CacheMode mode) {
 
 std::int64_t cache_budget_bytes(double max_cache_gb) {
   if (max_cache_gb > 0) return static_cast<std::int64_t>(max_cache_gb * 1e9);
-  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) return std::int64_t{4} << 30;  // unknown: a modest 4 GiB
-  return static_cast<std::int64_t>(pages) * page_size / 2;
+  const auto memory = physical_memory_bytes();
+  if (!memory) return std::int64_t{4} << 30;  // unknown: a modest 4 GiB
+  return static_cast<std::int64_t>(*memory / 2);
 }
 
 CacheChoice choose_cache(config::DataCache requested, std::int64_t split_bytes, int ranks_on_node,

@@ -8,12 +8,14 @@ files exit 2 naming the file and tensor, with nothing written."""
 
 import json
 import os
+import shutil
 import struct
 import unittest
 
 import numpy as np
 
 import e2e_common as e2e
+from e2e_common import h5py
 
 FROZEN = ["conv1", "bn1", "layer1"]
 STEPS = 3
@@ -170,6 +172,65 @@ class PretrainedWeightsTest(unittest.TestCase):
             self.assertIn(expected, result.stderr)
             self.assertFalse(os.path.exists(output), path)
             self.assertEqual([name for name in os.listdir(WORK) if ".tmp-" in name], [])
+
+    def test_paths_class_counts_and_edited_checkpoints_exit_2(self):
+        def refused(expected, *arguments):
+            result = e2e.phalanx("checkpoint", *arguments)
+            self.assertEqual(result.returncode, 2, result.describe())
+            (line,) = result.error_lines()
+            self.assertIn(expected, line)
+            return line
+
+        # A directory for the checkpoint (its run directory, say), and an output that is the input.
+        refused("not a checkpoint file", "export", WORK, os.path.join(WORK, "from-a-directory.safetensors"))
+        self.assertFalse(os.path.exists(os.path.join(WORK, "from-a-directory.safetensors")))
+        own = os.path.join(WORK, "own.h5")
+        shutil.copyfile(IMPORTED, own)
+        refused("is the checkpoint being read", "export", own, os.path.join(WORK, ".", "own.h5"))
+        self.assertEqual(e2e.phalanx("checkpoint", "verify", own).returncode, 0, "export wrote over its input")
+        weights = os.path.join(WORK, "own.safetensors")
+        shutil.copyfile(WEIGHTS, weights)
+        refused("is the safetensors file being read", "import", weights, "--preset", "resnet20", "--input", "16x16x3",
+                "-o", weights)
+        with open(WEIGHTS, "rb") as original, open(weights, "rb") as kept:
+            self.assertEqual(original.read(), kept.read(), "import wrote over its input")
+        for classes in ("0", "-3", "2000000000"):
+            output = os.path.join(WORK, f"classes{classes}.h5")
+            refused("--classes", "import", WEIGHTS, "--preset", "resnet20", "--input", "16x16x3", "--classes", classes,
+                    "-o", output)
+            self.assertFalse(os.path.exists(output))
+
+        # --data arrives as written, a tab and a quote included (it was pasted into YAML).
+        odd_path = os.path.join(WORK, 'a\\tb\t"c".h5')  # a backslash-t, a tab and quotes
+        output = os.path.join(WORK, "odd-data.h5")
+        result = e2e.phalanx("checkpoint", "import", WEIGHTS, "--preset", "resnet20", "--input", "16x16x3",
+                             "--data", odd_path, "-o", output)
+        self.assertEqual(result.returncode, 0, result.describe())
+        evaluated = e2e.phalanx("eval", "--checkpoint", output, "--device", "cpu")
+        self.assertEqual(evaluated.returncode, 2, evaluated.describe())
+        self.assertIn(odd_path, evaluated.error_lines()[0])  # the dataset it looked for, as given
+
+        # Checkpoints edited with h5py and sealed again (the documented way): a tensor whose shape
+        # asks for terabytes, and two datasets that meet in one torch name.
+        def edited(name, edit):
+            path = os.path.join(WORK, name + ".h5")
+            shutil.copyfile(IMPORTED, path)
+            with h5py.File(path, "r+") as file:
+                edit(file)
+            sealed = e2e.phalanx("checkpoint", "seal", path)
+            self.assertEqual(sealed.returncode, 0, sealed.describe())
+            return path
+
+        huge = edited("huge", lambda file: file.create_dataset("model/extra", shape=(2 ** 40,), dtype="<f4",
+                                                                chunks=(4096,)))
+        line = refused("more than this machine's", "export", huge, os.path.join(WORK, "huge.safetensors"))
+        self.assertIn("/model/extra", line)
+        twice = edited("twice", lambda file: file.create_dataset("model/fc.weight", data=np.zeros((10, 64), "<f4")))
+        line = refused("would both be torch's tensor 'fc.weight'", "export", twice,
+                       os.path.join(WORK, "twice.safetensors"))
+        self.assertIn("'fc/weight'", line)
+        self.assertEqual([name for name in os.listdir(WORK) if name.endswith(".safetensors") and
+                          name.startswith(("huge", "twice", "from-a-directory"))], [])
 
     def test_init_from_with_freeze_moves_only_the_unfrozen(self):
         run_dir = os.path.join(WORK, "finetune")

@@ -8,6 +8,10 @@
 
 namespace phalanx::train {
 
+// The most classes an imported model may have (ImageNet-21k has 21,841): a larger count read from a
+// file or given is a slip, and would build a classifier head of gigabytes.
+inline constexpr int most_imported_classes = 1'000'000;
+
 struct ImportRequest {
   std::string weights;       // the safetensors file
   std::string preset;        // model.preset of the model the weights are for

@@ -22,6 +22,7 @@
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/physical_memory.hpp"
 #include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
@@ -667,6 +668,10 @@ namespace {
 Hdf5Handle open_checkpoint_file(const std::string& path) {
   silence_hdf5();
   PHALANX_REQUIRE_INPUT(std::filesystem::exists(path), path, ": no such checkpoint file");
+  // A run directory or its checkpoints/ folder is an easy slip for the file in it.
+  PHALANX_REQUIRE_INPUT(std::filesystem::is_regular_file(path), path,
+                        ": not a checkpoint file (a directory or a special file); give the .h5 file, e.g. ",
+                        (std::filesystem::path(path) / "latest.h5").string());
   PHALANX_REQUIRE_INPUT(std::filesystem::file_size(path) > 0, path, ": checkpoint file is empty");
   // Before HDF5 reads a byte: HDF5 1.10 decodes some damaged files past its buffers (a crash, not
   // an error), and the seal refuses any change since writing. Checkpoints from before seals have
@@ -869,13 +874,25 @@ std::vector<ModelTensor> OpenCheckpoint::model_tensors(const std::string& group)
                                                     }) >= 0,
                         path, ": ", group, ": its groups cannot be listed (damaged file?)");
   std::vector<ModelTensor> tensors;
+  // Unknown memory: a bound no model's weights reach, so only the absurd is refused.
+  const std::uint64_t memory_bytes = physical_memory_bytes().value_or(std::uint64_t{1} << 40);
+  std::uint64_t total_bytes = 0;
   const std::string counter = "/num_batches_tracked";
   for (const std::string& name : names) {
     if (name.ends_with(counter) || name == counter.substr(1)) continue;  // torch's counter, not kept
     const std::string full_name = group + "/" + name;
     Hdf5Handle dataset = data::detail::open_checked_dataset(file, full_name, path);
     PHALANX_REQUIRE_INPUT(dataset.valid(), path, ": ", full_name, ": unreadable");
+    // Checked before the values are allocated: a dataset's shape is only a header field, and an
+    // edited file may give one of terabytes (unwritten chunks read as zeros).
+    require_number_dataset(dataset.get(), full_name, path);
+    data::detail::require_sound_dataset_storage(dataset.get(), path + ": " + full_name);
     ModelTensor tensor{name, dataset_shape(dataset.get()), {}};
+    total_bytes += static_cast<std::uint64_t>(tensor.shape.elements()) * sizeof(float);
+    PHALANX_REQUIRE_INPUT(total_bytes <= memory_bytes, path, ": ", full_name, ": shape ",
+                          tensor.shape.to_string(), " brings the weights to ", total_bytes >> 20,
+                          " MiB, more than this machine's ", memory_bytes >> 20,
+                          " MiB of memory: not a model's weights");
     tensor.values.resize(static_cast<std::size_t>(tensor.shape.elements()));
     read_float_values(dataset.get(), full_name, tensor.shape, tensor.values.data(), path);
     tensors.push_back(std::move(tensor));

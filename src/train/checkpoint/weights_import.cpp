@@ -3,6 +3,9 @@
 #include "phalanx/train/weights_import.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/config/config.hpp"
@@ -31,16 +34,39 @@ int classes_of_file(const config::ModelConfig& model, const Shape& input, const 
                         ": no tensor '", head.front(), "' (preset ", model.preset,
                         "'s classifier) to read the class count from: give --classes");
   const std::int64_t classes = found->second.shape[0];
-  PHALANX_REQUIRE_INPUT(classes >= 1 && classes <= 1'000'000, weights.path, ": tensor '",
+  PHALANX_REQUIRE_INPUT(classes >= 1 && classes <= most_imported_classes, weights.path, ": tensor '",
                         found->second.stored_name, "' gives ", classes, " classes: give --classes");
   return static_cast<int>(classes);
+}
+
+// `text` as a JSON string, which YAML also reads (a double-quoted scalar) with every character as
+// written. Configs and safetensors headers hold UTF-8: other bytes are refused naming `what`.
+std::string json_quoted(const std::string& text, const std::string& what) {
+  try {
+    return nlohmann::json(text).dump();
+  } catch (const nlohmann::json::exception&) {
+    throw_input_error(what + " '" + text + "': not valid UTF-8");
+  }
+  return {};
+}
+
+// The same file under two names (a link, ./a and a): writing one would replace the other.
+void require_another_file(const std::string& input, const std::string& output, const char* what) {
+  std::error_code error;
+  PHALANX_REQUIRE_INPUT(!std::filesystem::equivalent(input, output, error), output, ": is the ", what,
+                        " being read (", input, "): write the output to another file");
 }
 
 }  // namespace
 
 ImportResult import_weights(const ImportRequest& request) {
-  const std::string text = "name: imported\nmodel:\n  preset: \"" + request.preset + "\"\ndata:\n  path: \"" +
-                           (request.data.empty() ? no_dataset : request.data) + "\"\n";
+  require_another_file(request.weights, request.output, "safetensors file");
+  PHALANX_REQUIRE_INPUT(request.classes >= 0 && request.classes <= most_imported_classes, "--classes ",
+                        request.classes, " is not a class count from 1 to ", most_imported_classes);
+  // Quoted, not pasted between quotes: a path may hold any character (a tab, a quote).
+  const std::string text =
+      "name: imported\nmodel:\n  preset: " + json_quoted(request.preset, "--preset") +
+      "\ndata:\n  path: " + json_quoted(request.data.empty() ? no_dataset : request.data, "--data") + "\n";
   const config::Config config = config::parse(text, "phalanx checkpoint import --preset");
   PHALANX_REQUIRE_INPUT(request.input.rank() == 3 && request.input.elements() > 0, "--input ",
                         request.input.to_string(), " is not one image H x W x C");
@@ -60,11 +86,20 @@ ImportResult import_weights(const ImportRequest& request) {
 
 std::size_t export_weights(const std::string& checkpoint, const std::string& output,
                            ExportedWeights weights) {
+  require_another_file(checkpoint, output, "checkpoint");
   std::vector<ModelTensor> tensors =
       OpenCheckpoint(checkpoint).model_tensors(weights == ExportedWeights::Average ? "/ema" : "/model");
   std::vector<SafetensorsTensor> torch_tensors;
+  // torch's name of each dataset, and the dataset it came from: two datasets may not meet in one
+  // name (a/b and a.b), and a name must be UTF-8, as safetensors' JSON header holds it.
+  std::map<std::string, std::string> datasets_by_name;
   for (ModelTensor& tensor : tensors) {
+    const std::string dataset = tensor.name;
     std::replace(tensor.name.begin(), tensor.name.end(), '/', '.');
+    json_quoted(tensor.name, checkpoint + ": dataset");
+    const auto [earlier, added] = datasets_by_name.emplace(tensor.name, dataset);
+    PHALANX_REQUIRE_INPUT(added, checkpoint, ": datasets '", earlier->second, "' and '", dataset,
+                          "' would both be torch's tensor '", tensor.name, "'");
     torch_tensors.push_back({tensor.name, tensor.shape, std::move(tensor.values)});
   }
   write_safetensors(output, torch_tensors, {{"format", "pt"}});
