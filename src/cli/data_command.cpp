@@ -1,5 +1,6 @@
 // `phalanx data import-idx | import-cifar | import-images | import-hdf5 | synth | inspect | preview`: dataset
 // preparation, no MPI needed.
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -197,14 +198,22 @@ std::function<int()> add_data_command(CLI::App& app) {
       PHALANX_REQUIRE_INPUT(!(arguments->write.lzf && arguments->write.gzip_level > 0),
                             "--gzip and --lzf: choose one compression");
       if (!arguments->size.empty()) {
-        int height = 0, width = 0;
-        char separator = 0, rest = 0;
-        PHALANX_REQUIRE_INPUT(
-            std::sscanf(arguments->size.c_str(), "%d%c%d%c", &height, &separator, &width, &rest) == 3 &&
-                separator == 'x',
-            "--size must be HxW, e.g. 64x64 (got '", arguments->size, "')");
-        arguments->images.height = height;
-        arguments->images.width = width;
+        // Read as whole numbers that must fill the text (no sscanf %d: past int's range it wraps,
+        // and 4294967300x4 would import at 4x4); the importer checks the range.
+        const std::string& size = arguments->size;
+        const auto separator = size.find('x');
+        long long height = 0, width = 0;
+        const auto read = [&size](std::size_t begin, std::size_t end, long long& value) {
+          const auto [stop, error] = std::from_chars(size.data() + begin, size.data() + end, value);
+          return begin < end && error == std::errc() && stop == size.data() + end;
+        };
+        PHALANX_REQUIRE_INPUT(separator != std::string::npos && read(0, separator, height) &&
+                                  read(separator + 1, size.size(), width) && height >= 1 && width >= 1 &&
+                                  height <= 4096 && width <= 4096,
+                              "--size must be HxW with each side from 1 to 4096, e.g. 64x64 (got '", size,
+                              "')");
+        arguments->images.height = static_cast<int>(height);
+        arguments->images.width = static_cast<int>(width);
       }
       const data::ImageFolderSummary summary =
           data::import_image_folder(arguments->input, arguments->output, arguments->images, arguments->write);

@@ -44,10 +44,22 @@ bool hidden(const fs::path& path) {
   return !name.empty() && name[0] == '.';
 }
 
+// What `entry` is, links followed. A link that loops or leads nowhere, or an entry that cannot be
+// read, is refused naming it: skipped, an image the user put there would go missing unsaid.
+fs::file_type entry_type(const fs::directory_entry& entry) {
+  std::error_code error;
+  const fs::file_status status = entry.status(error);
+  if (error) fail(entry.path().string(), "cannot be read (" + error.message() + ")");
+  return status.type();
+}
+
 std::vector<std::string> class_folders(const fs::path& tree) {
   std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(tree))
-    if (entry.is_directory() && !hidden(entry.path())) names.push_back(entry.path().filename().string());
+  std::error_code error;
+  for (fs::directory_iterator entry(tree, error), end; !error && entry != end; entry.increment(error))
+    if (!hidden(entry->path()) && entry_type(*entry) == fs::file_type::directory)
+      names.push_back(entry->path().filename().string());
+  if (error) fail(tree.string(), "cannot be listed (" + error.message() + ")");
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -62,13 +74,22 @@ std::vector<Item> list_items(const fs::path& tree, const std::vector<std::string
       fail((tree / folder).string(),
            "class folder not present in the training tree (classes: " + std::to_string(classes.size()) + ")");
     std::vector<std::string> files;
-    for (const auto& entry : fs::recursive_directory_iterator(tree / folder)) {
-      if (!entry.is_regular_file() || hidden(entry.path())) continue;
-      if (is_image_name(entry.path()))
-        files.push_back(entry.path().string());
+    std::error_code error;
+    for (fs::recursive_directory_iterator entry(tree / folder, error), end; !error && entry != end;
+         entry.increment(error)) {
+      if (hidden(entry->path())) {
+        // Nothing under a hidden folder either (.ipynb_checkpoints holds copies of the images).
+        std::error_code ignored;  // a hidden entry is left out whatever it is, a broken link too
+        if (entry->is_directory(ignored)) entry.disable_recursion_pending();
+        continue;
+      }
+      if (entry_type(*entry) != fs::file_type::regular) continue;
+      if (is_image_name(entry->path()))
+        files.push_back(entry->path().string());
       else
         ++skipped;
     }
+    if (error) fail((tree / folder).string(), "cannot be listed (" + error.message() + ")");
     std::sort(files.begin(), files.end());
     for (auto& file : files)
       items.push_back({std::move(file), static_cast<std::int32_t>(found - classes.begin())});

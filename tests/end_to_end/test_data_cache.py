@@ -9,6 +9,7 @@
 
 import io
 import os
+import shutil
 import unittest
 
 import h5py
@@ -195,6 +196,41 @@ class ImageFolderTest(unittest.TestCase):
         self.assertEqual(len(result.error_lines()), 1, result.stderr)
         self.assertFalse(os.path.exists(output))
         self.assertEqual([name for name in os.listdir(WORK) if name.startswith("corrupt.h5")], [])
+
+    def test_links_that_lead_nowhere_hidden_folders_and_sizes(self):
+        # A link that loops or leads nowhere is refused naming it (skipped, an image would go missing
+        # unsaid); a hidden folder's copies stay out; --size sides past int are refused, not wrapped.
+        for name, make_link in (("loop", lambda root: os.symlink("loop", os.path.join(root, "loop"))),
+                                ("self", lambda root: os.symlink("self.png", os.path.join(root, "dog", "self.png"))),
+                                ("dangling", lambda root: os.symlink("gone.png", os.path.join(root, "eel", "d.png")))):
+            with self.subTest(link=name):
+                root = os.path.join(WORK, "links-" + name)
+                self.make_tree(root)
+                make_link(root)
+                output = os.path.join(WORK, f"links-{name}.h5")
+                result = e2e.phalanx("data", "import-images", root, "-o", output, "--size", "8x8")
+                self.assertEqual(result.returncode, 2, result.describe())
+                (line,) = result.error_lines()
+                self.assertIn("cannot be read", line)
+                self.assertFalse(os.path.exists(output))
+        root = os.path.join(WORK, "hidden-folder")
+        self.make_tree(root)
+        os.makedirs(os.path.join(root, "cat", ".ipynb_checkpoints"))
+        shutil.copy(os.path.join(root, "cat", "00.png"), os.path.join(root, "cat", ".ipynb_checkpoints", "00.png"))
+        output = os.path.join(WORK, "hidden-folder.h5")
+        result = e2e.phalanx("data", "import-images", root, "-o", output, "--size", "8x8")
+        self.assertEqual(result.returncode, 0, result.describe())
+        with h5py.File(output, "r") as file:
+            self.assertEqual(sum(file[f"/{split}/images"].shape[0] for split in ("train", "test", "val")
+                                 if f"/{split}/images" in file), 33)
+        for size in ("4294967300x4", "99999999999x4", "8x", "8x8x8", "0x8"):
+            with self.subTest(size=size):
+                output = os.path.join(WORK, "size.h5")
+                result = e2e.phalanx("data", "import-images", root, "-o", output, "--size", size)
+                self.assertEqual(result.returncode, 2, result.describe())
+                self.assertIn(f"--size must be HxW with each side from 1 to 4096, e.g. 64x64 (got '{size}')",
+                              result.error_lines()[0])
+                self.assertFalse(os.path.exists(output))
 
 
 if __name__ == "__main__":
