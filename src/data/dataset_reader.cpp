@@ -164,6 +164,8 @@ OpenDataset open_dataset(const std::string& path, hid_t group, const std::string
   H5Sget_simple_extent_dims(opened.space.get(), opened.dimensions.data(), nullptr);
   // Every read of this file's images and labels comes after this validation, on the same open file.
   detail::require_sound_dataset_storage(opened.dataset.get(), path + ": " + dataset_name);
+  if (const std::string problem = detail::unwritten_storage_problem(opened.dataset.get()); !problem.empty())
+    fail(path, dataset_name + ": " + problem);
   return opened;
 }
 

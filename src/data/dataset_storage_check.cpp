@@ -273,6 +273,48 @@ std::string dataset_storage_problem(hid_t dataset) {
   return problem;
 }
 
+std::string unwritten_storage_problem(hid_t dataset) {
+  silence_hdf5_error_printing();
+  const Hdf5Handle space = dataspace_handle(H5Dget_space(dataset));
+  const Hdf5Handle creation = property_list_handle(H5Dget_create_plist(dataset));
+  if (!space.valid() || !creation.valid()) return "its dataspace or storage layout cannot be read";
+  if (H5Sget_simple_extent_npoints(space.get()) <= 0) return {};
+  switch (H5Pget_layout(creation.get())) {
+    case H5D_CONTIGUOUS:
+      // External files hold the values elsewhere: HDF5 gives no address, and reads them there.
+      if (H5Pget_external_count(creation.get()) > 0) return {};
+      if (H5Dget_offset(dataset) == HADDR_UNDEF)
+        return "its values were never written (no storage: HDF5 would read zeros)";
+      return {};
+    case H5D_CHUNKED: {
+      const int rank = H5Sget_simple_extent_ndims(space.get());
+      std::vector<hsize_t> dimensions(static_cast<std::size_t>(std::max(rank, 0)));
+      std::vector<hsize_t> chunk(H5S_MAX_RANK, 0);
+      if (rank < 0 || H5Sget_simple_extent_dims(space.get(), dimensions.data(), nullptr) < 0 ||
+          H5Pget_chunk(creation.get(), H5S_MAX_RANK, chunk.data()) != rank)
+        return "its shape or chunk shape cannot be read";
+      // Chunks the shape needs; a count past 2^64 cannot be stored, so it saturates.
+      std::uint64_t needed = 1;
+      for (int axis = 0; axis < rank; ++axis) {
+        const auto index = static_cast<std::size_t>(axis);
+        if (chunk[index] == 0) return "its chunk shape has an empty side";
+        const std::uint64_t along = (dimensions[index] + chunk[index] - 1) / chunk[index];
+        needed = along != 0 && needed > std::numeric_limits<std::uint64_t>::max() / along
+                     ? std::numeric_limits<std::uint64_t>::max()
+                     : needed * along;
+      }
+      hsize_t stored = 0;
+      if (H5Dget_num_chunks(dataset, space.get(), &stored) < 0) return "its chunk index cannot be read";
+      if (stored < needed)
+        return "only " + std::to_string(stored) + " of its " + std::to_string(needed) +
+               " chunks were written (HDF5 would read zeros for the rest: a writer that stopped, or a "
+               "shape larger than the data)";
+      return {};
+    }
+    default: return {};
+  }
+}
+
 void require_sound_dataset_storage(hid_t dataset, const std::string& place) {
   const std::string problem = dataset_storage_problem(dataset);
   if (!problem.empty()) throw_input_error(place + ": " + problem + " (file corrupt?)");

@@ -114,6 +114,8 @@ detail::Hdf5Handle open_dataset(hid_t file, const config::DatasetLocation& locat
              std::to_string(maximum_chunks_per_sample) +
              " are read per sample); rechunk it, e.g. with h5repack -l CHUNK=1x... so a chunk holds "
              "whole samples");
+  if (const std::string problem = detail::unwritten_storage_problem(dataset.get()); !problem.empty())
+    fail(location, key, problem);
   return dataset;
 }
 

@@ -274,6 +274,103 @@ TEST(DatasetStorage, CompressedChunksPassUnlessARecordSkipsEveryFilter) {
       "takes 96");
 }
 
+// Values never written read as HDF5's fill value (zeros): a dataset whose writer stopped, or whose
+// shape a damaged header enlarged, would train as blank images. The storage check lets them
+// through (nothing is read past a buffer); the data readers refuse them naming the file and the
+// dataset, before anything is sized from the shape.
+TEST(DatasetStorage, ValuesNeverWrittenAreRefusedByTheDataReaders) {
+  const ScratchDirectory scratch("dataset-storage-unwritten");
+  // Creates `name` as uint8 [8, 2, 2] (chunked: in chunks of two samples), writing samples 0 and 1
+  // or nothing.
+  const auto create = [](const std::string& path, const std::string& name, bool chunked,
+                         bool write_first_chunk) {
+    Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    const hsize_t shape[3] = {8, 2, 2}, chunk[3] = {2, 2, 2}, start[3] = {0, 0, 0};
+    Hdf5Handle space = detail::dataspace_handle(H5Screate_simple(3, shape, nullptr));
+    Hdf5Handle creation = detail::property_list_handle(H5Pcreate(H5P_DATASET_CREATE));
+    if (chunked) H5Pset_chunk(creation.get(), 3, chunk);
+    Hdf5Handle dataset = detail::dataset_handle(H5Dcreate2(
+        file.get(), name.c_str(), H5T_NATIVE_UINT8, space.get(), H5P_DEFAULT, creation.get(), H5P_DEFAULT));
+    ASSERT_TRUE(dataset.valid());
+    if (!write_first_chunk) return;
+    Hdf5Handle selection = detail::dataspace_handle(H5Scopy(space.get()));
+    H5Sselect_hyperslab(selection.get(), H5S_SELECT_SET, start, nullptr, chunk, nullptr);
+    Hdf5Handle memory = detail::dataspace_handle(H5Screate_simple(3, chunk, nullptr));
+    const std::vector<std::uint8_t> values(8, 5);
+    ASSERT_GE(
+        H5Dwrite(dataset.get(), H5T_NATIVE_UINT8, memory.get(), selection.get(), H5P_DEFAULT, values.data()),
+        0);
+  };
+  const auto problems = [](const std::string& path, const std::string& name) {
+    Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    Hdf5Handle dataset = detail::dataset_handle(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT));
+    EXPECT_TRUE(dataset.valid()) << name;
+    return std::pair(detail::dataset_storage_problem(dataset.get()),
+                     detail::unwritten_storage_problem(dataset.get()));
+  };
+  const std::string partial_chunks =
+      "only 1 of its 4 chunks were written (HDF5 would read zeros for the rest: a writer that stopped, or a "
+      "shape larger than the data)";
+  const std::string no_storage = "its values were never written (no storage: HDF5 would read zeros)";
+
+  // A data.source file: labels written, images written in part or not at all.
+  const std::string path = scratch.file("source.h5");
+  write_values(path, "/y", H5T_NATIVE_INT32, {8}, std::vector<std::int32_t>{0, 1, 0, 1, 0, 1, 0, 1},
+               Layout::Contiguous);
+  create(path, "/partial", true, true);
+  create(path, "/contiguous", false, false);
+  // The storage check lets both through (nothing is read past a buffer); this check does not.
+  EXPECT_EQ(problems(path, "/partial"), std::pair(std::string(), partial_chunks));
+  EXPECT_EQ(problems(path, "/contiguous"), std::pair(std::string(), no_storage));
+  for (const char* images : {"/partial", "/contiguous"}) {
+    config::SourceConfig source;
+    source.train = {{path, images}, {path, "/y"}};
+    source.test = source.train;
+    EXPECT_INPUT_ERROR(MappedSource{source},
+                       path + ":" + images + " (data.source.train.images): " +
+                           (std::string(images) == "/partial" ? partial_chunks : no_storage));
+  }
+  // Written datasets of every layout pass.
+  const SmallSource data;
+  for (const Layout layout : {Layout::Compact, Layout::Contiguous, Layout::Chunked, Layout::GzipChunked}) {
+    const std::string written = scratch.file("written" + std::to_string(static_cast<int>(layout)) + ".h5");
+    data.write(written, layout, layout);
+    EXPECT_EQ(problems(written, "/x").second, "") << static_cast<int>(layout);
+  }
+
+  // A phalanx dataset whose /test/images was replaced by one written in part (its writer stopped):
+  // refused naming the file and the dataset by every reader, before anything is sized from it.
+  const std::string native = scratch.file("native.h5");
+  const Split train = testing::make_split("train", 16, 2, 2, 1, 2, 1);
+  const Split test = testing::make_split("test", 8, 2, 2, 1, 2, 2);
+  write_dataset(native, {"a", "b"}, {&train, &test}, {.chunk_samples = 4});
+  {
+    Hdf5Handle file = detail::file_handle(H5Fopen(native.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    ASSERT_GE(H5Ldelete(file.get(), "/test/images", H5P_DEFAULT), 0);
+  }
+  {
+    // NHWC [8, 2, 2, 1] in chunks of two samples, only the first written.
+    Hdf5Handle file = detail::file_handle(H5Fopen(native.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    const hsize_t shape[4] = {8, 2, 2, 1}, chunk[4] = {2, 2, 2, 1}, start[4] = {0, 0, 0, 0};
+    Hdf5Handle space = detail::dataspace_handle(H5Screate_simple(4, shape, nullptr));
+    Hdf5Handle creation = detail::property_list_handle(H5Pcreate(H5P_DATASET_CREATE));
+    H5Pset_chunk(creation.get(), 4, chunk);
+    Hdf5Handle images = detail::dataset_handle(H5Dcreate2(
+        file.get(), "/test/images", H5T_NATIVE_UINT8, space.get(), H5P_DEFAULT, creation.get(), H5P_DEFAULT));
+    Hdf5Handle selection = detail::dataspace_handle(H5Scopy(space.get()));
+    H5Sselect_hyperslab(selection.get(), H5S_SELECT_SET, start, nullptr, chunk, nullptr);
+    Hdf5Handle memory = detail::dataspace_handle(H5Screate_simple(4, chunk, nullptr));
+    const std::vector<std::uint8_t> values(4, 5);
+    ASSERT_GE(
+        H5Dwrite(images.get(), H5T_NATIVE_UINT8, memory.get(), selection.get(), H5P_DEFAULT, values.data()),
+        0);
+  }
+  const std::string refusal = native + ": /test/images: " + partial_chunks;
+  EXPECT_INPUT_ERROR(read_dataset_info(native), refusal);
+  EXPECT_INPUT_ERROR(read_split(native, "train"), refusal);
+  EXPECT_INPUT_ERROR(SplitReader reader(native, "test"), refusal);
+}
+
 TEST(DatasetStorage, DatasetFileWithADamagedChunkRecordIsRefusedByItsReaders) {
   // phalanx's own files: chunked with Fletcher-32 (a filter), so a record whose filter mask skips
   // every filter must hold exactly a chunk.

@@ -300,8 +300,8 @@ TEST_F(MappedFiles, BadInputsNameFileDatasetAndKey) {
 }
 
 TEST_F(MappedFiles, WarnsWhenOneChunkHoldsFarMoreThanABatchNeeds) {
-  // 1100 samples of 256x256 in one gzip chunk: any read decodes 72 MB. Never written, so the file
-  // stays small: validation reads only the labels and the storage layout of the images.
+  // 1100 samples of 256x256 in one gzip chunk: any read decodes 72 MB. Zeros, so the file stays
+  // small: validation reads only the labels and the storage layout of the images.
   const std::string path = scratch_.file("one_chunk.h5");
   const hsize_t shape[3] = {1100, 256, 256};
   const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -309,7 +309,11 @@ TEST_F(MappedFiles, WarnsWhenOneChunkHoldsFarMoreThanABatchNeeds) {
   const hid_t creation = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_chunk(creation, 3, shape);
   H5Pset_deflate(creation, 4);
-  H5Dclose(H5Dcreate2(file, "/x", H5T_NATIVE_UINT8, space, H5P_DEFAULT, creation, H5P_DEFAULT));
+  const hid_t dataset = H5Dcreate2(file, "/x", H5T_NATIVE_UINT8, space, H5P_DEFAULT, creation, H5P_DEFAULT);
+  // Written: a dataset whose chunks were never stored is refused (data.source reads no zeros).
+  const std::vector<std::uint8_t> zeros(1100 * 256 * 256, 0);
+  ASSERT_GE(H5Dwrite(dataset, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data()), 0);
+  H5Dclose(dataset);
   H5Pclose(creation);
   H5Sclose(space);
   H5Fclose(file);
@@ -412,10 +416,12 @@ TEST_F(MappedFiles, ImagesSpreadOverTooManyChunksPerSampleAreRefused) {
     const hid_t space = H5Screate_simple(3, shape.data(), nullptr);
     const hid_t creation = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_chunk(creation, 3, chunk.data());
+    const std::vector<std::uint8_t> values(2 * side * side, 7);
     for (const char* name : {"/train_x", "/test_x"}) {
       const hid_t dataset =
           H5Dcreate2(file, name, H5T_NATIVE_UINT8, space, H5P_DEFAULT, creation, H5P_DEFAULT);
       ASSERT_GE(dataset, 0);
+      ASSERT_GE(H5Dwrite(dataset, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
       H5Dclose(dataset);
     }
     H5Pclose(creation);
@@ -431,7 +437,7 @@ TEST_F(MappedFiles, ImagesSpreadOverTooManyChunksPerSampleAreRefused) {
   std::vector<std::int32_t> labels(2, -1);
   reader.read(0, 2, images.data(), labels.data());
   EXPECT_EQ(labels, (std::vector<std::int32_t>{0, 1}));
-  EXPECT_EQ(std::count(images.begin(), images.end(), 0), 2 * 64 * 64) << "unwritten chunks read as 0";
+  EXPECT_EQ(std::count(images.begin(), images.end(), 7), 2 * 64 * 64);
 
   write_file(scratch_.file("over_the_limit.h5"), 65);
   EXPECT_INPUT_ERROR(MappedSource(source_of(scratch_.file("over_the_limit.h5"))),

@@ -39,4 +39,11 @@ std::string dataset_storage_problem(hid_t dataset);
 // finds one; `place` names the file and the dataset ("run/step-11.h5: /state/epoch").
 void require_sound_dataset_storage(hid_t dataset, const std::string& place);
 
+// Why `dataset` holds values it was never given, or empty: a contiguous dataset with no storage,
+// or a chunked one with fewer chunks stored than its shape needs. HDF5 reads the fill value (zeros)
+// there, so a dataset whose writer stopped, or one whose shape a damaged header enlarged, would
+// train as blank images with label 0; data, unlike a checkpoint being edited, is always written
+// whole. Compact datasets always store their values.
+std::string unwritten_storage_problem(hid_t dataset);
+
 }  // namespace phalanx::data::detail
