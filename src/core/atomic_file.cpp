@@ -31,6 +31,10 @@ void sync_path(const std::string& path, int flags, const std::string& what) {
 
 AtomicFile::AtomicFile(std::string path)
     : path_(std::move(path)), temporary_path_(path_ + ".tmp-" + std::to_string(::getpid())) {
+  // Before any folder is made: a refused output leaves nothing behind, an empty folder included.
+  PHALANX_REQUIRE_INPUT(!path_.empty(), "the output file's path is empty");
+  PHALANX_REQUIRE_INPUT(std::filesystem::path(path_).has_filename(), path_,
+                        ": names a folder (a trailing /); give the output file's name");
   const auto parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) {
     std::error_code error;
