@@ -360,7 +360,7 @@ TEST(DatasetStorage, ValuesNeverWrittenAreRefusedByTheDataReaders) {
     Hdf5Handle selection = detail::dataspace_handle(H5Scopy(space.get()));
     H5Sselect_hyperslab(selection.get(), H5S_SELECT_SET, start, nullptr, chunk, nullptr);
     Hdf5Handle memory = detail::dataspace_handle(H5Screate_simple(4, chunk, nullptr));
-    const std::vector<std::uint8_t> values(4, 5);
+    const std::vector<std::uint8_t> values(2 * 2 * 2 * 1, 5);  // one chunk of [2, 2, 2, 1]
     ASSERT_GE(
         H5Dwrite(images.get(), H5T_NATIVE_UINT8, memory.get(), selection.get(), H5P_DEFAULT, values.data()),
         0);
