@@ -28,14 +28,17 @@ namespace {
 }
 
 const std::vector<std::string>& sweep_keys() {
-  static const std::vector<std::string> keys = {"name",   "seed",      "config",  "set",
-                                                "search", "scheduler", "trials",  "metric",
-                                                "goal",   "budget",    "workers", "tpe",
-                                                "space",  "pbt"};
+  static const std::vector<std::string> keys = {"name",      "seed",   "config", "set",  "search",
+                                                "scheduler", "trials", "metric", "goal", "budget",
+                                                "workers",   "tpe",    "space",  "pbt",  "asha"};
   return keys;
 }
 const std::vector<std::string>& tpe_keys() {
   static const std::vector<std::string> keys = {"startup_trials", "candidates"};
+  return keys;
+}
+const std::vector<std::string>& asha_keys() {
+  static const std::vector<std::string> keys = {"rule"};
   return keys;
 }
 const std::vector<std::string>& budget_keys() {
@@ -51,8 +54,10 @@ const std::vector<std::string>& worker_keys() {
 std::vector<std::string> settable_keys() {
   std::vector<std::string> keys;
   for (const auto& key : sweep_keys())
-    if (key != "budget" && key != "workers" && key != "tpe" && key != "space" && key != "set" && key != "pbt")
+    if (key != "budget" && key != "workers" && key != "tpe" && key != "space" && key != "set" &&
+        key != "pbt" && key != "asha")
       keys.push_back(key);
+  for (const auto& key : asha_keys()) keys.push_back("asha." + key);
   for (const auto& key : budget_keys()) keys.push_back("budget." + key);
   for (const auto& key : tpe_keys()) keys.push_back("tpe." + key);
   for (const auto& key : worker_keys()) keys.push_back("workers." + key);
@@ -383,6 +388,15 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
           static_cast<int>(reader.integer(tpe["startup_trials"], "tpe.startup_trials", 1, 100000));
     if (tpe["candidates"].IsDefined())
       sweep.tpe_candidates = static_cast<int>(reader.integer(tpe["candidates"], "tpe.candidates", 1, 100000));
+  }
+  if (reader.require_mapping(root["asha"], "asha")) {
+    const YAML::Node asha = root["asha"];
+    if (sweep.scheduler != Scheduler::Asha)
+      fail_at(reader, "asha",
+              "applies to scheduler: asha only (this sweep's scheduler is " + name_of(sweep.scheduler) + ")",
+              asha);
+    reader.check_keys(asha, "asha", asha_keys());
+    if (asha["rule"].IsDefined()) sweep.asha_rule = reader.word<AshaRule>(asha["rule"], "asha.rule");
   }
   read_pbt_section(reader, root, sweep);
   if (!root["space"].IsDefined()) fail_at(reader, "space", "is missing: name the keys to search", root);

@@ -8,8 +8,9 @@
 
 namespace phalanx::sweep {
 
-Asha::Asha(double min_budget, double max_budget, int eta, bool maximize, int max_trials, bool single_rung)
-    : eta_(eta), maximize_(maximize), max_trials_(max_trials) {
+Asha::Asha(double min_budget, double max_budget, int eta, bool maximize, int max_trials, bool single_rung,
+           config::AshaRule rule)
+    : eta_(eta), maximize_(maximize), rule_(rule), max_trials_(max_trials) {
   PHALANX_CHECK(min_budget > 0 && max_budget >= min_budget && eta >= 2, "invalid ASHA budgets");
   if (single_rung) {
     budgets_.push_back(max_budget);
@@ -21,6 +22,8 @@ Asha::Asha(double min_budget, double max_budget, int eta, bool maximize, int max
   }
   results_.resize(budgets_.size());
   promoted_.resize(budgets_.size());
+  going_on_.resize(budgets_.size());
+  decided_.resize(budgets_.size());
 }
 
 Asha::Asha(std::vector<double> budgets, bool maximize, int max_trials)
@@ -29,6 +32,8 @@ Asha::Asha(std::vector<double> budgets, bool maximize, int max_trials)
                 "invalid rung budgets");
   results_.resize(budgets_.size());
   promoted_.resize(budgets_.size());
+  going_on_.resize(budgets_.size());
+  decided_.resize(budgets_.size());
 }
 
 bool Asha::better(const std::pair<int, double>& a, const std::pair<int, double>& b) const {
@@ -47,10 +52,20 @@ bool Asha::promoted(int trial, int from_rung) const {
   return promoted_.at(static_cast<std::size_t>(from_rung)).count(trial) > 0;
 }
 
+bool Asha::goes_on(int trial, int from_rung) const {
+  return promoted(trial, from_rung) || going_on_.at(static_cast<std::size_t>(from_rung)).count(trial) > 0;
+}
+
 std::vector<Job> Asha::candidates() const {
   std::vector<Job> jobs;
   for (int rung = top_rung() - 1; rung >= 0; --rung) {
     const auto order = ranking(rung);
+    if (rule_ == config::AshaRule::Stopping) {
+      for (const auto& [trial, metric] : order)
+        if (going_on_[static_cast<std::size_t>(rung)].count(trial) && !promoted(trial, rung))
+          jobs.push_back(Job{trial, rung + 1});
+      continue;
+    }
     const std::size_t top = order.size() / static_cast<std::size_t>(eta_);
     for (std::size_t index = 0; index < top; ++index)
       if (!promoted(order[index].first, rung)) jobs.push_back(Job{order[index].first, rung + 1});
@@ -73,7 +88,16 @@ Job Asha::take(Job job) {
 
 void Asha::record(int trial, int rung, double metric) {
   PHALANX_CHECK(rung >= 0 && rung <= top_rung(), "rung ", rung, " out of range");
-  results_[static_cast<std::size_t>(rung)][trial] = metric;
+  const auto index = static_cast<std::size_t>(rung);
+  results_[index][trial] = metric;
+  // Decided once, on the trial's first result at the rung: a job redone after a kill records it
+  // again, and the decision must not move with what arrived in between.
+  if (rule_ != config::AshaRule::Stopping || rung == top_rung() || !decided_[index].insert(trial).second)
+    return;
+  const auto order = ranking(rung);
+  const std::size_t top = std::max<std::size_t>(1, order.size() / static_cast<std::size_t>(eta_));
+  for (std::size_t position = 0; position < top; ++position)
+    if (order[position].first == trial) going_on_[index].insert(trial);
 }
 
 void Asha::restore_started(int trial) {

@@ -354,7 +354,8 @@ RecordedProgress ResultsStore::progress() const {
                                        static_cast<int>(statement.integer(1)));
   }
   {
-    Statement statement(database_, "SELECT trial_id, rung, metric FROM rung_results");
+    // In the order they were recorded: ASHA's stopping rule decided each against those before it.
+    Statement statement(database_, "SELECT trial_id, rung, metric FROM rung_results ORDER BY rowid");
     while (statement.step())
       progress.rung_results.push_back({static_cast<int>(statement.integer(0)),
                                        static_cast<int>(statement.integer(1)), statement.real(2)});

@@ -32,6 +32,9 @@ std::string sweep_definition(const config::SweepConfig& sweep) {
   // Only in TPE sweeps, so that the definitions of sweeps recorded before TPE compare unchanged.
   if (sweep.search == config::Search::Tpe)
     definition["tpe"] = {{"startup_trials", sweep.tpe_startup_trials}, {"candidates", sweep.tpe_candidates}};
+  // Only where it is not the default, so that the definitions of sweeps recorded before it compare unchanged.
+  if (sweep.scheduler == config::Scheduler::Asha && sweep.asha_rule != config::AshaRule::Promotion)
+    definition["asha"] = {{"rule", config::name_of(sweep.asha_rule)}};
   if (sweep.scheduler == config::Scheduler::Pbt)
     definition["pbt"] = {{"population", sweep.pbt.population},
                          {"interval", sweep.pbt.interval},

@@ -129,8 +129,12 @@ void SweepPrinter::header(const SweepState& state) const {
               std::to_string(sweep_.tpe_candidates) + " candidates)";
   // PBT's rungs are its intervals; eta means nothing there.
   const bool pbt = state.pbt() != nullptr;
-  const std::string shape = pbt ? "intervals: " + ladder + "; population " + std::to_string(sweep_.pbt.population)
-                                : "rungs: " + ladder + "; eta " + std::to_string(sweep_.eta);
+  const std::string shape =
+      pbt ? "intervals: " + ladder + "; population " + std::to_string(sweep_.pbt.population)
+          : "rungs: " + ladder + "; eta " + std::to_string(sweep_.eta) +
+                (sweep_.scheduler == config::Scheduler::Asha
+                     ? "; " + config::name_of(sweep_.asha_rule) + " rule"
+                     : "");
   std::printf("sweep %s: %d trials, %s, %s scheduler (%s), metric %s (%s), %d worker groups\n",
               sweep_.name.c_str(), asha.max_trials(), search.c_str(), config::name_of(sweep_.scheduler).c_str(),
               shape.c_str(), sweep_.metric.c_str(), config::name_of(sweep_.goal).c_str(), state.group_count());

@@ -52,7 +52,7 @@ SweepState::SweepState(const config::SweepConfig& sweep, int groups, std::int64_
                 ? Asha(pbt_budgets(sweep.pbt.interval, sweep.max_budget),
                        sweep.goal == config::Goal::Maximize, trial_count(sweep))
                 : Asha(sweep.min_budget, sweep.max_budget, sweep.eta, sweep.goal == config::Goal::Maximize,
-                       trial_count(sweep), sweep.scheduler == config::Scheduler::Full)),
+                       trial_count(sweep), sweep.scheduler == config::Scheduler::Full, sweep.asha_rule)),
       proposals_(sweep),
       groups_(static_cast<std::size_t>(groups)),
       last_job_id_(last_job_id),

@@ -53,10 +53,11 @@ Proposal TrialProposals::propose(int trial, const Asha& asha) {
     // Below the model's rung, the trials that stopped there: ASHA passed them over, so they join
     // the fit ranked under every result of the model's rung. Without them the model knows nothing
     // of the regions where rung 0 already failed, and its l(x) / g(x) favours exactly those. A trial
-    // promoted out of its highest rung is on its way up (not known to be worse) and is left out.
+    // promoted out of its highest rung (or, under ASHA's stopping rule, decided to go on) is on its
+    // way up, not known to be worse, and is left out.
     for (int lower = rung - 1; lower >= 0; --lower)
       for (const auto& [observed, metric] : asha.ranking(lower))
-        if (!seen.count(observed) && !asha.promoted(observed, lower)) observe(observed, metric, lower);
+        if (!seen.count(observed) && !asha.goes_on(observed, lower)) observe(observed, metric, lower);
     std::sort(proposal.fitted_on.begin(), proposal.fitted_on.end());
     // A stream of its own per trial (not random search's per-key streams), so that the proposal
     // depends only on the seed, the trial id and the observations.

@@ -289,6 +289,27 @@ TEST_F(SweepFile, BadTpeSettingsNameTheirKey) {
   expect_input_error([&] { load_sweep(sweep("trials: 4", "search: tpe")); }, {"sweep.yaml", "trials", "tpe"});
 }
 
+TEST_F(SweepFile, AshaTakesItsRule) {
+  EXPECT_EQ(phalanx::config::name_of(load_sweep(sweep()).asha_rule), "promotion");  // Li et al.'s
+  EXPECT_EQ(
+      phalanx::config::name_of(load_sweep(sweep("trials: 4", "trials: 4\nasha: {rule: stopping}")).asha_rule),
+      "stopping");
+  EXPECT_EQ(phalanx::config::name_of(load_sweep(sweep(), {"asha.rule=stopping"}).asha_rule), "stopping");
+}
+
+TEST_F(SweepFile, BadAshaSettingsNameTheirKey) {
+  expect_input_error([&] { load_sweep(sweep("trials: 4", "trials: 4\nasha: {rule: pruning}")); },
+                     {"sweep.yaml", "asha.rule", "pruning", "stopping"});
+  expect_input_error([&] { load_sweep(sweep("trials: 4", "trials: 4\nasha: {rules: stopping}")); },
+                     {"sweep.yaml", "asha.rules", "rule"});
+  expect_input_error([&] { load_sweep(sweep(), {"asha.rules=stopping"}); },
+                     {"sweep.yaml", "asha.rules", "asha.rule"});
+  // A rule for another scheduler would be ignored without a word.
+  expect_input_error(
+      [&] { load_sweep(sweep("trials: 4", "trials: 4\nscheduler: full\nasha: {rule: stopping}")); },
+      {"sweep.yaml", "asha", "scheduler: asha", "full"});
+}
+
 TEST_F(SweepFile, ReadsThePbtSectionWithItsDefaults) {
   const auto sweep = load_sweep(this->sweep("budget:", "scheduler: pbt\npbt: {interval: 3}\nbudget:"));
   EXPECT_EQ(phalanx::config::name_of(sweep.scheduler), "pbt");

@@ -7,6 +7,8 @@
 - On one worker group the order of results is fixed, so two sweeps propose the same trials: a
   sweep SIGKILLed mid-way (mpirun and every rank) and resumed proposes exactly the trials of an
   uninterrupted one, with the same results; a --resume of a finished sweep proposes nothing new.
+- With `asha: {rule: stopping}` each rung-0 result goes on exactly when it was in the top third of
+  the results its rung held as it arrived (replayed from the database in the order written).
 - With `scheduler: full` (no early stopping) the model is fitted on the final results.
 - A bad TPE setting exits with status 2 naming the key.
 """
@@ -178,6 +180,28 @@ class TpeSweepTest(unittest.TestCase):
                          expected_results)
         print(f"\n  {len(before)} of {TRIALS} trials proposed before the kill; the resumed sweep proposed the rest "
               f"as the uninterrupted one", end=" ")
+
+    def test_the_stopping_rule_decides_each_result_as_it_arrives(self):
+        directory = os.path.join(WORK, "stopping")
+        result = e2e.mpirun(2, "sweep", SWEEP, "--sweep-dir", directory, "--set", "asha.rule=stopping", timeout=400)
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.assertIn("eta 3; stopping rule", result.stdout)
+        rows = check_every_trial_once(self, directory)
+        check_proposals(self, directory, rows)
+        # Rung 0's results in the order they were written, each judged against those before it:
+        # it goes on if it is in the top max(1, floor(n / 3)) of the n results so far, ties to the
+        # lower trial id. The promotion rule would send on only the final top floor(8 / 3) = 2.
+        so_far, going_on = [], set()
+        for arrived in query(directory, "SELECT trial_id, metric FROM rung_results WHERE rung = 0 ORDER BY rowid"):
+            so_far.append((arrived["trial_id"], arrived["metric"]))
+            ranked = sorted(so_far, key=lambda pair: (-pair[1], pair[0]))
+            if arrived["trial_id"] in [trial for trial, _ in ranked[:max(1, len(so_far) // 3)]]:
+                going_on.add(arrived["trial_id"])
+        self.assertEqual(len(so_far), TRIALS)
+        promoted = {row["trial_id"] for row in query(directory, "SELECT DISTINCT trial_id FROM jobs WHERE rung = 1")}
+        self.assertEqual(promoted, going_on)
+        completed = {row["trial_id"] for row in rows if row["status"] == "completed"}
+        self.assertEqual(completed, going_on)
 
     def test_tpe_without_asha_fits_the_final_results(self):
         # scheduler: full trains every trial to budget.max: one rung, the final results.

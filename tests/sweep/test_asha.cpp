@@ -135,3 +135,78 @@ TEST(Asha, RestoredStateGivesTheSameCandidates) {
   EXPECT_EQ(restored.take(new_trial).trial, 4);
   EXPECT_EQ(live.take(new_trial).trial, 4);
 }
+
+// ASHA's stopping rule (AshaRule::Stopping, as Optuna's SuccessiveHalvingPruner decides): each
+// result is judged once, against the results its rung holds when it arrives.
+TEST(AshaStoppingRule, DecidesEachResultAgainstTheRungAsItArrives) {
+  Asha asha(1, 9, 3, true, 9, false, phalanx::config::AshaRule::Stopping);
+  for (int trial = 0; trial < 6; ++trial) asha.take(new_trial);
+  asha.record(0, 0, 0.50);  // n = 1: the top max(1, 0) = 1 is itself, it goes on
+  EXPECT_EQ(asha.candidates(), jobs({{0, 1}, new_trial}));
+  EXPECT_TRUE(asha.goes_on(0, 0));
+  asha.record(1, 0, 0.40);  // n = 2: top 1 is trial 0, trial 1 stops
+  EXPECT_FALSE(asha.goes_on(1, 0));
+  asha.record(2, 0, 0.70);  // n = 3: top 1 is itself
+  asha.record(3, 0, 0.45);  // n = 4: top 1 is trial 2
+  asha.record(4, 0, 0.60);  // n = 5: top 1 is trial 2
+  asha.record(5, 0, 0.65);  // n = 6: top 2 are trials 2 and 5
+  // Trial 0 is no longer in the rung's top third (2 and 5 are), but its decision stands; the
+  // candidates come best first.
+  EXPECT_EQ(asha.candidates(), jobs({{2, 1}, {5, 1}, {0, 1}, new_trial}));
+  for (const int stopped : {1, 3, 4}) EXPECT_FALSE(asha.goes_on(stopped, 0)) << stopped;
+  // The promotion rule on the same results hands out only the top floor(6 / 3) = 2.
+  Asha promotion(1, 9, 3, true, 9);
+  for (int trial = 0; trial < 6; ++trial) promotion.take(new_trial);
+  for (const auto& [trial, metric] : asha.ranking(0)) promotion.record(trial, 0, metric);
+  EXPECT_EQ(promotion.candidates(), jobs({{2, 1}, {5, 1}, new_trial}));
+  EXPECT_FALSE(promotion.goes_on(0, 0));
+
+  // Taken once; still on its way (goes_on) after it is taken.
+  EXPECT_EQ(asha.take({0, 1}), (Job{0, 1}));
+  EXPECT_TRUE(asha.goes_on(0, 0));
+  EXPECT_EQ(asha.candidates(), jobs({{2, 1}, {5, 1}, new_trial}));
+  // A result recorded again keeps its first decision.
+  asha.record(1, 0, 0.99);
+  EXPECT_FALSE(asha.goes_on(1, 0));
+  // Rung 1: the first result goes on, the top rung decides nothing.
+  asha.record(0, 1, 0.80);
+  EXPECT_TRUE(asha.goes_on(0, 1));
+  asha.take({0, 2});
+  asha.record(0, 2, 0.85);
+  EXPECT_FALSE(asha.goes_on(0, 2));
+}
+
+TEST(AshaStoppingRule, MinimizeAndTiesGoToTheLowerTrialId) {
+  Asha asha(1, 4, 2, false, 4, false, phalanx::config::AshaRule::Stopping);
+  for (int trial = 0; trial < 4; ++trial) asha.take(new_trial);
+  asha.record(3, 0, 0.5);  // n = 1: goes on
+  asha.record(1, 0, 0.5);  // n = 2: top 1; the tie goes to trial 1, which goes on
+  asha.record(2, 0, 0.7);  // n = 3: top 1 is trial 1; 0.7 is worse when minimizing
+  asha.record(0, 0, 0.1);  // n = 4: top 2 are trials 0 and 1
+  EXPECT_EQ(asha.candidates(), jobs({{0, 1}, {1, 1}, {3, 1}}));
+  EXPECT_FALSE(asha.goes_on(2, 0));
+}
+
+TEST(AshaStoppingRule, ReplayedInTheRecordedOrderGivesTheSameCandidates) {
+  Asha live(1, 9, 3, true, 6, false, phalanx::config::AshaRule::Stopping);
+  for (int trial = 0; trial < 5; ++trial) live.take(new_trial);
+  const std::vector<std::pair<int, double>> arrivals = {{3, 0.5}, {0, 0.4}, {4, 0.6}, {1, 0.55}, {2, 0.3}};
+  for (const auto& [trial, metric] : arrivals) live.record(trial, 0, metric);
+  live.take({4, 1});
+  // As --resume rebuilds it: the rung_results table in the order the rows were written.
+  Asha restored(1, 9, 3, true, 6, false, phalanx::config::AshaRule::Stopping);
+  for (int trial = 0; trial < 5; ++trial) restored.restore_started(trial);
+  restored.restore_promoted(4, 1);
+  for (const auto& [trial, metric] : arrivals) restored.record(trial, 0, metric);
+  EXPECT_EQ(restored.candidates(), live.candidates());
+  EXPECT_EQ(restored.candidates(), jobs({{3, 1}, new_trial}));
+  // In trial order instead, trial 3 (0.5) would have come after trial 1 (0.55) and stopped: the
+  // order is part of the state, which is why the results are replayed as recorded.
+  Asha reordered(1, 9, 3, true, 6, false, phalanx::config::AshaRule::Stopping);
+  for (int trial = 0; trial < 5; ++trial) reordered.restore_started(trial);
+  reordered.restore_promoted(4, 1);
+  for (const int trial : {0, 1, 2, 3, 4})
+    for (const auto& [arrived, metric] : arrivals)
+      if (arrived == trial) reordered.record(trial, 0, metric);
+  EXPECT_NE(reordered.candidates(), live.candidates());
+}

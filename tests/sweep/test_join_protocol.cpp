@@ -106,6 +106,13 @@ TEST(JoinProtocol, TheCoordinatorRefusesAnotherBuildAnotherSweepOrAWrongToken) {
   EXPECT_NE(budget_refusal.find("'budget'"), std::string::npos) << budget_refusal;
   EXPECT_NE(budget_refusal.find("27"), std::string::npos) << budget_refusal;
 
+  // Another ASHA rule: a key the default leaves out of the definition, named with its value.
+  auto stopping = sweep;
+  stopping.asha_rule = phalanx::config::AshaRule::Stopping;
+  const std::string rule_refusal = join_refusal(request_for(stopping, build), "secret", definition, build);
+  EXPECT_NE(rule_refusal.find("'asha'"), std::string::npos) << rule_refusal;
+  EXPECT_NE(rule_refusal.find("stopping"), std::string::npos) << rule_refusal;
+
   // Another base config: the line of the resolved config that differs.
   auto other_base = sweep;
   other_base.base.optimizer.learning_rate = 0.125;

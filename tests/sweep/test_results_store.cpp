@@ -133,6 +133,21 @@ TEST(ResultsStore, ProgressIsWhatResumeRebuildsFrom) {
   EXPECT_EQ(proposals[1]["fitted_on"], "[0]");
 }
 
+// ASHA's stopping rule decided each result against those before it: --resume replays them in the
+// order they were written, not in trial order.
+TEST(ResultsStore, RungResultsComeBackInTheOrderTheyWereRecorded) {
+  phalanx::testing::ScratchDirectory scratch("results_store_order");
+  ResultsStore store(scratch.file("sweep.db"));
+  store.register_worker(0, {0}, "cpu", 1, "host");
+  for (int trial = 0; trial < 3; ++trial) start_new_trial(store, trial + 1, trial);
+  store.finish_job(finished_job(3, 2, 0, 15, 0.5, 110));
+  store.finish_job(finished_job(1, 0, 0, 15, 0.7, 111));
+  store.finish_job(finished_job(2, 1, 0, 15, 0.6, 112));
+  std::vector<int> order;
+  for (const auto& result : store.progress().rung_results) order.push_back(result.trial);
+  EXPECT_EQ(order, (std::vector<int>{2, 0, 1}));
+}
+
 TEST(ResultsStore, UncommittedTransactionLeavesNothing) {
   phalanx::testing::ScratchDirectory scratch("results_store_rollback");
   ResultsStore store(scratch.file("sweep.db"));

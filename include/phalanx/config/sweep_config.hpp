@@ -30,6 +30,14 @@ enum class Scheduler { Asha, Full, Pbt };
 constexpr std::array<WordName<Scheduler>, 3> words(Scheduler) {
   return {{{Scheduler::Asha, "asha"}, {Scheduler::Full, "full"}, {Scheduler::Pbt, "pbt"}}};
 }
+// How ASHA (scheduler: asha) decides that a trial goes on to the next rung (docs/SWEEPS.md):
+// promotion, Li et al.'s rule: a free worker promotes a trial in the top 1/eta of its rung's results,
+// each trial once; stopping, the rule of Optuna's SuccessiveHalvingPruner and Ray Tune's ASHA: a
+// trial goes on if, when it reaches the rung, it is in the top 1/eta of the results there so far.
+enum class AshaRule { Promotion, Stopping };
+constexpr std::array<WordName<AshaRule>, 2> words(AshaRule) {
+  return {{{AshaRule::Promotion, "promotion"}, {AshaRule::Stopping, "stopping"}}};
+}
 enum class Goal { Maximize, Minimize };
 constexpr std::array<WordName<Goal>, 2> words(Goal) {
   return {{{Goal::Maximize, "maximize"}, {Goal::Minimize, "minimize"}}};
@@ -65,6 +73,7 @@ struct SweepConfig {
   std::vector<std::string> base_overrides;  // `config.KEY=VALUE` from the file's `set:` and --set
   Search search = Search::Random;
   Scheduler scheduler = Scheduler::Asha;
+  AshaRule asha_rule = AshaRule::Promotion;  // scheduler: asha, the `asha:` section's `rule`
   int trials = 0;  // random, tpe: how many; grid: at most how many (0: all)
   // TPE (search: tpe): the first tpe_startup_trials trial ids are random search's; each later trial
   // is the best of tpe_candidates draws from the estimator (Optuna's defaults: 10 and 24).

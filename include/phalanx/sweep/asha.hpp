@@ -5,12 +5,20 @@
 // 1/eta (floor(n / eta) of the n results that rung has recorded) and not promoted yet; otherwise
 // a new trial starts at rung 0, until the sweep's trial count is reached. Ties in the metric go
 // to the lower trial id, so the order is fully determined by the recorded results.
+// With AshaRule::Stopping (the form Optuna's SuccessiveHalvingPruner and Ray Tune's ASHA run), a
+// trial's fate at a rung is decided once, when its result there is recorded: it goes on if it is
+// in the top max(1, floor(n / eta)) of the n results the rung holds then, itself included, and
+// stops otherwise. Later results never take that back, so more trials reach the top rung than
+// under promotion, where a rung's top share shrinks relative to what it has seen; the decisions
+// then depend on the order of the results, which --resume replays as recorded.
 // This class only decides; it holds no I/O, so it is rebuilt from the database on --resume.
 #pragma once
 
 #include <map>
 #include <set>
 #include <vector>
+
+#include "phalanx/config/sweep_config.hpp"
 
 namespace phalanx::sweep {
 
@@ -26,8 +34,8 @@ class Asha {
  public:
   // `maximize` says which way the metric is better; `single_rung` gives one rung at max_budget
   // (every trial trained fully: the `full` scheduler, plain random or grid search).
-  Asha(double min_budget, double max_budget, int eta, bool maximize, int max_trials,
-       bool single_rung = false);
+  Asha(double min_budget, double max_budget, int eta, bool maximize, int max_trials, bool single_rung = false,
+       config::AshaRule rule = config::AshaRule::Promotion);
   // Rungs at the given (increasing) budgets, for a scheduler that keeps ASHA's book of rung
   // results but takes its own decisions (pbt.hpp's intervals).
   Asha(std::vector<double> budgets, bool maximize, int max_trials);
@@ -46,7 +54,8 @@ class Asha {
   // Takes a job: a new trial gets the next trial id (returned in the job), a promotion is marked
   // so that it is not offered again.
   Job take(Job job);
-  // The metric of `trial` at the end of `rung`.
+  // The metric of `trial` at the end of `rung` (under AshaRule::Stopping also the decision whether
+  // it goes on, so results must be recorded in the order they came).
   void record(int trial, int rung, double metric);
   // For rebuilding from the database: a trial that exists (ids 0..n-1 are then started), and
   // one that was promoted to `rung` (whether or not that rung finished).
@@ -56,6 +65,10 @@ class Asha {
   // The recorded results of one rung, best first.
   std::vector<std::pair<int, double>> ranking(int rung) const;
   bool promoted(int trial, int from_rung) const;
+  // Whether `trial` is on its way past `from_rung`: promoted, or (AshaRule::Stopping) decided to go
+  // on and not yet taken. A trial with a result there for which this is false has stopped there,
+  // for now (promotion) or for good (stopping).
+  bool goes_on(int trial, int from_rung) const;
 
  private:
   bool better(const std::pair<int, double>& a, const std::pair<int, double>& b) const;
@@ -63,10 +76,13 @@ class Asha {
   std::vector<double> budgets_;
   int eta_;
   bool maximize_;
+  config::AshaRule rule_ = config::AshaRule::Promotion;
   int max_trials_;
   int started_ = 0;
   std::vector<std::map<int, double>> results_;  // per rung: trial -> metric
   std::vector<std::set<int>> promoted_;         // per rung: trials promoted out of it
+  std::vector<std::set<int>> going_on_;         // per rung (stopping): trials decided to go on
+  std::vector<std::set<int>> decided_;          // per rung (stopping): trials whose fate is decided
 };
 
 }  // namespace phalanx::sweep
