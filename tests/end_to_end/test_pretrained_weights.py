@@ -211,7 +211,7 @@ class PretrainedWeightsTest(unittest.TestCase):
         self.assertIn(odd_path, evaluated.error_lines()[0])  # the dataset it looked for, as given
 
         # Checkpoints edited with h5py and sealed again (the documented way): a tensor whose shape
-        # asks for terabytes, and two datasets that meet in one torch name.
+        # asks for terabytes, two datasets that meet in one torch name, and a /model emptied.
         def edited(name, edit):
             path = os.path.join(WORK, name + ".h5")
             shutil.copyfile(IMPORTED, path)
@@ -229,8 +229,15 @@ class PretrainedWeightsTest(unittest.TestCase):
         line = refused("would both be torch's tensor 'fc.weight'", "export", twice,
                        os.path.join(WORK, "twice.safetensors"))
         self.assertIn("'fc/weight'", line)
+        def empty_the_model(file):
+            for name in list(file["model"].keys()):
+                del file["model"][name]
+
+        emptied = edited("emptied", empty_the_model)
+        line = refused("/model: holds no tensors", "export", emptied, os.path.join(WORK, "emptied.safetensors"))
+        self.assertIn(emptied, line)
         self.assertEqual([name for name in os.listdir(WORK) if name.endswith(".safetensors") and
-                          name.startswith(("huge", "twice", "from-a-directory"))], [])
+                          name.startswith(("huge", "twice", "emptied", "from-a-directory"))], [])
 
     def test_init_from_with_freeze_moves_only_the_unfrozen(self):
         run_dir = os.path.join(WORK, "finetune")

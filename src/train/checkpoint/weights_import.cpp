@@ -39,15 +39,20 @@ int classes_of_file(const config::ModelConfig& model, const Shape& input, const 
   return static_cast<int>(classes);
 }
 
-// `text` as a JSON string, which YAML also reads (a double-quoted scalar) with every character as
-// written. Configs and safetensors headers hold UTF-8: other bytes are refused naming `what`.
-std::string json_quoted(const std::string& text, const std::string& what) {
+// Configs and safetensors headers hold UTF-8: other bytes are refused naming `what`.
+void require_utf8(const std::string& text, const std::string& what) {
   try {
-    return nlohmann::json(text).dump();
+    (void)nlohmann::json(text).dump();  // dump() is what checks the encoding
   } catch (const nlohmann::json::exception&) {
     throw_input_error(what + " '" + text + "': not valid UTF-8");
   }
-  return {};
+}
+
+// `text` as a JSON string, which YAML also reads (a double-quoted scalar) with every character as
+// written; refused naming `what` unless it is UTF-8.
+std::string json_quoted(const std::string& text, const std::string& what) {
+  require_utf8(text, what);
+  return nlohmann::json(text).dump();
 }
 
 // The same file under two names (a link, ./a and a): writing one would replace the other.
@@ -87,8 +92,12 @@ ImportResult import_weights(const ImportRequest& request) {
 std::size_t export_weights(const std::string& checkpoint, const std::string& output,
                            ExportedWeights weights) {
   require_another_file(checkpoint, output, "checkpoint");
-  std::vector<ModelTensor> tensors =
-      OpenCheckpoint(checkpoint).model_tensors(weights == ExportedWeights::Average ? "/ema" : "/model");
+  const std::string group = weights == ExportedWeights::Average ? "/ema" : "/model";
+  std::vector<ModelTensor> tensors = OpenCheckpoint(checkpoint).model_tensors(group);
+  // An emptied group (an edited file) would export a header and no weights, which torch loads into
+  // no model: nothing a user asked for.
+  PHALANX_REQUIRE_INPUT(!tensors.empty(), checkpoint, ": ", group,
+                        ": holds no tensors, so there is nothing to export");
   std::vector<SafetensorsTensor> torch_tensors;
   // torch's name of each dataset, and the dataset it came from: two datasets may not meet in one
   // name (a/b and a.b), and a name must be UTF-8, as safetensors' JSON header holds it.
@@ -96,7 +105,7 @@ std::size_t export_weights(const std::string& checkpoint, const std::string& out
   for (ModelTensor& tensor : tensors) {
     const std::string dataset = tensor.name;
     std::replace(tensor.name.begin(), tensor.name.end(), '/', '.');
-    json_quoted(tensor.name, checkpoint + ": dataset");
+    require_utf8(tensor.name, checkpoint + ": dataset");
     const auto [earlier, added] = datasets_by_name.emplace(tensor.name, dataset);
     PHALANX_REQUIRE_INPUT(added, checkpoint, ": datasets '", earlier->second, "' and '", dataset,
                           "' would both be torch's tensor '", tensor.name, "'");
