@@ -210,6 +210,26 @@ std::string chunk_records_problem(hid_t dataset, hid_t space, const RecordRule& 
   return {};
 }
 
+// A chunked dataset's chunk extent, one per axis of its dataspace (`chunk`), or empty where HDF5
+// cannot say or the two ranks disagree, which the ranks then tell.
+struct ChunkShape {
+  int dataset_rank = -1;
+  int chunk_rank = -1;
+  std::vector<hsize_t> chunk;
+};
+
+ChunkShape chunk_shape(hid_t space, hid_t creation) {
+  ChunkShape shape;
+  shape.dataset_rank = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> chunk(H5S_MAX_RANK, 0);
+  shape.chunk_rank = H5Pget_chunk(creation, H5S_MAX_RANK, chunk.data());
+  if (shape.dataset_rank >= 0 && shape.chunk_rank == shape.dataset_rank) {
+    chunk.resize(static_cast<std::size_t>(shape.dataset_rank));
+    shape.chunk = std::move(chunk);
+  }
+  return shape;
+}
+
 }  // namespace
 
 std::string dataset_storage_problem(hid_t dataset) {
@@ -248,15 +268,13 @@ std::string dataset_storage_problem(hid_t dataset) {
         break;
       }
       case H5D_CHUNKED: {
-        const int rank = H5Sget_simple_extent_ndims(space.get());
-        std::vector<hsize_t> chunk(H5S_MAX_RANK, 0);
-        const int chunk_rank = H5Pget_chunk(creation.get(), H5S_MAX_RANK, chunk.data());
-        if (chunk_rank != rank) {
-          problem = "its chunks have " + std::to_string(chunk_rank) + " dimensions, the dataset " +
-                    std::to_string(rank);
+        ChunkShape shape = chunk_shape(space.get(), creation.get());
+        if (shape.chunk.empty()) {
+          problem = "its chunks have " + std::to_string(shape.chunk_rank) + " dimensions, the dataset " +
+                    std::to_string(shape.dataset_rank);
           break;
         }
-        chunk.resize(static_cast<std::size_t>(rank));
+        std::vector<hsize_t> chunk = std::move(shape.chunk);
         const FilterPipeline pipeline = filter_pipeline(creation.get());
         if (!pipeline.problem.empty()) {
           problem = pipeline.problem;
@@ -287,12 +305,12 @@ std::string unwritten_storage_problem(hid_t dataset) {
         return "its values were never written (no storage: HDF5 would read zeros)";
       return {};
     case H5D_CHUNKED: {
-      const int rank = H5Sget_simple_extent_ndims(space.get());
+      const ChunkShape shape = chunk_shape(space.get(), creation.get());
+      const int rank = shape.dataset_rank;
       std::vector<hsize_t> dimensions(static_cast<std::size_t>(std::max(rank, 0)));
-      std::vector<hsize_t> chunk(H5S_MAX_RANK, 0);
-      if (rank < 0 || H5Sget_simple_extent_dims(space.get(), dimensions.data(), nullptr) < 0 ||
-          H5Pget_chunk(creation.get(), H5S_MAX_RANK, chunk.data()) != rank)
+      if (shape.chunk.empty() || H5Sget_simple_extent_dims(space.get(), dimensions.data(), nullptr) < 0)
         return "its shape or chunk shape cannot be read";
+      const std::vector<hsize_t>& chunk = shape.chunk;
       // Chunks the shape needs; a count past 2^64 cannot be stored, so it saturates.
       std::uint64_t needed = 1;
       for (int axis = 0; axis < rank; ++axis) {

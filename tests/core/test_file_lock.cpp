@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <thread>
@@ -14,22 +13,18 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/file_lock.hpp"
 #include "phalanx/core/timer.hpp"
+#include "support/test_support.hpp"
 
 namespace phalanx {
 namespace {
 
-// A folder of its own per test, removed after it: nothing is left in the temporary directory.
+// A folder of its own per test, removed after it.
 class FileLockTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    folder_ = std::filesystem::temp_directory_path() / ("phalanx_file_lock_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(folder_);
-  }
-  void TearDown() override { std::filesystem::remove_all(folder_); }
-  std::string lock_path(const std::string& name) const { return (folder_ / name).string(); }
+  std::string lock_path(const std::string& name) const { return scratch_.file(name); }
 
  private:
-  std::filesystem::path folder_;
+  testing::ScratchDirectory scratch_{"file_lock"};
 };
 
 TEST_F(FileLockTest, OneHolderAtATimeAndTheNextAfterItEnds) {

@@ -18,6 +18,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/shard_plan.hpp"
+#include "support/test_support.hpp"
 
 namespace phalanx::testing {
 
@@ -50,20 +51,6 @@ inline std::vector<std::int64_t> global_order(const data::ShardPlan& plan, std::
   for (std::int64_t position = 0; position < order.size(); ++position)
     values[static_cast<std::size_t>(position)] = order.at(position);
   return values;
-}
-
-// Runs `call`, expects phalanx::Error of kind InvalidInput, and returns its message.
-template <typename Call>
-std::string input_error_message(Call&& call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::InvalidInput) << error.what();
-    EXPECT_EQ(error.exit_status(), 2);
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an input error, but the call succeeded";
-  return {};
 }
 
 // Runs `call` and ends the test program, naming `what`, if it has not returned within `seconds`.

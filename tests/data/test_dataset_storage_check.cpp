@@ -60,6 +60,34 @@ void write_values(const std::string& path, const std::string& name, hid_t type,
   ASSERT_GE(H5Dwrite(dataset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
 }
 
+// Adds uint8 dataset `name` of `shape` to the file at `path`, chunked as `chunk` (contiguous when
+// it is empty), and writes its first chunk (every value 5) or nothing: what a writer that stopped
+// leaves.
+void create_partly_written(const std::string& path, const std::string& name,
+                           const std::vector<hsize_t>& shape, const std::vector<hsize_t>& chunk,
+                           bool write_first_chunk) {
+  Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+  const int rank = static_cast<int>(shape.size());
+  Hdf5Handle space = detail::dataspace_handle(H5Screate_simple(rank, shape.data(), nullptr));
+  Hdf5Handle creation = detail::property_list_handle(H5Pcreate(H5P_DATASET_CREATE));
+  if (!chunk.empty()) H5Pset_chunk(creation.get(), rank, chunk.data());
+  Hdf5Handle dataset = detail::dataset_handle(H5Dcreate2(
+      file.get(), name.c_str(), H5T_NATIVE_UINT8, space.get(), H5P_DEFAULT, creation.get(), H5P_DEFAULT));
+  ASSERT_TRUE(dataset.valid());
+  if (!write_first_chunk) return;
+  ASSERT_EQ(chunk.size(), shape.size());
+  const std::vector<hsize_t> start(shape.size(), 0);
+  Hdf5Handle selection = detail::dataspace_handle(H5Scopy(space.get()));
+  H5Sselect_hyperslab(selection.get(), H5S_SELECT_SET, start.data(), nullptr, chunk.data(), nullptr);
+  Hdf5Handle memory = detail::dataspace_handle(H5Screate_simple(rank, chunk.data(), nullptr));
+  hsize_t chunk_values = 1;
+  for (const hsize_t extent : chunk) chunk_values *= extent;
+  const std::vector<std::uint8_t> values(chunk_values, 5);  // a whole chunk, read whole by H5Dwrite
+  ASSERT_GE(
+      H5Dwrite(dataset.get(), H5T_NATIVE_UINT8, memory.get(), selection.get(), H5P_DEFAULT, values.data()),
+      0);
+}
+
 // The position of the only occurrence of `pattern` in `bytes` (the test fails unless it is one).
 std::size_t only_position(const std::string& bytes, const std::string& pattern) {
   std::vector<std::size_t> found;
@@ -280,26 +308,12 @@ TEST(DatasetStorage, CompressedChunksPassUnlessARecordSkipsEveryFilter) {
 // dataset, before anything is sized from the shape.
 TEST(DatasetStorage, ValuesNeverWrittenAreRefusedByTheDataReaders) {
   const ScratchDirectory scratch("dataset-storage-unwritten");
-  // Creates `name` as uint8 [8, 2, 2] (chunked: in chunks of two samples), writing samples 0 and 1
-  // or nothing.
+  // uint8 [8, 2, 2] (chunked: in chunks of two samples), writing samples 0 and 1 or nothing.
   const auto create = [](const std::string& path, const std::string& name, bool chunked,
                          bool write_first_chunk) {
-    Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
-    const hsize_t shape[3] = {8, 2, 2}, chunk[3] = {2, 2, 2}, start[3] = {0, 0, 0};
-    Hdf5Handle space = detail::dataspace_handle(H5Screate_simple(3, shape, nullptr));
-    Hdf5Handle creation = detail::property_list_handle(H5Pcreate(H5P_DATASET_CREATE));
-    if (chunked) H5Pset_chunk(creation.get(), 3, chunk);
-    Hdf5Handle dataset = detail::dataset_handle(H5Dcreate2(
-        file.get(), name.c_str(), H5T_NATIVE_UINT8, space.get(), H5P_DEFAULT, creation.get(), H5P_DEFAULT));
-    ASSERT_TRUE(dataset.valid());
-    if (!write_first_chunk) return;
-    Hdf5Handle selection = detail::dataspace_handle(H5Scopy(space.get()));
-    H5Sselect_hyperslab(selection.get(), H5S_SELECT_SET, start, nullptr, chunk, nullptr);
-    Hdf5Handle memory = detail::dataspace_handle(H5Screate_simple(3, chunk, nullptr));
-    const std::vector<std::uint8_t> values(8, 5);
-    ASSERT_GE(
-        H5Dwrite(dataset.get(), H5T_NATIVE_UINT8, memory.get(), selection.get(), H5P_DEFAULT, values.data()),
-        0);
+    create_partly_written(path, name, {8, 2, 2},
+                          chunked ? std::vector<hsize_t>{2, 2, 2} : std::vector<hsize_t>{},
+                          write_first_chunk);
   };
   const auto problems = [](const std::string& path, const std::string& name) {
     Hdf5Handle file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
@@ -348,23 +362,8 @@ TEST(DatasetStorage, ValuesNeverWrittenAreRefusedByTheDataReaders) {
     Hdf5Handle file = detail::file_handle(H5Fopen(native.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
     ASSERT_GE(H5Ldelete(file.get(), "/test/images", H5P_DEFAULT), 0);
   }
-  {
-    // NHWC [8, 2, 2, 1] in chunks of two samples, only the first written.
-    Hdf5Handle file = detail::file_handle(H5Fopen(native.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
-    const hsize_t shape[4] = {8, 2, 2, 1}, chunk[4] = {2, 2, 2, 1}, start[4] = {0, 0, 0, 0};
-    Hdf5Handle space = detail::dataspace_handle(H5Screate_simple(4, shape, nullptr));
-    Hdf5Handle creation = detail::property_list_handle(H5Pcreate(H5P_DATASET_CREATE));
-    H5Pset_chunk(creation.get(), 4, chunk);
-    Hdf5Handle images = detail::dataset_handle(H5Dcreate2(
-        file.get(), "/test/images", H5T_NATIVE_UINT8, space.get(), H5P_DEFAULT, creation.get(), H5P_DEFAULT));
-    Hdf5Handle selection = detail::dataspace_handle(H5Scopy(space.get()));
-    H5Sselect_hyperslab(selection.get(), H5S_SELECT_SET, start, nullptr, chunk, nullptr);
-    Hdf5Handle memory = detail::dataspace_handle(H5Screate_simple(4, chunk, nullptr));
-    const std::vector<std::uint8_t> values(2 * 2 * 2 * 1, 5);  // one chunk of [2, 2, 2, 1]
-    ASSERT_GE(
-        H5Dwrite(images.get(), H5T_NATIVE_UINT8, memory.get(), selection.get(), H5P_DEFAULT, values.data()),
-        0);
-  }
+  // NHWC [8, 2, 2, 1] in chunks of two samples, only the first written.
+  create_partly_written(native, "/test/images", {8, 2, 2, 1}, {2, 2, 2, 1}, true);
   const std::string refusal = native + ": /test/images: " + partial_chunks;
   EXPECT_INPUT_ERROR(read_dataset_info(native), refusal);
   EXPECT_INPUT_ERROR(read_split(native, "train"), refusal);
