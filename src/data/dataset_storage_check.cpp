@@ -223,7 +223,8 @@ ChunkShape chunk_shape(hid_t space, hid_t creation) {
   shape.dataset_rank = H5Sget_simple_extent_ndims(space);
   std::vector<hsize_t> chunk(H5S_MAX_RANK, 0);
   shape.chunk_rank = H5Pget_chunk(creation, H5S_MAX_RANK, chunk.data());
-  if (shape.dataset_rank >= 0 && shape.chunk_rank == shape.dataset_rank) {
+  // HDF5 chunks only datasets of rank 1 or more.
+  if (shape.dataset_rank >= 1 && shape.chunk_rank == shape.dataset_rank) {
     chunk.resize(static_cast<std::size_t>(shape.dataset_rank));
     shape.chunk = std::move(chunk);
   }
@@ -270,8 +271,10 @@ std::string dataset_storage_problem(hid_t dataset) {
       case H5D_CHUNKED: {
         ChunkShape shape = chunk_shape(space.get(), creation.get());
         if (shape.chunk.empty()) {
-          problem = "its chunks have " + std::to_string(shape.chunk_rank) + " dimensions, the dataset " +
-                    std::to_string(shape.dataset_rank);
+          problem = shape.chunk_rank == shape.dataset_rank
+                        ? std::string("its chunk shape cannot be read")
+                        : "its chunks have " + std::to_string(shape.chunk_rank) +
+                              " dimensions, the dataset " + std::to_string(shape.dataset_rank);
           break;
         }
         std::vector<hsize_t> chunk = std::move(shape.chunk);

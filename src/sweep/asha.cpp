@@ -90,8 +90,8 @@ void Asha::record(int trial, int rung, double metric) {
   PHALANX_CHECK(rung >= 0 && rung <= top_rung(), "rung ", rung, " out of range");
   const auto index = static_cast<std::size_t>(rung);
   results_[index][trial] = metric;
-  // Decided once, on the trial's first result at the rung: a job redone after a kill records it
-  // again, and the decision must not move with what arrived in between.
+  // Decided once, on the trial's first result at the rung (the database holds one per trial and
+  // rung, so there is no second; the set keeps the rule true of this class on its own).
   if (rule_ != config::AshaRule::Stopping || rung == top_rung() || !decided_[index].insert(trial).second)
     return;
   const auto order = ranking(rung);

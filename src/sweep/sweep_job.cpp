@@ -59,10 +59,10 @@ void check_sweep_directory(const SweepRequest& request) {
     const ResultsStore store(database);
     const auto stored = store.meta("definition");
     const std::string now = sweep_definition(request.sweep);
-    PHALANX_REQUIRE_INPUT(!stored || *stored == now, request.sweep.source,
-                          ": --resume needs the sweep it started with; ",
-                          config::first_difference(now, stored.value_or(""), "in " + database),
-                          " (keys: search, scheduler, trials, metric, goal, budget, space, base config)");
+    PHALANX_REQUIRE_INPUT(
+        !stored || *stored == now, request.sweep.source, ": --resume needs the sweep it started with; ",
+        config::first_difference(now, stored.value_or(""), "in " + database),
+        " (keys: search, scheduler, trials, metric, goal, budget, tpe, asha, pbt, space, base config)");
     return;
   }
   if (exists) {

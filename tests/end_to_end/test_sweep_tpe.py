@@ -6,7 +6,8 @@
   which: every trial it names had its result on that rung before the proposal was made.
 - On one worker group the order of results is fixed, so two sweeps propose the same trials: a
   sweep SIGKILLed mid-way (mpirun and every rank) and resumed proposes exactly the trials of an
-  uninterrupted one, with the same results; a --resume of a finished sweep proposes nothing new.
+  uninterrupted one, with the same results and the same trials sent on from each rung, under
+  either ASHA rule; a --resume of a finished sweep proposes nothing new.
 - With `asha: {rule: stopping}` each rung-0 result goes on exactly when it was in the top third of
   the results its rung held as it arrived (replayed from the database in the order written).
 - With `scheduler: full` (no early stopping) the model is fitted on the final results.
@@ -137,24 +138,31 @@ class TpeSweepTest(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(directory, "report.html")))
 
     def test_one_group_sweep_is_reproduced_after_a_kill_and_resume(self):
+        self.check_kill_and_resume("one_group")
+
+    def test_the_stopping_rule_is_reproduced_after_a_kill_and_resume(self):
+        # Its decisions depend on the order of the results: the resume replays them as written.
+        self.check_kill_and_resume("stopping_one_group", "--set", "asha.rule=stopping")
+
+    def check_kill_and_resume(self, name, *arguments):
         # One rank: one worker group, so results arrive in one order and proposals are fixed.
-        reference = os.path.join(WORK, "one_group")
-        result = e2e.mpirun(1, "sweep", SWEEP, "--sweep-dir", reference, timeout=400)
+        reference = os.path.join(WORK, name)
+        result = e2e.mpirun(1, "sweep", SWEEP, "--sweep-dir", reference, *arguments, timeout=400)
         self.assertEqual(result.returncode, 0, result.describe())
         reference_rows = check_every_trial_once(self, reference)
         expected = check_proposals(self, reference, reference_rows)
         expected_results = query(reference, "SELECT trial_id, rung, metric FROM rung_results ORDER BY trial_id, rung")
 
         # A finished sweep resumed: nothing proposed again, nothing changed.
-        result = e2e.mpirun(1, "sweep", SWEEP, "--sweep-dir", reference, "--resume", timeout=200)
+        result = e2e.mpirun(1, "sweep", SWEEP, "--sweep-dir", reference, "--resume", *arguments, timeout=200)
         self.assertEqual(result.returncode, 0, result.describe())
         self.assertEqual(proposals(reference), expected)
         self.assertEqual(query(reference, "SELECT trial_id, rung, metric FROM rung_results ORDER BY trial_id, rung"),
                          expected_results)
 
         # The same sweep killed once a TPE trial is under way, then resumed.
-        killed = os.path.join(WORK, "one_group_killed")
-        process = sweep.start_sweep(1, SWEEP, killed)
+        killed = os.path.join(WORK, name + "_killed")
+        process = sweep.start_sweep(1, SWEEP, killed, *arguments)
         try:
             seen = wait_for_tpe_trial_running(process, killed)
         finally:
@@ -163,7 +171,7 @@ class TpeSweepTest(unittest.TestCase):
         sweep.wait_for_lock(killed)
         before = proposals(killed)
         self.assertLess(len(before), TRIALS, "the kill came after the last proposal")
-        result = e2e.mpirun(1, "sweep", SWEEP, "--sweep-dir", killed, "--resume", timeout=400)
+        result = e2e.mpirun(1, "sweep", SWEEP, "--sweep-dir", killed, "--resume", *arguments, timeout=400)
         self.assertEqual(result.returncode, 0, result.describe())
         self.assertIn("interrupted jobs requeued", result.stdout)
         rows = check_every_trial_once(self, killed)
@@ -178,6 +186,9 @@ class TpeSweepTest(unittest.TestCase):
                                                            "parameter_values")})
         self.assertEqual(query(killed, "SELECT trial_id, rung, metric FROM rung_results ORDER BY trial_id, rung"),
                          expected_results)
+        # The same trials went on from each rung (under the stopping rule, decided as they came).
+        went_on = "SELECT DISTINCT trial_id, rung FROM jobs WHERE rung > 0 ORDER BY trial_id, rung"
+        self.assertEqual(query(killed, went_on), query(reference, went_on))
         print(f"\n  {len(before)} of {TRIALS} trials proposed before the kill; the resumed sweep proposed the rest "
               f"as the uninterrupted one", end=" ")
 

@@ -165,9 +165,6 @@ TEST(AshaStoppingRule, DecidesEachResultAgainstTheRungAsItArrives) {
   EXPECT_EQ(asha.take({0, 1}), (Job{0, 1}));
   EXPECT_TRUE(asha.goes_on(0, 0));
   EXPECT_EQ(asha.candidates(), jobs({{2, 1}, {5, 1}, new_trial}));
-  // A result recorded again keeps its first decision.
-  asha.record(1, 0, 0.99);
-  EXPECT_FALSE(asha.goes_on(1, 0));
   // Rung 1: the first result goes on, the top rung decides nothing.
   asha.record(0, 1, 0.80);
   EXPECT_TRUE(asha.goes_on(0, 1));

@@ -138,6 +138,9 @@ TEST(ResultsStore, ProgressIsWhatResumeRebuildsFrom) {
 TEST(ResultsStore, RungResultsComeBackInTheOrderTheyWereRecorded) {
   phalanx::testing::ScratchDirectory scratch("results_store_order");
   ResultsStore store(scratch.file("sweep.db"));
+  // SQLite returns a query without ORDER BY in whatever order its plan gives (here: the rows'), and
+  // this makes that order the reverse, so only an ORDER BY can pass.
+  store.database().execute("PRAGMA reverse_unordered_selects = ON");
   store.register_worker(0, {0}, "cpu", 1, "host");
   for (int trial = 0; trial < 3; ++trial) start_new_trial(store, trial + 1, trial);
   store.finish_job(finished_job(3, 2, 0, 15, 0.5, 110));

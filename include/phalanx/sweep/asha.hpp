@@ -8,9 +8,9 @@
 // With AshaRule::Stopping (the form Optuna's SuccessiveHalvingPruner and Ray Tune's ASHA run), a
 // trial's fate at a rung is decided once, when its result there is recorded: it goes on if it is
 // in the top max(1, floor(n / eta)) of the n results the rung holds then, itself included, and
-// stops otherwise. Later results never take that back, so more trials reach the top rung than
-// under promotion, where a rung's top share shrinks relative to what it has seen; the decisions
-// then depend on the order of the results, which --resume replays as recorded.
+// stops otherwise. Later results never take that back: in a search that improves as it goes more
+// trials reach the top rung than under promotion (in one that gets worse, fewer). The decisions
+// depend on the order of the results, which --resume replays as recorded.
 // This class only decides; it holds no I/O, so it is rebuilt from the database on --resume.
 #pragma once
 
