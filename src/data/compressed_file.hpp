@@ -38,7 +38,16 @@ class CompressedFile {
         int code = 0;
         throw_input_error(path_ + ": read error (corrupt gzip data?): " + gzerror(file_, &code));
       }
-      if (got == 0) break;
+      if (got == 0) {
+        // zlib gives a gzip stream cut short (no trailer, so no CRC check either) as a quiet end of
+        // file, keeping Z_BUF_ERROR for gzerror: the bytes so far could be a damaged copy's.
+        int code = Z_OK;
+        const char* message = gzerror(file_, &code);
+        if (code == Z_BUF_ERROR)
+          throw_input_error(path_ + ": its gzip stream is cut short (" + message +
+                            ", before the trailer that checks the data): a truncated download or copy?");
+        break;
+      }
       total += static_cast<std::size_t>(got);
     }
     return total;

@@ -164,6 +164,18 @@ TEST(IdxImport, CountMismatchTruncationAndMissingFiles) {
   EXPECT_INPUT_ERROR(import_idx(directory, output, {}),
                      train_images + ": has extra bytes after the 40 bytes");
 
+  // A gzip file cut before its trailer (the payload whole, the CRC and length gone), and one whose
+  // trailer's CRC does not match: zlib reads both without complaint unless asked.
+  write_idx(train_images, 2051, {10, 2, 2}, train.pixels, Compression::Gzip);
+  const std::string whole = phalanx::testing::file_bytes(train_labels);
+  phalanx::testing::write_bytes(train_labels, whole.substr(0, whole.size() - 8));
+  EXPECT_INPUT_ERROR(import_idx(directory, output, {}), train_labels + ": its gzip stream is cut short");
+  std::string wrong_check = whole;
+  wrong_check[wrong_check.size() - 8] = static_cast<char>(wrong_check[wrong_check.size() - 8] ^ 1);
+  phalanx::testing::write_bytes(train_labels, wrong_check);
+  EXPECT_INPUT_ERROR(import_idx(directory, output, {}), train_labels + ": read error (corrupt gzip data?)");
+  phalanx::testing::write_bytes(train_labels, whole);
+
   std::filesystem::remove(train_images);
   EXPECT_INPUT_ERROR(import_idx(directory, output, {}),
                      directory + ": missing train-images-idx3-ubyte.gz (or train-images-idx3-ubyte)");
