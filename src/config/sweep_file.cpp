@@ -27,10 +27,10 @@ namespace {
   reader.fail(key, key + ": " + message, node);
 }
 
-const std::vector<std::string>& sweep_keys() {
-  static const std::vector<std::string> keys = {"name",      "seed",   "config", "set",  "search",
-                                                "scheduler", "trials", "metric", "goal", "budget",
-                                                "workers",   "tpe",    "space",  "pbt",  "asha"};
+// The top-level keys that hold one value each; --set names them as they are.
+const std::vector<std::string>& scalar_keys() {
+  static const std::vector<std::string> keys = {"name",      "seed",   "config", "search",
+                                                "scheduler", "trials", "metric", "goal"};
   return keys;
 }
 const std::vector<std::string>& tpe_keys() {
@@ -50,18 +50,36 @@ const std::vector<std::string>& worker_keys() {
                                                 "join_running", "join_min_seconds"};
   return keys;
 }
+// The sections that hold keys of their own, each named once here; --set names their keys as
+// "section.key".
+struct KeyedSection {
+  const char* name;
+  const std::vector<std::string>& (*keys)();
+};
+const std::vector<KeyedSection>& keyed_sections() {
+  static const std::vector<KeyedSection> sections = {{"budget", budget_keys},
+                                                     {"workers", worker_keys},
+                                                     {"tpe", tpe_keys},
+                                                     {"pbt", pbt_keys},
+                                                     {"asha", asha_keys}};
+  return sections;
+}
+// Everything the top level may hold: the scalar keys, the keyed sections, and the search space
+// and base-config overrides (a mapping and a list, not settable key by key).
+const std::vector<std::string>& sweep_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> all = scalar_keys();
+    for (const auto& section : keyed_sections()) all.emplace_back(section.name);
+    all.insert(all.end(), {"space", "set"});
+    return all;
+  }();
+  return keys;
+}
 // The dotted keys --set may name in the sweep file itself (besides config.*).
 std::vector<std::string> settable_keys() {
-  std::vector<std::string> keys;
-  for (const auto& key : sweep_keys())
-    if (key != "budget" && key != "workers" && key != "tpe" && key != "space" && key != "set" &&
-        key != "pbt" && key != "asha")
-      keys.push_back(key);
-  for (const auto& key : asha_keys()) keys.push_back("asha." + key);
-  for (const auto& key : budget_keys()) keys.push_back("budget." + key);
-  for (const auto& key : tpe_keys()) keys.push_back("tpe." + key);
-  for (const auto& key : worker_keys()) keys.push_back("workers." + key);
-  for (const auto& key : pbt_keys()) keys.push_back("pbt." + key);
+  std::vector<std::string> keys = scalar_keys();
+  for (const auto& section : keyed_sections())
+    for (const auto& key : section.keys()) keys.push_back(std::string(section.name) + "." + key);
   return keys;
 }
 

@@ -23,7 +23,6 @@ Asha::Asha(double min_budget, double max_budget, int eta, bool maximize, int max
   results_.resize(budgets_.size());
   promoted_.resize(budgets_.size());
   going_on_.resize(budgets_.size());
-  decided_.resize(budgets_.size());
 }
 
 Asha::Asha(std::vector<double> budgets, bool maximize, int max_trials)
@@ -33,7 +32,6 @@ Asha::Asha(std::vector<double> budgets, bool maximize, int max_trials)
   results_.resize(budgets_.size());
   promoted_.resize(budgets_.size());
   going_on_.resize(budgets_.size());
-  decided_.resize(budgets_.size());
 }
 
 bool Asha::better(const std::pair<int, double>& a, const std::pair<int, double>& b) const {
@@ -89,11 +87,10 @@ Job Asha::take(Job job) {
 void Asha::record(int trial, int rung, double metric) {
   PHALANX_CHECK(rung >= 0 && rung <= top_rung(), "rung ", rung, " out of range");
   const auto index = static_cast<std::size_t>(rung);
-  results_[index][trial] = metric;
+  const bool first_result = results_[index].insert_or_assign(trial, metric).second;
   // Decided once, on the trial's first result at the rung (the database holds one per trial and
-  // rung, so there is no second; the set keeps the rule true of this class on its own).
-  if (rule_ != config::AshaRule::Stopping || rung == top_rung() || !decided_[index].insert(trial).second)
-    return;
+  // rung, so there is no second; checking keeps the rule true of this class on its own).
+  if (rule_ != config::AshaRule::Stopping || rung == top_rung() || !first_result) return;
   const auto order = ranking(rung);
   const std::size_t top = std::max<std::size_t>(1, order.size() / static_cast<std::size_t>(eta_));
   for (std::size_t position = 0; position < top; ++position)

@@ -82,7 +82,6 @@ class Asha {
   std::vector<std::map<int, double>> results_;  // per rung: trial -> metric
   std::vector<std::set<int>> promoted_;         // per rung: trials promoted out of it
   std::vector<std::set<int>> going_on_;         // per rung (stopping): trials decided to go on
-  std::vector<std::set<int>> decided_;          // per rung (stopping): trials whose fate is decided
 };
 
 }  // namespace phalanx::sweep
