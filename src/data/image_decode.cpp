@@ -1,13 +1,17 @@
 // Decoding PNG (libpng's simplified API) and JPEG (TurboJPEG, the libjpeg-turbo API, which reports
 // errors by return value instead of libjpeg's longjmp). The format is recognised from the file's
-// first bytes, so a mislabelled file still decodes and a corrupt one fails with its name.
+// first bytes, so a mislabelled file still decodes and a corrupt one fails with its name. CMYK and
+// YCCK JPEGs (print scans; ImageNet's training set holds a few dozen) are converted to RGB with
+// Pillow's formula, so an import gets the pixels a PyTorch pipeline would.
 #include <png.h>
 #include <turbojpeg.h>
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/image_folder.hpp"
@@ -79,6 +83,63 @@ class TurboJpeg {
   tjhandle handle_;
 };
 
+// Whether the JPEG carries an Adobe APP14 segment before its scan. Photoshop, which writes nearly
+// every CMYK JPEG there is, stores the inks inverted (0 is full ink) and marks that with this
+// segment; libjpeg hands the stored values through as they are. Pillow inverts every CMYK JPEG,
+// marked or not; an unmarked one (rare) is read here as stored, as decoders that check the
+// marker (Little CMS's jpgicc, Firefox's) read it.
+bool has_adobe_marker(const std::string& bytes) {
+  std::size_t position = 2;  // past SOI
+  while (position + 4 <= bytes.size()) {
+    if (static_cast<unsigned char>(bytes[position]) != 0xFF) return false;
+    const auto marker = static_cast<unsigned char>(bytes[position + 1]);
+    if (marker == 0xFF) {  // fill byte before a marker
+      ++position;
+      continue;
+    }
+    if (marker == 0xDA || marker == 0xD9) return false;  // start of scan, end of image
+    const std::size_t length = static_cast<std::size_t>(static_cast<unsigned char>(bytes[position + 2]))
+                                   << 8 |
+                               static_cast<unsigned char>(bytes[position + 3]);
+    if (length < 2) return false;
+    if (marker == 0xEE && length >= 7 && position + 9 <= bytes.size() &&
+        bytes.compare(position + 4, 5, "Adobe") == 0)
+      return true;
+    position += 2 + length;
+  }
+  return false;
+}
+
+// Pillow's rounding of a * b / 255 (MULDIV255), so the conversion matches it value for value.
+std::uint8_t multiply_255(int a, int b) {
+  const int product = a * b + 128;
+  return static_cast<std::uint8_t>(((product >> 8) + product) >> 8);
+}
+
+// CMYK inks (0 = none) to RGB as Pillow's cmyk2rgb: each channel is what the black leaves, less
+// the colour ink's share of it. Grey is then ITU-R 601 luma, as Pillow's RGB-to-L.
+void cmyk_to_pixels(const std::vector<std::uint8_t>& cmyk, bool inverted, int channels,
+                    std::vector<std::uint8_t>& pixels) {
+  const std::size_t count = cmyk.size() / 4;
+  for (std::size_t pixel = 0; pixel < count; ++pixel) {
+    int ink[4];
+    for (int component = 0; component < 4; ++component) {
+      const int stored = cmyk[pixel * 4 + static_cast<std::size_t>(component)];
+      ink[component] = inverted ? 255 - stored : stored;
+    }
+    const int left = 255 - ink[3];
+    int rgb[3];
+    for (int channel = 0; channel < 3; ++channel) rgb[channel] = left - multiply_255(ink[channel], left);
+    if (channels == 3) {
+      for (int channel = 0; channel < 3; ++channel)
+        pixels[pixel * 3 + static_cast<std::size_t>(channel)] = static_cast<std::uint8_t>(rgb[channel]);
+    } else {
+      pixels[pixel] =
+          static_cast<std::uint8_t>((rgb[0] * 19595 + rgb[1] * 38470 + rgb[2] * 7471 + 0x8000) >> 16);
+    }
+  }
+}
+
 DecodedImage decode_jpeg(const std::string& path, const std::string& bytes, int channels) {
   TurboJpeg jpeg;
   if (!jpeg.get()) throw_internal_error("TurboJPEG could not start", __FILE__, __LINE__);
@@ -95,9 +156,18 @@ DecodedImage decode_jpeg(const std::string& path, const std::string& bytes, int 
   decoded.channels = channels;
   decoded.pixels.resize(static_cast<std::size_t>(height) * width * channels);
   // TJFLAG_STOPONWARNING: a truncated JPEG is an error here, not a grey bottom half.
-  if (tjDecompress2(jpeg.get(), data, static_cast<unsigned long>(bytes.size()), decoded.pixels.data(), width,
-                    0, height, channels == 3 ? TJPF_RGB : TJPF_GRAY,
-                    TJFLAG_ACCURATEDCT | TJFLAG_STOPONWARNING) != 0)
+  constexpr int flags = TJFLAG_ACCURATEDCT | TJFLAG_STOPONWARNING;
+  const auto size = static_cast<unsigned long>(bytes.size());
+  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
+    // libjpeg converts YCCK to CMYK but not CMYK to RGB, so that step is ours.
+    std::vector<std::uint8_t> cmyk(static_cast<std::size_t>(height) * width * 4);
+    if (tjDecompress2(jpeg.get(), data, size, cmyk.data(), width, 0, height, TJPF_CMYK, flags) != 0)
+      fail(path, std::string("corrupt JPEG: ") + tjGetErrorStr2(jpeg.get()));
+    cmyk_to_pixels(cmyk, has_adobe_marker(bytes), channels, decoded.pixels);
+    return decoded;
+  }
+  if (tjDecompress2(jpeg.get(), data, size, decoded.pixels.data(), width, 0, height,
+                    channels == 3 ? TJPF_RGB : TJPF_GRAY, flags) != 0)
     fail(path, std::string("corrupt JPEG: ") + tjGetErrorStr2(jpeg.get()));
   return decoded;
 }

@@ -62,6 +62,49 @@ TEST(ImageDecode, JpegDecodesCloseToItsPixelsAndTruncatedIsAnInputError) {
   EXPECT_INPUT_ERROR(decode_image(cut, 3), cut + ": corrupt JPEG");
 }
 
+// A CMYK JPEG as Photoshop writes it: TurboJPEG stores 4-component input as YCCK and writes the
+// Adobe segment that says the inks are inverted (stored 255 is no ink). Two flat 8x8 blocks:
+// stored (255, 0, 255, 255) is magenta ink alone, RGB (255, 0, 255); stored (128, 128, 128, 200)
+// is 127 of each ink over 55 of black: 200 - 127 * 200 / 255 = 100 in each channel.
+TEST(ImageDecode, AdobeCmykJpegDecodesToRgbAndGrey) {
+  ScratchDirectory scratch("image_decode_cmyk");
+  const int width = 16, height = 8;
+  std::vector<std::uint8_t> cmyk(static_cast<std::size_t>(width * height * 4));
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      const std::uint8_t left[4] = {255, 0, 255, 255}, right[4] = {128, 128, 128, 200};
+      for (int component = 0; component < 4; ++component)
+        cmyk[static_cast<std::size_t>((y * width + x) * 4 + component)] =
+            x < 8 ? left[component] : right[component];
+    }
+  tjhandle handle = tjInitCompress();
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  ASSERT_EQ(tjCompress2(handle, cmyk.data(), width, 0, height, TJPF_CMYK, &buffer, &size, TJSAMP_444, 98,
+                        TJFLAG_ACCURATEDCT),
+            0);
+  const std::string path = scratch.file("print.jpg");
+  write_file(path, std::string(reinterpret_cast<const char*>(buffer), size));
+  tjFree(buffer);
+  tjDestroy(handle);
+
+  const DecodedImage rgb = decode_image(path, 3);
+  ASSERT_EQ(rgb.width, width);
+  ASSERT_EQ(rgb.height, height);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      const int expected[3] = {x < 8 ? 255 : 100, x < 8 ? 0 : 100, x < 8 ? 255 : 100};
+      for (int channel = 0; channel < 3; ++channel)
+        EXPECT_NEAR(rgb.pixels[static_cast<std::size_t>((y * width + x) * 3 + channel)], expected[channel], 3)
+            << "pixel " << x << "," << y << " channel " << channel;
+    }
+  // Grey is ITU-R 601 luma of that RGB: magenta 0.299 * 255 + 0.114 * 255 = 105, grey 100.
+  const DecodedImage grey = decode_image(path, 1);
+  ASSERT_EQ(grey.pixels.size(), static_cast<std::size_t>(width * height));
+  EXPECT_NEAR(grey.pixels[0], 105, 3);
+  EXPECT_NEAR(grey.pixels[static_cast<std::size_t>(width - 1)], 100, 3);
+}
+
 TEST(ImageDecode, UnknownAndBrokenFilesNameTheFile) {
   ScratchDirectory scratch("image_decode_bad");
   const std::string text = scratch.file("notes.png"), empty = scratch.file("empty.png"),
