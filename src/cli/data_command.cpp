@@ -105,6 +105,10 @@ std::function<int()> add_data_command(CLI::App& app) {
       ->check([](const std::string& text) {
         return text.find('-') == std::string::npos ? std::string() : "must be >= 0 (got " + text + ")";
       });
+  import_images
+      ->add_option("--threads", arguments->images.threads,
+                   "Decoding threads (default 0: one per hardware thread)")
+      ->check(CLI::NonNegativeNumber);
   import_images->add_option("--chunk", arguments->write.chunk_samples,
                             "Samples per HDF5 chunk (default 1024)");
   import_images->add_option("--gzip", arguments->write.gzip_level, "gzip level 0-9 (default 0: none)");

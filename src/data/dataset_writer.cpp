@@ -44,7 +44,7 @@ void checked_status(herr_t status, const std::string& path, const std::string& w
 }
 
 void validate_inputs(const std::string& path, const std::vector<std::string>& classes,
-                     const std::vector<const Split*>& splits, const WriteOptions& options) {
+                     const std::vector<SplitStream>& splits, const WriteOptions& options) {
   if (classes.empty()) fail_input(path, "no class names given (at least one class is needed)");
   if (options.chunk_samples < 1)
     fail_input(path, "chunk_samples = " + std::to_string(options.chunk_samples) + " must be at least 1");
@@ -52,41 +52,40 @@ void validate_inputs(const std::string& path, const std::vector<std::string>& cl
     fail_input(path, "gzip level " + std::to_string(options.gzip_level) + " is outside [0, 9]");
   if (options.lzf && options.gzip_level > 0) fail_input(path, "choose gzip or lzf compression, not both");
 
-  const Split* train = nullptr;
+  const SplitStream* train = nullptr;
   bool has_test = false;
   for (std::size_t index = 0; index < splits.size(); ++index) {
-    const Split* split = splits[index];
-    PHALANX_CHECK(split != nullptr, "split ", index, " is null");
-    if (split->name != "train" && split->name != "test" && split->name != "val")
-      fail_input(path, "split \"" + split->name + "\" is not one of train, test, val");
+    const SplitStream& split = splits[index];
+    PHALANX_CHECK(static_cast<bool>(split.fill), "split ", split.name, " has no source");
+    if (split.name != "train" && split.name != "test" && split.name != "val")
+      fail_input(path, "split \"" + split.name + "\" is not one of train, test, val");
     for (std::size_t other = 0; other < index; ++other)
-      if (splits[other]->name == split->name) fail_input(path, "split \"" + split->name + "\" given twice");
-    if (split->count < 1) fail_input(path, "split \"" + split->name + "\" has no samples");
-    if (split->height < 1 || split->width < 1 || split->channels < 1)
-      fail_input(path, "split \"" + split->name + "\" has an empty sample shape " +
-                           std::to_string(split->height) + "x" + std::to_string(split->width) + "x" +
-                           std::to_string(split->channels));
-    PHALANX_CHECK(split->images.size() == static_cast<std::size_t>(split->count * split->image_bytes()),
-                  "split ", split->name, " holds ", split->images.size(), " image bytes for ", split->count,
-                  " samples of ", split->image_bytes());
-    PHALANX_CHECK(split->labels.size() == static_cast<std::size_t>(split->count), "split ", split->name,
-                  " holds ", split->labels.size(), " labels for ", split->count, " samples");
-    const auto class_count = static_cast<std::int32_t>(classes.size());
-    for (std::size_t sample = 0; sample < split->labels.size(); ++sample) {
-      const std::int32_t label = split->labels[sample];
-      if (label < 0 || label >= class_count)
-        fail_input(path, "split \"" + split->name + "\": label[" + std::to_string(sample) +
-                             "] = " + std::to_string(label) + " is outside [0, " +
-                             std::to_string(class_count) + ") (" + std::to_string(class_count) + " classes)");
-    }
-    if (split->name == "train") train = split;
-    if (split->name == "test") has_test = true;
+      if (splits[other].name == split.name) fail_input(path, "split \"" + split.name + "\" given twice");
+    if (split.count < 1) fail_input(path, "split \"" + split.name + "\" has no samples");
+    if (split.height < 1 || split.width < 1 || split.channels < 1)
+      fail_input(path, "split \"" + split.name + "\" has an empty sample shape " +
+                           std::to_string(split.height) + "x" + std::to_string(split.width) + "x" +
+                           std::to_string(split.channels));
+    if (split.name == "train") train = &split;
+    if (split.name == "test") has_test = true;
   }
   if (!train) fail_input(path, "no \"train\" split to write (mean and std come from it)");
   if (!has_test) fail_input(path, "no \"test\" split to write");
-  for (const Split* split : splits)
-    if (split->height != train->height || split->width != train->width || split->channels != train->channels)
-      fail_input(path, "split \"" + split->name + "\" has samples of a different shape than \"train\"");
+  for (const SplitStream& split : splits)
+    if (split.height != train->height || split.width != train->width || split.channels != train->channels)
+      fail_input(path, "split \"" + split.name + "\" has samples of a different shape than \"train\"");
+}
+
+// Labels are checked slab by slab as they arrive; `first` numbers them within the split.
+void check_labels(const std::string& path, const SplitStream& split, const std::int32_t* labels,
+                  std::int64_t first, std::int64_t count, std::size_t class_count) {
+  for (std::int64_t sample = 0; sample < count; ++sample) {
+    const std::int32_t label = labels[sample];
+    if (label < 0 || static_cast<std::size_t>(label) >= class_count)
+      fail_input(path, "split \"" + split.name + "\": label[" + std::to_string(first + sample) +
+                           "] = " + std::to_string(label) + " is outside [0, " + std::to_string(class_count) +
+                           ") (" + std::to_string(class_count) + " classes)");
+  }
 }
 
 void write_string_attribute(hid_t object, const char* name, const std::string& value,
@@ -138,13 +137,18 @@ void write_float_array_attribute(hid_t object, const char* name, const std::vect
 }
 
 // Creates a dataset chunked along its first axis, `chunk_samples` samples per chunk.
+// The samples per chunk of a dataset of `count` samples of `sample_bytes` each.
+std::int64_t chunk_samples_for(const WriteOptions& options, std::int64_t count, std::int64_t sample_bytes) {
+  const std::int64_t chunk_samples = std::min<std::int64_t>(options.chunk_samples, count);
+  return std::max<std::int64_t>(1, std::min(chunk_samples, largest_chunk_bytes / sample_bytes));
+}
+
 Hdf5Handle create_chunked_dataset(hid_t group, const char* name, hid_t file_type,
                                   const std::vector<hsize_t>& dimensions, std::int64_t sample_bytes,
                                   const WriteOptions& options, const std::string& path,
                                   const std::string& dataset_name) {
-  std::int64_t chunk_samples =
-      std::min<std::int64_t>(options.chunk_samples, static_cast<std::int64_t>(dimensions[0]));
-  chunk_samples = std::max<std::int64_t>(1, std::min(chunk_samples, largest_chunk_bytes / sample_bytes));
+  const std::int64_t chunk_samples =
+      chunk_samples_for(options, static_cast<std::int64_t>(dimensions[0]), sample_bytes);
   std::vector<hsize_t> chunk = dimensions;
   chunk[0] = static_cast<hsize_t>(chunk_samples);
 
@@ -180,8 +184,18 @@ Hdf5Handle create_chunked_dataset(hid_t group, const char* name, hid_t file_type
               path, "creating " + dataset_name));
 }
 
-void write_split(hid_t file, const Split& split, const WriteOptions& options, const std::vector<float>* mean,
-                 const std::vector<float>* standard_deviation, const std::string& path) {
+// Samples per slab: whole chunks (so each is compressed and written once, straight through the
+// filters), at least 256 samples where the split has them, so a slab gives an importer's decoding
+// threads enough to share.
+std::int64_t slab_samples(std::int64_t chunk_samples, std::int64_t count) {
+  const std::int64_t chunks = std::max<std::int64_t>(1, (256 + chunk_samples - 1) / chunk_samples);
+  return std::min(count, chunk_samples * chunks);
+}
+
+// Writes one split, a slab at a time; the train split's pixels also go into `histogram`, whose mean
+// and std are stored with its images.
+void write_split(hid_t file, const SplitStream& split, std::size_t class_count, const WriteOptions& options,
+                 bool is_train, const std::string& path) {
   const std::string group_name = "/" + split.name;
   Hdf5Handle group = detail::group_handle(
       checked(H5Gcreate2(file, split.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path,
@@ -192,50 +206,72 @@ void write_split(hid_t file, const Split& split, const WriteOptions& options, co
       static_cast<hsize_t>(split.width), static_cast<hsize_t>(split.channels)};
   Hdf5Handle images = create_chunked_dataset(group.get(), "images", H5T_STD_U8LE, image_dimensions,
                                              split.image_bytes(), options, path, group_name + "/images");
-  checked_status(H5Dwrite(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, split.images.data()),
-                 path, "writing " + group_name + "/images");
+  Hdf5Handle image_space = detail::dataspace_handle(
+      checked(H5Dget_space(images.get()), path, "reading the dataspace of " + group_name + "/images"));
+  const std::int64_t slab =
+      slab_samples(chunk_samples_for(options, split.count, split.image_bytes()), split.count);
+  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(slab * split.image_bytes()));
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(split.count));
   // Hashed from the bytes in memory rather than read back: it records what the importer meant to
   // write, so `inspect --verify` also catches a write that went wrong on the way to the disk.
-  write_string_attribute(images.get(), checksum_attribute,
-                         checksum_text(split.images.data(), split.images.size()), path);
-  if (mean) {
-    write_float_array_attribute(images.get(), "mean", *mean, path);
-    write_float_array_attribute(images.get(), "std", *standard_deviation, path);
+  Xxhash64Stream image_hash;
+  ChannelHistogram histogram(split.channels);
+  for (std::int64_t first = 0; first < split.count; first += slab) {
+    const std::int64_t count = std::min(slab, split.count - first);
+    std::int32_t* slab_labels = labels.data() + first;
+    split.fill(first, count, pixels.data(), slab_labels);
+    check_labels(path, split, slab_labels, first, count, class_count);
+    const auto bytes = static_cast<std::size_t>(count * split.image_bytes());
+    image_hash.update(pixels.data(), bytes);
+    if (is_train) histogram.add(pixels.data(), bytes / static_cast<std::size_t>(split.channels));
+    const hsize_t start[4] = {static_cast<hsize_t>(first), 0, 0, 0};
+    const hsize_t extent[4] = {static_cast<hsize_t>(count), image_dimensions[1], image_dimensions[2],
+                               image_dimensions[3]};
+    checked_status(H5Sselect_hyperslab(image_space.get(), H5S_SELECT_SET, start, nullptr, extent, nullptr),
+                   path, "selecting samples of " + group_name + "/images");
+    Hdf5Handle memory_space =
+        detail::dataspace_handle(checked(H5Screate_simple(4, extent, nullptr), path, "creating a dataspace"));
+    checked_status(H5Dwrite(images.get(), H5T_NATIVE_UINT8, memory_space.get(), image_space.get(),
+                            H5P_DEFAULT, pixels.data()),
+                   path, "writing " + group_name + "/images");
+  }
+  write_string_attribute(images.get(), checksum_attribute, format_checksum(image_hash.digest()), path);
+  if (is_train) {
+    std::vector<float> mean, standard_deviation;
+    histogram.statistics(mean, standard_deviation);
+    for (std::size_t channel = 0; channel < standard_deviation.size(); ++channel)
+      if (!(standard_deviation[channel] > 0.0f))
+        fail_input(path, "channel " + std::to_string(channel) +
+                             " of the train images has the same value in every pixel (std = 0): nothing to "
+                             "normalise");
+    write_float_array_attribute(images.get(), "mean", mean, path);
+    write_float_array_attribute(images.get(), "std", standard_deviation, path);
   }
 
-  Hdf5Handle labels =
+  Hdf5Handle label_dataset =
       create_chunked_dataset(group.get(), "labels", H5T_STD_I32LE, {static_cast<hsize_t>(split.count)},
                              sizeof(std::int32_t), options, path, group_name + "/labels");
-  checked_status(H5Dwrite(labels.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, split.labels.data()),
-                 path, "writing " + group_name + "/labels");
-  write_string_attribute(labels.get(), checksum_attribute, checksum_text(split.labels), path);
+  checked_status(
+      H5Dwrite(label_dataset.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data()), path,
+      "writing " + group_name + "/labels");
+  write_string_attribute(label_dataset.get(), checksum_attribute, checksum_text(labels), path);
 }
 
 void write_file(const std::string& temporary_path, const std::string& path,
-                const std::vector<std::string>& classes, const std::vector<const Split*>& splits,
+                const std::vector<std::string>& classes, const std::vector<SplitStream>& splits,
                 const WriteOptions& options) {
-  const Split& train =
-      **std::find_if(splits.begin(), splits.end(), [](const Split* split) { return split->name == "train"; });
-  std::vector<float> mean, standard_deviation;
-  channel_statistics(train, mean, standard_deviation);
-  for (std::size_t channel = 0; channel < standard_deviation.size(); ++channel)
-    if (!(standard_deviation[channel] > 0.0f))
-      fail_input(
-          path, "channel " + std::to_string(channel) +
-                    " of the train images has the same value in every pixel (std = 0): nothing to normalise");
-
   Hdf5Handle file =
       detail::file_handle(H5Fcreate(temporary_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
   if (!file.valid()) fail_input(path, "cannot create " + temporary_path + " (is the folder writable?)");
   write_string_attribute(file.get(), "format", dataset_format, path);
   write_integer_attribute(file.get(), "version", dataset_version, path);
   write_string_array_attribute(file.get(), "classes", classes, path);
-  // The schema lists splits as train, test, val; writing them in that order keeps h5dump readable.
+  // The schema lists splits as train, test, val; writing them in that order keeps h5dump readable
+  // (and the train statistics are checked before anything else is written).
   for (const char* name : {"train", "test", "val"})
-    for (const Split* split : splits)
-      if (split->name == name)
-        write_split(file.get(), *split, options, split == &train ? &mean : nullptr,
-                    split == &train ? &standard_deviation : nullptr, path);
+    for (const SplitStream& split : splits)
+      if (split.name == name)
+        write_split(file.get(), split, classes.size(), options, split.name == "train", path);
   if (!file.close())
     throw_internal_error(path + ": closing (flushing) " + temporary_path + " failed", __FILE__, __LINE__);
 }
@@ -251,8 +287,8 @@ void channel_statistics(const Split& split, std::vector<float>& mean,
   histogram.statistics(mean, standard_deviation);
 }
 
-void write_dataset(const std::string& path, const std::vector<std::string>& classes,
-                   const std::vector<const Split*>& splits, const WriteOptions& options) {
+void write_dataset_in_slabs(const std::string& path, const std::vector<std::string>& classes,
+                            const std::vector<SplitStream>& splits, const WriteOptions& options) {
   detail::silence_hdf5_error_printing();
   const auto hdf5_lock = lock_hdf5();
   validate_inputs(path, classes, splits, options);
@@ -260,6 +296,29 @@ void write_dataset(const std::string& path, const std::vector<std::string>& clas
   AtomicFile file(path);
   write_file(file.temporary_path(), path, classes, splits, options);
   file.commit();
+}
+
+void write_dataset(const std::string& path, const std::vector<std::string>& classes,
+                   const std::vector<const Split*>& splits, const WriteOptions& options) {
+  std::vector<SplitStream> streams;
+  for (std::size_t index = 0; index < splits.size(); ++index) {
+    const Split* split = splits[index];
+    PHALANX_CHECK(split != nullptr, "split ", index, " is null");
+    PHALANX_CHECK(split->images.size() == static_cast<std::size_t>(split->count * split->image_bytes()),
+                  "split ", split->name, " holds ", split->images.size(), " image bytes for ", split->count,
+                  " samples of ", split->image_bytes());
+    PHALANX_CHECK(split->labels.size() == static_cast<std::size_t>(split->count), "split ", split->name,
+                  " holds ", split->labels.size(), " labels for ", split->count, " samples");
+    streams.push_back(SplitStream{
+        split->name, split->count, split->height, split->width, split->channels,
+        [split](std::int64_t first, std::int64_t count, std::uint8_t* images, std::int32_t* labels) {
+          const auto sample_bytes = static_cast<std::size_t>(split->image_bytes());
+          std::copy_n(split->images.begin() + static_cast<std::ptrdiff_t>(first) * split->image_bytes(),
+                      static_cast<std::size_t>(count) * sample_bytes, images);
+          std::copy_n(split->labels.begin() + first, count, labels);
+        }});
+  }
+  write_dataset_in_slabs(path, classes, streams, options);
 }
 
 }  // namespace phalanx::data

@@ -1,12 +1,18 @@
 // The image-folder importer (see image_folder.hpp). Samples are stored in a seeded random order,
 // never grouped by class: streaming (data.cache: none) shuffles whole chunks and then within a
-// window, so a class-sorted file would give class-sorted batches.
+// window, so a class-sorted file would give class-sorted batches. Images are decoded a slab at a
+// time on every core and written as they come, so an import of any size holds one slab.
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
+#include <exception>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "phalanx/core/error.hpp"
@@ -120,26 +126,59 @@ std::vector<Item> carve(std::vector<Item>& items, double fraction, std::uint64_t
   return carved;
 }
 
-Split decode_split(const std::string& name, std::vector<Item> items, const ImageFolderOptions& options,
-                   std::uint64_t split_number) {
-  shuffle(items, mix_seed(options.seed, split_number), order_stream);
-  Split split;
-  split.name = name;
-  split.count = static_cast<std::int64_t>(items.size());
-  split.height = options.height;
-  split.width = options.width;
-  split.channels = options.channels;
-  split.images.resize(static_cast<std::size_t>(split.count * split.image_bytes()));
-  split.labels.resize(items.size());
-  for (std::size_t index = 0; index < items.size(); ++index) {
-    const DecodedImage image =
-        resize_image(decode_image(items[index].path, options.channels), options.height, options.width);
-    std::copy(image.pixels.begin(), image.pixels.end(),
-              split.images.begin() +
-                  static_cast<std::ptrdiff_t>(index * static_cast<std::size_t>(split.image_bytes())));
-    split.labels[index] = items[index].label;
+// Decodes and resizes items [first, first + count) into `images` on `threads` threads. Each image
+// has its own slot, so the bytes do not depend on the thread count; when several files fail, the
+// one first in the stored order is reported, so the message does not either.
+void decode_slab(const std::vector<Item>& items, std::int64_t first, std::int64_t count,
+                 const ImageFolderOptions& options, int threads, std::uint8_t* images, std::int32_t* labels) {
+  const auto image_bytes = static_cast<std::size_t>(options.height) * options.width * options.channels;
+  std::atomic<std::int64_t> next{0};
+  std::mutex failure_mutex;
+  std::int64_t failed_index = count;
+  std::exception_ptr failure;
+  const auto work = [&] {
+    for (std::int64_t index = next++; index < count; index = next++) {
+      const Item& item = items[static_cast<std::size_t>(first + index)];
+      try {
+        const DecodedImage image =
+            resize_image(decode_image(item.path, options.channels), options.height, options.width);
+        std::copy(image.pixels.begin(), image.pixels.end(),
+                  images + static_cast<std::size_t>(index) * image_bytes);
+        labels[index] = item.label;
+      } catch (...) {
+        const std::lock_guard lock(failure_mutex);
+        if (index < failed_index) {
+          failed_index = index;
+          failure = std::current_exception();
+        }
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> helpers;
+    for (int thread = 1; thread < std::min<std::int64_t>(threads, count); ++thread)
+      helpers.emplace_back(work);
+    work();
   }
-  return split;
+  if (failure) std::rethrow_exception(failure);
+}
+
+SplitStream decode_split(const std::string& name, std::vector<Item> items, const ImageFolderOptions& options,
+                         std::uint64_t split_number) {
+  shuffle(items, mix_seed(options.seed, split_number), order_stream);
+  const int threads = options.threads > 0
+                          ? options.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  auto shared = std::make_shared<const std::vector<Item>>(std::move(items));
+  return SplitStream{name,
+                     static_cast<std::int64_t>(shared->size()),
+                     options.height,
+                     options.width,
+                     options.channels,
+                     [shared, options, threads](std::int64_t first, std::int64_t count, std::uint8_t* images,
+                                                std::int32_t* labels) {
+                       decode_slab(*shared, first, count, options, threads, images, labels);
+                     }};
 }
 
 }  // namespace
@@ -178,18 +217,13 @@ ImageFolderSummary import_image_folder(const std::string& directory, const std::
   if (options.validation_fraction > 0 && validation.empty())
     fail(directory, "the validation fraction leaves no images for the val split");
 
-  const Split train_split = decode_split("train", std::move(train), options, 0);
-  const Split test_split = decode_split("test", std::move(test), options, 1);
-  std::vector<const Split*> splits = {&train_split, &test_split};
-  Split validation_split;
-  if (!validation.empty()) {
-    validation_split = decode_split("val", std::move(validation), options, 2);
-    splits.push_back(&validation_split);
-  }
-  summary.train = train_split.count;
-  summary.test = test_split.count;
-  summary.validation = validation_split.count;
-  write_dataset(output_path, summary.classes, splits, write_options);
+  std::vector<SplitStream> splits = {decode_split("train", std::move(train), options, 0),
+                                     decode_split("test", std::move(test), options, 1)};
+  if (!validation.empty()) splits.push_back(decode_split("val", std::move(validation), options, 2));
+  summary.train = splits[0].count;
+  summary.test = splits[1].count;
+  summary.validation = splits.size() > 2 ? splits[2].count : 0;
+  write_dataset_in_slabs(output_path, summary.classes, splits, write_options);
   return summary;
 }
 

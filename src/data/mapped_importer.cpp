@@ -13,23 +13,16 @@ namespace phalanx::data {
 void import_mapped_source(const config::SourceConfig& source, const std::string& output_path,
                           const WriteOptions& options) {
   const auto mapped = std::make_shared<const MappedSource>(source);
-  std::vector<Split> splits;
+  // Copied a slab at a time, so a source larger than memory imports (the writer holds one slab).
+  std::vector<SplitStream> splits;
   for (const auto& info : mapped->info().splits) {
-    const MappedSplitReader reader(mapped, info.name);
-    Split split;
-    split.name = info.name;
-    split.count = info.count;
-    split.height = info.height;
-    split.width = info.width;
-    split.channels = info.channels;
-    split.images.resize(static_cast<std::size_t>(split.count * split.image_bytes()));
-    split.labels.resize(static_cast<std::size_t>(split.count));
-    reader.read(0, split.count, split.images.data(), split.labels.data());
-    splits.push_back(std::move(split));
+    auto reader = std::make_shared<const MappedSplitReader>(mapped, info.name);
+    splits.push_back(
+        SplitStream{info.name, info.count, info.height, info.width, info.channels,
+                    [reader](std::int64_t first, std::int64_t count, std::uint8_t* images,
+                             std::int32_t* labels) { reader->read(first, first + count, images, labels); }});
   }
-  std::vector<const Split*> pointers;
-  for (const auto& split : splits) pointers.push_back(&split);
-  write_dataset(output_path, mapped->info().classes, pointers, options);
+  write_dataset_in_slabs(output_path, mapped->info().classes, splits, options);
 }
 
 }  // namespace phalanx::data

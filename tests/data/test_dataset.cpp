@@ -201,6 +201,58 @@ TEST(DatasetRoundTrip, ChunksAlongSamplesClippedToCount) {
   EXPECT_EQ(chunk_of("/train/labels"), (std::vector<hsize_t>{16}));
 }
 
+// A split that arrives in slabs is written as the same split from memory would be: slabs are
+// whole chunks (7 samples) of at least 256 samples, asked for in order, and the values, checksums
+// and statistics come out the same. An error from the source stops the write and leaves no file.
+TEST(DatasetRoundTrip, SlabsOfWholeChunksWriteWhatMemoryWould) {
+  ScratchDirectory scratch("dataset-slabs");
+  const Split train = make_split("train", 700, 3, 3, 2, 10, 1);
+  const Split test = make_split("test", 40, 3, 3, 2, 10, 2);
+  std::vector<std::pair<std::int64_t, std::int64_t>> asked;
+  const auto stream_of = [&asked](const Split& split, bool record) {
+    return SplitStream{split.name,
+                       split.count,
+                       split.height,
+                       split.width,
+                       split.channels,
+                       [&split, &asked, record](std::int64_t first, std::int64_t count, std::uint8_t* images,
+                                                std::int32_t* labels) {
+                         if (record) asked.emplace_back(first, count);
+                         std::copy_n(split.images.begin() + first * split.image_bytes(),
+                                     count * split.image_bytes(), images);
+                         std::copy_n(split.labels.begin() + first, count, labels);
+                       }};
+  };
+  const std::string path = scratch.file("slabs.h5");
+  write_dataset_in_slabs(path, ten_classes(), {stream_of(train, true), stream_of(test, false)},
+                         {.chunk_samples = 7});
+  EXPECT_EQ(asked, (std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 259}, {259, 259}, {518, 182}}));
+  EXPECT_NO_THROW(verify_checksums(path));  // the stored checksums are those of the bytes written
+  const Split back = read_split(path, "train");
+  EXPECT_EQ(back.images, train.images);
+  EXPECT_EQ(back.labels, train.labels);
+  std::vector<float> mean, standard_deviation;
+  channel_statistics(train, mean, standard_deviation);
+  const DatasetInfo info = read_dataset_info(path);
+  EXPECT_EQ(info.mean, mean);
+  EXPECT_EQ(info.standard_deviation, standard_deviation);
+
+  // A source that fails part-way (a corrupt image, to an importer) leaves nothing behind.
+  const std::string failed = scratch.file("failed.h5");
+  SplitStream broken = stream_of(train, false);
+  const auto fill = broken.fill;
+  broken.fill = [fill](std::int64_t first, std::int64_t count, std::uint8_t* images, std::int32_t* labels) {
+    if (first > 0) throw_input_error("sample.png: corrupt PNG");
+    fill(first, count, images, labels);
+  };
+  EXPECT_INPUT_ERROR(
+      write_dataset_in_slabs(failed, ten_classes(), {broken, stream_of(test, false)}, {.chunk_samples = 7}),
+      "sample.png: corrupt PNG");
+  EXPECT_FALSE(std::filesystem::exists(failed));
+  for (const auto& entry : std::filesystem::directory_iterator(scratch.path()))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
+}
+
 TEST(DatasetRoundTrip, FailedWriteLeavesNoFileBehind) {
   ScratchDirectory scratch("dataset-failed-write");
   const Split train = make_split("train", 10, 2, 2, 1, 10, 1);

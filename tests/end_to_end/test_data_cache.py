@@ -5,7 +5,9 @@
 - `node` (one shared copy per node) with 4 ranks gives bitwise the weights of `rank` mode.
 - The image-folder importer: a tree of PNG and JPEG files made here round-trips (pixels equal
   for images already at the stored size, close to Pillow's resize otherwise); a corrupt image
-  fails with exit 2 naming the file, and leaves no output file behind."""
+  fails with exit 2 naming the file, and leaves no output file behind; the file is the same
+  whatever the decoding thread count over many slabs, and of two bad files the one first in the
+  stored order is named; CMYK JPEGs come out as Pillow's convert("RGB") gives them."""
 
 import io
 import os
@@ -185,6 +187,75 @@ class ImageFolderTest(unittest.TestCase):
                 for pixels, label in zip(file[f"/{split}/images"][...], file[f"/{split}/labels"][...]):
                     reference = expected[(split, "ab"[int(label)])].astype(int)
                     self.assertLessEqual(int(np.abs(pixels.astype(int) - reference).max()), 2)
+
+    def test_thread_count_changes_nothing_over_many_slabs(self):
+        # 700 images in chunks of 7: slabs of 259 (whole chunks, at least 256), so three slabs in
+        # train; 1 and 3 threads must write the same datasets.
+        root = os.path.join(WORK, "many")
+        rng = np.random.default_rng(11)
+        for label, name in enumerate(["a", "b"]):
+            os.makedirs(os.path.join(root, name))
+            for index in range(350):
+                pixels = rng.integers(0, 256, size=(6, 6, 3), dtype=np.uint8)
+                Image.fromarray(pixels).save(os.path.join(root, name, f"{index:03d}.png"))
+        outputs = []
+        for threads in ("1", "3"):
+            output = os.path.join(WORK, f"many-{threads}.h5")
+            result = e2e.phalanx("data", "import-images", root, "-o", output, "--size", "6x6", "--chunk", "7",
+                                 "--threads", threads)
+            self.assertEqual(result.returncode, 0, result.describe())
+            outputs.append(output)
+        with h5py.File(outputs[0], "r") as one, h5py.File(outputs[1], "r") as three:
+            self.assertEqual(one["/train/images"].shape[0], 560)
+            for name in ("/train/images", "/train/labels", "/test/images", "/test/labels"):
+                self.assertTrue(np.array_equal(one[name][...], three[name][...]), name)
+                self.assertEqual(e2e.attr_text(one[name].attrs["checksum"]),
+                                 e2e.attr_text(three[name].attrs["checksum"]), name)
+            self.assertTrue(np.array_equal(one["/train/images"].attrs["mean"], three["/train/images"].attrs["mean"]))
+            # Every image is stored once: the 700 files' pixels, as a multiset, are the file's.
+            stored = np.concatenate([one["/train/images"][...], one["/test/images"][...]])
+            self.assertEqual(len({image.tobytes() for image in stored}), 700)
+        verify = e2e.phalanx("data", "inspect", outputs[1], "--verify")
+        self.assertEqual(verify.returncode, 0, verify.describe())
+
+    def test_of_two_bad_files_the_first_in_the_stored_order_is_named(self):
+        root = os.path.join(WORK, "two-bad")
+        self.make_tree(root)
+        for name in ("cat", "eel"):
+            with open(os.path.join(root, name, "zz-broken.png"), "wb") as stream:
+                stream.write(b"\x89PNG\r\n\x1a\n" + b"\x00" * 40)
+        messages = set()
+        for threads in ("1", "4"):
+            output = os.path.join(WORK, f"two-bad-{threads}.h5")
+            result = e2e.phalanx("data", "import-images", root, "-o", output, "--size", "8x8", "--threads", threads)
+            self.assertEqual(result.returncode, 2, result.describe())
+            self.assertEqual(len(result.error_lines()), 1, result.stderr)
+            self.assertIn("zz-broken.png", result.stderr)
+            self.assertFalse(os.path.exists(output))
+            messages.add(result.error_lines()[0])
+        self.assertEqual(len(messages), 1, messages)
+
+    def test_cmyk_jpegs_decode_as_pillow_converts_them(self):
+        # Pillow writes CMYK JPEGs as Photoshop does (inverted inks, Adobe marker); a PyTorch
+        # pipeline reads them with convert("RGB"). Stored at their own size: no resize in between.
+        root = os.path.join(WORK, "cmyk")
+        rng = np.random.default_rng(5)
+        expected = {}
+        for name in ("a", "b"):
+            for split in ("train", "test"):
+                os.makedirs(os.path.join(root, split, name))
+                inks = Image.fromarray(rng.integers(0, 256, size=(5, 7, 4), dtype=np.uint8), "CMYK")
+                path = os.path.join(root, split, name, "print.jpg")
+                inks.resize((28, 20), Image.BILINEAR).save(path, quality=90)
+                expected[(split, name)] = np.asarray(Image.open(path).convert("RGB"))
+        output = os.path.join(WORK, "cmyk.h5")
+        result = e2e.phalanx("data", "import-images", root, "-o", output, "--size", "20x28")
+        self.assertEqual(result.returncode, 0, result.describe())
+        with h5py.File(output, "r") as file:
+            for split in ("train", "test"):
+                for pixels, label in zip(file[f"/{split}/images"][...], file[f"/{split}/labels"][...]):
+                    reference = expected[(split, "ab"[int(label)])].astype(int)
+                    self.assertLessEqual(int(np.abs(pixels.astype(int) - reference).max()), 1)
 
     def test_corrupt_image_fails_naming_the_file_and_writes_nothing(self):
         root = os.path.join(WORK, "corrupt")

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,26 @@ inline constexpr int lzf_filter_id = 32000;
 // temporary name and renamed, so a failed import never leaves a half file under `path`.
 void write_dataset(const std::string& path, const std::vector<std::string>& classes,
                    const std::vector<const Split*>& splits, const WriteOptions& options = {});
+
+// A split that arrives a slab at a time, for imports larger than memory (ImageNet at 224x224 is
+// about 190 GB): `fill(first, count, images, labels)` puts samples [first, first + count) in the
+// buffers (NHWC uint8, int32). The writer calls it in order, in slabs of whole HDF5 chunks, and
+// holds one slab (plus 4 bytes per label) at a time. An exception from `fill` ends the write and
+// leaves nothing under the output path.
+struct SplitStream {
+  std::string name;
+  std::int64_t count = 0;
+  int height = 0, width = 0, channels = 0;
+  std::function<void(std::int64_t first, std::int64_t count, std::uint8_t* images, std::int32_t* labels)>
+      fill;
+
+  std::int64_t image_bytes() const { return static_cast<std::int64_t>(height) * width * channels; }
+};
+
+// write_dataset for splits that arrive in slabs: the same file, checksums and statistics as
+// writing the whole splits from memory.
+void write_dataset_in_slabs(const std::string& path, const std::vector<std::string>& classes,
+                            const std::vector<SplitStream>& splits, const WriteOptions& options = {});
 
 // Per-channel mean and standard deviation of images in [0,1] units.
 void channel_statistics(const Split& split, std::vector<float>& mean, std::vector<float>& standard_deviation);

@@ -19,6 +19,7 @@ struct ImageFolderOptions {
   double test_fraction = 0.2;        // used when there are no train/ and test/ subfolders
   double validation_fraction = 0.0;  // share of train moved to "val"
   std::uint64_t seed = 0;            // test and val splits, and the stored sample order
+  int threads = 0;                   // decoding threads; 0: one per hardware thread
 };
 
 struct ImageFolderSummary {
