@@ -3,6 +3,7 @@
 // source pixel (no aliasing), and enlarging is plain bilinear interpolation.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "phalanx/core/error.hpp"
@@ -42,6 +43,32 @@ Taps triangle_taps(int input_size, int output_size) {
   return taps;
 }
 
+// The horizontal pass into `rows` (image.height x width x channels floats). Each output sums its
+// taps in a register, all channels of a tap together; `Channels` fixes the count at compile time
+// for RGB and grey (0: the image's own count).
+template <int Channels>
+void horizontal_pass(const DecodedImage& image, const Taps& horizontal, int width, float* rows) {
+  const auto channels = static_cast<std::size_t>(Channels > 0 ? Channels : image.channels);
+  constexpr std::size_t most_channels = 4;
+  PHALANX_CHECK(channels <= most_channels, "resize of ", channels, " channels");
+  for (int y = 0; y < image.height; ++y) {
+    const std::uint8_t* source = image.pixels.data() + static_cast<std::size_t>(y) * image.width * channels;
+    float* destination = rows + static_cast<std::size_t>(y) * width * channels;
+    for (int x = 0; x < width; ++x) {
+      const std::vector<float>& weights = horizontal.weights[static_cast<std::size_t>(x)];
+      const std::uint8_t* input =
+          source + static_cast<std::size_t>(horizontal.first[static_cast<std::size_t>(x)]) * channels;
+      float sums[most_channels] = {};
+      for (std::size_t tap = 0; tap < weights.size(); ++tap) {
+        const float weight = weights[tap];
+        for (std::size_t channel = 0; channel < channels; ++channel)
+          sums[channel] += weight * input[tap * channels + channel];
+      }
+      std::copy(sums, sums + channels, destination + static_cast<std::size_t>(x) * channels);
+    }
+  }
+}
+
 }  // namespace
 
 DecodedImage resize_image(const DecodedImage& image, int height, int width) {
@@ -50,36 +77,39 @@ DecodedImage resize_image(const DecodedImage& image, int height, int width) {
   if (image.height == height && image.width == width) return image;
   const int channels = image.channels;
   const Taps horizontal = triangle_taps(image.width, width), vertical = triangle_taps(image.height, height);
-  // Rows first into floats, then columns; rounding happens once, at the end.
-  std::vector<float> rows(static_cast<std::size_t>(image.height) * width * channels);
-  for (int y = 0; y < image.height; ++y)
-    for (int x = 0; x < width; ++x)
-      for (int channel = 0; channel < channels; ++channel) {
-        const auto& weights = horizontal.weights[static_cast<std::size_t>(x)];
-        const int first = horizontal.first[static_cast<std::size_t>(x)];
-        float sum = 0;
-        for (std::size_t tap = 0; tap < weights.size(); ++tap)
-          sum += weights[tap] *
-                 image.pixels[(static_cast<std::size_t>(y) * image.width + first + tap) * channels + channel];
-        rows[(static_cast<std::size_t>(y) * width + x) * channels + channel] = sum;
-      }
+  // Rows first into floats, then columns; rounding happens once, at the end. The loops run over
+  // contiguous memory (all channels of a tap; whole rows per vertical tap), but every output still
+  // adds its taps in tap order, so the bytes are those of the formula taken value by value.
+  const auto channel_count = static_cast<std::size_t>(channels);
+  const std::size_t row_values = static_cast<std::size_t>(width) * channel_count;
+  std::vector<float> rows(static_cast<std::size_t>(image.height) * row_values);
+  if (channels == 3)
+    horizontal_pass<3>(image, horizontal, width, rows.data());
+  else if (channels == 1)
+    horizontal_pass<1>(image, horizontal, width, rows.data());
+  else
+    horizontal_pass<0>(image, horizontal, width, rows.data());
   DecodedImage resized;
   resized.height = height;
   resized.width = width;
   resized.channels = channels;
-  resized.pixels.resize(static_cast<std::size_t>(height) * width * channels);
+  resized.pixels.resize(static_cast<std::size_t>(height) * row_values);
+  std::vector<float> sums(row_values);
   for (int y = 0; y < height; ++y) {
     const auto& weights = vertical.weights[static_cast<std::size_t>(y)];
-    const int first = vertical.first[static_cast<std::size_t>(y)];
-    for (int x = 0; x < width; ++x)
-      for (int channel = 0; channel < channels; ++channel) {
-        float sum = 0;
-        for (std::size_t tap = 0; tap < weights.size(); ++tap)
-          sum +=
-              weights[tap] * rows[((first + tap) * static_cast<std::size_t>(width) + x) * channels + channel];
-        resized.pixels[(static_cast<std::size_t>(y) * width + x) * channels + channel] =
-            static_cast<std::uint8_t>(std::clamp(std::lround(sum), 0L, 255L));
-      }
+    const auto first = static_cast<std::size_t>(vertical.first[static_cast<std::size_t>(y)]);
+    std::fill(sums.begin(), sums.end(), 0.0f);
+    for (std::size_t tap = 0; tap < weights.size(); ++tap) {
+      const float weight = weights[tap];
+      const float* row = rows.data() + (first + tap) * row_values;
+      for (std::size_t index = 0; index < row_values; ++index) sums[index] += weight * row[index];
+    }
+    // Sums are never negative (weights and pixels are not), so floor(x + 0.5), exact in double,
+    // is std::lround's half-away-from-zero without its per-value call.
+    std::uint8_t* output = resized.pixels.data() + static_cast<std::size_t>(y) * row_values;
+    for (std::size_t index = 0; index < row_values; ++index)
+      output[index] =
+          static_cast<std::uint8_t>(std::min(255.0, std::floor(static_cast<double>(sums[index]) + 0.5)));
   }
   return resized;
 }
