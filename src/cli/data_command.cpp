@@ -107,8 +107,8 @@ std::function<int()> add_data_command(CLI::App& app) {
       });
   import_images
       ->add_option("--threads", arguments->images.threads,
-                   "Decoding threads (default 0: one per hardware thread)")
-      ->check(CLI::NonNegativeNumber);
+                   "Decoding threads, 0-1024 (default 0: one per hardware thread)")
+      ->check(CLI::Range(0, 1024));
   import_images->add_option("--chunk", arguments->write.chunk_samples,
                             "Samples per HDF5 chunk (default 1024)");
   import_images->add_option("--gzip", arguments->write.gzip_level, "gzip level 0-9 (default 0: none)");

@@ -217,6 +217,10 @@ class ImageFolderTest(unittest.TestCase):
             self.assertEqual(len({image.tobytes() for image in stored}), 700)
         verify = e2e.phalanx("data", "inspect", outputs[1], "--verify")
         self.assertEqual(verify.returncode, 0, verify.describe())
+        refused = e2e.phalanx("data", "import-images", root, "-o", os.path.join(WORK, "many-bad.h5"), "--threads", "-1")
+        self.assertEqual(refused.returncode, 2, refused.describe())
+        self.assertIn("--threads: Value -1 not in range 0 to 1024", refused.stderr)
+        self.assertFalse(os.path.exists(os.path.join(WORK, "many-bad.h5")))
 
     def test_of_two_bad_files_the_first_in_the_stored_order_is_named(self):
         root = os.path.join(WORK, "two-bad")
