@@ -27,12 +27,6 @@ namespace {
   reader.fail(key, key + ": " + message, node);
 }
 
-// The top-level keys that hold one value each; --set names them as they are.
-const std::vector<std::string>& scalar_keys() {
-  static const std::vector<std::string> keys = {"name",      "seed",   "config", "search",
-                                                "scheduler", "trials", "metric", "goal"};
-  return keys;
-}
 const std::vector<std::string>& tpe_keys() {
   static const std::vector<std::string> keys = {"startup_trials", "candidates"};
   return keys;
@@ -50,36 +44,41 @@ const std::vector<std::string>& worker_keys() {
                                                 "join_running", "join_min_seconds"};
   return keys;
 }
-// The sections that hold keys of their own, each named once here; --set names their keys as
-// "section.key".
-struct KeyedSection {
+// Every top-level key of a sweep file, each named once: a section's own keys (--set names them
+// as "section.key"), and whether --set may name it at all ("space" and "set", a mapping and a
+// list, are not settable key by key).
+struct TopLevelKey {
   const char* name;
-  const std::vector<std::string>& (*keys)();
+  const std::vector<std::string>& (*section_keys)();  // null: one value, not a section
+  bool settable;
 };
-const std::vector<KeyedSection>& keyed_sections() {
-  static const std::vector<KeyedSection> sections = {{"budget", budget_keys},
-                                                     {"workers", worker_keys},
-                                                     {"tpe", tpe_keys},
-                                                     {"pbt", pbt_keys},
-                                                     {"asha", asha_keys}};
-  return sections;
+const std::vector<TopLevelKey>& top_level_keys() {
+  static const std::vector<TopLevelKey> keys = {
+      {"name", nullptr, true},       {"seed", nullptr, true},        {"config", nullptr, true},
+      {"set", nullptr, false},       {"search", nullptr, true},      {"scheduler", nullptr, true},
+      {"trials", nullptr, true},     {"metric", nullptr, true},      {"goal", nullptr, true},
+      {"budget", budget_keys, true}, {"workers", worker_keys, true}, {"tpe", tpe_keys, true},
+      {"space", nullptr, false},     {"pbt", pbt_keys, true},        {"asha", asha_keys, true}};
+  return keys;
 }
-// Everything the top level may hold: the scalar keys, the keyed sections, and the search space
-// and base-config overrides (a mapping and a list, not settable key by key).
 const std::vector<std::string>& sweep_keys() {
   static const std::vector<std::string> keys = [] {
-    std::vector<std::string> all = scalar_keys();
-    for (const auto& section : keyed_sections()) all.emplace_back(section.name);
-    all.insert(all.end(), {"space", "set"});
-    return all;
+    std::vector<std::string> names;
+    for (const TopLevelKey& key : top_level_keys()) names.emplace_back(key.name);
+    return names;
   }();
   return keys;
 }
-// The dotted keys --set may name in the sweep file itself (besides config.*).
+// The dotted keys --set may name in the sweep file itself (besides config.*): the one-value keys,
+// then each section's keys.
 std::vector<std::string> settable_keys() {
-  std::vector<std::string> keys = scalar_keys();
-  for (const auto& section : keyed_sections())
-    for (const auto& key : section.keys()) keys.push_back(std::string(section.name) + "." + key);
+  std::vector<std::string> keys;
+  for (const TopLevelKey& key : top_level_keys())
+    if (key.settable && !key.section_keys) keys.emplace_back(key.name);
+  for (const TopLevelKey& key : top_level_keys())
+    if (key.settable && key.section_keys)
+      for (const std::string& section_key : key.section_keys())
+        keys.push_back(std::string(key.name) + "." + section_key);
   return keys;
 }
 

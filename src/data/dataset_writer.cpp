@@ -77,12 +77,12 @@ void validate_inputs(const std::string& path, const std::vector<std::string>& cl
 }
 
 // Labels are checked slab by slab as they arrive; `first` numbers them within the split.
-void check_labels(const std::string& path, const SplitStream& split, const std::int32_t* labels,
+void check_labels(const std::string& path, const std::string& split_name, const std::int32_t* labels,
                   std::int64_t first, std::int64_t count, std::size_t class_count) {
   for (std::int64_t sample = 0; sample < count; ++sample) {
     const std::int32_t label = labels[sample];
     if (label < 0 || static_cast<std::size_t>(label) >= class_count)
-      fail_input(path, "split \"" + split.name + "\": label[" + std::to_string(first + sample) +
+      fail_input(path, "split \"" + split_name + "\": label[" + std::to_string(first + sample) +
                            "] = " + std::to_string(label) + " is outside [0, " + std::to_string(class_count) +
                            ") (" + std::to_string(class_count) + " classes)");
   }
@@ -186,10 +186,13 @@ Hdf5Handle create_chunked_dataset(hid_t group, const char* name, hid_t file_type
 
 // Samples per slab: whole chunks (so each is compressed and written once, straight through the
 // filters), at least 256 samples where the split has them, so a slab gives an importer's decoding
-// threads enough to share.
-std::int64_t slab_samples(std::int64_t chunk_samples, std::int64_t count) {
-  const std::int64_t chunks = std::max<std::int64_t>(1, (256 + chunk_samples - 1) / chunk_samples);
-  return std::min(count, chunk_samples * chunks);
+// threads enough to share, but no more than 256 MiB unless one chunk is larger.
+std::int64_t slab_samples(std::int64_t chunk_samples, std::int64_t count, std::int64_t sample_bytes) {
+  constexpr std::int64_t largest_slab_bytes = std::int64_t{256} << 20;
+  const std::int64_t wanted = std::max<std::int64_t>(1, (256 + chunk_samples - 1) / chunk_samples);
+  const std::int64_t affordable =
+      std::max<std::int64_t>(1, largest_slab_bytes / (chunk_samples * sample_bytes));
+  return std::min(count, chunk_samples * std::min(wanted, affordable));
 }
 
 // Writes one split, a slab at a time; the train split's pixels also go into `histogram`, whose mean
@@ -208,8 +211,8 @@ void write_split(hid_t file, const SplitStream& split, std::size_t class_count, 
                                              split.image_bytes(), options, path, group_name + "/images");
   Hdf5Handle image_space = detail::dataspace_handle(
       checked(H5Dget_space(images.get()), path, "reading the dataspace of " + group_name + "/images"));
-  const std::int64_t slab =
-      slab_samples(chunk_samples_for(options, split.count, split.image_bytes()), split.count);
+  const std::int64_t slab = slab_samples(chunk_samples_for(options, split.count, split.image_bytes()),
+                                         split.count, split.image_bytes());
   std::vector<std::uint8_t> pixels(static_cast<std::size_t>(slab * split.image_bytes()));
   std::vector<std::int32_t> labels(static_cast<std::size_t>(split.count));
   // Hashed from the bytes in memory rather than read back: it records what the importer meant to
@@ -220,7 +223,7 @@ void write_split(hid_t file, const SplitStream& split, std::size_t class_count, 
     const std::int64_t count = std::min(slab, split.count - first);
     std::int32_t* slab_labels = labels.data() + first;
     split.fill(first, count, pixels.data(), slab_labels);
-    check_labels(path, split, slab_labels, first, count, class_count);
+    check_labels(path, split.name, slab_labels, first, count, class_count);
     const auto bytes = static_cast<std::size_t>(count * split.image_bytes());
     image_hash.update(pixels.data(), bytes);
     if (is_train) histogram.add(pixels.data(), bytes / static_cast<std::size_t>(split.channels));
@@ -267,7 +270,7 @@ void write_file(const std::string& temporary_path, const std::string& path,
   write_integer_attribute(file.get(), "version", dataset_version, path);
   write_string_array_attribute(file.get(), "classes", classes, path);
   // The schema lists splits as train, test, val; writing them in that order keeps h5dump readable
-  // (and the train statistics are checked before anything else is written).
+  // (and a train split with nothing to normalise stops the write before the other splits).
   for (const char* name : {"train", "test", "val"})
     for (const SplitStream& split : splits)
       if (split.name == name)
@@ -304,11 +307,6 @@ void write_dataset(const std::string& path, const std::vector<std::string>& clas
   for (std::size_t index = 0; index < splits.size(); ++index) {
     const Split* split = splits[index];
     PHALANX_CHECK(split != nullptr, "split ", index, " is null");
-    PHALANX_CHECK(split->images.size() == static_cast<std::size_t>(split->count * split->image_bytes()),
-                  "split ", split->name, " holds ", split->images.size(), " image bytes for ", split->count,
-                  " samples of ", split->image_bytes());
-    PHALANX_CHECK(split->labels.size() == static_cast<std::size_t>(split->count), "split ", split->name,
-                  " holds ", split->labels.size(), " labels for ", split->count, " samples");
     streams.push_back(SplitStream{
         split->name, split->count, split->height, split->width, split->channels,
         [split](std::int64_t first, std::int64_t count, std::uint8_t* images, std::int32_t* labels) {
@@ -317,6 +315,17 @@ void write_dataset(const std::string& path, const std::vector<std::string>& clas
                       static_cast<std::size_t>(count) * sample_bytes, images);
           std::copy_n(split->labels.begin() + first, count, labels);
         }});
+  }
+  // Whole splits are checked before a file is started, labels included, as they always were (the
+  // slab writer can check labels only as they arrive).
+  validate_inputs(path, classes, streams, options);
+  for (const Split* split : splits) {
+    PHALANX_CHECK(split->images.size() == static_cast<std::size_t>(split->count * split->image_bytes()),
+                  "split ", split->name, " holds ", split->images.size(), " image bytes for ", split->count,
+                  " samples of ", split->image_bytes());
+    PHALANX_CHECK(split->labels.size() == static_cast<std::size_t>(split->count), "split ", split->name,
+                  " holds ", split->labels.size(), " labels for ", split->count, " samples");
+    check_labels(path, split->name, split->labels.data(), 0, split->count, classes.size());
   }
   write_dataset_in_slabs(path, classes, streams, options);
 }

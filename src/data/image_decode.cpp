@@ -102,7 +102,8 @@ bool has_adobe_marker(const std::string& bytes) {
                                    << 8 |
                                static_cast<unsigned char>(bytes[position + 3]);
     if (length < 2) return false;
-    if (marker == 0xEE && length >= 7 && position + 9 <= bytes.size() &&
+    // libjpeg counts an APP14 segment as Adobe's only with its 12 data bytes (length 14).
+    if (marker == 0xEE && length >= 14 && position + 9 <= bytes.size() &&
         bytes.compare(position + 4, 5, "Adobe") == 0)
       return true;
     position += 2 + length;

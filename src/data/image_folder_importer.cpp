@@ -17,6 +17,7 @@
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/random.hpp"
+#include "phalanx/core/usable_cores.hpp"
 #include "phalanx/data/image_folder.hpp"
 
 namespace phalanx::data {
@@ -166,9 +167,8 @@ void decode_slab(const std::vector<Item>& items, std::int64_t first, std::int64_
 SplitStream decode_split(const std::string& name, std::vector<Item> items, const ImageFolderOptions& options,
                          std::uint64_t split_number) {
   shuffle(items, mix_seed(options.seed, split_number), order_stream);
-  const int threads = options.threads > 0
-                          ? options.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // Every core the job was given (its affinity), not every core of the node.
+  const int threads = options.threads > 0 ? options.threads : usable_cores();
   auto shared = std::make_shared<const std::vector<Item>>(std::move(items));
   return SplitStream{name,
                      static_cast<std::int64_t>(shared->size()),

@@ -238,6 +238,16 @@ TEST(DatasetRoundTrip, SlabsOfWholeChunksWriteWhatMemoryWould) {
   EXPECT_EQ(info.standard_deviation, standard_deviation);
 
   // A source that fails part-way (a corrupt image, to an importer) leaves nothing behind.
+  // A label out of range in a later slab is named by its index in the split.
+  Split mislabelled = train;
+  mislabelled.labels[600] = 10;
+  const std::string mislabelled_path = scratch.file("mislabelled.h5");
+  EXPECT_INPUT_ERROR(
+      write_dataset_in_slabs(mislabelled_path, ten_classes(),
+                             {stream_of(mislabelled, false), stream_of(test, false)}, {.chunk_samples = 7}),
+      "split \"train\": label[600] = 10 is outside [0, 10)");
+  EXPECT_FALSE(std::filesystem::exists(mislabelled_path));
+
   const std::string failed = scratch.file("failed.h5");
   SplitStream broken = stream_of(train, false);
   const auto fill = broken.fill;
@@ -262,6 +272,8 @@ TEST(DatasetRoundTrip, FailedWriteLeavesNoFileBehind) {
   EXPECT_INPUT_ERROR(write_dataset(path, ten_classes(), {&train, &test}),
                      "bad.h5: split \"test\": label[3] = 10 is outside [0, 10) (10 classes)");
   EXPECT_FALSE(std::filesystem::exists(path));
+  for (const auto& entry : std::filesystem::directory_iterator(scratch.path()))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
 
   // The rename fails when a folder sits at the destination: the temporary file must go too.
   test.labels[3] = 0;

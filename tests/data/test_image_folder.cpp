@@ -103,6 +103,30 @@ TEST(ImageDecode, AdobeCmykJpegDecodesToRgbAndGrey) {
   ASSERT_EQ(grey.pixels.size(), static_cast<std::size_t>(width * height));
   EXPECT_NEAR(grey.pixels[0], 105, 3);
   EXPECT_NEAR(grey.pixels[static_cast<std::size_t>(width - 1)], 100, 3);
+
+  // Without the Adobe segment the same bytes are plain CMYK to libjpeg, and the inks are read as
+  // stored, not inverted: each channel is (255 - ink) * (255 - black) / 255 of the stored values.
+  std::string bytes = phalanx::testing::file_bytes(path);
+  const std::size_t segment = bytes.find("\xFF\xEE");
+  ASSERT_NE(segment, std::string::npos) << "TurboJPEG wrote no Adobe segment";
+  const std::size_t length =
+      static_cast<unsigned char>(bytes[segment + 2]) << 8 | static_cast<unsigned char>(bytes[segment + 3]);
+  bytes.erase(segment, 2 + length);
+  const std::string unmarked = scratch.file("unmarked.jpg");
+  write_file(unmarked, bytes);
+  tjhandle decoder = tjInitDecompress();
+  std::vector<std::uint8_t> stored(cmyk.size());
+  ASSERT_EQ(tjDecompress2(decoder, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
+                          stored.data(), width, 0, height, TJPF_CMYK, TJFLAG_ACCURATEDCT),
+            0);
+  tjDestroy(decoder);
+  const DecodedImage plain = decode_image(unmarked, 3);
+  for (std::size_t pixel = 0; pixel < static_cast<std::size_t>(width * height); ++pixel) {
+    const double left = 255.0 - stored[pixel * 4 + 3];
+    for (std::size_t channel = 0; channel < 3; ++channel)
+      EXPECT_NEAR(plain.pixels[pixel * 3 + channel], left - stored[pixel * 4 + channel] * left / 255.0, 1.0)
+          << "pixel " << pixel << " channel " << channel;
+  }
 }
 
 TEST(ImageDecode, UnknownAndBrokenFilesNameTheFile) {

@@ -3,7 +3,6 @@
 #include "phalanx/train/rank_resources.hpp"
 
 #include <omp.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -14,6 +13,7 @@
 #include "phalanx/backend/cuda_backend.hpp"
 #include "phalanx/backend/device_assignment.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/usable_cores.hpp"
 
 namespace phalanx::train {
 
@@ -77,10 +77,7 @@ RankResources make_rank_resources(config::Device device, int threads,
       // run on: Open MPI binds small jobs to one core each, and threads beyond that only fight.
       const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
       const int cpu_ranks = std::max(1, gpu.node_cpu_ranks);
-      cpu_set_t allowed;
-      CPU_ZERO(&allowed);
-      const int usable = sched_getaffinity(0, sizeof(allowed), &allowed) == 0 ? CPU_COUNT(&allowed) : cores;
-      threads = std::max(1, std::min(usable, cores / cpu_ranks));
+      threads = std::max(1, std::min(usable_cores(), cores / cpu_ranks));
     }
   }
   resources.threads = threads;
