@@ -7,12 +7,13 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <vector>
 
+#include "channel_histogram.hpp"
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
-#include "channel_histogram.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
@@ -213,20 +214,40 @@ void write_split(hid_t file, const SplitStream& split, std::size_t class_count, 
       checked(H5Dget_space(images.get()), path, "reading the dataspace of " + group_name + "/images"));
   const std::int64_t slab = slab_samples(chunk_samples_for(options, split.count, split.image_bytes()),
                                          split.count, split.image_bytes());
-  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(slab * split.image_bytes()));
+  const auto slab_bytes = static_cast<std::size_t>(slab * split.image_bytes());
+  // Two slab buffers where the source may fill one while the other is written.
+  std::vector<std::uint8_t> pixels[2] = {
+      std::vector<std::uint8_t>(slab_bytes),
+      std::vector<std::uint8_t>(split.fill_beside_writes ? slab_bytes : 0)};
   std::vector<std::int32_t> labels(static_cast<std::size_t>(split.count));
+  const auto fill = [&](int buffer, std::int64_t first) {
+    split.fill(first, std::min(slab, split.count - first), pixels[buffer].data(), labels.data() + first);
+  };
+  // Declared after the buffers it fills, so that an error while writing waits for it (a std::async
+  // future joins when destroyed) before they go.
+  std::future<void> next_slab;
   // Hashed from the bytes in memory rather than read back: it records what the importer meant to
   // write, so `inspect --verify` also catches a write that went wrong on the way to the disk.
   Xxhash64Stream image_hash;
   ChannelHistogram histogram(split.channels);
+  int buffer = 0;
+  if (split.fill_beside_writes) next_slab = std::async(std::launch::async, fill, 0, std::int64_t{0});
   for (std::int64_t first = 0; first < split.count; first += slab) {
     const std::int64_t count = std::min(slab, split.count - first);
-    std::int32_t* slab_labels = labels.data() + first;
-    split.fill(first, count, pixels.data(), slab_labels);
+    if (split.fill_beside_writes) {
+      next_slab.get();  // rethrows what the source threw
+      buffer = static_cast<int>((first / slab) % 2);
+      if (first + slab < split.count)
+        next_slab = std::async(std::launch::async, fill, 1 - buffer, first + slab);
+    } else {
+      fill(0, first);
+    }
+    const std::uint8_t* slab_pixels = pixels[buffer].data();
+    const std::int32_t* slab_labels = labels.data() + first;
     check_labels(path, split.name, slab_labels, first, count, class_count);
     const auto bytes = static_cast<std::size_t>(count * split.image_bytes());
-    image_hash.update(pixels.data(), bytes);
-    if (is_train) histogram.add(pixels.data(), bytes / static_cast<std::size_t>(split.channels));
+    image_hash.update(slab_pixels, bytes);
+    if (is_train) histogram.add(slab_pixels, bytes / static_cast<std::size_t>(split.channels));
     const hsize_t start[4] = {static_cast<hsize_t>(first), 0, 0, 0};
     const hsize_t extent[4] = {static_cast<hsize_t>(count), image_dimensions[1], image_dimensions[2],
                                image_dimensions[3]};
@@ -235,7 +256,7 @@ void write_split(hid_t file, const SplitStream& split, std::size_t class_count, 
     Hdf5Handle memory_space =
         detail::dataspace_handle(checked(H5Screate_simple(4, extent, nullptr), path, "creating a dataspace"));
     checked_status(H5Dwrite(images.get(), H5T_NATIVE_UINT8, memory_space.get(), image_space.get(),
-                            H5P_DEFAULT, pixels.data()),
+                            H5P_DEFAULT, slab_pixels),
                    path, "writing " + group_name + "/images");
   }
   write_string_attribute(images.get(), checksum_attribute, format_checksum(image_hash.digest()), path);

@@ -23,12 +23,12 @@ namespace {
   throw_input_error(path + ": " + what);
 }
 
-std::string read_bytes(const std::string& path) {
+// Into `bytes`, whose capacity a caller decoding many files keeps from one to the next.
+void read_bytes(const std::string& path, std::string& bytes) {
   std::ifstream file(path, std::ios::binary);
   if (!file) fail(path, "cannot be opened");
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
   if (file.bad()) fail(path, "cannot be read");
-  return bytes;
 }
 
 bool is_png(const std::string& bytes) {
@@ -44,12 +44,11 @@ bool is_jpeg(const std::string& bytes) {
 // anything).
 constexpr std::int64_t largest_pixels = std::int64_t{1} << 28;
 
-DecodedImage decode_png(const std::string& path, const std::string& bytes, int channels) {
+void decode_png(const std::string& path, const std::string& bytes, int channels, DecodedImage& decoded) {
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
     fail(path, std::string("not a readable PNG: ") + image.message);
-  DecodedImage decoded;
   decoded.height = static_cast<int>(image.height);
   decoded.width = static_cast<int>(image.width);
   decoded.channels = channels;
@@ -66,7 +65,6 @@ DecodedImage decode_png(const std::string& path, const std::string& bytes, int c
     png_image_free(&image);
     fail(path, "corrupt PNG: " + message);
   }
-  return decoded;
 }
 
 class TurboJpeg {
@@ -141,7 +139,8 @@ void cmyk_to_pixels(const std::vector<std::uint8_t>& cmyk, bool inverted, int ch
   }
 }
 
-DecodedImage decode_jpeg(const std::string& path, const std::string& bytes, int channels) {
+void decode_jpeg(const std::string& path, const std::string& bytes, int channels, DecodedImage& decoded,
+                 std::vector<std::uint8_t>& cmyk) {
   TurboJpeg jpeg;
   if (!jpeg.get()) throw_internal_error("TurboJPEG could not start", __FILE__, __LINE__);
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
@@ -151,7 +150,6 @@ DecodedImage decode_jpeg(const std::string& path, const std::string& bytes, int 
     fail(path, std::string("not a readable JPEG: ") + tjGetErrorStr2(jpeg.get()));
   if (width <= 0 || height <= 0 || static_cast<std::int64_t>(width) * height > largest_pixels)
     fail(path, "JPEG of " + std::to_string(width) + "x" + std::to_string(height) + " is not a usable size");
-  DecodedImage decoded;
   decoded.height = height;
   decoded.width = width;
   decoded.channels = channels;
@@ -161,27 +159,34 @@ DecodedImage decode_jpeg(const std::string& path, const std::string& bytes, int 
   const auto size = static_cast<unsigned long>(bytes.size());
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
     // libjpeg converts YCCK to CMYK but not CMYK to RGB, so that step is ours.
-    std::vector<std::uint8_t> cmyk(static_cast<std::size_t>(height) * width * 4);
+    cmyk.resize(static_cast<std::size_t>(height) * width * 4);
     if (tjDecompress2(jpeg.get(), data, size, cmyk.data(), width, 0, height, TJPF_CMYK, flags) != 0)
       fail(path, std::string("corrupt JPEG: ") + tjGetErrorStr2(jpeg.get()));
     cmyk_to_pixels(cmyk, has_adobe_marker(bytes), channels, decoded.pixels);
-    return decoded;
+    return;
   }
   if (tjDecompress2(jpeg.get(), data, size, decoded.pixels.data(), width, 0, height,
                     channels == 3 ? TJPF_RGB : TJPF_GRAY, flags) != 0)
     fail(path, std::string("corrupt JPEG: ") + tjGetErrorStr2(jpeg.get()));
-  return decoded;
 }
 
 }  // namespace
 
-DecodedImage decode_image(const std::string& path, int channels) {
+void decode_image(const std::string& path, int channels, DecodedImage& into, ImageScratch& scratch) {
   PHALANX_CHECK(channels == 1 || channels == 3, "channels ", channels);
-  const std::string bytes = read_bytes(path);
+  read_bytes(path, scratch.file_bytes);
+  const std::string& bytes = scratch.file_bytes;
   if (bytes.empty()) fail(path, "empty file, not an image");
-  if (is_png(bytes)) return decode_png(path, bytes, channels);
-  if (is_jpeg(bytes)) return decode_jpeg(path, bytes, channels);
+  if (is_png(bytes)) return decode_png(path, bytes, channels, into);
+  if (is_jpeg(bytes)) return decode_jpeg(path, bytes, channels, into, scratch.cmyk);
   fail(path, "neither a PNG nor a JPEG (unknown signature)");
+}
+
+DecodedImage decode_image(const std::string& path, int channels) {
+  DecodedImage decoded;
+  ImageScratch scratch;
+  decode_image(path, channels, decoded, scratch);
+  return decoded;
 }
 
 }  // namespace phalanx::data

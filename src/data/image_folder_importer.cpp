@@ -138,12 +138,14 @@ void decode_slab(const std::vector<Item>& items, std::int64_t first, std::int64_
   std::int64_t failed_index = count;
   std::exception_ptr failure;
   const auto work = [&] {
+    ImageScratch scratch;  // one per thread, reused from image to image
+    DecodedImage decoded, resized;
     for (std::int64_t index = next++; index < count; index = next++) {
       const Item& item = items[static_cast<std::size_t>(first + index)];
       try {
-        const DecodedImage image =
-            resize_image(decode_image(item.path, options.channels), options.height, options.width);
-        std::copy(image.pixels.begin(), image.pixels.end(),
+        decode_image(item.path, options.channels, decoded, scratch);
+        resize_image(decoded, options.height, options.width, resized, scratch);
+        std::copy(resized.pixels.begin(), resized.pixels.end(),
                   images + static_cast<std::size_t>(index) * image_bytes);
         labels[index] = item.label;
       } catch (...) {
@@ -178,7 +180,8 @@ SplitStream decode_split(const std::string& name, std::vector<Item> items, const
                      [shared, options, threads](std::int64_t first, std::int64_t count, std::uint8_t* images,
                                                 std::int32_t* labels) {
                        decode_slab(*shared, first, count, options, threads, images, labels);
-                     }};
+                     },
+                     /*fill_beside_writes=*/true};
 }
 
 }  // namespace

@@ -203,13 +203,18 @@ TEST(DatasetRoundTrip, ChunksAlongSamplesClippedToCount) {
 
 // A split that arrives in slabs is written as the same split from memory would be: slabs are
 // whole chunks (7 samples) of at least 256 samples, asked for in order, and the values, checksums
-// and statistics come out the same. An error from the source stops the write and leaves no file.
-TEST(DatasetRoundTrip, SlabsOfWholeChunksWriteWhatMemoryWould) {
-  ScratchDirectory scratch("dataset-slabs");
+// and statistics come out the same. A bad label in a later slab is named by its index in the split,
+// and an error from the source stops the write and leaves no file. The same whether the source
+// fills each slab in turn or (fill_beside_writes) the next one while this one is written.
+struct SlabWrite : ::testing::TestWithParam<bool> {};
+
+TEST_P(SlabWrite, SlabsOfWholeChunksWriteWhatMemoryWould) {
+  const bool beside = GetParam();
+  ScratchDirectory scratch(beside ? "dataset-slabs-beside" : "dataset-slabs");
   const Split train = make_split("train", 700, 3, 3, 2, 10, 1);
   const Split test = make_split("test", 40, 3, 3, 2, 10, 2);
   std::vector<std::pair<std::int64_t, std::int64_t>> asked;
-  const auto stream_of = [&asked](const Split& split, bool record) {
+  const auto stream_of = [&asked, beside](const Split& split, bool record) {
     return SplitStream{split.name,
                        split.count,
                        split.height,
@@ -221,7 +226,8 @@ TEST(DatasetRoundTrip, SlabsOfWholeChunksWriteWhatMemoryWould) {
                          std::copy_n(split.images.begin() + first * split.image_bytes(),
                                      count * split.image_bytes(), images);
                          std::copy_n(split.labels.begin() + first, count, labels);
-                       }};
+                       },
+                       beside};
   };
   const std::string path = scratch.file("slabs.h5");
   write_dataset_in_slabs(path, ten_classes(), {stream_of(train, true), stream_of(test, false)},
@@ -237,8 +243,6 @@ TEST(DatasetRoundTrip, SlabsOfWholeChunksWriteWhatMemoryWould) {
   EXPECT_EQ(info.mean, mean);
   EXPECT_EQ(info.standard_deviation, standard_deviation);
 
-  // A source that fails part-way (a corrupt image, to an importer) leaves nothing behind.
-  // A label out of range in a later slab is named by its index in the split.
   Split mislabelled = train;
   mislabelled.labels[600] = 10;
   const std::string mislabelled_path = scratch.file("mislabelled.h5");
@@ -248,6 +252,7 @@ TEST(DatasetRoundTrip, SlabsOfWholeChunksWriteWhatMemoryWould) {
       "split \"train\": label[600] = 10 is outside [0, 10)");
   EXPECT_FALSE(std::filesystem::exists(mislabelled_path));
 
+  // A source that fails part-way (a corrupt image, to an importer).
   const std::string failed = scratch.file("failed.h5");
   SplitStream broken = stream_of(train, false);
   const auto fill = broken.fill;
@@ -262,6 +267,12 @@ TEST(DatasetRoundTrip, SlabsOfWholeChunksWriteWhatMemoryWould) {
   for (const auto& entry : std::filesystem::directory_iterator(scratch.path()))
     EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
 }
+
+INSTANTIATE_TEST_SUITE_P(DatasetRoundTrip, SlabWrite, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? std::string("FilledBesideWrites")
+                                             : std::string("FilledInTurn");
+                         });
 
 TEST(DatasetRoundTrip, FailedWriteLeavesNoFileBehind) {
   ScratchDirectory scratch("dataset-failed-write");

@@ -68,14 +68,17 @@ void write_dataset(const std::string& path, const std::vector<std::string>& clas
 // A split that arrives a slab at a time, for imports larger than memory (ImageNet at 224x224 is
 // about 190 GB): `fill(first, count, images, labels)` puts samples [first, first + count) in the
 // buffers (NHWC uint8, int32). The writer calls it in order, in slabs of whole HDF5 chunks, and
-// holds one slab (plus 4 bytes per label) at a time. An exception from `fill` ends the write and
-// leaves nothing under the output path.
+// holds one slab (two with `fill_beside_writes`) plus 4 bytes per label at a time. An exception
+// from `fill` ends the write and leaves nothing under the output path.
 struct SplitStream {
   std::string name;
   std::int64_t count = 0;
   int height = 0, width = 0, channels = 0;
   std::function<void(std::int64_t first, std::int64_t count, std::uint8_t* images, std::int32_t* labels)>
       fill;
+  // A `fill` that never calls HDF5 (an image decoder) may run on another thread, filling the next
+  // slab while the writer hashes and writes this one: two slabs held, the write's time hidden.
+  bool fill_beside_writes = false;
 
   std::int64_t image_bytes() const { return static_cast<std::int64_t>(height) * width * channels; }
 };

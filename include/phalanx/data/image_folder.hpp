@@ -38,13 +38,34 @@ struct DecodedImage {
   std::vector<std::uint8_t> pixels;
 };
 
+// One axis of a resize: for output position i, the inputs first[i], first[i] + 1, ... weighted by
+// weights[offsets[i]] up to weights[offsets[i + 1]].
+struct ResizeTaps {
+  std::vector<int> first, offsets;
+  std::vector<float> weights;
+};
+
+// Buffers one thread reuses from image to image. Allocating them afresh for each image (a few
+// hundred kilobytes, zeroed by the kernel page by page) took a fifth of an import's time.
+struct ImageScratch {
+  std::string file_bytes;
+  std::vector<std::uint8_t> cmyk;
+  ResizeTaps horizontal, vertical;
+  std::vector<float> rows, sums;
+};
+
 // Decodes a PNG or JPEG file (chosen by content, not by name) into `channels` (1 or 3). Throws
 // InvalidInput naming the file for anything unreadable.
 DecodedImage decode_image(const std::string& path, int channels);
+// The same into `into`, with `scratch`'s buffers.
+void decode_image(const std::string& path, int channels, DecodedImage& into, ImageScratch& scratch);
 
 // Resizes with a triangle (bilinear) filter whose support widens with the reduction, so that
 // shrinking averages every source pixel instead of aliasing (the same scheme as Pillow's
 // Image.resize with BILINEAR).
 DecodedImage resize_image(const DecodedImage& image, int height, int width);
+// The same into `into` (not `image`), with `scratch`'s buffers.
+void resize_image(const DecodedImage& image, int height, int width, DecodedImage& into,
+                  ImageScratch& scratch);
 
 }  // namespace phalanx::data
