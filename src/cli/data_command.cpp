@@ -107,7 +107,7 @@ std::function<int()> add_data_command(CLI::App& app) {
       });
   import_images
       ->add_option("--threads", arguments->images.threads,
-                   "Decoding threads, 0-1024 (default 0: one per hardware thread)")
+                   "Decoding threads, 0-1024 (default 0: one per core the job may run on)")
       ->check(CLI::Range(0, 1024));
   import_images->add_option("--chunk", arguments->write.chunk_samples,
                             "Samples per HDF5 chunk (default 1024)");

@@ -188,8 +188,8 @@ Hdf5Handle create_chunked_dataset(hid_t group, const char* name, hid_t file_type
 // Samples per slab: whole chunks (so each is compressed and written once, straight through the
 // filters), at least 256 samples where the split has them, so a slab gives an importer's decoding
 // threads enough to share, but no more than 256 MiB unless one chunk is larger.
+constexpr std::int64_t largest_slab_bytes = std::int64_t{256} << 20;
 std::int64_t slab_samples(std::int64_t chunk_samples, std::int64_t count, std::int64_t sample_bytes) {
-  constexpr std::int64_t largest_slab_bytes = std::int64_t{256} << 20;
   const std::int64_t wanted = std::max<std::int64_t>(1, (256 + chunk_samples - 1) / chunk_samples);
   const std::int64_t affordable =
       std::max<std::int64_t>(1, largest_slab_bytes / (chunk_samples * sample_bytes));
@@ -215,10 +215,12 @@ void write_split(hid_t file, const SplitStream& split, std::size_t class_count, 
   const std::int64_t slab = slab_samples(chunk_samples_for(options, split.count, split.image_bytes()),
                                          split.count, split.image_bytes());
   const auto slab_bytes = static_cast<std::size_t>(slab * split.image_bytes());
-  // Two slab buffers where the source may fill one while the other is written.
-  std::vector<std::uint8_t> pixels[2] = {
-      std::vector<std::uint8_t>(slab_bytes),
-      std::vector<std::uint8_t>(split.fill_beside_writes ? slab_bytes : 0)};
+  // Two slab buffers where the source may fill one while the other is written: only where there
+  // is more than one slab, and not when a slab is one chunk over the cap (two would double it).
+  const bool beside = split.fill_beside_writes && slab < split.count &&
+                      slab_bytes <= static_cast<std::size_t>(largest_slab_bytes);
+  std::vector<std::uint8_t> pixels[2] = {std::vector<std::uint8_t>(slab_bytes),
+                                         std::vector<std::uint8_t>(beside ? slab_bytes : 0)};
   std::vector<std::int32_t> labels(static_cast<std::size_t>(split.count));
   const auto fill = [&](int buffer, std::int64_t first) {
     split.fill(first, std::min(slab, split.count - first), pixels[buffer].data(), labels.data() + first);
@@ -231,10 +233,10 @@ void write_split(hid_t file, const SplitStream& split, std::size_t class_count, 
   Xxhash64Stream image_hash;
   ChannelHistogram histogram(split.channels);
   int buffer = 0;
-  if (split.fill_beside_writes) next_slab = std::async(std::launch::async, fill, 0, std::int64_t{0});
+  if (beside) next_slab = std::async(std::launch::async, fill, 0, std::int64_t{0});
   for (std::int64_t first = 0; first < split.count; first += slab) {
     const std::int64_t count = std::min(slab, split.count - first);
-    if (split.fill_beside_writes) {
+    if (beside) {
       next_slab.get();  // rethrows what the source threw
       buffer = static_cast<int>((first / slab) % 2);
       if (first + slab < split.count)

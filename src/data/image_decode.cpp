@@ -23,12 +23,23 @@ namespace {
   throw_input_error(path + ": " + what);
 }
 
-// Into `bytes`, whose capacity a caller decoding many files keeps from one to the next.
+// An image file larger than this is refused before it is read (the largest decodable image,
+// largest_pixels below, compresses to far less).
+constexpr std::streamoff largest_file_bytes = std::streamoff{1} << 31;
+
+// Into `bytes`, whose capacity a caller decoding many files keeps from one to the next: sized
+// from the file, then read in one call (assigning from a stream iterator would build a string
+// per file and copy it).
 void read_bytes(const std::string& path, std::string& bytes) {
-  std::ifstream file(path, std::ios::binary);
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file) fail(path, "cannot be opened");
-  bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-  if (file.bad()) fail(path, "cannot be read");
+  const std::streamoff size = file.tellg();
+  if (size < 0) fail(path, "cannot be read (its size is unknown)");
+  if (size > largest_file_bytes) fail(path, "is " + std::to_string(size) + " bytes, too large for an image");
+  bytes.resize(static_cast<std::size_t>(size));
+  file.seekg(0);
+  file.read(bytes.data(), size);
+  if (file.gcount() != size) fail(path, "cannot be read");
 }
 
 bool is_png(const std::string& bytes) {

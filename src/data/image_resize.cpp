@@ -124,6 +124,8 @@ void resize_image(const DecodedImage& image, int height, int width, DecodedImage
 }
 
 DecodedImage resize_image(const DecodedImage& image, int height, int width) {
+  PHALANX_CHECK(height >= 1 && width >= 1 && image.height >= 1 && image.width >= 1, "resize ", image.height,
+                "x", image.width, " to ", height, "x", width);
   if (image.height == height && image.width == width) return image;
   DecodedImage resized;
   ImageScratch scratch;

@@ -3,11 +3,13 @@
 // C API) is refused with an input error that names the file and the dataset.
 #include <hdf5.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "data/data_test_support.hpp"
@@ -214,15 +216,19 @@ TEST_P(SlabWrite, SlabsOfWholeChunksWriteWhatMemoryWould) {
   const Split train = make_split("train", 700, 3, 3, 2, 10, 1);
   const Split test = make_split("test", 40, 3, 3, 2, 10, 2);
   std::vector<std::pair<std::int64_t, std::int64_t>> asked;
-  const auto stream_of = [&asked, beside](const Split& split, bool record) {
+  std::vector<std::thread::id> fill_threads;
+  const auto stream_of = [&asked, &fill_threads, beside](const Split& split, bool record) {
     return SplitStream{split.name,
                        split.count,
                        split.height,
                        split.width,
                        split.channels,
-                       [&split, &asked, record](std::int64_t first, std::int64_t count, std::uint8_t* images,
-                                                std::int32_t* labels) {
-                         if (record) asked.emplace_back(first, count);
+                       [&split, &asked, &fill_threads, record](std::int64_t first, std::int64_t count,
+                                                               std::uint8_t* images, std::int32_t* labels) {
+                         if (record) {
+                           asked.emplace_back(first, count);
+                           fill_threads.push_back(std::this_thread::get_id());
+                         }
                          std::copy_n(split.images.begin() + first * split.image_bytes(),
                                      count * split.image_bytes(), images);
                          std::copy_n(split.labels.begin() + first, count, labels);
@@ -233,6 +239,8 @@ TEST_P(SlabWrite, SlabsOfWholeChunksWriteWhatMemoryWould) {
   write_dataset_in_slabs(path, ten_classes(), {stream_of(train, true), stream_of(test, false)},
                          {.chunk_samples = 7});
   EXPECT_EQ(asked, (std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 259}, {259, 259}, {518, 182}}));
+  for (const std::thread::id thread : fill_threads)
+    EXPECT_EQ(thread != std::this_thread::get_id(), beside) << "the fills run beside the writes, or in turn";
   EXPECT_NO_THROW(verify_checksums(path));  // the stored checksums are those of the bytes written
   const Split back = read_split(path, "train");
   EXPECT_EQ(back.images, train.images);
@@ -243,13 +251,22 @@ TEST_P(SlabWrite, SlabsOfWholeChunksWriteWhatMemoryWould) {
   EXPECT_EQ(info.mean, mean);
   EXPECT_EQ(info.standard_deviation, standard_deviation);
 
+  // The bad label is in the middle slab; filling the last one takes a while, so with fills beside
+  // the writes it is still running when the label is found, and the writer must wait for it
+  // before its buffers go (AddressSanitizer's run would see them used after they were freed).
   Split mislabelled = train;
-  mislabelled.labels[600] = 10;
+  mislabelled.labels[300] = 10;
+  SplitStream slow = stream_of(mislabelled, false);
+  const auto fill_in_time = slow.fill;
+  slow.fill = [fill_in_time](std::int64_t first, std::int64_t count, std::uint8_t* images,
+                             std::int32_t* labels) {
+    if (first == 518) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    fill_in_time(first, count, images, labels);
+  };
   const std::string mislabelled_path = scratch.file("mislabelled.h5");
-  EXPECT_INPUT_ERROR(
-      write_dataset_in_slabs(mislabelled_path, ten_classes(),
-                             {stream_of(mislabelled, false), stream_of(test, false)}, {.chunk_samples = 7}),
-      "split \"train\": label[600] = 10 is outside [0, 10)");
+  EXPECT_INPUT_ERROR(write_dataset_in_slabs(mislabelled_path, ten_classes(), {slow, stream_of(test, false)},
+                                            {.chunk_samples = 7}),
+                     "split \"train\": label[300] = 10 is outside [0, 10)");
   EXPECT_FALSE(std::filesystem::exists(mislabelled_path));
 
   // A source that fails part-way (a corrupt image, to an importer).

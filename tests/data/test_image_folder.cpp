@@ -141,6 +141,58 @@ TEST(ImageDecode, UnknownAndBrokenFilesNameTheFile) {
   EXPECT_INPUT_ERROR(decode_image(broken, 3), broken + ": not a readable PNG");
 }
 
+// One thread's ImageScratch serves image after image: a large JPEG, then a smaller one, then a
+// CMYK one, a corrupt file and a grey decode after it each come out exactly as with fresh buffers,
+// so nothing of an earlier image (a longer buffer, a failed decode) shows in a later one.
+TEST(ImageDecode, ReusedBuffersGiveWhatFreshOnesDo) {
+  ScratchDirectory scratch("image_decode_reuse");
+  const auto ramp = [](int width, int height, int seed) {
+    std::vector<std::uint8_t> rgb(static_cast<std::size_t>(width * height * 3));
+    for (std::size_t index = 0; index < rgb.size(); ++index)
+      rgb[index] = static_cast<std::uint8_t>((index * 7 + static_cast<std::size_t>(seed) * 31) % 251);
+    return rgb;
+  };
+  const std::string large = scratch.file("large.jpg"), small = scratch.file("small.jpg"),
+                    print = scratch.file("print.jpg"), broken = scratch.file("broken.jpg");
+  write_file(large, encode_jpeg(ramp(64, 48, 1), 64, 48));
+  write_file(small, encode_jpeg(ramp(20, 12, 2), 20, 12));
+  std::vector<std::uint8_t> cmyk(static_cast<std::size_t>(24 * 16 * 4));
+  for (std::size_t index = 0; index < cmyk.size(); ++index)
+    cmyk[index] = static_cast<std::uint8_t>(index * 13 % 256);
+  tjhandle handle = tjInitCompress();
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  ASSERT_EQ(tjCompress2(handle, cmyk.data(), 24, 0, 16, TJPF_CMYK, &buffer, &size, TJSAMP_444, 90, 0), 0);
+  write_file(print, std::string(reinterpret_cast<const char*>(buffer), size));
+  tjFree(buffer);
+  tjDestroy(handle);
+  const std::string jpeg = encode_jpeg(ramp(32, 32, 3), 32, 32);
+  write_file(broken, jpeg.substr(0, jpeg.size() - 40));
+
+  ImageScratch reused;
+  DecodedImage decoded, resized;
+  for (const auto& [path, channels] : {std::pair{large, 3}, std::pair{small, 3}, std::pair{print, 3},
+                                       std::pair{broken, 3}, std::pair{large, 1}, std::pair{small, 3}}) {
+    if (path == broken) {
+      EXPECT_INPUT_ERROR(decode_image(path, channels, decoded, reused), path + ": corrupt JPEG");
+      continue;
+    }
+    decode_image(path, channels, decoded, reused);
+    const DecodedImage fresh = decode_image(path, channels);
+    EXPECT_EQ(decoded.height, fresh.height) << path;
+    EXPECT_EQ(decoded.width, fresh.width) << path;
+    EXPECT_EQ(decoded.channels, fresh.channels) << path;
+    EXPECT_EQ(decoded.pixels, fresh.pixels) << path;
+    for (const auto& [height, width] : {std::pair{10, 14}, std::pair{5, 3}, std::pair{50, 70}}) {
+      resize_image(decoded, height, width, resized, reused);
+      const DecodedImage expected = resize_image(fresh, height, width);
+      EXPECT_EQ(resized.height, height);
+      EXPECT_EQ(resized.width, width);
+      EXPECT_EQ(resized.pixels, expected.pixels) << path << " to " << height << "x" << width;
+    }
+  }
+}
+
 TEST(ImageResize, FlatStaysFlatAndShrinkingAverages) {
   DecodedImage flat{40, 30, 3, std::vector<std::uint8_t>(40 * 30 * 3, 77)};
   for (const auto& [height, width] : {std::pair{8, 8}, std::pair{80, 45}, std::pair{40, 30}}) {

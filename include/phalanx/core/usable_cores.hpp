@@ -6,7 +6,8 @@
 namespace phalanx {
 
 // The cores in this process's affinity mask; the machine's count where the system does not say;
-// at least 1.
+// at least 1. A CPU quota (a container's --cpus, cgroup cpu.max) is not an affinity and is not
+// counted.
 int usable_cores();
 
 }  // namespace phalanx
