@@ -16,11 +16,14 @@ namespace {
 
 using testing::ScratchDirectory;
 
-std::string encode_jpeg(const std::vector<std::uint8_t>& rgb, int width, int height) {
+// A JPEG of `pixels` (RGB, or CMYK: TurboJPEG then writes YCCK with Adobe's marker, as Photoshop
+// does), 4:4:4.
+std::string encode_jpeg(const std::vector<std::uint8_t>& pixels, int width, int height,
+                        TJPF format = TJPF_RGB, int quality = 95) {
   tjhandle handle = tjInitCompress();
   unsigned char* buffer = nullptr;
   unsigned long size = 0;
-  EXPECT_EQ(tjCompress2(handle, rgb.data(), width, 0, height, TJPF_RGB, &buffer, &size, TJSAMP_444, 95,
+  EXPECT_EQ(tjCompress2(handle, pixels.data(), width, 0, height, format, &buffer, &size, TJSAMP_444, quality,
                         TJFLAG_ACCURATEDCT),
             0);
   std::string bytes(reinterpret_cast<const char*>(buffer), size);
@@ -77,16 +80,8 @@ TEST(ImageDecode, AdobeCmykJpegDecodesToRgbAndGrey) {
         cmyk[static_cast<std::size_t>((y * width + x) * 4 + component)] =
             x < 8 ? left[component] : right[component];
     }
-  tjhandle handle = tjInitCompress();
-  unsigned char* buffer = nullptr;
-  unsigned long size = 0;
-  ASSERT_EQ(tjCompress2(handle, cmyk.data(), width, 0, height, TJPF_CMYK, &buffer, &size, TJSAMP_444, 98,
-                        TJFLAG_ACCURATEDCT),
-            0);
   const std::string path = scratch.file("print.jpg");
-  write_file(path, std::string(reinterpret_cast<const char*>(buffer), size));
-  tjFree(buffer);
-  tjDestroy(handle);
+  write_file(path, encode_jpeg(cmyk, width, height, TJPF_CMYK, 98));
 
   const DecodedImage rgb = decode_image(path, 3);
   ASSERT_EQ(rgb.width, width);
@@ -159,13 +154,7 @@ TEST(ImageDecode, ReusedBuffersGiveWhatFreshOnesDo) {
   std::vector<std::uint8_t> cmyk(static_cast<std::size_t>(24 * 16 * 4));
   for (std::size_t index = 0; index < cmyk.size(); ++index)
     cmyk[index] = static_cast<std::uint8_t>(index * 13 % 256);
-  tjhandle handle = tjInitCompress();
-  unsigned char* buffer = nullptr;
-  unsigned long size = 0;
-  ASSERT_EQ(tjCompress2(handle, cmyk.data(), 24, 0, 16, TJPF_CMYK, &buffer, &size, TJSAMP_444, 90, 0), 0);
-  write_file(print, std::string(reinterpret_cast<const char*>(buffer), size));
-  tjFree(buffer);
-  tjDestroy(handle);
+  write_file(print, encode_jpeg(cmyk, 24, 16, TJPF_CMYK, 90));
   const std::string jpeg = encode_jpeg(ramp(32, 32, 3), 32, 32);
   write_file(broken, jpeg.substr(0, jpeg.size() - 40));
 
