@@ -1,7 +1,8 @@
 // The image-folder importer (see image_folder.hpp). Samples are stored in a seeded random order,
 // never grouped by class: streaming (data.cache: none) shuffles whole chunks and then within a
 // window, so a class-sorted file would give class-sorted batches. Images are decoded a slab at a
-// time on every core and written as they come, so an import of any size holds one slab.
+// time on every core, the next slab while the writer writes this one, so an import of any size
+// holds two slabs.
 #include <algorithm>
 #include <atomic>
 #include <cctype>

@@ -168,6 +168,14 @@ class ImageFolderTest(unittest.TestCase):
         with h5py.File(output, "r") as first, h5py.File(again, "r") as second:
             self.assertTrue(np.array_equal(first["/train/images"][...], second["/train/images"][...]))
 
+    def assert_each_stored_image(self, output, classes, check):
+        """Calls check(pixels, expected key) for every image of the train and test splits, its key
+        being (split, class name)."""
+        with h5py.File(output, "r") as file:
+            for split in ("train", "test"):
+                for pixels, label in zip(file[f"/{split}/images"][...], file[f"/{split}/labels"][...]):
+                    check(pixels, (split, classes[int(label)]))
+
     def test_resize_matches_pillow(self):
         root = os.path.join(WORK, "resize")
         rng = np.random.default_rng(8)
@@ -182,11 +190,8 @@ class ImageFolderTest(unittest.TestCase):
         output = os.path.join(WORK, "resize.h5")
         result = e2e.phalanx("data", "import-images", root, "-o", output, "--size", "12x16")
         self.assertEqual(result.returncode, 0, result.describe())
-        with h5py.File(output, "r") as file:
-            for split in ("train", "test"):
-                for pixels, label in zip(file[f"/{split}/images"][...], file[f"/{split}/labels"][...]):
-                    reference = expected[(split, "ab"[int(label)])].astype(int)
-                    self.assertLessEqual(int(np.abs(pixels.astype(int) - reference).max()), 2)
+        self.assert_each_stored_image(output, "ab", lambda pixels, key: self.assertLessEqual(
+            int(np.abs(pixels.astype(int) - expected[key].astype(int)).max()), 2, key))
 
     def test_thread_count_changes_nothing_over_many_slabs(self):
         # 700 images in chunks of 7: slabs of 259 (whole chunks, at least 256), so three slabs in
@@ -264,11 +269,9 @@ class ImageFolderTest(unittest.TestCase):
         output = os.path.join(WORK, "cmyk.h5")
         result = e2e.phalanx("data", "import-images", root, "-o", output, "--size", "20x28")
         self.assertEqual(result.returncode, 0, result.describe())
-        with h5py.File(output, "r") as file:
-            for split in ("train", "test"):
-                for pixels, label in zip(file[f"/{split}/images"][...], file[f"/{split}/labels"][...]):
-                    # Pillow and TurboJPEG share libjpeg's decoding; the conversion is Pillow's.
-                    self.assertTrue(np.array_equal(pixels, expected[(split, "ab"[int(label)])]), split)
+        # Pillow and TurboJPEG share libjpeg's decoding; the conversion is Pillow's.
+        self.assert_each_stored_image(output, "ab", lambda pixels, key: self.assertTrue(
+            np.array_equal(pixels, expected[key]), key))
 
     def test_corrupt_image_fails_naming_the_file_and_writes_nothing(self):
         root = os.path.join(WORK, "corrupt")
