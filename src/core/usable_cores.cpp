@@ -1,5 +1,5 @@
 // usable_cores.hpp: sched_getaffinity on Linux (with a set sized for the machine, as a fixed
-// cpu_set_t covers only 1024 CPUs), the machine's count elsewhere.
+// cpu_set_t covers only 1024 CPUs), the machine's count elsewhere; then the cgroup's CPU quota.
 #include "phalanx/core/usable_cores.hpp"
 
 #include <sched.h>
@@ -9,9 +9,12 @@
 #include <memory>
 #include <thread>
 
-namespace phalanx {
+#include "phalanx/core/cgroup_limits.hpp"
 
-int usable_cores() {
+namespace phalanx {
+namespace {
+
+int affinity_cores() {
   const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 #ifdef CPU_ALLOC
   // The kernel refuses (EINVAL) a set smaller than its own CPU mask: grow until it fits.
@@ -27,6 +30,18 @@ int usable_cores() {
   }
 #endif
   return machine;
+}
+
+}  // namespace
+
+int usable_cores() {
+  const int cores = affinity_cores();
+  return std::max(1, std::min(cores, cgroup_cpu_limit().value_or(cores)));
+}
+
+int node_cores() {
+  const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, std::min(machine, cgroup_cpu_limit().value_or(machine)));
 }
 
 }  // namespace phalanx

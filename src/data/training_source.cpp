@@ -12,7 +12,7 @@
 #include "phalanx/comm/mpi_io.hpp"
 #include "phalanx/comm/node_shared_buffer.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/core/physical_memory.hpp"
+#include "phalanx/core/usable_memory.hpp"
 #include "phalanx/data/data_source.hpp"
 #include "streaming_source.hpp"
 
@@ -144,7 +144,7 @@ std::string cache_mode_name(CacheMode mode) {
 
 std::int64_t cache_budget_bytes(double max_cache_gb) {
   if (max_cache_gb > 0) return static_cast<std::int64_t>(max_cache_gb * 1e9);
-  const auto memory = physical_memory_bytes();
+  const auto memory = usable_memory_bytes();
   if (!memory) return std::int64_t{4} << 30;  // unknown: a modest 4 GiB
   return static_cast<std::int64_t>(*memory / 2);
 }

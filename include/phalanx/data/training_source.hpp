@@ -28,7 +28,8 @@ std::string cache_mode_name(CacheMode mode);
 CacheChoice choose_cache(config::DataCache requested, std::int64_t split_bytes, int ranks_on_node,
                          std::int64_t budget_bytes);
 
-// data.max_cache_gb in bytes; 0 means half of this node's physical memory.
+// data.max_cache_gb in bytes; 0 means half of the memory this process may use (the node's physical
+// memory, or its cgroup's limit where lower).
 std::int64_t cache_budget_bytes(double max_cache_gb);
 
 // Opens the training split as configured. Collective over `communicator` (every rank calls it):

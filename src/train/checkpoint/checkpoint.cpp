@@ -22,7 +22,7 @@
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/core/physical_memory.hpp"
+#include "phalanx/core/usable_memory.hpp"
 #include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
@@ -875,7 +875,7 @@ std::vector<ModelTensor> OpenCheckpoint::model_tensors(const std::string& group)
                         path, ": ", group, ": its groups cannot be listed (damaged file?)");
   std::vector<ModelTensor> tensors;
   // Unknown memory: a bound no model's weights reach, so only the absurd is refused.
-  const std::uint64_t memory_bytes = physical_memory_bytes().value_or(std::uint64_t{1} << 40);
+  const std::uint64_t memory_bytes = usable_memory_bytes().value_or(std::uint64_t{1} << 40);
   std::uint64_t total_bytes = 0;
   const std::string counter = "/num_batches_tracked";
   for (const std::string& name : names) {

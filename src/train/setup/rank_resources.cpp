@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
-#include <thread>
 #include <vector>
 
 #include "phalanx/backend/cuda_backend.hpp"
@@ -73,11 +72,11 @@ RankResources make_rank_resources(config::Device device, int threads,
     if (std::getenv("OMP_NUM_THREADS")) {
       threads = omp_get_max_threads();
     } else {
-      // The node's cores shared among its CPU ranks, but never more than the cores this rank may
-      // run on: Open MPI binds small jobs to one core each, and threads beyond that only fight.
-      const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      // The node's cores (within the group's CPU quota, which its ranks share) divided among its
+      // CPU ranks, but never more than the cores this rank may run on: Open MPI binds small jobs
+      // to one core each, and threads beyond that only fight.
       const int cpu_ranks = std::max(1, gpu.node_cpu_ranks);
-      threads = std::max(1, std::min(usable_cores(), cores / cpu_ranks));
+      threads = std::max(1, std::min(usable_cores(), node_cores() / cpu_ranks));
     }
   }
   resources.threads = threads;
