@@ -32,7 +32,7 @@ const std::vector<std::string>& tpe_keys() {
   return keys;
 }
 const std::vector<std::string>& asha_keys() {
-  static const std::vector<std::string> keys = {"rule"};
+  static const std::vector<std::string> keys = {"rule", "brackets"};
   return keys;
 }
 const std::vector<std::string>& budget_keys() {
@@ -296,6 +296,14 @@ void refuse_keys_the_sweep_sets(const Reader& reader, const YAML::Node& root, co
 
 }  // namespace
 
+std::vector<double> asha_rung_budgets(double min, double max, int eta) {
+  std::vector<double> budgets;
+  // A relative tolerance keeps 1 * 3^2 == 9 from being lost to rounding.
+  for (double budget = min; budget <= max * (1 + 1e-9); budget *= eta) budgets.push_back(budget);
+  if (budgets.empty() || budgets.back() < max * (1 - 1e-9)) budgets.push_back(max);
+  return budgets;
+}
+
 SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& overrides) {
   const std::string text = read_text_file(path, "sweep file");
   YAML::Node root;
@@ -414,6 +422,12 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
               asha);
     reader.check_keys(asha, "asha", asha_keys());
     if (asha["rule"].IsDefined()) sweep.asha_rule = reader.word<AshaRule>(asha["rule"], "asha.rule");
+    if (asha["brackets"].IsDefined()) {
+      // Bracket b starts at rung b, so there are at most as many brackets as rungs.
+      const auto rungs =
+          static_cast<std::int64_t>(asha_rung_budgets(sweep.min_budget, sweep.max_budget, sweep.eta).size());
+      sweep.asha_brackets = static_cast<int>(reader.integer(asha["brackets"], "asha.brackets", 1, rungs));
+    }
   }
   read_pbt_section(reader, root, sweep);
   if (!root["space"].IsDefined()) fail_at(reader, "space", "is missing: name the keys to search", root);

@@ -34,7 +34,9 @@ std::string sweep_definition(const config::SweepConfig& sweep) {
     definition["tpe"] = {{"startup_trials", sweep.tpe_startup_trials}, {"candidates", sweep.tpe_candidates}};
   // Only where it is not the default, so that the definitions of sweeps recorded before it compare unchanged.
   if (sweep.scheduler == config::Scheduler::Asha && sweep.asha_rule != config::AshaRule::Promotion)
-    definition["asha"] = {{"rule", config::name_of(sweep.asha_rule)}};
+    definition["asha"]["rule"] = config::name_of(sweep.asha_rule);
+  if (sweep.scheduler == config::Scheduler::Asha && sweep.asha_brackets != 1)
+    definition["asha"]["brackets"] = sweep.asha_brackets;
   if (sweep.scheduler == config::Scheduler::Pbt)
     definition["pbt"] = {{"population", sweep.pbt.population},
                          {"interval", sweep.pbt.interval},

@@ -133,7 +133,10 @@ void SweepPrinter::header(const SweepState& state) const {
       pbt ? "intervals: " + ladder + "; population " + std::to_string(sweep_.pbt.population)
           : "rungs: " + ladder + "; eta " + std::to_string(sweep_.eta) +
                 (sweep_.scheduler == config::Scheduler::Asha
-                     ? "; " + config::name_of(sweep_.asha_rule) + " rule"
+                     ? "; " + config::name_of(sweep_.asha_rule) + " rule" +
+                           (sweep_.asha_brackets > 1
+                                ? ", " + std::to_string(sweep_.asha_brackets) + " brackets"
+                                : "")
                      : "");
   std::printf("sweep %s: %d trials, %s, %s scheduler (%s), metric %s (%s), %d worker groups\n",
               sweep_.name.c_str(), asha.max_trials(), search.c_str(), config::name_of(sweep_.scheduler).c_str(),

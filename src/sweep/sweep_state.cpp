@@ -52,7 +52,8 @@ SweepState::SweepState(const config::SweepConfig& sweep, int groups, std::int64_
                 ? Asha(pbt_budgets(sweep.pbt.interval, sweep.max_budget),
                        sweep.goal == config::Goal::Maximize, trial_count(sweep))
                 : Asha(sweep.min_budget, sweep.max_budget, sweep.eta, sweep.goal == config::Goal::Maximize,
-                       trial_count(sweep), sweep.scheduler == config::Scheduler::Full, sweep.asha_rule)),
+                       trial_count(sweep), sweep.scheduler == config::Scheduler::Full, sweep.asha_rule,
+                       sweep.asha_brackets)),
       proposals_(sweep),
       groups_(static_cast<std::size_t>(groups)),
       last_job_id_(last_job_id),
@@ -426,9 +427,9 @@ void SweepState::dispatch(double now, Output& out) {
   });
   for (const int worker : free_groups) {
     std::vector<Candidate> candidates;
-    for (const auto& job : requeued_) candidates.push_back({job, cost(job)});
+    for (const auto& job : requeued_) candidates.push_back({job, cost(job), asha_.starts_trial(job)});
     for (const auto& job : pbt_ ? pbt_->candidates() : asha_.candidates())
-      candidates.push_back({job, cost(job)});
+      candidates.push_back({job, cost(job), asha_.starts_trial(job)});
     DispatchEstimate estimate;
     const int choice = choose_job(candidates, states, worker, &estimate);
     passed_over_ += estimate.passed_over;
@@ -520,9 +521,10 @@ void SweepState::join_running(int worker, double now, Output& out) {
                                   job_groups(target.leader), target.seconds_left, target.ranks});
 }
 
-// The budget a job trains: its rung's, less what the trial's previous rung trained.
+// The budget a job trains: its rung's, less what the trial's previous rung trained (nothing
+// where the job starts the trial: a new trial, or its bracket's first rung).
 double SweepState::cost(const Job& job) const {
-  return asha_.budget(job.rung) - (job.rung > 0 ? asha_.budget(job.rung - 1) : 0.0);
+  return asha_.budget(job.rung) - (asha_.starts_trial(job) ? 0.0 : asha_.budget(job.rung - 1));
 }
 
 // Speed of the job a group trained on its own, or, for a merged job, how it compares with its

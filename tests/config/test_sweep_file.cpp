@@ -297,6 +297,25 @@ TEST_F(SweepFile, AshaTakesItsRule) {
   EXPECT_EQ(phalanx::config::name_of(load_sweep(sweep(), {"asha.rule=stopping"}).asha_rule), "stopping");
 }
 
+TEST_F(SweepFile, AshaTakesAsManyBracketsAsItHasRungs) {
+  EXPECT_EQ(load_sweep(sweep()).asha_brackets, 1);
+  EXPECT_EQ(load_sweep(sweep("trials: 4", "trials: 4\nasha: {brackets: 3}")).asha_brackets,
+            3);  // rungs 1, 3, 9
+  EXPECT_EQ(load_sweep(sweep(), {"asha.brackets=2"}).asha_brackets, 2);
+  // Bracket b starts at rung b: a fourth bracket would start above the top rung.
+  expect_input_error([&] { load_sweep(sweep("trials: 4", "trials: 4\nasha: {brackets: 4}")); },
+                     {"sweep.yaml", "asha.brackets", "4"});
+  expect_input_error([&] { load_sweep(sweep(), {"asha.brackets=0"}); }, {"sweep.yaml", "asha.brackets"});
+  expect_input_error(
+      [&] {
+        load_sweep(sweep(), {"budget.max=3", "asha.brackets=3"});
+      },
+      {"sweep.yaml", "asha.brackets"});  // rungs 1 and 3
+  EXPECT_EQ(phalanx::config::asha_rung_budgets(1, 9, 3), (std::vector<double>{1, 3, 9}));
+  EXPECT_EQ(phalanx::config::asha_rung_budgets(1, 10, 3), (std::vector<double>{1, 3, 9, 10}));
+  EXPECT_EQ(phalanx::config::asha_rung_budgets(2, 2, 3), (std::vector<double>{2}));
+}
+
 TEST_F(SweepFile, BadAshaSettingsNameTheirKey) {
   expect_input_error([&] { load_sweep(sweep("trials: 4", "trials: 4\nasha: {rule: pruning}")); },
                      {"sweep.yaml", "asha.rule", "pruning", "stopping"});

@@ -89,7 +89,9 @@ def steps_per_epoch(batch_size):
 class SweepChecks:
     """Database invariants every finished sweep must satisfy."""
 
-    def check_finished_sweep(self, directory, trials=TRIALS):
+    def check_finished_sweep(self, directory, trials=TRIALS, first_rungs=None):
+        """`first_rungs`: each trial's bracket (asha.brackets), where not all start at rung 0."""
+        first_rungs = first_rungs or [0] * trials
         rows = query(directory, "SELECT * FROM trials ORDER BY trial_id")
         self.assertEqual([row["trial_id"] for row in rows], list(range(trials)))
         for row in rows:
@@ -105,7 +107,8 @@ class SweepChecks:
             params = eval_json(row["parameters"])
             per_epoch = steps_per_epoch(params["train.batch_size"])
             mine = [result for result in results if result["trial_id"] == row["trial_id"]]
-            self.assertEqual([result["rung"] for result in mine], list(range(row["rung"] + 1)))
+            first_rung = first_rungs[row["trial_id"]]
+            self.assertEqual([result["rung"] for result in mine], list(range(first_rung, row["rung"] + 1)))
             for result in mine:
                 self.assertEqual(result["steps"], round(result["budget"] * per_epoch), result)
             self.assertEqual(row["steps"], mine[-1]["steps"])
@@ -123,8 +126,10 @@ class SweepChecks:
                     self.assertEqual(job["end_step"], round(job["budget"] * per_epoch), job)
                 else:
                     self.assertGreater(job["end_step"], job["start_step"], job)
-                if job["rung"] > 0:
+                if job["rung"] > first_rung:
                     self.assertTrue(job["resumed_from"], f"promoted job started over: {job}")
+                elif job["start_step"] == 0:
+                    self.assertFalse(job["resumed_from"], f"a trial's first job resumed: {job}")
                 previous_end = job["end_step"]
             with h5py.File(os.path.join(row["run_dir"], "checkpoints", "latest.h5"), "r") as checkpoint:
                 self.assertEqual(int(checkpoint.attrs["step"]), row["steps"])
@@ -369,6 +374,30 @@ class SweepTest(unittest.TestCase, SweepChecks):
         result = e2e.phalanx("sweep", changed, "--sweep-dir", REFERENCE, "--resume", timeout=60)
         self.assertEqual(result.returncode, 2, result.describe())
         self.assertIn("the sweep it started with", result.stderr)
+
+    def test_brackets_start_trials_at_their_rung_and_promote_within_them(self):
+        # asha.brackets 2 on rungs of 1 and 3 epochs: Hyperband's shares 3 and 2 deal trials 0-7 to
+        # brackets 0 1 0 1 0 0 1 0; bracket 1 trains its trials straight to 3 epochs.
+        first_rungs = [0, 1, 0, 1, 0, 0, 1, 0]
+        directory = os.path.join(WORK, "brackets")
+        path = write_sweep("brackets.yaml", text=SWEEP_TEXT.format(trials=8) + "asha: {brackets: 2}\n")
+        result = e2e.mpirun(2, "sweep", path, "--sweep-dir", directory, timeout=400)
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.assertIn("promotion rule, 2 brackets", result.stdout)
+        rows, results, done = self.check_finished_sweep(directory, 8, first_rungs)
+        for row in rows:
+            if first_rungs[row["trial_id"]] == 1:
+                self.assertEqual(row["status"], "completed", row)  # no rung below to stop at
+        # Bracket 0's promotions, each at the moment it was made: in the top floor(n / eta) of the
+        # rung-0 results of bracket 0 (all of rung 0's: no other bracket has any there).
+        jobs = query(directory, "SELECT * FROM jobs ORDER BY job_id")
+        promotions = [job for job in jobs if job["rung"] > first_rungs[job["trial_id"]]]
+        self.assertTrue(promotions, "bracket 0 promoted nobody")
+        for job in promotions:
+            recorded = [result for result in results if result["rung"] == 0 and result["finished"] <= job["started"]]
+            recorded.sort(key=lambda result: (-result["metric"], result["trial_id"]))
+            self.assertIn(job["trial_id"], [result["trial_id"] for result in recorded[:len(recorded) // ETA]])
+            self.assertEqual(first_rungs[job["trial_id"]], 0, job)
 
     def test_example_sweep_config_runs(self):
         path = os.path.join(e2e.SOURCE_DIR, "configs", "sweeps", "fmnist_asha.yaml")

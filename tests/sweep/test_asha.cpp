@@ -3,6 +3,10 @@
 // too small to promote anyone, and the end of new trials.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <tuple>
+#include <vector>
+
 #include "phalanx/sweep/asha.hpp"
 
 using phalanx::sweep::Asha;
@@ -206,4 +210,98 @@ TEST(AshaStoppingRule, ReplayedInTheRecordedOrderGivesTheSameCandidates) {
     for (const auto& [arrived, metric] : arrivals)
       if (arrived == trial) reordered.record(trial, 0, metric);
   EXPECT_NE(reordered.candidates(), live.candidates());
+}
+
+// Brackets (asynchronous Hyperband): trial ids dealt in Hyperband's proportions, worked out by
+// hand from its n = ceil((top + 1) / (s + 1) * eta^s): 9, 5 and 3 shares on rungs 1, 3, 9.
+TEST(AshaBrackets, DealsTrialIdsInHyperbandsProportions) {
+  const Asha asha(1, 9, 3, true, 17, false, phalanx::config::AshaRule::Promotion, 3);
+  EXPECT_EQ(asha.brackets(), 3);
+  std::vector<int> first_rungs;
+  for (int trial = 0; trial < 17; ++trial) first_rungs.push_back(asha.first_rung(trial));
+  EXPECT_EQ(first_rungs, (std::vector<int>{0, 1, 0, 2, 0, 1, 0, 2, 0, 1, 0, 1, 0, 2, 0, 1, 0}));
+  // Every prefix is within one trial of its share.
+  std::vector<int> dealt(3, 0);
+  for (int trial = 0; trial < 17; ++trial) {
+    ++dealt[static_cast<std::size_t>(first_rungs[static_cast<std::size_t>(trial)])];
+    const double shares[3] = {9.0 / 17, 5.0 / 17, 3.0 / 17};
+    for (int bracket = 0; bracket < 3; ++bracket)
+      EXPECT_LT(std::abs(dealt[static_cast<std::size_t>(bracket)] - (trial + 1) * shares[bracket]), 1.0)
+          << "bracket " << bracket << " after trial " << trial;
+  }
+  // Two brackets: the most aggressive two (9 and 5 shares); one bracket: everyone at rung 0.
+  const Asha two(1, 9, 3, true, 6, false, phalanx::config::AshaRule::Promotion, 2);
+  std::vector<int> two_rungs;
+  for (int trial = 0; trial < 6; ++trial) two_rungs.push_back(two.first_rung(trial));
+  EXPECT_EQ(two_rungs, (std::vector<int>{0, 1, 0, 0, 1, 0}));
+  const Asha one(1, 9, 3, true, 6);
+  for (int trial = 0; trial < 6; ++trial) EXPECT_EQ(one.first_rung(trial), 0);
+}
+
+// A new trial starts at its bracket's rung and trains from scratch there; promotions rank a trial
+// only against the trials of its own bracket, and a rung's promotions are offered best first.
+TEST(AshaBrackets, NewTrialsStartAtTheirBracketAndPromoteWithinIt) {
+  Asha asha(1, 9, 3, true, 6, false, phalanx::config::AshaRule::Promotion, 2);  // brackets 0 1 0 0 1 0
+  EXPECT_EQ(asha.candidates(), jobs({new_trial}));
+  EXPECT_EQ(asha.take(new_trial), (Job{0, 0}));
+  EXPECT_EQ(asha.candidates(), jobs({{-1, 1}}));  // trial 1 will start at rung 1
+  EXPECT_EQ(asha.take(new_trial), (Job{1, 1}));
+  EXPECT_TRUE(asha.starts_trial({1, 1}));
+  EXPECT_FALSE(asha.starts_trial({0, 1}));
+  EXPECT_TRUE(asha.starts_trial({-1, 1}));
+  for (int trial = 2; trial <= 4; ++trial) asha.take(new_trial);  // 2, 3 at rung 0; 4 at rung 1
+  asha.record(0, 0, 0.5);
+  asha.record(2, 0, 0.6);
+  // Rung 1 holds trials 1 and 4 (bracket 1): bracket 0's three rung-0 results are its own rung.
+  asha.record(1, 1, 0.9);
+  asha.record(4, 1, 0.8);
+  EXPECT_EQ(asha.candidates(),
+            jobs({new_trial}));  // bracket 0 has 2 rung-0 results, bracket 1 has 2 at rung 1
+  asha.record(3, 0, 0.7);
+  EXPECT_EQ(asha.candidates(), jobs({{3, 1}, new_trial}));  // bracket 0's best of 3; not trials 1, 4
+  EXPECT_EQ(asha.take({3, 1}), (Job{3, 1}));
+  // Trial 3 at rung 1 (0.95) is bracket 0's only result there: it does not count for bracket 1,
+  // which still has two results at rung 1 and promotes nobody.
+  asha.record(3, 1, 0.95);
+  EXPECT_EQ(asha.candidates(), jobs({new_trial}));
+  EXPECT_EQ(asha.ranking(1).front(), (std::pair<int, double>{3, 0.95}));  // the rung's own ranking has all
+  EXPECT_EQ(asha.take(new_trial), (Job{5, 0}));
+  EXPECT_EQ(asha.candidates(), jobs({}));
+  EXPECT_THROW(asha.take({1, 1}), std::exception) << "a trial's first rung is no promotion";
+}
+
+// --resume rebuilds the brackets from the trial ids alone: a trial's first job (at its bracket's
+// rung, recorded in the jobs table like a promotion) is not taken for one.
+TEST(AshaBrackets, RestoredStateGivesTheSameCandidates) {
+  Asha live(1, 9, 3, true, 9, false, phalanx::config::AshaRule::Promotion, 3);
+  std::vector<Job> taken;
+  for (int trial = 0; trial < 8; ++trial) taken.push_back(live.take(new_trial));
+  const std::vector<std::tuple<int, int, double>> results = {{0, 0, 0.3}, {1, 1, 0.8}, {2, 0, 0.5},
+                                                             {4, 0, 0.4}, {5, 1, 0.7}, {6, 0, 0.2},
+                                                             {3, 2, 0.9}, {7, 2, 0.85}};
+  for (const auto& [trial, rung, metric] : results) live.record(trial, rung, metric);
+  Asha restored(1, 9, 3, true, 9, false, phalanx::config::AshaRule::Promotion, 3);
+  for (const Job& job : taken) {
+    restored.restore_started(job.trial);
+    restored.restore_promoted(job.trial, job.rung);
+  }
+  for (const auto& [trial, rung, metric] : results) restored.record(trial, rung, metric);
+  EXPECT_EQ(restored.candidates(), live.candidates());
+  // Bracket 0 (trials 0, 2, 4, 6) promotes its best, trial 2; bracket 1 has 2 results at rung 1.
+  EXPECT_EQ(live.candidates(), jobs({{2, 1}, new_trial}));  // trial 8 is bracket 0's
+  EXPECT_FALSE(restored.goes_on(1, 0));
+}
+
+// The stopping rule decides each result against the earlier results of its own bracket.
+TEST(AshaBrackets, StoppingRuleJudgesWithinTheBracket) {
+  Asha asha(1, 9, 3, true, 6, false, phalanx::config::AshaRule::Stopping, 2);  // brackets 0 1 0 0 1 0
+  for (int trial = 0; trial < 5; ++trial) asha.take(new_trial);
+  asha.record(1, 1, 0.9);  // bracket 1's first result at rung 1: goes on
+  asha.record(0, 0, 0.4);  // bracket 0's first at rung 0: goes on
+  asha.take({0, 1});
+  asha.record(0, 1, 0.95);  // bracket 0's first at rung 1: goes on, whatever bracket 1 holds
+  asha.record(4, 1, 0.92);  // bracket 1: top max(1, 2 / 3) = 1 of {0.92, 0.9}: goes on
+  EXPECT_TRUE(asha.goes_on(0, 1));
+  EXPECT_TRUE(asha.goes_on(4, 1)) << "judged against the whole rung, 0.95 would have stopped it";
+  EXPECT_EQ(asha.candidates(), jobs({{0, 2}, {4, 2}, {1, 2}, new_trial}));
 }

@@ -113,6 +113,14 @@ TEST(JoinProtocol, TheCoordinatorRefusesAnotherBuildAnotherSweepOrAWrongToken) {
   EXPECT_NE(rule_refusal.find("'asha'"), std::string::npos) << rule_refusal;
   EXPECT_NE(rule_refusal.find("stopping"), std::string::npos) << rule_refusal;
 
+  // Other brackets: named the same way.
+  auto brackets = sweep;
+  brackets.asha_brackets = 3;
+  const std::string brackets_refusal =
+      join_refusal(request_for(brackets, build), "secret", definition, build);
+  EXPECT_NE(brackets_refusal.find("'asha'"), std::string::npos) << brackets_refusal;
+  EXPECT_NE(brackets_refusal.find("brackets"), std::string::npos) << brackets_refusal;
+
   // Another base config: the line of the resolved config that differs.
   auto other_base = sweep;
   other_base.base.optimizer.learning_rate = 0.125;

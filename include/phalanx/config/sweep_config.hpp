@@ -74,6 +74,7 @@ struct SweepConfig {
   Search search = Search::Random;
   Scheduler scheduler = Scheduler::Asha;
   AshaRule asha_rule = AshaRule::Promotion;  // scheduler: asha, the `asha:` section's `rule`
+  int asha_brackets = 1;  // scheduler: asha, the `asha:` section's `brackets` (asynchronous Hyperband)
   int trials = 0;  // random, tpe: how many; grid: at most how many (0: all)
   // TPE (search: tpe): the first tpe_startup_trials trial ids are random search's; each later trial
   // is the best of tpe_candidates draws from the estimator (Optuna's defaults: 10 and 24).
@@ -116,6 +117,10 @@ inline constexpr std::int64_t largest_grid = 1000000;
 std::int64_t grid_value_count(const SearchParameter& parameter);
 // The grid's point count, or largest_grid + 1 for anything larger (no overflow at any size).
 std::int64_t grid_points(const SweepConfig& sweep);
+
+// ASHA's rung budgets: r * eta^k while that stays within `max` (R), and R itself when r * eta^K
+// falls short of it.
+std::vector<double> asha_rung_budgets(double min, double max, int eta);
 
 // k for a metric named test_top<k>_accuracy (k >= 1, no leading zeros), nullopt for any other.
 std::optional<int> top_k_of_metric(const std::string& metric);

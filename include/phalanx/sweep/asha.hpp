@@ -11,6 +11,13 @@
 // stops otherwise. Later results never take that back: in a search that improves as it goes more
 // trials reach the top rung than under promotion (in one that gets worse, fewer). The decisions
 // depend on the order of the results, which --resume replays as recorded.
+// With brackets B > 1 (asynchronous Hyperband, Li et al. 2020 section 3.3; Ray Tune's ASHA
+// `brackets`), trials are dealt to B brackets: bracket b starts its trials at rung b and promotes
+// (or stops) them among its own trials only, so bracket 0 is the ASHA above and higher brackets
+// stop less early, hedging against a low rung that does not predict the top one. Trial ids are
+// dealt in Hyperband's proportions (bracket b, s = top_rung - b, gets ceil((top + 1) / (s + 1) *
+// eta^s) shares), each id to the bracket furthest behind its share, so the bracket is a function
+// of the id and --resume needs nothing new.
 // This class only decides; it holds no I/O, so it is rebuilt from the database on --resume.
 #pragma once
 
@@ -35,7 +42,7 @@ class Asha {
   // `maximize` says which way the metric is better; `single_rung` gives one rung at max_budget
   // (every trial trained fully: the `full` scheduler, plain random or grid search).
   Asha(double min_budget, double max_budget, int eta, bool maximize, int max_trials, bool single_rung = false,
-       config::AshaRule rule = config::AshaRule::Promotion);
+       config::AshaRule rule = config::AshaRule::Promotion, int brackets = 1);
   // Rungs at the given (increasing) budgets, for a scheduler that keeps ASHA's book of rung
   // results but takes its own decisions (pbt.hpp's intervals).
   Asha(std::vector<double> budgets, bool maximize, int max_trials);
@@ -46,6 +53,11 @@ class Asha {
   int eta() const { return eta_; }
   int started_trials() const { return started_; }
   int max_trials() const { return max_trials_; }
+  int brackets() const { return brackets_; }
+  // The rung `trial` starts at: its bracket (0 with one bracket).
+  int first_rung(int trial) const;
+  // Whether `job` trains its trial from the start: a new trial, or a trial's first rung.
+  bool starts_trial(const Job& job) const { return job.new_trial() || job.rung <= first_rung(job.trial); }
 
   // The jobs ASHA would start now, in its order of preference: promotions from the highest rung
   // first (best metric first within a rung), then one new trial if any are left. The scheduler
@@ -62,7 +74,7 @@ class Asha {
   void restore_started(int trial);
   void restore_promoted(int trial, int to_rung);
 
-  // The recorded results of one rung, best first.
+  // The recorded results of one rung, best first (every bracket's).
   std::vector<std::pair<int, double>> ranking(int rung) const;
   bool promoted(int trial, int from_rung) const;
   // Whether `trial` is on its way past `from_rung`: promoted, or (AshaRule::Stopping) decided to go
@@ -72,12 +84,16 @@ class Asha {
 
  private:
   bool better(const std::pair<int, double>& a, const std::pair<int, double>& b) const;
+  // The results of one rung from the trials of one bracket, best first: what promotes among them.
+  std::vector<std::pair<int, double>> ranking(int rung, int bracket) const;
 
   std::vector<double> budgets_;
   int eta_;
   bool maximize_;
   config::AshaRule rule_ = config::AshaRule::Promotion;
   int max_trials_;
+  int brackets_ = 1;
+  std::vector<int> first_rungs_;  // per trial id: its bracket
   int started_ = 0;
   std::vector<std::map<int, double>> results_;  // per rung: trial -> metric
   std::vector<std::set<int>> promoted_;         // per rung: trials promoted out of it
