@@ -15,6 +15,7 @@ Shape Linear::configure(const Shape& sample_input, ParameterRegistry& registry) 
   PHALANX_REQUIRE_INPUT(flat, "layer '", name(),
                         "': linear needs flat input; add a flatten layer before it (input is ",
                         sample_input.to_string(), ")");
+  require_sample_fits(sample_input.elements());  // its in_features are an int
   in_features_ = static_cast<int>(sample_input.elements());
   weight_ = registry.declare_parameter(name() + "/weight", Shape{out_features_, in_features_},
                                        Initializer::KaimingUniformWeight, in_features_);

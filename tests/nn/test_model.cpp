@@ -516,6 +516,29 @@ TEST(ModelErrors, GroupsAndDilationThatDoNotFitNameTheKey) {
   expect_error(with_tail(grouped_conv(4, 3, 1, 1, 1, 0)), Shape{6, 6, 2}, {"dilation must be >= 1"});
   // A kernel one wider than the padded input used to round up to one output row at stride 2.
   expect_error(with_tail(grouped_conv(4, 4, 2, 0, 1, 1)), Shape{3, 3, 2}, {"conv1", "does not fit"});
+  // Strides and paddings of any int size: refused by name, before an int overflows or the CPU
+  // library is handed a stride past the input (it crashed on one of 10^6).
+  expect_error(with_tail(grouped_conv(8, 3, 1000000, 0, 1, 1)), Shape{28, 28, 1},
+               {"conv1", "stride 1000000 is larger than its 28x28 input", "a stride of 28"});
+  expect_error(with_tail(grouped_conv(8, 3, 2147483647, 0, 1, 1)), Shape{28, 28, 1}, {"conv1", "stride"});
+  expect_error(with_tail(grouped_conv(8, 3, 1, 100000, 1, 1)), Shape{28, 28, 1},
+               {"conv1", "elements per sample", "2^31 - 1"});
+  expect_error(with_tail(grouped_conv(8, 3, 1, 2147483647, 1, 1)), Shape{28, 28, 1}, {"conv1", "elements per sample"});
+  // A stride of the whole padded input is the largest that means something, and is taken.
+  config::ModelConfig widest;
+  widest.layers = with_tail(grouped_conv(4, 3, 28, 0, 1, 1));
+  EXPECT_EQ(ModelPlan(widest, Shape{28, 28, 1}, 10).size().parameters, 4 * 9 + 4 + 4 * 10 + 10);
+  // Pools: a window wholly in the padding (PyTorch's rule: padding at most half the window), and
+  // the same stride bound.
+  config::LayerSpec padded_pool = layer("max_pool");
+  padded_pool.kernel = 2;
+  padded_pool.padding = 2;
+  expect_error({padded_pool, layer("flatten"), layer("linear", 10)}, Shape{8, 8, 2},
+               {"padding 2 is more than half its 2x2 window"});
+  config::LayerSpec far_pool = layer("avg_pool");
+  far_pool.kernel = 2;
+  far_pool.stride = 1 << 30;
+  expect_error({far_pool, layer("flatten"), layer("linear", 10)}, Shape{8, 8, 2}, {"stride"});
   // Fits exactly: dilation 3 spans 7, padded 5 + 2 * 1.
   config::ModelConfig fits;
   fits.layers = with_tail(grouped_conv(4, 3, 1, 1, 2, 3));

@@ -84,6 +84,15 @@ class Layer {
   std::int64_t first_parameter_offset() const { return first_parameter_offset_; }
 
  protected:
+  // The backends index a sample's activations, and a linear layer its features, with 32-bit ints:
+  // an output larger than that (a config's padding of 10^5) is an input error naming the layer,
+  // checked in 64 bits before any int is formed from it.
+  void require_sample_fits(std::int64_t elements) const;
+  // A sliding window (a convolution's kernel, a pool's window) over one padded image dimension
+  // whose stride is past the padded extent would give the same single output as a stride of the
+  // extent itself; the CPU library's kernels crash on such strides, so they are refused.
+  void require_stride_within(std::int64_t padded_height, std::int64_t padded_width, int stride, int padding) const;
+
   void note_parameter(const ParameterRegistry& registry, int index) {
     first_parameter_offset_ = std::min(first_parameter_offset_, registry.parameter_info(index).offset);
   }
