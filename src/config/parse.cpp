@@ -89,12 +89,10 @@ std::size_t count_documents(const std::string& text, const std::string& source_n
   return documents;
 }
 
-}  // namespace
-
-Config parse(const std::string& yaml_text, const std::string& source_name,
-             const std::vector<std::string>& overrides) {
+// The one YAML document of a configuration file, as a mapping: UTF-8, one document (a second
+// would otherwise be dropped without a word), not empty (`empty` says what it needs).
+YAML::Node load_one_mapping(const std::string& yaml_text, const std::string& source_name, const std::string& empty) {
   require_utf8(yaml_text, source_name);
-  for (const auto& assignment : overrides) require_utf8(assignment, source_name + ": --set");
   std::size_t documents = 0;
   YAML::Node root;
   try {
@@ -109,18 +107,23 @@ Config parse(const std::string& yaml_text, const std::string& source_name,
     }
     throw_input_error(source_name + ": " + where + "YAML syntax error: " + error.msg);
   }
-  // A second document would otherwise be dropped without a word.
   if (documents > 1) {
     throw_input_error(source_name + ": holds " + std::to_string(documents) +
                       " YAML documents (separated by '---'); a configuration is one");
   }
-  if (documents == 0 || root.IsNull()) {
-    throw_input_error(source_name +
-                      ": the configuration is empty (it needs at least 'model' and 'data.path')");
-  }
+  if (documents == 0 || root.IsNull()) throw_input_error(source_name + ": the configuration is empty (" + empty + ")");
   if (!root.IsMap()) {
     throw_input_error(source_name + ": expected a mapping of keys at the top level, got " + describe(root));
   }
+  return root;
+}
+
+}  // namespace
+
+Config parse(const std::string& yaml_text, const std::string& source_name,
+             const std::vector<std::string>& overrides) {
+  for (const auto& assignment : overrides) require_utf8(assignment, source_name + ": --set");
+  YAML::Node root = load_one_mapping(yaml_text, source_name, "it needs at least 'model' and 'data.path'");
   try {
     const std::vector<std::string> overridden = apply_overrides(root, source_name, overrides);
     return convert_config(Reader(source_name, overridden), root);
@@ -154,14 +157,7 @@ Config load(const std::string& path, const std::vector<std::string>& overrides) 
 }
 
 SourceConfig load_data_source(const std::string& path) {
-  const std::string text = read_config_text(path);
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& error) {
-    throw_input_error(path + ": YAML syntax error: " + error.msg);
-  }
-  if (!root.IsMap()) throw_input_error(path + ": expected a mapping with data.source, got " + describe(root));
+  const YAML::Node root = load_one_mapping(read_config_text(path), path, "it needs a data.source block");
   try {
     return convert_data_source(Reader(path, {}), root);
   } catch (const YAML::Exception& error) {

@@ -305,7 +305,9 @@ void read_data(const Section& section, DataConfig& data) {
     }
   }
   if (const YAML::Node value = section["prefetch_batches"]; has(value)) {
-    data.prefetch_batches = reader.int_value(value, section.key("prefetch_batches"), 1);
+    // Each prepared batch is a whole local batch of images: past a few thousand, memory, not
+    // the loader, is what a larger ring would test.
+    data.prefetch_batches = static_cast<int>(reader.integer(value, section.key("prefetch_batches"), 1, 1024));
   }
   read_augment(Section(section, "augment"), data.augment);
   if (const YAML::Node value = section["eval_resize"]; has(value)) {
@@ -327,7 +329,8 @@ void read_data(const Section& section, DataConfig& data) {
   if (const YAML::Node value = section["cache"]; has(value))
     data.cache = reader.word<DataCache>(value, section.key("cache"));
   if (const YAML::Node value = section["max_cache_gb"]; has(value))
-    data.max_cache_gb = reader.real(value, section.key("max_cache_gb"), zero_inclusive, std::nullopt);
+    // An exabyte at most: the budget is counted in bytes in 64 bits.
+    data.max_cache_gb = reader.real(value, section.key("max_cache_gb"), zero_inclusive, Bound{1e9, true});
   if (const YAML::Node value = section["stream_window_mb"]; has(value))
     data.stream_window_mb = reader.int_value(value, section.key("stream_window_mb"), 1);
 }

@@ -103,7 +103,11 @@ TEST(ConfigParseErrors, OutOfRangeValuesNameTheAllowedRange) {
       {"checkpoint: {every_steps: -1}\n", "checkpoint.every_steps must be >= 0 (got -1)"},
       {"checkpoint: {keep: 0}\n", "checkpoint.keep must be >= 1 (got 0)"},
       {"threads: -2\n", "threads must be >= 0 (got -2)"},
-      {"data: {path: d.h5, prefetch_batches: 0}\n", "data.prefetch_batches must be >= 1 (got 0)"},
+      {"data: {path: d.h5, prefetch_batches: 0}\n", "data.prefetch_batches must be in [1, 1024] (got 0)"},
+      // Sizes that overflowed the memory check's arithmetic, or the cache budget's in bytes.
+      {"data: {path: d.h5, prefetch_batches: 2147483647}\n",
+       "data.prefetch_batches must be in [1, 1024] (got 2147483647)"},
+      {"data: {path: d.h5, max_cache_gb: 1e300}\n", "data.max_cache_gb must be in [0, "},
   };
   for (const RangeCase& range_case : cases) {
     SCOPED_TRACE(range_case.yaml);

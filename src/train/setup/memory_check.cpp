@@ -88,7 +88,7 @@ std::size_t step_activation_bytes(const nn::Model& model, std::int64_t micro_bat
   const std::int64_t floats = per_sample * micro_batch;
   // The loader's ring holds raw uint8 batches of the whole local batch.
   const std::int64_t ring =
-      static_cast<std::int64_t>(prefetch_batches + 2) * local_batch * model.sample_shape().elements() +
+      (std::int64_t{prefetch_batches} + 2) * local_batch * model.sample_shape().elements() +
       local_batch * gathered_sample_bytes;
   return static_cast<std::size_t>(floats) * sizeof(float) + static_cast<std::size_t>(ring);
 }
