@@ -194,6 +194,16 @@ std::vector<std::uint64_t> Communicator::allgather(std::uint64_t value) const {
   return values;
 }
 
+Request Communicator::allgather_async(const std::uint64_t* value, std::uint64_t* into) const {
+  auto* request = new MPI_Request;
+  const int status = MPI_Iallgather(value, 1, MPI_UINT64_T, into, 1, MPI_UINT64_T, comm_of(handle_), request);
+  if (status != MPI_SUCCESS) {
+    delete request;
+    check_mpi(status, "MPI_Iallgather", __FILE__, __LINE__);
+  }
+  return Request(request);
+}
+
 std::vector<double> Communicator::allgather(double value) const {
   std::vector<double> values(static_cast<std::size_t>(size_));
   PHALANX_MPI(MPI_Allgather(&value, 1, MPI_DOUBLE, values.data(), 1, MPI_DOUBLE, comm_of(handle_)));

@@ -26,6 +26,11 @@ class AgreedFailure final : public Error {
 // Runs `phase` on every rank of `communicator` (collective). Returns when it succeeded on every
 // rank; otherwise throws AgreedFailure on every rank. A failure that is not an Error is named
 // with the rank it happened on.
-void agree(const Communicator& communicator, const std::function<void()>& phase);
+// A rank whose phase failed may have skipped a collective inside it (a node split, a broadcast)
+// in which the others now wait, so that they never reach the agreement: after waiting
+// `failed_wait_seconds` there it prints its own message ("phalanx: error: ...") and ends the job
+// with its exit status (MpiSession::abort). Ranks whose phase succeeded wait as long as it takes:
+// another rank may be slow, not lost.
+void agree(const Communicator& communicator, const std::function<void()>& phase, double failed_wait_seconds = 300);
 
 }  // namespace phalanx::comm

@@ -89,6 +89,10 @@ class Communicator {
   void allreduce_sum(std::int64_t* data, std::int64_t count) const;
   void allreduce_max(double* data, std::int64_t count) const;
   std::vector<std::uint64_t> allgather(std::uint64_t value) const;
+  // Non-blocking all-gather of one value per rank into `into` (size() values); `value` and `into`
+  // must outlive the request. Every rank must call this form: MPI never matches a non-blocking
+  // collective with a blocking one.
+  Request allgather_async(const std::uint64_t* value, std::uint64_t* into) const;
   std::vector<double> allgather(double value) const;
   std::vector<std::string> gather_strings(const std::string& text, int root) const;
   // Non-blocking in-place float sum.

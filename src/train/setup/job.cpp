@@ -168,7 +168,9 @@ Job::Job(JobRequest request, const comm::Communicator& communicator, std::option
   if (device) {
     state.device = *device;
   } else {
-    comm::agree(communicator, [&] { state.resources = make_rank_resources(config.device, config.threads, communicator); });
+    comm::agree(
+        communicator, [&] { state.resources = make_rank_resources(config.device, config.threads, communicator); },
+        config.distributed.timeout_s);
     state.device = LentDevice{state.resources.backend.get(), state.resources.threads, nullptr};
   }
   backend::Backend& backend = *state.device.backend;
@@ -188,7 +190,7 @@ Job::Job(JobRequest request, const comm::Communicator& communicator, std::option
                                             state.checkpoint.get(), job.set_length,
                                             job.checkpoint_config_overrides},
                             communicator, backend);
-  });
+  }, config.distributed.timeout_s);  // the set-up's collectives: a rank that fails before one ends the job
   // Loaded: the file closes.
   state.checkpoint.reset();
   state.resumed_from = setup.resumed_from;
