@@ -24,6 +24,8 @@ class MappedSplitReader final : public SplitRangeReader {
   const DatasetInfo::SplitInfo& split() const override { return split_.info; }
   std::int64_t chunk_samples() const override;
   void read(std::int64_t begin, std::int64_t end, std::uint8_t* images, std::int32_t* labels) const override;
+  // The labels were read whole and checked when the source was opened (mapped_source.cpp).
+  void check_labels(std::int64_t, std::int64_t) const override {}
 
  private:
   // Reads stored rows [row, row + count) and writes them as NHWC uint8 to `images`.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/checked_chunk_decoding.hpp"
@@ -193,12 +194,42 @@ void SplitReader::read(std::int64_t begin, std::int64_t end, std::uint8_t* image
   // checked after the read, so whatever the read returned is known to be from the whole file. (A
   // file deleted or replaced while open still reads whole through its descriptor: that goes on.)
   fail_if_shrank(images_name_ + range);
+  require_known_labels(labels, begin, end - begin);
+}
+
+void SplitReader::require_known_labels(const std::int32_t* labels, std::int64_t begin, std::int64_t count) const {
   const auto class_count = static_cast<std::int32_t>(info_.classes.size());
-  for (std::int64_t index = 0; index < end - begin; ++index)
+  for (std::int64_t index = 0; index < count; ++index)
     if (labels[index] < 0 || labels[index] >= class_count)
       fail(path_, labels_name_ + "[" + std::to_string(begin + index) +
                       "] = " + std::to_string(labels[index]) + " is outside [0, " +
                       std::to_string(class_count) + ") (" + std::to_string(class_count) + " classes)");
+}
+
+void SplitReader::check_labels(std::int64_t begin, std::int64_t end) const {
+  PHALANX_CHECK(begin >= 0 && begin <= end && end <= split_.count, "labels [", begin, ", ", end, ") of ",
+                split_.count);
+  // A block at a time (4 MiB of labels), independent reads even on an MPI-IO file.
+  constexpr std::int64_t block = std::int64_t{1} << 20;
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(std::min(block, std::max<std::int64_t>(1, end - begin))));
+  for (std::int64_t first = begin; first < end; first += block) {
+    const std::int64_t count = std::min(block, end - first);
+    {
+      const auto hdf5_lock = lock_hdf5();
+      detail::silence_hdf5_error_printing();
+      const hsize_t start = static_cast<hsize_t>(first), length = static_cast<hsize_t>(count);
+      detail::Hdf5Handle label_space = detail::dataspace_handle(H5Dget_space(labels_.get()));
+      detail::Hdf5Handle label_memory = detail::dataspace_handle(H5Screate_simple(1, &length, nullptr));
+      const bool selected =
+          label_space.valid() && label_memory.valid() &&
+          H5Sselect_hyperslab(label_space.get(), H5S_SELECT_SET, &start, nullptr, &length, nullptr) >= 0;
+      if (!selected || detail::read_checked(labels_.get(), H5T_NATIVE_INT32, label_memory.get(), label_space.get(),
+                                            H5P_DEFAULT, labels.data()) < 0)
+        fail_read(labels_.get(), H5T_NATIVE_INT32, labels_name_, first, first + count);
+      fail_if_shrank(labels_name_);
+    }
+    require_known_labels(labels.data(), first, count);
+  }
 }
 
 }  // namespace phalanx::data

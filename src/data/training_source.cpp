@@ -168,6 +168,14 @@ CacheChoice choose_cache(config::DataCache requested, std::int64_t split_bytes, 
           "data.cache: auto chose none (streaming): one copy exceeds the budget (" + sizes + ")"};
 }
 
+CacheChoice agree_on_cache(CacheChoice choice, const comm::Communicator& communicator) {
+  const auto modes = communicator.allgather(static_cast<std::uint64_t>(choice.mode));
+  const auto frugal = static_cast<CacheMode>(*std::max_element(modes.begin(), modes.end()));
+  if (frugal == choice.mode) return choice;
+  return {frugal, "data.cache: auto chose " + cache_mode_name(frugal) +
+                      ", as another node's budget allows no more (this node's alone: " + choice.reason + ")"};
+}
+
 std::shared_ptr<SampleSource> open_training_source(const config::DataConfig& data,
                                                    const comm::Communicator& communicator) {
   const DatasetInfo info = read_source_info(data);
@@ -176,15 +184,22 @@ std::shared_ptr<SampleSource> open_training_source(const config::DataConfig& dat
                         "' (data.train_split)");
   const std::int64_t split_bytes =
       split->count * (static_cast<std::int64_t>(split->height) * split->width * split->channels + 4);
-  const CacheChoice choice =
-      choose_cache(data.cache, split_bytes, communicator.local_size(), cache_budget_bytes(data.max_cache_gb));
+  const CacheChoice choice = agree_on_cache(
+      choose_cache(data.cache, split_bytes, communicator.local_size(), cache_budget_bytes(data.max_cache_gb)),
+      communicator);
   std::shared_ptr<SampleSource> source;
   switch (choice.mode) {
     case CacheMode::Rank: source = open_rank_cache(data, communicator); break;
     case CacheMode::Node: source = open_node_cache(data, communicator); break;
     case CacheMode::None: {
-      auto streaming = std::make_shared<StreamingSource>(open_split_reader(data, data.train_split),
-                                                         std::int64_t{data.stream_window_mb} << 20);
+      auto reader = open_split_reader(data, data.train_split);
+      // The caches check every label as they fill, before the run starts; streaming would meet a
+      // bad one mid-run, with the run directory written. Each rank checks its share of the labels
+      // now (4 bytes a sample), and the set-up agreement makes any failure every rank's.
+      const std::int64_t count = reader->split().count;
+      reader->check_labels(count * communicator.rank() / communicator.size(),
+                           count * (communicator.rank() + 1) / communicator.size());
+      auto streaming = std::make_shared<StreamingSource>(std::move(reader), std::int64_t{data.stream_window_mb} << 20);
       streaming->cache_description = "none (streaming " + std::to_string(streaming->chunk_samples()) +
                                      "-sample chunks, shuffle window " +
                                      std::to_string(streaming->window_samples()) + " samples per rank)";

@@ -338,6 +338,51 @@ class BadInputsTest(unittest.TestCase):
             file.attrs["format"] = "not-phalanx"
         self.broken_dataset_refused("wrong-format", edit, "format")
 
+    def test_mean_that_no_pixels_in_the_unit_interval_have(self):
+        def edit(file):
+            file["/train/images"].attrs["mean"] = np.array([5.0], dtype=np.float32)
+        self.broken_dataset_refused("mean-out-of-range", edit, "mean", "[0, 1]")
+
+    def test_streamed_split_with_a_bad_label_is_refused_before_the_run_starts(self):
+        # A streamed split met a bad label only when a read reached it, with the run directory (and
+        # maybe checkpoints) written; its labels are now checked at start, each rank its share.
+        def edit(file):
+            labels = file["/train/labels"][()]
+            labels[250] = 10
+            file["/train/labels"][...] = labels
+        path = copy_dataset("streamed-bad-label.h5")
+        with h5py.File(path, "r+") as file:
+            edit(file)
+        config = self.config(data={"path": path, "cache": "none"})
+        self.train_refused("streamed-bad-label", self.write("streamed-bad-label", config), path,
+                           "/train/labels[250] = 10")
+
+    def test_a_rank_that_fails_before_a_set_up_collective_ends_the_job_with_its_message(self):
+        # The ranks run in folders of their own and the relative data.path is in rank 0's only: rank
+        # 1 fails to open it while rank 0 goes on into the set-up's collectives (the node cache's),
+        # where it would wait forever. The failing rank waits distributed.timeout_s at the set-up
+        # agreement, then ends the job with its own message and exit status 2.
+        folders = [os.path.join(WORK, "skipped-collective", f"rank{rank}") for rank in range(2)]
+        for folder in folders:
+            os.makedirs(folder, exist_ok=True)
+        shutil.copyfile(DATA, os.path.join(folders[0], "relative.h5"))
+        config = self.config(data={"path": "relative.h5", "cache": "node"}, distributed={"timeout_s": 5})
+        config_path = self.write("skipped-collective", config)
+        run_dir = os.path.join(WORK, "runs", "skipped-collective")
+        result = e2e.mpirun_per_rank(
+            [(1, ["sh", "-c", f"cd {folder} && exec {e2e.PHALANX} train {config_path} --run-dir {run_dir}"])
+             for folder in folders], timeout=120)
+        line = self.check_refused(result, run_dir, "relative.h5", "within 5 s")
+        self.assertIn("rank 1", line)
+
+    def test_stride_and_padding_past_any_image_are_refused_naming_the_layer(self):
+        for case, key, value, culprit in (("huge-stride", "stride", 1000000, "stride 1000000"),
+                                          ("huge-padding", "padding", 100000, "elements per sample")):
+            layers = [{"type": "conv", "name": "wide", "out_channels": 8, "kernel": 3, key: value},
+                      {"type": "flatten"}, {"type": "linear", "name": "head", "out_features": 10}]
+            config = self.config(model={"layers": layers})
+            self.train_refused(case, self.write(case, config), "wide", culprit)
+
     def test_mean_std_of_the_wrong_length(self):
         def edit(file):
             file["/train/images"].attrs["std"] = np.array([0.3, 0.3, 0.3], dtype=np.float32)

@@ -162,5 +162,29 @@ TEST(NodeCache, OneCopyPerNodeAndTheSameBytesAsRankMode) {
   EXPECT_TRUE(from_node == from_rank) << "the node copy differs from the file's bytes";
 }
 
+// data.cache: auto decides per node (its rank count, its memory budget); the ranks then take the
+// most frugal choice any of them made, and a rank whose own choice was not that one says why.
+TEST(CacheAgreement, EveryRankTakesTheMostFrugalChoice) {
+  const auto world = comm::Communicator::world();
+  const auto last = world.size() - 1;
+  const auto agreed = [&](data::CacheMode mine) {
+    return data::agree_on_cache({mine, "mine"}, world);
+  };
+  const auto all_rank = agreed(data::CacheMode::Rank);
+  EXPECT_EQ(all_rank.mode, data::CacheMode::Rank);
+  EXPECT_EQ(all_rank.reason, "mine");  // its own choice, its own words
+  // The last rank's node holds no copy: every rank streams.
+  const auto one_streams = agreed(world.rank() == last ? data::CacheMode::None : data::CacheMode::Rank);
+  EXPECT_EQ(one_streams.mode, data::CacheMode::None);
+  if (world.rank() != last && world.size() > 1) {
+    EXPECT_NE(one_streams.reason.find("auto chose none, as another node's budget allows no more"), std::string::npos)
+        << one_streams.reason;
+    EXPECT_NE(one_streams.reason.find("(this node's alone: mine)"), std::string::npos) << one_streams.reason;
+  }
+  // A node copy somewhere and per-rank copies elsewhere: the node copy everywhere.
+  const auto one_node = agreed(world.rank() == 0 ? data::CacheMode::Node : data::CacheMode::Rank);
+  EXPECT_EQ(one_node.mode, data::CacheMode::Node);
+}
+
 }  // namespace
 }  // namespace phalanx

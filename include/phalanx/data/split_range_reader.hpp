@@ -31,6 +31,10 @@ class SplitRangeReader {
   // class count. Input errors name the file, the dataset and the sample. With MPI-IO (a native
   // file in a parallel-HDF5 build) every rank calls it together.
   virtual void read(std::int64_t begin, std::int64_t end, std::uint8_t* images, std::int32_t* labels) const = 0;
+  // Checks the labels of samples [begin, end) against the class count, reading no images: a
+  // streamed split meets a bad label only when its reads get there, by then mid-run. Not
+  // collective. Input errors as read().
+  virtual void check_labels(std::int64_t begin, std::int64_t end) const = 0;
 };
 
 }  // namespace phalanx::data

@@ -31,8 +31,11 @@ class SplitReader final : public SplitRangeReader {
   // Reads samples [begin, end) into `images` (NHWC uint8) and `labels`, and checks every label
   // against the class count. Input errors name the file, the dataset and the sample.
   void read(std::int64_t begin, std::int64_t end, std::uint8_t* images, std::int32_t* labels) const override;
+  void check_labels(std::int64_t begin, std::int64_t end) const override;
 
  private:
+  // Throws naming the first of `count` labels, those of samples from `begin` on, outside the classes.
+  void require_known_labels(const std::int32_t* labels, std::int64_t begin, std::int64_t count) const;
   // After a failed read of samples [begin, end) of `dataset`: throws, naming the samples and why.
   // Throws when the open file is smaller than when it was opened (see read()).
   void fail_if_shrank(const std::string& what) const;

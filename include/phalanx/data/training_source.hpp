@@ -13,6 +13,7 @@
 
 namespace phalanx::data {
 
+// From the most memory per node to the least: ranks that chose differently take the largest value.
 enum class CacheMode { Rank, Node, None };
 
 struct CacheChoice {
@@ -27,6 +28,12 @@ std::string cache_mode_name(CacheMode mode);
 // taken as asked.
 CacheChoice choose_cache(config::DataCache requested, std::int64_t split_bytes, int ranks_on_node,
                          std::int64_t budget_bytes);
+
+// Every rank must hold the split alike: the node cache is collective, and streaming's epoch order
+// (chunk windows) is not the caches' permutation. Nodes may choose differently for auto (their
+// rank counts, their cgroup memory limits): every rank takes the most frugal choice of any
+// (collective), with a reason that says so where it is not its own.
+CacheChoice agree_on_cache(CacheChoice choice, const comm::Communicator& communicator);
 
 // data.max_cache_gb in bytes; 0 means half of the memory this process may use (the node's physical
 // memory, or its cgroup's limit where lower).
