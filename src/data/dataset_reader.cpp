@@ -270,11 +270,16 @@ Hdf5Handle open_and_validate(const std::string& path, DatasetInfo& info) {
   require_one_per_channel("mean", info.mean);
   require_one_per_channel("std", info.standard_deviation);
   for (std::size_t channel = 0; channel < channels; ++channel) {
-    if (!std::isfinite(info.mean[channel]))
-      fail(path, "/train/images: attribute \"mean\"[" + std::to_string(channel) + "] is not a finite number");
-    if (!std::isfinite(info.standard_deviation[channel]) || info.standard_deviation[channel] <= 0.0f)
+    // Statistics of pixels scaled to [0, 1]: a mean outside it, or a deviation past 0.5 (half the
+    // pixels 0 and half 1), was not computed from the images.
+    if (!std::isfinite(info.mean[channel]) || info.mean[channel] < 0.0f || info.mean[channel] > 1.0f)
+      fail(path, "/train/images: attribute \"mean\"[" + std::to_string(channel) + "] = " +
+                     std::to_string(info.mean[channel]) + " is not a mean of pixels in [0, 1]");
+    if (!std::isfinite(info.standard_deviation[channel]) || info.standard_deviation[channel] <= 0.0f ||
+        info.standard_deviation[channel] > 0.5f)
       fail(path, "/train/images: attribute \"std\"[" + std::to_string(channel) + "] = " +
-                     std::to_string(info.standard_deviation[channel]) + " must be positive and finite");
+                     std::to_string(info.standard_deviation[channel]) +
+                     " is not a standard deviation of pixels in [0, 1] (it must lie in (0, 0.5])");
   }
   return file;
 }

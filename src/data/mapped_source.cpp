@@ -330,6 +330,9 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
       split.labels.resize(rows.size());
       for (std::size_t index = 0; index < rows.size(); ++index)
         split.labels[index] = whole.labels[static_cast<std::size_t>(rows[index])];
+      if (rows.empty() && name == "train")
+        throw_input_error("data.source.test_fraction and val_fraction leave train no samples of " +
+                          whole.images.text() + " (too few per class); lower them");
       if (rows.empty())
         throw_input_error("data.source." + name + "_fraction: carves no samples out of " +
                           whole.images.text() + " (too few per class); raise it");

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -44,12 +45,21 @@ bool read_sidecar(const std::string& path, const std::string& fingerprint, std::
   if (!std::getline(file, format) || format != sidecar_format) return false;
   if (!std::getline(file, stored_fingerprint) || stored_fingerprint != "fingerprint " + fingerprint)
     return false;
+  // Each value whole, finite and a statistic of pixels in [0, 1] (a standard deviation in (0, 0.5]):
+  // a sidecar edited or damaged otherwise is not this source's and is computed afresh.
   const auto parse = [channels](const std::string& line, const char* label, std::vector<float>& values) {
     std::istringstream words(line);
     std::string word;
     if (!(words >> word) || word != label) return false;
+    const bool deviation = std::string(label) == "std";
     values.clear();
-    while (words >> word) values.push_back(static_cast<float>(std::strtod(word.c_str(), nullptr)));
+    while (words >> word) {
+      char* end = nullptr;
+      const double value = std::strtod(word.c_str(), &end);
+      const bool plausible = deviation ? value > 0 && value <= 0.5 : value >= 0 && value <= 1;
+      if (end != word.c_str() + word.size() || !std::isfinite(value) || !plausible) return false;
+      values.push_back(static_cast<float>(value));
+    }
     return values.size() == channels;
   };
   return std::getline(file, mean_line) && std::getline(file, std_line) && parse(mean_line, "mean", mean) &&

@@ -3,11 +3,13 @@
 // and every byte is a pure function of the seed (Philox streams), so two runs write equal files.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/random.hpp"
+#include "phalanx/core/usable_memory.hpp"
 #include "phalanx/data/importers.hpp"
 
 namespace phalanx::data {
@@ -60,6 +62,29 @@ void synthesize(const std::string& output_path, const SynthOptions& options,
           "image shape " + std::to_string(options.height) + "x" + std::to_string(options.width) + "x" +
               std::to_string(options.channels) + " must have every side at least 1");
   require(options.classes >= 2, "class count " + std::to_string(options.classes) + " must be at least 2");
+  // Both splits and a pattern per class are held in memory while the file is written; the sizes are
+  // checked in 64 bits against what this process may use before anything is allocated.
+  constexpr std::int64_t largest_side = 65536, most_classes = 1 << 20;
+  require(options.height <= largest_side && options.width <= largest_side && options.channels <= largest_side,
+          "image shape " + std::to_string(options.height) + "x" + std::to_string(options.width) + "x" +
+              std::to_string(options.channels) + " has a side over " + std::to_string(largest_side));
+  require(options.classes <= most_classes,
+          "class count " + std::to_string(options.classes) + " is over " + std::to_string(most_classes));
+  const std::int64_t sample_bytes = std::int64_t{options.height} * options.width * options.channels;
+  const double needed = (static_cast<double>(options.train_count) + static_cast<double>(options.test_count)) *
+                            static_cast<double>(sample_bytes + 4) +
+                        static_cast<double>(options.classes) * static_cast<double>(sample_bytes) * sizeof(float);
+  const double usable = static_cast<double>(usable_memory_bytes().value_or(std::uint64_t{1} << 40));
+  const auto gigabytes = [](double bytes) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.1f GB", bytes / 1e9);
+    return std::string(text);
+  };
+  require(needed <= usable, "--train " + std::to_string(options.train_count) + " and --test " +
+                                std::to_string(options.test_count) + " samples of " + std::to_string(options.height) +
+                                "x" + std::to_string(options.width) + "x" + std::to_string(options.channels) +
+                                " and " + std::to_string(options.classes) + " class patterns need " + gigabytes(needed) +
+                                " in memory, more than the " + gigabytes(usable) + " this process may use");
 
   const auto image_bytes = static_cast<std::size_t>(options.height) * options.width * options.channels;
   std::vector<std::vector<float>> patterns(static_cast<std::size_t>(options.classes),

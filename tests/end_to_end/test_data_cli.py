@@ -172,6 +172,18 @@ class SynthTest(unittest.TestCase):
         for label in range(4):
             self.assertRegex(inspected.stdout, rf"(?m)^\s*{label}\s+\S+\s+{counts[label]}\s+{test_counts[label]}\s*$")
 
+    def test_synth_of_sizes_no_memory_holds_exits_2_naming_them(self):
+        # They used to end in std::bad_alloc or a vector length error (exit 1, naming nothing).
+        for args, fragment in ((("--train", 9000000000000000000, "--test", 1), "--train 9000000000000000000"),
+                               (("--height", 2147483647, "--width", 2147483647), "has a side over 65536"),
+                               (("--classes", 2000000000, "--height", 1, "--width", 1), "class count 2000000000")):
+            path = os.path.join(WORK, "synth-absurd.h5")
+            result = e2e.phalanx("data", "synth", "-o", path, *args, timeout=60)
+            self.assertEqual(result.returncode, 2, result.describe())
+            self.assertEqual(len(result.error_lines()), 1, result.describe())
+            self.assertIn(fragment, result.stderr)
+            self.assertFalse(os.path.exists(path), "a refused synth left a file")
+
     def test_synth_is_deterministic_in_its_seed(self):
         paths = [os.path.join(WORK, f"synth-seed-{index}.h5") for index in range(3)]
         for path, seed in zip(paths, (5, 5, 6)):

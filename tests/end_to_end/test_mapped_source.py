@@ -254,6 +254,17 @@ class MappedSourceTest(unittest.TestCase):
             again = stream.read()
         self.assertNotEqual(again.splitlines()[1], text.splitlines()[1], "the fingerprint did not change")
         self.assertEqual(again.splitlines()[2:], text.splitlines()[2:], "same bytes, same statistics")
+        # A sidecar whose statistics no pixels in [0, 1] could have (edited, damaged: a negative
+        # deviation, a value cut short, not a number) is not taken: it is computed again, to the
+        # same bits, where it used to train silently on the wrong normalisation or fail mid-run.
+        for index, broken in enumerate(("std -0x1p-2", "std 0x1.6", "std nan", "std garbage")):
+            lines = again.splitlines()
+            lines[3] = broken
+            with open(path("shared-stats.txt"), "w") as stream:
+                stream.write("\n".join(lines) + "\n")
+            self.train(f"stats-path-broken-{index}", {"source": source}, max_steps=2)
+            with open(path("shared-stats.txt")) as stream:
+                self.assertEqual(stream.read(), again, f"a sidecar with '{broken}' was taken")
 
     def test_inspect_prints_the_tree_and_a_block_that_trains_as_pasted(self):
         result = e2e.phalanx("data", "inspect", path("all.h5"))
