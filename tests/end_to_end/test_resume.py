@@ -318,6 +318,65 @@ class ResumeTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.describe())
         self.assertEqual(e2e.read_summary(run_dir)["steps"], TOTAL_STEPS + STEPS_PER_EPOCH)
 
+    def test_fewer_epochs_than_the_checkpoint_stands_in_are_refused(self):
+        # The straight run's step-24 checkpoint is in epoch 2: a resume with train.epochs 1 has no
+        # epoch to take its place in. Exit 2 naming the key, nothing written (it used to fail an
+        # internal check in the loader after config.yaml was rewritten).
+        checkpoint = os.path.join(STRAIGHT, "checkpoints", f"step-{3 * EVERY_STEPS}.h5")
+        run_dir = os.path.join(WORK, "fewer-epochs")
+        result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint,
+                            "--set", "train.epochs=1", timeout=120)
+        self.assertEqual(result.returncode, 2, result.describe())
+        lines = result.error_lines()
+        self.assertEqual(len(lines), 1, result.describe())
+        self.assertIn(f"step-{3 * EVERY_STEPS}.h5", lines[0])
+        self.assertIn("train.epochs of at least 2", lines[0])
+        self.assertFalse(os.path.exists(run_dir), "a refused resume must not create its run directory")
+
+    def test_a_finished_run_resumed_again_keeps_its_summary(self):
+        # A requeued job, or its command run twice: nothing is left to train, and the summary and the
+        # metrics stand as they were (no second evaluation of the last step, no losses of zero).
+        run_dir = os.path.join(WORK, "finished-twice")
+        first = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--set", "train.max_steps=4",
+                           timeout=300)
+        self.assertEqual(first.returncode, 0, first.describe())
+        with open(os.path.join(run_dir, "summary.json")) as stream:
+            summary = stream.read()
+        metrics = e2e.read_metrics(run_dir)
+        again = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto",
+                           "--set", "train.max_steps=4", timeout=300)
+        self.assertEqual(again.returncode, 0, again.describe())
+        self.assertIn("nothing left to train: the run ended at step 4", again.stdout)
+        with open(os.path.join(run_dir, "summary.json")) as stream:
+            self.assertEqual(stream.read(), summary)
+        self.assertEqual(e2e.read_metrics(run_dir), metrics)
+
+    def test_a_resume_from_an_earlier_checkpoint_sets_the_later_ones_aside(self):
+        # --resume PATH with a checkpoint of the same run directory rolls the run back: the
+        # checkpoints past it belong to the abandoned run and go to checkpoints/abandoned-*, so a
+        # later --resume auto continues the rolled-back run, not the abandoned one.
+        run_dir = os.path.join(WORK, "rolled-back")
+        first = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir,
+                           "--set", f"train.max_steps={3 * EVERY_STEPS}", timeout=300)
+        self.assertEqual(first.returncode, 0, first.describe())
+        folder = os.path.join(run_dir, "checkpoints")
+        back = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume",
+                          os.path.join(folder, f"step-{EVERY_STEPS}.h5"),
+                          "--set", f"train.max_steps={EVERY_STEPS + 2}", timeout=300)
+        self.assertEqual(back.returncode, 0, back.describe())
+        self.assertIn(f"resumed at step {EVERY_STEPS}: the run's later checkpoints", back.stdout)
+        aside = [name for name in os.listdir(folder) if name.startswith("abandoned-")]
+        self.assertEqual(len(aside), 1, os.listdir(folder))
+        self.assertEqual(set(os.listdir(os.path.join(folder, aside[0]))),
+                         {f"step-{2 * EVERY_STEPS}.h5", f"step-{3 * EVERY_STEPS}.h5", "latest.h5"})
+        with h5py.File(latest(run_dir), "r") as file:
+            self.assertEqual(int(file.attrs["step"]), EVERY_STEPS + 2)
+        onward = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto",
+                            "--set", f"train.max_steps={EVERY_STEPS + 4}", timeout=300)
+        self.assertEqual(onward.returncode, 0, onward.describe())
+        self.assertIn(f"latest.h5 at epoch 1, step {EVERY_STEPS + 2}", onward.stdout + onward.stderr)
+        self.assertEqual(e2e.read_summary(run_dir)["steps"], EVERY_STEPS + 4)
+
     def test_a_failure_on_one_rank_mid_run_ends_the_job(self):
         # latest.h5 cannot be written (a folder is in the way) after training: rank 0 fails while
         # rank 1 waits in a collective. The job must end with rank 0's message, not hang.

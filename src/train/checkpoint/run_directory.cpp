@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -95,6 +96,16 @@ std::shared_ptr<const OpenCheckpoint> RunDirectory::open_latest_checkpoint() con
 
 namespace {
 
+// The local time to the second, as run directories are named: 20261207-134500.
+std::string local_timestamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &local);
+  return stamp;
+}
+
 // Keeps the events up to `last_step` (and those without a step); a line cut short by a kill is
 // dropped too. Rewritten atomically, and only when something goes.
 void drop_metrics_after(const std::string& metrics_path, std::int64_t last_step) {
@@ -113,6 +124,43 @@ void drop_metrics_after(const std::string& metrics_path, std::int64_t last_step)
       kept += line + '\n';
   }
   if (dropped) write_file_atomically(metrics_path, kept);
+}
+
+// A resume from an earlier checkpoint (--resume PATH) abandons what the run wrote after it: its
+// checkpoints past `step` are moved to checkpoints/abandoned-<time>/ (kept, not deleted), so that a
+// later --resume auto continues this run, not the abandoned one. step-N.h5 says its step in its
+// name; latest.h5 and best.h5 are opened for theirs, and one that cannot be read goes too.
+void set_aside_checkpoints_after(const std::filesystem::path& checkpoints, std::int64_t step) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const std::regex numbered(R"(step-(\d+)\.h5)");
+  std::vector<fs::path> later;
+  for (const auto& entry : fs::directory_iterator(checkpoints, error)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch match;
+    if (std::regex_match(name, match, numbered)) {
+      if (std::stoll(match[1]) > step) later.push_back(entry.path());
+    } else if (name == "latest.h5" || name == "best.h5") {
+      try {
+        if (OpenCheckpoint(entry.path().string()).header().position.global_step > step) later.push_back(entry.path());
+      } catch (const Error&) {
+        later.push_back(entry.path());
+      }
+    }
+  }
+  if (later.empty()) return;
+  const fs::path aside = checkpoints / ("abandoned-" + local_timestamp());
+  fs::create_directories(aside, error);
+  if (error) throw_input_error(aside.string() + ": cannot create it (" + error.message() + ")");
+  std::string names;
+  for (const auto& path : later) {
+    fs::rename(path, aside / path.filename(), error);
+    if (error) throw_input_error(path.string() + ": cannot move it to " + aside.string() + " (" + error.message() + ")");
+    names += (names.empty() ? "" : ", ") + path.filename().string();
+  }
+  std::printf("resumed at step %lld: the run's later checkpoints (%s) moved to %s\n", static_cast<long long>(step),
+              names.c_str(), aside.string().c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -143,16 +191,14 @@ void prepare_run_directory(const std::string& path, bool resuming, std::int64_t 
   for (const auto& entry : fs::directory_iterator(checkpoints, error))
     if (entry.path().filename().string().find(".h5.tmp-") != std::string::npos)
       fs::remove(entry.path(), error);
-  if (resume_step >= 0) drop_metrics_after(path + "/metrics.jsonl", resume_step);
+  if (resume_step >= 0) {
+    drop_metrics_after(path + "/metrics.jsonl", resume_step);
+    set_aside_checkpoints_after(checkpoints, resume_step);
+  }
 }
 
 std::string default_run_directory(const std::string& name) {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm local{};
-  localtime_r(&now, &local);
-  char stamp[32];
-  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &local);
-  return "runs/" + name + "-" + stamp;
+  return "runs/" + name + "-" + local_timestamp();
 }
 
 }  // namespace phalanx::train

@@ -128,13 +128,13 @@ void RunControl::report_stop(std::int64_t step, const std::string& checkpoint, R
                                 {"signal_to_agreement_seconds", stop_agreed_time_ - first_signal_time_},
                                 {"signal_to_checkpoint_seconds", now - first_signal_time_},
                                 {"time", now}});
-  char text[256];
-  std::snprintf(text, sizeof(text),
-                "stopped by %s after step %lld: checkpoint %s written %.2f s after the signal; continue with "
-                "--resume auto (exit status %d)",
-                signal_name(stop_signal_), static_cast<long long>(step), checkpoint.c_str(),
-                now - first_signal_time_, preempted_exit_status);
-  progress.line(text);
+  // The run directory is named in the advice: without --run-dir, a new run would start instead.
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%.2f", now - first_signal_time_);
+  progress.line("stopped by " + std::string(signal_name(stop_signal_)) + " after step " + std::to_string(step) +
+                ": checkpoint " + checkpoint + " written " + seconds + " s after the signal; continue with " +
+                "--run-dir " + run_directory.path() + " --resume auto (exit status " +
+                std::to_string(preempted_exit_status) + ")");
 }
 
 }  // namespace phalanx::train

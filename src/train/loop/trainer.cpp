@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <utility>
 
 #include "loop/batch_mixing.hpp"
@@ -51,6 +53,25 @@ Trainer::Trainer(TrainingSetup setup, const comm::Communicator& communicator, ba
 Trainer::~Trainer() = default;
 
 nlohmann::json Trainer::run() {
+  // A finished run resumed again (a requeued job, its command run twice): nothing is left to
+  // train and its summary stands. Evaluating again would write a second evaluation of the same
+  // step, and a summary without the training that this process did not do (its losses, its speed).
+  // The summary must be of this very step: a sweep trial's summary of its previous rung is not.
+  if (!setup_.resumed_from.empty() && setup_.position.global_step >= last_step_) {
+    std::string text;
+    if (communicator_.rank() == 0) {
+      std::ifstream file(setup_.run_directory + "/summary.json");
+      text.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+    }
+    communicator_.broadcast_string(text, 0);
+    const auto summary = nlohmann::json::parse(text, nullptr, false);
+    if (summary.is_object() && summary.value("steps", std::int64_t{-1}) == setup_.position.global_step) {
+      if (communicator_.rank() == 0 && !setup_.quiet)
+        std::printf("nothing left to train: the run ended at step %lld; its summary.json stands\n",
+                    static_cast<long long>(setup_.position.global_step));
+      return summary;
+    }
+  }
   begin_run();
   const std::unique_ptr<Step> step = make_step();
   Bookkeeping bookkeeping = make_bookkeeping();  // its epoch clock starts here

@@ -60,6 +60,17 @@ void require_same_trajectory(const CheckpointHeader& header, const ResumingRun& 
   PHALANX_REQUIRE_INPUT(header.position.step_in_epoch < run.steps_per_epoch, header.path, ": resumes at step ",
                         header.position.step_in_epoch, " of an epoch, but this data gives ",
                         run.steps_per_epoch, " steps per epoch (is it the same dataset?)");
+  const TrainingPosition& position = header.position;
+  PHALANX_REQUIRE_INPUT(position.epoch >= 0 && position.step_in_epoch >= 0 && position.global_step >= 0,
+                        header.path, ": its position (epoch ", position.epoch, ", step ", position.step_in_epoch,
+                        " of it, step ", position.global_step, " in all) is negative (an edited file?)");
+  // train.epochs may change on resume, but not to before where the checkpoint stands: the run
+  // would have no epochs left to take its place in. At the end of an epoch (step 0 of the next)
+  // the run may end right there.
+  const std::int64_t epochs_needed = position.epoch + (position.step_in_epoch > 0 ? 1 : 0);
+  PHALANX_REQUIRE_INPUT(run.config.train.epochs >= epochs_needed, header.path, ": written at step ",
+                        position.step_in_epoch, " of epoch ", position.epoch + 1, ", past train.epochs ",
+                        run.config.train.epochs, ": resume with train.epochs of at least ", epochs_needed);
 }
 
 double learning_rate_factor(config::LearningRateRule rule, double batch_ratio) {
