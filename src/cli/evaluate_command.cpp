@@ -1,6 +1,7 @@
 // `phalanx eval` and `phalanx predict`: rebuild the model from a checkpoint (its config is in
 // the file) and run it on a split of a dataset: --data, or without it the data the checkpoint was
 // trained on (its config's data.path or data.source, so a mapped source evaluates in place too).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -8,6 +9,7 @@
 #include "commands.hpp"
 #include "phalanx/comm/communicator.hpp"
 #include "phalanx/config/config.hpp"
+#include "phalanx/core/distinct_files.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/data_source.hpp"
 #include "phalanx/data/dataset.hpp"
@@ -73,6 +75,12 @@ void load(const EvaluateArguments& arguments, const comm::Communicator& world, b
 }
 
 // What was evaluated, for the report line: the file, or the mapped split's images.
+// --batch-size, but no more than the samples this rank holds: a batch larger than the split would
+// only allocate buffers for samples that do not exist.
+int inference_batch(const EvaluateArguments& arguments, const LoadedModel& loaded) {
+  return static_cast<int>(std::clamp<std::int64_t>(loaded.split.count, 1, arguments.batch_size));
+}
+
 std::string data_name(const EvaluateArguments& arguments, const LoadedModel& loaded) {
   if (!arguments.data.empty()) return arguments.data;
   const auto& data = loaded.config.data;
@@ -105,7 +113,7 @@ int evaluate(const EvaluateArguments& arguments, int* argc, char*** argv) {
   // Top-5 besides top-1 when the model has more than 5 classes, as training reports.
   const auto top_k = train::reported_top_k({}, loaded.model->classes(), data_name(arguments, loaded));
   const auto result = train::evaluate(*loaded.model, loaded.split, loaded.info.mean,
-                                      loaded.info.standard_deviation, world, arguments.batch_size, top_k);
+                                      loaded.info.standard_deviation, world, inference_batch(arguments, loaded), top_k);
   std::string top_k_text;
   for (const auto& top : result.top_k) {
     char text[64];
@@ -124,12 +132,18 @@ int predict(const EvaluateArguments& arguments, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
   const auto world = comm::Communicator::world();
   LoadedModel loaded;
-  if (int status = agreed_status(world, [&] { load(arguments, world, world.rank() == 0, loaded); })) return status;
+  if (int status = agreed_status(world, [&] {
+        load(arguments, world, world.rank() == 0, loaded);
+        require_another_file(arguments.checkpoint, arguments.output, "checkpoint");
+        const std::string data = arguments.data.empty() ? loaded.config.data.path : arguments.data;
+        if (!data.empty()) require_another_file(data, arguments.output, "dataset");
+      }))
+    return status;
   if (int status = agreed_status(world, [&] { build_model(arguments, world, loaded); })) return status;
   if (world.rank() != 0) return 0;  // one writer; inference of a split is cheap next to training
   return run_or_abort(world, [&] {
     const auto predictions = train::predict_split(*loaded.model, loaded.split, loaded.info.mean,
-                                                  loaded.info.standard_deviation, arguments.batch_size);
+                                                  loaded.info.standard_deviation, inference_batch(arguments, loaded));
     train::write_predictions(arguments.output, predictions, loaded.info.classes);
     std::int64_t correct = 0;
     for (std::size_t index = 0; index < predictions.labels.size(); ++index)

@@ -442,6 +442,21 @@ class BadInputsTest(unittest.TestCase):
             TRAINED_RUN = (config_path, source_dir)
         return TRAINED_RUN
 
+    def test_predictions_written_over_their_own_inputs_are_refused(self):
+        # `predict --output` naming the checkpoint (or the dataset) would replace it while it is read.
+        _, source_dir = self.trained_run()
+        checkpoint = os.path.join(WORK, "predict-input.h5")
+        shutil.copyfile(os.path.join(source_dir, "checkpoints", "latest.h5"), checkpoint)
+        for output, what in ((checkpoint, "checkpoint"), (DATA, "dataset")):
+            with open(output, "rb") as stream:
+                before = stream.read()
+            result = e2e.phalanx("predict", "--checkpoint", checkpoint, "--data", DATA, "--output",
+                                 os.path.join(os.path.dirname(output), ".", os.path.basename(output)), timeout=120)
+            line = self.check_refused(result, None, os.path.basename(output), f"is the {what} being read",
+                                      error_format=re.compile(r"^phalanx: error: "))
+            with open(output, "rb") as stream:
+                self.assertEqual(stream.read(), before, f"{output} changed: {line}")
+
     def test_truncated_checkpoint_on_resume(self):
         config_path, source_dir = self.trained_run()
         checkpoint = os.path.join(source_dir, "checkpoints", "latest.h5")

@@ -9,6 +9,7 @@
 
 #include "phalanx/backend/backend.hpp"
 #include "phalanx/config/config.hpp"
+#include "phalanx/core/distinct_files.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/model.hpp"
 #include "phalanx/nn/model_plan.hpp"
@@ -53,13 +54,6 @@ void require_utf8(const std::string& text, const std::string& what) {
 std::string json_quoted(const std::string& text, const std::string& what) {
   require_utf8(text, what);
   return nlohmann::json(text).dump();
-}
-
-// The same file under two names (a link, ./a and a): writing one would replace the other.
-void require_another_file(const std::string& input, const std::string& output, const char* what) {
-  std::error_code error;
-  PHALANX_REQUIRE_INPUT(!std::filesystem::equivalent(input, output, error), output, ": is the ", what,
-                        " being read (", input, "): write the output to another file");
 }
 
 }  // namespace
