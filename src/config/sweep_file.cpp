@@ -144,7 +144,11 @@ void read_space(const Reader& reader, const YAML::Node& space, SweepConfig& swee
     fail_at(reader, "space", "is empty: name at least one key to search", space);
   const auto& training_keys = schema::dotted_keys();
   for (const auto& entry : space) {
-    const std::string key = entry.first.as<std::string>();
+    if (!entry.first.IsScalar())
+      fail_at(reader, "space", "keys must be plain words (dotted training-config keys), got a " +
+                                   std::string(entry.first.IsSequence() ? "list" : "mapping"),
+              entry.first);
+    const std::string key = entry.first.Scalar();
     const std::string where = "space." + key;
     if (std::find(training_keys.begin(), training_keys.end(), key) == training_keys.end()) {
       const std::string near = closest_match(key, training_keys);

@@ -19,6 +19,19 @@ Database::Database(std::string path, bool create) : path_(std::move(path)) {
     throw_input_error(path_ + ": cannot open the sweep database: " + message);
   }
   sqlite3_busy_timeout(handle_, 10000);
+  // SQLite reads the file's header only now: a file that is not a database (or a damaged one) is
+  // bad input naming it, not an internal error.
+  char* message = nullptr;
+  const int checked = sqlite3_exec(handle_, "PRAGMA schema_version", nullptr, nullptr, &message);
+  if (checked == SQLITE_NOTADB || checked == SQLITE_CORRUPT) {
+    const std::string text = message ? message : sqlite3_errstr(checked);
+    sqlite3_free(message);
+    sqlite3_close(handle_);  // the destructor does not run for a constructor that throws
+    handle_ = nullptr;
+    throw_input_error(path_ + ": is not a sweep database SQLite can read (" + text +
+                      "); move it aside to start the sweep afresh");
+  }
+  sqlite3_free(message);
   execute("PRAGMA synchronous = FULL");
   execute("PRAGMA foreign_keys = ON");
 }

@@ -59,13 +59,14 @@ void check_sweep_directory(const SweepRequest& request) {
     const ResultsStore store(database);
     const auto stored = store.meta("definition");
     const std::string now = sweep_definition(request.sweep);
+    // A sweep killed before it stored its definition has no trials either, and resumes as new.
+    PHALANX_REQUIRE_INPUT(stored || !store.has_trials(), database,
+                          ": has trials but no sweep definition (damaged, or not written by phalanx sweep)");
     PHALANX_REQUIRE_INPUT(
         !stored || *stored == now, request.sweep.source, ": --resume needs the sweep it started with; ",
         config::first_difference(now, stored.value_or(""), "in " + database),
         " (keys: search, scheduler, trials, metric, goal, budget, tpe, asha, pbt, space, base config)");
-    return;
-  }
-  if (exists) {
+  } else if (exists) {
     const ResultsStore store(database);
     PHALANX_REQUIRE_INPUT(!store.has_trials(), directory,
                           ": already holds a sweep (sweep.db has trials); pass --resume to continue it, or "
@@ -244,7 +245,21 @@ bool SweepJob::run() {
                           parts.resources.threads,
                           parts.groups.members[static_cast<std::size_t>(parts.my_group)],
                           parts.request.join};
-    run_worker(options);
+    // A failure run_worker passes on (a trial's error in a group of several ranks, where the others
+    // may wait in a collective) ends the job here, with its message: unwinding on rank 0 past the
+    // running coordinator or relay thread would end the process without one (std::terminate).
+    try {
+      run_worker(options);
+    } catch (const Error& error) {
+      std::fprintf(stderr, "phalanx: error: %s\n", error.what());
+      std::fflush(stderr);
+      comm::MpiSession::abort(error.exit_status());
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "phalanx: error: rank %d (worker %d): %s\n", channel.rank(), options.worker,
+                   error.what());
+      std::fflush(stderr);
+      comm::MpiSession::abort(1);
+    }
   }
   if (channel.rank() == 0) {
     coordinator.join();

@@ -219,7 +219,7 @@ int SweepPrinter::leaderboard(const SweepState& state, bool final) const {
   std::printf("%s top trials (%s):\n", final ? "final" : "current", sweep_.metric.c_str());
   const std::size_t shown = std::min<std::size_t>(5, standings.size());
   for (std::size_t index = 0; index < shown; ++index) {
-    const auto parameters = state.parameters(standings[index].trial).to_json().dump();
+    const auto parameters = state.parameters(standings[index].trial, standings[index].rung).to_json().dump();
     std::printf("  %zu. trial %3d  rung %d  %.4f  %s\n", index + 1, standings[index].trial,
                 standings[index].rung, standings[index].metric, parameters.c_str());
   }

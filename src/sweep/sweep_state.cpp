@@ -93,7 +93,7 @@ std::vector<Command> SweepState::restore_pbt(const RecordedProgress& progress,
 }
 
 std::vector<std::string> SweepState::assignments(int trial, int rung) const {
-  return pbt_ ? pbt_->parameters(trial, rung).assignments() : parameters(trial).assignments();
+  return parameters(trial, rung).assignments();
 }
 
 std::vector<Command> SweepState::receive(const WorkerMessage& message, double now) {

@@ -81,6 +81,11 @@ class SweepState {
   const config::SweepConfig& sweep() const { return sweep_; }
   // The parameters of a trial started in this run or recorded before it.
   TrialParameters parameters(int trial) const { return proposals_.parameters(trial); }
+  // The values `trial` trained `rung` with: under PBT those of that interval (exploits and
+  // explores change them), otherwise its proposal's.
+  TrialParameters parameters(int trial, int rung) const {
+    return pbt_ ? pbt_->parameters(trial, rung) : parameters(trial);
+  }
   int group_count() const { return static_cast<int>(groups_.size()); }
   const WorkerGroup& group(int worker) const;
   int leader_rank(int worker) const;  // its first world rank

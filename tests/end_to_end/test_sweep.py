@@ -26,6 +26,7 @@ test_sweep_idle_tail.py tests joins, and a kill and --resume of a trial on merge
 import csv
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -353,6 +354,10 @@ class SweepTest(unittest.TestCase, SweepChecks):
                                              "capped.yaml: train.max_steps: the budget sets"),
             "epochs searched": (("space:\n", "space:\n  train.epochs: {type: choice, values: [1, 2]}\n"),
                                 "space.train.epochs: cannot be searched"),
+            "a list as a space key": (("space:\n", "space:\n  [a, b]: {type: choice, values: [1]}\n"),
+                                      "space: keys must be plain words"),
+            "more brackets than rungs": (("scheduler: asha\n", "scheduler: asha\nasha: {brackets: 3}\n"),
+                                         "asha.brackets"),
         }
         capped = e2e.base_config(DATA, name="sweep-base", max_steps=40)
         e2e.write_config(os.path.join(WORK, "capped.yaml"), capped)
@@ -374,6 +379,22 @@ class SweepTest(unittest.TestCase, SweepChecks):
         result = e2e.phalanx("sweep", changed, "--sweep-dir", REFERENCE, "--resume", timeout=60)
         self.assertEqual(result.returncode, 2, result.describe())
         self.assertIn("the sweep it started with", result.stderr)
+        # A sweep.db that is not a database, and one with trials but no definition: exit 2 naming it.
+        garbage = os.path.join(WORK, "garbage-db")
+        os.makedirs(garbage, exist_ok=True)
+        sweep.write_text(os.path.join(garbage, "sweep.db"), "not a database\n" * 100)
+        for args in ((), ("--resume",)):
+            result = e2e.phalanx("sweep", SWEEP, "--sweep-dir", garbage, *args, timeout=60)
+            self.assertEqual(result.returncode, 2, result.describe())
+            self.assertIn("sweep.db: is not a sweep database", result.stderr)
+        undefined = os.path.join(WORK, "undefined-db")
+        shutil.rmtree(undefined, ignore_errors=True)
+        shutil.copytree(REFERENCE, undefined)
+        with sqlite3.connect(os.path.join(undefined, "sweep.db")) as connection:
+            connection.execute("DELETE FROM sweep WHERE key = 'definition'")
+        result = e2e.phalanx("sweep", SWEEP, "--sweep-dir", undefined, "--resume", timeout=60)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn("has trials but no sweep definition", result.stderr)
 
     def test_brackets_start_trials_at_their_rung_and_promote_within_them(self):
         # asha.brackets 2 on rungs of 1 and 3 epochs: Hyperband's shares 3 and 2 deal trials 0-7 to
