@@ -112,8 +112,9 @@ int evaluate(const EvaluateArguments& arguments, int* argc, char*** argv) {
   if (int status = agreed_status(world, [&] { build_model(arguments, world, loaded); })) return status;
   // Top-5 besides top-1 when the model has more than 5 classes, as training reports.
   const auto top_k = train::reported_top_k({}, loaded.model->classes(), data_name(arguments, loaded));
-  const auto result = train::evaluate(*loaded.model, loaded.split, loaded.info.mean,
-                                      loaded.info.standard_deviation, world, inference_batch(arguments, loaded), top_k);
+  const auto result =
+      train::evaluate(*loaded.model, loaded.split, loaded.info.mean, loaded.info.standard_deviation, world,
+                      inference_batch(arguments, loaded), top_k);
   std::string top_k_text;
   for (const auto& top : result.top_k) {
     char text[64];
@@ -142,8 +143,9 @@ int predict(const EvaluateArguments& arguments, int* argc, char*** argv) {
   if (int status = agreed_status(world, [&] { build_model(arguments, world, loaded); })) return status;
   if (world.rank() != 0) return 0;  // one writer; inference of a split is cheap next to training
   return run_or_abort(world, [&] {
-    const auto predictions = train::predict_split(*loaded.model, loaded.split, loaded.info.mean,
-                                                  loaded.info.standard_deviation, inference_batch(arguments, loaded));
+    const auto predictions =
+        train::predict_split(*loaded.model, loaded.split, loaded.info.mean, loaded.info.standard_deviation,
+                             inference_batch(arguments, loaded));
     train::write_predictions(arguments.output, predictions, loaded.info.classes);
     std::int64_t correct = 0;
     for (std::size_t index = 0; index < predictions.labels.size(); ++index)

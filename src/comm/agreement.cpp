@@ -39,13 +39,15 @@ void agree(const Communicator& communicator, const std::function<void()>& phase,
   if (status == 0) {
     gathered.wait();
   } else {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(failed_wait_seconds);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(failed_wait_seconds);
     while (!gathered.test()) {
       if (std::chrono::steady_clock::now() > deadline) {
-        std::fprintf(stderr,
-                     "phalanx: error: %s (the other ranks did not reach the end of this set-up step within %g s: "
-                     "they wait in a collective this rank did not get to; ending the job)\n",
-                     message.c_str(), failed_wait_seconds);
+        std::fprintf(
+            stderr,
+            "phalanx: error: %s (the other ranks did not reach the end of this set-up step within %g s: "
+            "they wait in a collective this rank did not get to; ending the job)\n",
+            message.c_str(), failed_wait_seconds);
         std::fflush(stderr);
         MpiSession::abort(status);
       }

@@ -91,7 +91,8 @@ std::size_t count_documents(const std::string& text, const std::string& source_n
 
 // The one YAML document of a configuration file, as a mapping: UTF-8, one document (a second
 // would otherwise be dropped without a word), not empty (`empty` says what it needs).
-YAML::Node load_one_mapping(const std::string& yaml_text, const std::string& source_name, const std::string& empty) {
+YAML::Node load_one_mapping(const std::string& yaml_text, const std::string& source_name,
+                            const std::string& empty) {
   require_utf8(yaml_text, source_name);
   std::size_t documents = 0;
   YAML::Node root;
@@ -111,7 +112,8 @@ YAML::Node load_one_mapping(const std::string& yaml_text, const std::string& sou
     throw_input_error(source_name + ": holds " + std::to_string(documents) +
                       " YAML documents (separated by '---'); a configuration is one");
   }
-  if (documents == 0 || root.IsNull()) throw_input_error(source_name + ": the configuration is empty (" + empty + ")");
+  if (documents == 0 || root.IsNull())
+    throw_input_error(source_name + ": the configuration is empty (" + empty + ")");
   if (!root.IsMap()) {
     throw_input_error(source_name + ": expected a mapping of keys at the top level, got " + describe(root));
   }

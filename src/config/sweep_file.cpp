@@ -145,8 +145,9 @@ void read_space(const Reader& reader, const YAML::Node& space, SweepConfig& swee
   const auto& training_keys = schema::dotted_keys();
   for (const auto& entry : space) {
     if (!entry.first.IsScalar())
-      fail_at(reader, "space", "keys must be plain words (dotted training-config keys), got a " +
-                                   std::string(entry.first.IsSequence() ? "list" : "mapping"),
+      fail_at(reader, "space",
+              "keys must be plain words (dotted training-config keys), got a " +
+                  std::string(entry.first.IsSequence() ? "list" : "mapping"),
               entry.first);
     const std::string key = entry.first.Scalar();
     const std::string where = "space." + key;

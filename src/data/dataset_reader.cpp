@@ -273,12 +273,12 @@ Hdf5Handle open_and_validate(const std::string& path, DatasetInfo& info) {
     // Statistics of pixels scaled to [0, 1]: a mean outside it, or a deviation past 0.5 (half the
     // pixels 0 and half 1), was not computed from the images.
     if (!std::isfinite(info.mean[channel]) || info.mean[channel] < 0.0f || info.mean[channel] > 1.0f)
-      fail(path, "/train/images: attribute \"mean\"[" + std::to_string(channel) + "] = " +
-                     std::to_string(info.mean[channel]) + " is not a mean of pixels in [0, 1]");
+      fail(path, "/train/images: attribute \"mean\"[" + std::to_string(channel) +
+                     "] = " + std::to_string(info.mean[channel]) + " is not a mean of pixels in [0, 1]");
     if (!std::isfinite(info.standard_deviation[channel]) || info.standard_deviation[channel] <= 0.0f ||
         info.standard_deviation[channel] > 0.5f)
-      fail(path, "/train/images: attribute \"std\"[" + std::to_string(channel) + "] = " +
-                     std::to_string(info.standard_deviation[channel]) +
+      fail(path, "/train/images: attribute \"std\"[" + std::to_string(channel) +
+                     "] = " + std::to_string(info.standard_deviation[channel]) +
                      " is not a standard deviation of pixels in [0, 1] (it must lie in (0, 0.5])");
   }
   return file;

@@ -3,20 +3,20 @@
 // bit for bit.
 #include "phalanx/data/source_statistics.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
-#include "phalanx/core/atomic_file.hpp"
-#include "phalanx/core/error.hpp"
 #include "channel_histogram.hpp"
 #include "mapped_source_cache.hpp"
 #include "mapped_split_reader.hpp"
+#include "phalanx/core/atomic_file.hpp"
+#include "phalanx/core/error.hpp"
 
 namespace phalanx::data {
 namespace {

@@ -197,7 +197,8 @@ void SplitReader::read(std::int64_t begin, std::int64_t end, std::uint8_t* image
   require_known_labels(labels, begin, end - begin);
 }
 
-void SplitReader::require_known_labels(const std::int32_t* labels, std::int64_t begin, std::int64_t count) const {
+void SplitReader::require_known_labels(const std::int32_t* labels, std::int64_t begin,
+                                       std::int64_t count) const {
   const auto class_count = static_cast<std::int32_t>(info_.classes.size());
   for (std::int64_t index = 0; index < count; ++index)
     if (labels[index] < 0 || labels[index] >= class_count)
@@ -211,7 +212,8 @@ void SplitReader::check_labels(std::int64_t begin, std::int64_t end) const {
                 split_.count);
   // A block at a time (4 MiB of labels), independent reads even on an MPI-IO file.
   constexpr std::int64_t block = std::int64_t{1} << 20;
-  std::vector<std::int32_t> labels(static_cast<std::size_t>(std::min(block, std::max<std::int64_t>(1, end - begin))));
+  std::vector<std::int32_t> labels(
+      static_cast<std::size_t>(std::min(block, std::max<std::int64_t>(1, end - begin))));
   for (std::int64_t first = begin; first < end; first += block) {
     const std::int64_t count = std::min(block, end - first);
     {
@@ -223,8 +225,8 @@ void SplitReader::check_labels(std::int64_t begin, std::int64_t end) const {
       const bool selected =
           label_space.valid() && label_memory.valid() &&
           H5Sselect_hyperslab(label_space.get(), H5S_SELECT_SET, &start, nullptr, &length, nullptr) >= 0;
-      if (!selected || detail::read_checked(labels_.get(), H5T_NATIVE_INT32, label_memory.get(), label_space.get(),
-                                            H5P_DEFAULT, labels.data()) < 0)
+      if (!selected || detail::read_checked(labels_.get(), H5T_NATIVE_INT32, label_memory.get(),
+                                            label_space.get(), H5P_DEFAULT, labels.data()) < 0)
         fail_read(labels_.get(), H5T_NATIVE_INT32, labels_name_, first, first + count);
       fail_if_shrank(labels_name_);
     }

@@ -71,9 +71,10 @@ void synthesize(const std::string& output_path, const SynthOptions& options,
   require(options.classes <= most_classes,
           "class count " + std::to_string(options.classes) + " is over " + std::to_string(most_classes));
   const std::int64_t sample_bytes = std::int64_t{options.height} * options.width * options.channels;
-  const double needed = (static_cast<double>(options.train_count) + static_cast<double>(options.test_count)) *
-                            static_cast<double>(sample_bytes + 4) +
-                        static_cast<double>(options.classes) * static_cast<double>(sample_bytes) * sizeof(float);
+  const double needed =
+      (static_cast<double>(options.train_count) + static_cast<double>(options.test_count)) *
+          static_cast<double>(sample_bytes + 4) +
+      static_cast<double>(options.classes) * static_cast<double>(sample_bytes) * sizeof(float);
   const double usable = static_cast<double>(usable_memory_bytes().value_or(std::uint64_t{1} << 40));
   const auto gigabytes = [](double bytes) {
     char text[32];
@@ -81,10 +82,11 @@ void synthesize(const std::string& output_path, const SynthOptions& options,
     return std::string(text);
   };
   require(needed <= usable, "--train " + std::to_string(options.train_count) + " and --test " +
-                                std::to_string(options.test_count) + " samples of " + std::to_string(options.height) +
-                                "x" + std::to_string(options.width) + "x" + std::to_string(options.channels) +
-                                " and " + std::to_string(options.classes) + " class patterns need " + gigabytes(needed) +
-                                " in memory, more than the " + gigabytes(usable) + " this process may use");
+                                std::to_string(options.test_count) + " samples of " +
+                                std::to_string(options.height) + "x" + std::to_string(options.width) + "x" +
+                                std::to_string(options.channels) + " and " + std::to_string(options.classes) +
+                                " class patterns need " + gigabytes(needed) + " in memory, more than the " +
+                                gigabytes(usable) + " this process may use");
 
   const auto image_bytes = static_cast<std::size_t>(options.height) * options.width * options.channels;
   std::vector<std::vector<float>> patterns(static_cast<std::size_t>(options.classes),

@@ -199,7 +199,8 @@ std::shared_ptr<SampleSource> open_training_source(const config::DataConfig& dat
       const std::int64_t count = reader->split().count;
       reader->check_labels(count * communicator.rank() / communicator.size(),
                            count * (communicator.rank() + 1) / communicator.size());
-      auto streaming = std::make_shared<StreamingSource>(std::move(reader), std::int64_t{data.stream_window_mb} << 20);
+      auto streaming =
+          std::make_shared<StreamingSource>(std::move(reader), std::int64_t{data.stream_window_mb} << 20);
       streaming->cache_description = "none (streaming " + std::to_string(streaming->chunk_samples()) +
                                      "-sample chunks, shuffle window " +
                                      std::to_string(streaming->window_samples()) + " samples per rank)";

@@ -17,9 +17,9 @@ void Layer::require_stride_within(std::int64_t padded_height, std::int64_t padde
                                   int padding) const {
   const std::int64_t largest = std::max(padded_height, padded_width);
   PHALANX_REQUIRE_INPUT(stride <= largest, "layer '", name(), "': stride ", stride, " is larger than its ",
-                        padded_height - 2 * std::int64_t{padding}, "x", padded_width - 2 * std::int64_t{padding},
-                        " input with padding ", padding, "; a stride of ", largest,
-                        " already gives one output per row and column");
+                        padded_height - 2 * std::int64_t{padding}, "x",
+                        padded_width - 2 * std::int64_t{padding}, " input with padding ", padding,
+                        "; a stride of ", largest, " already gives one output per row and column");
 }
 
 }  // namespace phalanx::nn

@@ -33,16 +33,17 @@ Shape Pooling::configure(const Shape& sample_input, ParameterRegistry&) {
   // Computed in 64 bits before the geometry's ints are: a config may give any padding.
   const std::int64_t padded_height = in_height_ + std::int64_t{2} * padding_;
   const std::int64_t padded_width = in_width_ + std::int64_t{2} * padding_;
-  const std::int64_t window_height = global_ ? in_height_ : kernel_, window_width = global_ ? in_width_ : kernel_;
-  PHALANX_REQUIRE_INPUT(window_height <= padded_height && window_width <= padded_width, "layer '", name(), "': a ",
-                        kernel_, "x", kernel_, " pool does not fit its ", in_height_, "x", in_width_,
+  const std::int64_t window_height = global_ ? in_height_ : kernel_,
+                     window_width = global_ ? in_width_ : kernel_;
+  PHALANX_REQUIRE_INPUT(window_height <= padded_height && window_width <= padded_width, "layer '", name(),
+                        "': a ", kernel_, "x", kernel_, " pool does not fit its ", in_height_, "x", in_width_,
                         " input (the model does not fit the data)");
   // As torch.nn.MaxPool2d and AvgPool2d: a window wholly in the padding has nothing to pool.
   PHALANX_REQUIRE_INPUT(global_ || 2 * std::int64_t{padding_} <= kernel_, "layer '", name(), "': padding ",
                         padding_, " is more than half its ", kernel_, "x", kernel_, " window");
   require_stride_within(padded_height, padded_width, stride_, padding_);
-  require_sample_fits(((padded_height - window_height) / stride_ + 1) * ((padded_width - window_width) / stride_ + 1) *
-                      channels_);
+  require_sample_fits(((padded_height - window_height) / stride_ + 1) *
+                      ((padded_width - window_width) / stride_ + 1) * channels_);
   const auto probe = geometry(1);
   return Shape{probe.out_height(), probe.out_width(), channels_};
 }

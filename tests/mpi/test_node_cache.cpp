@@ -167,9 +167,7 @@ TEST(NodeCache, OneCopyPerNodeAndTheSameBytesAsRankMode) {
 TEST(CacheAgreement, EveryRankTakesTheMostFrugalChoice) {
   const auto world = comm::Communicator::world();
   const auto last = world.size() - 1;
-  const auto agreed = [&](data::CacheMode mine) {
-    return data::agree_on_cache({mine, "mine"}, world);
-  };
+  const auto agreed = [&](data::CacheMode mine) { return data::agree_on_cache({mine, "mine"}, world); };
   const auto all_rank = agreed(data::CacheMode::Rank);
   EXPECT_EQ(all_rank.mode, data::CacheMode::Rank);
   EXPECT_EQ(all_rank.reason, "mine");  // its own choice, its own words
@@ -177,7 +175,8 @@ TEST(CacheAgreement, EveryRankTakesTheMostFrugalChoice) {
   const auto one_streams = agreed(world.rank() == last ? data::CacheMode::None : data::CacheMode::Rank);
   EXPECT_EQ(one_streams.mode, data::CacheMode::None);
   if (world.rank() != last && world.size() > 1) {
-    EXPECT_NE(one_streams.reason.find("auto chose none, as another node's budget allows no more"), std::string::npos)
+    EXPECT_NE(one_streams.reason.find("auto chose none, as another node's budget allows no more"),
+              std::string::npos)
         << one_streams.reason;
     EXPECT_NE(one_streams.reason.find("(this node's alone: mine)"), std::string::npos) << one_streams.reason;
   }

@@ -523,7 +523,8 @@ TEST(ModelErrors, GroupsAndDilationThatDoNotFitNameTheKey) {
   expect_error(with_tail(grouped_conv(8, 3, 2147483647, 0, 1, 1)), Shape{28, 28, 1}, {"conv1", "stride"});
   expect_error(with_tail(grouped_conv(8, 3, 1, 100000, 1, 1)), Shape{28, 28, 1},
                {"conv1", "elements per sample", "2^31 - 1"});
-  expect_error(with_tail(grouped_conv(8, 3, 1, 2147483647, 1, 1)), Shape{28, 28, 1}, {"conv1", "elements per sample"});
+  expect_error(with_tail(grouped_conv(8, 3, 1, 2147483647, 1, 1)), Shape{28, 28, 1},
+               {"conv1", "elements per sample"});
   // A stride of the whole padded input is the largest that means something, and is taken.
   config::ModelConfig widest;
   widest.layers = with_tail(grouped_conv(4, 3, 28, 0, 1, 1));

@@ -31,6 +31,7 @@ class AgreedFailure final : public Error {
 // `failed_wait_seconds` there it prints its own message ("phalanx: error: ...") and ends the job
 // with its exit status (MpiSession::abort). Ranks whose phase succeeded wait as long as it takes:
 // another rank may be slow, not lost.
-void agree(const Communicator& communicator, const std::function<void()>& phase, double failed_wait_seconds = 300);
+void agree(const Communicator& communicator, const std::function<void()>& phase,
+           double failed_wait_seconds = 300);
 
 }  // namespace phalanx::comm

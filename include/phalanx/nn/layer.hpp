@@ -91,7 +91,8 @@ class Layer {
   // A sliding window (a convolution's kernel, a pool's window) over one padded image dimension
   // whose stride is past the padded extent would give the same single output as a stride of the
   // extent itself; the CPU library's kernels crash on such strides, so they are refused.
-  void require_stride_within(std::int64_t padded_height, std::int64_t padded_width, int stride, int padding) const;
+  void require_stride_within(std::int64_t padded_height, std::int64_t padded_width, int stride,
+                             int padding) const;
 
   void note_parameter(const ParameterRegistry& registry, int index) {
     first_parameter_offset_ = std::min(first_parameter_offset_, registry.parameter_info(index).offset);

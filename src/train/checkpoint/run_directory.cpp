@@ -142,7 +142,8 @@ void set_aside_checkpoints_after(const std::filesystem::path& checkpoints, std::
       if (std::stoll(match[1]) > step) later.push_back(entry.path());
     } else if (name == "latest.h5" || name == "best.h5") {
       try {
-        if (OpenCheckpoint(entry.path().string()).header().position.global_step > step) later.push_back(entry.path());
+        if (OpenCheckpoint(entry.path().string()).header().position.global_step > step)
+          later.push_back(entry.path());
       } catch (const Error&) {
         later.push_back(entry.path());
       }
@@ -155,11 +156,13 @@ void set_aside_checkpoints_after(const std::filesystem::path& checkpoints, std::
   std::string names;
   for (const auto& path : later) {
     fs::rename(path, aside / path.filename(), error);
-    if (error) throw_input_error(path.string() + ": cannot move it to " + aside.string() + " (" + error.message() + ")");
+    if (error)
+      throw_input_error(path.string() + ": cannot move it to " + aside.string() + " (" + error.message() +
+                        ")");
     names += (names.empty() ? "" : ", ") + path.filename().string();
   }
-  std::printf("resumed at step %lld: the run's later checkpoints (%s) moved to %s\n", static_cast<long long>(step),
-              names.c_str(), aside.string().c_str());
+  std::printf("resumed at step %lld: the run's later checkpoints (%s) moved to %s\n",
+              static_cast<long long>(step), names.c_str(), aside.string().c_str());
   std::fflush(stdout);
 }
 

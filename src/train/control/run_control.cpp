@@ -131,10 +131,10 @@ void RunControl::report_stop(std::int64_t step, const std::string& checkpoint, R
   // The run directory is named in the advice: without --run-dir, a new run would start instead.
   char seconds[32];
   std::snprintf(seconds, sizeof(seconds), "%.2f", now - first_signal_time_);
-  progress.line("stopped by " + std::string(signal_name(stop_signal_)) + " after step " + std::to_string(step) +
-                ": checkpoint " + checkpoint + " written " + seconds + " s after the signal; continue with " +
-                "--run-dir " + run_directory.path() + " --resume auto (exit status " +
-                std::to_string(preempted_exit_status) + ")");
+  progress.line("stopped by " + std::string(signal_name(stop_signal_)) + " after step " +
+                std::to_string(step) + ": checkpoint " + checkpoint + " written " + seconds +
+                " s after the signal; continue with " + "--run-dir " + run_directory.path() +
+                " --resume auto (exit status " + std::to_string(preempted_exit_status) + ")");
 }
 
 }  // namespace phalanx::train

@@ -169,7 +169,8 @@ Job::Job(JobRequest request, const comm::Communicator& communicator, std::option
     state.device = *device;
   } else {
     comm::agree(
-        communicator, [&] { state.resources = make_rank_resources(config.device, config.threads, communicator); },
+        communicator,
+        [&] { state.resources = make_rank_resources(config.device, config.threads, communicator); },
         config.distributed.timeout_s);
     state.device = LentDevice{state.resources.backend.get(), state.resources.threads, nullptr};
   }
@@ -184,13 +185,16 @@ Job::Job(JobRequest request, const comm::Communicator& communicator, std::option
   }
 
   TrainingSetup setup;
-  comm::agree(communicator, [&] {
-    setup = set_up_training(TrainingRequest{config, job.run_directory, state.device.threads, state.device.nccl,
-                                            job.quiet, job.handover_check, state.batch_split,
-                                            state.checkpoint.get(), job.set_length,
-                                            job.checkpoint_config_overrides},
-                            communicator, backend);
-  }, config.distributed.timeout_s);  // the set-up's collectives: a rank that fails before one ends the job
+  comm::agree(
+      communicator,
+      [&] {
+        setup = set_up_training(
+            TrainingRequest{config, job.run_directory, state.device.threads, state.device.nccl, job.quiet,
+                            job.handover_check, state.batch_split, state.checkpoint.get(), job.set_length,
+                            job.checkpoint_config_overrides},
+            communicator, backend);
+      },
+      config.distributed.timeout_s);  // the set-up's collectives: a rank that fails before one ends the job
   // Loaded: the file closes.
   state.checkpoint.reset();
   state.resumed_from = setup.resumed_from;

@@ -62,8 +62,9 @@ void require_same_trajectory(const CheckpointHeader& header, const ResumingRun& 
                         run.steps_per_epoch, " steps per epoch (is it the same dataset?)");
   const TrainingPosition& position = header.position;
   PHALANX_REQUIRE_INPUT(position.epoch >= 0 && position.step_in_epoch >= 0 && position.global_step >= 0,
-                        header.path, ": its position (epoch ", position.epoch, ", step ", position.step_in_epoch,
-                        " of it, step ", position.global_step, " in all) is negative (an edited file?)");
+                        header.path, ": its position (epoch ", position.epoch, ", step ",
+                        position.step_in_epoch, " of it, step ", position.global_step,
+                        " in all) is negative (an edited file?)");
   // train.epochs may change on resume, but not to before where the checkpoint stands: the run
   // would have no epochs left to take its place in. At the end of an epoch (step 0 of the next)
   // the run may end right there.
