@@ -45,8 +45,8 @@ Shape Convolution::configure(const Shape& sample_input, ParameterRegistry& regis
                           " (the model does not fit the data)");
   }
   require_stride_within(padded_height, padded_width, stride_, padding_);
-  require_sample_fits(((padded_height - dilated_kernel) / stride_ + 1) *
-                      ((padded_width - dilated_kernel) / stride_ + 1) * out_channels_);
+  require_sample_fits((padded_height - dilated_kernel) / stride_ + 1,
+                      (padded_width - dilated_kernel) / stride_ + 1, out_channels_);
   const auto probe = geometry(1);
   // PyTorch's fan-in of a grouped convolution: the inputs one output channel reads.
   const std::int64_t fan_in = static_cast<std::int64_t>(probe.group_in_channels()) * kernel_ * kernel_;

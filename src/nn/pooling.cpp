@@ -42,8 +42,8 @@ Shape Pooling::configure(const Shape& sample_input, ParameterRegistry&) {
   PHALANX_REQUIRE_INPUT(global_ || 2 * std::int64_t{padding_} <= kernel_, "layer '", name(), "': padding ",
                         padding_, " is more than half its ", kernel_, "x", kernel_, " window");
   require_stride_within(padded_height, padded_width, stride_, padding_);
-  require_sample_fits(((padded_height - window_height) / stride_ + 1) *
-                      ((padded_width - window_width) / stride_ + 1) * channels_);
+  require_sample_fits((padded_height - window_height) / stride_ + 1,
+                      (padded_width - window_width) / stride_ + 1, channels_);
   const auto probe = geometry(1);
   return Shape{probe.out_height(), probe.out_width(), channels_};
 }

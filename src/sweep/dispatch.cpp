@@ -37,7 +37,7 @@ int choose_job(const std::vector<Candidate>& candidates, const std::vector<Group
     const Candidate& candidate = candidates[index];
     const double own_seconds = candidate.cost / own_speed;
     if (estimate) *estimate = DispatchEstimate{own_seconds, -1, estimate->passed_over};
-    if (candidate.starts_trial) return static_cast<int>(index);
+    if (candidate.job.rung == 0) return static_cast<int>(index);
     int best_other = -1;
     double best_finish = own_seconds * (1.0 - minimum_saving);
     for (std::size_t other = 0; other < groups.size(); ++other) {

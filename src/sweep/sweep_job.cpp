@@ -163,14 +163,21 @@ SweepJob::SweepJob(SweepRequest request, const comm::Communicator& world)
   std::string& directory = parts.request.directory;
   if (directory.empty()) directory = "sweeps/" + sweep.name;
   world.broadcast_string(directory, 0);
-  comm::agree(world, [&] {
-    if (world.rank() != 0 || parts.request.join) return;  // a joined job writes nothing of the sweep's
-    std::error_code error;
-    if (std::filesystem::is_directory(directory, error)) parts.lock.emplace(lock_sweep_directory(directory, 30.0));
-    check_sweep_directory(parts.request);
-    if (!parts.lock) parts.lock.emplace(lock_sweep_directory(directory, 30.0));
-  });
-  comm::agree(world, [&] { parts.resources = train::make_rank_resources(sweep.base.device, sweep.base.threads, world); });
+  comm::agree(
+      world,
+      [&] {
+        if (world.rank() != 0 || parts.request.join) return;  // a joined job writes nothing of the sweep's
+        std::error_code error;
+        if (std::filesystem::is_directory(directory, error))
+          parts.lock.emplace(lock_sweep_directory(directory, 30.0));
+        check_sweep_directory(parts.request);
+        if (!parts.lock) parts.lock.emplace(lock_sweep_directory(directory, 30.0));
+      },
+      sweep.base.distributed.timeout_s);
+  comm::agree(
+      world,
+      [&] { parts.resources = train::make_rank_resources(sweep.base.device, sweep.base.threads, world); },
+      sweep.base.distributed.timeout_s);
 
   const bool gpu = parts.resources.backend->device_kind() == DeviceKind::Cuda;
   std::vector<bool> kinds;
@@ -179,16 +186,23 @@ SweepJob::SweepJob(SweepRequest request, const comm::Communicator& world)
   if (world.rank() == 0 && parts.groups.gpu_ranks_left_out > 0)
     std::printf("%d GPU rank(s) left out: workers.gpu_ranks_per_trial is %d\n", parts.groups.gpu_ranks_left_out,
                 sweep.gpu_ranks_per_trial);
-  comm::agree(world, [&] {
-    PHALANX_REQUIRE_INPUT(!parts.groups.members.empty(), sweep.source,
-                          ": no worker group: workers.cpu_trials is false and there are no (or too few) GPU ranks");
-  });
+  comm::agree(
+      world,
+      [&] {
+        PHALANX_REQUIRE_INPUT(
+            !parts.groups.members.empty(), sweep.source,
+            ": no worker group: workers.cpu_trials is false and there are no (or too few) GPU ranks");
+      },
+      sweep.base.distributed.timeout_s);
   if (parts.request.join) {
     const std::string host = world.host_name();
-    comm::agree(world, [&] {
-      if (world.rank() == 0)
-        parts.first_worker = ask_to_join(parts, static_cast<int>(parts.groups.members.size()), host);
-    });
+    comm::agree(
+        world,
+        [&] {
+          if (world.rank() == 0)
+            parts.first_worker = ask_to_join(parts, static_cast<int>(parts.groups.members.size()), host);
+        },
+        sweep.base.distributed.timeout_s);
     world.broadcast(&parts.first_worker, sizeof(parts.first_worker), 0);
     if (world.rank() == 0)
       std::printf("joined the sweep in %s (coordinator %s) with worker group(s) %d-%d\n", directory.c_str(),
@@ -202,11 +216,14 @@ SweepJob::SweepJob(SweepRequest request, const comm::Communicator& world)
       world.split(parts.my_group >= 0 ? parts.my_group : group_count, world.rank()));
   // Merged groups for joined trials (docs/SWEEPS.md, "No idle tail") are formed from this one.
   parts.sweep_ranks = std::make_unique<comm::Communicator>(world.split(0, world.rank()));
-  comm::agree(world, [&] {
-    if (parts.my_group >= 0 && gpu)
-      parts.nccl = std::make_unique<comm::NcclCommunicator>(*parts.group, *parts.resources.backend,
-                                                            sweep.base.distributed.timeout_s);
-  });
+  comm::agree(
+      world,
+      [&] {
+        if (parts.my_group >= 0 && gpu)
+          parts.nccl = std::make_unique<comm::NcclCommunicator>(*parts.group, *parts.resources.backend,
+                                                                sweep.base.distributed.timeout_s);
+      },
+      sweep.base.distributed.timeout_s);
 }
 
 SweepJob::~SweepJob() = default;

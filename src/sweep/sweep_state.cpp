@@ -427,9 +427,9 @@ void SweepState::dispatch(double now, Output& out) {
   });
   for (const int worker : free_groups) {
     std::vector<Candidate> candidates;
-    for (const auto& job : requeued_) candidates.push_back({job, cost(job), asha_.starts_trial(job)});
+    for (const auto& job : requeued_) candidates.push_back({job, cost(job)});
     for (const auto& job : pbt_ ? pbt_->candidates() : asha_.candidates())
-      candidates.push_back({job, cost(job), asha_.starts_trial(job)});
+      candidates.push_back({job, cost(job)});
     DispatchEstimate estimate;
     const int choice = choose_job(candidates, states, worker, &estimate);
     passed_over_ += estimate.passed_over;

@@ -377,7 +377,7 @@ class BadInputsTest(unittest.TestCase):
 
     def test_stride_and_padding_past_any_image_are_refused_naming_the_layer(self):
         for case, key, value, culprit in (("huge-stride", "stride", 1000000, "stride 1000000"),
-                                          ("huge-padding", "padding", 100000, "elements per sample")):
+                                          ("huge-padding", "padding", 100000, "200026x200026x8 per sample")):
             layers = [{"type": "conv", "name": "wide", "out_channels": 8, "kernel": 3, key: value},
                       {"type": "flatten"}, {"type": "linear", "name": "head", "out_features": 10}]
             config = self.config(model={"layers": layers})

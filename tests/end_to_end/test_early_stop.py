@@ -84,6 +84,24 @@ class EarlyStopTest(unittest.TestCase):
         # A run that had stopped stays stopped: no further epoch is trained.
         self.assertEqual(e2e.read_summary(copy)["steps"], STOP_EPOCH * STEPS_PER_EPOCH)
 
+    def test_the_stopped_run_resumed_again_keeps_its_summary(self):
+        # A requeued job of a run that early stopping ended: nothing is left to train, and its
+        # summary and metrics stand (it used to evaluate again and write a summary of zero losses).
+        self.assertEqual(RESULT.returncode, 0, RESULT.describe())
+        copy = os.path.join(WORK, "run-again")
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(RUN_DIR, copy)
+        with open(os.path.join(copy, "summary.json")) as stream:
+            summary = stream.read()
+        metrics = e2e.read_metrics(copy)
+        again = e2e.phalanx("train", os.path.join(WORK, "early-stop.yaml"), "--run-dir", copy, "--resume", "auto",
+                            timeout=120)
+        self.assertEqual(again.returncode, 0, again.describe())
+        self.assertIn("nothing left to train", again.stdout)
+        with open(os.path.join(copy, "summary.json")) as stream:
+            self.assertEqual(stream.read(), summary)
+        self.assertEqual(e2e.read_metrics(copy), metrics)
+
 
 if __name__ == "__main__":
     e2e.main()

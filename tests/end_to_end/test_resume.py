@@ -346,7 +346,7 @@ class ResumeTest(unittest.TestCase):
         again = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto",
                            "--set", "train.max_steps=4", timeout=300)
         self.assertEqual(again.returncode, 0, again.describe())
-        self.assertIn("nothing left to train: the run ended at step 4", again.stdout)
+        self.assertIn("at step 4: nothing left to train, the run ended there", again.stdout)
         with open(os.path.join(run_dir, "summary.json")) as stream:
             self.assertEqual(stream.read(), summary)
         self.assertEqual(e2e.read_metrics(run_dir), metrics)

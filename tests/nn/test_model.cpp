@@ -522,9 +522,15 @@ TEST(ModelErrors, GroupsAndDilationThatDoNotFitNameTheKey) {
                {"conv1", "stride 1000000 is larger than its 28x28 input", "a stride of 28"});
   expect_error(with_tail(grouped_conv(8, 3, 2147483647, 0, 1, 1)), Shape{28, 28, 1}, {"conv1", "stride"});
   expect_error(with_tail(grouped_conv(8, 3, 1, 100000, 1, 1)), Shape{28, 28, 1},
-               {"conv1", "elements per sample", "2^31 - 1"});
+               {"conv1", "200026x200026x8 per sample", "2^31 - 1"});
   expect_error(with_tail(grouped_conv(8, 3, 1, 2147483647, 1, 1)), Shape{28, 28, 1},
-               {"conv1", "elements per sample"});
+               {"conv1", "2^31 - 1 a side"});
+  // Output sides of 2^32 (padding 2^31 - 13 on 28), whose product wrapped to 0 in 64 bits and
+  // passed a check of the product alone: the padded side alone is past an int.
+  expect_error(with_tail(grouped_conv(1 << 16, 3, 1, 2147483635, 1, 1)), Shape{28, 28, 1},
+               {"conv1", "2^31 - 1 a side"});
+  // Each side fits an int, their product does not.
+  expect_error(with_tail(grouped_conv(8, 3, 1, 40000, 1, 1)), Shape{28, 28, 1}, {"conv1", "80026x80026x8"});
   // A stride of the whole padded input is the largest that means something, and is taken.
   config::ModelConfig widest;
   widest.layers = with_tail(grouped_conv(4, 3, 28, 0, 1, 1));

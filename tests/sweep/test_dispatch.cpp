@@ -17,12 +17,12 @@ std::vector<GroupState> slow_and_fast(double fast_seconds_left, bool fast_busy =
 }
 const Candidate promotion{{4, 2}, 6.0};    // 6 budget units: 6 s here, 0.6 s on the fast group
 const Candidate promotion_b{{7, 1}, 2.0};  // 2 units
-const Candidate new_trial{{-1, 0}, 1.0, true};
+const Candidate new_trial{{-1, 0}, 1.0};
 }  // namespace
 
 TEST(Dispatch, RungZeroWorkGoesToWhoeverAsks) {
   EXPECT_EQ(choose_job({new_trial}, slow_and_fast(0.1), 0), 0);
-  const Candidate requeued{{3, 0}, 1.0, true};  // a rung-0 job requeued after a kill
+  const Candidate requeued{{3, 0}, 1.0};  // a rung-0 job requeued after a kill
   EXPECT_EQ(choose_job({requeued}, slow_and_fast(0.1), 0), 0);
 }
 

@@ -88,9 +88,13 @@ class Layer {
   // an output larger than that (a config's padding of 10^5) is an input error naming the layer,
   // checked in 64 bits before any int is formed from it.
   void require_sample_fits(std::int64_t elements) const;
+  // The same for an output of height x width x channels, each factor checked first, so that the
+  // product cannot overflow on the way (a padding near 2^31 gives sides of 2^32).
+  void require_sample_fits(std::int64_t height, std::int64_t width, std::int64_t channels) const;
   // A sliding window (a convolution's kernel, a pool's window) over one padded image dimension
   // whose stride is past the padded extent would give the same single output as a stride of the
-  // extent itself; the CPU library's kernels crash on such strides, so they are refused.
+  // extent itself; the CPU library's kernels crash on such strides, so they are refused. The
+  // padded extents must be ints too (the backends' geometry holds them so).
   void require_stride_within(std::int64_t padded_height, std::int64_t padded_width, int stride,
                              int padding) const;
 

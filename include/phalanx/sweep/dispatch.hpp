@@ -2,8 +2,9 @@
 // in speed (a GPU group, a 2-thread CPU rank, a 1-thread CPU rank), and ASHA alone would let the
 // slowest group grab the most expensive job, holding the top rung hostage. The rule
 // (docs/SWEEPS.md): a free group walks the candidates in ASHA's order and takes
-//   - a trial's first rung (a new trial, or one requeued after a kill) always: the exploratory work,
-//   cheap at rung 0, so slow groups never sit idle;
+//   - rung-0 work (a new trial, or one requeued after a kill) always: the cheap, exploratory work, so slow
+//   groups never sit idle (a trial that asha.brackets starts higher is weighed as a promotion is:
+//   its first job costs its rung's whole budget);
 //   - a promotion only if no faster group is expected to finish it sooner, where a faster group's
 //     finish time is the rest of its current job plus the promotions already left to it in this
 //     walk plus the job's cost at its speed.
@@ -29,8 +30,7 @@ struct GroupState {
 
 struct Candidate {
   Job job;
-  double cost = 0;            // budget units the job trains
-  bool starts_trial = false;  // a trial's first rung (Asha::starts_trial): always taken
+  double cost = 0;  // budget units the job trains
 };
 
 // The speed used for decisions: measured when known; an unmeasured GPU group counts as faster

@@ -64,8 +64,10 @@ class RunDirectory {
 // run's newest. When resuming, removes the temporary files of a checkpoint write that a kill cut
 // short (they are never read, see find_latest_checkpoint), and, for a run resumed at
 // `resume_step` (>= 0), drops the metrics.jsonl events of later steps: a run killed after its last
-// checkpoint logged steps that the resumed run trains and logs again.
-void prepare_run_directory(const std::string& path, bool resuming, std::int64_t resume_step = -1);
+// checkpoint logged steps that the resumed run trains and logs again, and sets the checkpoints past
+// that step aside (a rollback with --resume PATH; one line on stdout says so unless `quiet`).
+void prepare_run_directory(const std::string& path, bool resuming, std::int64_t resume_step = -1,
+                           bool quiet = false);
 
 // runs/<name>-<YYYYmmdd-HHMMSS>
 std::string default_run_directory(const std::string& name);

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -130,7 +131,7 @@ void drop_metrics_after(const std::string& metrics_path, std::int64_t last_step)
 // checkpoints past `step` are moved to checkpoints/abandoned-<time>/ (kept, not deleted), so that a
 // later --resume auto continues this run, not the abandoned one. step-N.h5 says its step in its
 // name; latest.h5 and best.h5 are opened for theirs, and one that cannot be read goes too.
-void set_aside_checkpoints_after(const std::filesystem::path& checkpoints, std::int64_t step) {
+void set_aside_checkpoints_after(const std::filesystem::path& checkpoints, std::int64_t step, bool quiet) {
   namespace fs = std::filesystem;
   std::error_code error;
   const std::regex numbered(R"(step-(\d+)\.h5)");
@@ -139,7 +140,11 @@ void set_aside_checkpoints_after(const std::filesystem::path& checkpoints, std::
     const std::string name = entry.path().filename().string();
     std::smatch match;
     if (std::regex_match(name, match, numbered)) {
-      if (std::stoll(match[1]) > step) later.push_back(entry.path());
+      // A number past 64 bits is no step of this run's: it stays.
+      const std::string digits = match[1];
+      std::int64_t number = 0;
+      const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+      if (parsed.ec == std::errc{} && number > step) later.push_back(entry.path());
     } else if (name == "latest.h5" || name == "best.h5") {
       try {
         if (OpenCheckpoint(entry.path().string()).header().position.global_step > step)
@@ -150,9 +155,22 @@ void set_aside_checkpoints_after(const std::filesystem::path& checkpoints, std::
     }
   }
   if (later.empty()) return;
-  const fs::path aside = checkpoints / ("abandoned-" + local_timestamp());
-  fs::create_directories(aside, error);
-  if (error) throw_input_error(aside.string() + ": cannot create it (" + error.message() + ")");
+  // A folder of its own: a second rollback in the same second must not replace the first's files.
+  fs::path aside;
+  for (int attempt = 1;; ++attempt) {
+    // Built piece by piece: GCC 12 warns falsely (-Wrestrict) on "-" + std::to_string(...).
+    std::string name = "abandoned-";
+    name += local_timestamp();
+    if (attempt > 1) {
+      name += '-';
+      name += std::to_string(attempt);
+    }
+    aside = checkpoints / name;
+    if (fs::create_directory(aside, error)) break;
+    if (error || attempt == 1000)
+      throw_input_error(aside.string() + ": cannot create it (" + (error ? error.message() : "it exists") +
+                        ")");
+  }
   std::string names;
   for (const auto& path : later) {
     fs::rename(path, aside / path.filename(), error);
@@ -161,6 +179,7 @@ void set_aside_checkpoints_after(const std::filesystem::path& checkpoints, std::
                         ")");
     names += (names.empty() ? "" : ", ") + path.filename().string();
   }
+  if (quiet) return;
   std::printf("resumed at step %lld: the run's later checkpoints (%s) moved to %s\n",
               static_cast<long long>(step), names.c_str(), aside.string().c_str());
   std::fflush(stdout);
@@ -168,7 +187,7 @@ void set_aside_checkpoints_after(const std::filesystem::path& checkpoints, std::
 
 }  // namespace
 
-void prepare_run_directory(const std::string& path, bool resuming, std::int64_t resume_step) {
+void prepare_run_directory(const std::string& path, bool resuming, std::int64_t resume_step, bool quiet) {
   namespace fs = std::filesystem;
   std::error_code error;
   const fs::path checkpoints = fs::path(path) / "checkpoints";
@@ -196,7 +215,7 @@ void prepare_run_directory(const std::string& path, bool resuming, std::int64_t 
       fs::remove(entry.path(), error);
   if (resume_step >= 0) {
     drop_metrics_after(path + "/metrics.jsonl", resume_step);
-    set_aside_checkpoints_after(checkpoints, resume_step);
+    set_aside_checkpoints_after(checkpoints, resume_step, quiet);
   }
 }
 

@@ -57,7 +57,12 @@ nlohmann::json Trainer::run() {
   // train and its summary stands. Evaluating again would write a second evaluation of the same
   // step, and a summary without the training that this process did not do (its losses, its speed).
   // The summary must be of this very step: a sweep trial's summary of its previous rung is not.
-  if (!setup_.resumed_from.empty() && setup_.position.global_step >= last_step_) {
+  // A run that train.early_stop ended before its last step is finished too.
+  const auto& early_stop = setup_.config.train.early_stop;
+  const auto& stop_state = setup_.resumed_watches.early_stop;
+  const bool stopped_early =
+      early_stop && stop_state && stop_state->evaluations_since_best >= early_stop->patience;
+  if (!setup_.resumed_from.empty() && (setup_.position.global_step >= last_step_ || stopped_early)) {
     std::string text;
     if (communicator_.rank() == 0) {
       std::ifstream file(setup_.run_directory + "/summary.json");
@@ -67,8 +72,10 @@ nlohmann::json Trainer::run() {
     const auto summary = nlohmann::json::parse(text, nullptr, false);
     if (summary.is_object() && summary.value("steps", std::int64_t{-1}) == setup_.position.global_step) {
       if (communicator_.rank() == 0 && !setup_.quiet)
-        std::printf("nothing left to train: the run ended at step %lld; its summary.json stands\n",
-                    static_cast<long long>(setup_.position.global_step));
+        std::printf(
+            "resumed from %s at step %lld: nothing left to train, the run ended there; its summary.json "
+            "stands\n",
+            setup_.resumed_from.c_str(), static_cast<long long>(setup_.position.global_step));
       return summary;
     }
   }

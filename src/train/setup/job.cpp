@@ -35,19 +35,23 @@ namespace {
 // Every rank must train the same thing: the resolved configs' hashes are compared with rank 0's;
 // a rank that differs names the first line where it does.
 void agree_on_config(const JobRequest& request, const comm::Communicator& communicator) {
-  comm::agree(communicator, [&] {
-    const auto hashes = communicator.allgather(config::hash(request.config));
-    if (std::all_of(hashes.begin(), hashes.end(), [&](std::uint64_t value) { return value == hashes[0]; }))
-      return;
-    const std::string mine = config::to_yaml(request.config);
-    std::string reference = mine;
-    communicator.broadcast_string(reference, 0);
-    if (hashes[static_cast<std::size_t>(communicator.rank())] != hashes[0])
-      throw_input_error(request.config_source + ": the resolved config of rank " +
-                        std::to_string(communicator.rank()) + " differs from rank 0's: " +
-                        config::first_difference(mine, reference, "on rank 0") +
-                        " (every rank must get the same config file and --set options)");
-  });
+  comm::agree(
+      communicator,
+      [&] {
+        const auto hashes = communicator.allgather(config::hash(request.config));
+        if (std::all_of(hashes.begin(), hashes.end(),
+                        [&](std::uint64_t value) { return value == hashes[0]; }))
+          return;
+        const std::string mine = config::to_yaml(request.config);
+        std::string reference = mine;
+        communicator.broadcast_string(reference, 0);
+        if (hashes[static_cast<std::size_t>(communicator.rank())] != hashes[0])
+          throw_input_error(
+              request.config_source + ": the resolved config of rank " + std::to_string(communicator.rank()) +
+              " differs from rank 0's: " + config::first_difference(mine, reference, "on rank 0") +
+              " (every rank must get the same config file and --set options)");
+      },
+      request.config.distributed.timeout_s);
 }
 
 // Rank 0 (the checkpoint writer) decides which checkpoint --resume auto means, so every rank loads
@@ -58,17 +62,23 @@ std::shared_ptr<const OpenCheckpoint> open_checkpoint(const JobRequest& request,
   std::shared_ptr<const OpenCheckpoint> checkpoint;
   std::string path = request.resume == ResumeFrom::Path ? request.resume_path : "";
   if (request.resume == ResumeFrom::Latest) {
-    comm::agree(communicator, [&] {
-      if (communicator.rank() == 0)
-        checkpoint = RunDirectory(request.run_directory, false).open_latest_checkpoint();
-      path = checkpoint ? checkpoint->header().path : "";
-    });
+    comm::agree(
+        communicator,
+        [&] {
+          if (communicator.rank() == 0)
+            checkpoint = RunDirectory(request.run_directory, false).open_latest_checkpoint();
+          path = checkpoint ? checkpoint->header().path : "";
+        },
+        request.config.distributed.timeout_s);
     communicator.broadcast_string(path, 0);
   }
   if (path.empty()) return nullptr;
-  comm::agree(communicator, [&] {
-    if (!checkpoint) checkpoint = std::make_shared<const OpenCheckpoint>(path);
-  });
+  comm::agree(
+      communicator,
+      [&] {
+        if (!checkpoint) checkpoint = std::make_shared<const OpenCheckpoint>(path);
+      },
+      request.config.distributed.timeout_s);
   return checkpoint;
 }
 
@@ -77,12 +87,15 @@ std::shared_ptr<const OpenCheckpoint> open_checkpoint(const JobRequest& request,
 void resolve_batch_size(config::Config& config, const CheckpointHeader* resume, backend::Backend& backend,
                         const comm::Communicator& communicator) {
   BatchSizeChoice choice;
-  comm::agree(communicator, [&] {
-    if (resume)
-      choice.batch_size = config::parse(resume->config_text, resume->path + ":/config").train.batch_size;
-    else
-      choice = find_batch_size(config, backend, communicator.size());
-  });
+  comm::agree(
+      communicator,
+      [&] {
+        if (resume)
+          choice.batch_size = config::parse(resume->config_text, resume->path + ":/config").train.batch_size;
+        else
+          choice = find_batch_size(config, backend, communicator.size());
+      },
+      config.distributed.timeout_s);
   const auto answers = communicator.allgather(static_cast<std::uint64_t>(choice.batch_size));
   config.train.batch_size = static_cast<int>(*std::min_element(answers.begin(), answers.end()));
   config.train.batch_size_auto = false;
@@ -103,10 +116,13 @@ BatchSplit resolve_batch_split(const config::Config& config, const CheckpointHea
                                backend::Backend& backend, const comm::Communicator& communicator) {
   SplitPlan plan;
   ThroughputProbe probe;
-  comm::agree(communicator, [&] {
-    plan = plan_batch_split(config, resume, communicator.size());
-    if (plan.measure) probe = measure_throughput(config, backend, config.train.batch_size);
-  });
+  comm::agree(
+      communicator,
+      [&] {
+        plan = plan_batch_split(config, resume, communicator.size());
+        if (plan.measure) probe = measure_throughput(config, backend, config.train.batch_size);
+      },
+      config.distributed.timeout_s);
   SplitMeasurements measured;
   for (const auto gpu : communicator.allgather(static_cast<std::uint64_t>(backend.device_kind() == DeviceKind::Cuda)))
     measured.gpu.push_back(gpu != 0);
@@ -114,7 +130,9 @@ BatchSplit resolve_batch_split(const config::Config& config, const CheckpointHea
   measured.probe_seconds = probe.seconds;
   communicator.allreduce_max(&measured.probe_seconds, 1);
   BatchSplit split;
-  comm::agree(communicator, [&] { split = decide_batch_split(config, resume, plan, measured); });
+  comm::agree(
+      communicator, [&] { split = decide_batch_split(config, resume, plan, measured); },
+      config.distributed.timeout_s);
   return split;
 }
 
@@ -125,20 +143,25 @@ std::unique_ptr<comm::NcclCommunicator> make_gradient_communicator(const config:
                                                                    backend::Backend& backend,
                                                                    const comm::Communicator& communicator) {
   std::unique_ptr<comm::NcclCommunicator> nccl;
-  comm::agree(communicator, [&] {
-    const auto gpu_ranks =
-        communicator.allgather(static_cast<std::uint64_t>(backend.device_kind() == DeviceKind::Cuda));
-    const auto gpu_count = std::count(gpu_ranks.begin(), gpu_ranks.end(), std::uint64_t{1});
-    PHALANX_REQUIRE_INPUT(
-        gpu_count == 0 || gpu_count == communicator.size() || asks_for_split(config), gpu_count, " of the ",
-        communicator.size(), " ranks drive a GPU and the others train on the CPU (device: ", config.device,
-        "): with equal local batches the slowest rank paces every step. Set "
-        "distributed.batch_split: throughput (or distributed.local_batches) to size each rank's batch to "
-        "its speed, start one rank per GPU, or set device: cpu; phalanx sweep puts GPU and CPU ranks to "
-        "work side by side");
-    if (gpu_count == communicator.size())
-      nccl = std::make_unique<comm::NcclCommunicator>(communicator, backend, config.distributed.timeout_s);
-  });
+  comm::agree(
+      communicator,
+      [&] {
+        const auto gpu_ranks =
+            communicator.allgather(static_cast<std::uint64_t>(backend.device_kind() == DeviceKind::Cuda));
+        const auto gpu_count = std::count(gpu_ranks.begin(), gpu_ranks.end(), std::uint64_t{1});
+        PHALANX_REQUIRE_INPUT(
+            gpu_count == 0 || gpu_count == communicator.size() || asks_for_split(config), gpu_count,
+            " of the ", communicator.size(),
+            " ranks drive a GPU and the others train on the CPU (device: ", config.device,
+            "): with equal local batches the slowest rank paces every step. Set "
+            "distributed.batch_split: throughput (or distributed.local_batches) to size each rank's batch to "
+            "its speed, start one rank per GPU, or set device: cpu; phalanx sweep puts GPU and CPU ranks to "
+            "work side by side");
+        if (gpu_count == communicator.size())
+          nccl =
+              std::make_unique<comm::NcclCommunicator>(communicator, backend, config.distributed.timeout_s);
+      },
+      config.distributed.timeout_s);
   return nccl;
 }
 
@@ -202,11 +225,14 @@ Job::Job(JobRequest request, const comm::Communicator& communicator, std::option
   state.arithmetic = setup.arithmetic;
   agree_on_start(state.resumed_from, state.start.global_step, communicator);
   // Created now that the run passed every check, so a refused run leaves no folder behind.
-  comm::agree(communicator, [&] {
-    if (communicator.rank() == 0)
-      prepare_run_directory(job.run_directory, job.resume != ResumeFrom::Nothing,
-                            state.resumed_from.empty() ? -1 : state.start.global_step);
-  });
+  comm::agree(
+      communicator,
+      [&] {
+        if (communicator.rank() == 0)
+          prepare_run_directory(job.run_directory, job.resume != ResumeFrom::Nothing,
+                                state.resumed_from.empty() ? -1 : state.start.global_step, job.quiet);
+      },
+      config.distributed.timeout_s);
   trainer_ = std::make_unique<Trainer>(std::move(setup), communicator, backend);
 }
 
