@@ -37,9 +37,14 @@ def setUpModule():
     config["train"]["mixup"] = {"mixup_alpha": 0.4, "cutmix_alpha": 1.0, "probability": 0.8}
     CONFIG_PATH = e2e.write_config(os.path.join(WORK, "resume.yaml"), config)
     STRAIGHT = os.path.join(WORK, "straight")
-    result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", STRAIGHT, timeout=300)
+    result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", STRAIGHT)
     if result.returncode != 0:
         raise AssertionError("the straight two-epoch run failed\n" + result.describe())
+
+
+def train(run_dir, *args, timeout=300):
+    """`mpirun -np RANKS phalanx train` of the test's config into `run_dir`."""
+    return e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, *args, timeout=timeout)
 
 
 def latest(run_dir):
@@ -92,8 +97,7 @@ class ResumeTest(unittest.TestCase):
 
     def test_resume_auto_in_the_same_run_directory(self):
         run_dir = os.path.join(WORK, "preempted")
-        first = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir,
-                           "--set", f"train.max_steps={STEPS_PER_EPOCH}", timeout=300)
+        first = train(run_dir, "--set", f"train.max_steps={STEPS_PER_EPOCH}")
         self.assertEqual(first.returncode, 0, first.describe())
         first_summary = e2e.read_summary(run_dir)
         self.assertEqual(first_summary["steps"], STEPS_PER_EPOCH)
@@ -104,7 +108,7 @@ class ResumeTest(unittest.TestCase):
         final = e2e.read_checkpoint_arrays(latest(STRAIGHT), ("model",))["model"]
         self.assertFalse(np.array_equal(halfway["fc1/weight"], final["fc1/weight"]))
 
-        resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto", timeout=300)
+        resumed = train(run_dir, "--resume", "auto")
         self.assertEqual(resumed.returncode, 0, resumed.describe())
         self.assertIn("resumed from", resumed.stdout + resumed.stderr)
         self.assert_same_checkpoint(latest(STRAIGHT), latest(run_dir))
@@ -133,8 +137,7 @@ class ResumeTest(unittest.TestCase):
         # step 16: step-8.h5, a temporary file cut short, metrics.jsonl up to step 16, no latest.h5
         # or summary. (A real kill lands at a random moment; tests the same state deterministically.)
         run_dir = os.path.join(WORK, "killed")
-        first = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir,
-                           "--set", f"train.max_steps={2 * EVERY_STEPS}", timeout=300)
+        first = train(run_dir, "--set", f"train.max_steps={2 * EVERY_STEPS}")
         self.assertEqual(first.returncode, 0, first.describe())
         checkpoints = os.path.join(run_dir, "checkpoints")
         with open(os.path.join(checkpoints, f"step-{2 * EVERY_STEPS}.h5"), "rb") as stream:
@@ -148,7 +151,7 @@ class ResumeTest(unittest.TestCase):
         logged = [event["step"] for event in e2e.read_metrics(run_dir) if event["event"] == "step"]
         self.assertGreater(max(logged), EVERY_STEPS, "the killed run should have logged past its checkpoint")
 
-        resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto", timeout=300)
+        resumed = train(run_dir, "--resume", "auto")
         self.assertEqual(resumed.returncode, 0, resumed.describe())
         self.assertIn(f"resumed from {checkpoints}/step-{EVERY_STEPS}.h5", resumed.stdout)
         self.assert_same_checkpoint(latest(STRAIGHT), latest(run_dir))
@@ -184,7 +187,7 @@ class ResumeTest(unittest.TestCase):
     def test_resume_from_an_explicit_checkpoint(self):
         checkpoint = os.path.join(STRAIGHT, "checkpoints", f"step-{EVERY_STEPS}.h5")  # mid-epoch: step 8 of 16
         run_dir = os.path.join(WORK, "from-path")
-        resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint, timeout=300)
+        resumed = train(run_dir, "--resume", checkpoint)
         self.assertEqual(resumed.returncode, 0, resumed.describe())
         self.assert_same_checkpoint(latest(STRAIGHT), latest(run_dir))
         summary = e2e.read_summary(run_dir)
@@ -201,8 +204,7 @@ class ResumeTest(unittest.TestCase):
         # step 2 of the second (last) epoch and halfway through the log interval of steps 17-20.
         every = 6
         run_dir = os.path.join(WORK, "killed-mid-interval")
-        first = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--set", "train.max_steps=20",
-                           "--set", f"checkpoint.every_steps={every}", timeout=300)
+        first = train(run_dir, "--set", "train.max_steps=20", "--set", f"checkpoint.every_steps={every}")
         self.assertEqual(first.returncode, 0, first.describe())
         for name in ("checkpoints/latest.h5", "summary.json"):
             os.remove(os.path.join(run_dir, name))
@@ -214,8 +216,7 @@ class ResumeTest(unittest.TestCase):
             self.assertEqual(list(file["state/interval_samples"][()]), [2 * BATCH] * RANKS)
             self.assertTrue(all(file["state/epoch_loss_sum"][()] > 0))
 
-        resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto",
-                             "--set", f"checkpoint.every_steps={every}", timeout=300)
+        resumed = train(run_dir, "--resume", "auto", "--set", f"checkpoint.every_steps={every}")
         self.assertEqual(resumed.returncode, 0, resumed.describe())
         self.assertIn(f"resumed from {checkpoint}", resumed.stdout)
         self.assertNotIn("no running loss totals", resumed.stdout)
@@ -240,7 +241,7 @@ class ResumeTest(unittest.TestCase):
                 del file["state"][name]
         e2e.seal_checkpoint(checkpoint)  # edited on purpose
         run_dir = os.path.join(WORK, "without-totals")
-        resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint, timeout=300)
+        resumed = train(run_dir, "--resume", checkpoint)
         self.assertEqual(resumed.returncode, 0, resumed.describe())
         self.assertIn("no running loss totals", resumed.stdout)
         self.assert_same_checkpoint(latest(STRAIGHT), latest(run_dir))
@@ -265,7 +266,7 @@ class ResumeTest(unittest.TestCase):
                 del file["optimizer"][name].attrs["checksum"]
         e2e.seal_checkpoint(checkpoint)  # edited on purpose
         run_dir = os.path.join(WORK, "no-momentum")
-        resumed = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint, timeout=300)
+        resumed = train(run_dir, "--resume", checkpoint)
         self.assertEqual(resumed.returncode, 0, resumed.describe())
         changed = e2e.read_checkpoint_arrays(latest(run_dir), ("model",))["model"]
         final = e2e.read_checkpoint_arrays(latest(STRAIGHT), ("model",))["model"]
@@ -273,8 +274,7 @@ class ResumeTest(unittest.TestCase):
 
     def test_resume_auto_without_a_checkpoint_starts_fresh(self):
         run_dir = os.path.join(WORK, "fresh-auto")
-        result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto",
-                            "--set", "train.max_steps=4", timeout=300)
+        result = train(run_dir, "--resume", "auto", "--set", "train.max_steps=4")
         self.assertEqual(result.returncode, 0, result.describe())
         summary = e2e.read_summary(run_dir)
         self.assertEqual(summary["steps"], 4)
@@ -302,8 +302,7 @@ class ResumeTest(unittest.TestCase):
         for label, override, key in (("seed", "seed=99", "seed"),
                                      ("batch", "train.batch_size=16", "batch_size")):
             run_dir = os.path.join(WORK, f"changed-{label}")
-            result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint,
-                                "--set", override, timeout=120)
+            result = train(run_dir, "--resume", checkpoint, "--set", override, timeout=120)
             self.assertEqual(result.returncode, 2, result.describe())
             lines = result.error_lines()
             self.assertEqual(len(lines), 1, result.describe())
@@ -313,8 +312,7 @@ class ResumeTest(unittest.TestCase):
 
     def test_more_epochs_may_extend_a_finished_run(self):
         run_dir = os.path.join(WORK, "extended")
-        result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", latest(STRAIGHT),
-                            "--set", "train.epochs=3", timeout=300)
+        result = train(run_dir, "--resume", latest(STRAIGHT), "--set", "train.epochs=3")
         self.assertEqual(result.returncode, 0, result.describe())
         self.assertEqual(e2e.read_summary(run_dir)["steps"], TOTAL_STEPS + STEPS_PER_EPOCH)
 
@@ -324,8 +322,7 @@ class ResumeTest(unittest.TestCase):
         # internal check in the loader after config.yaml was rewritten).
         checkpoint = os.path.join(STRAIGHT, "checkpoints", f"step-{3 * EVERY_STEPS}.h5")
         run_dir = os.path.join(WORK, "fewer-epochs")
-        result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", checkpoint,
-                            "--set", "train.epochs=1", timeout=120)
+        result = train(run_dir, "--resume", checkpoint, "--set", "train.epochs=1", timeout=120)
         self.assertEqual(result.returncode, 2, result.describe())
         lines = result.error_lines()
         self.assertEqual(len(lines), 1, result.describe())
@@ -337,14 +334,12 @@ class ResumeTest(unittest.TestCase):
         # A requeued job, or its command run twice: nothing is left to train, and the summary and the
         # metrics stand as they were (no second evaluation of the last step, no losses of zero).
         run_dir = os.path.join(WORK, "finished-twice")
-        first = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--set", "train.max_steps=4",
-                           timeout=300)
+        first = train(run_dir, "--set", "train.max_steps=4")
         self.assertEqual(first.returncode, 0, first.describe())
         with open(os.path.join(run_dir, "summary.json")) as stream:
             summary = stream.read()
         metrics = e2e.read_metrics(run_dir)
-        again = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto",
-                           "--set", "train.max_steps=4", timeout=300)
+        again = train(run_dir, "--resume", "auto", "--set", "train.max_steps=4")
         self.assertEqual(again.returncode, 0, again.describe())
         self.assertIn("at step 4: nothing left to train, the run ended there", again.stdout)
         with open(os.path.join(run_dir, "summary.json")) as stream:
@@ -356,13 +351,12 @@ class ResumeTest(unittest.TestCase):
         # checkpoints past it belong to the abandoned run and go to checkpoints/abandoned-*, so a
         # later --resume auto continues the rolled-back run, not the abandoned one.
         run_dir = os.path.join(WORK, "rolled-back")
-        first = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir,
-                           "--set", f"train.max_steps={3 * EVERY_STEPS}", timeout=300)
+        first = train(run_dir, "--set", f"train.max_steps={3 * EVERY_STEPS}")
         self.assertEqual(first.returncode, 0, first.describe())
         folder = os.path.join(run_dir, "checkpoints")
-        back = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume",
-                          os.path.join(folder, f"step-{EVERY_STEPS}.h5"),
-                          "--set", f"train.max_steps={EVERY_STEPS + 2}", timeout=300)
+        back = train(run_dir, "--resume",
+                     os.path.join(folder, f"step-{EVERY_STEPS}.h5"),
+                     "--set", f"train.max_steps={EVERY_STEPS + 2}")
         self.assertEqual(back.returncode, 0, back.describe())
         self.assertIn(f"resumed at step {EVERY_STEPS}: the run's later checkpoints", back.stdout)
         aside = [name for name in os.listdir(folder) if name.startswith("abandoned-")]
@@ -371,8 +365,7 @@ class ResumeTest(unittest.TestCase):
                          {f"step-{2 * EVERY_STEPS}.h5", f"step-{3 * EVERY_STEPS}.h5", "latest.h5"})
         with h5py.File(latest(run_dir), "r") as file:
             self.assertEqual(int(file.attrs["step"]), EVERY_STEPS + 2)
-        onward = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "auto",
-                            "--set", f"train.max_steps={EVERY_STEPS + 4}", timeout=300)
+        onward = train(run_dir, "--resume", "auto", "--set", f"train.max_steps={EVERY_STEPS + 4}")
         self.assertEqual(onward.returncode, 0, onward.describe())
         self.assertIn(f"latest.h5 at epoch 1, step {EVERY_STEPS + 2}", onward.stdout + onward.stderr)
         self.assertEqual(e2e.read_summary(run_dir)["steps"], EVERY_STEPS + 4)
@@ -382,8 +375,7 @@ class ResumeTest(unittest.TestCase):
         # rank 1 waits in a collective. The job must end with rank 0's message, not hang.
         run_dir = os.path.join(WORK, "blocked-latest")
         os.makedirs(os.path.join(run_dir, "checkpoints", "latest.h5", "in-the-way"))
-        result = e2e.mpirun(RANKS, "train", CONFIG_PATH, "--run-dir", run_dir, "--set", "train.max_steps=2",
-                            timeout=120)
+        result = train(run_dir, "--set", "train.max_steps=2", timeout=120)
         self.assertNotEqual(result.returncode, 0, result.describe())
         self.assertIn("latest.h5", result.stderr, result.describe())
         self.assertIn("rank 0", result.stderr, result.describe())
