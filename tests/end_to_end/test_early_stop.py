@@ -72,6 +72,12 @@ class EarlyStopTest(unittest.TestCase):
             self.assertEqual(int(file["state/global_step"][()]), summary["epoch"] * STEPS_PER_EPOCH)
             self.assertAlmostEqual(float(file["state/keep_best/best"][()]), summary["value"], places=12)
             self.assertIn("ema", file)
+        # The training loss fell every epoch, so the last epoch's end wrote best.h5 and step-12.h5.
+        # best.h5 comes first: a kill between the two must not leave a checkpoint whose keep_best
+        # state holds a best that best.h5 does not (it would stay one best behind for good).
+        self.assertEqual(summary["epoch"], STOP_EPOCH)
+        step_file = os.path.join(RUN_DIR, "checkpoints", f"step-{STOP_EPOCH * STEPS_PER_EPOCH}.h5")
+        self.assertLess(os.stat(best).st_mtime_ns, os.stat(step_file).st_mtime_ns)
         # --resume auto takes the newest step; best.h5 (an earlier one, or the same) is never chosen.
         # (In a copy: the other test reads the run as it ended.)
         copy = os.path.join(WORK, "resumed")

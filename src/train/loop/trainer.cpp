@@ -97,8 +97,6 @@ nlohmann::json Trainer::run() {
       bookkeeping.losses.take();
     }
     bookkeeping.callbacks.after_step(*end);
-    // After the epoch's reset and the periodic checkpoint: best.h5 holds what a resume continues.
-    if (best_due_) save_best_checkpoint(bookkeeping.losses.totals());
     if (bookkeeping.stop.stopped())
       return {{stopped_for_handover_ ? "stopped_for_handover" : "stopped_by_signal", true},
               {"steps", setup_.position.global_step}};
@@ -276,9 +274,10 @@ CheckpointExtras Trainer::checkpoint_extras() {
   return extras;
 }
 
-void Trainer::save_best_checkpoint(const RunningTotals& totals) {
+void Trainer::epoch_closed(const RunningTotals& totals) {
+  if (!best_due_) return;
   best_due_ = false;
-  save_checkpoint(CheckpointKind::Best, totals);
+  save_checkpoint(CheckpointKind::Best, totals);  // after the epoch's reset: what a resume continues
 }
 
 void Trainer::summarise_watches() {

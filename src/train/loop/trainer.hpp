@@ -56,6 +56,7 @@ class Trainer final : private TrainingActions {
 
   // TrainingActions, for the bookkeeping callbacks.
   void end_of_epoch(std::int64_t epoch, const TrainingRecord& record, const RunningTotals& totals) override;
+  void epoch_closed(const RunningTotals& totals) override;
   void save_checkpoint(CheckpointKind kind, const RunningTotals& totals) override;
   void stop_on_signal(const RunningTotals& totals) override;
   // The test split's metrics now, with the training loss of `totals`' epoch so far (collective).
@@ -65,10 +66,10 @@ class Trainer final : private TrainingActions {
   // train.ema, train.early_stop, checkpoint.keep_best: made from rank 0's weights (and a resumed
   // run's checkpoint) once every rank holds them.
   void start_watches_and_average();
-  // After an evaluation: the watches take its metrics; a stop or a new best is acted on after the step.
+  // After an evaluation: the watches take its metrics; a new best is saved once the epoch is
+  // closed, a stop acted on after the step.
   void watch_evaluation(std::int64_t epoch, const EpochEvaluation& evaluation);
   CheckpointExtras checkpoint_extras();
-  void save_best_checkpoint(const RunningTotals& totals);
   void summarise_watches();  // summary.json's best_checkpoint and early_stop
 
   TrainingSetup setup_;  // its position is where training stands
@@ -85,7 +86,7 @@ class Trainer final : private TrainingActions {
   std::unique_ptr<optim::WeightAverage> average_;  // train.ema
   std::unique_ptr<EarlyStop> early_stop_;          // train.early_stop
   std::unique_ptr<MetricWatch> keep_best_;         // checkpoint.keep_best
-  bool best_due_ = false;       // the last evaluation improved keep_best's metric: best.h5 after the step
+  bool best_due_ = false;  // the last evaluation improved keep_best's metric: best.h5 once the epoch closes
   bool stopped_early_ = false;  // train.early_stop decided to end the run after this step
   bool stopped_by_signal_ = false;
   bool stopped_for_handover_ = false;

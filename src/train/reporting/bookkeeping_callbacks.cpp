@@ -55,6 +55,7 @@ void EpochEndCallback::after_step(const StepEnd& step) {
   actions_.end_of_epoch(step.batch.epoch, record_, losses_.totals());
   record_.start_epoch();
   losses_.reset_epoch();
+  actions_.epoch_closed(losses_.totals());
 }
 
 void StopSignalCallback::after_step(const StepEnd& step) {

@@ -31,6 +31,10 @@ class TrainingActions {
   // Evaluates after epoch `epoch` (0-based) and writes its events and breakdown (collective).
   virtual void end_of_epoch(std::int64_t epoch, const TrainingRecord& record,
                             const RunningTotals& totals) = 0;
+  // After the epoch's sums restart, before the step's periodic checkpoint: best.h5 when the
+  // evaluation improved on it. A checkpoint that records the new best then never exists without
+  // that best.h5 (a kill between the two would leave best.h5 one best behind for good).
+  virtual void epoch_closed(const RunningTotals& totals) = 0;
   virtual void save_checkpoint(CheckpointKind kind, const RunningTotals& totals) = 0;
   // Checkpoints the step (unless a periodic one did), reports the stop, and leaves with every rank.
   virtual void stop_on_signal(const RunningTotals& totals) = 0;
