@@ -1,5 +1,8 @@
 // Entry points config::parse and config::load: read the YAML text, turn syntax errors and
 // unreadable files into InvalidInput errors naming the file, apply --set, then convert.
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/mark.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -7,38 +10,17 @@
 #include <fstream>
 #include <sstream>
 
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/mark.h>
-
 #include "conversion.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/utf8.hpp"
 #include "reader.hpp"
 
 namespace phalanx::config {
 namespace {
 
-// The offset of the first byte that is not well-formed UTF-8, or npos. YAML is UTF-8 text;
-// yaml-cpp passes other bytes through into strings, and the config.yaml written from them would
-// not read back as the same config.
-std::size_t first_invalid_utf8(const std::string& text) {
-  std::size_t index = 0;
-  while (index < text.size()) {
-    const auto lead = static_cast<unsigned char>(text[index]);
-    const std::size_t length = lead < 0x80 ? 1 : lead < 0xC2 ? 0 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : lead < 0xF5 ? 4 : 0;
-    if (length == 0 || index + length > text.size()) return index;
-    for (std::size_t next = 1; next < length; ++next)
-      if ((static_cast<unsigned char>(text[index + next]) & 0xC0) != 0x80) return index;
-    const auto second = length > 1 ? static_cast<unsigned char>(text[index + 1]) : 0;
-    // Overlong forms, UTF-16 surrogates and code points above U+10FFFF.
-    if ((lead == 0xE0 && second < 0xA0) || (lead == 0xED && second >= 0xA0) || (lead == 0xF0 && second < 0x90) ||
-        (lead == 0xF4 && second >= 0x90))
-      return index;
-    index += length;
-  }
-  return std::string::npos;
-}
-
+// YAML is UTF-8 text; yaml-cpp passes other bytes through into strings, and the config.yaml
+// written from them would not read back as the same config.
 void require_utf8(const std::string& text, const std::string& where) {
   const std::size_t offset = first_invalid_utf8(text);
   if (offset == std::string::npos) return;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/utf8.hpp"
 #include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
@@ -244,6 +245,13 @@ Hdf5Handle open_and_validate(const std::string& path, DatasetInfo& info) {
   if (classes.rank != 1) fail(path, "attribute \"classes\" of / must be a 1-D array of strings");
   info.classes = read_strings(path, classes, attribute_place("/", "classes"));
   if (info.classes.empty()) fail(path, "attribute \"classes\" of / is empty (at least one class is needed)");
+  for (std::size_t index = 0; index < info.classes.size(); ++index) {
+    const std::size_t offset = first_invalid_utf8(info.classes[index]);
+    if (offset != std::string::npos)
+      fail(path, "class name " + std::to_string(index) +
+                     " in attribute \"classes\" of / is not UTF-8 text (byte " + std::to_string(offset) +
+                     ")");
+  }
 
   for (const char* split_name : known_splits) {
     if (detail::link_exists(file.get(), split_name))

@@ -19,6 +19,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/core/random.hpp"
 #include "phalanx/core/usable_cores.hpp"
+#include "phalanx/core/utf8.hpp"
 #include "phalanx/data/image_folder.hpp"
 
 namespace phalanx::data {
@@ -65,8 +66,15 @@ std::vector<std::string> class_folders(const fs::path& tree) {
   std::vector<std::string> names;
   std::error_code error;
   for (fs::directory_iterator entry(tree, error), end; !error && entry != end; entry.increment(error))
-    if (!hidden(entry->path()) && entry_type(*entry) == fs::file_type::directory)
-      names.push_back(entry->path().filename().string());
+    if (!hidden(entry->path()) && entry_type(*entry) == fs::file_type::directory) {
+      // The folder's name becomes the class name, which reports and predictions write as UTF-8.
+      const std::string name = entry->path().filename().string();
+      const std::size_t offset = first_invalid_utf8(name);
+      if (offset != std::string::npos)
+        fail(entry->path().string(), "the folder's name (a class name) is not UTF-8 text (byte " +
+                                         std::to_string(offset) + "): rename it");
+      names.push_back(name);
+    }
   if (error) fail(tree.string(), "cannot be listed (" + error.message() + ")");
   std::sort(names.begin(), names.end());
   return names;

@@ -11,6 +11,7 @@
 
 #include "mapped_file.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/utf8.hpp"
 #include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 #include "split_carving.hpp"
@@ -161,9 +162,15 @@ std::vector<std::string> read_class_dataset(const DatasetLocation& location) {
   detail::Hdf5Handle file = mapped::open_file(location.file, key);
   detail::Hdf5Handle dataset = mapped::open_dataset(file.get(), location, key);
   std::vector<std::string> names = mapped::read_strings(dataset.get(), location, key);
-  for (std::size_t index = 0; index < names.size(); ++index)
+  for (std::size_t index = 0; index < names.size(); ++index) {
     if (names[index].empty())
       mapped::fail(location, key, "class name " + std::to_string(index) + " is empty");
+    const std::size_t offset = first_invalid_utf8(names[index]);
+    if (offset != std::string::npos)
+      mapped::fail(
+          location, key,
+          "class name " + std::to_string(index) + " is not UTF-8 text (byte " + std::to_string(offset) + ")");
+  }
   return names;
 }
 

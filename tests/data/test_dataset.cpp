@@ -321,6 +321,9 @@ TEST(DatasetRoundTrip, RefusesBadWriteRequests) {
   std::fill(constant.images.begin(), constant.images.end(), 7);
   const std::string path = scratch.file("x.h5");
   EXPECT_INPUT_ERROR(write_dataset(path, {}, {&train, &test}), "no class names");
+  std::vector<std::string> latin1 = ten_classes();
+  latin1[4] = "co\xEEt";  // Latin-1 bytes: a folder or a list of names from another tool
+  EXPECT_INPUT_ERROR(write_dataset(path, latin1, {&train, &test}), "class name 4 is not UTF-8 text (byte 2)");
   EXPECT_INPUT_ERROR(write_dataset(path, ten_classes(), {&test}), "no \"train\" split");
   EXPECT_INPUT_ERROR(write_dataset(path, ten_classes(), {&train}), "no \"test\" split");
   EXPECT_INPUT_ERROR(write_dataset(path, ten_classes(), {&train, &test, &other_shape}), "different shape");
@@ -491,6 +494,22 @@ TEST(DatasetValidation, FixedLengthStringsAreAccepted) {
   EditableFile(path).replace_dataset("/train/labels", H5T_STD_I32LE, {120}, H5T_NATIVE_INT32, labels.data());
   EditableFile(path).replace_dataset("/test/labels", H5T_STD_I32LE, {40}, H5T_NATIVE_INT32, labels.data());
   EXPECT_EQ(read_dataset_info(path).classes, (std::vector<std::string>{"first", "second"}));
+}
+
+TEST(DatasetValidation, ClassNamesThatAreNotUtf8) {
+  // Written by another tool: reports, summaries and predictions could not hold these names.
+  ScratchDirectory scratch("dataset-latin1-classes");
+  const std::string path = write_valid_file(scratch);
+  {
+    EditableFile file(path);
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, 6);
+    char classes[2][6] = {{'f', 'i', 'r', 's', 't', 0}, {'n', '\xE9', 0, 0, 0, 0}};
+    file.replace_attribute("/", "classes", type, {2}, type, classes);
+    H5Tclose(type);
+  }
+  EXPECT_INPUT_ERROR(read_dataset_info(path),
+                     path + ": class name 1 in attribute \"classes\" of / is not UTF-8 text (byte 1)");
 }
 
 TEST(DatasetValidation, WrongVersion) {

@@ -279,6 +279,14 @@ TEST_F(MappedFiles, BadInputsNameFileDatasetAndKey) {
         {path + ":/small_x", "data.source.test.images", "images of 2x2x3 (HxWxC)"});
   fails([&](auto& source) { source.classes_dataset = at(path, "/train_y"); },
         {path + ":/train_y", "data.source.classes", "expected strings"});
+  // Class names go out in reports and predictions, which are UTF-8: Latin-1 bytes are refused here.
+  const hid_t name_type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(name_type, 4);
+  write_array(path, "/latin1_names", name_type, {3},
+              std::vector<char>{'o', 'k', 0, 0, 't', '\xE9', 0, 0, 'z', 0, 0, 0});
+  H5Tclose(name_type);
+  fails([&](auto& source) { source.classes_dataset = at(path, "/latin1_names"); },
+        {path + ":/latin1_names", "data.source.classes", "class name 1 is not UTF-8 text (byte 1)"});
 
   // [0, 255] on the sample of 64 spread rows, but a value beyond it in a row the sample skipped:
   // named when that row is read.

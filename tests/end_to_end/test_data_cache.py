@@ -284,6 +284,18 @@ class ImageFolderTest(unittest.TestCase):
         self.assertFalse(os.path.exists(output))
         self.assertEqual([name for name in os.listdir(WORK) if name.startswith("corrupt.h5")], [])
 
+    def test_a_class_folder_whose_name_is_not_utf8_is_named_and_nothing_written(self):
+        # The folder's name becomes a class name, which summaries and predictions write as UTF-8.
+        root = os.path.join(WORK, "latin1")
+        self.make_tree(root)
+        os.rename(os.path.join(root, "eel"), os.path.join(os.fsencode(root), b"\xe9el"))
+        output = os.path.join(WORK, "latin1.h5")
+        result = e2e.phalanx("data", "import-images", root, "-o", output, "--size", "8x8")
+        self.assertEqual(result.returncode, 2, result.describe())
+        (line,) = result.error_lines()
+        self.assertIn("the folder's name (a class name) is not UTF-8 text (byte 0)", line)
+        self.assertFalse(os.path.exists(output))
+
     def test_links_that_lead_nowhere_hidden_folders_and_sizes(self):
         # A link that loops or leads nowhere is refused naming it (skipped, an image would go missing
         # unsaid); a hidden folder's copies stay out; --size sides past int are refused, not wrapped.

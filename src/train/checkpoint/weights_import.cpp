@@ -11,6 +11,7 @@
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/distinct_files.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/core/utf8.hpp"
 #include "phalanx/nn/model.hpp"
 #include "phalanx/nn/model_plan.hpp"
 #include "phalanx/train/checkpoint.hpp"
@@ -42,11 +43,8 @@ int classes_of_file(const config::ModelConfig& model, const Shape& input, const 
 
 // Configs and safetensors headers hold UTF-8: other bytes are refused naming `what`.
 void require_utf8(const std::string& text, const std::string& what) {
-  try {
-    (void)nlohmann::json(text).dump();  // dump() is what checks the encoding
-  } catch (const nlohmann::json::exception&) {
+  if (first_invalid_utf8(text) != std::string::npos)
     throw_input_error(what + " '" + text + "': not valid UTF-8");
-  }
 }
 
 // `text` as a JSON string, which YAML also reads (a double-quoted scalar) with every character as
