@@ -152,7 +152,7 @@ ModelTimings time_model(nn::Model& model, const scaling::LayerCosts& costs, int 
   for (std::size_t index = 0; index < costs.layers.size(); ++index)
     timings.layers.push_back({costs.layers[index].name,
                               timings.forward * costs.layers[index].multiply_adds / multiply_adds,
-                              backward_samples[index][middle] * scale});
+                              backward_samples[index][middle] * scale, costs.layers[index].multiply_adds});
   for (std::size_t index = 0; index < plan.size(); ++index)
     timings.buckets.push_back({plan[index].begin, plan[index].end, ready_samples[index][middle] * scale});
   return timings;
@@ -177,8 +177,10 @@ nlohmann::json profile_json(const std::string& model_name, const std::string& de
                             {"buckets", nlohmann::json::array()},
                             {"transports", nlohmann::json::array()}};
   for (const auto& layer : timings.layers)
-    profile["layers"].push_back(
-        {{"name", layer.name}, {"forward_seconds", layer.forward}, {"backward_seconds", layer.backward}});
+    profile["layers"].push_back({{"name", layer.name},
+                                 {"forward_seconds", layer.forward},
+                                 {"backward_seconds", layer.backward},
+                                 {"multiply_adds", layer.multiply_adds}});
   for (const auto& bucket : timings.buckets)
     profile["buckets"].push_back(
         {{"begin", bucket.begin}, {"end", bucket.end}, {"ready_seconds", bucket.ready}});

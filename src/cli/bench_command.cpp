@@ -30,6 +30,7 @@
 #include "phalanx/core/error.hpp"
 #include "phalanx/nn/model.hpp"
 #include "phalanx/optim/optimizer.hpp"
+#include "phalanx/scaling/compute_times.hpp"
 #include "phalanx/scaling/layer_costs.hpp"
 #include "phalanx/train/arithmetic.hpp"
 #include "phalanx/train/job.hpp"
@@ -233,8 +234,12 @@ int bench_calibrate(const BenchArguments& arguments, int* argc, char*** argv) {
     input = model_input(config, arguments.config_path, arguments.sample_shape, arguments.classes);
     PHALANX_REQUIRE_INPUT(arguments.iterations >= 1, "--iterations must be >= 1 (got ", arguments.iterations,
                           ")");
-    PHALANX_REQUIRE_INPUT(!arguments.calibration_batch_given || arguments.calibration_batch >= 1,
-                          "--batch-size must be >= 1 (got ", arguments.calibration_batch, ")");
+    // The bound `phalanx scaling` takes a profile's batch to: a larger one it would refuse.
+    PHALANX_REQUIRE_INPUT(
+        !arguments.calibration_batch_given ||
+            (arguments.calibration_batch >= 1 && arguments.calibration_batch <= scaling::most_local_batch),
+        "--batch-size must be from 1 to ", scaling::most_local_batch, " (got ", arguments.calibration_batch,
+        ")");
     PHALANX_REQUIRE_INPUT(arguments.minimum_bytes >= 4 && arguments.minimum_bytes < arguments.maximum_bytes,
                           "--min-bytes must be >= 4 and below --max-bytes (got ", arguments.minimum_bytes,
                           " and ", arguments.maximum_bytes, ")");

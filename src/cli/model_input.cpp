@@ -34,6 +34,9 @@ Shape parse_sample_shape(const std::string& text) {
 
 ModelInput model_input(const config::Config& config, const std::string& config_path,
                        const std::string& sample_shape, int classes) {
+  // 0 is the default (the dataset's classes); below it is a slip, which a model plan would take
+  // as a negative layer width.
+  PHALANX_REQUIRE_INPUT(classes >= 0, "--classes must be at least 1 (got ", classes, ")");
   ModelInput input;
   input.classes = classes;
   if (!sample_shape.empty()) {

@@ -226,8 +226,14 @@ int run_scaling(const ScalingArguments& arguments) {
     bucket_mb =
         checked_bucket_mb(config->distributed.bucket_mb, arguments.config_path + ": distributed.bucket_mb");
   settings.bucket_bytes = static_cast<std::size_t>(bucket_mb * (1 << 20));
-  settings.wire_bytes_per_element =
-      config && config->distributed.grad_dtype == config::GradientDtype::Bf16 ? 2 : 4;
+  const bool bf16_gradients = config && config->distributed.grad_dtype == config::GradientDtype::Bf16;
+  // Training sends bf16 gradients over NCCL only (MPI ranks refuse the key): over a measured MPI
+  // transport the prediction would be of a job that cannot run.
+  PHALANX_REQUIRE_INPUT(!bf16_gradients || !transport || transport->name == "nccl", arguments.config_path,
+                        ": distributed.grad_dtype bf16 is sent over NCCL only; --transport ",
+                        transport ? transport->name : "",
+                        " is an MPI transport (use --transport nccl, or --fabric)");
+  settings.wire_bytes_per_element = bf16_gradients ? 2 : 4;
   scaling::ComputeTimes times;
   if (!arguments.profile.empty()) {
     times = scaling::compute_from_profile(costs, arguments.profile, batch);
@@ -235,6 +241,13 @@ int run_scaling(const ScalingArguments& arguments) {
     std::string how;
     const double rate = scaling::device_images_per_second(scaling::device_preset(arguments.device),
                                                           costs.multiply_adds(), &how);
+    // The rate is derived, not given: out of range, it is the model's size that is, not an option.
+    PHALANX_REQUIRE_INPUT(std::isfinite(rate) && rate >= scaling::least_images_per_second &&
+                              rate <= scaling::most_images_per_second,
+                          "--device ", arguments.device, ": a model of ", costs.multiply_adds(),
+                          " multiply-adds per image comes to ", rate, " images/s on it, outside ",
+                          scaling::least_images_per_second, " to ", scaling::most_images_per_second,
+                          " (is the layer table's multiply_adds per image?)");
     times = scaling::compute_from_throughput(costs, rate, batch);
     times.source = how + "; " + times.source;
   } else {
@@ -249,6 +262,10 @@ int run_scaling(const ScalingArguments& arguments) {
       predictions.push_back(scaling::predict_step(costs, times, settings, topology, *fabric));
       continue;
     }
+    // Shared memory joins the ranks of one host only.
+    PHALANX_REQUIRE_INPUT(transport->name != "shared_memory" || nodes == 1,
+                          "--transport shared_memory joins the ranks of one node, not ", nodes,
+                          " (--nodes): a job over nodes is measured as --transport network");
     PHALANX_REQUIRE_INPUT(topology.ranks() == 1 || topology.ranks() == transport->ranks, arguments.profile,
                           ": transport '", transport->name, "' was measured at ", transport->ranks,
                           " ranks, and says nothing about ", topology.ranks(),
@@ -293,7 +310,7 @@ int run_scaling(const ScalingArguments& arguments) {
   }
   std::printf(
       "# phalanx scaling: %s, %lld parameters (%.1f MB of gradients on the wire), %.2f GFLOP per image "
-      "forward, local batch %d, buckets of %.1f MB\n",
+      "forward, local batch %d, buckets of %.1f MiB\n",
       costs.model.c_str(), static_cast<long long>(costs.parameters),
       costs.gradient_elements * settings.wire_bytes_per_element / 1e6, 2.0 * costs.multiply_adds() / 1e9,
       batch, bucket_mb);
@@ -334,7 +351,7 @@ std::function<int()> add_scaling_command(CLI::App& app) {
   command->add_option("config", arguments->config_path, "Training config (YAML); or --layers");
   command->add_option("--layers", arguments->layer_table,
                       "A layer table (JSON: per layer parameters and multiply-adds) instead of a config");
-  command->add_option("--nodes", arguments->nodes, "Nodes (default 1)");
+  auto* nodes = command->add_option("--nodes", arguments->nodes, "Nodes (default 1)");
   command->add_option("--gpus-per-node", arguments->gpus_per_node, "GPUs (ranks) per node (default 1)");
   command->add_option("--fabric", arguments->fabric, "A fabric preset or a fabric file (JSON)");
   command->add_option(
@@ -352,7 +369,8 @@ std::function<int()> add_scaling_command(CLI::App& app) {
   command->add_option("--bucket-mb", arguments->bucket_mb,
                       "Bucket size in MiB (default: distributed.bucket_mb)");
   command->add_option("--sweep-nodes", arguments->sweep_nodes, "Node counts to predict, e.g. 1,2,4,8")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->excludes(nodes);
   command->add_option("--sample-shape", arguments->sample_shape,
                       "One image as HxWxC, where the config's dataset is not at hand");
   command->add_option("--classes", arguments->classes, "Classes, with --sample-shape");

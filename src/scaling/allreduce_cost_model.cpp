@@ -105,6 +105,9 @@ AllreduceEstimate best_protocol(Algorithm algorithm, std::size_t bytes, const To
                                 const Fabric& fabric) {
   AllreduceEstimate best = estimate_allreduce(algorithm, Protocol::Simple, bytes, topology, fabric);
   for (const Protocol protocol : {Protocol::LowLatency, Protocol::LowLatency128}) {
+    // NCCL enables LL128 only where the GPUs of a node talk over NVLink (tuning.cc's
+    // typeIntra <= PATH_NVB): over PCIe it never chooses it.
+    if (protocol == Protocol::LowLatency128 && fabric.intra_node_link == IntraNodeLink::Pcie) continue;
     const AllreduceEstimate other = estimate_allreduce(algorithm, protocol, bytes, topology, fabric);
     if (other.seconds < best.seconds) best = other;
   }

@@ -114,15 +114,26 @@ ComputeTimes compute_from_profile(const LayerCosts& costs, const std::string& pa
   const auto layers = json.find("layers");
   PHALANX_REQUIRE_INPUT(layers != json.end() && layers->is_array(), path,
                         ": field 'layers' is missing or not a list");
-  std::map<std::string, std::pair<double, double>> measured;
+  struct MeasuredLayer {
+    double forward = 0, backward = 0;
+    std::int64_t multiply_adds = -1;  // -1: a profile from before the field
+    std::string where;
+  };
+  std::map<std::string, MeasuredLayer> measured;
   for (std::size_t index = 0; index < layers->size(); ++index) {
     const nlohmann::json& layer = (*layers)[index];
     const std::string where = "layers[" + std::to_string(index) + "].";
     PHALANX_REQUIRE_INPUT(layer.is_object(), path, ": field '", where, "' must be an object");
     const std::string name = optional_text(layer, "name", path, where);
     PHALANX_REQUIRE_INPUT(!name.empty(), path, ": field '", where, "name' is missing");
-    measured[name] = {required_number(layer, "forward_seconds", path, where, seconds_from_zero),
-                      required_number(layer, "backward_seconds", path, where, seconds_from_zero)};
+    MeasuredLayer entry{required_number(layer, "forward_seconds", path, where, seconds_from_zero),
+                        required_number(layer, "backward_seconds", path, where, seconds_from_zero), -1,
+                        where};
+    if (layer.contains("multiply_adds"))
+      entry.multiply_adds = required_count(layer, "multiply_adds", path, where, 0, most_multiply_adds);
+    const bool first = measured.emplace(name, std::move(entry)).second;
+    PHALANX_REQUIRE_INPUT(first, path, ": field '", where, "name' repeats '", name,
+                          "': which of its times would be the layer's?");
   }
   const double scale = local_batch / profile_batch;
   ComputeTimes times;
@@ -142,8 +153,16 @@ ComputeTimes compute_from_profile(const LayerCosts& costs, const std::string& pa
     const auto found = measured.find(layer.name);
     PHALANX_REQUIRE_INPUT(found != measured.end(), path, ": field 'layers' has no entry named '", layer.name,
                           "' (a layer of model ", costs.model, "; was the profile taken of another model?)");
-    times.forward.push_back(found->second.first * scale);
-    times.backward.push_back(found->second.second * scale);
+    // The same name at another image size (or another model's layer of that name) has other
+    // times: the profile's multiply-adds say which it was taken of.
+    const MeasuredLayer& entry = found->second;
+    PHALANX_REQUIRE_INPUT(entry.multiply_adds < 0 || entry.multiply_adds == layer.multiply_adds, path,
+                          ": field '", entry.where, "multiply_adds' is ", entry.multiply_adds,
+                          ", but layer '", layer.name, "' of model ", costs.model, " has ",
+                          layer.multiply_adds,
+                          " per image here: the profile was taken of another model or image size");
+    times.forward.push_back(entry.forward * scale);
+    times.backward.push_back(entry.backward * scale);
   }
   // One device's images/s is the batch over these times: with none, a prediction would be inf.
   const double compute = (times.forward_seconds() + times.backward_seconds()) / scale;
@@ -151,7 +170,7 @@ ComputeTimes compute_from_profile(const LayerCosts& costs, const std::string& pa
                         "'layers[].backward_seconds' of model ", costs.model, "'s layers add up to ", compute,
                         " seconds: no compute to predict from (take the profile again with `phalanx bench ",
                         "calibrate`)");
-  times.optimizer *= scale;
+  // The update's time follows the parameters, not the batch: it stays as measured.
   times.source = "profile " + path;
   return times;
 }

@@ -68,7 +68,11 @@ std::vector<std::string> fabric_preset_names() {
 Fabric find_fabric(const std::string& name_or_path) {
   for (const Fabric& fabric : presets())
     if (fabric.name == name_or_path) return fabric;
-  if (!std::filesystem::exists(name_or_path)) {
+  // The non-throwing form: a link that loops, or a name too long, is an input error naming it.
+  std::error_code error;
+  const bool exists = std::filesystem::exists(name_or_path, error);
+  PHALANX_REQUIRE_INPUT(!error, "--fabric ", name_or_path, ": ", error.message());
+  if (!exists) {
     std::string known;
     for (const std::string& name : fabric_preset_names()) known += (known.empty() ? "" : ", ") + name;
     PHALANX_REQUIRE_INPUT(false, "--fabric: '", name_or_path, "' is neither a preset (", known,

@@ -10,11 +10,10 @@
 namespace phalanx::scaling {
 namespace {
 
-// A layer table's counts, per layer and summed over the model: up to 2^40 parameters (a trillion,
-// beyond any data-parallel CNN; the bucket plan and the timeline stay small) and 2^50 multiply-adds
-// per sample. Their sums stay far from int64's end, and from 2^53, where a double would round them.
+// A layer table's parameters, per layer and summed over the model: up to 2^40 (a trillion, beyond
+// any data-parallel CNN; the bucket plan and the timeline stay small). The sums stay far from
+// int64's end, and from 2^53, where a double would round them.
 constexpr std::int64_t most_parameters = std::int64_t{1} << 40;
-constexpr std::int64_t most_multiply_adds = std::int64_t{1} << 50;
 
 }  // namespace
 

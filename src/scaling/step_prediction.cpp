@@ -111,7 +111,8 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
       }
     }
     if (!whole_layers) timing.ready = backward_end;
-    const BucketAllreduce allreduce = costing(timing.bytes);
+    // One rank sums nothing: no all-reduce, whatever a measured transport's fit would charge.
+    const BucketAllreduce allreduce = topology.ranks() > 1 ? costing(timing.bytes) : BucketAllreduce{};
     timing.ring = allreduce.ring;
     timing.tree = allreduce.tree;
     timing.chosen = allreduce.chosen;

@@ -136,7 +136,11 @@ class BadInputTest(unittest.TestCase):
                  ["--gpus-per-node"]),
                 (("--images-per-second", 100, "--nodes", 65536, "--gpus-per-node", 32),
                  ["--nodes", "2097152"]),
-                (("--images-per-second", 100, "--sweep-nodes", "1,2000000"), ["--sweep-nodes", "2000000"])):
+                (("--images-per-second", 100, "--sweep-nodes", "1,2000000"), ["--sweep-nodes", "2000000"]),
+                # --nodes beside --sweep-nodes was dropped unread (a --nodes 0 passed).
+                (("--images-per-second", 100, "--nodes", 0, "--sweep-nodes", "1,2"), ["--nodes", "--sweep-nodes"]),
+                # The dataset's classes are the default; a negative count was taken as a layer's width.
+                (("--images-per-second", 100, "--classes", -5), ["--classes", "-5"])):
             with self.subTest(args=args):
                 self.refused((*fabric, *args), words)
 
@@ -154,6 +158,10 @@ class BadInputTest(unittest.TestCase):
         if not os.path.exists(fifo):
             os.mkfifo(fifo)
         self.refused(("--fabric", fifo, "--images-per-second", 100), [fifo, "not a regular file"], timeout=20)
+        loop = os.path.join(WORK, "fabric-loop")
+        if not os.path.lexists(loop):
+            os.symlink("fabric-loop", loop)
+        self.refused(("--fabric", loop, "--images-per-second", 100), ["--fabric " + loop, "symbolic links"])
         layers = lambda text: ("--layers", self.write("layers-bad.json",
                                                       '{"model": "m", "layers": [' + text + ']}'))
         for text, field in (('{"name": "a", "parameters": 2.5, "multiply_adds": 1000}', "layers[0].parameters"),
@@ -197,7 +205,9 @@ class BadInputTest(unittest.TestCase):
         for args, words in ((("--max-bytes", 9223372036854775808), ["--max-bytes"]),
                             (("--min-bytes", 4096, "--max-bytes", 8000), ["--max-bytes", "twice"]),
                             (("--batch-size", -5), ["--batch-size"]),
-                            (("--batch-size", 0), ["--batch-size"])):
+                            (("--batch-size", 0), ["--batch-size"]),
+                            (("--batch-size", 2000000000), ["--batch-size", "16777216"]),
+                            (("--classes", -5), ["--classes", "-5"])):
             with self.subTest(args=args):
                 self.refused(args, words, command=calibrate, timeout=30)
                 self.assertFalse(os.path.exists(output))
@@ -229,10 +239,18 @@ class CalibrateTest(unittest.TestCase):
         predicted = scaling("--profile", profile, "--nodes", 1, "--gpus-per-node", 1, "--fabric", "roce-25g", "--json")
         self.assertEqual(predicted.returncode, 0, predicted.describe())
         compute = json.loads(predicted.stdout)["predictions"][0]
-        # The config's batch (32) is 8 times the profile's; one rank waits for nobody.
+        # The config's batch (32) is 8 times the profile's; the update's time follows the parameters
+        # and stays; one rank waits for nobody.
         self.assertAlmostEqual(compute["backward_seconds"], 8 * written["backward_seconds"], places=9)
-        self.assertAlmostEqual(compute["step_seconds"], 8 * (written["forward_seconds"] + written["backward_seconds"] +
-                                                             written["optimizer_seconds"]), places=9)
+        self.assertAlmostEqual(compute["optimizer_seconds"], written["optimizer_seconds"], places=12)
+        self.assertAlmostEqual(compute["step_seconds"], 8 * (written["forward_seconds"] + written["backward_seconds"]) +
+                               written["optimizer_seconds"], places=9)
+        self.assertEqual(compute["allreduce_seconds"], 0)
+        self.assertTrue(all("multiply_adds" in layer for layer in written["layers"]))
+        # The same profile for another image size is refused: its layers' multiply-adds differ.
+        other = scaling("--profile", profile, "--sample-shape", "64x64x3", "--classes", "10", "--fabric", "roce-25g")
+        self.assertEqual(other.returncode, 2, other.describe())
+        self.assertIn("the profile was taken of another model or image size", other.stderr)
         # Four ranks: the slowest of four draws from its steps sets the pace, never faster than one.
         predicted = scaling("--profile", profile, "--nodes", 2, "--gpus-per-node", 2, "--fabric", "roce-25g", "--json")
         self.assertEqual(predicted.returncode, 0, predicted.describe())

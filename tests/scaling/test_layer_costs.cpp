@@ -98,7 +98,7 @@ TEST_F(ScalingFiles, ProfileNeedsEveryLayerOfTheModel) {
   const ComputeTimes times = compute_from_profile(costs, profile, 32);  // twice the profile's batch
   EXPECT_NEAR(times.forward_seconds(), 0.08, 1e-12);
   EXPECT_NEAR(times.backward_seconds(), 0.12, 1e-12);
-  EXPECT_NEAR(times.optimizer, 0.01, 1e-12);
+  EXPECT_NEAR(times.optimizer, 0.005, 1e-12);  // the update follows the parameters, not the batch
   ASSERT_EQ(times.rank_steps.size(), 2u);
   EXPECT_EQ(times.rank_steps[1], (std::vector<double>{0.2, 0.3}));
   const std::string partial = write("partial.json", R"({"batch_size": 16, "optimizer_seconds": 0,
@@ -115,6 +115,25 @@ TEST_F(ScalingFiles, ProfileNeedsEveryLayerOfTheModel) {
       "ranks": [{"rank": 0, "step_seconds": [0.1, -1]}], "layers": []})");
   message = refusal([&] { compute_from_profile(costs, negative, 32); });
   EXPECT_NE(message.find("ranks[0].step_seconds"), std::string::npos) << message;
+  // A name twice: which times are the layer's is anyone's guess.
+  const std::string twice = write("twice.json", R"({"batch_size": 16, "optimizer_seconds": 0,
+      "ranks": [{"rank": 0, "step_seconds": [0.1]}],
+      "layers": [{"name": "a", "forward_seconds": 0.01, "backward_seconds": 0.02},
+                 {"name": "b", "forward_seconds": 0.03, "backward_seconds": 0.04},
+                 {"name": "a", "forward_seconds": 100, "backward_seconds": 100}]})");
+  message = refusal([&] { compute_from_profile(costs, twice, 32); });
+  EXPECT_NE(message.find("twice.json: field 'layers[2].name' repeats 'a'"), std::string::npos) << message;
+  // Taken at another image size: the layers' multiply-adds differ from the model's here.
+  const std::string other_shape = write("other_shape.json", R"({"batch_size": 16, "optimizer_seconds": 0,
+      "ranks": [{"rank": 0, "step_seconds": [0.1]}],
+      "layers": [{"name": "a", "forward_seconds": 0.01, "backward_seconds": 0.02, "multiply_adds": 5},
+                 {"name": "b", "forward_seconds": 0.03, "backward_seconds": 0.04, "multiply_adds": 80}]})");
+  message = refusal([&] { compute_from_profile(costs, other_shape, 32); });
+  EXPECT_NE(
+      message.find("other_shape.json: field 'layers[1].multiply_adds' is 80, but layer 'b' of model two "
+                   "has 5 per image here"),
+      std::string::npos)
+      << message;
 }
 
 // A transport's progress stages are read per timed size; a profile from before them has none (its

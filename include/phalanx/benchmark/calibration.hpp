@@ -38,6 +38,7 @@ TransportFit fit_transport(const std::string& name, int ranks, const std::vector
 struct LayerTiming {
   std::string name;
   double forward = 0, backward = 0;  // seconds at the calibration's batch
+  std::int64_t multiply_adds = 0;    // per image: the scaling command refuses a profile of another shape
 };
 
 struct BucketReady {

@@ -20,6 +20,10 @@ struct LayerCost {
   std::int64_t multiply_adds = 0;      // one sample's forward
 };
 
+// Multiply-adds per sample, per layer and summed over a model, that a layer table or profile may
+// give: 2^50, far from int64's end and from 2^53, where a double would round them.
+inline constexpr std::int64_t most_multiply_adds = std::int64_t{1} << 50;
+
 struct LayerCosts {
   std::string model;                   // the preset's name, or what the table calls it
   std::vector<LayerCost> layers;       // forward order
