@@ -163,16 +163,22 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 
 # 1. Libraries first: CUDA, cuDNN, cuBLAS and NCCL from the system or PyTorch's wheels, the rest
 # from the bundle; a library still missing is searched for once and its folder added.
-torch_libraries=$(python3 -c 'import nvidia, os; base = os.path.dirname(nvidia.__path__[0]) + "/nvidia"; print(":".join(os.path.join(base, d, "lib") for d in sorted(os.listdir(base))))' 2>/dev/null || true)
+torch_libraries=$("${PYTHON:-python3}" -c 'import nvidia, os; base = os.path.dirname(nvidia.__path__[0]) + "/nvidia"; print(":".join(os.path.join(base, d, "lib") for d in sorted(os.listdir(base))))' 2>/dev/null || true)
 # Only the bundled binaries get this path: Debian's libstdc++ and friends in it are older than
 # what the machine's Python and PyTorch need.
 bundle_library_path="$bundle/lib:${torch_libraries}:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
 step_library_path=$bundle_library_path
 export OMPI_MCA_mca_base_component_path="$bundle/mpi/openmpi" PMIX_MCA_mca_base_component_path="$bundle/mpi/pmix"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
+# A process started without mpirun (a singleton) starts Open MPI's orted daemon from the install's
+# bin folder, which the GPU machine lacks: MPI_Init fails there. Isolated, the singleton starts none.
+export OMPI_MCA_ess_singleton_isolated=1
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}  # NCCL's own reason for a failure, in the step's log
 note "== libraries (ldd of the bundled binaries)"
-for library in $(LD_LIBRARY_PATH="$bundle_library_path" ldd "$bundle/phalanx" "$bundle/phalanx_backend_cuda_tests" "$bundle/phalanx_comm_nccl_tests" 2>&1 |
+# Every binary a step runs: a library only one of them needs is found here, not mid-run.
+bundled_binaries=("$bundle/phalanx" "$bundle/phalanx_backend_cuda_tests" "$bundle/phalanx_comm_nccl_tests"
+  "$bundle/phalanx_parity_tests" "$bundle/phalanx_bench_device_ops")
+for library in $(LD_LIBRARY_PATH="$bundle_library_path" ldd "${bundled_binaries[@]}" 2>&1 |
   awk '/not found/ {print $1}' | sort -u); do
   found=$(timeout 30 find /usr /opt /lib /usr/local -name "$library" -print -quit 2>/dev/null)
   if [ -n "$found" ]; then
@@ -184,7 +190,7 @@ for library in $(LD_LIBRARY_PATH="$bundle_library_path" ldd "$bundle/phalanx" "$
 done
 step_library_path=$bundle_library_path
 LD_LIBRARY_PATH="$bundle_library_path" ldd "$bundle/phalanx" | grep -E 'libcudart|libcudnn\.|libcublas\.|libnccl|not found' | tee -a "$summary"
-if LD_LIBRARY_PATH="$bundle_library_path" ldd "$bundle/phalanx" "$bundle/phalanx_backend_cuda_tests" | grep -q "not found"; then
+if LD_LIBRARY_PATH="$bundle_library_path" ldd "${bundled_binaries[@]}" | grep -q "not found"; then
   note "FAILED: libraries are missing (above); nothing can run"
   exit 3
 fi

@@ -29,7 +29,8 @@ def build_folder():
 
 def cuda_test_binaries():
     tests = os.path.join(build_folder(), "tests")
-    binaries = [os.path.join(tests, name) for name in ("phalanx_backend_cuda_tests", "phalanx_comm_nccl_tests")]
+    binaries = [os.path.join(tests, name)
+                for name in ("phalanx_backend_cuda_tests", "phalanx_comm_nccl_tests", "phalanx_parity_tests")]
     return binaries if all(os.access(binary, os.X_OK) for binary in binaries) else None
 
 
@@ -110,7 +111,10 @@ class RunWithoutGpuTest(unittest.TestCase):
     def run_check(self, name, **env):
         out = os.path.join(self.WORK, name)
         shutil.rmtree(out, ignore_errors=True)
-        environment = {"OUT": out, "TMPDIR": os.path.join(self.WORK, "tmp-" + name), "PYTHON": "/usr/bin/python3"}
+        # The GPU machine has no Open MPI: an install prefix with nothing in it stands for that (a
+        # process started without mpirun looked there for orted, and MPI_Init failed).
+        environment = {"OUT": out, "TMPDIR": os.path.join(self.WORK, "tmp-" + name), "PYTHON": "/usr/bin/python3",
+                       "OPAL_PREFIX": os.path.join(self.WORK, "no-open-mpi")}
         os.makedirs(environment["TMPDIR"], exist_ok=True)
         start = time.monotonic()
         result = gpu_check("--run", self.bundle, env=dict(environment, **env), timeout=600)
