@@ -12,6 +12,10 @@
 namespace phalanx::report::frame {
 
 std::string coordinate(double value) {
+  // A value far off the chart (a metric of 1e308) maps to a coordinate far outside it: clamped,
+  // it stays a number the SVG can hold (it is clipped the same), not "inf" or "-nan".
+  if (std::isnan(value)) value = 0;
+  value = std::clamp(value, -1e6, 1e6);
   char text[32];
   std::snprintf(text, sizeof(text), "%.2f", value);
   return text;
@@ -37,6 +41,8 @@ Axis make_axis(Scale scale, double minimum, double maximum, double pixel_low, do
   axis.pixel_low = pixel_low;
   axis.pixel_high = pixel_high;
   if (!(minimum <= maximum)) minimum = maximum = scale == Scale::Logarithmic ? 1 : 0;
+  // Values a double cannot take the span of (1e308 and -1e308): an axis about zero instead.
+  if (!std::isfinite(maximum - minimum)) minimum = maximum = scale == Scale::Logarithmic ? 1 : 0;
   if (scale == Scale::Logarithmic) {
     double low = std::floor(std::log10(minimum)), high = std::ceil(std::log10(maximum));
     if (high <= low) high = low + 1;
@@ -60,8 +66,18 @@ Axis make_axis(Scale scale, double minimum, double maximum, double pixel_low, do
   if (whole_steps) step = std::max(step, 1.0);
   axis.low = std::floor(minimum / step) * step;
   axis.high = std::ceil(maximum / step) * step;
-  for (double tick = axis.low; tick <= axis.high + step * 0.5; tick += step)
+  // Counted, not stepped until past the end: where the step is below a double's spacing (values
+  // of 1e17 that differ by 32) adding it changes nothing, and that loop never ended.
+  const double count = std::round((axis.high - axis.low) / step);
+  if (!(count >= 1 && count <= 1000) || axis.low + step == axis.low) {
+    axis.ticks = {axis.low, axis.high};
+    if (!(axis.high > axis.low)) axis.high = axis.low + 1;
+    return axis;
+  }
+  for (int index = 0; index <= static_cast<int>(count); ++index) {
+    const double tick = axis.low + index * step;
     axis.ticks.push_back(std::fabs(tick) < step * 1e-9 ? 0.0 : tick);
+  }
   return axis;
 }
 

@@ -35,6 +35,8 @@ std::string read_text(const std::string& path) {
 }
 
 std::vector<json> read_events(const std::string& path) {
+  // An ifstream opens a directory as if it were an empty file.
+  PHALANX_REQUIRE_INPUT(!std::filesystem::is_directory(path), path, ": a directory, not the run's metrics file");
   std::ifstream stream(path);
   PHALANX_REQUIRE_INPUT(stream.good(), path, ": cannot read it (is this a phalanx run directory?)");
   std::vector<json> events;
@@ -158,12 +160,13 @@ void add_breakdown(HtmlPage& page, const json& summary) {
   page.figure(scatter_chart({"Step time percentiles", "rank", "ms"}, {p50, p90, p99, maximum}), "skew-chart");
   page.table({"rank", "p50 ms", "p90 ms", "p99 ms", "max ms", "steps"}, percentile_rows, "step-time-table");
   const json skew = summary.value("step_time_skew", json::object());
-  if (skew.contains("p50_ratio"))
-    page.paragraph("Slowest rank " + value_text(skew["slowest_rank"]) + " (median " +
-                   format(skew["slowest_p50_ms"].get<double>(), "%.2f") + " ms) against fastest rank " +
-                   value_text(skew["fastest_rank"]) + " (" +
-                   format(skew["fastest_p50_ms"].get<double>(), "%.2f") + " ms): ratio " +
-                   format(skew["p50_ratio"].get<double>(), "%.3f") + ".");
+  // Read with value()/number_or_nan: operator[] on a const object without the key is undefined.
+  if (skew.is_object() && skew.contains("p50_ratio"))
+    page.paragraph("Slowest rank " + value_text(skew.value("slowest_rank", json())) + " (median " +
+                   format(number_or_nan(skew, "slowest_p50_ms"), "%.2f") + " ms) against fastest rank " +
+                   value_text(skew.value("fastest_rank", json())) + " (" +
+                   format(number_or_nan(skew, "fastest_p50_ms"), "%.2f") + " ms): ratio " +
+                   format(number_or_nan(skew, "p50_ratio"), "%.3f") + ".");
 }
 
 void add_machine(HtmlPage& page, const std::vector<json>& events, const json& summary) {
@@ -231,21 +234,9 @@ void add_summary(HtmlPage& page, const json& summary) {
   }
 }
 
-}  // namespace
-
-std::string render_run_report(const std::string& run_directory) {
-  PHALANX_REQUIRE_INPUT(std::filesystem::is_directory(run_directory), run_directory,
-                        ": no such run directory");
-  const std::vector<json> events = read_events(run_directory + "/metrics.jsonl");
-  json summary;
-  const std::string summary_path = run_directory + "/summary.json";
-  if (std::filesystem::exists(summary_path)) {
-    summary = json::parse(read_text(summary_path), nullptr, false);
-    PHALANX_REQUIRE_INPUT(!summary.is_discarded() && summary.is_object(), summary_path,
-                          ": not a JSON object");
-  }
-  const std::string config_text = read_text(run_directory + "/config.yaml");
-
+// The page of files already read (a json::exception from a field of the wrong type goes to the caller).
+std::string render_page(const std::string& run_directory, const std::vector<json>& events, const json& summary,
+                         const std::string& config_text) {
   const std::string name = std::filesystem::path(run_directory).filename().string();
   HtmlPage page("phalanx run " + (name.empty() ? run_directory : name));
   if (summary.is_object())
@@ -261,6 +252,31 @@ std::string render_run_report(const std::string& run_directory) {
   page.heading("Config");
   page.preformatted(config_text.empty() ? "(no config.yaml)" : config_text);
   return page.render();
+}
+
+}  // namespace
+
+std::string render_run_report(const std::string& run_directory) {
+  PHALANX_REQUIRE_INPUT(std::filesystem::is_directory(run_directory), run_directory,
+                        ": no such run directory");
+  const std::vector<json> events = read_events(run_directory + "/metrics.jsonl");
+  json summary;
+  const std::string summary_path = run_directory + "/summary.json";
+  if (std::filesystem::exists(summary_path)) {
+    summary = json::parse(read_text(summary_path), nullptr, false);
+    PHALANX_REQUIRE_INPUT(!summary.is_discarded() && summary.is_object(), summary_path,
+                          ": not a JSON object");
+  }
+  const std::string config_text = read_text(run_directory + "/config.yaml");
+
+  try {
+    return render_page(run_directory, events, summary, config_text);
+  } catch (const json::exception& error) {
+    // A field of another type than phalanx writes (a hand-edited or foreign file): one message
+    // naming the files, not nlohmann's text and exit 1.
+    throw_input_error(run_directory + ": metrics.jsonl or summary.json holds a field of another type than a "
+                      "phalanx run writes (" + error.what() + ")");
+  }
 }
 
 std::string write_run_report(const std::string& run_directory) {

@@ -300,16 +300,15 @@ std::string pbt_lineage(const json& steps, const std::string& metric, const std:
       names, points);
 }
 
-bool is_sweep_directory(const std::string& directory) {
-  return std::filesystem::is_regular_file(directory + "/sweep.db");
-}
+namespace {
 
-std::string write_sweep_report(const std::string& directory) {
-  PHALANX_REQUIRE_INPUT(is_sweep_directory(directory), directory, ": not a sweep directory (no sweep.db)");
-  const Database database(directory + "/sweep.db", false);
+// The page of a database with the tables (a json::exception from a value of the wrong form goes to
+// the caller).
+std::string write_report_page(const std::string& directory, const Database& database) {
   json definition = json::object();
   for (const auto& row : database.rows("SELECT value FROM sweep WHERE key = 'definition'"))
     definition = json::parse(row["value"].get<std::string>());
+  PHALANX_REQUIRE_INPUT(definition.is_object(), directory, "/sweep.db: the sweep's definition is not a JSON object");
   const std::string metric = definition.value("metric", std::string("metric"));
   const bool maximize = definition.value("goal", std::string("maximize")) == "maximize";
   const auto results =
@@ -361,5 +360,30 @@ std::string write_sweep_report(const std::string& directory) {
   write_file_atomically(path, page.render());
   return path;
 }
+
+}  // namespace
+
+bool is_sweep_directory(const std::string& directory) {
+  return std::filesystem::is_regular_file(directory + "/sweep.db");
+}
+
+std::string write_sweep_report(const std::string& directory) {
+  PHALANX_REQUIRE_INPUT(is_sweep_directory(directory), directory, ": not a sweep directory (no sweep.db)");
+  const std::string database_path = directory + "/sweep.db";
+  const Database database(database_path, false);
+  // An empty file is an SQLite database with no tables: each the report reads is asked for by name.
+  for (const char* table : {"sweep", "trials", "jobs", "rung_results", "workers"})
+    PHALANX_REQUIRE_INPUT(!database.rows(std::string("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '") +
+                                         table + "'")
+                               .empty(),
+                          database_path, ": not a phalanx sweep database (it has no table '", table, "')");
+  try {
+    return write_report_page(directory, database);
+  } catch (const json::exception& error) {
+    throw_input_error(database_path + ": holds a value of another form than a phalanx sweep writes (" +
+                      error.what() + ")");
+  }
+}
+
 
 }  // namespace phalanx::sweep

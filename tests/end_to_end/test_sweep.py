@@ -218,6 +218,22 @@ class SweepTest(unittest.TestCase, SweepChecks):
         result = e2e.phalanx("report", REFERENCE, timeout=60)
         self.assertEqual(result.returncode, 0, result.describe())
         self.assertEqual(read_text(os.path.join(REFERENCE, "report.html")), report)
+        # An empty sweep.db (SQLite reads it as a database without tables) and a definition that is
+        # not JSON are input errors naming sweep.db (they were internal errors with exit 1).
+        damaged = os.path.join(WORK, "damaged-report")
+        shutil.rmtree(damaged, ignore_errors=True)
+        os.makedirs(damaged)
+        open(os.path.join(damaged, "sweep.db"), "w").close()
+        result = e2e.phalanx("report", damaged, timeout=60)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn("sweep.db: not a phalanx sweep database (it has no table 'sweep')", result.stderr)
+        shutil.copy(os.path.join(REFERENCE, "sweep.db"), os.path.join(damaged, "sweep.db"))
+        with sqlite3.connect(os.path.join(damaged, "sweep.db")) as connection:
+            connection.execute("UPDATE sweep SET value = '{bad' WHERE key = 'definition'")
+        result = e2e.phalanx("report", damaged, timeout=60)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn("sweep.db: holds a value of another form than a phalanx sweep writes", result.stderr)
+        self.assertFalse(os.path.exists(os.path.join(damaged, "report.html")))
 
     def test_kill_mid_sweep_and_resume(self):
         self.assertEqual(REFERENCE_RESULT.returncode, 0, REFERENCE_RESULT.describe())

@@ -66,6 +66,21 @@ TEST(Chart, LogarithmicAxisSpacesDecadesEvenlyAndSkipsNonPositivePoints) {
   EXPECT_NEAR(points[1].first - points[0].first, points[2].first - points[1].first, 0.02);
 }
 
+// Values a double's spacing cannot step between (1e17 and 1e17 + 32: the tick step, 5, adds
+// nothing there) took memory without end; values of +-1e308, whose span is inf, drew "-nan".
+TEST(Chart, ValuesAtTheEdgesOfADoubleGiveAFiniteChart) {
+  const auto close = line_chart({"t", "x", "y"}, {{"a", {1, 2}, {1e17, 1e17 + 32}}});
+  EXPECT_EQ(polyline_points(close, "a").size(), 2u);
+  EXPECT_LT(count(close, "<line"), 40);
+  const auto wide = line_chart({"t", "x", "y"}, {{"a", {1e308, -1e308}, {1e308, -1e308}}});
+  EXPECT_EQ(wide.find("nan"), std::string::npos);
+  EXPECT_EQ(wide.find("inf"), std::string::npos);
+  for (const auto& [x, y] : polyline_points(wide, "a")) {
+    EXPECT_TRUE(std::isfinite(x));
+    EXPECT_TRUE(std::isfinite(y));
+  }
+}
+
 TEST(Chart, NonFiniteValuesAreSkippedAndAnEmptyChartSaysSo) {
   const auto svg = line_chart({"t", "x", "y"}, {{"a", {1, 2, 3}, {1, std::nan(""), 3}}});
   EXPECT_EQ(polyline_points(svg, "a").size(), 2u);

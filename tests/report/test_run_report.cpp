@@ -3,6 +3,7 @@
 // errors that name the file.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -133,6 +134,39 @@ TEST(RunReport, AnUnfinishedRunStillRendersAndBadDirectoriesAreInputErrors) {
   } catch (const Error& error) {
     EXPECT_EQ(error.exit_status(), 2);
     EXPECT_NE(std::string(error.what()).find("summary.json"), std::string::npos);
+  }
+}
+
+// Hand-edited or foreign files: a field of another type is one input error naming the files (it
+// was nlohmann's text with exit 1), a skew without its other keys renders without them (operator[]
+// on a missing key of a const object read past the map), a metrics file that is a folder is named.
+TEST(RunReport, FieldsOfAnotherTypeOrMissingAreInputErrorsOrLeftOut) {
+  testing::ScratchDirectory run("run_report_fields");
+  write(run.file("metrics.jsonl"), metrics(false));
+  write(run.file("summary.json"), R"({"ranks": [{"rank": 0}], "step_time_skew": {"p50_ratio": 1.2}})");
+  const std::string html = render_run_report(run.path().string());
+  EXPECT_NE(html.find("ratio 1.200"), std::string::npos);
+  for (const char* summary : {R"({"ranks": 5})", R"({"ranks": [5]})", R"({"ranks": [{"rank": "x", "device": 3}]})"}) {
+    write(run.file("summary.json"), summary);
+    try {
+      render_run_report(run.path().string());
+      FAIL() << "no error for " << summary;
+    } catch (const Error& error) {
+      EXPECT_EQ(error.exit_status(), 2) << summary;
+      EXPECT_NE(std::string(error.what()).find("metrics.jsonl or summary.json holds a field of another type"),
+                std::string::npos)
+          << error.what();
+    }
+  }
+  std::filesystem::remove(run.file("summary.json"));
+  std::filesystem::remove(run.file("metrics.jsonl"));
+  std::filesystem::create_directory(run.file("metrics.jsonl"));
+  try {
+    render_run_report(run.path().string());
+    FAIL() << "no error for a metrics.jsonl that is a folder";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.exit_status(), 2);
+    EXPECT_NE(std::string(error.what()).find("metrics.jsonl: a directory"), std::string::npos) << error.what();
   }
 }
 
