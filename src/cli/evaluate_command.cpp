@@ -66,6 +66,10 @@ void load(const EvaluateArguments& arguments, const comm::Communicator& world, b
   // The training data's mean and std: a mapped source's come from the sidecar in the checkpoint's
   // run directory (RUN/checkpoints/step-N.h5), or are computed again, exactly, when it is not there.
   const auto& data = loaded.config.data;
+  // The path is the training run's, relative to where that run started: said so, with the way out.
+  PHALANX_REQUIRE_INPUT(data.source.enabled() || std::filesystem::exists(data.path), data.path,
+                        ": no such file (data.path of ", arguments.checkpoint,
+                        ":/config, as the training run named it; give the dataset with --data FILE)");
   const std::string run_directory =
       std::filesystem::path(arguments.checkpoint).parent_path().parent_path().string();
   loaded.info = data::describe_dataset(data, run_directory, world);
@@ -97,9 +101,15 @@ void build_model(const EvaluateArguments& arguments, const comm::Communicator& w
   const auto& config = loaded.config;
   loaded.resources = train::make_rank_resources(arguments.device, config.threads, world);
   const Shape sample{loaded.split.height, loaded.split.width, loaded.split.channels};
-  loaded.model =
-      std::make_unique<nn::Model>(config.model, sample, static_cast<int>(loaded.info.classes.size()),
-                                  *loaded.resources.backend, config.seed);
+  try {
+    loaded.model =
+        std::make_unique<nn::Model>(config.model, sample, static_cast<int>(loaded.info.classes.size()),
+                                    *loaded.resources.backend, config.seed);
+  } catch (const Error& error) {
+    // A model that does not fit the data: which checkpoint, which data.
+    if (error.exit_status() != 2) throw;
+    throw_input_error(arguments.checkpoint + " on " + data_name(arguments, loaded) + ": " + error.message());
+  }
   loaded.checkpoint->load(*loaded.resources.backend, loaded.model->registry(), nullptr);
   loaded.checkpoint.reset();
 }

@@ -19,6 +19,12 @@ Error::Error(ErrorKind kind, const std::string& message)
 Error::Error(ErrorKind kind, int rank, const std::string& text)
     : std::runtime_error(text), kind_(kind), rank_(rank) {}
 
+std::string Error::message() const {
+  const std::string text = what();
+  const std::string prefix = "rank " + std::to_string(rank_) + ": ";
+  return text.starts_with(prefix) ? text.substr(prefix.size()) : text;
+}
+
 void throw_input_error(const std::string& message) { throw Error(ErrorKind::InvalidInput, message); }
 
 void throw_internal_error(const std::string& message, const char* file, int line) {

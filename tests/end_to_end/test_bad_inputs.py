@@ -442,6 +442,33 @@ class BadInputsTest(unittest.TestCase):
             TRAINED_RUN = (config_path, source_dir)
         return TRAINED_RUN
 
+    def test_eval_names_the_checkpoint_and_data_that_do_not_fit_and_a_data_path_gone(self):
+        # Data of another image shape: the message says which checkpoint on which data (it said
+        # neither). The run's data.path gone (or relative to another folder): the message says the
+        # path came from the checkpoint and how to give the data.
+        _, source_dir = self.trained_run()
+        checkpoint = os.path.join(source_dir, "checkpoints", "latest.h5")
+        result = e2e.phalanx("eval", "--checkpoint", checkpoint, "--data", RGB_DATA, timeout=60)
+        self.check_refused(result, None, f"{checkpoint} on {RGB_DATA}", "but the data has 32x32x3",
+                           error_format=re.compile(r"^phalanx: error: rank 0: "))
+        moved = os.path.join(WORK, "data-moved")
+        shutil.rmtree(moved, ignore_errors=True)
+        os.makedirs(moved)
+        result = e2e.phalanx("eval", "--checkpoint", checkpoint, timeout=60, cwd=moved)
+        self.assertEqual(result.returncode, 0, result.describe())  # data.path is absolute here
+        relative = os.path.join(moved, "relative.h5")
+        with h5py.File(checkpoint, "r") as source:
+            config_text = source.attrs["config"]
+        config_text = config_text if isinstance(config_text, str) else config_text.decode()
+        shutil.copyfile(checkpoint, relative)
+        with h5py.File(relative, "r+") as edited:
+            edited.attrs["config"] = config_text.replace(DATA, "gone/synth.h5")
+        self.reseal(relative)
+        result = e2e.phalanx("eval", "--checkpoint", relative, timeout=60, cwd=moved)
+        self.check_refused(result, None, "gone/synth.h5: no such file", f"data.path of {relative}:/config",
+                           error_format=re.compile(r"^phalanx: error: rank 0: "))
+        self.assertIn("give the dataset with --data FILE", result.stderr)
+
     def test_predictions_written_over_their_own_inputs_are_refused(self):
         # `predict --output` naming the checkpoint (or the dataset) would replace it while it is read.
         _, source_dir = self.trained_run()

@@ -153,6 +153,12 @@ class PretrainedWeightsTest(unittest.TestCase):
              "tensor 'layer1.0.conv1.weight' has shape [16, 16, 1, 1] in the file but [16, 16, 3, 3] in the model"),
             (damaged("integers", lambda state: state.update({"fc.bias": ("I32", np.zeros(10, np.int32))})),
              "tensor 'fc.bias' is I32; phalanx takes weights as F32, F16, BF16 or F64"),
+            # A NaN weight evaluated to nonsense with exit 0; an F64 past float's range is infinite as float.
+            (damaged("nan", lambda state: state.update(
+                {"fc.bias": ("F32", np.array([0.0] * 7 + [np.nan] + [0.0] * 2, np.float32))})),
+             "tensor 'fc.bias' holds a non-finite value (nan) at index 7"),
+            (damaged("f64_past_float", lambda state: state.update({"fc.bias": ("F64", np.full(10, 1e300))})),
+             "tensor 'fc.bias' holds a non-finite value (inf) at index 0 (as float)"),
         ]
         truncated = os.path.join(WORK, "truncated.safetensors")
         with open(WEIGHTS, "rb") as source, open(truncated, "wb") as target:

@@ -12,6 +12,7 @@
 
 #include "data/data_test_support.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/dataset.hpp"
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/checkpoint_seal.hpp"
 #include "support/test_support.hpp"
@@ -249,6 +250,30 @@ TEST(CheckpointSeal, AFileThatIsNeitherSealedNorHdf5IsRefused) {
   write_bytes(path, "name: not a checkpoint\n");
   expect_refused(path, model, "not an HDF5 checkpoint (or truncated)");
   EXPECT_INPUT_ERROR(reseal_checkpoint(path), "not a sealable checkpoint");
+}
+
+// HDF5 that says it is something else (a dataset, a predictions file) was sealed, and `verify`
+// passed it from then on: it is refused and left as it was, with no temporary file. A damaged
+// checkpoint is sealed as asked (an edit on purpose); loading it names the damage.
+TEST(CheckpointSeal, OnlyACheckpointPhalanxCanOpenIsSealed) {
+  ScratchDirectory scratch("checkpoint_seal_only_checkpoints");
+  const std::string dataset = scratch.file("data.h5");
+  const data::Split train = testing::make_split("train", 10, 2, 2, 1, 10, 1);
+  const data::Split test = testing::make_split("test", 5, 2, 2, 1, 10, 2);
+  data::write_dataset(dataset, {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}, {&train, &test});
+  const std::string before = file_bytes(dataset);
+  EXPECT_INPUT_ERROR(reseal_checkpoint(dataset),
+                     dataset + ": not sealed: its format is 'phalanx-dataset', not a phalanx checkpoint");
+  EXPECT_EQ(file_bytes(dataset), before);
+  SmallModel model;
+  const std::string checkpoint = scratch.file("cut.h5");
+  model.write(checkpoint);
+  const std::string bytes = file_bytes(checkpoint);
+  write_bytes(checkpoint, bytes.substr(checkpoint_seal_bytes, bytes.size() / 2));  // HDF5 from byte 0, cut
+  EXPECT_NO_THROW(reseal_checkpoint(checkpoint));
+  EXPECT_INPUT_ERROR(read_checkpoint_header(checkpoint), "cut.h5: ");
+  for (const auto& entry : std::filesystem::directory_iterator(scratch.path()))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
 }
 
 }  // namespace

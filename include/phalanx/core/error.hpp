@@ -25,6 +25,8 @@ class Error : public std::runtime_error {
   ErrorKind kind() const { return kind_; }
   int rank() const { return rank_; }
   int exit_status() const { return kind_ == ErrorKind::InvalidInput ? 2 : 1; }
+  // The message without the "rank N: " that what() begins with, for an error that wraps it.
+  std::string message() const;
 
  protected:
   // An error raised on `rank` and passed on to this one: its text names that rank already.

@@ -90,6 +90,11 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
 // naming the file on any problem, e.g. a truncated file.
 CheckpointHeader read_checkpoint_header(const std::string& path);
 
+// The root's "format" attribute of the HDF5 file at `path` ("phalanx-checkpoint" in a checkpoint,
+// "phalanx-dataset" in a dataset; none in a predictions file), opened with the same checks as a
+// checkpoint; throws InvalidInput where the file or the attribute cannot be read.
+std::optional<std::string> stored_file_format(const std::string& path);
+
 // The checkpoint's global batch: header.global_batch, or for a checkpoint that stored no split,
 // train.batch_size x world_size of its config (InvalidInput naming the file if that is unreadable).
 std::int64_t stored_global_batch(const CheckpointHeader& header);

@@ -783,6 +783,17 @@ CheckpointHeader read_checkpoint_header(const std::string& path) {
   return OpenCheckpoint(path).header();
 }
 
+std::optional<std::string> stored_file_format(const std::string& path) {
+  const auto hdf5_lock = data::lock_hdf5();
+  Hdf5Handle file = open_checkpoint_file(path);
+  Hdf5Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
+  PHALANX_REQUIRE_INPUT(root.valid(), path, ": cannot read the file's root group (truncated file?)");
+  const htri_t exists = H5Aexists(root.get(), "format");
+  PHALANX_REQUIRE_INPUT(exists >= 0, path, ": cannot read the root's attributes (file corrupt?)");
+  if (exists == 0) return std::nullopt;
+  return read_attribute_string(root.get(), "format", path);
+}
+
 std::int64_t stored_global_batch(const CheckpointHeader& header) {
   if (header.global_batch > 0) return header.global_batch;
   // Written before the split was stored: every rank took train.batch_size.

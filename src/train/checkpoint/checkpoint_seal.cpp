@@ -21,6 +21,7 @@
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
 #include "phalanx/data/dataset.hpp"
+#include "phalanx/train/checkpoint.hpp"
 
 namespace phalanx::train {
 namespace {
@@ -207,6 +208,19 @@ CheckpointSeal reseal_checkpoint(const std::string& path) {
   if (::close(descriptor) != 0)
     throw_run_failure(path + ": writing " + output.temporary_path() + " failed: " + std::strerror(errno) +
                       " (the checkpoint is unchanged)");
+  // Sealing says the bytes are as meant (an edit on purpose, even a damaging one, which loading then
+  // names). A file that says it is something else, a phalanx dataset or a predictions file, would
+  // pass `verify` from now on: refused, the sealed copy goes and the file stays as it was.
+  std::optional<std::string> format;
+  bool readable = true;
+  try {
+    format = stored_file_format(output.temporary_path());
+  } catch (const Error&) {
+    readable = false;  // damaged or cut short: sealed as asked; a load names what is wrong with it
+  }
+  PHALANX_REQUIRE_INPUT(!readable || format == "phalanx-checkpoint", path, ": not sealed: ",
+                        format ? "its format is '" + *format + "'" : std::string("it has no format attribute"),
+                        ", not a phalanx checkpoint");
   output.commit();
   return seal;
 }
