@@ -59,6 +59,10 @@ class NcclCommunicator {
   void wait_for(CUevent_st* event, double timeout_seconds, const char* operation);
   // Throws (after aborting) when NCCL has reported an asynchronous error; cheap, never blocks.
   void check_async_error(const char* operation);
+  // Aborts the NCCL communicator now, dropping its queued work; later calls throw. For an error
+  // path, before device memory is freed: cudaFree waits for the whole device, and an all-reduce
+  // kernel waiting on a peer that failed never finishes until the communicator is aborted.
+  void abort_on_error();
 
   // Sub-groups, collective over every rank of this communicator: ranks with the same `color`
   // (>= 0) form one communicator, ordered by `key`. The result has its own communication stream.

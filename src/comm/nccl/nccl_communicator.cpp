@@ -356,6 +356,20 @@ void NcclCommunicator::check_async_error(const char* operation) {
   state().check_async_error(operation);
 }
 
+void NcclCommunicator::abort_on_error() {
+  State& self = state();
+  if (!self.communicator) return;
+  self.select_device();
+  std::fprintf(stderr, "phalanx: warning: rank %d: NCCL communicator released during an error; aborting it\n",
+               self.rank);
+  const ncclResult_t result = ncclCommAbort(self.communicator);
+  if (result != ncclSuccess)
+    std::fprintf(stderr, "phalanx: warning: rank %d: ncclCommAbort failed: %s\n", self.rank,
+                 ncclGetErrorString(result));
+  self.communicator = nullptr;
+  self.aborted = true;
+}
+
 NcclCommunicator NcclCommunicator::split(int color, int key) {
   State& self = state();
   self.require_usable("split");

@@ -61,6 +61,7 @@ void NcclCommunicator::wait_for(CUevent_st*, double, const char*) {
 void NcclCommunicator::check_async_error(const char*) {
   no_nccl();
 }
+void NcclCommunicator::abort_on_error() {}
 NcclCommunicator NcclCommunicator::split(int, int) {
   no_nccl();
 }
