@@ -36,7 +36,8 @@ std::string read_text(const std::string& path) {
 
 std::vector<json> read_events(const std::string& path) {
   // An ifstream opens a directory as if it were an empty file.
-  PHALANX_REQUIRE_INPUT(!std::filesystem::is_directory(path), path, ": a directory, not the run's metrics file");
+  PHALANX_REQUIRE_INPUT(!std::filesystem::is_directory(path), path,
+                        ": a directory, not the run's metrics file");
   std::ifstream stream(path);
   PHALANX_REQUIRE_INPUT(stream.good(), path, ": cannot read it (is this a phalanx run directory?)");
   std::vector<json> events;
@@ -235,8 +236,8 @@ void add_summary(HtmlPage& page, const json& summary) {
 }
 
 // The page of files already read (a json::exception from a field of the wrong type goes to the caller).
-std::string render_page(const std::string& run_directory, const std::vector<json>& events, const json& summary,
-                         const std::string& config_text) {
+std::string render_page(const std::string& run_directory, const std::vector<json>& events,
+                        const json& summary, const std::string& config_text) {
   const std::string name = std::filesystem::path(run_directory).filename().string();
   HtmlPage page("phalanx run " + (name.empty() ? run_directory : name));
   if (summary.is_object())
@@ -274,8 +275,10 @@ std::string render_run_report(const std::string& run_directory) {
   } catch (const json::exception& error) {
     // A field of another type than phalanx writes (a hand-edited or foreign file): one message
     // naming the files, not nlohmann's text and exit 1.
-    throw_input_error(run_directory + ": metrics.jsonl or summary.json holds a field of another type than a "
-                      "phalanx run writes (" + error.what() + ")");
+    throw_input_error(run_directory +
+                      ": metrics.jsonl or summary.json holds a field of another type than a "
+                      "phalanx run writes (" +
+                      error.what() + ")");
   }
 }
 

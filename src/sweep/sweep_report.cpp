@@ -308,7 +308,8 @@ std::string write_report_page(const std::string& directory, const Database& data
   json definition = json::object();
   for (const auto& row : database.rows("SELECT value FROM sweep WHERE key = 'definition'"))
     definition = json::parse(row["value"].get<std::string>());
-  PHALANX_REQUIRE_INPUT(definition.is_object(), directory, "/sweep.db: the sweep's definition is not a JSON object");
+  PHALANX_REQUIRE_INPUT(definition.is_object(), directory,
+                        "/sweep.db: the sweep's definition is not a JSON object");
   const std::string metric = definition.value("metric", std::string("metric"));
   const bool maximize = definition.value("goal", std::string("maximize")) == "maximize";
   const auto results =
@@ -373,10 +374,12 @@ std::string write_sweep_report(const std::string& directory) {
   const Database database(database_path, false);
   // An empty file is an SQLite database with no tables: each the report reads is asked for by name.
   for (const char* table : {"sweep", "trials", "jobs", "rung_results", "workers"})
-    PHALANX_REQUIRE_INPUT(!database.rows(std::string("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '") +
-                                         table + "'")
-                               .empty(),
-                          database_path, ": not a phalanx sweep database (it has no table '", table, "')");
+    PHALANX_REQUIRE_INPUT(
+        !database
+             .rows(std::string("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '") + table +
+                   "'")
+             .empty(),
+        database_path, ": not a phalanx sweep database (it has no table '", table, "')");
   try {
     return write_report_page(directory, database);
   } catch (const json::exception& error) {
@@ -384,6 +387,5 @@ std::string write_sweep_report(const std::string& directory) {
                       error.what() + ")");
   }
 }
-
 
 }  // namespace phalanx::sweep

@@ -146,7 +146,8 @@ TEST(RunReport, FieldsOfAnotherTypeOrMissingAreInputErrorsOrLeftOut) {
   write(run.file("summary.json"), R"({"ranks": [{"rank": 0}], "step_time_skew": {"p50_ratio": 1.2}})");
   const std::string html = render_run_report(run.path().string());
   EXPECT_NE(html.find("ratio 1.200"), std::string::npos);
-  for (const char* summary : {R"({"ranks": 5})", R"({"ranks": [5]})", R"({"ranks": [{"rank": "x", "device": 3}]})"}) {
+  for (const char* summary :
+       {R"({"ranks": 5})", R"({"ranks": [5]})", R"({"ranks": [{"rank": "x", "device": 3}]})"}) {
     write(run.file("summary.json"), summary);
     try {
       render_run_report(run.path().string());
@@ -166,7 +167,8 @@ TEST(RunReport, FieldsOfAnotherTypeOrMissingAreInputErrorsOrLeftOut) {
     FAIL() << "no error for a metrics.jsonl that is a folder";
   } catch (const Error& error) {
     EXPECT_EQ(error.exit_status(), 2);
-    EXPECT_NE(std::string(error.what()).find("metrics.jsonl: a directory"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("metrics.jsonl: a directory"), std::string::npos)
+        << error.what();
   }
 }
 

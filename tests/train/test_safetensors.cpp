@@ -126,7 +126,8 @@ TEST_F(SafetensorsTest, HalfBfloatAndDoubleConvertToTheirFloatValues) {
         << index;
   expect_values(file.values(file.entries()[1]), bfloat_values);
   // A NaN or infinity evaluates to nonsense with exit 0 and trains to NaN: refused, naming where.
-  EXPECT_INPUT_ERROR(file.values(file.entries()[0]), path + ": tensor 'h' holds a non-finite value (inf) at index 6");
+  EXPECT_INPUT_ERROR(file.values(file.entries()[0]),
+                     path + ": tensor 'h' holds a non-finite value (inf) at index 6");
   EXPECT_INPUT_ERROR(file.values(file.entries()[2]),
                      path + ": tensor 'd' holds a non-finite value (inf) at index 2 (as float)");
   EXPECT_TRUE(std::isnan(half_to_float(0x7e00)));

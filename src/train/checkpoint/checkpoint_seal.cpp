@@ -218,9 +218,10 @@ CheckpointSeal reseal_checkpoint(const std::string& path) {
   } catch (const Error&) {
     readable = false;  // damaged or cut short: sealed as asked; a load names what is wrong with it
   }
-  PHALANX_REQUIRE_INPUT(!readable || format == "phalanx-checkpoint", path, ": not sealed: ",
-                        format ? "its format is '" + *format + "'" : std::string("it has no format attribute"),
-                        ", not a phalanx checkpoint");
+  PHALANX_REQUIRE_INPUT(
+      !readable || format == "phalanx-checkpoint", path, ": not sealed: ",
+      format ? "its format is '" + *format + "'" : std::string("it has no format attribute"),
+      ", not a phalanx checkpoint");
   output.commit();
   return seal;
 }

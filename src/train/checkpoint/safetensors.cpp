@@ -274,9 +274,10 @@ std::vector<float> SafetensorsFile::values(const SafetensorsEntry& entry) const 
   }
   // A NaN or infinity (or an F64 past float's range) is no weight: a model started from it
   // evaluates to nonsense with exit 0, and trains to NaN.
-  const auto bad = std::find_if(values.begin(), values.end(), [](float value) { return !std::isfinite(value); });
-  PHALANX_REQUIRE_INPUT(bad == values.end(), path_, ": tensor '", entry.name, "' holds a non-finite value (", *bad,
-                        ") at index ", bad - values.begin(), entry.dtype == "F64" ? " (as float)" : "");
+  const auto bad =
+      std::find_if(values.begin(), values.end(), [](float value) { return !std::isfinite(value); });
+  PHALANX_REQUIRE_INPUT(bad == values.end(), path_, ": tensor '", entry.name, "' holds a non-finite value (",
+                        *bad, ") at index ", bad - values.begin(), entry.dtype == "F64" ? " (as float)" : "");
   return values;
 }
 

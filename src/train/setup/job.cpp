@@ -5,9 +5,9 @@
 // a checkpoint's header) decides the same on every rank without talking.
 #include "phalanx/train/job.hpp"
 
-#include <exception>
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 
 #include "loop/trainer.hpp"
 #include "phalanx/comm/agreement.hpp"
