@@ -322,6 +322,16 @@ class FaultTest(unittest.TestCase):
         for culprit in ("train.batch_size: a training step at a local batch of 1024 needs about", "GiB",
                         "ulimit -v", "train.accumulation_steps"):
             self.assertIn(culprit, line)
+        # A small model whose loader ring of 1024 prefetched batches is what does not fit: the
+        # message names data.prefetch_batches (it named train.batch_size and accumulation, no cure).
+        config = e2e.base_config(data, name="deep_ring", batch_size=1024, max_steps=1)
+        del config["model"]["preset"]
+        config["model"]["layers"] = [{"type": "flatten"}, {"type": "linear", "out_features": 3}]
+        config["data"]["prefetch_batches"] = 1024
+        line = self.refused_in_bounded_memory("deep_ring", config)
+        for culprit in ("data.prefetch_batches: the loader's ring of 1024 prefetched batches", "GiB", "ulimit -v",
+                        "lower data.prefetch_batches"):
+            self.assertIn(culprit, line)
         # 3.4e9 parameters (a 64 -> 5e7 -> 3 linear stack): 51 GiB of weights, gradients and AdamW's
         # two moments. Refused before the model is built: its first allocation would fail under the
         # limit with the allocator's error and exit status 1.

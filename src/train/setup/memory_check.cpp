@@ -81,8 +81,8 @@ std::optional<MemoryLimit> memory_available_to_rank(backend::Backend& backend, i
   return limit;
 }
 
-std::size_t step_activation_bytes(const nn::Model& model, std::int64_t micro_batch, std::int64_t local_batch,
-                                  int prefetch_batches, std::int64_t gathered_sample_bytes) {
+StepMemory step_memory(const nn::Model& model, std::int64_t micro_batch, std::int64_t local_batch,
+                       int prefetch_batches, std::int64_t gathered_sample_bytes) {
   const std::int64_t per_sample = model.network().sample_activation_elements() +
                                   2 * model.sample_shape().elements() + 2 * model.classes();
   const std::int64_t floats = per_sample * micro_batch;
@@ -90,7 +90,7 @@ std::size_t step_activation_bytes(const nn::Model& model, std::int64_t micro_bat
   const std::int64_t ring =
       (std::int64_t{prefetch_batches} + 2) * local_batch * model.sample_shape().elements() +
       local_batch * gathered_sample_bytes;
-  return static_cast<std::size_t>(floats) * sizeof(float) + static_cast<std::size_t>(ring);
+  return {static_cast<std::size_t>(floats) * sizeof(float), static_cast<std::size_t>(ring), prefetch_batches};
 }
 
 std::size_t model_state_bytes(const nn::ModelSize& size, std::size_t optimizer_states) {
@@ -111,9 +111,19 @@ void require_model_state_fits(std::size_t needed, const std::optional<MemoryLimi
                     ") or give the rank more memory");
 }
 
-void require_memory_fits(std::size_t needed, const std::optional<MemoryLimit>& limit,
+void require_memory_fits(const StepMemory& step, const std::optional<MemoryLimit>& limit,
                          std::int64_t local_batch, int micro_batches, const std::string& device) {
+  const std::size_t needed = step.total();
   if (!limit || needed <= limit->bytes) return;
+  // The ring holds whole raw batches, prefetched: more of them, not a smaller batch, is the cure
+  // where they are most of what does not fit.
+  if (step.loader_ring > step.activations)
+    throw_input_error("data.prefetch_batches: the loader's ring of " + std::to_string(step.prefetch_batches) +
+                      " prefetched batches (and two in use) of " + std::to_string(local_batch) +
+                      " raw samples needs about " + gib(step.loader_ring) + " on this rank (" + device +
+                      "), and a training step " + gib(needed) + " in all, more than the " +
+                      gib(limit->bytes) + " it can still use: " + limit->source +
+                      "; lower data.prefetch_batches");
   const std::int64_t micro_batch = (local_batch + micro_batches - 1) / micro_batches;
   const double ratio =
       static_cast<double>(needed) / static_cast<double>(std::max<std::size_t>(limit->bytes, 1));

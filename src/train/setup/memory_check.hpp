@@ -26,12 +26,17 @@ struct MemoryLimit {
 // maps. Empty when nothing bounds it, and on GPU ranks (their allocations fail cleanly instead).
 std::optional<MemoryLimit> memory_available_to_rank(backend::Backend& backend, int ranks_on_node);
 
-// Bytes the activations of one training step need at `micro_batch` samples (forward outputs,
-// gradients, the normalised input, logits) and the loader's ring of `prefetch_batches` raw batches.
-// `gathered_sample_bytes`: the bytes of one stored image when the loader gathers a batch of them
-// before cropping (data.augment.random_resized_crop), else 0.
-std::size_t step_activation_bytes(const nn::Model& model, std::int64_t micro_batch, std::int64_t local_batch,
-                                  int prefetch_batches, std::int64_t gathered_sample_bytes = 0);
+// What one training step allocates beyond the model's state: the activations at `micro_batch`
+// samples (forward outputs, gradients, the normalised input, logits) and the loader's ring of
+// `prefetch_batches` raw batches. `gathered_sample_bytes`: the bytes of one stored image when the
+// loader gathers a batch of them before cropping (data.augment.random_resized_crop), else 0.
+struct StepMemory {
+  std::size_t activations = 0, loader_ring = 0;
+  int prefetch_batches = 0;
+  std::size_t total() const { return activations + loader_ring; }
+};
+StepMemory step_memory(const nn::Model& model, std::int64_t micro_batch, std::int64_t local_batch,
+                       int prefetch_batches, std::int64_t gathered_sample_bytes = 0);
 
 // Bytes of a model's fp32 weights, their gradients, its buffers (batch-norm statistics) and
 // `optimizer_states` optimizer buffers of the weights' size: what stays allocated for the run.
@@ -45,8 +50,9 @@ void require_model_state_fits(std::size_t needed, const std::optional<MemoryLimi
                               const nn::ModelSize& size, const std::string& model_key,
                               const std::string& optimizer, const std::string& device);
 
-// Throws an input error naming train.batch_size when `needed` exceeds the limit.
-void require_memory_fits(std::size_t needed, const std::optional<MemoryLimit>& limit,
+// Throws an input error when `needed` exceeds the limit, naming what takes the most of it:
+// train.batch_size (the activations) or data.prefetch_batches (the loader's ring).
+void require_memory_fits(const StepMemory& needed, const std::optional<MemoryLimit>& limit,
                          std::int64_t local_batch, int micro_batches, const std::string& device);
 
 }  // namespace phalanx::train

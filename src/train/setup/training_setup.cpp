@@ -42,9 +42,9 @@ void require_activations_fit(const TrainingSetup& setup, int local_batch, backen
   // The weights and optimizer state are in memory already; the first step allocates the rest.
   const int micro_batches = std::max(1, setup.micro_batches);
   const std::int64_t micro_batch = (local_batch + micro_batches - 1) / micro_batches;
-  const std::size_t needed = step_activation_bytes(
-      *setup.model, micro_batch, local_batch, setup.config.data.prefetch_batches,
-      setup.config.data.augment.random_resized_crop ? setup.train_split->image_bytes() : 0);
+  const StepMemory needed =
+      step_memory(*setup.model, micro_batch, local_batch, setup.config.data.prefetch_batches,
+                  setup.config.data.augment.random_resized_crop ? setup.train_split->image_bytes() : 0);
   require_memory_fits(needed, memory_available_to_rank(backend, communicator.local_size()), local_batch,
                       micro_batches, backend.name());
 }
