@@ -126,10 +126,21 @@ nlohmann::json run_job(const WorkerOptions& options, const nlohmann::json& job, 
             {"resumed_from", resume},   {"train_seconds", clock.seconds()}};
   const std::string& metric = options.sweep->metric;
   PHALANX_CHECK(summary.contains(metric), "the trial's summary has no '", metric, "'");
+  // JSON has no NaN or infinity (the report would carry null, which the coordinator cannot rank):
+  // a trial whose metric is not a number failed, as a diverged one does. Every rank holds the same
+  // all-reduced metric, so the whole group reports it alike.
+  const nlohmann::json& value = summary.at(metric);
+  if (!value.is_number() || !std::isfinite(value.get<double>()))
+    return {{"type", "failed"},
+            {"job", job.at("job")},
+            {"worker", options.worker},
+            {"message", "the trial's " + metric + " is " +
+                            (value.is_number() ? std::to_string(value.get<double>()) : value.dump()) +
+                            " (not a finite number): a search cannot rank it"}};
   return {{"type", "result"},
           {"job", job.at("job")},
           {"worker", options.worker},
-          {"metric", summary.at(metric).get<double>()},
+          {"metric", value.get<double>()},
           {"start_step", start_step},
           {"end_step", summary.at("steps")},
           {"target_step", target_step},
