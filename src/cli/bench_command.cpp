@@ -292,22 +292,25 @@ int bench_calibrate(const BenchArguments& arguments, int* argc, char*** argv) {
   benchmark::ModelTimings timings;
   std::string device, precision, model_name = config.model.preset.empty() ? config.name : config.model.preset;
   const int batch = arguments.calibration_batch_given ? arguments.calibration_batch : config.train.batch_size;
-  status = agreed_status(world, [&] {
-    std::unique_ptr<backend::Backend> backend =
-        gpu.device >= 0 ? backend::make_cuda_backend(gpu.device)
-                        : train::make_rank_resources(config::Device::Cpu, config.threads, world).backend;
-    const train::Arithmetic arithmetic = train::apply_arithmetic(config, *backend);
-    precision = config::name_of(arithmetic.precision);
-    device = backend->name();
-    nn::Model model(nn::ModelPlan(config.model, input.sample, input.classes), *backend, config.seed);
-    const std::unique_ptr<optim::Optimizer> optimizer =
-        optim::make_optimizer(config.optimizer, *backend, model.registry().parameter_count());
-    nn::ModelPlan plan(config.model, input.sample, input.classes);
-    const scaling::LayerCosts costs = scaling::layer_costs(plan, model_name);
-    timings = benchmark::time_model(model, costs, batch, arguments.iterations,
-                                    static_cast<std::size_t>(config.distributed.bucket_mb * (1 << 20)),
-                                    std::size_t{1} << 20, optimizer.get(), [&] { world.barrier(); });
-  });
+  status = agreed_status(
+      world,
+      [&] {
+        std::unique_ptr<backend::Backend> backend =
+            gpu.device >= 0 ? backend::make_cuda_backend(gpu.device)
+                            : train::make_rank_resources(config::Device::Cpu, config.threads, world).backend;
+        const train::Arithmetic arithmetic = train::apply_arithmetic(config, *backend);
+        precision = config::name_of(arithmetic.precision);
+        device = backend->name();
+        nn::Model model(nn::ModelPlan(config.model, input.sample, input.classes), *backend, config.seed);
+        const std::unique_ptr<optim::Optimizer> optimizer =
+            optim::make_optimizer(config.optimizer, *backend, model.registry().parameter_count());
+        nn::ModelPlan plan(config.model, input.sample, input.classes);
+        const scaling::LayerCosts costs = scaling::layer_costs(plan, model_name);
+        timings = benchmark::time_model(model, costs, batch, arguments.iterations,
+                                        static_cast<std::size_t>(config.distributed.bucket_mb * (1 << 20)),
+                                        std::size_t{1} << 20, optimizer.get(), [&] { world.barrier(); });
+      },
+      config.distributed.timeout_s);
   if (status) return status;
   // Every rank's steps, for what the slowest of them costs a step (they ran the same count).
   std::vector<benchmark::RankSteps> ranks(static_cast<std::size_t>(world.size()));

@@ -119,7 +119,9 @@ int evaluate(const EvaluateArguments& arguments, int* argc, char*** argv) {
   const auto world = comm::Communicator::world();
   LoadedModel loaded;
   if (int status = agreed_status(world, [&] { load(arguments, world, false, loaded); })) return status;
-  if (int status = agreed_status(world, [&] { build_model(arguments, world, loaded); })) return status;
+  if (int status = agreed_status(
+          world, [&] { build_model(arguments, world, loaded); }, loaded.config.distributed.timeout_s))
+    return status;
   // Top-5 besides top-1 when the model has more than 5 classes, as training reports.
   const auto top_k = train::reported_top_k({}, loaded.model->classes(), data_name(arguments, loaded));
   const auto result =
@@ -150,7 +152,9 @@ int predict(const EvaluateArguments& arguments, int* argc, char*** argv) {
         if (!data.empty()) require_another_file(data, arguments.output, "dataset");
       }))
     return status;
-  if (int status = agreed_status(world, [&] { build_model(arguments, world, loaded); })) return status;
+  if (int status = agreed_status(
+          world, [&] { build_model(arguments, world, loaded); }, loaded.config.distributed.timeout_s))
+    return status;
   if (world.rank() != 0) return 0;  // one writer; inference of a split is cheap next to training
   return run_or_abort(world, [&] {
     const auto predictions =

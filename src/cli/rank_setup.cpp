@@ -9,9 +9,10 @@
 
 namespace phalanx::cli {
 
-int agreed_status(const comm::Communicator& communicator, const std::function<void()>& step) {
+int agreed_status(const comm::Communicator& communicator, const std::function<void()>& step,
+                  double failed_wait_seconds) {
   try {
-    comm::agree(communicator, step);
+    comm::agree(communicator, step, failed_wait_seconds);
     return 0;
   } catch (const comm::AgreedFailure& failure) {
     return report(failure, communicator);

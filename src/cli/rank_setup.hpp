@@ -13,7 +13,10 @@ namespace phalanx::cli {
 
 // Runs `step` on every rank (comm::agree). Returns 0 when it succeeded everywhere; otherwise the
 // worst exit status, after the lowest failing rank printed its message (the others stay quiet).
-int agreed_status(const comm::Communicator& communicator, const std::function<void()>& step);
+// A rank that failed waits `failed_wait_seconds` for the others (comm::agree): the config's
+// distributed.timeout_s once one is read.
+int agreed_status(const comm::Communicator& communicator, const std::function<void()>& step,
+                  double failed_wait_seconds = 300);
 
 // The exit status of a set-up that failed on some rank, printed by the rank that failed first.
 int report(const comm::AgreedFailure& failure, const comm::Communicator& communicator);
