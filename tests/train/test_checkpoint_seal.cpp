@@ -252,6 +252,26 @@ TEST(CheckpointSeal, AFileThatIsNeitherSealedNorHdf5IsRefused) {
   EXPECT_INPUT_ERROR(reseal_checkpoint(path), "not a sealable checkpoint");
 }
 
+// Sealed through a link, the file it names is sealed and the link stays a link (it was replaced by
+// a copy); the file keeps its mode (a private checkpoint became world-readable).
+TEST(CheckpointSeal, ALinkStaysALinkAndTheFileKeepsItsMode) {
+  ScratchDirectory scratch("checkpoint_seal_link_mode");
+  SmallModel model;
+  const std::string sealed = scratch.file("sealed.h5");
+  model.write(sealed);
+  const std::string path = scratch.file("private.h5");
+  write_bytes(path, file_bytes(sealed).substr(checkpoint_seal_bytes));  // unsealed: HDF5 from byte 0
+  std::filesystem::permissions(path,
+                               std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const std::string link = scratch.file("link.h5");
+  std::filesystem::create_symlink("private.h5", link);
+  reseal_checkpoint(link);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(check_checkpoint_seal(path).state, SealState::Sealed);
+  EXPECT_EQ(std::filesystem::status(path).permissions(),
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
+
 // HDF5 that says it is something else (a dataset, a predictions file) was sealed, and `verify`
 // passed it from then on: it is refused and left as it was, with no temporary file. A damaged
 // checkpoint is sealed as asked (an edit on purpose); loading it names the damage.

@@ -13,6 +13,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -175,11 +176,22 @@ CheckpointSeal reseal_checkpoint(const std::string& path) {
       checkpoint_seal_bytes, " bytes");
   // Copy the HDF5 part to a temporary sibling while hashing it, then put the seal in front and
   // rename: the file under the real name is whole at every moment, and a failure leaves it as it was.
-  AtomicFile output(path);
+  // Through a link, the file it names is resealed and the link stays; the file keeps its mode (a
+  // checkpoint made read-only, or private, stays so).
+  std::error_code link_error;
+  const std::string target = std::filesystem::canonical(path, link_error).string();
+  PHALANX_REQUIRE_INPUT(!link_error, path, ": ", link_error.message());
+  AtomicFile output(target);
   const int descriptor =
-      ::open(output.temporary_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      ::open(output.temporary_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (descriptor < 0)
     throw_run_failure(path + ": cannot create " + output.temporary_path() + ": " + std::strerror(errno));
+  if (::fchmod(descriptor, source.status().st_mode & 07777) != 0) {
+    const int error = errno;
+    ::close(descriptor);
+    throw_run_failure(path + ": cannot set the mode of " + output.temporary_path() + ": " +
+                      std::strerror(error));
+  }
   const auto write_all = [&](const char* bytes, std::size_t size, off_t offset) {
     while (size > 0) {
       const ssize_t result = ::pwrite(descriptor, bytes, size, offset);
