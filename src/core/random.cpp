@@ -21,7 +21,10 @@ std::uint64_t RandomStream::next_below(std::uint64_t bound) {
   // Rejection sampling removes modulo bias.
   const std::uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
   while (true) {
-    const std::uint64_t value = (static_cast<std::uint64_t>(next_u32()) << 32) | next_u32();
+    // Two statements: the operands of | are unordered, and the high word must be the first draw
+    // on every compiler for the same seed to give the same order.
+    const std::uint64_t high = next_u32();
+    const std::uint64_t value = (high << 32) | next_u32();
     if (value < limit) return value % bound;
   }
 }

@@ -14,6 +14,7 @@
 #include "phalanx/core/utf8.hpp"
 #include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
+#include "phalanx/data/split_range_reader.hpp"
 #include "split_carving.hpp"
 
 namespace phalanx::data {
@@ -26,8 +27,6 @@ constexpr std::int64_t scale_sample_images = 64;
 // A chunk band (the bytes HDF5 must read for one sample's chunk) above this is worth a warning:
 // the streaming cache holds two windows of whole chunks and random access decodes a whole band.
 constexpr std::int64_t large_chunk_band_bytes = std::int64_t{64} << 20;
-// Rows a contiguous dataset is read in by the streaming source (it has no chunks of its own).
-constexpr std::int64_t contiguous_read_bytes = std::int64_t{4} << 20;
 // Classes phalanx names itself ("class_0", ...) from the largest label; ImageNet-21k has 21,841.
 constexpr std::int64_t maximum_inferred_classes = 1000000;
 
@@ -304,8 +303,8 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
     if (!split.storage.chunk.empty()) {
       mapped_split.chunk_rows = static_cast<std::int64_t>(split.storage.chunk[0]);
     } else {
-      mapped_split.chunk_rows =
-          std::max<std::int64_t>(1, contiguous_read_bytes / (sample_values * element_bytes));
+      mapped_split.chunk_rows = std::max<std::int64_t>(
+          1, SplitRangeReader::contiguous_read_bytes / (sample_values * element_bytes));
     }
     mapped_split.chunk_band_bytes = mapped_split.chunk_rows * sample_values * element_bytes;
     if (!split.storage.chunk.empty() && mapped_split.chunk_band_bytes > large_chunk_band_bytes)

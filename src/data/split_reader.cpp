@@ -122,7 +122,10 @@ SplitReader::SplitReader(const std::string& path, const std::string& split_name,
     fail(path, "/" + split_.name + ": cannot be opened (file corrupt?)");
   detail::require_sound_dataset_storage(images_.get(), path + ": " + images_name_);
   detail::require_sound_dataset_storage(labels_.get(), path + ": " + labels_name_);
-  chunk_samples_ = split_.count;
+  // Contiguous (no chunks, as another tool may write it): reads of 4 MiB of samples stand for
+  // chunks, so streaming holds windows of those and not the whole split as one chunk.
+  chunk_samples_ = std::clamp<std::int64_t>(contiguous_read_bytes / std::max<std::int64_t>(1, image_bytes()),
+                                            1, std::max<std::int64_t>(1, split_.count));
   detail::Hdf5Handle creation = detail::property_list_handle(H5Dget_create_plist(images_.get()));
   if (creation.valid() && H5Pget_layout(creation.get()) == H5D_CHUNKED) {
     hsize_t chunk[4] = {0, 0, 0, 0};

@@ -495,6 +495,63 @@ TEST(CheckedChunkDecoding, ShortGzipChunkIsRefusedByTheDatasetReaders) {
   EXPECT_INPUT_ERROR(read_split(path, "train"), "it inflates to 5 bytes, a chunk of the dataset holds 16");
 }
 
+// A native file rewritten contiguous (no chunks, as h5py writes by default): reads of 4 MiB of
+// samples stand for chunks. The whole split was one "chunk", which streaming read and held whole.
+TEST(DatasetStorage, AContiguousNativeSplitIsReadInPiecesOfFourMebibytes) {
+  const ScratchDirectory scratch("dataset-storage-contiguous-native");
+  const std::string path = scratch.file("contiguous.h5");
+  const Split train = testing::make_split("train", 3000, 32, 32, 3, 2, 1);  // 3072 bytes a sample
+  const Split test = testing::make_split("test", 8, 32, 32, 3, 2, 2);
+  write_dataset(path, {"a", "b"}, {&train, &test});
+  EXPECT_EQ(SplitReader(path, "train").chunk_samples(), 1024);  // as written: chunks of 1024
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hsize_t shape[4] = {3000, 32, 32, 3};
+    const hid_t space = H5Screate_simple(4, shape, nullptr);
+    const hid_t dataset =
+        H5Dcreate2(file, "/train/contiguous", H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(dataset, 0);
+    EXPECT_GE(H5Dwrite(dataset, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, train.images.data()), 0);
+    // The chunked dataset's attributes (mean, std) go with the images.
+    const hid_t chunked = H5Dopen2(file, "/train/images", H5P_DEFAULT);
+    std::vector<std::string> names;  // H5Aiterate2: the same on HDF5 1.10 and 1.14
+    H5Aiterate2(
+        chunked, H5_INDEX_NAME, H5_ITER_INC, nullptr,
+        [](hid_t, const char* name, const H5A_info_t*, void* names) {
+          static_cast<std::vector<std::string>*>(names)->push_back(name);
+          return herr_t{0};
+        },
+        &names);
+    ASSERT_FALSE(names.empty());
+    for (const std::string& name_text : names) {
+      const char* name = name_text.c_str();
+      const hid_t attribute = H5Aopen(chunked, name, H5P_DEFAULT);
+      const hid_t type = H5Aget_type(attribute), attribute_space = H5Aget_space(attribute);
+      std::vector<char> value(H5Aget_storage_size(attribute) + 64);
+      EXPECT_GE(H5Aread(attribute, type, value.data()), 0) << name;
+      const hid_t copy = H5Acreate2(dataset, name, type, attribute_space, H5P_DEFAULT, H5P_DEFAULT);
+      EXPECT_GE(H5Awrite(copy, type, value.data()), 0) << name;
+      H5Aclose(copy);
+      H5Sclose(attribute_space);
+      H5Tclose(type);
+      H5Aclose(attribute);
+    }
+    H5Dclose(chunked);
+    H5Dclose(dataset);
+    H5Sclose(space);
+    ASSERT_GE(H5Ldelete(file, "/train/images", H5P_DEFAULT), 0);
+    ASSERT_GE(H5Lmove(file, "/train/contiguous", file, "/train/images", H5P_DEFAULT, H5P_DEFAULT), 0);
+    H5Fclose(file);
+  }
+  SplitReader reader(path, "train");
+  EXPECT_EQ(reader.chunk_samples(), (std::int64_t{4} << 20) / 3072);  // 1365 samples, not 3000
+  std::vector<std::uint8_t> images(3000 * 3072);
+  std::vector<std::int32_t> labels(3000);
+  reader.read(0, 3000, images.data(), labels.data());
+  EXPECT_EQ(images, train.images);
+}
+
 TEST(DatasetStorage, ChunksWithoutACompressorHoldAChunkAndTheirChecksum) {
   // Fletcher-32 reads its checksum from a chunk's last 4 bytes: HDF5 1.10.8 read far before its
   // buffer for a chunk stored in 2 (a crash). Shuffle keeps a chunk's size.

@@ -310,6 +310,28 @@ class ResumeTest(unittest.TestCase):
             self.assertIn(key, lines[0])
             self.assertFalse(os.path.exists(run_dir), "a refused resume must not create its run directory")
 
+    def test_a_resume_mid_epoch_on_a_split_of_another_size_is_refused(self):
+        # data.path may change (the same data moved), but the epoch's permutation is a function of
+        # the sample count: on 1088 samples (17 steps an epoch, so step 8 passed the step check) the
+        # rest of the epoch would repeat some samples and skip others, and it went on unsaid.
+        checkpoint = os.path.join(STRAIGHT, "checkpoints", f"step-{EVERY_STEPS}.h5")
+        other = e2e.make_fashion_subset(WORK, TRAIN + 64, TEST)
+        run_dir = os.path.join(WORK, "other-size")
+        result = train(run_dir, "--resume", checkpoint, "--set", f"data.path={other}", timeout=120)
+        self.assertEqual(result.returncode, 2, result.describe())
+        (line,) = result.error_lines()
+        self.assertIn(f"step-{EVERY_STEPS}.h5: written at step {EVERY_STEPS} of epoch 1 of a training split of "
+                      f"{TRAIN} samples, but this run's has {TRAIN + 64}", line)
+        self.assertFalse(os.path.exists(run_dir))
+        # The same data at another path resumes (a copy to local disk, say).
+        copy = os.path.join(WORK, "moved.h5")
+        with open(DATA, "rb") as source, open(copy, "wb") as target:
+            target.write(source.read())
+        moved = os.path.join(WORK, "moved-data")
+        result = train(moved, "--resume", checkpoint, "--set", f"data.path={copy}", "--set",
+                       f"train.max_steps={EVERY_STEPS + 2}", timeout=120)
+        self.assertEqual(result.returncode, 0, result.describe())
+
     def test_more_epochs_may_extend_a_finished_run(self):
         run_dir = os.path.join(WORK, "extended")
         result = train(run_dir, "--resume", latest(STRAIGHT), "--set", "train.epochs=3")

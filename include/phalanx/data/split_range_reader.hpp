@@ -24,8 +24,10 @@ class SplitRangeReader {
     return static_cast<std::int64_t>(split().height) * split().width * split().channels;
   }
   // Samples that one read of the underlying storage brings in (the HDF5 chunk along N): the
-  // streaming source reads whole multiples of it.
+  // streaming source reads whole multiples of it. A contiguous dataset has no chunks: reads of
+  // contiguous_read_bytes of samples stand for them.
   virtual std::int64_t chunk_samples() const = 0;
+  static constexpr std::int64_t contiguous_read_bytes = std::int64_t{4} << 20;
 
   // Reads samples [begin, end) into `images` (NHWC uint8) and `labels`, validated against the
   // class count. Input errors name the file, the dataset and the sample. With MPI-IO (a native

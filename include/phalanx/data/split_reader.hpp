@@ -25,7 +25,8 @@ class SplitReader final : public SplitRangeReader {
   const std::string& path() const { return path_; }
   const DatasetInfo& info() const { return info_; }
   const DatasetInfo::SplitInfo& split() const override { return split_; }
-  // Samples per HDF5 chunk of the images (along N); a contiguous dataset reports its whole count.
+  // Samples per HDF5 chunk of the images (along N); for a contiguous dataset, the samples of
+  // contiguous_read_bytes.
   std::int64_t chunk_samples() const override { return chunk_samples_; }
 
   // Reads samples [begin, end) into `images` (NHWC uint8) and `labels`, and checks every label

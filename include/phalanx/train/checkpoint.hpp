@@ -48,6 +48,9 @@ struct CheckpointExtras {
   std::optional<MetricWatchState> keep_best;   // /state/keep_best/...
   // The root attribute data_order: how the training split's samples were ordered (ShardOrder::describe).
   std::string data_order;
+  // The root attribute train_samples: the training split's sample count, which the epoch's order
+  // is a function of. 0: not written.
+  std::int64_t train_samples = 0;
 };
 
 struct CheckpointHeader {
@@ -76,6 +79,8 @@ struct CheckpointHeader {
   // How the run took each epoch's samples (ShardOrder::describe); empty: a checkpoint written
   // before the order was stored.
   std::string data_order;
+  // The training split's sample count; 0: a checkpoint written before it was stored.
+  std::int64_t train_samples = 0;
 };
 
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,

@@ -601,6 +601,8 @@ void write_checkpoint(const std::string& path, backend::Backend& backend, nn::Pa
     // The order the epoch's samples were taken in: `data.cache: auto` chooses it on each node, so
     // the config's text alone does not say whether a resume mid-epoch continues the same order.
     if (!extras.data_order.empty()) write_attribute_string(root.get(), "data_order", extras.data_order, path);
+    if (extras.train_samples > 0)
+      write_attribute_int64(root.get(), "train_samples", extras.train_samples, path);
     write_attribute_string(root.get(), "optimizer", optimizer ? optimizer->type() : "", path);
 
     const auto parameters = to_host(backend, registry.parameters(), registry.parameter_count());
@@ -706,6 +708,11 @@ CheckpointHeader read_header(hid_t file, const std::string& path) {
   header.optimizer_type = read_attribute_string(root.get(), "optimizer", path);
   if (H5Aexists(root.get(), "data_order") > 0)
     header.data_order = read_attribute_string(root.get(), "data_order", path);
+  if (H5Aexists(root.get(), "train_samples") > 0) {
+    header.train_samples = read_attribute_int64(root.get(), "train_samples", path);
+    PHALANX_REQUIRE_INPUT(header.train_samples > 0, path, ": attribute train_samples is ",
+                          header.train_samples, ", not a sample count (an edited file?)");
+  }
   header.position.global_step = read_int64(file, "/state/global_step", path);
   header.position.epoch = read_int64(file, "/state/epoch", path);
   header.position.step_in_epoch = read_int64(file, "/state/step_in_epoch", path);

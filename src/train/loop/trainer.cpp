@@ -255,6 +255,7 @@ void Trainer::watch_evaluation(std::int64_t epoch, const EpochEvaluation& evalua
 CheckpointExtras Trainer::checkpoint_extras() {
   CheckpointExtras extras;
   extras.data_order = setup_.train_split->order().describe();
+  extras.train_samples = setup_.train_split->count;
   if (average_) {
     auto& registry = setup_.model->registry();
     WeightAverageState state;

@@ -57,6 +57,16 @@ void require_same_trajectory(const CheckpointHeader& header, const ResumingRun& 
       config::first_difference(now, before, "in the checkpoint"),
       " (epochs, max_steps and checkpoint settings may change; the number of ranks may change "
       "too, and train.batch_size with elastic.global_batch: change)");
+  // Mid-epoch the order must go on as it was, and a permutation is a function of the count: on a
+  // split of another size the rest of the epoch would repeat some samples and skip others. (data.path
+  // may change: the same data moved, or copied to local disk.)
+  PHALANX_REQUIRE_INPUT(header.position.step_in_epoch == 0 || header.train_samples == 0 ||
+                            header.train_samples == run.train_samples,
+                        header.path, ": written at step ", header.position.step_in_epoch, " of epoch ",
+                        header.position.epoch + 1, " of a training split of ", header.train_samples,
+                        " samples, but this run's has ", run.train_samples,
+                        ": the rest of the epoch would repeat some samples and skip others; resume with the "
+                        "same data, or from a checkpoint at an epoch's end");
   PHALANX_REQUIRE_INPUT(header.position.step_in_epoch < run.steps_per_epoch, header.path, ": resumes at step ",
                         header.position.step_in_epoch, " of an epoch, but this data gives ",
                         run.steps_per_epoch, " steps per epoch (is it the same dataset?)");

@@ -27,6 +27,7 @@ struct ResumingRun {
   std::int64_t steps_per_epoch = 0;
   data::ShardOrder order;         // of the training split
   std::string cache_description;  // how the training split is held, for a refusal
+  std::int64_t train_samples = 0;  // the training split's count
   // KEY=VALUE set in the checkpoint's config before the comparison (JobRequest's).
   std::vector<std::string> checkpoint_overrides{};
 };

@@ -63,11 +63,11 @@ void require_accumulation_arithmetic(const TrainingSetup& setup, int local_batch
 void resume(TrainingSetup& setup, const OpenCheckpoint& checkpoint, backend::Backend& backend,
             const comm::Communicator& communicator,
             const std::vector<std::string>& checkpoint_config_overrides) {
-  const ResumePlan plan =
-      plan_resume(checkpoint.header(),
-                  ResumingRun{setup.config, communicator.size(), communicator.rank(), setup.local_batches,
-                              setup.global_batch, setup.steps_per_epoch, setup.train_split->order(),
-                              setup.train_split->cache_description, checkpoint_config_overrides});
+  const ResumePlan plan = plan_resume(
+      checkpoint.header(), ResumingRun{setup.config, communicator.size(), communicator.rank(),
+                                       setup.local_batches, setup.global_batch, setup.steps_per_epoch,
+                                       setup.train_split->order(), setup.train_split->cache_description,
+                                       setup.train_split->count, checkpoint_config_overrides});
   const CheckpointHeader& header = checkpoint.header();
   checkpoint.load(backend, setup.model->registry(), setup.optimizer.get());
   if (setup.loss_scaler && header.loss_scale) setup.loss_scaler->restore(*header.loss_scale);
