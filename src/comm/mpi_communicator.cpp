@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <thread>
@@ -171,21 +172,34 @@ void Communicator::broadcast_string(std::string& text, int root) const {
   if (length) broadcast(text.data(), length, root);
 }
 
+namespace {
+
+// MPI counts are ints: a longer buffer is reduced in pieces of at most INT_MAX elements (a cast
+// would wrap 2^32 + k to k and sum only the first k, with no error).
+template <typename Value>
+void allreduce_in_pieces(Value* data, std::int64_t count, MPI_Datatype type, MPI_Op operation,
+                         MPI_Comm comm) {
+  PHALANX_CHECK(count >= 0, "all-reduce of ", count, " elements");
+  for (std::int64_t done = 0; done < count;) {
+    const std::int64_t piece = std::min<std::int64_t>(count - done, INT_MAX);
+    PHALANX_MPI(MPI_Allreduce(MPI_IN_PLACE, data + done, static_cast<int>(piece), type, operation, comm));
+    done += piece;
+  }
+}
+
+}  // namespace
+
 void Communicator::allreduce_sum(float* data, std::int64_t count) const {
-  PHALANX_MPI(
-      MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_of(handle_)));
+  allreduce_in_pieces(data, count, MPI_FLOAT, MPI_SUM, comm_of(handle_));
 }
 void Communicator::allreduce_sum(double* data, std::int64_t count) const {
-  PHALANX_MPI(
-      MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_DOUBLE, MPI_SUM, comm_of(handle_)));
+  allreduce_in_pieces(data, count, MPI_DOUBLE, MPI_SUM, comm_of(handle_));
 }
 void Communicator::allreduce_sum(std::int64_t* data, std::int64_t count) const {
-  PHALANX_MPI(
-      MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_INT64_T, MPI_SUM, comm_of(handle_)));
+  allreduce_in_pieces(data, count, MPI_INT64_T, MPI_SUM, comm_of(handle_));
 }
 void Communicator::allreduce_max(double* data, std::int64_t count) const {
-  PHALANX_MPI(
-      MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_DOUBLE, MPI_MAX, comm_of(handle_)));
+  allreduce_in_pieces(data, count, MPI_DOUBLE, MPI_MAX, comm_of(handle_));
 }
 
 std::vector<std::uint64_t> Communicator::allgather(std::uint64_t value) const {
@@ -231,6 +245,9 @@ std::vector<std::string> Communicator::gather_strings(const std::string& text, i
 }
 
 Request Communicator::allreduce_sum_async(float* data, std::int64_t count) const {
+  // One request: a bucket fits an int (distributed.bucket_mb is at most 8191 MiB).
+  PHALANX_CHECK(count >= 0 && count <= INT_MAX, "an all-reduce of ", count,
+                " elements is past MPI's int count");
   auto* request = new MPI_Request;
   const int status = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
                                     comm_of(handle_), request);

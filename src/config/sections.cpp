@@ -565,8 +565,9 @@ std::vector<int> read_local_batches(const Reader& reader, const YAML::Node& list
 void read_distributed(const Section& section, DistributedConfig& distributed) {
   const Reader& reader = section.reader();
   if (const YAML::Node value = section["bucket_mb"]; has(value)) {
-    // Up to 1 TiB, as `phalanx scaling --bucket-mb`: beyond it the bytes no longer fit a size_t.
-    distributed.bucket_mb = reader.real(value, section.key("bucket_mb"), zero_exclusive, Bound{1 << 20, true});
+    // Below 8 GiB: a bucket's floats are one MPI all-reduce, whose count is an int (8192 MiB would
+    // be 2^31 floats).
+    distributed.bucket_mb = reader.real(value, section.key("bucket_mb"), zero_exclusive, Bound{8191, true});
   }
   if (const YAML::Node value = section["timeout_s"]; has(value)) {
     distributed.timeout_s = reader.real(value, section.key("timeout_s"), zero_exclusive, std::nullopt);

@@ -72,7 +72,7 @@ TEST(ConfigEmit, DoublesRoundTripExactly) {
   config.optimizer.learning_rate = 0.1 + 0.2;  // 0.30000000000000004: needs all 17 digits
   config.optimizer.epsilon = 5e-324;           // the smallest subnormal
   config.schedule.one_cycle_final_div_factor = 1.0 / 3.0;
-  config.distributed.bucket_mb = 1048576.0 / 3.0;
+  config.distributed.bucket_mb = 8191.0 / 3.0;
   const Config reparsed = parse(to_yaml(config), "emitted.yaml");
   EXPECT_EQ(reparsed.optimizer.learning_rate, config.optimizer.learning_rate);
   EXPECT_EQ(reparsed.optimizer.epsilon, config.optimizer.epsilon);

@@ -97,8 +97,10 @@ TEST(ConfigParseErrors, OutOfRangeValuesNameTheAllowedRange) {
       {"schedule: {minimum_factor: 1.5}\n", "schedule.minimum_factor must be in [0, 1] (got 1.5)"},
       {"schedule: {one_cycle_peak_fraction: 0}\n",
        "schedule.one_cycle_peak_fraction must be in (0, 1) (got 0)"},
-      {"distributed: {bucket_mb: 0}\n", "distributed.bucket_mb must be in (0, 1048576] (got 0)"},
-      {"distributed: {bucket_mb: 1e30}\n", "distributed.bucket_mb must be in (0, 1048576] (got 1e30)"},
+      {"distributed: {bucket_mb: 0}\n", "distributed.bucket_mb must be in (0, 8191] (got 0)"},
+      {"distributed: {bucket_mb: 1e30}\n", "distributed.bucket_mb must be in (0, 8191] (got 1e30)"},
+      // 8192 MiB is 2^31 floats: past the int count of one MPI all-reduce.
+      {"distributed: {bucket_mb: 8192}\n", "distributed.bucket_mb must be in (0, 8191] (got 8192)"},
       {"distributed: {timeout_s: -1}\n", "distributed.timeout_s must be > 0 (got -1)"},
       {"checkpoint: {every_steps: -1}\n", "checkpoint.every_steps must be >= 0 (got -1)"},
       {"checkpoint: {keep: 0}\n", "checkpoint.keep must be >= 1 (got 0)"},

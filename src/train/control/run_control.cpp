@@ -33,9 +33,11 @@ RunControl::RunControl(const comm::Communicator& communicator, const std::string
   const int rank = communicator.rank();
   watchdog_ = std::make_unique<comm::Watchdog>(
       run_directory + "/heartbeat", rank, communicator.size(), communicator.host_name(), timeout_seconds,
-      [rank](const comm::StallReport& report) {
+      [rank, timeout_seconds](const comm::StallReport& report) {
         // Every waiting rank reaches the same verdict; the lowest rank that did not stall says it,
-        // the others give it a moment to be heard before the job is torn down.
+        // the others give it time to be heard before the job is torn down: it may have begun its
+        // wait later (it was writing a checkpoint), so its watchdog fires later too, up to the
+        // timeout after theirs (a fixed 2 s lost its report, and the job ended without a word).
         int reporter = 0;
         while (std::find(report.stalled_ranks.begin(), report.stalled_ranks.end(), reporter) !=
                report.stalled_ranks.end())
@@ -44,7 +46,7 @@ RunControl::RunControl(const comm::Communicator& communicator, const std::string
           std::fprintf(stderr, "phalanx: error: rank %d: %s\n", rank, report.message.c_str());
           std::fflush(stderr);
         } else {
-          std::this_thread::sleep_for(std::chrono::seconds(2));
+          std::this_thread::sleep_for(std::chrono::duration<double>(timeout_seconds + 2));
         }
         // The main thread is blocked in MPI: only an abort from here ends the job.
         comm::MpiSession::abort(1);

@@ -425,6 +425,9 @@ void Trainer::stop_on_signal(const RunningTotals& totals) {
 void Trainer::save_checkpoint(CheckpointKind kind, const RunningTotals& totals) {
   const bool final = kind == CheckpointKind::Final;
   const TrainingPosition& position = setup_.position;
+  // The buffers' all-reduce and the totals' gather wait for every rank: watched as collectives (a
+  // peer stopped here held the job forever under the step's last, local, stage).
+  run_control_->enter("checkpoint", position.global_step, comm::StageKind::Collective);
   synchronise_buffers();
   const std::string path = final ? run_directory_.latest_checkpoint_path()
                            : kind == CheckpointKind::Best
@@ -432,6 +435,8 @@ void Trainer::save_checkpoint(CheckpointKind kind, const RunningTotals& totals) 
                                : run_directory_.checkpoint_path(position.global_step);
   update_->require_finite_state(path, position.global_step);
   const auto every_rank_totals = gather_running_totals(communicator_, totals);
+  // Rank 0 writes alone: its own work, not a wait for the others.
+  run_control_->enter("checkpoint write", position.global_step, comm::StageKind::Local);
   if (communicator_.rank() != 0) return;
   const CheckpointExtras extras = checkpoint_extras();
   const double rescaled_rate = setup_.learning_rate != setup_.config.optimizer.learning_rate ? setup_.learning_rate : 0.0;
