@@ -82,6 +82,7 @@ Watchdog::~Watchdog() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (stall_thread_.joinable()) stall_thread_.join();
   if (file_ >= 0) ::close(file_);
   ::unlink(heartbeat_path(folder_, rank_).c_str());
   ::rmdir(folder_.c_str());  // the last rank to finish removes the folder; the others fail harmlessly
@@ -217,8 +218,13 @@ void Watchdog::beat_loop() {
     const auto report =
         diagnose(before, after, rank_, stage, step_.load(std::memory_order_relaxed),
                  steady_seconds() - stage_since_.load(std::memory_order_relaxed), timeout_seconds_);
-    lock.unlock();
-    on_stall_(report);
+    // The callback may wait before it ends the job (for the rank that reports): on a thread of its
+    // own, so this one keeps the heartbeat going, and the others do not take this rank for stopped.
+    stall_thread_ = std::thread([this, report] { on_stall_(report); });
+    while (!stopping_) {
+      wake_.wait_for(lock, std::chrono::duration<double>(beat_interval_));
+      if (!stopping_) write_heartbeat(steady_seconds());
+    }
     return;
   }
 }

@@ -44,8 +44,10 @@ struct StallReport {
 
 class Watchdog {
  public:
-  // `on_stall` runs on the watchdog thread with the report once this rank has waited longer than
-  // `timeout_seconds` in a collective; it must end the process (the main thread is stuck).
+  // `on_stall` runs on a thread of its own with the report once this rank has waited longer than
+  // `timeout_seconds` in a collective; it must end the process (the main thread is stuck). The
+  // heartbeat goes on meanwhile: a rank that waits there (for another to report first) is not
+  // taken for a stopped one.
   Watchdog(std::string folder, int rank, int size, std::string host, double timeout_seconds,
            std::function<void(const StallReport&)> on_stall);
   // Stops the thread and removes this rank's heartbeat file.
@@ -82,6 +84,7 @@ class Watchdog {
   double timeout_seconds_;
   double beat_interval_;
   std::function<void(const StallReport&)> on_stall_;
+  std::thread stall_thread_;  // runs on_stall_ once
   int file_ = -1;
   std::uint64_t beats_ = 0;
 

@@ -38,6 +38,7 @@ RunControl::RunControl(const comm::Communicator& communicator, const std::string
         // the others give it time to be heard before the job is torn down: it may have begun its
         // wait later (it was writing a checkpoint), so its watchdog fires later too, up to the
         // timeout after theirs (a fixed 2 s lost its report, and the job ended without a word).
+        // Their heartbeats go on meanwhile (the watchdog's thread), so it names only the stopped.
         int reporter = 0;
         while (std::find(report.stalled_ranks.begin(), report.stalled_ranks.end(), reporter) !=
                report.stalled_ranks.end())

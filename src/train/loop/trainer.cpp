@@ -19,6 +19,7 @@
 #include "phalanx/core/timer.hpp"
 #include "phalanx/data/shard_plan.hpp"
 #include "phalanx/data/source_statistics.hpp"
+#include "phalanx/train/nonfinite_stop.hpp"
 
 namespace phalanx::train {
 namespace {
@@ -89,20 +90,30 @@ nlohmann::json Trainer::run() {
     stopped_early_ = true;
     last_step_ = setup_.position.global_step;
   }
-  while (setup_.position.global_step < last_step_) {
-    const std::optional<StepEnd> end = train_step(*step);
-    if (!end) break;  // the data ran out
-    if (bookkeeping.callbacks.read_device_results(*end)) {  // one wait for the device, for all of them
-      step->clock->settle();
-      bookkeeping.losses.take();
+  try {
+    while (setup_.position.global_step < last_step_) {
+      const std::optional<StepEnd> end = train_step(*step);
+      if (!end) break;                                        // the data ran out
+      if (bookkeeping.callbacks.read_device_results(*end)) {  // one wait for the device, for all of them
+        step->clock->settle();
+        bookkeeping.losses.take();
+      }
+      bookkeeping.callbacks.after_step(*end);
+      if (bookkeeping.stop.stopped())
+        return {{stopped_for_handover_ ? "stopped_for_handover" : "stopped_by_signal", true},
+                {"steps", setup_.position.global_step}};
+      if (stopped_early_) break;  // the run ends as at its last step: final checkpoint, summary
     }
-    bookkeeping.callbacks.after_step(*end);
-    if (bookkeeping.stop.stopped())
-      return {{stopped_for_handover_ ? "stopped_for_handover" : "stopped_by_signal", true},
-              {"steps", setup_.position.global_step}};
-    if (stopped_early_) break;  // the run ends as at its last step: final checkpoint, summary
+    return finish(*step, bookkeeping);
+  } catch (const NonFiniteStop&) {
+    throw;  // every rank stopped at the same step: no all-reduce is left waiting for a peer
+  } catch (...) {
+    // Before `step` and `bookkeeping` free their device memory as the error leaves: cudaFree waits
+    // for the whole device, and an all-reduce kernel waiting for a peer that failed never ends
+    // until its communicator is aborted. (One rank's all-reduce waits for nobody.)
+    if (setup_.nccl && setup_.nccl->size() > 1) setup_.nccl->abort_on_error();
+    throw;
   }
-  return finish(*step, bookkeeping);
 }
 
 std::optional<StepEnd> Trainer::train_step(Step& step) {
@@ -375,6 +386,9 @@ nlohmann::json Trainer::finish(Step& step, Bookkeeping& bookkeeping) {
     reporter_->partial_epoch_end(evaluate_now(bookkeeping.losses.totals()));
   }
   save_checkpoint(CheckpointKind::Final, bookkeeping.losses.totals());
+  // The trace's clock offsets and the summary's gathers wait for every rank again: watched.
+  run_control_->enter("final evaluation and summary", setup_.position.global_step,
+                      comm::StageKind::Collective);
   bookkeeping.trace.trace().write_merged(communicator_, run_directory_.path() + "/trace.json",
                                          "rank " + std::to_string(communicator_.rank()) + " (" +
                                              communicator_.host_name() + ", " + backend_.name() + ")");

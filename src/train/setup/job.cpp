@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <exception>
 
 #include "loop/trainer.hpp"
 #include "phalanx/comm/agreement.hpp"
@@ -237,14 +236,7 @@ Job::Job(JobRequest request, const comm::Communicator& communicator, std::option
   trainer_ = std::make_unique<Trainer>(std::move(setup), communicator, backend);
 }
 
-Job::~Job() {
-  // Unwinding from a failed step: this rank's all-reduce kernels may wait for a peer that will
-  // never launch its part, and freeing the trainer's device memory waits for the whole device.
-  // The job's own NCCL communicator is aborted first, which ends those kernels. (A sweep's lent
-  // communicator is its group's to abort.)
-  if (std::uncaught_exceptions() > 0 && state_ && state_->nccl) state_->nccl->abort_on_error();
-  trainer_.reset();
-}
+Job::~Job() = default;
 
 nlohmann::json Job::run() { return trainer_->run(); }
 
