@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${PHALANX_BUILD_DIR:-build}
 if [ -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then export PATH=/usr/local/cuda/bin:$PATH; fi
+mkdir -p "$(dirname "$build_dir")"  # the configure log goes beside the build folder
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >"$build_dir.configure.log" 2>&1 ||
   { cat "$build_dir.configure.log"; exit 1; }
 grep -E "phalanx:" "$build_dir.configure.log" || true

@@ -48,9 +48,12 @@ onednn_debian_version() {
   apt-cache policy libdnnl-dev 2>/dev/null | awk '$1 == "Installed:" && $2 != "(none)" { print $2; exit }
     $1 == "Candidate:" && $2 != "(none)" { print $2; exit }'
 }
+# apt-get as root; a user with sudo gets it through sudo (the README's "or with sudo").
+as_root=()
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && sudo -n true 2>/dev/null; then as_root=(sudo); fi
 onednn_version=$(onednn_debian_version)
-if [ -z "$onednn_version" ] && [ "$(id -u)" = 0 ]; then
-  apt-get update -qq
+if [ -z "$onednn_version" ] && { [ "$(id -u)" = 0 ] || [ ${#as_root[@]} -gt 0 ]; }; then
+  ${as_root[@]+"${as_root[@]}"} apt-get update -qq
   onednn_version=$(onednn_debian_version)
 fi
 # Debian versions read "3.7.1+ds-1" (an epoch "1:" would come first).
@@ -69,8 +72,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   start=$SECONDS
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ "$(id -u)" != 0 ] && [ ${#as_root[@]} -eq 0 ]; then
+    echo "install-dependencies: these Debian packages are missing and apt-get needs root (run as root," \
+      "or where sudo is): ${missing[*]}" >&2
+    exit 1
+  fi
+  ${as_root[@]+"${as_root[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  ${as_root[@]+"${as_root[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
   echo "installed ${#missing[@]} packages (and what they depend on) in $((SECONDS - start)) s"
 fi
 

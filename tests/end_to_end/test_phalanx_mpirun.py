@@ -27,7 +27,8 @@ def wrapper(*args, env=None, timeout=60, unset=()):
 class PlanTest(unittest.TestCase):
     def test_gpu_nodes_get_one_rank_per_gpu_and_bound_cores(self):
         result = wrapper("--hosts", "n1,n2", "--gpus-per-node", 4, "--dry-run", "--", "phalanx", "train", "c.yaml",
-                         env={"SLURM_CPUS_ON_NODE": "32", "NCCL_DEBUG": "INFO"}, unset=("OMP_NUM_THREADS",))
+                         env={"SLURM_CPUS_ON_NODE": "32", "NCCL_DEBUG": "INFO", "PHALANX_THREADS_PER_CORE": "1"},
+                         unset=("OMP_NUM_THREADS",))
         self.assertEqual(result.returncode, 0, result.stderr)
         lines = result.stdout.splitlines()
         self.assertIn("8 ranks on 2 node(s)", lines[0])
@@ -39,6 +40,24 @@ class PlanTest(unittest.TestCase):
         self.assertIn("-x OMP_NUM_THREADS=8", command)
         self.assertIn("-x NCCL_DEBUG=INFO", command, "a variable the user set wins over the default")
         self.assertTrue(command.rstrip().endswith("phalanx train c.yaml"))
+
+    def test_pe_counts_physical_cores_and_threads_every_hardware_thread(self):
+        # Open MPI's PE counts cores: 32 CPUs of two threads a core are 16 cores, 8 per rank of 2,
+        # each running 16 OpenMP threads. (PE=16 asked twice the cores there are, and mpirun refused.)
+        result = wrapper("--hosts", "n1", "--cpu-ranks-per-node", 2, "--dry-run", "--", "phalanx", "train", "c.yaml",
+                         env={"SLURM_CPUS_ON_NODE": "32", "PHALANX_THREADS_PER_CORE": "2", "OMP_NUM_THREADS": "3"},
+                         unset=())
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("--map-by ppr:2:node:PE=8 --bind-to core", result.stdout)
+        self.assertIn("-x OMP_NUM_THREADS=3", result.stdout, "the user's OMP_NUM_THREADS wins")
+        result = wrapper("--hosts", "n1", "--cpu-ranks-per-node", 2, "--dry-run", "--", "phalanx", "train", "c.yaml",
+                         env={"SLURM_CPUS_ON_NODE": "32", "PHALANX_THREADS_PER_CORE": "2"}, unset=("OMP_NUM_THREADS",))
+        self.assertIn("-x OMP_NUM_THREADS=16", result.stdout)
+        # This machine's own count: one line, a whole number no larger than its hardware threads.
+        counted = subprocess.run([os.path.join(e2e.SOURCE_DIR, "launch", "phalanx-physical-cores")],
+                                 capture_output=True, text=True, env=dict(e2e.child_environment(), OMP_NUM_THREADS="1"))
+        self.assertEqual(counted.returncode, 0, counted.stderr)
+        self.assertTrue(1 <= int(counted.stdout) <= os.cpu_count(), counted.stdout)
 
     def test_heterogeneous_groups(self):
         result = wrapper("--group", "g1:2:0", "--group", "c1,c2:0:3", "--threads", 2, "--dry-run", "phalanx", "sweep",
