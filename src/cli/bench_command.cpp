@@ -181,8 +181,8 @@ int bench_allreduce(const BenchArguments& arguments, int* argc, char*** argv) {
                           "--min-bytes must be >= 4 and <= --max-bytes (got ", arguments.minimum_bytes,
                           " and ", arguments.maximum_bytes, ")");
     PHALANX_REQUIRE_INPUT(arguments.maximum_bytes <= benchmark::most_benchmark_bytes,
-                          "--max-bytes must be <= 8 GiB (", benchmark::most_benchmark_bytes, "; got ",
-                          arguments.maximum_bytes, ")");
+                          "--max-bytes must be below 8 GiB (at most ", benchmark::most_benchmark_bytes,
+                          ", one MPI count of floats; got ", arguments.maximum_bytes, ")");
     PHALANX_REQUIRE_INPUT(arguments.iterations >= 1 && arguments.warmup >= 0,
                           "--iterations must be >= 1 and --warmup >= 0");
   });
@@ -244,8 +244,8 @@ int bench_calibrate(const BenchArguments& arguments, int* argc, char*** argv) {
                           "--min-bytes must be >= 4 and below --max-bytes (got ", arguments.minimum_bytes,
                           " and ", arguments.maximum_bytes, ")");
     PHALANX_REQUIRE_INPUT(arguments.maximum_bytes <= benchmark::most_benchmark_bytes,
-                          "--max-bytes must be <= 8 GiB (", benchmark::most_benchmark_bytes, "; got ",
-                          arguments.maximum_bytes, ")");
+                          "--max-bytes must be below 8 GiB (at most ", benchmark::most_benchmark_bytes,
+                          ", one MPI count of floats; got ", arguments.maximum_bytes, ")");
     // The transport fit is a line through the timed sizes: it needs two of them.
     PHALANX_REQUIRE_INPUT(
         benchmark::doubling_sizes(arguments.minimum_bytes, arguments.maximum_bytes).size() >= 2,
@@ -365,8 +365,8 @@ int bench_transfer(const BenchArguments& arguments) {
                         "--min-bytes must be >= 1 and <= --max-bytes");
   // Also keeps the quadrupling below from wrapping past size_t's end.
   PHALANX_REQUIRE_INPUT(arguments.maximum_bytes <= benchmark::most_benchmark_bytes,
-                        "--max-bytes must be <= 8 GiB (", benchmark::most_benchmark_bytes, "; got ",
-                        arguments.maximum_bytes, ")");
+                        "--max-bytes must be below 8 GiB (at most ", benchmark::most_benchmark_bytes,
+                        ", one MPI count of floats; got ", arguments.maximum_bytes, ")");
   std::vector<std::size_t> sizes;
   for (std::size_t bytes = arguments.minimum_bytes; bytes <= arguments.maximum_bytes; bytes *= 4)
     sizes.push_back(bytes);

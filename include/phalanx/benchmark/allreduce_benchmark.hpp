@@ -53,7 +53,8 @@ std::vector<ProgressStages> measure_progress_stages(const comm::Communicator& co
                                                     int max_calls = 16);
 
 // The largest message the benchmarks time: 8 GiB, beyond a GPU's memory for a buffer of it.
-inline constexpr std::size_t most_benchmark_bytes = std::size_t{1} << 33;
+inline constexpr std::size_t most_benchmark_bytes =
+    (std::size_t{1} << 33) - 4;  // 2^31 - 1 floats: one MPI count
 
 // Sizes from `minimum` (rounded down to whole floats, at least one) to `maximum` bytes, doubling;
 // the doubling stops before it would wrap, whatever `maximum` is.

@@ -186,6 +186,13 @@ CheckpointSeal reseal_checkpoint(const std::string& path) {
       ::open(output.temporary_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (descriptor < 0)
     throw_run_failure(path + ": cannot create " + output.temporary_path() + ": " + std::strerror(errno));
+  // Root sealing a user's checkpoint leaves it the user's, not root's.
+  if (::geteuid() == 0 && ::fchown(descriptor, source.status().st_uid, source.status().st_gid) != 0) {
+    const int error = errno;
+    ::close(descriptor);
+    throw_run_failure(path + ": cannot set the owner of " + output.temporary_path() + ": " +
+                      std::strerror(error));
+  }
   if (::fchmod(descriptor, source.status().st_mode & 07777) != 0) {
     const int error = errno;
     ::close(descriptor);

@@ -90,7 +90,8 @@ StepMemory step_memory(const nn::Model& model, std::int64_t micro_batch, std::in
   const std::int64_t ring =
       (std::int64_t{prefetch_batches} + 2) * local_batch * model.sample_shape().elements() +
       local_batch * gathered_sample_bytes;
-  return {static_cast<std::size_t>(floats) * sizeof(float), static_cast<std::size_t>(ring), prefetch_batches};
+  return {static_cast<std::size_t>(floats) * sizeof(float), static_cast<std::size_t>(ring),
+          static_cast<std::size_t>(local_batch * model.sample_shape().elements()), prefetch_batches};
 }
 
 std::size_t model_state_bytes(const nn::ModelSize& size, std::size_t optimizer_states) {
@@ -115,9 +116,11 @@ void require_memory_fits(const StepMemory& step, const std::optional<MemoryLimit
                          std::int64_t local_batch, int micro_batches, const std::string& device) {
   const std::size_t needed = step.total();
   if (!limit || needed <= limit->bytes) return;
-  // The ring holds whole raw batches, prefetched: more of them, not a smaller batch, is the cure
-  // where they are most of what does not fit.
-  if (step.loader_ring > step.activations)
+  // The ring holds whole raw batches, prefetched: fewer of them, not a smaller batch, is the cure
+  // where they are most of what does not fit and one prefetched batch would fit.
+  const std::size_t with_one_prefetched =
+      needed - static_cast<std::size_t>(std::max(step.prefetch_batches - 1, 0)) * step.raw_batch;
+  if (step.loader_ring > step.activations && step.prefetch_batches > 1 && with_one_prefetched <= limit->bytes)
     throw_input_error("data.prefetch_batches: the loader's ring of " + std::to_string(step.prefetch_batches) +
                       " prefetched batches (and two in use) of " + std::to_string(local_batch) +
                       " raw samples needs about " + gib(step.loader_ring) + " on this rank (" + device +

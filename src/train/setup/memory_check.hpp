@@ -32,6 +32,7 @@ std::optional<MemoryLimit> memory_available_to_rank(backend::Backend& backend, i
 // loader gathers a batch of them before cropping (data.augment.random_resized_crop), else 0.
 struct StepMemory {
   std::size_t activations = 0, loader_ring = 0;
+  std::size_t raw_batch = 0;  // one raw batch of the ring: what each prefetched batch adds
   int prefetch_batches = 0;
   std::size_t total() const { return activations + loader_ring; }
 };
