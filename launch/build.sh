@@ -13,4 +13,4 @@ grep -E "phalanx:" "$build_dir.configure.log" || true
 # PHALANX_TARGETS narrows the build (the quick start needs only the phalanx binary).
 targets=()
 for target in ${PHALANX_TARGETS:-}; do targets+=(--target "$target"); done
-cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
+cmake --build "$build_dir" -j "$(nproc)" ${targets[@]+"${targets[@]}"}
