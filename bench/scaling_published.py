@@ -33,27 +33,37 @@ GOYAL = ("Goyal et al. 2017 (arXiv:1706.02677, 4.3 and 5.5: Big Basin servers, 8
 # iterations 12% slower than one server's (5.5) is 0.264 / 1.12 = 0.236 s. The mean, 0.234 s.
 GOYAL_ITERATION = (0.232 + 0.236) / 2
 
-# study, model, nodes, GPUs per node, fabric, batch per GPU, bucket MB, one device's images/s and where it
-# comes from, published efficiency (%), the node count it is relative to (1: one device)
+# NCCL's algorithms in the study's time: Horovod's results (2017-10 and 2018-05) predate NCCL 2.4.2
+# (2018-12-13), the release that added trees, so its all-reduces were rings. The DDP README (2019)
+# ran on NCCL 2.4 or later. Goyal et al. reduced across servers with Gloo's own algorithms, not NCCL:
+# the model gives it NCCL's choice, the nearest it has.
+RINGS_ONLY = "ring"
+RING_AND_TREE = "ring,tree"
+
+# study, model, nodes, GPUs per node, fabric, NCCL algorithms, batch per GPU, bucket MB, one device's
+# images/s and where it comes from, published efficiency (%), the node count it is relative to (1: one
+# device)
 CASES = [
-    (HOROVOD_128, "inception_v3", 32, 4, "roce-25g", 64, 64, 134.4, HOROVOD_ONE, 90, None),
-    (HOROVOD_512, "inception_v3", 128, 4, "roce-25g", 64, 64, 134.4, HOROVOD_ONE, 90, None),
-    (HOROVOD_128, "resnet101", 32, 4, "roce-25g", 64, 64, 119.4, HOROVOD_ONE, 90, None),
-    (HOROVOD_512, "resnet101", 128, 4, "roce-25g", 64, 64, 119.4, HOROVOD_ONE, 90, None),
-    (HOROVOD_128, "vgg16", 32, 4, "roce-25g", 64, 64, 130.9, HOROVOD_ONE, 79, None),
-    (HOROVOD_512, "vgg16", 128, 4, "roce-25g", 64, 64, 130.9, HOROVOD_ONE, 68, None),
-    (DDP, "resnet50", 2, 8, "ib-4x100g", 32, 25, 329, "the README's 1 GPU, no DDP: 329 images/s", 93, None),
+    (HOROVOD_128, "inception_v3", 32, 4, "roce-25g", RINGS_ONLY, 64, 64, 134.4, HOROVOD_ONE, 90, None),
+    (HOROVOD_512, "inception_v3", 128, 4, "roce-25g", RINGS_ONLY, 64, 64, 134.4, HOROVOD_ONE, 90, None),
+    (HOROVOD_128, "resnet101", 32, 4, "roce-25g", RINGS_ONLY, 64, 64, 119.4, HOROVOD_ONE, 90, None),
+    (HOROVOD_512, "resnet101", 128, 4, "roce-25g", RINGS_ONLY, 64, 64, 119.4, HOROVOD_ONE, 90, None),
+    (HOROVOD_128, "vgg16", 32, 4, "roce-25g", RINGS_ONLY, 64, 64, 130.9, HOROVOD_ONE, 79, None),
+    (HOROVOD_512, "vgg16", 128, 4, "roce-25g", RINGS_ONLY, 64, 64, 130.9, HOROVOD_ONE, 68, None),
+    (DDP, "resnet50", 2, 8, "ib-4x100g", RING_AND_TREE, 32, 25, 329, "the README's 1 GPU, no DDP: 329 images/s",
+     93, None),
     # Goyal et al. give the efficiency from one server (8 GPUs) to 32.
-    (GOYAL, "resnet50", 32, 8, "ethernet-50g", 32, 25, 32 / GOYAL_ITERATION,
+    (GOYAL, "resnet50", 32, 8, "ethernet-50g", RING_AND_TREE, 32, 25, 32 / GOYAL_ITERATION,
      "0.234 s per iteration of one server at 32 images per GPU (derived from Goyal et al.'s 1 and 5.5)", 90, 1),
 ]
 
 # Horovod's fusion buffer (HOROVOD_FUSION_THRESHOLD) is 64 MB; DDP's bucket_cap_mb 25.
 
 
-def predict(phalanx, model, nodes, gpus_per_node, fabric, batch, bucket_mb, images_per_second):
+def predict(phalanx, model, nodes, gpus_per_node, fabric, algorithms, batch, bucket_mb, images_per_second):
     command = [phalanx, "scaling", "--layers", os.path.join(TABLES, f"{model}.json"), "--batch-size", str(batch),
-               "--gpus-per-node", str(gpus_per_node), "--fabric", fabric, "--images-per-second",
+               "--gpus-per-node", str(gpus_per_node), "--fabric", fabric, "--nccl-algo", algorithms,
+               "--images-per-second",
                str(images_per_second), "--bucket-mb", str(bucket_mb), "--sweep-nodes", f"1,{nodes}", "--json"]
     completed = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(completed.stdout)["predictions"]
@@ -63,18 +73,18 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     phalanx, check = sys.argv[1], "--check" in sys.argv[2:]
-    print(f"{'model':<13} {'GPUs':>5} {'fabric':<13} {'img/s 1 GPU':>11} {'exposed %':>9} {'predicted':>9} "
+    print(f"{'model':<13} {'GPUs':>5} {'fabric':<13} {'NCCL':<9} {'img/s 1 GPU':>11} {'exposed %':>9} {'predicted':>9} "
           f"{'published':>9} {'points':>7}  source")
     worst = {}
     sources = []
-    for study, model, nodes, gpus, fabric, batch, bucket, rate, rate_source, published, base in CASES:
-        one_node, scaled = predict(phalanx, model, nodes, gpus, fabric, batch, bucket, rate)
+    for study, model, nodes, gpus, fabric, algorithms, batch, bucket, rate, rate_source, published, base in CASES:
+        one_node, scaled = predict(phalanx, model, nodes, gpus, fabric, algorithms, batch, bucket, rate)
         efficiency = scaled["efficiency"] / (one_node["efficiency"] if base else 1.0)
         predicted = 100 * efficiency
         worst[model] = min(worst.get(model, 100.0), predicted)
         if study not in sources:
             sources.append(study)
-        print(f"{model:<13} {nodes * gpus:>5} {fabric:<13} {rate:>11.1f} {100 * scaled['exposed_share']:>9.1f} "
+        print(f"{model:<13} {nodes * gpus:>5} {fabric:<13} {algorithms:<9} {rate:>11.1f} {100 * scaled['exposed_share']:>9.1f} "
               f"{predicted:>8.1f}% {published:>8.0f}% {predicted - published:>+7.1f}  [{sources.index(study) + 1}] "
               f"{'relative to one node; ' if base else ''}one device: {rate_source}")
     print()

@@ -30,6 +30,7 @@ struct ScalingArguments {
   int nodes = 1, gpus_per_node = 1, classes = 0, batch_size = 0;
   double images_per_second = 0, bucket_mb = 0;
   std::string device;
+  std::string nccl_algo;  // empty: ring and tree
   bool json = false;
   // Given on the command line (a value of 0 or -5 is refused, not taken for the default).
   bool batch_size_given = false, images_per_second_given = false, bucket_mb_given = false;
@@ -196,6 +197,12 @@ int run_scaling(const ScalingArguments& arguments) {
   PHALANX_REQUIRE_INPUT(arguments.transport.empty() || !arguments.profile.empty(), "--transport ",
                         arguments.transport,
                         " reads the measured transport from the profile: give --profile FILE");
+  PHALANX_REQUIRE_INPUT(arguments.nccl_algo.empty() || arguments.transport.empty(),
+                        "--nccl-algo chooses among NCCL's algorithms on a --fabric; --transport ",
+                        arguments.transport, " is the all-reduce the profile measured");
+  const scaling::AlgorithmChoice algorithms =
+      arguments.nccl_algo.empty() ? scaling::AlgorithmChoice{}
+                                  : scaling::parse_algorithm_choice(arguments.nccl_algo, "--nccl-algo");
   std::optional<scaling::Fabric> fabric;
   std::optional<scaling::MeasuredTransport> transport;
   if (arguments.transport.empty())
@@ -259,7 +266,7 @@ int run_scaling(const ScalingArguments& arguments) {
     const scaling::Topology topology{nodes, arguments.gpus_per_node};
     settings.global_batch = std::int64_t{batch} * topology.ranks();
     if (fabric) {
-      predictions.push_back(scaling::predict_step(costs, times, settings, topology, *fabric));
+      predictions.push_back(scaling::predict_step(costs, times, settings, topology, *fabric, algorithms));
       continue;
     }
     // Shared memory joins the ranks of one host only.
@@ -288,22 +295,30 @@ int run_scaling(const ScalingArguments& arguments) {
                   static_cast<long long>(transport->ranks), transport->latency * 1e6,
                   1e-9 / transport->seconds_per_byte);
   std::string allreduce_source = fabric ? fabric->source : transport_text;
+  if (fabric) {
+    char gpus[120];
+    std::snprintf(gpus, sizeof gpus, "; GPUs of compute capability %.1f; NCCL algorithms: %s",
+                  fabric->gpu_compute_capability, scaling::name_of(algorithms).c_str());
+    allreduce_source += gpus;
+  }
   if (transport && !transport->progresses_during_backward())
     allreduce_source += transport->progress.empty()
                             ? "; no progress stages in the profile: each starts when backward ends"
                             : "; advancing at MPI calls in the stages measured per size";
 
   if (arguments.json) {
-    nlohmann::json output = {{"model", costs.model},
-                             {"parameters", costs.parameters},
-                             {"gradient_elements", costs.gradient_elements},
-                             {"multiply_adds_per_sample", costs.multiply_adds()},
-                             {"local_batch", batch},
-                             {"bucket_bytes", settings.bucket_bytes},
-                             {"fabric", allreduce_name},
-                             {"fabric_source", allreduce_source},
-                             {"compute_source", times.source},
-                             {"predictions", nlohmann::json::array()}};
+    nlohmann::json output = {
+        {"model", costs.model},
+        {"parameters", costs.parameters},
+        {"gradient_elements", costs.gradient_elements},
+        {"multiply_adds_per_sample", costs.multiply_adds()},
+        {"local_batch", batch},
+        {"bucket_bytes", settings.bucket_bytes},
+        {"fabric", allreduce_name},
+        {"fabric_source", allreduce_source},
+        {"nccl_algorithms", fabric ? nlohmann::json(scaling::name_of(algorithms)) : nlohmann::json(nullptr)},
+        {"compute_source", times.source},
+        {"predictions", nlohmann::json::array()}};
     for (const auto& prediction : predictions) output["predictions"].push_back(to_json(prediction));
     std::printf("%s\n", output.dump(2).c_str());
     return 0;
@@ -375,6 +390,9 @@ std::function<int()> add_scaling_command(CLI::App& app) {
                       "One image as HxWxC, where the config's dataset is not at hand");
   command->add_option("--classes", arguments->classes, "Classes, with --sample-shape");
   command->add_option("--set", arguments->overrides, "Override a config key (repeatable)");
+  command->add_option("--nccl-algo", arguments->nccl_algo,
+                      "The algorithms NCCL may use, as NCCL_ALGO: ring, tree or ring,tree (the default; "
+                      "NCCL before 2.4 had rings only)");
   command->add_flag("--json", arguments->json, "Print the prediction as JSON");
   return [=]() -> int {
     if (!*command) return -1;

@@ -1,6 +1,7 @@
 // NCCL's all-reduce cost model, written from the structure of its tuner: latencies per algorithm,
 // protocol and link class (the tuner's published defaults), bandwidth factors per protocol, the ring's
-// 2(n-1) steps with 2(nodes-1) of them on the network, the tree's depth log2(nodes) across nodes.
+// 2(n-1) steps with 2(nodes-1) of them on the network and its plateau factor, the tree's depth
+// log2(nodes) across nodes and its correction by size.
 #include "phalanx/scaling/allreduce_cost_model.hpp"
 
 #include <algorithm>
@@ -40,7 +41,24 @@ double protocol_efficiency(Algorithm algorithm, Protocol protocol, const Topolog
   return 0.92;
 }
 
-int log2_floor(int value) {
+// NCCL's tuner corrects the tree's bandwidth by the buffer's size, where its trees fall short of the
+// model (pipelining medium buffers): per protocol (LL, LL128, Simple), indexed by floor(log2(bytes /
+// 64)) from 64 B; from 512 MiB on (index 23) no correction.
+constexpr int tree_correction_sizes = 23;
+constexpr double tree_correction[protocol_count][tree_correction_sizes] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+
+// An inter-node ring's latency grows past the sum of its steps' (the tuner's "plateau" of the ring):
+// by 1.9 on GPUs before compute capability 8.0, 1.4 on later ones. NCCL applies it where each rank's
+// share per channel is at least 64 bytes; the model does not know the channels and takes one.
+double ring_plateau(std::size_t bytes, const Topology& topology, const Fabric& fabric) {
+  if (topology.nodes <= 1 || bytes / static_cast<std::size_t>(topology.ranks()) < 64) return 1.0;
+  return fabric.gpu_compute_capability < 8.0 ? 1.9 : 1.4;
+}
+
+int log2_floor(std::size_t value) {
   int result = 0;
   while (value > 1) {
     value >>= 1;
@@ -89,6 +107,7 @@ AllreduceEstimate estimate_allreduce(Algorithm algorithm, Protocol protocol, std
     const std::int64_t steps = 2 * (ranks - 1);
     const int network_steps = topology.nodes > 1 ? 2 * (topology.nodes - 1) : 0;
     estimate.latency += (steps - network_steps) * intra_step + network_steps * network_step;
+    if (protocol == Protocol::Simple) estimate.latency *= ring_plateau(bytes, topology, fabric);
     estimate.bandwidth = data_bandwidth * ranks / steps;
   } else {
     // Up a chain within the node and a tree across nodes, then down again: the latency grows with
@@ -96,6 +115,10 @@ AllreduceEstimate estimate_allreduce(Algorithm algorithm, Protocol protocol, std
     estimate.latency +=
         2 * ((topology.gpus_per_node - 1) * intra_step + log2_floor(topology.nodes) * network_step);
     estimate.bandwidth = data_bandwidth * 0.5;
+    if (bytes >= 64) {
+      const int size_index = log2_floor(bytes / 64);
+      if (size_index < tree_correction_sizes) estimate.bandwidth *= tree_correction[p][size_index];
+    }
   }
   estimate.seconds = estimate.latency + static_cast<double>(bytes) / estimate.bandwidth;
   return estimate;
@@ -114,10 +137,33 @@ AllreduceEstimate best_protocol(Algorithm algorithm, std::size_t bytes, const To
   return best;
 }
 
-AllreduceEstimate fastest_allreduce(std::size_t bytes, const Topology& topology, const Fabric& fabric) {
-  const AllreduceEstimate ring = best_protocol(Algorithm::Ring, bytes, topology, fabric);
+AllreduceEstimate fastest_allreduce(std::size_t bytes, const Topology& topology, const Fabric& fabric,
+                                    AlgorithmChoice allowed) {
+  PHALANX_CHECK(allowed.ring || allowed.tree, "no all-reduce algorithm allowed");
+  if (!allowed.tree) return best_protocol(Algorithm::Ring, bytes, topology, fabric);
   const AllreduceEstimate tree = best_protocol(Algorithm::Tree, bytes, topology, fabric);
+  if (!allowed.ring) return tree;
+  const AllreduceEstimate ring = best_protocol(Algorithm::Ring, bytes, topology, fabric);
   return tree.seconds < ring.seconds ? tree : ring;
+}
+
+AlgorithmChoice parse_algorithm_choice(const std::string& text, const std::string& option) {
+  AlgorithmChoice choice{false, false};
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const std::string name = text.substr(begin, end - begin);
+    bool& chosen = name == "ring" ? choice.ring : choice.tree;
+    PHALANX_REQUIRE_INPUT((name == "ring" || name == "tree") && !chosen, option, ": '", text,
+                          "' must be ring, tree or ring,tree (each once)");
+    chosen = true;
+    begin = end + 1;
+  }
+  return choice;
+}
+
+std::string name_of(AlgorithmChoice choice) {
+  return choice.ring && choice.tree ? "ring,tree" : choice.ring ? "ring" : "tree";
 }
 
 }  // namespace phalanx::scaling

@@ -19,14 +19,14 @@ constexpr std::int64_t most_buckets = std::int64_t{1} << 16;
 }  // namespace
 
 StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
-                            const Topology& topology, const Fabric& fabric) {
+                            const Topology& topology, const Fabric& fabric, AlgorithmChoice allowed) {
   // Checked once up front, so a fabric without a network is refused even when no bucket is cut.
   bottleneck_bus_bandwidth(topology, fabric);
   return predict_step(costs, times, settings, topology, [&](std::size_t bytes) {
     BucketAllreduce allreduce;
     allreduce.ring = best_protocol(Algorithm::Ring, bytes, topology, fabric);
     allreduce.tree = best_protocol(Algorithm::Tree, bytes, topology, fabric);
-    allreduce.chosen = allreduce.tree.seconds < allreduce.ring.seconds ? allreduce.tree : allreduce.ring;
+    allreduce.chosen = fastest_allreduce(bytes, topology, fabric, allowed);
     return allreduce;
   });
 }

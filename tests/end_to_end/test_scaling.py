@@ -5,6 +5,8 @@ malformed or incomplete fabric file refused with exit 2 naming the file and the 
 import json
 import os
 import statistics
+import subprocess
+import sys
 import unittest
 
 import e2e_common as e2e
@@ -77,6 +79,40 @@ class ScalingCommandTest(unittest.TestCase):
                 self.assertGreaterEqual(later["ready_seconds"], earlier["ready_seconds"])
         # Off the node, the network is the bottleneck: more nodes cannot expose less.
         self.assertLessEqual(predictions[1]["efficiency"], predictions[0]["efficiency"])
+        self.assertEqual(output["nccl_algorithms"], "ring,tree")
+        self.assertIn("compute capability 7.0", output["fabric_source"])
+
+    def test_the_published_studies_are_predicted_with_vgg16_the_worst(self):
+        """bench/scaling_published.py's table (docs/BENCHMARKS.md): every study's row prints, and --check
+        fails unless VGG-16 is predicted the worst, as published."""
+        script = os.path.join(e2e.SOURCE_DIR, "bench", "scaling_published.py")
+        result = subprocess.run([sys.executable, script, e2e.PHALANX, "--check"], capture_output=True, text=True,
+                                timeout=300)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        rows = [line.split() for line in result.stdout.splitlines() if line.split()[:1] in
+                (["inception_v3"], ["resnet101"], ["vgg16"], ["resnet50"])]
+        self.assertEqual(len(rows), 8, result.stdout)
+        self.assertIn("VGG-16 predicted the worst: yes", result.stdout)
+
+    def test_rings_only_use_the_ring_for_every_bucket_where_trees_take_some(self):
+        args = ("--nodes", 64, "--gpus-per-node", 4, "--fabric", "roce-25g", "--images-per-second", 2000, "--json")
+        both = scaling(*args)
+        rings = scaling(*args, "--nccl-algo", "ring")
+        self.assertEqual(both.returncode, 0, both.describe())
+        self.assertEqual(rings.returncode, 0, rings.describe())
+        both_buckets = json.loads(both.stdout)["predictions"][0]["buckets"]
+        ring_output = json.loads(rings.stdout)
+        self.assertEqual(ring_output["nccl_algorithms"], "ring")
+        ring_buckets = ring_output["predictions"][0]["buckets"]
+        # resnet20's 1 MiB first bucket over 256 GPUs is latency-bound: the tree takes it.
+        self.assertIn("tree", [b["chosen"] for b in both_buckets])
+        self.assertEqual({b["chosen"] for b in ring_buckets}, {"ring"})
+        self.assertGreaterEqual(json.loads(rings.stdout)["predictions"][0]["step_seconds"],
+                                json.loads(both.stdout)["predictions"][0]["step_seconds"])
+        refused = scaling("--transport", "shared_memory", "--profile", "p.json",
+                          "--nccl-algo", "ring")
+        self.assertEqual(refused.returncode, 2, refused.describe())
+        self.assertIn("--nccl-algo", refused.stderr, refused.describe())
 
     def test_a_bad_fabric_file_is_refused_naming_the_file_and_the_field(self):
         cases = {
@@ -140,7 +176,9 @@ class BadInputTest(unittest.TestCase):
                 # --nodes beside --sweep-nodes was dropped unread (a --nodes 0 passed).
                 (("--images-per-second", 100, "--nodes", 0, "--sweep-nodes", "1,2"), ["--nodes", "--sweep-nodes"]),
                 # The dataset's classes are the default; a negative count was taken as a layer's width.
-                (("--images-per-second", 100, "--classes", -5), ["--classes", "-5"])):
+                (("--images-per-second", 100, "--classes", -5), ["--classes", "-5"]),
+                (("--images-per-second", 100, "--nccl-algo", "nvls"), ["--nccl-algo", "nvls"]),
+                (("--images-per-second", 100, "--nccl-algo", "ring,"), ["--nccl-algo", "ring,"])):
             with self.subTest(args=args):
                 self.refused((*fabric, *args), words)
 

@@ -71,6 +71,13 @@ TEST_F(ScalingFiles, FabricFileGivesItsFiguresAndRefusalsNameTheField) {
   EXPECT_NEAR(fabric.intra_node_bandwidth, 12e9, 1);
   EXPECT_NEAR(fabric.node_network_bandwidth(4), 4 * 12.5e9, 1);
   EXPECT_NEAR(fabric.network_latency, 3e-6, 1e-15);
+  EXPECT_EQ(fabric.gpu_compute_capability, 9.0);  // not given: a current GPU
+  const std::string pascal =
+      write("pascal.json", R"({"intra_node_link": "pcie", "intra_node_gbytes_per_second": 12,
+      "gpu_compute_capability": 6.1})");
+  EXPECT_EQ(find_fabric(pascal).gpu_compute_capability, 6.1);
+  EXPECT_EQ(find_fabric("roce-25g").gpu_compute_capability, 6.0);
+  EXPECT_EQ(find_fabric("ib-4x100g").gpu_compute_capability, 7.0);
 
   const std::string missing = write("missing.json", R"({"intra_node_link": "nvlink"})");
   std::string message = refusal([&] { find_fabric(missing); });
@@ -215,7 +222,9 @@ TEST_F(ScalingFiles, FabricFiguresOutOfBoundsAndFilesThatAreNotRegularAreRefused
        std::vector<std::pair<std::string, std::string>>{{"intra_node_gbytes_per_second", "1e-320"},
                                                         {"intra_node_gbytes_per_second", "1e300"},
                                                         {"network_gbit_per_second_per_node", "1e-300"},
-                                                        {"network_latency_us", "1e308"}}) {
+                                                        {"network_latency_us", "1e308"},
+                                                        {"gpu_compute_capability", "0"},
+                                                        {"gpu_compute_capability", "\"8.0\""}}) {
     const std::string path = fabric_with(field, value);
     message = refusal([&] { find_fabric(path); });
     EXPECT_NE(message.find(path), std::string::npos) << field << " " << value << ": " << message;

@@ -1,8 +1,10 @@
 // The all-reduce's time as NCCL's tuner estimates it (src/graph/tuning.cc there): per algorithm
 // (ring, tree) and protocol (LL, LL128, Simple), a latency (a base plus one hardware latency per
-// step the algorithm takes, NVLink/PCIe within a node, the network between nodes) plus the bytes
-// over the algorithm's bandwidth. The bandwidth is the slowest link a byte crosses: the GPU's link
-// within one node, the node's network share once the ranks span nodes.
+// step the algorithm takes, NVLink/PCIe within a node, the network between nodes; an inter-node
+// ring's scaled by the tuner's "plateau" factor) plus the bytes over the algorithm's bandwidth (a
+// tree's corrected by the tuner's factor for the buffer's size). The bandwidth is the slowest link
+// a byte crosses: the GPU's link within one node, the node's network share once the ranks span
+// nodes.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +31,15 @@ struct Topology {
   std::int64_t ranks() const { return std::int64_t{nodes} * gpus_per_node; }
 };
 
+// The algorithms NCCL may choose from, as NCCL_ALGO restricts them. NCCL before 2.4 (December
+// 2018) had rings only.
+struct AlgorithmChoice {
+  bool ring = true, tree = true;
+};
+// "ring", "tree" or "ring,tree" (either order); throws InvalidInput naming `option` otherwise.
+AlgorithmChoice parse_algorithm_choice(const std::string& text, const std::string& option);
+std::string name_of(AlgorithmChoice choice);
+
 struct AllreduceEstimate {
   Algorithm algorithm = Algorithm::Ring;
   Protocol protocol = Protocol::Simple;
@@ -47,7 +58,8 @@ AllreduceEstimate estimate_allreduce(Algorithm algorithm, Protocol protocol, std
 // The protocol NCCL would pick for this algorithm: the fastest.
 AllreduceEstimate best_protocol(Algorithm algorithm, std::size_t bytes, const Topology& topology,
                                 const Fabric& fabric);
-// The algorithm and protocol NCCL would pick: the fastest of all.
-AllreduceEstimate fastest_allreduce(std::size_t bytes, const Topology& topology, const Fabric& fabric);
+// The algorithm and protocol NCCL would pick: the fastest of those `allowed`.
+AllreduceEstimate fastest_allreduce(std::size_t bytes, const Topology& topology, const Fabric& fabric,
+                                    AlgorithmChoice allowed = {});
 
 }  // namespace phalanx::scaling

@@ -20,6 +20,9 @@ struct Fabric {
   // figure times the GPUs of the node. Both 0: a single-node fabric.
   double network_bandwidth_per_node = 0, network_bandwidth_per_gpu = 0;
   double network_latency = 0;  // seconds a network hop adds to NCCL's own per-hop latency
+  // The GPUs' CUDA compute capability (6.0 Pascal, 7.0 Volta, 9.0 Hopper): NCCL's tuner scales an
+  // inter-node ring's latency by a "plateau" factor that is larger before 8.0 (Ampere).
+  double gpu_compute_capability = 9.0;
 
   bool has_network() const { return network_bandwidth_per_node > 0 || network_bandwidth_per_gpu > 0; }
   double node_network_bandwidth(int gpus_per_node) const {

@@ -61,9 +61,10 @@ struct BucketAllreduce {
 using AllreduceCosting = std::function<BucketAllreduce(std::size_t bytes)>;
 
 // `times` are for settings.local_batch; throws InvalidInput when the ranks span nodes on a fabric
-// without a network. NCCL's cost model on `fabric` (the faster of ring and tree per bucket).
+// without a network. NCCL's cost model on `fabric` (per bucket the faster of the `allowed`
+// algorithms; both are estimated for the printout).
 StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
-                            const Topology& topology, const Fabric& fabric);
+                            const Topology& topology, const Fabric& fabric, AlgorithmChoice allowed = {});
 // The same timeline with each bucket's all-reduce costed by `costing` (a measured transport). Where
 // the transport does not progress during backward (MPI, MeasuredTransport), an all-reduce advances
 // only at MPI calls: the slowest rank's one test per layer report in backward (GradSync), then its
