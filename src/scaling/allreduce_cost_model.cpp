@@ -58,6 +58,25 @@ double ring_plateau(std::size_t bytes, const Topology& topology, const Fabric& f
   return fabric.gpu_compute_capability < 8.0 ? 1.9 : 1.4;
 }
 
+// NCCL's topology search gives each channel across nodes one speed from a fixed list (search.cc's
+// speedArrayInter, one list per GPU generation, GB/s): the largest a path can carry, and as many
+// channels at it as the network interface has room for. So a 25 Gbit/s NIC (3.125 GB/s) carries
+// one channel of 3.0 GB/s, and the tuner's bus bandwidth is 3.0.
+constexpr double channel_speeds_before_hopper[] = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0,
+                                                   7.0,  6.0,  5.0,  4.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+constexpr double channel_speeds_hopper[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
+                                            15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+constexpr double channel_speeds_blackwell[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
+                                               20.0, 17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+
+template <std::size_t count>
+double interface_bandwidth(double interface_bytes_per_second, const double (&speeds)[count]) {
+  const double gbytes = interface_bytes_per_second / 1e9;
+  for (const double speed : speeds)
+    if (speed <= gbytes) return std::floor(gbytes / speed) * speed * 1e9;
+  return interface_bytes_per_second;  // slower than the list: the search ends at its slowest entry
+}
+
 int log2_floor(std::size_t value) {
   int result = 0;
   while (value > 1) {
@@ -76,6 +95,15 @@ std::string name_of(Protocol protocol) {
   return protocol == Protocol::LowLatency ? "LL" : protocol == Protocol::LowLatency128 ? "LL128" : "Simple";
 }
 
+double network_channel_bandwidth(const Topology& topology, const Fabric& fabric) {
+  const int interfaces = fabric.network_interfaces(topology.gpus_per_node);
+  const double each = fabric.node_network_bandwidth(topology.gpus_per_node) / interfaces;
+  const double capability = fabric.gpu_compute_capability;
+  return interfaces * (capability >= 10.0  ? interface_bandwidth(each, channel_speeds_blackwell)
+                       : capability >= 9.0 ? interface_bandwidth(each, channel_speeds_hopper)
+                                           : interface_bandwidth(each, channel_speeds_before_hopper));
+}
+
 double bottleneck_bus_bandwidth(const Topology& topology, const Fabric& fabric) {
   PHALANX_REQUIRE_INPUT(topology.nodes >= 1 && topology.gpus_per_node >= 1,
                         "the nodes and the GPUs per node must be >= 1 (got ", topology.nodes, " and ",
@@ -85,7 +113,7 @@ double bottleneck_bus_bandwidth(const Topology& topology, const Fabric& fabric) 
   if (topology.nodes == 1) return fabric.intra_node_bandwidth;
   PHALANX_REQUIRE_INPUT(fabric.has_network(), "fabric ", fabric.name, " has no network between nodes, and ",
                         topology.nodes, " nodes need one (a single-node fabric takes --nodes 1)");
-  return std::min(fabric.intra_node_bandwidth, fabric.node_network_bandwidth(topology.gpus_per_node));
+  return std::min(fabric.intra_node_bandwidth, network_channel_bandwidth(topology, fabric));
 }
 
 AllreduceEstimate estimate_allreduce(Algorithm algorithm, Protocol protocol, std::size_t bytes,

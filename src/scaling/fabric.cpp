@@ -16,12 +16,16 @@ constexpr double gbyte = 1e9;
 constexpr Bounds intra_node_gbytes_bounds{1e-3, 1e6};
 constexpr Bounds network_gbit_bounds{1e-2, 1e7};
 constexpr Bounds network_latency_us_bounds{0, 1e6};
+// As many NICs as GPUs a node may have (most_gpus_per_node).
+constexpr std::int64_t most_interfaces_per_node = 1024;
 // CUDA's compute capabilities run from 1.0 to 12.x today; past 100 a slip.
 constexpr Bounds compute_capability_bounds{1, 100};
 
 Fabric preset(std::string name, std::string source, IntraNodeLink link, double intra_gbytes,
-              double network_gbit_per_node, double network_gbit_per_gpu, double compute_capability) {
+              double network_gbit_per_node, int interfaces_per_node, double network_gbit_per_gpu,
+              double compute_capability) {
   Fabric fabric;
+  fabric.network_interfaces_per_node = interfaces_per_node;
   fabric.gpu_compute_capability = compute_capability;
   fabric.name = std::move(name);
   fabric.source = std::move(source);
@@ -38,25 +42,25 @@ std::vector<Fabric> presets() {
       preset("roce-25g",
              "25 Gbit/s RoCE per server (Sergeev & Del Balso 2018, Horovod); Pascal GPUs on PCIe 3.0 x16 "
              "within the server, 15.75 GB/s (PCI-SIG)",
-             IntraNodeLink::Pcie, 15.75, 25, 0, 6.0),
+             IntraNodeLink::Pcie, 15.75, 25, 1, 0, 6.0),
       preset("ethernet-50g",
              "50 Gbit/s Ethernet per Big Basin server (Goyal et al. 2017); P100 NVLink 1.0, 4 links x "
              "20 GB/s (NVIDIA Tesla P100 datasheet)",
-             IntraNodeLink::NvLink, 80, 50, 0, 6.0),
+             IntraNodeLink::NvLink, 80, 50, 1, 0, 6.0),
       preset("ib-4x100g",
              "4 x 100 Gbit/s InfiniBand per node (PyTorch DDP benchmark README); V100 NVLink 2.0, 6 links "
              "x 25 GB/s (NVIDIA Tesla V100 datasheet)",
-             IntraNodeLink::NvLink, 150, 400, 0, 7.0),
+             IntraNodeLink::NvLink, 150, 400, 4, 0, 7.0),
       preset("ndr-400g",
              "NDR InfiniBand 400 Gbit/s per GPU (NVIDIA DGX H100: 8 ConnectX-7); H100 NVLink 4 over "
              "NVSwitch, 900 GB/s both directions (NVIDIA H100 datasheet)",
-             IntraNodeLink::NvLink, 450, 0, 400, 9.0),
+             IntraNodeLink::NvLink, 450, 0, 1, 400, 9.0),
       preset("nvlink-h100",
              "H100 NVLink 4 over NVSwitch within one node, 900 GB/s both directions (NVIDIA H100 datasheet)",
-             IntraNodeLink::NvLink, 450, 0, 0, 9.0),
+             IntraNodeLink::NvLink, 450, 0, 1, 0, 9.0),
       preset("nvlink-h200",
              "H200 NVLink over NVSwitch within one node, 900 GB/s both directions (NVIDIA H200 datasheet)",
-             IntraNodeLink::NvLink, 450, 0, 0, 9.0),
+             IntraNodeLink::NvLink, 450, 0, 1, 0, 9.0),
   };
 }
 
@@ -104,6 +108,14 @@ Fabric read_fabric_file(const std::string& path) {
                         ": give one of the fields 'network_gbit_per_second_per_node' and "
                         "'network_gbit_per_second_per_gpu', not both");
   fabric.network_bandwidth_per_node = per_node.value_or(0) * gbit;
+  if (json.contains("network_interfaces_per_node")) {
+    PHALANX_REQUIRE_INPUT(
+        per_node.has_value(), path,
+        ": field 'network_interfaces_per_node' shares 'network_gbit_per_second_per_node' "
+        "among the node's NICs; give that figure with it (a per-GPU figure is one NIC per GPU)");
+    fabric.network_interfaces_per_node = static_cast<int>(
+        required_count(json, "network_interfaces_per_node", path, "", 1, most_interfaces_per_node));
+  }
   fabric.network_bandwidth_per_gpu = per_gpu.value_or(0) * gbit;
   fabric.network_latency =
       optional_number(json, "network_latency_us", path, "", network_latency_us_bounds).value_or(0) * 1e-6;
@@ -118,6 +130,7 @@ Fabric read_fabric_file(const std::string& path) {
                                         "network_gbit_per_second_per_gpu",
                                         "network_latency_us",
                                         "gpu_compute_capability",
+                                        "network_interfaces_per_node",
                                         "name"};
     bool found = false;
     for (const char* name : known) found = found || key == name;

@@ -33,11 +33,12 @@ TEST(AllreduceCostModel, RingWithinOneNodeIsLatencyPlusSizeOverBusBandwidthTimes
 TEST(AllreduceCostModel, RingAcrossNodesTakesTheNetworkAsBottleneckAndPaysNetworkLatencyPerCrossing) {
   // 4 nodes x 8 GPUs on PCIe 3.0 (15.75 GB/s) and 25 Gbit/s: 62 steps, 6 of them on the network; the
   // steps' sum times NCCL's plateau factor for a ring across nodes, 1.4 from compute capability 8.0.
+  // The 3.125 GB/s NIC carries one NCCL channel of 3.0 GB/s.
   const AllreduceEstimate ring = estimate_allreduce(Algorithm::Ring, Protocol::Simple, 100'000'000, {4, 8},
                                                     fabric(IntraNodeLink::Pcie, 15.75, 25));
   EXPECT_NEAR(ring.latency, 1.4 * (8.4 + 56 * 5.7 + 6 * 14.0) * 1e-6, 1e-12);
-  EXPECT_NEAR(ring.bandwidth, 3.125e9 * 32 / 62, 1e-3);
-  EXPECT_NEAR(ring.seconds, 1.4 * 411.6e-6 + 0.062, 1e-9);
+  EXPECT_NEAR(ring.bandwidth, 3.0e9 * 32 / 62, 1e-3);
+  EXPECT_NEAR(ring.seconds, 1.4 * 411.6e-6 + 1e8 / (3.0e9 * 32 / 62), 1e-9);
 }
 
 TEST(AllreduceCostModel, TheRingPlateauIsLargerBeforeAmpereAndOnlyForSimpleAcrossNodes) {
@@ -66,7 +67,7 @@ TEST(AllreduceCostModel, TreeLatencyGrowsWithLogOfNodesAndItsBandwidthIsHalfTheB
       estimate_allreduce(Algorithm::Tree, Protocol::Simple, 100'000'000, {4, 8}, roce);
   EXPECT_NEAR(tree.latency, (8.4 + 2 * (7 * 4.0 + 2 * 14.0)) * 1e-6, 1e-12);
   // 100 MB is 2^20.6 x 64 bytes: NCCL's tree correction for Simple at index 20 is 0.8.
-  EXPECT_NEAR(tree.bandwidth, 3.125e9 * 0.92 * 0.5 * 0.8, 1e-3);
+  EXPECT_NEAR(tree.bandwidth, 3.0e9 * 0.92 * 0.5 * 0.8, 1e-3);
   // 64 nodes: depth 6 against the ring's 126 network steps.
   const AllreduceEstimate deep = estimate_allreduce(Algorithm::Tree, Protocol::Simple, 4, {64, 8}, roce);
   EXPECT_NEAR(deep.latency, (8.4 + 2 * (7 * 4.0 + 6 * 14.0)) * 1e-6, 1e-12);
@@ -84,7 +85,7 @@ TEST(AllreduceCostModel, SmallBuffersOnManyNodesGoByTreeAndLargeOnesByRing) {
 
 TEST(AllreduceCostModel, TheTreeCorrectionFollowsTheBufferSizeAndEndsAt512MiB) {
   const Fabric roce = fabric(IntraNodeLink::Pcie, 15.75, 25);
-  const double full = 3.125e9 * 0.92 * 0.5;
+  const double full = 3.0e9 * 0.92 * 0.5;
   const auto bandwidth = [&](std::size_t bytes) {
     return estimate_allreduce(Algorithm::Tree, Protocol::Simple, bytes, {4, 8}, roce).bandwidth;
   };
@@ -98,7 +99,7 @@ TEST(AllreduceCostModel, TheTreeCorrectionFollowsTheBufferSizeAndEndsAt512MiB) {
   EXPECT_NEAR(
       estimate_allreduce(Algorithm::Tree, Protocol::LowLatency128, std::size_t{64} << 10, {4, 8}, roce)
           .bandwidth,
-      3.125e9 * 0.92 * 120.0 / 128.0 * 0.5 * 0.6, 1e-3);
+      3.0e9 * 0.92 * 120.0 / 128.0 * 0.5 * 0.6, 1e-3);
 }
 
 TEST(AllreduceCostModel, RingsOnlyAsNcclBefore24HadThem) {
@@ -136,11 +137,34 @@ TEST(AllreduceCostModel, OneRankCostsNothingAndNodesWithoutANetworkAreRefused) {
 }
 
 TEST(AllreduceCostModel, NetworkPerGpuScalesWithTheGpusOfTheNode) {
+  // One 400 Gbit/s NIC (50 GB/s) per Hopper GPU: NCCL's channels carry 48 GB/s through each.
   Fabric ndr = fabric(IntraNodeLink::NvLink, 450, 0);
   ndr.network_bandwidth_per_gpu = 400e9 / 8;
-  EXPECT_NEAR(bottleneck_bus_bandwidth({2, 8}, ndr), 400e9, 1);
-  EXPECT_NEAR(bottleneck_bus_bandwidth({2, 4}, ndr), 200e9, 1);
+  EXPECT_NEAR(bottleneck_bus_bandwidth({2, 8}, ndr), 8 * 48e9, 1);
+  EXPECT_NEAR(bottleneck_bus_bandwidth({2, 4}, ndr), 4 * 48e9, 1);
   EXPECT_NEAR(bottleneck_bus_bandwidth({1, 8}, ndr), 450e9, 1);
+}
+
+TEST(AllreduceCostModel, EachNetworkInterfaceCarriesTheNcclChannelSpeedsThatFitInIt) {
+  // NCCL's search takes the fastest channel speed of its list for the GPU generation that fits in
+  // a NIC, and as many channels of it as fit.
+  Fabric network = fabric(IntraNodeLink::NvLink, 1000, 25);
+  network.gpu_compute_capability = 7.0;
+  EXPECT_NEAR(network_channel_bandwidth({2, 8}, network), 3.0e9, 1);  // 3.125 GB/s: one of 3.0
+  network.network_bandwidth_per_node = 400e9 / 8;                     // 4 x 100 Gbit/s
+  network.network_interfaces_per_node = 4;
+  EXPECT_NEAR(network_channel_bandwidth({2, 8}, network), 4 * 12e9, 1);  // 12.5 GB/s each: 12.0
+  network.network_interfaces_per_node = 1;                               // one 400 Gbit/s NIC
+  EXPECT_NEAR(network_channel_bandwidth({2, 8}, network), 48e9, 1);      // before Hopper: 48
+  network.gpu_compute_capability = 9.0;
+  network.network_bandwidth_per_node = 800e9 / 8;  // 100 GB/s: two channels of Hopper's 48
+  EXPECT_NEAR(network_channel_bandwidth({2, 8}, network), 96e9, 1);
+  network.gpu_compute_capability = 10.0;  // Blackwell's list has 96
+  EXPECT_NEAR(network_channel_bandwidth({2, 8}, network), 96e9, 1);
+  network.network_bandwidth_per_node = 0.1e9 / 8 * 8;  // 0.1 GB/s, below the list: as it is
+  EXPECT_NEAR(network_channel_bandwidth({2, 8}, network), 0.1e9, 1);
+  // Within one node the network plays no part.
+  EXPECT_NEAR(bottleneck_bus_bandwidth({1, 8}, network), 1000e9, 1);
 }
 
 }  // namespace

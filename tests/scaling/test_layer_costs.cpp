@@ -78,6 +78,18 @@ TEST_F(ScalingFiles, FabricFileGivesItsFiguresAndRefusalsNameTheField) {
   EXPECT_EQ(find_fabric(pascal).gpu_compute_capability, 6.1);
   EXPECT_EQ(find_fabric("roce-25g").gpu_compute_capability, 6.0);
   EXPECT_EQ(find_fabric("ib-4x100g").gpu_compute_capability, 7.0);
+  EXPECT_EQ(find_fabric("ib-4x100g").network_interfaces(8), 4);
+  EXPECT_EQ(find_fabric("ndr-400g").network_interfaces(8), 8);  // one per GPU
+  EXPECT_EQ(fabric.network_interfaces(4), 4);                   // good.json's figure is per GPU
+  const std::string nics =
+      write("nics.json", R"({"intra_node_link": "pcie", "intra_node_gbytes_per_second": 12,
+      "network_gbit_per_second_per_node": 200, "network_interfaces_per_node": 2})");
+  EXPECT_EQ(find_fabric(nics).network_interfaces(8), 2);
+  const std::string nics_per_gpu =
+      write("nics-per-gpu.json", R"({"intra_node_link": "pcie", "intra_node_gbytes_per_second": 12,
+      "network_gbit_per_second_per_gpu": 200, "network_interfaces_per_node": 2})");
+  std::string refused = refusal([&] { find_fabric(nics_per_gpu); });
+  EXPECT_NE(refused.find("'network_interfaces_per_node'"), std::string::npos) << refused;
 
   const std::string missing = write("missing.json", R"({"intra_node_link": "nvlink"})");
   std::string message = refusal([&] { find_fabric(missing); });
@@ -224,7 +236,10 @@ TEST_F(ScalingFiles, FabricFiguresOutOfBoundsAndFilesThatAreNotRegularAreRefused
                                                         {"network_gbit_per_second_per_node", "1e-300"},
                                                         {"network_latency_us", "1e308"},
                                                         {"gpu_compute_capability", "0"},
-                                                        {"gpu_compute_capability", "\"8.0\""}}) {
+                                                        {"gpu_compute_capability", "\"8.0\""},
+                                                        {"network_interfaces_per_node", "0"},
+                                                        {"network_interfaces_per_node", "2.5"},
+                                                        {"network_interfaces_per_node", "1025"}}) {
     const std::string path = fabric_with(field, value);
     message = refusal([&] { find_fabric(path); });
     EXPECT_NE(message.find(path), std::string::npos) << field << " " << value << ": " << message;

@@ -48,8 +48,11 @@ struct AllreduceEstimate {
   double seconds = 0;    // latency + bytes / bandwidth; 0 for one rank
 };
 
+// What NCCL's channels carry through a node's network interfaces: per interface, the channel speeds
+// of NCCL's topology search that fit in it (a 25 Gbit/s NIC: 3.0 GB/s), times the interfaces.
+double network_channel_bandwidth(const Topology& topology, const Fabric& fabric);
 // Bus bandwidth of the slowest link: the GPU's intra-node link on one node, else the smaller of it
-// and the node's network bandwidth (every ring or tree crosses a node's NICs once per direction).
+// and the node's network channels (every ring or tree crosses a node's NICs once per direction).
 // Throws InvalidInput when the ranks span nodes and the fabric has no network.
 double bottleneck_bus_bandwidth(const Topology& topology, const Fabric& fabric);
 

@@ -19,6 +19,8 @@ struct Fabric {
   // Bytes/s a node sends into the network (one direction): the per-node figure plus the per-GPU
   // figure times the GPUs of the node. Both 0: a single-node fabric.
   double network_bandwidth_per_node = 0, network_bandwidth_per_gpu = 0;
+  // The network interfaces (NICs) that share the per-node figure; a per-GPU figure is one per GPU.
+  int network_interfaces_per_node = 1;
   double network_latency = 0;  // seconds a network hop adds to NCCL's own per-hop latency
   // The GPUs' CUDA compute capability (6.0 Pascal, 7.0 Volta, 9.0 Hopper): NCCL's tuner scales an
   // inter-node ring's latency by a "plateau" factor that is larger before 8.0 (Ampere).
@@ -27,6 +29,9 @@ struct Fabric {
   bool has_network() const { return network_bandwidth_per_node > 0 || network_bandwidth_per_gpu > 0; }
   double node_network_bandwidth(int gpus_per_node) const {
     return network_bandwidth_per_node + network_bandwidth_per_gpu * gpus_per_node;
+  }
+  int network_interfaces(int gpus_per_node) const {
+    return network_bandwidth_per_gpu > 0 ? gpus_per_node : network_interfaces_per_node;
   }
 };
 
