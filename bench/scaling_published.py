@@ -18,9 +18,9 @@ import sys
 TABLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "layer_tables")
 
 # Sources, each figure checked against it (docs/BENCHMARKS.md has the quotes' places).
-HOROVOD_512 = ("Horovod's docs/benchmarks.rst (since 2018-05-10; not in the arXiv:1802.05799 paper): 128 servers "
-               "x 4 Pascal GPUs, RoCE-capable 25 Gbit/s, tf_cnn_benchmarks --batch_size 64: 90% Inception V3 and "
-               "ResNet-101, 68% VGG-16")
+HOROVOD_512 = ("Horovod's README and docs/benchmarks.md (since 2018-05-10; not in the arXiv:1802.05799 paper): "
+               "128 servers x 4 Pascal GPUs, RoCE-capable 25 Gbit/s, tf_cnn_benchmarks --batch_size 64: 90% "
+               "Inception V3 and ResNet-101, 68% VGG-16")
 HOROVOD_128 = ("Horovod's README, 2017-10-17 to 2018-05-10: 32 servers x 4 Pascal GPUs, RoCE-capable 25 Gbit/s, "
                "batch 64: 90% Inception V3 and ResNet-101, 79% VGG-16")
 HOROVOD_ONE = "Horovod's README of 2017-09-05, its 25 Gbit/s RoCE servers: baseline single-GPU, batch 64"
@@ -40,29 +40,36 @@ GOYAL_ITERATION = (0.232 + 0.236) / 2
 RINGS_ONLY = "ring"
 RING_AND_TREE = "ring,tree"
 
-# study, model, nodes, GPUs per node, fabric, NCCL algorithms, batch per GPU, bucket MB, one device's
+# Whose buckets (`--buckets-as`): Horovod fused the tensors ready in each 5 ms cycle, whole, up to its
+# 64 MB fusion threshold (horovod/common/operations.cc of the time: a 5 ms sleep per cycle, a tensor
+# past the threshold alone); DDP fills buckets with whole parameters up to bucket_cap_mb. Goyal et al.
+# give no bucket: phalanx's cut at DDP's 25 MB stands in.
+
+# study, model, nodes, GPUs per node, fabric, NCCL algorithms, whose buckets, batch per GPU, bucket MB, one device's
 # images/s and where it comes from, published efficiency (%), the node count it is relative to (1: one
 # device)
 CASES = [
-    (HOROVOD_128, "inception_v3", 32, 4, "roce-25g", RINGS_ONLY, 64, 64, 134.4, HOROVOD_ONE, 90, None),
-    (HOROVOD_512, "inception_v3", 128, 4, "roce-25g", RINGS_ONLY, 64, 64, 134.4, HOROVOD_ONE, 90, None),
-    (HOROVOD_128, "resnet101", 32, 4, "roce-25g", RINGS_ONLY, 64, 64, 119.4, HOROVOD_ONE, 90, None),
-    (HOROVOD_512, "resnet101", 128, 4, "roce-25g", RINGS_ONLY, 64, 64, 119.4, HOROVOD_ONE, 90, None),
-    (HOROVOD_128, "vgg16", 32, 4, "roce-25g", RINGS_ONLY, 64, 64, 130.9, HOROVOD_ONE, 79, None),
-    (HOROVOD_512, "vgg16", 128, 4, "roce-25g", RINGS_ONLY, 64, 64, 130.9, HOROVOD_ONE, 68, None),
-    (DDP, "resnet50", 2, 8, "ib-4x100g", RING_AND_TREE, 32, 25, 329, "the README's 1 GPU, no DDP: 329 images/s",
+    (HOROVOD_128, "inception_v3", 32, 4, "roce-25g", RINGS_ONLY, "horovod", 64, 64, 134.4, HOROVOD_ONE, 90, None),
+    (HOROVOD_512, "inception_v3", 128, 4, "roce-25g", RINGS_ONLY, "horovod", 64, 64, 134.4, HOROVOD_ONE, 90, None),
+    (HOROVOD_128, "resnet101", 32, 4, "roce-25g", RINGS_ONLY, "horovod", 64, 64, 119.4, HOROVOD_ONE, 90, None),
+    (HOROVOD_512, "resnet101", 128, 4, "roce-25g", RINGS_ONLY, "horovod", 64, 64, 119.4, HOROVOD_ONE, 90, None),
+    (HOROVOD_128, "vgg16", 32, 4, "roce-25g", RINGS_ONLY, "horovod", 64, 64, 130.9, HOROVOD_ONE, 79, None),
+    (HOROVOD_512, "vgg16", 128, 4, "roce-25g", RINGS_ONLY, "horovod", 64, 64, 130.9, HOROVOD_ONE, 68, None),
+    (DDP, "resnet50", 2, 8, "ib-4x100g", RING_AND_TREE, "ddp", 32, 25, 329, "the README's 1 GPU, no DDP: 329 images/s",
      93, None),
     # Goyal et al. give the efficiency from one server (8 GPUs) to 32.
-    (GOYAL, "resnet50", 32, 8, "ethernet-50g", RING_AND_TREE, 32, 25, 32 / GOYAL_ITERATION,
+    (GOYAL, "resnet50", 32, 8, "ethernet-50g", RING_AND_TREE, "phalanx", 32, 25, 32 / GOYAL_ITERATION,
      "0.234 s per iteration of one server at 32 images per GPU (derived from Goyal et al.'s 1 and 5.5)", 90, 1),
 ]
 
 # Horovod's fusion buffer (HOROVOD_FUSION_THRESHOLD) is 64 MB; DDP's bucket_cap_mb 25.
 
 
-def predict(phalanx, model, nodes, gpus_per_node, fabric, algorithms, batch, bucket_mb, images_per_second):
+def predict(phalanx, model, nodes, gpus_per_node, fabric, algorithms, buckets, batch, bucket_mb,
+            images_per_second):
     command = [phalanx, "scaling", "--layers", os.path.join(TABLES, f"{model}.json"), "--batch-size", str(batch),
                "--gpus-per-node", str(gpus_per_node), "--fabric", fabric, "--nccl-algo", algorithms,
+               "--buckets-as", buckets,
                "--images-per-second",
                str(images_per_second), "--bucket-mb", str(bucket_mb), "--sweep-nodes", f"1,{nodes}", "--json"]
     completed = subprocess.run(command, capture_output=True, text=True, check=True)
@@ -73,19 +80,21 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     phalanx, check = sys.argv[1], "--check" in sys.argv[2:]
-    print(f"{'model':<13} {'GPUs':>5} {'fabric':<13} {'NCCL':<9} {'img/s 1 GPU':>11} {'exposed %':>9} {'predicted':>9} "
-          f"{'published':>9} {'points':>7}  source")
+    print(f"{'model':<13} {'GPUs':>5} {'fabric':<13} {'NCCL':<9} {'buckets':<8} {'img/s 1 GPU':>11} "
+          f"{'exposed %':>9} {'predicted':>9} {'published':>9} {'points':>7}  source")
     worst = {}
     sources = []
-    for study, model, nodes, gpus, fabric, algorithms, batch, bucket, rate, rate_source, published, base in CASES:
-        one_node, scaled = predict(phalanx, model, nodes, gpus, fabric, algorithms, batch, bucket, rate)
+    for (study, model, nodes, gpus, fabric, algorithms, buckets, batch, bucket, rate, rate_source, published,
+         base) in CASES:
+        one_node, scaled = predict(phalanx, model, nodes, gpus, fabric, algorithms, buckets, batch, bucket, rate)
         efficiency = scaled["efficiency"] / (one_node["efficiency"] if base else 1.0)
         predicted = 100 * efficiency
         worst[model] = min(worst.get(model, 100.0), predicted)
         if study not in sources:
             sources.append(study)
-        print(f"{model:<13} {nodes * gpus:>5} {fabric:<13} {algorithms:<9} {rate:>11.1f} {100 * scaled['exposed_share']:>9.1f} "
-              f"{predicted:>8.1f}% {published:>8.0f}% {predicted - published:>+7.1f}  [{sources.index(study) + 1}] "
+        print(f"{model:<13} {nodes * gpus:>5} {fabric:<13} {algorithms:<9} {buckets:<8} {rate:>11.1f} "
+              f"{100 * scaled['exposed_share']:>9.1f} {predicted:>8.1f}% {published:>8.0f}% "
+              f"{predicted - published:>+7.1f}  [{sources.index(study) + 1}] "
               f"{'relative to one node; ' if base else ''}one device: {rate_source}")
     print()
     for index, source in enumerate(sources, 1):

@@ -31,6 +31,9 @@ struct ScalingArguments {
   double images_per_second = 0, bucket_mb = 0;
   std::string device;
   std::string nccl_algo;  // empty: ring and tree
+  std::string buckets_as = "phalanx";
+  double fusion_cycle_ms = 5;
+  bool fusion_cycle_given = false;
   bool json = false;
   // Given on the command line (a value of 0 or -5 is refused, not taken for the default).
   bool batch_size_given = false, images_per_second_given = false, bucket_mb_given = false;
@@ -233,6 +236,14 @@ int run_scaling(const ScalingArguments& arguments) {
     bucket_mb =
         checked_bucket_mb(config->distributed.bucket_mb, arguments.config_path + ": distributed.bucket_mb");
   settings.bucket_bytes = static_cast<std::size_t>(bucket_mb * (1 << 20));
+  settings.bucket_cut = scaling::parse_bucket_cut(arguments.buckets_as, "--buckets-as");
+  PHALANX_REQUIRE_INPUT(!arguments.fusion_cycle_given || settings.bucket_cut == scaling::BucketCut::Horovod,
+                        "--fusion-cycle-ms is Horovod's cycle: give it with --buckets-as horovod");
+  PHALANX_REQUIRE_INPUT(std::isfinite(arguments.fusion_cycle_ms) && arguments.fusion_cycle_ms >= 1e-3 &&
+                            arguments.fusion_cycle_ms <= 1e4,
+                        "--fusion-cycle-ms must be from 0.001 to 10000 (got ", arguments.fusion_cycle_ms,
+                        ")");
+  settings.fusion_cycle = arguments.fusion_cycle_ms * 1e-3;
   const bool bf16_gradients = config && config->distributed.grad_dtype == config::GradientDtype::Bf16;
   // Training sends bf16 gradients over NCCL only (MPI ranks refuse the key): over a measured MPI
   // transport the prediction would be of a job that cannot run.
@@ -314,6 +325,7 @@ int run_scaling(const ScalingArguments& arguments) {
         {"multiply_adds_per_sample", costs.multiply_adds()},
         {"local_batch", batch},
         {"bucket_bytes", settings.bucket_bytes},
+        {"buckets_as", scaling::name_of(settings.bucket_cut)},
         {"fabric", allreduce_name},
         {"fabric_source", allreduce_source},
         {"nccl_algorithms", fabric ? nlohmann::json(scaling::name_of(algorithms)) : nlohmann::json(nullptr)},
@@ -325,10 +337,10 @@ int run_scaling(const ScalingArguments& arguments) {
   }
   std::printf(
       "# phalanx scaling: %s, %lld parameters (%.1f MB of gradients on the wire), %.2f GFLOP per image "
-      "forward, local batch %d, buckets of %.1f MiB\n",
+      "forward, local batch %d, buckets of %.1f MiB (%s's)\n",
       costs.model.c_str(), static_cast<long long>(costs.parameters),
       costs.gradient_elements * settings.wire_bytes_per_element / 1e6, 2.0 * costs.multiply_adds() / 1e9,
-      batch, bucket_mb);
+      batch, bucket_mb, scaling::name_of(settings.bucket_cut).c_str());
   std::printf("# %s %s: %s\n", fabric ? "fabric" : "all-reduce", allreduce_name.c_str(),
               allreduce_source.c_str());
   std::printf("# compute: %s; forward %.2f ms, backward %.2f ms, update %.2f ms per step\n",
@@ -393,12 +405,18 @@ std::function<int()> add_scaling_command(CLI::App& app) {
   command->add_option("--nccl-algo", arguments->nccl_algo,
                       "The algorithms NCCL may use, as NCCL_ALGO: ring, tree or ring,tree (the default; "
                       "NCCL before 2.4 had rings only)");
+  command->add_option("--buckets-as", arguments->buckets_as,
+                      "Whose gradient buckets: phalanx (the flat buffer cut, the default), ddp (PyTorch "
+                      "DDP's, whole tensors) or horovod (Horovod's tensor fusion per cycle, whole tensors)");
+  command->add_option("--fusion-cycle-ms", arguments->fusion_cycle_ms,
+                      "With --buckets-as horovod: its cycle in ms (HOROVOD_CYCLE_TIME, default 5)");
   command->add_flag("--json", arguments->json, "Print the prediction as JSON");
   return [=]() -> int {
     if (!*command) return -1;
     arguments->batch_size_given = command->count("--batch-size") > 0;
     arguments->images_per_second_given = command->count("--images-per-second") > 0;
     arguments->bucket_mb_given = command->count("--bucket-mb") > 0;
+    arguments->fusion_cycle_given = command->count("--fusion-cycle-ms") > 0;
     return run_scaling(*arguments);
   };
 }

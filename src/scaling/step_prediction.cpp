@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "phalanx/comm/bucket_plan.hpp"
 #include "phalanx/core/error.hpp"
@@ -16,7 +17,71 @@ namespace {
 // this many, the bucket size is a slip (1e-9 MiB), not a plan.
 constexpr std::int64_t most_buckets = std::int64_t{1} << 16;
 
+// One bucket as a framework cuts it: an element range of the gradient buffer, and where the cut
+// fixes it, when it is ready (a Horovod cycle); otherwise it is ready when its layers are.
+struct PlannedBucket {
+  std::int64_t begin = 0, end = 0;
+  std::optional<double> ready;
+};
+
+// Whole layers from the last back (the order backward finishes them), each bucket closed as `full`
+// says: DDP's and Horovod's fusion never split a tensor.
+std::vector<PlannedBucket> whole_layer_buckets(const LayerCosts& costs,
+                                               const std::vector<std::size_t>& holders,
+                                               const std::vector<double>& finished,
+                                               const StepSettings& settings) {
+  const auto elements_of = [](std::size_t bytes) { return static_cast<std::int64_t>(bytes / sizeof(float)); };
+  std::vector<PlannedBucket> buckets;
+  if (settings.bucket_cut == BucketCut::Ddp) {
+    // DDP closes a bucket once it holds at least its cap: the first's, then the rest's.
+    std::int64_t cap = elements_of(settings.first_bucket_bytes);
+    for (auto holder = holders.rbegin(); holder != holders.rend(); ++holder) {
+      const LayerCost& layer = costs.layers[*holder];
+      if (buckets.empty() || buckets.back().end - buckets.back().begin >= cap) {
+        if (!buckets.empty()) cap = elements_of(settings.bucket_bytes);
+        buckets.push_back({layer.gradient_offset, layer.gradient_offset + layer.gradient_elements, {}});
+      } else {
+        buckets.back().begin = layer.gradient_offset;
+      }
+    }
+    return buckets;
+  }
+  // Horovod: at each cycle the layers finished since the last, fused in order while the sum stays
+  // within the threshold; a layer that does not fit starts the next, one larger than it goes alone.
+  const std::int64_t cap = elements_of(settings.bucket_bytes);
+  auto holder = holders.rbegin();
+  while (holder != holders.rend()) {
+    // The first cycle at or after the next layer's end (cycles from the step's start); skipping the
+    // empty ones keeps a long backward from costing a loop per cycle.
+    double cycle = std::ceil(finished[*holder] / settings.fusion_cycle) * settings.fusion_cycle;
+    if (cycle < finished[*holder]) cycle += settings.fusion_cycle;
+    bool fusing = false;
+    for (; holder != holders.rend() && finished[*holder] <= cycle; ++holder) {
+      const LayerCost& layer = costs.layers[*holder];
+      const std::int64_t end = layer.gradient_offset + layer.gradient_elements;
+      if (fusing && buckets.back().end - layer.gradient_offset <= cap) {
+        buckets.back().begin = layer.gradient_offset;
+      } else {
+        buckets.push_back({layer.gradient_offset, end, cycle});
+        fusing = true;
+      }
+    }
+  }
+  return buckets;
+}
+
 }  // namespace
+
+std::string name_of(BucketCut cut) {
+  return cut == BucketCut::Phalanx ? "phalanx" : cut == BucketCut::Ddp ? "ddp" : "horovod";
+}
+
+BucketCut parse_bucket_cut(const std::string& text, const std::string& option) {
+  for (const BucketCut cut : {BucketCut::Phalanx, BucketCut::Ddp, BucketCut::Horovod})
+    if (text == name_of(cut)) return cut;
+  PHALANX_REQUIRE_INPUT(false, option, ": '", text, "' must be phalanx, ddp or horovod");
+  return BucketCut::Phalanx;
+}
 
 StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, const StepSettings& settings,
                             const Topology& topology, const Fabric& fabric, AlgorithmChoice allowed) {
@@ -84,13 +149,6 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
     held += seconds;
   };
 
-  const auto bucket_elements =
-      std::max<std::int64_t>(1, static_cast<std::int64_t>(settings.bucket_bytes / sizeof(float)));
-  const std::int64_t bucket_count = costs.gradient_elements / bucket_elements + 1;
-  PHALANX_REQUIRE_INPUT(bucket_count <= most_buckets, "buckets of ", settings.bucket_bytes, " bytes cut ",
-                        costs.gradient_elements, " gradients into ", bucket_count, " buckets, more than ",
-                        most_buckets, ": give a larger --bucket-mb (or distributed.bucket_mb)");
-  comm::BucketPlan plan(costs.gradient_elements, settings.bucket_bytes, settings.first_bucket_bytes);
   // The layers that hold gradients, by offset: each bucket finds the ones it overlaps by a binary
   // search, not by a pass over all (layers x buckets was seconds for a table of 65,536 layers).
   std::vector<std::size_t> holders;
@@ -99,16 +157,31 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
   std::stable_sort(holders.begin(), holders.end(), [&](std::size_t left, std::size_t right) {
     return costs.layers[left].gradient_offset < costs.layers[right].gradient_offset;
   });
+  std::vector<PlannedBucket> plan;
+  if (settings.bucket_cut == BucketCut::Phalanx) {
+    const auto bucket_elements =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(settings.bucket_bytes / sizeof(float)));
+    const std::int64_t bucket_count = costs.gradient_elements / bucket_elements + 1;
+    PHALANX_REQUIRE_INPUT(bucket_count <= most_buckets, "buckets of ", settings.bucket_bytes, " bytes cut ",
+                          costs.gradient_elements, " gradients into ", bucket_count, " buckets, more than ",
+                          most_buckets, ": give a larger --bucket-mb (or distributed.bucket_mb)");
+    const comm::BucketPlan cut(costs.gradient_elements, settings.bucket_bytes, settings.first_bucket_bytes);
+    for (std::size_t index = 0; index < cut.size(); ++index)
+      plan.push_back({cut[index].begin, cut[index].end, {}});
+  } else {
+    PHALANX_CHECK(settings.fusion_cycle > 0, "a fusion cycle of ", settings.fusion_cycle, " s");
+    plan = whole_layer_buckets(costs, holders, finished, settings);
+  }
   const auto layer_end = [&](std::size_t layer) {
     return costs.layers[layer].gradient_offset + costs.layers[layer].gradient_elements;
   };
   double previous_finish = 0;
   for (std::size_t index = 0; index < plan.size(); ++index) {
-    const comm::BucketPlan::Bucket& bucket = plan[index];
+    const PlannedBucket& bucket = plan[index];
     BucketTiming timing;
     timing.begin = bucket.begin;
     timing.end = bucket.end;
-    timing.bytes = static_cast<std::size_t>(bucket.elements()) * settings.wire_bytes_per_element;
+    timing.bytes = static_cast<std::size_t>(bucket.end - bucket.begin) * settings.wire_bytes_per_element;
     // Whole once every layer holding one of its gradients is done; a range no layer holds (none in
     // a real model) waits for the end of backward, as GradSync starts the rest there.
     timing.ready = 0;
@@ -122,6 +195,7 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
       whole_layers = true;
     }
     if (!whole_layers) timing.ready = backward_end;
+    if (bucket.ready) timing.ready = *bucket.ready;
     // One rank sums nothing: no all-reduce, whatever a measured transport's fit would charge.
     const BucketAllreduce allreduce = topology.ranks() > 1 ? costing(timing.bytes) : BucketAllreduce{};
     timing.ring = allreduce.ring;

@@ -80,7 +80,27 @@ class ScalingCommandTest(unittest.TestCase):
         # Off the node, the network is the bottleneck: more nodes cannot expose less.
         self.assertLessEqual(predictions[1]["efficiency"], predictions[0]["efficiency"])
         self.assertEqual(output["nccl_algorithms"], "ring,tree")
+        self.assertEqual(output["buckets_as"], "phalanx")
         self.assertIn("compute capability 7.0", output["fabric_source"])
+
+    def test_horovods_buckets_hold_whole_tensors_ready_at_its_cycles(self):
+        args = ("--nodes", 4, "--gpus-per-node", 4, "--fabric", "roce-25g", "--images-per-second", 2000, "--json",
+                "--bucket-mb", 0.5)
+        flat = scaling(*args)
+        horovod = scaling(*args, "--buckets-as", "horovod", "--fusion-cycle-ms", 2)
+        self.assertEqual(flat.returncode, 0, flat.describe())
+        self.assertEqual(horovod.returncode, 0, horovod.describe())
+        output = json.loads(horovod.stdout)
+        self.assertEqual(output["buckets_as"], "horovod")
+        buckets = output["predictions"][0]["buckets"]
+        self.assertEqual(sum(b["end"] - b["begin"] for b in buckets), output["gradient_elements"])
+        for bucket in buckets:  # ready at a 2 ms cycle
+            cycles = bucket["ready_seconds"] / 0.002
+            self.assertAlmostEqual(cycles, round(cycles), places=6)
+        # resnet20's layers are far below 0.5 MiB; phalanx cuts the buffer into 0.5 MiB buckets across
+        # layers, where Horovod fuses whole ones: the cuts differ.
+        flat_ranges = [(b["begin"], b["end"]) for b in json.loads(flat.stdout)["predictions"][0]["buckets"]]
+        self.assertNotEqual(flat_ranges, [(b["begin"], b["end"]) for b in buckets])
 
     def test_the_published_studies_are_predicted_with_vgg16_the_worst(self):
         """bench/scaling_published.py's table (docs/BENCHMARKS.md): every study's row prints, and --check
@@ -178,7 +198,13 @@ class BadInputTest(unittest.TestCase):
                 # The dataset's classes are the default; a negative count was taken as a layer's width.
                 (("--images-per-second", 100, "--classes", -5), ["--classes", "-5"]),
                 (("--images-per-second", 100, "--nccl-algo", "nvls"), ["--nccl-algo", "nvls"]),
-                (("--images-per-second", 100, "--nccl-algo", "ring,"), ["--nccl-algo", "ring,"])):
+                (("--images-per-second", 100, "--nccl-algo", "ring,"), ["--nccl-algo", "ring,"]),
+                (("--images-per-second", 100, "--buckets-as", "deepspeed"), ["--buckets-as", "deepspeed"]),
+                (("--images-per-second", 100, "--fusion-cycle-ms", 2), ["--fusion-cycle-ms", "horovod"]),
+                (("--images-per-second", 100, "--buckets-as", "horovod", "--fusion-cycle-ms", 0),
+                 ["--fusion-cycle-ms"]),
+                (("--images-per-second", 100, "--buckets-as", "horovod", "--fusion-cycle-ms", "nan"),
+                 ["--fusion-cycle-ms"])):
             with self.subTest(args=args):
                 self.refused((*fabric, *args), words)
 

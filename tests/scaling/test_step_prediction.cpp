@@ -45,6 +45,95 @@ TEST(StepPrediction, ThroughputSplitsAThirdForwardAndTwoThirdsBackwardByMultiply
   EXPECT_NEAR(times.backward[1], 0.2 * 0.25, 1e-12);
 }
 
+// Four layers of 100 multiply-adds each at 200 images/s and batch 120: forward 0.2 s, then backward
+// ends "d" (last in forward, 3 Mi floats) at 0.3 s, "c" (1 Mi) at 0.4 s, "b" (256 Ki) at 0.5 s and
+// "a" (256 Ki) at 0.6 s.
+LayerCosts four_tensors() {
+  LayerCosts costs;
+  costs.model = "four";
+  costs.layers = {{"a", 0, 1 << 18, 100},
+                  {"b", 1 << 18, 1 << 18, 100},
+                  {"c", 1 << 19, 1 << 20, 100},
+                  {"d", 3 << 19, 3 << 20, 100}};
+  costs.gradient_elements = costs.parameters = (3 << 19) + (3 << 20);
+  return costs;
+}
+
+StepPrediction predict_four(BucketCut cut, std::size_t bucket_bytes, double cycle = 0.005) {
+  const LayerCosts costs = four_tensors();
+  const ComputeTimes times = compute_from_throughput(costs, 200, 120);  // 0.6 s: 0.2 forward, 0.4 back
+  StepSettings settings;
+  settings.local_batch = 120;
+  settings.global_batch = 240;
+  settings.bucket_bytes = bucket_bytes;
+  settings.bucket_cut = cut;
+  settings.fusion_cycle = cycle;
+  return predict_step(costs, times, settings, {2, 1}, network(1));
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> ranges(const StepPrediction& prediction) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> result;
+  for (const BucketTiming& bucket : prediction.buckets) result.emplace_back(bucket.begin, bucket.end);
+  return result;
+}
+
+TEST(StepPrediction, DdpBucketsHoldWholeTensorsAndCloseOnceTheyReachTheirCap) {
+  using Ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  const std::int64_t d = 3 << 19, c = 1 << 19, b = 1 << 18;
+  // The first bucket (1 MiB cap) closes at once with "d" (12 MiB) whole; the next takes "c" (4 MiB),
+  // reaches 4 MiB and closes; "b" and "a" fill the last.
+  EXPECT_EQ(ranges(predict_four(BucketCut::Ddp, std::size_t{4} << 20)),
+            (Ranges{{d, d + (3 << 20)}, {c, d}, {0, c}}));
+  // A 5 MiB cap: "c" (4 MiB) stays open for "b" (1 MiB), which reaches it.
+  EXPECT_EQ(ranges(predict_four(BucketCut::Ddp, std::size_t{5} << 20)),
+            (Ranges{{d, d + (3 << 20)}, {b, d}, {0, b}}));
+  // phalanx's own cut splits "d" where 4 MiB buckets end.
+  const StepPrediction flat = predict_four(BucketCut::Phalanx, std::size_t{4} << 20);
+  EXPECT_GT(flat.buckets.size(), 3u);
+  EXPECT_EQ(flat.buckets[0].end - flat.buckets[0].begin, 1 << 18);  // the 1 MiB first bucket
+}
+
+TEST(StepPrediction, HorovodFusesTheTensorsReadyInEachCycleWholeUpToItsThreshold) {
+  using Ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  const std::int64_t d = 3 << 19, c = 1 << 19, b = 1 << 18;
+  // Cycles of 5 ms: each layer goes at the first cycle after it ends, alone; "d" (12 MiB) would go
+  // alone past an 8 MiB threshold anyway.
+  const StepPrediction each = predict_four(BucketCut::Horovod, std::size_t{8} << 20);
+  EXPECT_EQ(ranges(each), (Ranges{{d, d + (3 << 20)}, {c, d}, {b, c}, {0, b}}));
+  EXPECT_GE(each.buckets[0].ready, 0.3 - 1e-12);
+  EXPECT_LE(each.buckets[0].ready, 0.305 + 1e-12);
+  EXPECT_GE(each.buckets[3].ready, 0.6 - 1e-12);
+  EXPECT_LE(each.buckets[3].ready, 0.605 + 1e-12);
+  // 0.35 s cycles: at 0.35 "d"; at 0.7 "c", "b" and "a" fused (6 MiB within 8).
+  StepPrediction slow = predict_four(BucketCut::Horovod, std::size_t{8} << 20, 0.35);
+  EXPECT_EQ(ranges(slow), (Ranges{{d, d + (3 << 20)}, {0, d}}));
+  EXPECT_NEAR(slow.buckets[0].ready, 0.35, 1e-9);
+  EXPECT_NEAR(slow.buckets[1].ready, 0.7, 1e-9);
+  // A 5 MiB threshold: "c" and "b" fit (5 MiB), "a" starts the next, in the same cycle.
+  slow = predict_four(BucketCut::Horovod, std::size_t{5} << 20, 0.35);
+  EXPECT_EQ(ranges(slow), (Ranges{{d, d + (3 << 20)}, {b, d}, {0, b}}));
+  EXPECT_NEAR(slow.buckets[2].ready, 0.7, 1e-9);
+  // 0.45 s cycles: "d" and "c" end by 0.45 but do not fit together; "b" and "a" wait for the cycle
+  // at 0.9, 0.3 s after backward: exposed.
+  const StepPrediction late = predict_four(BucketCut::Horovod, std::size_t{8} << 20, 0.45);
+  EXPECT_EQ(ranges(late), (Ranges{{d, d + (3 << 20)}, {c, d}, {0, c}}));
+  EXPECT_NEAR(late.buckets[1].ready, 0.45, 1e-9);
+  EXPECT_NEAR(late.buckets[2].ready, 0.9, 1e-9);
+  EXPECT_GT(late.exposed, 0.3);
+}
+
+TEST(StepPrediction, BucketCutsAreNamedAndAnUnknownOneIsRefused) {
+  EXPECT_EQ(parse_bucket_cut("ddp", "--buckets-as"), BucketCut::Ddp);
+  EXPECT_EQ(name_of(parse_bucket_cut("horovod", "--buckets-as")), "horovod");
+  try {
+    parse_bucket_cut("deepspeed", "--buckets-as");
+    FAIL() << "accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.exit_status(), 2);
+    EXPECT_NE(std::string(error.what()).find("--buckets-as"), std::string::npos) << error.what();
+  }
+}
+
 TEST(StepPrediction, BucketsStartWhenReadyAndAfterThePreviousOneAndTheRestIsExposed) {
   const LayerCosts costs = two_layers();
   const ComputeTimes times = compute_from_throughput(costs, 100, 30);

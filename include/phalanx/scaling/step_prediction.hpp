@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "phalanx/scaling/allreduce_cost_model.hpp"
@@ -20,12 +21,27 @@
 
 namespace phalanx::scaling {
 
+// Whose gradient buckets the prediction cuts (the published studies ran other frameworks):
+// - Phalanx: the flat gradient buffer cut from its end (comm::BucketPlan), a layer split where a
+//   bucket ends;
+// - Ddp: PyTorch DDP's, whole tensors from the last layer back, a bucket closed once it holds at
+//   least its cap (the first's 1 MiB, then bucket_bytes), the tensor that reached it included;
+// - Horovod: Horovod's tensor fusion, every `fusion_cycle` seconds the tensors that became ready
+//   since the last cycle, whole, fused in order while the sum stays within bucket_bytes (a larger
+//   tensor alone); a bucket is ready at its cycle.
+enum class BucketCut { Phalanx, Ddp, Horovod };
+std::string name_of(BucketCut cut);
+// "phalanx", "ddp" or "horovod"; throws InvalidInput naming `option` otherwise.
+BucketCut parse_bucket_cut(const std::string& text, const std::string& option);
+
 struct StepSettings {
   int local_batch = 1;                               // the largest rank's: it sets the pace
   std::int64_t global_batch = 1;                     // images per step over all ranks
   std::size_t bucket_bytes = std::size_t{25} << 20;  // distributed.bucket_mb
   std::size_t first_bucket_bytes = std::size_t{1} << 20;
   std::size_t wire_bytes_per_element = 4;  // what a gradient travels as (fp32, or bf16 over NCCL)
+  BucketCut bucket_cut = BucketCut::Phalanx;
+  double fusion_cycle = 0.005;  // seconds; Horovod's cycle (HOROVOD_CYCLE_TIME, 5 ms)
 };
 
 struct BucketTiming {
