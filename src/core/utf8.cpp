@@ -25,4 +25,10 @@ std::size_t first_invalid_utf8(const std::string& text) {
   return std::string::npos;
 }
 
+std::string utf8_problem(const std::string& text) {
+  const std::size_t offset = first_invalid_utf8(text);
+  if (offset == std::string::npos) return "";
+  return "not UTF-8 text (byte " + std::to_string(offset) + ")";
+}
+
 }  // namespace phalanx

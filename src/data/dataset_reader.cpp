@@ -246,11 +246,8 @@ Hdf5Handle open_and_validate(const std::string& path, DatasetInfo& info) {
   info.classes = read_strings(path, classes, attribute_place("/", "classes"));
   if (info.classes.empty()) fail(path, "attribute \"classes\" of / is empty (at least one class is needed)");
   for (std::size_t index = 0; index < info.classes.size(); ++index) {
-    const std::size_t offset = first_invalid_utf8(info.classes[index]);
-    if (offset != std::string::npos)
-      fail(path, "class name " + std::to_string(index) +
-                     " in attribute \"classes\" of / is not UTF-8 text (byte " + std::to_string(offset) +
-                     ")");
+    if (const std::string problem = utf8_problem(info.classes[index]); !problem.empty())
+      fail(path, "class name " + std::to_string(index) + " in attribute \"classes\" of / is " + problem);
   }
 
   for (const char* split_name : known_splits) {

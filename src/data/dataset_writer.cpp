@@ -49,10 +49,8 @@ void validate_inputs(const std::string& path, const std::vector<std::string>& cl
                      const std::vector<SplitStream>& splits, const WriteOptions& options) {
   if (classes.empty()) fail_input(path, "no class names given (at least one class is needed)");
   for (std::size_t index = 0; index < classes.size(); ++index) {
-    const std::size_t offset = first_invalid_utf8(classes[index]);
-    if (offset != std::string::npos)
-      fail_input(path, "class name " + std::to_string(index) + " is not UTF-8 text (byte " +
-                           std::to_string(offset) + ")");
+    if (const std::string problem = utf8_problem(classes[index]); !problem.empty())
+      fail_input(path, "class name " + std::to_string(index) + " is " + problem);
   }
   if (options.chunk_samples < 1)
     fail_input(path, "chunk_samples = " + std::to_string(options.chunk_samples) + " must be at least 1");

@@ -69,10 +69,8 @@ std::vector<std::string> class_folders(const fs::path& tree) {
     if (!hidden(entry->path()) && entry_type(*entry) == fs::file_type::directory) {
       // The folder's name becomes the class name, which reports and predictions write as UTF-8.
       const std::string name = entry->path().filename().string();
-      const std::size_t offset = first_invalid_utf8(name);
-      if (offset != std::string::npos)
-        fail(entry->path().string(), "the folder's name (a class name) is not UTF-8 text (byte " +
-                                         std::to_string(offset) + "): rename it");
+      if (const std::string problem = utf8_problem(name); !problem.empty())
+        fail(entry->path().string(), "the folder's name (a class name) is " + problem + ": rename it");
       names.push_back(name);
     }
   if (error) fail(tree.string(), "cannot be listed (" + error.message() + ")");

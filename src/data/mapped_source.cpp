@@ -164,11 +164,8 @@ std::vector<std::string> read_class_dataset(const DatasetLocation& location) {
   for (std::size_t index = 0; index < names.size(); ++index) {
     if (names[index].empty())
       mapped::fail(location, key, "class name " + std::to_string(index) + " is empty");
-    const std::size_t offset = first_invalid_utf8(names[index]);
-    if (offset != std::string::npos)
-      mapped::fail(
-          location, key,
-          "class name " + std::to_string(index) + " is not UTF-8 text (byte " + std::to_string(offset) + ")");
+    if (const std::string problem = utf8_problem(names[index]); !problem.empty())
+      mapped::fail(location, key, "class name " + std::to_string(index) + " is " + problem);
   }
   return names;
 }

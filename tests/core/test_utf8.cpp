@@ -31,5 +31,11 @@ TEST(Utf8, NamesTheFirstByteThatIsNot) {
   EXPECT_EQ(first_invalid_utf8("caf\xC3\xA9 \xE9t\xE9"), 6u);  // Latin-1 after good UTF-8
 }
 
+TEST(Utf8, AProblemIsSaidWithItsByteAndWellFormedTextHasNone) {
+  EXPECT_EQ(utf8_problem("caf\xC3\xA9"), "");
+  EXPECT_EQ(utf8_problem(""), "");
+  EXPECT_EQ(utf8_problem("caf\xC3\xA9 \xE9t\xE9"), "not UTF-8 text (byte 6)");
+}
+
 }  // namespace
 }  // namespace phalanx

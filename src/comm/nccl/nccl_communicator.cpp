@@ -46,6 +46,9 @@ struct NcclCommunicator::State {
   cudaStream_t compute_stream() const { return backend::cuda_stream(*backend); }
   // Aborts the communicator (once) and throws an Error naming the rank and `operation`.
   [[noreturn]] void fail(const std::string& operation, const std::string& reason);
+  // Aborts the communicator, never destroys it (destroy would wait for the peers that failed
+  // us); a failed abort is a warning. It is unusable afterwards.
+  void abort_communicator();
   void require_usable(const char* operation) const;
   // Completes a non-blocking NCCL call: polls `communicator` while it reports ncclInProgress, up
   // to the timeout; any other result than success aborts and throws.
@@ -127,10 +130,7 @@ NcclCommunicator::State::~State() {
     } else {
       std::fprintf(stderr, "phalanx: warning: rank %d: NCCL communicator %s; aborting it\n", rank,
                    unwinding ? "released during an error" : "in an error state or not quiescent");
-      const ncclResult_t result = ncclCommAbort(communicator);
-      if (result != ncclSuccess)
-        std::fprintf(stderr, "phalanx: warning: rank %d: ncclCommAbort failed: %s\n", rank,
-                     ncclGetErrorString(result));
+      abort_communicator();
     }
   }
   // Stream-ordered: freed once the all-reduces that used it have run.
@@ -141,9 +141,8 @@ void NcclCommunicator::State::select_device() const {
   PHALANX_CUDA_LOG(cudaSetDevice(device));
 }
 
-void NcclCommunicator::State::fail(const std::string& operation, const std::string& reason) {
+void NcclCommunicator::State::abort_communicator() {
   if (communicator) {
-    // Abort, never destroy: destroy would wait for the peers that failed us.
     const ncclResult_t result = ncclCommAbort(communicator);
     if (result != ncclSuccess)
       std::fprintf(stderr, "phalanx: warning: rank %d: ncclCommAbort failed: %s\n", rank,
@@ -151,6 +150,10 @@ void NcclCommunicator::State::fail(const std::string& operation, const std::stri
     communicator = nullptr;
   }
   aborted = true;
+}
+
+void NcclCommunicator::State::fail(const std::string& operation, const std::string& reason) {
+  abort_communicator();
   throw_internal_error(
       detail::concat("NCCL ", operation, " failed on NCCL rank ", rank, " of ", size, " (cuda:", device,
                      "): ", reason, "; the NCCL communicator was aborted"),
@@ -362,12 +365,7 @@ void NcclCommunicator::abort_on_error() {
   self.select_device();
   std::fprintf(stderr, "phalanx: warning: rank %d: NCCL communicator released during an error; aborting it\n",
                self.rank);
-  const ncclResult_t result = ncclCommAbort(self.communicator);
-  if (result != ncclSuccess)
-    std::fprintf(stderr, "phalanx: warning: rank %d: ncclCommAbort failed: %s\n", self.rank,
-                 ncclGetErrorString(result));
-  self.communicator = nullptr;
-  self.aborted = true;
+  self.abort_communicator();
 }
 
 NcclCommunicator NcclCommunicator::split(int color, int key) {

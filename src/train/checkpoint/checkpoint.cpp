@@ -691,14 +691,23 @@ Hdf5Handle open_checkpoint_file(const std::string& path) {
   return file;
 }
 
+// The root group's `format` attribute; nullopt where it has none (a predictions file).
+std::optional<std::string> root_format(hid_t root, const std::string& path) {
+  const htri_t exists = H5Aexists(root, "format");
+  PHALANX_REQUIRE_INPUT(exists >= 0, path, ": cannot read the root's attributes (file corrupt?)");
+  if (exists == 0) return std::nullopt;
+  return read_attribute_string(root, "format", path);
+}
+
 // Validates and reads the header of the open checkpoint `file` (read from `path`).
 CheckpointHeader read_header(hid_t file, const std::string& path) {
   Hdf5Handle root(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose);
   PHALANX_REQUIRE_INPUT(root.valid(), path, ": cannot read the checkpoint's root group (truncated file?)");
   CheckpointHeader header;
   header.path = path;
-  const std::string format = read_attribute_string(root.get(), "format", path);
-  PHALANX_REQUIRE_INPUT(format == "phalanx-checkpoint", path, ": format is '", format,
+  const std::optional<std::string> format = root_format(root.get(), path);
+  PHALANX_REQUIRE_INPUT(format.has_value(), path, ": checkpoint attribute 'format' is missing");
+  PHALANX_REQUIRE_INPUT(*format == "phalanx-checkpoint", path, ": format is '", *format,
                         "', expected 'phalanx-checkpoint'");
   header.version = static_cast<int>(read_attribute_int64(root.get(), "version", path));
   PHALANX_REQUIRE_INPUT(header.version == checkpoint_version, path, ": checkpoint version ", header.version,
@@ -795,10 +804,7 @@ std::optional<std::string> stored_file_format(const std::string& path) {
   Hdf5Handle file = open_checkpoint_file(path);
   Hdf5Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
   PHALANX_REQUIRE_INPUT(root.valid(), path, ": cannot read the file's root group (truncated file?)");
-  const htri_t exists = H5Aexists(root.get(), "format");
-  PHALANX_REQUIRE_INPUT(exists >= 0, path, ": cannot read the root's attributes (file corrupt?)");
-  if (exists == 0) return std::nullopt;
-  return read_attribute_string(root.get(), "format", path);
+  return root_format(root.get(), path);
 }
 
 std::int64_t stored_global_batch(const CheckpointHeader& header) {

@@ -41,10 +41,12 @@ int classes_of_file(const config::ModelConfig& model, const Shape& input, const 
   return static_cast<int>(classes);
 }
 
-// Configs and safetensors headers hold UTF-8: other bytes are refused naming `what`.
+// Configs and safetensors headers hold UTF-8: other bytes are refused naming `what` and quoting
+// the text up to them (the rest would make the message itself invalid).
 void require_utf8(const std::string& text, const std::string& what) {
-  if (first_invalid_utf8(text) != std::string::npos)
-    throw_input_error(what + " '" + text + "': not valid UTF-8");
+  const std::size_t offset = first_invalid_utf8(text);
+  if (offset != std::string::npos)
+    throw_input_error(what + " '" + text.substr(0, offset) + "...': " + utf8_problem(text));
 }
 
 // `text` as a JSON string, which YAML also reads (a double-quoted scalar) with every character as
