@@ -33,7 +33,7 @@ struct ScalingArguments {
   std::string nccl_algo;  // empty: ring and tree
   std::string buckets_as = "phalanx";
   double fusion_cycle_ms = 5;
-  bool fusion_cycle_given = false;
+  bool fusion_cycle_given = false, nccl_algo_given = false, buckets_as_given = false;
   bool json = false;
   // Given on the command line (a value of 0 or -5 is refused, not taken for the default).
   bool batch_size_given = false, images_per_second_given = false, bucket_mb_given = false;
@@ -200,12 +200,19 @@ int run_scaling(const ScalingArguments& arguments) {
   PHALANX_REQUIRE_INPUT(arguments.transport.empty() || !arguments.profile.empty(), "--transport ",
                         arguments.transport,
                         " reads the measured transport from the profile: give --profile FILE");
-  PHALANX_REQUIRE_INPUT(arguments.nccl_algo.empty() || arguments.transport.empty(),
+  PHALANX_REQUIRE_INPUT(!arguments.nccl_algo_given || arguments.transport.empty(),
                         "--nccl-algo chooses among NCCL's algorithms on a --fabric; --transport ",
                         arguments.transport, " is the all-reduce the profile measured");
+  // A measured transport is phalanx's own MPI all-reduce, advancing at its calls in backward: the
+  // job predicted is phalanx's, with phalanx's buckets.
+  PHALANX_REQUIRE_INPUT(
+      !arguments.buckets_as_given || arguments.buckets_as == "phalanx" || arguments.transport.empty(),
+      "--buckets-as ", arguments.buckets_as,
+      " predicts that framework's job over NCCL on a --fabric; --transport ", arguments.transport,
+      " is phalanx's measured all-reduce");
   const scaling::AlgorithmChoice algorithms =
-      arguments.nccl_algo.empty() ? scaling::AlgorithmChoice{}
-                                  : scaling::parse_algorithm_choice(arguments.nccl_algo, "--nccl-algo");
+      arguments.nccl_algo_given ? scaling::parse_algorithm_choice(arguments.nccl_algo, "--nccl-algo")
+                                : scaling::AlgorithmChoice{};
   std::optional<scaling::Fabric> fabric;
   std::optional<scaling::MeasuredTransport> transport;
   if (arguments.transport.empty())
@@ -326,6 +333,9 @@ int run_scaling(const ScalingArguments& arguments) {
         {"local_batch", batch},
         {"bucket_bytes", settings.bucket_bytes},
         {"buckets_as", scaling::name_of(settings.bucket_cut)},
+        {"fusion_cycle_seconds", settings.bucket_cut == scaling::BucketCut::Horovod
+                                     ? nlohmann::json(settings.fusion_cycle)
+                                     : nlohmann::json(nullptr)},
         {"fabric", allreduce_name},
         {"fabric_source", allreduce_source},
         {"nccl_algorithms", fabric ? nlohmann::json(scaling::name_of(algorithms)) : nlohmann::json(nullptr)},
@@ -335,12 +345,18 @@ int run_scaling(const ScalingArguments& arguments) {
     std::printf("%s\n", output.dump(2).c_str());
     return 0;
   }
+  std::string cut_text = scaling::name_of(settings.bucket_cut) + "'s";
+  if (settings.bucket_cut == scaling::BucketCut::Horovod) {
+    char cycle[64];
+    std::snprintf(cycle, sizeof cycle, ", fused every %g ms", settings.fusion_cycle * 1e3);
+    cut_text += cycle;
+  }
   std::printf(
       "# phalanx scaling: %s, %lld parameters (%.1f MB of gradients on the wire), %.2f GFLOP per image "
       "forward, local batch %d, buckets of %.1f MiB (%s's)\n",
       costs.model.c_str(), static_cast<long long>(costs.parameters),
       costs.gradient_elements * settings.wire_bytes_per_element / 1e6, 2.0 * costs.multiply_adds() / 1e9,
-      batch, bucket_mb, scaling::name_of(settings.bucket_cut).c_str());
+      batch, bucket_mb, cut_text.c_str());
   std::printf("# %s %s: %s\n", fabric ? "fabric" : "all-reduce", allreduce_name.c_str(),
               allreduce_source.c_str());
   std::printf("# compute: %s; forward %.2f ms, backward %.2f ms, update %.2f ms per step\n",
@@ -417,6 +433,8 @@ std::function<int()> add_scaling_command(CLI::App& app) {
     arguments->images_per_second_given = command->count("--images-per-second") > 0;
     arguments->bucket_mb_given = command->count("--bucket-mb") > 0;
     arguments->fusion_cycle_given = command->count("--fusion-cycle-ms") > 0;
+    arguments->nccl_algo_given = command->count("--nccl-algo") > 0;
+    arguments->buckets_as_given = command->count("--buckets-as") > 0;
     return run_scaling(*arguments);
   };
 }

@@ -52,7 +52,8 @@ constexpr double tree_correction[protocol_count][tree_correction_sizes] = {
 
 // An inter-node ring's latency grows past the sum of its steps' (the tuner's "plateau" of the ring):
 // by 1.9 on GPUs before compute capability 8.0, 1.4 on later ones. NCCL applies it where each rank's
-// share per channel is at least 64 bytes; the model does not know the channels and takes one.
+// share per channel is at least 64 bytes; the model takes one channel there, which differs only for
+// buffers of under 64 bytes per rank and channel.
 double ring_plateau(std::size_t bytes, const Topology& topology, const Fabric& fabric) {
   if (topology.nodes <= 1 || bytes / static_cast<std::size_t>(topology.ranks()) < 64) return 1.0;
   return fabric.gpu_compute_capability < 8.0 ? 1.9 : 1.4;
@@ -74,7 +75,9 @@ double interface_bandwidth(double interface_bytes_per_second, const double (&spe
   const double gbytes = interface_bytes_per_second / 1e9;
   for (const double speed : speeds)
     if (speed <= gbytes) return std::floor(gbytes / speed) * speed * 1e9;
-  return interface_bytes_per_second;  // slower than the list: the search ends at its slowest entry
+  // Slower than the list: NCCL's search finds no channel and falls back to one of 0.1 GB/s; the
+  // model keeps the NIC's own figure, which is what the bytes get.
+  return interface_bytes_per_second;
 }
 
 int log2_floor(std::size_t value) {

@@ -87,6 +87,22 @@ TEST(StepPrediction, DdpBucketsHoldWholeTensorsAndCloseOnceTheyReachTheirCap) {
   // A 5 MiB cap: "c" (4 MiB) stays open for "b" (1 MiB), which reaches it.
   EXPECT_EQ(ranges(predict_four(BucketCut::Ddp, std::size_t{5} << 20)),
             (Ranges{{d, d + (3 << 20)}, {b, d}, {0, b}}));
+  // Small last layers fill the first bucket until it holds 1 MiB: w (256 KiB), z (256 KiB), then
+  // y (512 KiB) reaches exactly 1 MiB and closes it; x goes in the next.
+  LayerCosts small;
+  small.model = "small";
+  small.layers = {{"x", 0, 1 << 20, 100},
+                  {"y", 1 << 20, 1 << 17, 100},
+                  {"z", (1 << 20) + (1 << 17), 1 << 16, 100},
+                  {"w", (1 << 20) + (3 << 16), 1 << 16, 100}};
+  small.gradient_elements = small.parameters = (1 << 20) + (1 << 18);
+  StepSettings settings;
+  settings.local_batch = 8;
+  settings.global_batch = 16;
+  settings.bucket_cut = BucketCut::Ddp;
+  const StepPrediction filled =
+      predict_step(small, compute_from_throughput(small, 100, 8), settings, {2, 1}, network(1));
+  EXPECT_EQ(ranges(filled), (Ranges{{1 << 20, (1 << 20) + (1 << 18)}, {0, 1 << 20}}));
   // phalanx's own cut splits "d" where 4 MiB buckets end.
   const StepPrediction flat = predict_four(BucketCut::Phalanx, std::size_t{4} << 20);
   EXPECT_GT(flat.buckets.size(), 3u);
