@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "mapped_file.hpp"
@@ -36,9 +37,23 @@ std::string format_value(double value) {
   return text.str();
 }
 
+// Label values read at a time: a block of rows whose values (as double) take 8 MiB, so a one-hot
+// file of ImageNet's 1.28 million rows of 1000 values is read in pieces, not as 10 GB at once.
+constexpr std::int64_t label_block_values = std::int64_t{1} << 20;
+
+// A split's labels as read: each row decoded to a class index while the file is read, block by
+// block. What cannot be judged before the class count is known (a label's range, a one-hot row
+// width against data.source.classes) is checked afterwards, in row order; a row that is already
+// wrong as read holds -1, and the first such is kept for the message.
 struct LabelFile {
   LabelShape shape;
-  std::vector<double> values;  // [count x max(1, classes)] as stored, converted to double
+  std::vector<std::int32_t> classes;  // per row; -1 for a row that is wrong as read
+  std::int64_t inferred_count = 0;    // largest index label in [0, 1e9) + 1; one-hot: the width
+  std::int64_t first_wrong_row = -1;
+  // What is wrong with that row, but for an index outside the range, which needs the class count:
+  // then `first_wrong_outside` holds the label and the message is made once the count is known.
+  std::string first_wrong_message;
+  std::optional<double> first_wrong_outside;
 };
 
 // Everything read from one split's files before the class count is known.
@@ -66,13 +81,92 @@ LabelFile read_label_file(hid_t file, const DatasetLocation& location, const std
                  "dtype " + (type.valid() ? detail::describe_type(type.get()) : "?") +
                      " cannot be labels (expected integers, integer-valued floats or one-hot rows)");
   LabelFile labels;
-  labels.shape = label_shape(mapped::dimensions(dataset.get()), requested);
+  const std::vector<std::uint64_t> dimensions = mapped::dimensions(dataset.get());
+  labels.shape = label_shape(dimensions, requested);
   if (!labels.shape.error.empty()) mapped::fail(location, key, labels.shape.error);
-  labels.values.resize(
-      static_cast<std::size_t>(labels.shape.count * std::max<std::int64_t>(1, labels.shape.classes)));
-  if (!labels.values.empty() && detail::read_checked(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
-                                                     H5P_DEFAULT, labels.values.data()) < 0)
-    mapped::fail(location, key, "cannot read the data (" + detail::read_failure_reason() + ")");
+  const bool one_hot = labels.shape.encoding == LabelEncoding::OneHot;
+  const std::int64_t width = std::max<std::int64_t>(1, labels.shape.classes);
+  if (one_hot) labels.inferred_count = labels.shape.classes;
+  labels.classes.resize(static_cast<std::size_t>(labels.shape.count));
+  const auto wrong = [&](std::int64_t row, std::string message, std::optional<double> outside) {
+    labels.classes[static_cast<std::size_t>(row)] = -1;
+    if (labels.first_wrong_row < 0) {
+      labels.first_wrong_row = row;
+      labels.first_wrong_message = std::move(message);
+      labels.first_wrong_outside = outside;
+    }
+  };
+
+  // Whole chunks per block where the labels are chunked: a block that ends inside a chunk would
+  // have HDF5 read and decode that chunk again for the next one.
+  std::int64_t block_rows = std::max<std::int64_t>(1, label_block_values / width);
+  if (const mapped::Storage stored = mapped::storage(dataset.get());
+      !stored.chunk.empty() && stored.chunk[0] > 0) {
+    const auto chunk_rows = static_cast<std::int64_t>(stored.chunk[0]);
+    block_rows = std::max<std::int64_t>(1, block_rows / chunk_rows) * chunk_rows;
+  }
+  std::vector<double> values;
+  detail::Hdf5Handle file_space = detail::dataspace_handle(H5Dget_space(dataset.get()));
+  std::vector<hsize_t> start(dimensions.size(), 0), size(dimensions.begin(), dimensions.end());
+  for (std::int64_t first = 0; first < labels.shape.count; first += block_rows) {
+    const std::int64_t rows = std::min(block_rows, labels.shape.count - first);
+    values.resize(static_cast<std::size_t>(rows * width));
+    start[0] = static_cast<hsize_t>(first);
+    size[0] = static_cast<hsize_t>(rows);
+    // The block's own shape in memory: into a flat space of as many values, HDF5 read a one-hot
+    // file 8x slower (docs/BENCHMARKS.md, "Mapped sources").
+    detail::Hdf5Handle memory_space =
+        detail::dataspace_handle(H5Screate_simple(static_cast<int>(size.size()), size.data(), nullptr));
+    if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) <
+            0 ||
+        detail::read_checked(dataset.get(), H5T_NATIVE_DOUBLE, memory_space.get(), file_space.get(),
+                             H5P_DEFAULT, values.data()) < 0)
+      mapped::fail(location, key,
+                   "rows " + std::to_string(first) + " to " + std::to_string(first + rows - 1) +
+                       ": cannot read the data (" + detail::read_failure_reason() + ")");
+    for (std::int64_t index = 0; index < rows; ++index) {
+      const std::int64_t row = first + index;
+      if (one_hot) {
+        const double* row_values = values.data() + index * width;
+        std::int64_t ones = 0, hot = 0;
+        bool clean = true;
+        for (std::int64_t column = 0; column < width; ++column) {
+          if (row_values[column] == 1.0) {
+            ++ones;
+            hot = column;
+          } else if (row_values[column] != 0.0) {
+            clean = false;
+          }
+        }
+        if (clean && ones == 1) {
+          labels.classes[static_cast<std::size_t>(row)] = static_cast<std::int32_t>(hot);
+        } else if (labels.first_wrong_row < 0) {
+          std::string shown;
+          for (std::int64_t column = 0; column < width; ++column)
+            shown += (column ? "," : "") + format_value(row_values[column]);
+          wrong(row,
+                "row " + std::to_string(row) + " is not one-hot ([" + shown +
+                    "]: needs exactly one 1, the rest 0)",
+                std::nullopt);
+        } else {
+          labels.classes[static_cast<std::size_t>(row)] = -1;
+        }
+        continue;
+      }
+      const double value = values[static_cast<std::size_t>(index)];
+      // As before labels were decoded: the classes phalanx would name itself count every value
+      // in [0, 1e9), whole or not.
+      if (value >= 0 && value < 1e9)
+        labels.inferred_count = std::max(labels.inferred_count, static_cast<std::int64_t>(value) + 1);
+      if (!(value == std::floor(value)))
+        wrong(row, "label " + std::to_string(row) + " = " + format_value(value) + " is not a whole number",
+              std::nullopt);
+      else if (value < 0 || value >= 1e9)
+        wrong(row, "", value);
+      else
+        labels.classes[static_cast<std::size_t>(row)] = static_cast<std::int32_t>(value);
+    }
+  }
   return labels;
 }
 
@@ -170,56 +264,30 @@ std::vector<std::string> read_class_dataset(const DatasetLocation& location) {
   return names;
 }
 
-// Decodes one split's labels into class indices, checking each against `class_count`.
-std::vector<std::int32_t> decode_labels(const PendingSplit& split, std::int64_t class_count) {
-  const LabelFile& file = split.labels;
+// One split's class indices, checked against `class_count` in row order: the first row that is
+// wrong, as read or for this count, is refused naming it.
+std::vector<std::int32_t> decode_labels(PendingSplit& split, std::int64_t class_count) {
+  LabelFile& file = split.labels;
   const auto& location = split.locations.labels;
   const std::string range =
       "[0, " + std::to_string(class_count) + ") (" + std::to_string(class_count) + " classes)";
-  std::vector<std::int32_t> labels(static_cast<std::size_t>(file.shape.count));
-  if (file.shape.encoding == LabelEncoding::OneHot) {
-    const auto width = static_cast<std::size_t>(file.shape.classes);
-    if (file.shape.classes != class_count)
-      mapped::fail(location, split.labels_key,
-                   "one-hot rows of " + std::to_string(width) + " values, but there are " +
-                       std::to_string(class_count) + " classes (data.source.classes)");
-    for (std::size_t row = 0; row < labels.size(); ++row) {
-      const double* values = file.values.data() + row * width;
-      std::size_t ones = 0, hot = 0;
-      bool clean = true;
-      for (std::size_t column = 0; column < width; ++column) {
-        if (values[column] == 1.0) {
-          ++ones;
-          hot = column;
-        } else if (values[column] != 0.0) {
-          clean = false;
-        }
-      }
-      if (!clean || ones != 1) {
-        std::string shown;
-        for (std::size_t column = 0; column < width; ++column) {
-          if (column) shown += ',';
-          shown += format_value(values[column]);
-        }
-        mapped::fail(location, split.labels_key,
-                     "row " + std::to_string(row) + " is not one-hot ([" + shown +
-                         "]: needs exactly one 1, the rest 0)");
-      }
-      labels[row] = static_cast<std::int32_t>(hot);
-    }
-    return labels;
+  if (file.shape.encoding == LabelEncoding::OneHot && file.shape.classes != class_count)
+    mapped::fail(location, split.labels_key,
+                 "one-hot rows of " + std::to_string(file.shape.classes) + " values, but there are " +
+                     std::to_string(class_count) + " classes (data.source.classes)");
+  const auto outside = [&](std::size_t row, const std::string& label) {
+    mapped::fail(location, split.labels_key,
+                 "label " + std::to_string(row) + " = " + label + " is outside " + range);
+  };
+  for (std::size_t row = 0; row < file.classes.size(); ++row) {
+    const std::int32_t label = file.classes[row];
+    if (label >= 0 && label < class_count) continue;
+    if (label >= 0) outside(row, std::to_string(label));
+    // The first row wrong as read (every row before it was read right).
+    if (file.first_wrong_outside) outside(row, format_value(*file.first_wrong_outside));
+    mapped::fail(location, split.labels_key, file.first_wrong_message);
   }
-  for (std::size_t row = 0; row < labels.size(); ++row) {
-    const double value = file.values[row];
-    if (!(value == std::floor(value)))
-      mapped::fail(location, split.labels_key,
-                   "label " + std::to_string(row) + " = " + format_value(value) + " is not a whole number");
-    if (value < 0 || value >= static_cast<double>(class_count))
-      mapped::fail(location, split.labels_key,
-                   "label " + std::to_string(row) + " = " + format_value(value) + " is outside " + range);
-    labels[row] = static_cast<std::int32_t>(value);
-  }
-  return labels;
+  return std::move(file.classes);
 }
 
 }  // namespace
@@ -249,12 +317,7 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
     const PendingSplit* widest = nullptr;
     for (const auto& split : pending) {
       const std::int64_t before = count;
-      if (split.labels.shape.encoding == LabelEncoding::OneHot) {
-        count = std::max(count, split.labels.shape.classes);
-      } else {
-        for (const double value : split.labels.values)
-          if (value >= 0 && value < 1e9) count = std::max(count, static_cast<std::int64_t>(value) + 1);
-      }
+      count = std::max(count, split.labels.inferred_count);
       if (count > before) widest = &split;
     }
     // Each class gets a name (reports, predictions): a damaged label of 159,383,811 made phalanx
@@ -282,7 +345,7 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
                        std::to_string(train.image.channels));
 
   std::string description;
-  for (const auto& split : pending) {
+  for (auto& split : pending) {
     MappedSplit mapped_split;
     mapped_split.info = {split.name, split.image.count, split.image.height, split.image.width,
                          split.image.channels};

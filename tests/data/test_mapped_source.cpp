@@ -307,6 +307,53 @@ TEST_F(MappedFiles, BadInputsNameFileDatasetAndKey) {
                      large + ":/x (data.source.train.images): sample 5 has the value 999");
 }
 
+// Labels are read in blocks of about a million values (a one-hot file of 600 classes: 1,747 rows at
+// a time), decoded as they come; the first wrong row in row order is named, whether it was wrong
+// as read (not one-hot, not whole) or only against the class count.
+TEST_F(MappedFiles, LabelsAreReadInBlocksAndTheFirstWrongRowIsNamed) {
+  const std::string path = scratch_.file("blocks.h5");
+  constexpr hsize_t rows = 4000, classes = 600;
+  write_array(path, "/x", H5T_NATIVE_UINT8, {rows, 2, 2, 1}, std::vector<std::uint8_t>(rows * 4, 7));
+  std::vector<std::uint8_t> one_hot(rows * classes, 0);
+  for (hsize_t row = 0; row < rows; ++row) one_hot[row * classes + (row * 7) % classes] = 1;
+  write_array(path, "/one_hot", H5T_NATIVE_UINT8, {rows, classes}, one_hot);
+  config::SourceConfig source;
+  source.train = {at(path, "/x"), at(path, "/one_hot")};
+  source.layout = config::SourceLayout::Nhwc;
+  {
+    const MappedSource mapped(source);
+    ASSERT_EQ(mapped.info().classes.size(), classes);
+    const auto& labels = mapped.split("train").labels;
+    ASSERT_EQ(labels.size(), rows);
+    for (const hsize_t row : {hsize_t{0}, hsize_t{1746}, hsize_t{1747}, hsize_t{3494}, rows - 1})
+      EXPECT_EQ(labels[row], static_cast<std::int32_t>((row * 7) % classes)) << "row " << row;
+  }
+  one_hot[3600 * classes + 1] = 1;  // row 3600, in the third block, has two ones
+  write_array(path, "/two_hot", H5T_NATIVE_UINT8, {rows, classes}, one_hot);
+  source.train.labels = at(path, "/two_hot");
+  EXPECT_INPUT_ERROR(MappedSource{source}, "row 3600 is not one-hot");
+  // Named classes of another count: the rows' width is refused before any row.
+  source.classes.assign(3, "c");
+  EXPECT_INPUT_ERROR(MappedSource{source}, "one-hot rows of 600 values, but there are 3 classes");
+
+  // Index labels: row 10 is outside the 3 named classes, row 20 is not whole, row 30 negative.
+  std::vector<double> index(rows, 1.0);
+  index[10] = 5;
+  index[20] = 2.5;
+  index[30] = -4;
+  write_array(path, "/index", H5T_NATIVE_DOUBLE, {rows}, index);
+  source.train.labels = at(path, "/index");
+  EXPECT_INPUT_ERROR(MappedSource{source}, "label 10 = 5 is outside [0, 3) (3 classes)");
+  index[10] = 1;
+  write_array(path, "/index_20", H5T_NATIVE_DOUBLE, {rows}, index);
+  source.train.labels = at(path, "/index_20");
+  EXPECT_INPUT_ERROR(MappedSource{source}, "label 20 = 2.5 is not a whole number");
+  index[20] = 1;
+  write_array(path, "/index_30", H5T_NATIVE_DOUBLE, {rows}, index);
+  source.train.labels = at(path, "/index_30");
+  EXPECT_INPUT_ERROR(MappedSource{source}, "label 30 = -4 is outside [0, 3) (3 classes)");
+}
+
 TEST_F(MappedFiles, WarnsWhenOneChunkHoldsFarMoreThanABatchNeeds) {
   // 1100 samples of 256x256 in one gzip chunk: any read decodes 72 MB. Zeros, so the file stays
   // small: validation reads only the labels and the storage layout of the images.
