@@ -41,19 +41,15 @@ std::string format_value(double value) {
 // file of ImageNet's 1.28 million rows of 1000 values is read in pieces, not as 10 GB at once.
 constexpr std::int64_t label_block_values = std::int64_t{1} << 20;
 
-// A split's labels as read: each row decoded to a class index while the file is read, block by
-// block. What cannot be judged before the class count is known (a label's range, a one-hot row
-// width against data.source.classes) is checked afterwards, in row order; a row that is already
-// wrong as read holds -1, and the first such is kept for the message.
-struct LabelFile {
-  LabelShape shape;
-  std::vector<std::int32_t> classes;  // per row; -1 for a row that is wrong as read
-  std::int64_t inferred_count = 0;    // largest index label in [0, 1e9) + 1; one-hot: the width
+// What one pass over a split's labels found.
+struct LabelScan {
+  std::int64_t inferred_count = 0;  // largest index label in [0, 1e9) + 1; one-hot: the width
   std::int64_t first_wrong_row = -1;
   // What is wrong with that row, but for an index outside the range, which needs the class count:
   // then `first_wrong_outside` holds the label and the message is made once the count is known.
   std::string first_wrong_message;
   std::optional<double> first_wrong_outside;
+  std::vector<std::int32_t> classes;  // each row's class, where asked for (carving)
 };
 
 // Everything read from one split's files before the class count is known.
@@ -68,11 +64,13 @@ struct PendingSplit {
   mapped::Storage storage;
   PixelScale scale = PixelScale::Bytes;
   std::string scale_evidence;
-  LabelFile labels;
+  LabelShape labels;
+  std::vector<std::uint64_t> label_dimensions;
 };
 
-LabelFile read_label_file(hid_t file, const DatasetLocation& location, const std::string& key,
-                          config::LabelEncoding requested) {
+// Opens a split's labels and reads their shape: the values are read by scan_labels.
+void open_labels(hid_t file, const DatasetLocation& location, const std::string& key,
+                 config::LabelEncoding requested, PendingSplit& split) {
   detail::Hdf5Handle dataset = mapped::open_dataset(file, location, key);
   detail::Hdf5Handle type = detail::datatype_handle(H5Dget_type(dataset.get()));
   const H5T_class_t type_class = type.valid() ? H5Tget_class(type.get()) : H5T_NO_CLASS;
@@ -80,20 +78,41 @@ LabelFile read_label_file(hid_t file, const DatasetLocation& location, const std
     mapped::fail(location, key,
                  "dtype " + (type.valid() ? detail::describe_type(type.get()) : "?") +
                      " cannot be labels (expected integers, integer-valued floats or one-hot rows)");
-  LabelFile labels;
-  const std::vector<std::uint64_t> dimensions = mapped::dimensions(dataset.get());
-  labels.shape = label_shape(dimensions, requested);
-  if (!labels.shape.error.empty()) mapped::fail(location, key, labels.shape.error);
-  const bool one_hot = labels.shape.encoding == LabelEncoding::OneHot;
-  const std::int64_t width = std::max<std::int64_t>(1, labels.shape.classes);
-  if (one_hot) labels.inferred_count = labels.shape.classes;
-  labels.classes.resize(static_cast<std::size_t>(labels.shape.count));
+  split.label_dimensions = mapped::dimensions(dataset.get());
+  split.labels = label_shape(split.label_dimensions, requested);
+  if (!split.labels.error.empty()) mapped::fail(location, key, split.labels.error);
+}
+
+// One pass over a split's labels, block by block (whole chunks, each block in its own shape: into
+// a flat memory space HDF5 read a one-hot file 8x slower), checking every row in row order. With
+// the class count known, the first wrong row is refused at once; without it (phalanx numbers the
+// classes itself) the pass finds the largest label and keeps the first wrong row for later.
+LabelScan scan_labels(const PendingSplit& split, std::optional<std::int64_t> class_count, bool keep_classes) {
+  const auto& location = split.locations.labels;
+  const std::string& key = split.labels_key;
+  const auto hdf5_lock = lock_hdf5();
+  detail::silence_hdf5_error_printing();
+  detail::Hdf5Handle file = mapped::open_file(location.file, key);
+  detail::Hdf5Handle dataset = mapped::open_dataset(file.get(), location, key);
+  LabelScan scan;
+  const LabelShape& shape = split.labels;
+  const bool one_hot = shape.encoding == LabelEncoding::OneHot;
+  const std::int64_t width = std::max<std::int64_t>(1, shape.classes);
+  if (one_hot) scan.inferred_count = shape.classes;
+  if (keep_classes) scan.classes.resize(static_cast<std::size_t>(shape.count));
+  const auto range = [&] {
+    return "[0, " + std::to_string(*class_count) + ") (" + std::to_string(*class_count) + " classes)";
+  };
   const auto wrong = [&](std::int64_t row, std::string message, std::optional<double> outside) {
-    labels.classes[static_cast<std::size_t>(row)] = -1;
-    if (labels.first_wrong_row < 0) {
-      labels.first_wrong_row = row;
-      labels.first_wrong_message = std::move(message);
-      labels.first_wrong_outside = outside;
+    if (class_count) {
+      if (outside)
+        message = "label " + std::to_string(row) + " = " + format_value(*outside) + " is outside " + range();
+      mapped::fail(location, key, message);
+    }
+    if (scan.first_wrong_row < 0) {
+      scan.first_wrong_row = row;
+      scan.first_wrong_message = std::move(message);
+      scan.first_wrong_outside = outside;
     }
   };
 
@@ -107,14 +126,13 @@ LabelFile read_label_file(hid_t file, const DatasetLocation& location, const std
   }
   std::vector<double> values;
   detail::Hdf5Handle file_space = detail::dataspace_handle(H5Dget_space(dataset.get()));
-  std::vector<hsize_t> start(dimensions.size(), 0), size(dimensions.begin(), dimensions.end());
-  for (std::int64_t first = 0; first < labels.shape.count; first += block_rows) {
-    const std::int64_t rows = std::min(block_rows, labels.shape.count - first);
+  std::vector<hsize_t> start(split.label_dimensions.size(), 0),
+      size(split.label_dimensions.begin(), split.label_dimensions.end());
+  for (std::int64_t first = 0; first < shape.count; first += block_rows) {
+    const std::int64_t rows = std::min(block_rows, shape.count - first);
     values.resize(static_cast<std::size_t>(rows * width));
     start[0] = static_cast<hsize_t>(first);
     size[0] = static_cast<hsize_t>(rows);
-    // The block's own shape in memory: into a flat space of as many values, HDF5 read a one-hot
-    // file 8x slower (docs/BENCHMARKS.md, "Mapped sources").
     detail::Hdf5Handle memory_space =
         detail::dataspace_handle(H5Screate_simple(static_cast<int>(size.size()), size.data(), nullptr));
     if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) <
@@ -126,6 +144,7 @@ LabelFile read_label_file(hid_t file, const DatasetLocation& location, const std
                        ": cannot read the data (" + detail::read_failure_reason() + ")");
     for (std::int64_t index = 0; index < rows; ++index) {
       const std::int64_t row = first + index;
+      std::int32_t label = -1;
       if (one_hot) {
         const double* row_values = values.data() + index * width;
         std::int64_t ones = 0, hot = 0;
@@ -139,35 +158,36 @@ LabelFile read_label_file(hid_t file, const DatasetLocation& location, const std
           }
         }
         if (clean && ones == 1) {
-          labels.classes[static_cast<std::size_t>(row)] = static_cast<std::int32_t>(hot);
-        } else if (labels.first_wrong_row < 0) {
+          label = static_cast<std::int32_t>(hot);
+        } else if (scan.first_wrong_row < 0) {
           std::string shown;
-          for (std::int64_t column = 0; column < width; ++column)
-            shown += (column ? "," : "") + format_value(row_values[column]);
+          for (std::int64_t column = 0; column < width; ++column) {
+            if (column) shown += ',';
+            shown += format_value(row_values[column]);
+          }
           wrong(row,
                 "row " + std::to_string(row) + " is not one-hot ([" + shown +
                     "]: needs exactly one 1, the rest 0)",
                 std::nullopt);
-        } else {
-          labels.classes[static_cast<std::size_t>(row)] = -1;
         }
-        continue;
+      } else {
+        const double value = values[static_cast<std::size_t>(index)];
+        // As before labels were decoded in blocks: the classes phalanx would name itself count
+        // every value in [0, 1e9), whole or not.
+        if (value >= 0 && value < 1e9)
+          scan.inferred_count = std::max(scan.inferred_count, static_cast<std::int64_t>(value) + 1);
+        if (!(value == std::floor(value)))
+          wrong(row, "label " + std::to_string(row) + " = " + format_value(value) + " is not a whole number",
+                std::nullopt);
+        else if (value < 0 || value >= 1e9 || (class_count && value >= static_cast<double>(*class_count)))
+          wrong(row, "", value);
+        else
+          label = static_cast<std::int32_t>(value);
       }
-      const double value = values[static_cast<std::size_t>(index)];
-      // As before labels were decoded: the classes phalanx would name itself count every value
-      // in [0, 1e9), whole or not.
-      if (value >= 0 && value < 1e9)
-        labels.inferred_count = std::max(labels.inferred_count, static_cast<std::int64_t>(value) + 1);
-      if (!(value == std::floor(value)))
-        wrong(row, "label " + std::to_string(row) + " = " + format_value(value) + " is not a whole number",
-              std::nullopt);
-      else if (value < 0 || value >= 1e9)
-        wrong(row, "", value);
-      else
-        labels.classes[static_cast<std::size_t>(row)] = static_cast<std::int32_t>(value);
+      if (keep_classes) scan.classes[static_cast<std::size_t>(row)] = label;
     }
   }
-  return labels;
+  return scan;
 }
 
 // Reads `rows` whole samples (as float) spread over the split and decides how values map to bytes.
@@ -239,12 +259,11 @@ PendingSplit open_split(const std::string& name, const config::SourceSplitConfig
     if (split.float_pixels) decide_scale(dataset.get(), split);
   }
   detail::Hdf5Handle label_file = mapped::open_file(locations.labels.file, split.labels_key);
-  split.labels = read_label_file(label_file.get(), locations.labels, split.labels_key, source.labels);
-  if (split.labels.shape.count != split.image.count)
+  open_labels(label_file.get(), locations.labels, split.labels_key, source.labels, split);
+  if (split.labels.count != split.image.count)
     mapped::fail(locations.labels, split.labels_key,
-                 "has " + std::to_string(split.labels.shape.count) + " labels but " +
-                     locations.images.text() + " (" + split.images_key + ") has " +
-                     std::to_string(split.image.count) + " images");
+                 "has " + std::to_string(split.labels.count) + " labels but " + locations.images.text() +
+                     " (" + split.images_key + ") has " + std::to_string(split.image.count) + " images");
   return split;
 }
 
@@ -264,30 +283,23 @@ std::vector<std::string> read_class_dataset(const DatasetLocation& location) {
   return names;
 }
 
-// One split's class indices, checked against `class_count` in row order: the first row that is
-// wrong, as read or for this count, is refused naming it.
-std::vector<std::int32_t> decode_labels(PendingSplit& split, std::int64_t class_count) {
-  LabelFile& file = split.labels;
-  const auto& location = split.locations.labels;
-  const std::string range =
-      "[0, " + std::to_string(class_count) + ") (" + std::to_string(class_count) + " classes)";
-  if (file.shape.encoding == LabelEncoding::OneHot && file.shape.classes != class_count)
-    mapped::fail(location, split.labels_key,
-                 "one-hot rows of " + std::to_string(file.shape.classes) + " values, but there are " +
+// A split of one-hot rows must be as wide as there are classes.
+void check_one_hot_width(const PendingSplit& split, std::int64_t class_count) {
+  if (split.labels.encoding == LabelEncoding::OneHot && split.labels.classes != class_count)
+    mapped::fail(split.locations.labels, split.labels_key,
+                 "one-hot rows of " + std::to_string(split.labels.classes) + " values, but there are " +
                      std::to_string(class_count) + " classes (data.source.classes)");
-  const auto outside = [&](std::size_t row, const std::string& label) {
-    mapped::fail(location, split.labels_key,
-                 "label " + std::to_string(row) + " = " + label + " is outside " + range);
-  };
-  for (std::size_t row = 0; row < file.classes.size(); ++row) {
-    const std::int32_t label = file.classes[row];
-    if (label >= 0 && label < class_count) continue;
-    if (label >= 0) outside(row, std::to_string(label));
-    // The first row wrong as read (every row before it was read right).
-    if (file.first_wrong_outside) outside(row, format_value(*file.first_wrong_outside));
-    mapped::fail(location, split.labels_key, file.first_wrong_message);
-  }
-  return std::move(file.classes);
+}
+
+// The first wrong row a pass without the class count kept, now that the count is known.
+void refuse_first_wrong_row(const PendingSplit& split, const LabelScan& scan, std::int64_t class_count) {
+  if (scan.first_wrong_row < 0) return;
+  if (scan.first_wrong_outside)
+    mapped::fail(split.locations.labels, split.labels_key,
+                 "label " + std::to_string(scan.first_wrong_row) + " = " +
+                     format_value(*scan.first_wrong_outside) + " is outside [0, " +
+                     std::to_string(class_count) + ") (" + std::to_string(class_count) + " classes)");
+  mapped::fail(split.locations.labels, split.labels_key, scan.first_wrong_message);
 }
 
 }  // namespace
@@ -307,7 +319,11 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
   if (!source.test.empty()) pending.push_back(open_split("test", source.test, source));
   if (!source.val.empty()) pending.push_back(open_split("val", source.val, source));
 
-  // The class count: named classes, else the width of one-hot rows, else the largest index + 1.
+  // The class count: named classes, else the width of one-hot rows, else the largest index + 1
+  // (a pass over every label). Carving needs train's classes, kept by its pass.
+  const bool carving = source.val_fraction > 0 || source.test_fraction > 0;
+  const bool named = !source.classes.empty() || !source.classes_dataset.empty();
+  std::vector<LabelScan> scans(pending.size());
   if (!source.classes.empty()) {
     info_.classes = source.classes;
   } else if (!source.classes_dataset.empty()) {
@@ -315,10 +331,11 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
   } else {
     std::int64_t count = 0;
     const PendingSplit* widest = nullptr;
-    for (const auto& split : pending) {
+    for (std::size_t index = 0; index < pending.size(); ++index) {
+      scans[index] = scan_labels(pending[index], std::nullopt, carving && index == 0);
       const std::int64_t before = count;
-      count = std::max(count, split.labels.inferred_count);
-      if (count > before) widest = &split;
+      count = std::max(count, scans[index].inferred_count);
+      if (count > before) widest = &pending[index];
     }
     // Each class gets a name (reports, predictions): a damaged label of 159,383,811 made phalanx
     // build that many names (found by the mapped_source fuzzer). More classes than this need names.
@@ -344,6 +361,16 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
                        std::to_string(train.image.height) + "x" + std::to_string(train.image.width) + "x" +
                        std::to_string(train.image.channels));
 
+  // Every label in row order, split by split: with named classes in one pass now, else the first
+  // wrong row the pass above kept.
+  for (std::size_t index = 0; index < pending.size(); ++index) {
+    check_one_hot_width(pending[index], class_count);
+    if (named)
+      scans[index] = scan_labels(pending[index], class_count, carving && index == 0);
+    else
+      refuse_first_wrong_row(pending[index], scans[index], class_count);
+  }
+
   std::string description;
   for (auto& split : pending) {
     MappedSplit mapped_split;
@@ -355,7 +382,10 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
     mapped_split.image_dimensions = split.image_dimensions;
     mapped_split.scale = split.float_pixels ? split.scale : PixelScale::Bytes;
     mapped_split.scale_evidence = split.scale_evidence;
-    mapped_split.labels = decode_labels(split, class_count);
+    mapped_split.labels_location = split.locations.labels;
+    mapped_split.labels_key = split.labels_key;
+    mapped_split.label_encoding = split.labels.encoding;
+    mapped_split.label_dimensions = split.label_dimensions;
     std::int64_t sample_values = 1;
     for (std::size_t axis = 1; axis < split.image_dimensions.size(); ++axis)
       sample_values *= static_cast<std::int64_t>(split.image_dimensions[axis]);
@@ -377,8 +407,7 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
           "'phalanx data import-hdf5 --chunk 1024' makes a copy chunked for phalanx");
     description += (description.empty() ? "" : "; ") + split.name + " " + split.locations.images.text() +
                    " " + split.dtype + " " + dimensions_text(split.image_dimensions) + " as " +
-                   layout_name(split.image.layout) + ", labels " +
-                   label_encoding_name(split.labels.shape.encoding);
+                   layout_name(split.image.layout) + ", labels " + label_encoding_name(split.labels.encoding);
     if (split.float_pixels) description += " (" + split.scale_evidence + ")";
     splits_.push_back(std::move(mapped_split));
   }
@@ -386,8 +415,9 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
   // Carve val and test from train, by class, when the files have none.
   if (source.val_fraction > 0 || source.test_fraction > 0) {
     MappedSplit& whole = splits_.front();
+    const std::vector<std::int32_t> classes = std::move(scans.front().classes);
     const CarvedRows carved =
-        carve_stratified(whole.labels, source.val_fraction, source.test_fraction, source.split_seed);
+        carve_stratified(classes, source.val_fraction, source.test_fraction, source.split_seed);
     const auto part = [&](const std::string& name, const std::vector<std::int64_t>& rows) {
       MappedSplit split = whole;
       split.info.name = name;
@@ -395,7 +425,7 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
       split.rows = rows;
       split.labels.resize(rows.size());
       for (std::size_t index = 0; index < rows.size(); ++index)
-        split.labels[index] = whole.labels[static_cast<std::size_t>(rows[index])];
+        split.labels[index] = classes[static_cast<std::size_t>(rows[index])];
       if (rows.empty() && name == "train")
         throw_input_error("data.source.test_fraction and val_fraction leave train no samples of " +
                           whole.images.text() + " (too few per class); lower them");

@@ -1,9 +1,11 @@
 // MappedSource: a user's own HDF5 files described by data.source (docs/DATA.md), opened in place
 // and validated whole before anything trains: every file and dataset exists, image and label
 // counts match, the layout and label encoding are known, every label is in range (one-hot rows
-// are one-hot), float images lie in [0, 1] or [0, 255] on a sample. Labels are decoded into
-// memory (they are small); images stay in the files and are read by MappedSplitReader. Every
-// error is an input error naming the file, the dataset and the config key.
+// are one-hot), float images lie in [0, 1] or [0, 255] on a sample. Labels are checked in one
+// pass of blocks and, like the images, stay in the files: MappedSplitReader reads both, so a
+// split's memory does not grow with its samples (a carved split keeps each sample's stored row
+// and class: 12 bytes a sample).
+// Every error is an input error naming the file, the dataset and the config key.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +35,12 @@ struct MappedSplit {
   PixelScale scale = PixelScale::Bytes;
   std::string scale_evidence;         // how the scale was decided, for the log
   std::vector<std::int64_t> rows;     // stored row of each sample when carved; empty: row = sample
-  std::vector<std::int32_t> labels;   // class index of each sample, validated
+  // A carved split's class of each sample (carving reads them all); empty: read from the file.
+  std::vector<std::int32_t> labels;
+  config::DatasetLocation labels_location;  // where its labels are, checked whole at opening
+  std::string labels_key;
+  LabelEncoding label_encoding = LabelEncoding::Index;
+  std::vector<std::uint64_t> label_dimensions;  // the stored shape
   std::int64_t chunk_rows = 0;        // images stored per HDF5 chunk along N (contiguous: 0)
   std::int64_t chunk_band_bytes = 0;  // stored bytes HDF5 reads to get chunk_rows whole samples
 

@@ -33,10 +33,14 @@ MappedSplitReader::MappedSplitReader(std::shared_ptr<const MappedSource> source,
       2 * split_.chunk_band_bytes, default_chunk_cache_bytes, largest_chunk_cache_bytes);
   file_ = mapped::open_file(split_.images.file, split_.images_key);
   images_ = mapped::open_dataset(file_.get(), split_.images, split_.images_key, cache_bytes);
+  label_file_ = mapped::open_file(split_.labels_location.file, split_.labels_key);
+  labels_ = mapped::open_dataset(label_file_.get(), split_.labels_location, split_.labels_key);
 }
 
 MappedSplitReader::~MappedSplitReader() {
   const auto hdf5_lock = lock_hdf5();
+  labels_.close();
+  label_file_.close();
   images_.close();
   file_.close();
 }
@@ -117,6 +121,35 @@ void MappedSplitReader::read_rows(std::int64_t row, std::int64_t count, std::uin
   }
 }
 
+void MappedSplitReader::read_label_rows(std::int64_t row, std::int64_t count, std::int32_t* labels) const {
+  const auto& dimensions = split_.label_dimensions;
+  std::vector<hsize_t> start(dimensions.size(), 0), size(dimensions.begin(), dimensions.end());
+  start[0] = static_cast<hsize_t>(row);
+  size[0] = static_cast<hsize_t>(count);
+  std::size_t width = 1;
+  for (std::size_t axis = 1; axis < size.size(); ++axis) width *= static_cast<std::size_t>(size[axis]);
+  // Doubles hold every label exactly (checked: whole and below 1e9; one-hot rows of 0 and 1).
+  std::vector<double> values(static_cast<std::size_t>(count) * width);
+  detail::Hdf5Handle file_space = detail::dataspace_handle(H5Dget_space(labels_.get()));
+  detail::Hdf5Handle memory_space =
+      detail::dataspace_handle(H5Screate_simple(static_cast<int>(size.size()), size.data(), nullptr));
+  if (!file_space.valid() || !memory_space.valid() ||
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) <
+          0 ||
+      detail::read_checked(labels_.get(), H5T_NATIVE_DOUBLE, memory_space.get(), file_space.get(),
+                           H5P_DEFAULT, values.data()) < 0)
+    mapped::fail(split_.labels_location, split_.labels_key,
+                 "rows " + std::to_string(row) + ".." + std::to_string(row + count) +
+                     ": cannot read the data (" + detail::read_failure_reason() + ")");
+  for (std::size_t sample = 0; sample < static_cast<std::size_t>(count); ++sample) {
+    const double* row_values = values.data() + sample * width;
+    labels[sample] =
+        split_.label_encoding == LabelEncoding::Index
+            ? static_cast<std::int32_t>(row_values[0])
+            : static_cast<std::int32_t>(std::find(row_values, row_values + width, 1.0) - row_values);
+  }
+}
+
 void MappedSplitReader::read(std::int64_t begin, std::int64_t end, std::uint8_t* images,
                              std::int32_t* labels) const {
   PHALANX_CHECK(begin >= 0 && begin <= end && end <= split_.info.count, "samples [", begin, ", ", end,
@@ -133,8 +166,15 @@ void MappedSplitReader::read(std::int64_t begin, std::int64_t end, std::uint8_t*
     read_rows(split_.stored_row(run_begin), run_end - run_begin, images + (run_begin - begin) * sample_bytes);
     run_begin = run_end;
   }
-  std::memcpy(labels, split_.labels.data() + begin,
-              static_cast<std::size_t>(end - begin) * sizeof(std::int32_t));
+  // A carved split holds its labels (the carving read them all); any other reads them with the
+  // images: its stored rows are its samples.
+  if (!split_.labels.empty()) {
+    std::memcpy(labels, split_.labels.data() + begin,
+                static_cast<std::size_t>(end - begin) * sizeof(std::int32_t));
+    return;
+  }
+  PHALANX_CHECK(split_.rows.empty(), "a carved split without its labels");
+  read_label_rows(begin, end - begin, labels);
 }
 
 }  // namespace phalanx::data

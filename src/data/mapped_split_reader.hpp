@@ -1,7 +1,8 @@
 // MappedSplitReader: ranged reads of one split of a mapped source (data.source), converted on the
 // fly to what the pipeline takes: NHWC uint8 images (NCHW and NHW rearranged, float pixels scaled
-// and rounded) and int32 labels (decoded once by MappedSource). Runs of consecutive stored rows
-// become one hyperslab read each, so a carved split still reads sequentially. The image dataset's
+// and rounded) and int32 labels (index labels as stored, a one-hot row as the index of its 1, all
+// checked when MappedSource opened them). Runs of consecutive stored rows become one hyperslab read
+// each, of images and of labels, so a carved split still reads sequentially. The image dataset's
 // chunk cache is sized to the chunk band a read touches. Every call holds the HDF5 lock, so the
 // streaming loader thread may use it.
 #pragma once
@@ -24,16 +25,18 @@ class MappedSplitReader final : public SplitRangeReader {
   const DatasetInfo::SplitInfo& split() const override { return split_.info; }
   std::int64_t chunk_samples() const override;
   void read(std::int64_t begin, std::int64_t end, std::uint8_t* images, std::int32_t* labels) const override;
-  // The labels were read whole and checked when the source was opened (mapped_source.cpp).
+  // Every label was checked when the source was opened (mapped_source.cpp).
   void check_labels(std::int64_t, std::int64_t) const override {}
 
  private:
   // Reads stored rows [row, row + count) and writes them as NHWC uint8 to `images`.
   void read_rows(std::int64_t row, std::int64_t count, std::uint8_t* images) const;
+  // Reads the labels of stored rows [row, row + count) as class indices into `labels`.
+  void read_label_rows(std::int64_t row, std::int64_t count, std::int32_t* labels) const;
 
   std::shared_ptr<const MappedSource> source_;
   const MappedSplit& split_;
-  detail::Hdf5Handle file_, images_;
+  detail::Hdf5Handle file_, images_, label_file_, labels_;
 };
 
 }  // namespace phalanx::data

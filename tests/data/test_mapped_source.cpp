@@ -321,12 +321,18 @@ TEST_F(MappedFiles, LabelsAreReadInBlocksAndTheFirstWrongRowIsNamed) {
   source.train = {at(path, "/x"), at(path, "/one_hot")};
   source.layout = config::SourceLayout::Nhwc;
   {
-    const MappedSource mapped(source);
-    ASSERT_EQ(mapped.info().classes.size(), classes);
-    const auto& labels = mapped.split("train").labels;
-    ASSERT_EQ(labels.size(), rows);
-    for (const hsize_t row : {hsize_t{0}, hsize_t{1746}, hsize_t{1747}, hsize_t{3494}, rows - 1})
-      EXPECT_EQ(labels[row], static_cast<std::int32_t>((row * 7) % classes)) << "row " << row;
+    const auto mapped = std::make_shared<const MappedSource>(source);
+    ASSERT_EQ(mapped->info().classes.size(), classes);
+    // The reader reads the labels from the file with the images, a one-hot row as its 1's index.
+    const MappedSplitReader reader(mapped, "train");
+    std::vector<std::uint8_t> images(rows * 4);
+    std::vector<std::int32_t> labels(rows, -1);
+    reader.read(0, rows, images.data(), labels.data());
+    for (hsize_t row = 0; row < rows; ++row)
+      ASSERT_EQ(labels[row], static_cast<std::int32_t>((row * 7) % classes)) << "row " << row;
+    std::vector<std::int32_t> some(3, -1);
+    reader.read(1746, 1749, images.data(), some.data());
+    EXPECT_EQ(some, (std::vector<std::int32_t>{(1746 * 7) % 600, (1747 * 7) % 600, (1748 * 7) % 600}));
   }
   one_hot[3600 * classes + 1] = 1;  // row 3600, in the third block, has two ones
   write_array(path, "/two_hot", H5T_NATIVE_UINT8, {rows, classes}, one_hot);
