@@ -37,10 +37,6 @@ std::string format_value(double value) {
   return text.str();
 }
 
-// Label values read at a time: a block of rows whose values (as double) take 8 MiB, so a one-hot
-// file of ImageNet's 1.28 million rows of 1000 values is read in pieces, not as 10 GB at once.
-constexpr std::int64_t label_block_values = std::int64_t{1} << 20;
-
 // What one pass over a split's labels found.
 struct LabelScan {
   std::int64_t inferred_count = 0;  // largest index label in [0, 1e9) + 1; one-hot: the width
@@ -66,6 +62,7 @@ struct PendingSplit {
   std::string scale_evidence;
   LabelShape labels;
   std::vector<std::uint64_t> label_dimensions;
+  std::int64_t label_chunk_bytes = 0;
 };
 
 // Opens a split's labels and reads their shape: the values are read by scan_labels.
@@ -79,6 +76,11 @@ void open_labels(hid_t file, const DatasetLocation& location, const std::string&
                  "dtype " + (type.valid() ? detail::describe_type(type.get()) : "?") +
                      " cannot be labels (expected integers, integer-valued floats or one-hot rows)");
   split.label_dimensions = mapped::dimensions(dataset.get());
+  if (const mapped::Storage stored = mapped::storage(dataset.get()); !stored.chunk.empty()) {
+    std::int64_t values = 1;
+    for (const std::uint64_t extent : stored.chunk) values *= static_cast<std::int64_t>(extent);
+    split.label_chunk_bytes = values * static_cast<std::int64_t>(type.valid() ? H5Tget_size(type.get()) : 8);
+  }
   split.labels = label_shape(split.label_dimensions, requested);
   if (!split.labels.error.empty()) mapped::fail(location, key, split.labels.error);
 }
@@ -100,6 +102,12 @@ LabelScan scan_labels(const PendingSplit& split, std::optional<std::int64_t> cla
   const std::int64_t width = std::max<std::int64_t>(1, shape.classes);
   if (one_hot) scan.inferred_count = shape.classes;
   if (keep_classes) scan.classes.resize(static_cast<std::size_t>(shape.count));
+  if (one_hot && shape.classes == 0 && shape.count > 0) {  // rows of no values: none is one-hot
+    scan.first_wrong_row = 0;
+    scan.first_wrong_message = "row 0 is not one-hot ([]: needs exactly one 1, the rest 0)";
+    if (class_count) mapped::fail(location, key, scan.first_wrong_message);
+    return scan;
+  }
   const auto range = [&] {
     return "[0, " + std::to_string(*class_count) + ") (" + std::to_string(*class_count) + " classes)";
   };
@@ -386,6 +394,7 @@ MappedSource::MappedSource(const config::SourceConfig& source) {
     mapped_split.labels_key = split.labels_key;
     mapped_split.label_encoding = split.labels.encoding;
     mapped_split.label_dimensions = split.label_dimensions;
+    mapped_split.label_chunk_bytes = split.label_chunk_bytes;
     std::int64_t sample_values = 1;
     for (std::size_t axis = 1; axis < split.image_dimensions.size(); ++axis)
       sample_values *= static_cast<std::int64_t>(split.image_dimensions[axis]);

@@ -41,11 +41,17 @@ struct MappedSplit {
   std::string labels_key;
   LabelEncoding label_encoding = LabelEncoding::Index;
   std::vector<std::uint64_t> label_dimensions;  // the stored shape
+  std::int64_t label_chunk_bytes = 0;           // stored bytes of one label chunk (contiguous: 0)
   std::int64_t chunk_rows = 0;        // images stored per HDF5 chunk along N (contiguous: 0)
   std::int64_t chunk_band_bytes = 0;  // stored bytes HDF5 reads to get chunk_rows whole samples
 
   std::int64_t stored_row(std::int64_t sample) const { return rows.empty() ? sample : rows[sample]; }
 };
+
+// Label values read at a time (as double, 8 MiB): opening a source checks its labels in blocks of
+// this many, and a reader reads a batch's labels in blocks of it, so a one-hot file of ImageNet's
+// 1.28 million rows of 1000 values is never held whole (10 GB).
+inline constexpr std::int64_t label_block_values = std::int64_t{1} << 20;
 
 // A file's path, size and modification time in one string: what tells a replaced file from the
 // one a source was validated (or its statistics computed) against.

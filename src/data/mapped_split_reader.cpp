@@ -31,10 +31,26 @@ MappedSplitReader::MappedSplitReader(std::shared_ptr<const MappedSource> source,
   detail::silence_hdf5_error_printing();
   const std::int64_t cache_bytes = std::clamp<std::int64_t>(
       2 * split_.chunk_band_bytes, default_chunk_cache_bytes, largest_chunk_cache_bytes);
-  file_ = mapped::open_file(split_.images.file, split_.images_key);
-  images_ = mapped::open_dataset(file_.get(), split_.images, split_.images_key, cache_bytes);
-  label_file_ = mapped::open_file(split_.labels_location.file, split_.labels_key);
-  labels_ = mapped::open_dataset(label_file_.get(), split_.labels_location, split_.labels_key);
+  // The labels' chunks too: a streaming read takes one image chunk at a time, and a label chunk
+  // the cache cannot hold would be read and decoded again for each.
+  const std::int64_t label_cache_bytes = std::clamp<std::int64_t>(
+      2 * split_.label_chunk_bytes, default_chunk_cache_bytes, largest_chunk_cache_bytes);
+  try {
+    file_ = mapped::open_file(split_.images.file, split_.images_key);
+    images_ = mapped::open_dataset(file_.get(), split_.images, split_.images_key, cache_bytes);
+    if (split_.labels.empty()) {  // a carved split holds its labels
+      label_file_ = mapped::open_file(split_.labels_location.file, split_.labels_key);
+      labels_ = mapped::open_dataset(label_file_.get(), split_.labels_location, split_.labels_key,
+                                     label_cache_bytes);
+    }
+  } catch (...) {
+    // Closed here, under the lock, not by the members' destructors after it is released.
+    labels_.close();
+    label_file_.close();
+    images_.close();
+    file_.close();
+    throw;
+  }
 }
 
 MappedSplitReader::~MappedSplitReader() {
@@ -124,29 +140,53 @@ void MappedSplitReader::read_rows(std::int64_t row, std::int64_t count, std::uin
 void MappedSplitReader::read_label_rows(std::int64_t row, std::int64_t count, std::int32_t* labels) const {
   const auto& dimensions = split_.label_dimensions;
   std::vector<hsize_t> start(dimensions.size(), 0), size(dimensions.begin(), dimensions.end());
-  start[0] = static_cast<hsize_t>(row);
-  size[0] = static_cast<hsize_t>(count);
-  std::size_t width = 1;
-  for (std::size_t axis = 1; axis < size.size(); ++axis) width *= static_cast<std::size_t>(size[axis]);
-  // Doubles hold every label exactly (checked: whole and below 1e9; one-hot rows of 0 and 1).
-  std::vector<double> values(static_cast<std::size_t>(count) * width);
+  std::int64_t width = 1;
+  for (std::size_t axis = 1; axis < size.size(); ++axis) width *= static_cast<std::int64_t>(size[axis]);
+  const auto class_count = static_cast<std::int64_t>(source_->info().classes.size());
+  // In blocks, as at opening: a rank cache or an evaluation reads a whole split in one call.
+  const std::int64_t block_rows =
+      std::max<std::int64_t>(1, label_block_values / std::max<std::int64_t>(1, width));
+  std::vector<double> values;
   detail::Hdf5Handle file_space = detail::dataspace_handle(H5Dget_space(labels_.get()));
-  detail::Hdf5Handle memory_space =
-      detail::dataspace_handle(H5Screate_simple(static_cast<int>(size.size()), size.data(), nullptr));
-  if (!file_space.valid() || !memory_space.valid() ||
-      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) <
-          0 ||
-      detail::read_checked(labels_.get(), H5T_NATIVE_DOUBLE, memory_space.get(), file_space.get(),
-                           H5P_DEFAULT, values.data()) < 0)
-    mapped::fail(split_.labels_location, split_.labels_key,
-                 "rows " + std::to_string(row) + ".." + std::to_string(row + count) +
-                     ": cannot read the data (" + detail::read_failure_reason() + ")");
-  for (std::size_t sample = 0; sample < static_cast<std::size_t>(count); ++sample) {
-    const double* row_values = values.data() + sample * width;
-    labels[sample] =
-        split_.label_encoding == LabelEncoding::Index
-            ? static_cast<std::int32_t>(row_values[0])
-            : static_cast<std::int32_t>(std::find(row_values, row_values + width, 1.0) - row_values);
+  for (std::int64_t first = row; first < row + count; first += block_rows) {
+    const std::int64_t rows = std::min(block_rows, row + count - first);
+    start[0] = static_cast<hsize_t>(first);
+    size[0] = static_cast<hsize_t>(rows);
+    values.resize(static_cast<std::size_t>(rows * width));
+    detail::Hdf5Handle memory_space =
+        detail::dataspace_handle(H5Screate_simple(static_cast<int>(size.size()), size.data(), nullptr));
+    if (!file_space.valid() || !memory_space.valid() ||
+        H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) <
+            0 ||
+        detail::read_checked(labels_.get(), H5T_NATIVE_DOUBLE, memory_space.get(), file_space.get(),
+                             H5P_DEFAULT, values.data()) < 0)
+      mapped::fail(split_.labels_location, split_.labels_key,
+                   "rows " + std::to_string(first) + ".." + std::to_string(first + rows) +
+                       ": cannot read the data (" + detail::read_failure_reason() + ")");
+    // Checked again as read, as a native file's labels are: the file may have been rewritten since
+    // the source was opened, and a label out of range must not reach the loss.
+    for (std::int64_t index = 0; index < rows; ++index) {
+      const double* row_values = values.data() + index * width;
+      double label = row_values[0];
+      if (split_.label_encoding == LabelEncoding::OneHot) {
+        std::int64_t ones = 0, zeros = 0;
+        for (std::int64_t column = 0; column < width; ++column) {
+          if (row_values[column] == 1.0) {
+            ++ones;
+            label = static_cast<double>(column);
+          } else if (row_values[column] == 0.0) {
+            ++zeros;
+          }
+        }
+        if (ones != 1 || ones + zeros != width) label = -1;
+      }
+      if (!(label >= 0 && label < static_cast<double>(class_count) && label == std::floor(label)))
+        mapped::fail(split_.labels_location, split_.labels_key,
+                     "row " + std::to_string(first + index) + " no longer holds a label of the " +
+                         std::to_string(class_count) +
+                         " classes it held when the source was opened (was the file rewritten?)");
+      labels[first - row + index] = static_cast<std::int32_t>(label);
+    }
   }
 }
 

@@ -1,8 +1,9 @@
 // MappedSplitReader: ranged reads of one split of a mapped source (data.source), converted on the
 // fly to what the pipeline takes: NHWC uint8 images (NCHW and NHW rearranged, float pixels scaled
-// and rounded) and int32 labels (index labels as stored, a one-hot row as the index of its 1, all
-// checked when MappedSource opened them). Runs of consecutive stored rows become one hyperslab read
-// each, of images and of labels, so a carved split still reads sequentially. The image dataset's
+// and rounded) and int32 labels (index labels as stored, a one-hot row as the index of its 1;
+// checked when MappedSource opened them and again as read). Runs of consecutive stored rows become
+// one hyperslab read of images each, so a carved split still reads sequentially; a carved split's
+// labels come from memory, any other's from the file, in blocks. The image dataset's
 // chunk cache is sized to the chunk band a read touches. Every call holds the HDF5 lock, so the
 // streaming loader thread may use it.
 #pragma once
@@ -25,7 +26,8 @@ class MappedSplitReader final : public SplitRangeReader {
   const DatasetInfo::SplitInfo& split() const override { return split_.info; }
   std::int64_t chunk_samples() const override;
   void read(std::int64_t begin, std::int64_t end, std::uint8_t* images, std::int32_t* labels) const override;
-  // Every label was checked when the source was opened (mapped_source.cpp).
+  // Every label was checked when the source was opened (mapped_source.cpp), and is checked again
+  // as read_label_rows reads it.
   void check_labels(std::int64_t, std::int64_t) const override {}
 
  private:

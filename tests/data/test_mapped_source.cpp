@@ -316,14 +316,15 @@ TEST_F(MappedFiles, LabelsAreReadInBlocksAndTheFirstWrongRowIsNamed) {
   write_array(path, "/x", H5T_NATIVE_UINT8, {rows, 2, 2, 1}, std::vector<std::uint8_t>(rows * 4, 7));
   std::vector<std::uint8_t> one_hot(rows * classes, 0);
   for (hsize_t row = 0; row < rows; ++row) one_hot[row * classes + (row * 7) % classes] = 1;
-  write_array(path, "/one_hot", H5T_NATIVE_UINT8, {rows, classes}, one_hot);
+  write_array(path, "/one_hot", H5T_NATIVE_UINT8, {rows, classes}, one_hot, 1000);  // chunks of 1000 rows
   config::SourceConfig source;
   source.train = {at(path, "/x"), at(path, "/one_hot")};
   source.layout = config::SourceLayout::Nhwc;
   {
     const auto mapped = std::make_shared<const MappedSource>(source);
     ASSERT_EQ(mapped->info().classes.size(), classes);
-    // The reader reads the labels from the file with the images, a one-hot row as its 1's index.
+    // The reader reads the labels from the file with the images, a one-hot row as its 1's index,
+    // in blocks of 1,747 rows of its own.
     const MappedSplitReader reader(mapped, "train");
     std::vector<std::uint8_t> images(rows * 4);
     std::vector<std::int32_t> labels(rows, -1);
@@ -358,6 +359,53 @@ TEST_F(MappedFiles, LabelsAreReadInBlocksAndTheFirstWrongRowIsNamed) {
   write_array(path, "/index_30", H5T_NATIVE_DOUBLE, {rows}, index);
   source.train.labels = at(path, "/index_30");
   EXPECT_INPUT_ERROR(MappedSource{source}, "label 30 = -4 is outside [0, 3) (3 classes)");
+
+  // Classes numbered by phalanx: a clean train split, and a wrong row in the test split named
+  // after every label was read.
+  index[30] = 1;
+  write_array(path, "/clean", H5T_NATIVE_DOUBLE, {rows}, index);
+  index[3999] = 0.5;
+  write_array(path, "/late", H5T_NATIVE_DOUBLE, {rows}, index);
+  source.classes.clear();
+  source.train.labels = at(path, "/clean");
+  source.test = {at(path, "/x"), at(path, "/late")};
+  EXPECT_INPUT_ERROR(MappedSource{source},
+                     path + ":/late (data.source.test.labels): label 3999 = 0.5 is not a whole number");
+}
+
+// Labels are read with the images during training, and checked again as read: a label file
+// rewritten after the source was opened is refused, not passed on out of range.
+TEST_F(MappedFiles, ALabelRewrittenAfterOpeningIsRefusedWhenRead) {
+  const std::string path = scratch_.file("rewritten.h5");
+  constexpr hsize_t rows = 100;
+  write_array(path, "/x", H5T_NATIVE_UINT8, {rows, 2, 2, 1}, std::vector<std::uint8_t>(rows * 4, 7));
+  std::vector<std::int32_t> labels(rows, 1);
+  labels[0] = 2;
+  write_array(path, "/y", H5T_NATIVE_INT32, {rows}, labels);
+  config::SourceConfig source;
+  source.train = {at(path, "/x"), at(path, "/y")};
+  source.layout = config::SourceLayout::Nhwc;
+  const auto mapped = std::make_shared<const MappedSource>(source);
+  ASSERT_EQ(mapped->info().classes.size(), 3u);
+  std::vector<std::uint8_t> images(rows * 4);
+  std::vector<std::int32_t> read(rows);
+  {
+    const MappedSplitReader reader(mapped, "train");
+    reader.read(0, rows, images.data(), read.data());
+    EXPECT_EQ(read, labels);
+  }
+  // The same dataset, its row 57 now 9 (HDF5 opens a file for writing only once no handle of
+  // this process holds it).
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  const hid_t dataset = H5Dopen2(file, "/y", H5P_DEFAULT);
+  labels[57] = 9;
+  ASSERT_GE(H5Dwrite(dataset, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data()), 0);
+  H5Dclose(dataset);
+  H5Fclose(file);
+  const MappedSplitReader later(mapped, "train");
+  EXPECT_INPUT_ERROR(later.read(50, 60, images.data(), read.data()),
+                     "row 57 no longer holds a label of the 3 classes");
 }
 
 TEST_F(MappedFiles, WarnsWhenOneChunkHoldsFarMoreThanABatchNeeds) {
