@@ -14,6 +14,7 @@
 #include "phalanx/train/checkpoint.hpp"
 #include "phalanx/train/pretrained_weights.hpp"
 #include "phalanx/train/safetensors.hpp"
+#include "phalanx/train/weights_import.hpp"
 #include "support/test_support.hpp"
 
 namespace phalanx::train {
@@ -145,6 +146,20 @@ TEST_F(PretrainedWeightsTest, OnlyTheHeadIsReinitialisedForAnotherClassCount) {
 TEST_F(PretrainedWeightsTest, TwoSpellingsOfOneNameAreRefused) {
   write_safetensors(path, {{"fc.weight", Shape{1}, {1.0f}}, {"fc/weight", Shape{1}, {2.0f}}});
   EXPECT_INPUT_ERROR(read_stored_weights(path), "are both 'fc/weight' to phalanx");
+}
+
+// A --data path or --preset that is not UTF-8 is refused before anything is read, the message
+// quoting the text up to the bad byte (what follows would make the message itself invalid).
+TEST(WeightsImport, TextThatIsNotUtf8IsRefusedQuotingItUpToTheBadByte) {
+  ImportRequest request;
+  request.weights = "absent.safetensors";
+  request.output = "absent.h5";
+  request.preset = "resnet20";
+  request.data = "/data/caf\xC3\xA9-\xE9t\xE9.h5";
+  EXPECT_INPUT_ERROR(import_weights(request), "--data '/data/caf\xC3\xA9-...': not UTF-8 text (byte 12)");
+  request.data.clear();
+  request.preset = "\xFFnet";
+  EXPECT_INPUT_ERROR(import_weights(request), "--preset '...': not UTF-8 text (byte 0)");
 }
 
 }  // namespace
