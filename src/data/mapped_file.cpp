@@ -144,6 +144,37 @@ std::vector<std::uint64_t> dimensions(hid_t dataset) {
   return {sizes.begin(), sizes.end()};
 }
 
+bool read_label_rows(hid_t dataset, const std::vector<std::uint64_t>& dimensions, std::int64_t first,
+                     std::int64_t rows, std::vector<double>& values) {
+  std::vector<hsize_t> start(dimensions.size(), 0), size(dimensions.begin(), dimensions.end());
+  start[0] = static_cast<hsize_t>(first);
+  size[0] = static_cast<hsize_t>(rows);
+  std::size_t count = 1;
+  for (const hsize_t extent : size) count *= static_cast<std::size_t>(extent);
+  values.resize(count);
+  detail::Hdf5Handle file_space = detail::dataspace_handle(H5Dget_space(dataset));
+  detail::Hdf5Handle memory_space =
+      detail::dataspace_handle(H5Screate_simple(static_cast<int>(size.size()), size.data(), nullptr));
+  return file_space.valid() && memory_space.valid() &&
+         H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) >=
+             0 &&
+         detail::read_checked(dataset, H5T_NATIVE_DOUBLE, memory_space.get(), file_space.get(), H5P_DEFAULT,
+                              values.data()) >= 0;
+}
+
+std::int64_t one_hot_class(const double* row, std::int64_t width) {
+  std::int64_t ones = 0, hot = -1;
+  for (std::int64_t column = 0; column < width; ++column) {
+    if (row[column] == 1.0) {
+      ++ones;
+      hot = column;
+    } else if (row[column] != 0.0) {
+      return -1;
+    }
+  }
+  return ones == 1 ? hot : -1;
+}
+
 Storage storage(hid_t dataset) {
   Storage result;
   detail::Hdf5Handle creation = detail::property_list_handle(H5Dget_create_plist(dataset));

@@ -44,6 +44,16 @@ struct Storage {
 };
 Storage storage(hid_t dataset);
 
+// Rows [first, first + rows) of a label dataset of `dimensions` into `values` as doubles, row
+// after row, read in a memory space of the rows' own shape (into a flat one, HDF5 read a one-hot
+// file 8x slower). False where HDF5 cannot read them (detail::read_failure_reason says why).
+bool read_label_rows(hid_t dataset, const std::vector<std::uint64_t>& dimensions, std::int64_t first,
+                     std::int64_t rows, std::vector<double>& values);
+
+// The class a one-hot row of `width` values names: the column of its one 1 where the rest are 0;
+// -1 for any other row.
+std::int64_t one_hot_class(const double* row, std::int64_t width);
+
 // The names of every dataset in the file `path`, for "no dataset /x (the file has: ...)"
 // messages; each group's header is checked before HDF5 lists its links.
 std::vector<std::string> dataset_names(hid_t file, const std::string& path);

@@ -133,20 +133,9 @@ LabelScan scan_labels(const PendingSplit& split, std::optional<std::int64_t> cla
     block_rows = std::max<std::int64_t>(1, block_rows / chunk_rows) * chunk_rows;
   }
   std::vector<double> values;
-  detail::Hdf5Handle file_space = detail::dataspace_handle(H5Dget_space(dataset.get()));
-  std::vector<hsize_t> start(split.label_dimensions.size(), 0),
-      size(split.label_dimensions.begin(), split.label_dimensions.end());
   for (std::int64_t first = 0; first < shape.count; first += block_rows) {
     const std::int64_t rows = std::min(block_rows, shape.count - first);
-    values.resize(static_cast<std::size_t>(rows * width));
-    start[0] = static_cast<hsize_t>(first);
-    size[0] = static_cast<hsize_t>(rows);
-    detail::Hdf5Handle memory_space =
-        detail::dataspace_handle(H5Screate_simple(static_cast<int>(size.size()), size.data(), nullptr));
-    if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) <
-            0 ||
-        detail::read_checked(dataset.get(), H5T_NATIVE_DOUBLE, memory_space.get(), file_space.get(),
-                             H5P_DEFAULT, values.data()) < 0)
+    if (!mapped::read_label_rows(dataset.get(), split.label_dimensions, first, rows, values))
       mapped::fail(location, key,
                    "rows " + std::to_string(first) + " to " + std::to_string(first + rows - 1) +
                        ": cannot read the data (" + detail::read_failure_reason() + ")");
@@ -155,17 +144,8 @@ LabelScan scan_labels(const PendingSplit& split, std::optional<std::int64_t> cla
       std::int32_t label = -1;
       if (one_hot) {
         const double* row_values = values.data() + index * width;
-        std::int64_t ones = 0, hot = 0;
-        bool clean = true;
-        for (std::int64_t column = 0; column < width; ++column) {
-          if (row_values[column] == 1.0) {
-            ++ones;
-            hot = column;
-          } else if (row_values[column] != 0.0) {
-            clean = false;
-          }
-        }
-        if (clean && ones == 1) {
+        const std::int64_t hot = mapped::one_hot_class(row_values, width);
+        if (hot >= 0) {
           label = static_cast<std::int32_t>(hot);
         } else if (scan.first_wrong_row < 0) {
           std::string shown;

@@ -139,27 +139,17 @@ void MappedSplitReader::read_rows(std::int64_t row, std::int64_t count, std::uin
 
 void MappedSplitReader::read_label_rows(std::int64_t row, std::int64_t count, std::int32_t* labels) const {
   const auto& dimensions = split_.label_dimensions;
-  std::vector<hsize_t> start(dimensions.size(), 0), size(dimensions.begin(), dimensions.end());
   std::int64_t width = 1;
-  for (std::size_t axis = 1; axis < size.size(); ++axis) width *= static_cast<std::int64_t>(size[axis]);
+  for (std::size_t axis = 1; axis < dimensions.size(); ++axis)
+    width *= static_cast<std::int64_t>(dimensions[axis]);
   const auto class_count = static_cast<std::int64_t>(source_->info().classes.size());
   // In blocks, as at opening: a rank cache or an evaluation reads a whole split in one call.
   const std::int64_t block_rows =
       std::max<std::int64_t>(1, label_block_values / std::max<std::int64_t>(1, width));
   std::vector<double> values;
-  detail::Hdf5Handle file_space = detail::dataspace_handle(H5Dget_space(labels_.get()));
   for (std::int64_t first = row; first < row + count; first += block_rows) {
     const std::int64_t rows = std::min(block_rows, row + count - first);
-    start[0] = static_cast<hsize_t>(first);
-    size[0] = static_cast<hsize_t>(rows);
-    values.resize(static_cast<std::size_t>(rows * width));
-    detail::Hdf5Handle memory_space =
-        detail::dataspace_handle(H5Screate_simple(static_cast<int>(size.size()), size.data(), nullptr));
-    if (!file_space.valid() || !memory_space.valid() ||
-        H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) <
-            0 ||
-        detail::read_checked(labels_.get(), H5T_NATIVE_DOUBLE, memory_space.get(), file_space.get(),
-                             H5P_DEFAULT, values.data()) < 0)
+    if (!mapped::read_label_rows(labels_.get(), dimensions, first, rows, values))
       mapped::fail(split_.labels_location, split_.labels_key,
                    "rows " + std::to_string(first) + ".." + std::to_string(first + rows) +
                        ": cannot read the data (" + detail::read_failure_reason() + ")");
@@ -167,19 +157,9 @@ void MappedSplitReader::read_label_rows(std::int64_t row, std::int64_t count, st
     // the source was opened, and a label out of range must not reach the loss.
     for (std::int64_t index = 0; index < rows; ++index) {
       const double* row_values = values.data() + index * width;
-      double label = row_values[0];
-      if (split_.label_encoding == LabelEncoding::OneHot) {
-        std::int64_t ones = 0, zeros = 0;
-        for (std::int64_t column = 0; column < width; ++column) {
-          if (row_values[column] == 1.0) {
-            ++ones;
-            label = static_cast<double>(column);
-          } else if (row_values[column] == 0.0) {
-            ++zeros;
-          }
-        }
-        if (ones != 1 || ones + zeros != width) label = -1;
-      }
+      const double label = split_.label_encoding == LabelEncoding::OneHot
+                               ? static_cast<double>(mapped::one_hot_class(row_values, width))
+                               : row_values[0];
       if (!(label >= 0 && label < static_cast<double>(class_count) && label == std::floor(label)))
         mapped::fail(split_.labels_location, split_.labels_key,
                      "row " + std::to_string(first + index) + " no longer holds a label of the " +
