@@ -353,7 +353,7 @@ int run_scaling(const ScalingArguments& arguments) {
   }
   std::printf(
       "# phalanx scaling: %s, %lld parameters (%.1f MB of gradients on the wire), %.2f GFLOP per image "
-      "forward, local batch %d, buckets of %.1f MiB (%s's)\n",
+      "forward, local batch %d, buckets of %.1f MiB (%s)\n",
       costs.model.c_str(), static_cast<long long>(costs.parameters),
       costs.gradient_elements * settings.wire_bytes_per_element / 1e6, 2.0 * costs.multiply_adds() / 1e9,
       batch, bucket_mb, cut_text.c_str());

@@ -49,7 +49,7 @@ class ScalingCommandTest(unittest.TestCase):
         result = scaling("--nodes", 4, "--gpus-per-node", 4, "--fabric", "roce-25g", "--images-per-second", 2000)
         self.assertEqual(result.returncode, 0, result.describe())
         for field in ("bucket schedule", "ring ms", "tree ms", "ready", "exposed ms", "exposed %", "images/s",
-                      "efficiency", "272474 parameters", "Sergeev & Del Balso 2018"):
+                      "efficiency", "272474 parameters", "Sergeev & Del Balso 2018", "MiB (phalanx's)\n"):
             self.assertIn(field, result.stdout, result.describe())
         summary = result.stdout.strip().splitlines()[-1].split()
         self.assertEqual(summary[:2], ["4", "16"], result.describe())
