@@ -63,6 +63,7 @@ struct PendingSplit {
   LabelShape labels;
   std::vector<std::uint64_t> label_dimensions;
   std::int64_t label_chunk_bytes = 0;
+  std::int64_t label_chunk_rows = 0;  // 0: the labels are not chunked
 };
 
 // Opens a split's labels and reads their shape: the values are read by scan_labels.
@@ -80,9 +81,16 @@ void open_labels(hid_t file, const DatasetLocation& location, const std::string&
     std::int64_t values = 1;
     for (const std::uint64_t extent : stored.chunk) values *= static_cast<std::int64_t>(extent);
     split.label_chunk_bytes = values * static_cast<std::int64_t>(type.valid() ? H5Tget_size(type.get()) : 8);
+    split.label_chunk_rows = static_cast<std::int64_t>(stored.chunk[0]);
   }
   split.labels = label_shape(split.label_dimensions, requested);
   if (!split.labels.error.empty()) mapped::fail(location, key, split.labels.error);
+}
+
+// The refusal of a label past the classes, alike whether the pass knew the count or learnt it after.
+std::string label_outside(std::int64_t row, double value, std::int64_t class_count) {
+  return "label " + std::to_string(row) + " = " + format_value(value) + " is outside [0, " +
+         std::to_string(class_count) + ") (" + std::to_string(class_count) + " classes)";
 }
 
 // One pass over a split's labels, block by block (whole chunks, each block in its own shape: into
@@ -108,13 +116,9 @@ LabelScan scan_labels(const PendingSplit& split, std::optional<std::int64_t> cla
     if (class_count) mapped::fail(location, key, scan.first_wrong_message);
     return scan;
   }
-  const auto range = [&] {
-    return "[0, " + std::to_string(*class_count) + ") (" + std::to_string(*class_count) + " classes)";
-  };
   const auto wrong = [&](std::int64_t row, std::string message, std::optional<double> outside) {
     if (class_count) {
-      if (outside)
-        message = "label " + std::to_string(row) + " = " + format_value(*outside) + " is outside " + range();
+      if (outside) message = label_outside(row, *outside, *class_count);
       mapped::fail(location, key, message);
     }
     if (scan.first_wrong_row < 0) {
@@ -127,11 +131,8 @@ LabelScan scan_labels(const PendingSplit& split, std::optional<std::int64_t> cla
   // Whole chunks per block where the labels are chunked: a block that ends inside a chunk would
   // have HDF5 read and decode that chunk again for the next one.
   std::int64_t block_rows = std::max<std::int64_t>(1, label_block_values / width);
-  if (const mapped::Storage stored = mapped::storage(dataset.get());
-      !stored.chunk.empty() && stored.chunk[0] > 0) {
-    const auto chunk_rows = static_cast<std::int64_t>(stored.chunk[0]);
-    block_rows = std::max<std::int64_t>(1, block_rows / chunk_rows) * chunk_rows;
-  }
+  if (split.label_chunk_rows > 0)
+    block_rows = std::max<std::int64_t>(1, block_rows / split.label_chunk_rows) * split.label_chunk_rows;
   std::vector<double> values;
   for (std::int64_t first = 0; first < shape.count; first += block_rows) {
     const std::int64_t rows = std::min(block_rows, shape.count - first);
@@ -284,9 +285,7 @@ void refuse_first_wrong_row(const PendingSplit& split, const LabelScan& scan, st
   if (scan.first_wrong_row < 0) return;
   if (scan.first_wrong_outside)
     mapped::fail(split.locations.labels, split.labels_key,
-                 "label " + std::to_string(scan.first_wrong_row) + " = " +
-                     format_value(*scan.first_wrong_outside) + " is outside [0, " +
-                     std::to_string(class_count) + ") (" + std::to_string(class_count) + " classes)");
+                 label_outside(scan.first_wrong_row, *scan.first_wrong_outside, class_count));
   mapped::fail(split.locations.labels, split.labels_key, scan.first_wrong_message);
 }
 

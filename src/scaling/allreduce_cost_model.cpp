@@ -168,14 +168,18 @@ AllreduceEstimate best_protocol(Algorithm algorithm, std::size_t bytes, const To
   return best;
 }
 
+AllreduceEstimate faster_allowed(const AllreduceEstimate& ring, const AllreduceEstimate& tree,
+                                 AlgorithmChoice allowed) {
+  PHALANX_CHECK(allowed.ring || allowed.tree, "no all-reduce algorithm allowed");
+  if (!allowed.tree) return ring;
+  if (!allowed.ring) return tree;
+  return tree.seconds < ring.seconds ? tree : ring;
+}
+
 AllreduceEstimate fastest_allreduce(std::size_t bytes, const Topology& topology, const Fabric& fabric,
                                     AlgorithmChoice allowed) {
-  PHALANX_CHECK(allowed.ring || allowed.tree, "no all-reduce algorithm allowed");
-  if (!allowed.tree) return best_protocol(Algorithm::Ring, bytes, topology, fabric);
-  const AllreduceEstimate tree = best_protocol(Algorithm::Tree, bytes, topology, fabric);
-  if (!allowed.ring) return tree;
-  const AllreduceEstimate ring = best_protocol(Algorithm::Ring, bytes, topology, fabric);
-  return tree.seconds < ring.seconds ? tree : ring;
+  return faster_allowed(best_protocol(Algorithm::Ring, bytes, topology, fabric),
+                        best_protocol(Algorithm::Tree, bytes, topology, fabric), allowed);
 }
 
 AlgorithmChoice parse_algorithm_choice(const std::string& text, const std::string& option) {

@@ -91,7 +91,7 @@ StepPrediction predict_step(const LayerCosts& costs, const ComputeTimes& times, 
     BucketAllreduce allreduce;
     allreduce.ring = best_protocol(Algorithm::Ring, bytes, topology, fabric);
     allreduce.tree = best_protocol(Algorithm::Tree, bytes, topology, fabric);
-    allreduce.chosen = fastest_allreduce(bytes, topology, fabric, allowed);
+    allreduce.chosen = faster_allowed(allreduce.ring, allreduce.tree, allowed);
     return allreduce;
   });
 }

@@ -61,6 +61,9 @@ AllreduceEstimate estimate_allreduce(Algorithm algorithm, Protocol protocol, std
 // The protocol NCCL would pick for this algorithm: the fastest.
 AllreduceEstimate best_protocol(Algorithm algorithm, std::size_t bytes, const Topology& topology,
                                 const Fabric& fabric);
+// Of a ring and a tree estimate (each at its best protocol), the faster of those `allowed`.
+AllreduceEstimate faster_allowed(const AllreduceEstimate& ring, const AllreduceEstimate& tree,
+                                 AlgorithmChoice allowed);
 // The algorithm and protocol NCCL would pick: the fastest of those `allowed`.
 AllreduceEstimate fastest_allreduce(std::size_t bytes, const Topology& topology, const Fabric& fabric,
                                     AlgorithmChoice allowed = {});
