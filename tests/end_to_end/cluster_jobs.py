@@ -16,7 +16,7 @@ import e2e_common as e2e
 class Job:
     """`mpirun -np N phalanx train ...` running in the background, output to files."""
 
-    def __init__(self, folder, name, ranks, args, mpirun_flags=()):
+    def __init__(self, folder, name, ranks, args, mpirun_flags=(), environment=None):
         self.ranks = ranks
         self.stdout_path = os.path.join(folder, f"{name}.out")
         self.stderr_path = os.path.join(folder, f"{name}.err")
@@ -24,7 +24,7 @@ class Job:
                         *map(str, args)]
         self.started = time.monotonic()
         with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
-            self.process = subprocess.Popen(self.command, stdout=out, stderr=err, env=e2e.child_environment(),
+            self.process = subprocess.Popen(self.command, stdout=out, stderr=err, env=environment or e2e.child_environment(),
                                             start_new_session=True)
 
     def rank_pids(self, timeout=60):

@@ -156,6 +156,22 @@ def work_dir(name):
     return path
 
 
+def fault_library(test, folder):
+    """tests/end_to_end/failing_file_system.c built into `folder`; skips `test` where it cannot be built.
+    Returns the environment that preloads it (a sanitizer runtime wants to come first; the preloaded
+    calls are not what it checks)."""
+    library = os.path.join(folder, "failing_file_system.so")
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "failing_file_system.c")
+    built = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", library, source, "-ldl"],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        test.skipTest(f"cannot build the fault-injection library: {built.stderr.strip()}")
+    environment = child_environment()
+    environment["LD_PRELOAD"] = library
+    environment["ASAN_OPTIONS"] = environment.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    return environment
+
+
 def gpu_count():
     """GPUs the NVIDIA driver reports on this machine (0 without driver or nvidia-smi)."""
     try:

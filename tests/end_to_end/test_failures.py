@@ -26,16 +26,18 @@ def setUpModule():
     DATA = e2e.make_fashion_subset(WORK, TRAIN, TEST)
 
 
-def config_path(name, timeout_s=300.0, log_every_steps=2):
-    config = e2e.base_config(DATA, name=name, seed=9, epochs=4, batch_size=BATCH, log_every_steps=log_every_steps)
+def config_path(name, timeout_s=300.0, log_every_steps=2, every_steps=0):
+    config = e2e.base_config(DATA, name=name, seed=9, epochs=4, batch_size=BATCH, log_every_steps=log_every_steps,
+                             every_steps=every_steps, keep=3)
     config["distributed"] = {"timeout_s": timeout_s}
     return e2e.write_config(os.path.join(WORK, f"{name}.yaml"), config)
 
 
 class FailureTest(unittest.TestCase):
-    def start(self, name, timeout_s=300.0, log_every_steps=2):
+    def start(self, name, timeout_s=300.0, log_every_steps=2, every_steps=0, environment=None):
         run_dir = os.path.join(WORK, name)
-        job = jobs.Job(WORK, name, RANKS, ["train", config_path(name, timeout_s, log_every_steps), "--run-dir", run_dir])
+        job = jobs.Job(WORK, name, RANKS, ["train", config_path(name, timeout_s, log_every_steps, every_steps),
+                                           "--run-dir", run_dir], environment=environment)
         self.addCleanup(job.kill)
         pids = job.rank_pids()
         jobs.wait_for_step(job, run_dir, 10)
@@ -77,6 +79,48 @@ class FailureTest(unittest.TestCase):
         self.assertIn(message.group(1), ("gradient all-reduce", "stop agreement", "straggler report", "step metrics"))
         self.assertEqual(int(message.group(2)), pids[1])
         print(f"\nSIGSTOP of rank 1: watchdog (timeout {STALL_TIMEOUT:g} s) ended the job after {seconds:.2f} s")
+
+    def test_checkpoint_write_hung_on_rank_0_is_named_by_the_watchdog(self):
+        """Rank 0 writes checkpoints alone, after the collective part: a write that never returns (a
+        hard-mounted NFS export whose server went away) leaves rank 0 alive and rank 1 waiting in the
+        next step's collective. Rank 1's watchdog ends the job after distributed.timeout_s, naming
+        rank 0 and the checkpoint write; the checkpoints written before stay whole and no file has a
+        checkpoint's name half-written."""
+        environment = e2e.fault_library(self, WORK)
+        run_dir = os.path.join(WORK, "hung-checkpoint")
+        folder = os.path.join(run_dir, "checkpoints")
+        trigger = os.path.join(WORK, "checkpoint-server-gone")
+        environment.update({"PHALANX_TEST_HANGING_FOLDER": os.path.realpath(WORK) + "/hung-checkpoint/checkpoints",
+                            "PHALANX_TEST_FAILURE_TRIGGER": trigger})
+        job, _, _ = self.start("hung-checkpoint", timeout_s=STALL_TIMEOUT, every_steps=8, environment=environment)
+        deadline = time.monotonic() + 60
+        while "step-8.h5" not in os.listdir(folder) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        open(trigger, "w").close()  # from now on rank 0's checkpoint writes block
+        written = sorted(os.listdir(folder))
+        start = time.monotonic()
+        status = job.wait(timeout=STALL_TIMEOUT + 60)
+        seconds = time.monotonic() - start
+        self.assertEqual(status, 1, job.output())
+        message = re.search(r"phalanx: error: rank 1: watchdog: rank 1 waited [0-9.]+ s in '([a-z -]+)' of step "
+                            r"(\d+) \(distributed.timeout_s = 3\): stalled rank 0; rank 0 \(host [^,]+, pid \d+\) "
+                            r"is still in 'checkpoint write' of step (\d+)", job.stderr())
+        self.assertIsNotNone(message, job.output())
+        self.assertIn(message.group(1), ("gradient all-reduce", "stop agreement", "straggler report", "step metrics",
+                                         "checkpoint"))
+        hung_at = int(message.group(3))
+        self.assertEqual(hung_at % 8, 0, job.output())
+        self.assertGreater(int(message.group(2)), hung_at, job.output())
+        # Every file under a checkpoint's own name was there before the write hung, and verifies.
+        names = [name for name in os.listdir(folder) if name.endswith(".h5") and not name.startswith(".")]
+        self.assertNotIn(f"step-{hung_at}.h5", names)
+        self.assertTrue(set(names) <= set(written), (names, written))
+        paths = [os.path.join(folder, name) for name in names]
+        self.assertTrue(paths)
+        verified = e2e.phalanx("checkpoint", "verify", *paths)
+        self.assertEqual(verified.returncode, 0, verified.describe())
+        print(f"\ncheckpoint write hung on rank 0 at step {hung_at}: watchdog (timeout {STALL_TIMEOUT:g} s) "
+              f"ended the job after {seconds:.2f} s")
 
     def test_slow_rank_is_reported_as_straggler(self):
         job, run_dir, pids = self.start("straggler", log_every_steps=4)

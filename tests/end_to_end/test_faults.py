@@ -185,22 +185,13 @@ class FaultTest(unittest.TestCase):
         self.assert_checkpoints_before_the_fault_are_whole(run_dir)
 
     def test_file_system_failing_under_a_streaming_run_names_the_file(self):
-        library = os.path.join(WORK, "failing_file_system.so")
-        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "failing_file_system.c")
-        built = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", library, source, "-ldl"],
-                               capture_output=True, text=True)
-        if built.returncode != 0:
-            self.skipTest(f"cannot build the fault-injection library: {built.stderr.strip()}")
+        environment = e2e.fault_library(self, WORK)
         data = e2e.make_synth(os.path.join(WORK, "failing.h5"), train=4096, test=32, height=16, width=16,
                               channels=3, classes=3)
         trigger = os.path.join(WORK, "file-system-gone")
         if os.path.exists(trigger):
             os.remove(trigger)
-        environment = e2e.child_environment()
-        environment.update({"LD_PRELOAD": library, "PHALANX_TEST_FAILING_FILE": os.path.realpath(data),
-                            "PHALANX_TEST_FAILURE_TRIGGER": trigger})
-        # A sanitizer runtime wants to come first; the preloaded reads are not what it checks.
-        environment["ASAN_OPTIONS"] = environment.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+        environment.update({"PHALANX_TEST_FAILING_FILE": os.path.realpath(data), "PHALANX_TEST_FAILURE_TRIGGER": trigger})
         process, run_dir = self.stream("failing", data, checkpoint_every_steps=20, environment=environment)
         wait_for_a_checkpoint(process, run_dir)
         open(trigger, "w").close()  # from now on every read of the dataset fails with EIO
