@@ -122,6 +122,24 @@ class FailureTest(unittest.TestCase):
         print(f"\ncheckpoint write hung on rank 0 at step {hung_at}: watchdog (timeout {STALL_TIMEOUT:g} s) "
               f"ended the job after {seconds:.2f} s")
 
+    def test_an_evaluation_longer_than_the_timeout_is_not_a_stall(self):
+        """A rank's forward passes over its part of the test split are its own work, however long:
+        the watchdog watches only the sums after them (it ended healthy jobs whose evaluation outlasted
+        distributed.timeout_s, as a CPU rank's part beside GPU ranks can)."""
+        data = e2e.make_synth(os.path.join(WORK, "long-evaluation.h5"), train=256, test=12000, height=32, width=32,
+                              channels=3, classes=10)
+        config = e2e.base_config(data, name="long-evaluation", preset="resnet20", max_steps=4)
+        config["distributed"] = {"timeout_s": 0.2}
+        path = e2e.write_config(os.path.join(WORK, "long-evaluation.yaml"), config)
+        run_dir = os.path.join(WORK, "long-evaluation")
+        result = e2e.phalanx("train", path, "--run-dir", run_dir, timeout=300)
+        self.assertEqual(result.returncode, 0, result.describe())
+        evaluations = jobs.events(run_dir, "eval")
+        self.assertEqual(len(evaluations), 1, result.describe())
+        # The watchdog needs the timeout and four beats more (0.55 s here) to call a stall.
+        self.assertGreater(evaluations[0]["time"], 1.0, "the evaluation must outlast the watchdog's verdict")
+        self.assertIn("test_accuracy", e2e.read_summary(run_dir))
+
     def test_slow_rank_is_reported_as_straggler(self):
         job, run_dir, pids = self.start("straggler", log_every_steps=4)
         reached = jobs.last_logged_step(run_dir)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,10 +41,13 @@ data::Split read_evaluation_part(const config::DataConfig& data, const std::stri
 // sums over `communicator`, so every rank returns the metrics of the whole split. `top_k`: the k
 // of the top-k accuracies to report besides top-1 (reported_top_k), ranked by the fp32 softmax
 // probabilities the backend's predict gives, each k at most the model's classes.
+// `before_reduction`, where given, runs between this rank's forward passes and the all-reduce (a
+// trainer marks its watchdog's stage there: the passes are the rank's own work, the sums a wait).
 EvaluationResult evaluate(nn::Model& model, const data::Split& part, const std::vector<float>& mean,
                           const std::vector<float>& standard_deviation,
                           const comm::Communicator& communicator, int batch_size,
-                          const std::vector<int>& top_k = {});
+                          const std::vector<int>& top_k = {},
+                          const std::function<void()>& before_reduction = {});
 
 // Averages batch-norm running statistics over the ranks, so evaluation and checkpoints see
 // one model (each rank has only seen its own shard of every batch).

@@ -45,7 +45,7 @@ data::Split read_evaluation_part(const config::DataConfig& data, const std::stri
 EvaluationResult evaluate(nn::Model& model, const data::Split& part, const std::vector<float>& mean,
                           const std::vector<float>& standard_deviation,
                           const comm::Communicator& communicator, int batch_size,
-                          const std::vector<int>& top_k) {
+                          const std::vector<int>& top_k, const std::function<void()>& before_reduction) {
   Stopwatch stopwatch;
   auto& backend = model.backend();
   const int classes = model.classes();
@@ -89,6 +89,7 @@ EvaluationResult evaluate(nn::Model& model, const data::Split& part, const std::
     }
     count += size;
   }
+  if (before_reduction) before_reduction();
   communicator.allreduce_sum(sums.data(), static_cast<std::int64_t>(sums.size()));
   communicator.allreduce_sum(&count, 1);
   EvaluationResult result;

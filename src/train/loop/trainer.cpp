@@ -397,16 +397,24 @@ nlohmann::json Trainer::finish(Step& step, Bookkeeping& bookkeeping) {
 }
 
 EpochEvaluation Trainer::evaluate_now(const RunningTotals& totals) {
+  // The forward passes over this rank's part of the test split are its own work, as long as the
+  // part is big (a CPU rank's part beside GPU ranks' takes far longer): watched as a collective,
+  // they ended a healthy job once they outlasted distributed.timeout_s. Only the sums are waits.
+  const std::int64_t step = setup_.position.global_step;
+  const auto reduction = [&] { run_control_->enter("evaluation sums", step, comm::StageKind::Collective); };
+  reduction();
   synchronise_buffers();
   EpochEvaluation evaluation;
+  run_control_->enter("evaluation", step, comm::StageKind::Local);
   evaluation.test =
       evaluate(*setup_.model, *setup_.test_split, setup_.dataset.mean, setup_.dataset.standard_deviation,
-               communicator_, evaluation_batch, setup_.top_k);
+               communicator_, evaluation_batch, setup_.top_k, reduction);
   if (average_) {
     const optim::AverageInModel average_in_model(*average_);
+    run_control_->enter("evaluation", step, comm::StageKind::Local);
     evaluation.average =
         evaluate(*setup_.model, *setup_.test_split, setup_.dataset.mean, setup_.dataset.standard_deviation,
-                 communicator_, evaluation_batch, setup_.top_k);
+                 communicator_, evaluation_batch, setup_.top_k, reduction);
   }
   double sums[2] = {totals.epoch_loss_sum, static_cast<double>(totals.epoch_samples)};
   communicator_.allreduce_sum(sums, 2);
@@ -415,7 +423,7 @@ EpochEvaluation Trainer::evaluate_now(const RunningTotals& totals) {
 }
 
 void Trainer::end_of_epoch(std::int64_t epoch, const TrainingRecord& record, const RunningTotals& totals) {
-  run_control_->enter("evaluation", setup_.position.global_step, comm::StageKind::Collective);
+  run_control_->enter("evaluation sums", setup_.position.global_step, comm::StageKind::Collective);
   const double epoch_seconds = record.epoch_clock.seconds();  // training only, before the evaluation
   reporter_->close_epoch_metrics(epoch_seconds);
   const GradientNorms gradient_norms = std::exchange(update_->gradient_norms().epoch, GradientNorms{});
