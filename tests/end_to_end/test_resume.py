@@ -8,6 +8,8 @@ the straight run, bit for bit; a checkpoint without the running loss totals stil
 CutMix are on (train.mixup, some steps unmixed), so their draws must continue exactly too."""
 
 import os
+import shlex
+import shutil
 import unittest
 
 import numpy as np
@@ -198,6 +200,32 @@ class ResumeTest(unittest.TestCase):
                          | {"latest.h5"}, "the resumed run writes the checkpoints after its start only")
         # the first epoch's train_loss counts the steps before the resume too, as the straight run's
         self.assertEqual(epoch_losses(run_dir), epoch_losses(STRAIGHT))
+
+    def test_ranks_given_different_resume_options_are_refused(self):
+        # --resume comes from each rank's own command line: ranks that disagree took different paths
+        # through the set-up's collectives and waited in them for ever.
+        run_dir = os.path.join(WORK, "resume-disagrees")
+        checkpoint = os.path.join(STRAIGHT, "checkpoints", f"step-{EVERY_STEPS}.h5")
+        command = [e2e.PHALANX, "train", CONFIG_PATH, "--run-dir", run_dir]
+        result = e2e.mpirun_per_rank([(1, command), (1, command + ["--resume", checkpoint])], timeout=120)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn(f"rank 1: --resume: rank 1 was given '{checkpoint}' but rank 0 '(none)'", result.stderr)
+        self.assertFalse(os.path.exists(os.path.join(run_dir, "checkpoints")), "nothing is trained or written")
+
+    def test_ranks_that_open_different_files_under_one_name_are_refused(self):
+        # A relative --resume path in each rank's own working directory: two different checkpoints.
+        folders = [os.path.join(WORK, f"rank-{rank}-folder") for rank in range(2)]
+        for folder, step in zip(folders, (EVERY_STEPS, 2 * EVERY_STEPS)):
+            os.makedirs(folder, exist_ok=True)
+            shutil.copyfile(os.path.join(STRAIGHT, "checkpoints", f"step-{step}.h5"), os.path.join(folder, "from.h5"))
+        run_dir = os.path.join(WORK, "resume-other-files")
+        command = shlex.join([e2e.PHALANX, "train", CONFIG_PATH, "--run-dir", run_dir, "--resume", "from.h5"])
+        result = e2e.mpirun_per_rank([(1, ["sh", "-c", f"cd {shlex.quote(folder)} && exec {command}"])
+                                      for folder in folders], timeout=120)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn("from.h5: rank 1 opened a checkpoint whose contents differ from the one rank 0 opened",
+                      result.stderr)
+        self.assertFalse(os.path.exists(os.path.join(run_dir, "checkpoints")), "nothing is trained or written")
 
     def test_a_resume_mid_epoch_and_mid_log_interval_reports_the_straight_losses(self):
         # A kill after step 20 of a run that checkpoints every 6 steps: the resume starts at step 18,

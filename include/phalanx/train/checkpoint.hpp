@@ -81,6 +81,9 @@ struct CheckpointHeader {
   std::string data_order;
   // The training split's sample count; 0: a checkpoint written before it was stored.
   std::int64_t train_samples = 0;
+  // The seal's XXH64 of the file's contents (checked when it was opened); 0: a checkpoint written
+  // before seals. Ranks that each open "the same" path compare it: they must hold the same file.
+  std::uint64_t contents_hash = 0;
 };
 
 void write_checkpoint(const std::string& path, backend::Backend& backend, nn::ParameterRegistry& registry,

@@ -667,7 +667,7 @@ namespace {
 // The checkpoint at `path`, open read-only through the checked driver, after the checks that name
 // what is wrong with a file that is not one (missing, empty, not HDF5, damaged). The caller holds
 // the HDF5 lock.
-Hdf5Handle open_checkpoint_file(const std::string& path) {
+Hdf5Handle open_checkpoint_file(const std::string& path, SealCheck* seal = nullptr) {
   silence_hdf5();
   PHALANX_REQUIRE_INPUT(std::filesystem::exists(path), path, ": no such checkpoint file");
   // A run directory or its checkpoints/ folder is an easy slip for the file in it.
@@ -678,7 +678,8 @@ Hdf5Handle open_checkpoint_file(const std::string& path) {
   // Before HDF5 reads a byte: HDF5 1.10 decodes some damaged files past its buffers (a crash, not
   // an error), and the seal refuses any change since writing. Checkpoints from before seals have
   // none and are parsed as they are. A resume opens its checkpoint once (OpenCheckpoint): one check.
-  check_checkpoint_seal(path);
+  const SealCheck checked = check_checkpoint_seal(path);
+  if (seal) *seal = checked;
   PHALANX_REQUIRE_INPUT(H5Fis_hdf5(path.c_str()) > 0, path, ": not an HDF5 checkpoint (or truncated)");
   Hdf5Handle file = open_checkpoint(path);
   if (!file.valid()) {
@@ -784,8 +785,10 @@ struct OpenCheckpoint::File {
 OpenCheckpoint::OpenCheckpoint(const std::string& path) {
   const auto hdf5_lock = data::lock_hdf5();
   // Held by this function until the header is read: a refused file is closed under the lock.
-  Hdf5Handle file = open_checkpoint_file(path);
+  SealCheck seal;
+  Hdf5Handle file = open_checkpoint_file(path, &seal);
   header_ = read_header(file.get(), path);
+  if (seal.state == SealState::Sealed) header_.contents_hash = seal.seal.hash;
   file_ = std::make_unique<File>(File{std::move(file)});
 }
 

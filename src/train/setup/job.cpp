@@ -54,6 +54,42 @@ void agree_on_config(const JobRequest& request, const comm::Communicator& commun
       request.config.distributed.timeout_s);
 }
 
+// --resume comes from each rank's own command line: ranks given different ones would take
+// different paths through the set-up's collectives and wait in them for ever.
+void agree_on_resume(const JobRequest& request, const comm::Communicator& communicator) {
+  comm::agree(
+      communicator,
+      [&] {
+        const std::string mine = request.resume == ResumeFrom::Nothing  ? std::string("(none)")
+                                 : request.resume == ResumeFrom::Latest ? std::string("auto")
+                                                                        : request.resume_path;
+        std::string reference = mine;
+        communicator.broadcast_string(reference, 0);
+        PHALANX_REQUIRE_INPUT(mine == reference, "--resume: rank ", communicator.rank(), " was given '", mine,
+                              "' but rank 0 '", reference, "' (every rank must get the same command line)");
+      },
+      request.config.distributed.timeout_s);
+}
+
+// Every rank opened the checkpoint by its name itself: a relative path in another working
+// directory (or a node whose copy differs) would resume the ranks from different files. The seal's
+// hash tells them apart before any rank loads a tensor.
+void agree_on_checkpoint_contents(const OpenCheckpoint& checkpoint, const comm::Communicator& communicator,
+                                  double timeout_seconds) {
+  comm::agree(
+      communicator,
+      [&] {
+        const auto hashes = communicator.allgather(checkpoint.header().contents_hash);
+        const std::uint64_t mine = hashes[static_cast<std::size_t>(communicator.rank())];
+        PHALANX_REQUIRE_INPUT(
+            mine == hashes[0], checkpoint.header().path, ": rank ", communicator.rank(),
+            " opened a checkpoint whose contents differ from the one rank 0 opened under that "
+            "name (another working directory, or another copy of the file?); give every rank "
+            "the same absolute path on a shared file system");
+      },
+      timeout_seconds);
+}
+
 // Rank 0 (the checkpoint writer) decides which checkpoint --resume auto means, so every rank loads
 // the same one (or finds none: a fresh start). Every rank then opens it once: its seal is checked
 // and its header read here, and the split and the training set-up take what was read.
@@ -79,6 +115,7 @@ std::shared_ptr<const OpenCheckpoint> open_checkpoint(const JobRequest& request,
         if (!checkpoint) checkpoint = std::make_shared<const OpenCheckpoint>(path);
       },
       request.config.distributed.timeout_s);
+  agree_on_checkpoint_contents(*checkpoint, communicator, request.config.distributed.timeout_s);
   return checkpoint;
 }
 
@@ -185,6 +222,7 @@ Job::Job(JobRequest request, const comm::Communicator& communicator, std::option
   config::Config& config = job.config;
 
   agree_on_config(job, communicator);
+  agree_on_resume(job, communicator);
   if (job.run_directory.empty())
     job.run_directory = communicator.rank() == 0 ? default_run_directory(config.name) : std::string();
   communicator.broadcast_string(job.run_directory, 0);
