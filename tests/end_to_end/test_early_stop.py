@@ -109,6 +109,20 @@ class EarlyStopTest(unittest.TestCase):
             self.assertEqual(stream.read(), summary)
         self.assertEqual(e2e.read_metrics(copy), metrics)
 
+    def test_a_resume_that_watches_another_metric_trains_on(self):
+        # The stopped run's count is of ema_test_accuracy: a resume that stops on another metric
+        # starts counting afresh (MetricWatch::restore), so it is not finished and trains on.
+        self.assertEqual(RESULT.returncode, 0, RESULT.describe())
+        copy = os.path.join(WORK, "run-other-metric")
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(RUN_DIR, copy)
+        again = e2e.phalanx("train", os.path.join(WORK, "early-stop.yaml"), "--run-dir", copy, "--resume", "auto",
+                            "--set", "train.early_stop.metric=test_loss", "--set", "train.early_stop.min_delta=0",
+                            "--set", "train.early_stop.patience=100", timeout=120)
+        self.assertEqual(again.returncode, 0, again.describe())
+        self.assertNotIn("nothing left to train", again.stdout)
+        self.assertEqual(e2e.read_summary(copy)["steps"], EPOCHS * STEPS_PER_EPOCH, again.describe())
+
 
 if __name__ == "__main__":
     e2e.main()

@@ -11,6 +11,7 @@
 
 #include "phalanx/core/error.hpp"
 #include "phalanx/train/checkpoint.hpp"
+#include "phalanx/train/metric_watch.hpp"
 #include "phalanx/train/weights_import.hpp"
 #include "support/test_support.hpp"
 
@@ -106,6 +107,29 @@ TEST(CheckpointExtras, ACheckpointWithoutThemHasNone) {
     EXPECT_NE(std::string(error.what()).find("/ema"), std::string::npos) << error.what();
   }
   EXPECT_FALSE(std::filesystem::exists(output));
+}
+
+TEST(CheckpointExtras, AWatchWhoseEvaluationsWereAllNaNKeepsItsCount) {
+  // Evaluations that gave NaN count against the patience before any best exists (MetricWatch::
+  // observe): a resume must not start the count again.
+  ScratchDirectory scratch("checkpoint_extras_nan_watch");
+  ModelWithBuffer model;
+  MetricWatch watch("test_loss", 0.0);
+  watch.observe(std::nan(""), 1);
+  watch.observe(std::nan(""), 2);
+  CheckpointExtras extras;
+  extras.early_stop = watch.state();
+  const std::string path = scratch.file("step-12.h5");
+  model.write(path, extras);
+  const OpenCheckpoint checkpoint(path);
+  ASSERT_TRUE(checkpoint.header().early_stop.has_value());
+  EXPECT_EQ(*checkpoint.header().early_stop, watch.state());
+  MetricWatch resumed("test_loss", 0.0);
+  resumed.restore(*checkpoint.header().early_stop);
+  EXPECT_FALSE(resumed.observe(std::nan(""), 3));
+  EXPECT_EQ(resumed.state().evaluations_since_best, 3);
+  EXPECT_TRUE(resumed.observe(0.5, 4));
+  EXPECT_EQ(resumed.state().best_epoch, 4);
 }
 
 }  // namespace

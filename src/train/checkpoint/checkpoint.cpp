@@ -525,12 +525,14 @@ void write_average(hid_t file, const nn::ParameterRegistry& registry, const Weig
 // A watch is written once it has seen an evaluation; its metric is an attribute of `best`.
 void write_metric_watch(hid_t file, const std::string& group, const MetricWatchState& state,
                         const std::string& path) {
-  if (!state.evaluated) return;
-  write_double(file, group + "/best", state.best, path);
+  // A watch whose evaluations so far were all NaN has no best, but its count runs (MetricWatch::
+  // observe): it is kept, best NaN at epoch 0, or a resume would start its patience again.
+  if (!state.evaluated && state.evaluations_since_best == 0) return;
+  write_double(file, group + "/best", state.evaluated ? state.best : std::nan(""), path);
   Hdf5Handle best(H5Dopen2(file, (group + "/best").c_str(), H5P_DEFAULT), H5Dclose);
   require_write(best.valid(), path, group + "/best");
   write_attribute_string(best.get(), "metric", state.metric, path);
-  write_int64(file, group + "/best_epoch", state.best_epoch, path);
+  write_int64(file, group + "/best_epoch", state.evaluated ? state.best_epoch : 0, path);
   write_int64(file, group + "/evaluations_since_best", state.evaluations_since_best, path);
 }
 
@@ -538,16 +540,21 @@ std::optional<MetricWatchState> read_metric_watch(hid_t file, const std::string&
                                                   const std::string& path) {
   if (!link_exists(file, group + "/best", path)) return std::nullopt;
   MetricWatchState state;
-  state.evaluated = true;
   state.best = read_double(file, group + "/best", path);
   Hdf5Handle best = data::detail::open_checked_dataset(file, group + "/best", path);
   PHALANX_REQUIRE_INPUT(best.valid(), path, ": ", group, "/best: unreadable");
   state.metric = read_attribute_string(best.get(), "metric", path);
   state.best_epoch = read_int64(file, group + "/best_epoch", path);
   state.evaluations_since_best = read_int64(file, group + "/evaluations_since_best", path);
-  PHALANX_REQUIRE_INPUT(state.best_epoch >= 1 && state.evaluations_since_best >= 0, path, ": ", group,
-                        ": best_epoch ", state.best_epoch, " and evaluations_since_best ",
+  // Epoch 0: evaluations so far, none of them a number (no best yet).
+  const bool evaluated = state.best_epoch >= 1 && !std::isnan(state.best);
+  const bool unevaluated =
+      state.best_epoch == 0 && std::isnan(state.best) && state.evaluations_since_best > 0;
+  PHALANX_REQUIRE_INPUT((evaluated || unevaluated) && state.evaluations_since_best >= 0, path, ": ", group,
+                        ": best ", state.best, " at epoch ", state.best_epoch, " and evaluations_since_best ",
                         state.evaluations_since_best, " do not describe evaluations");
+  state.evaluated = evaluated;
+  if (!evaluated) state.best = 0;  // as a watch that has not evaluated holds it
   return state;
 }
 

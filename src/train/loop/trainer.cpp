@@ -61,8 +61,10 @@ nlohmann::json Trainer::run() {
   // A run that train.early_stop ended before its last step is finished too.
   const auto& early_stop = setup_.config.train.early_stop;
   const auto& stop_state = setup_.resumed_watches.early_stop;
-  const bool stopped_early =
-      early_stop && stop_state && stop_state->evaluations_since_best >= early_stop->patience;
+  // Only the count of the metric watched now: a resume may change train.early_stop.metric, and
+  // MetricWatch::restore then starts counting afresh.
+  const bool stopped_early = early_stop && stop_state && stop_state->metric == early_stop->metric &&
+                             stop_state->evaluations_since_best >= early_stop->patience;
   if (!setup_.resumed_from.empty() && (setup_.position.global_step >= last_step_ || stopped_early)) {
     std::string text;
     if (communicator_.rank() == 0) {
