@@ -43,10 +43,12 @@ StopRequest::StopRequest() {
     while (receiver_running.load()) {
       const int signal_number = sigtimedwait(&signals, nullptr, &timeout);
       if (signal_number <= 0) continue;  // timeout or EINTR
-      int expected = 0;
-      // The first signal's time is the one that counts for "signal to checkpoint".
-      if (received_signal.compare_exchange_strong(expected, signal_number))
-        received_time.store(wall_seconds());
+      // The first signal's time is the one that counts for "signal to checkpoint". This thread is
+      // the only writer; the time goes first, so a reader that sees the signal sees its time (the
+      // other order let the stop agreement read a time of 0).
+      if (received_signal.load() != 0) continue;
+      received_time.store(wall_seconds());
+      received_signal.store(signal_number);
     }
   });
 }
