@@ -11,6 +11,7 @@
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/sweep/coordinator.hpp"
 
 namespace phalanx::sweep {
 
@@ -94,34 +95,6 @@ JoinRequest decode_join_request(const std::string& text) {
   return request;
 }
 
-namespace {
-
-// The first key of two sweep definitions (sweep_definition(): JSON, the base config as YAML text)
-// that differs, named as a user would set it.
-std::string definition_difference(const std::string& mine, const std::string& running) {
-  nlohmann::json ours, theirs;
-  try {
-    ours = nlohmann::json::parse(mine);
-    theirs = nlohmann::json::parse(running);
-  } catch (const nlohmann::json::exception&) {
-    return config::first_difference(mine, running, "in the running sweep");
-  }
-  for (const auto& [key, value] : theirs.items()) {
-    if (ours.contains(key) && ours.at(key) == value) continue;
-    if (key == "base" && ours.contains(key) && ours.at(key).is_string() && value.is_string())
-      return "its base config differs: " +
-             config::first_difference(ours.at(key).get<std::string>(), value.get<std::string>(),
-                                      "in the running sweep's");
-    return "'" + key + "' is " + (ours.contains(key) ? ours.at(key).dump() : std::string("not set")) +
-           " here but " + value.dump() + " in the running sweep";
-  }
-  for (const auto& [key, value] : ours.items())
-    if (!theirs.contains(key)) return "'" + key + "' is " + value.dump() + " here but not set in the running sweep";
-  return config::first_difference(mine, running, "in the running sweep");
-}
-
-}  // namespace
-
 std::string join_refusal(const JoinRequest& request, const std::string& token, const std::string& definition,
                          const BuildStamp& build) {
   // The token first: a job without it learns nothing about the sweep.
@@ -129,8 +102,9 @@ std::string join_refusal(const JoinRequest& request, const std::string& token, c
   if (request.version != build.version || request.commit != build.git_commit)
     return "the sweep runs phalanx " + build.version + " (commit " + build.git_commit + "), this job phalanx " +
            request.version + " (commit " + request.commit + "): every job of a sweep must run the same build";
-  if (request.definition != definition) return "this job's sweep differs from the running sweep's: " +
-                                                 definition_difference(request.definition, definition);
+  if (request.definition != definition)
+    return "this job's sweep differs from the running sweep's: " +
+           sweep_definition_difference(request.definition, definition, "in the running sweep");
   if (request.groups <= 0) return "the job has no worker group to bring";
   return "";
 }

@@ -3,6 +3,7 @@
 // allocation.
 #include <nlohmann/json.hpp>
 
+#include "phalanx/config/config.hpp"
 #include "phalanx/sweep/coordinator.hpp"
 #include "phalanx/sweep/search_space.hpp"
 
@@ -44,6 +45,30 @@ std::string sweep_definition(const config::SweepConfig& sweep) {
                          {"perturbation", sweep.pbt.perturbation},
                          {"resample_probability", sweep.pbt.resample_probability}};
   return definition.dump(1);
+}
+
+std::string sweep_definition_difference(const std::string& mine, const std::string& other,
+                                        const std::string& where) {
+  nlohmann::json ours, theirs;
+  try {
+    ours = nlohmann::json::parse(mine);
+    theirs = nlohmann::json::parse(other);
+  } catch (const nlohmann::json::exception&) {
+    return config::first_difference(mine, other, where);
+  }
+  for (const auto& [key, value] : theirs.items()) {
+    if (ours.contains(key) && ours.at(key) == value) continue;
+    // The base config is one YAML string in the JSON: compared line by line, or the message would
+    // quote both whole configs.
+    if (key == "base" && ours.contains(key) && ours.at(key).is_string() && value.is_string())
+      return "its base config differs: " +
+             config::first_difference(ours.at(key).get<std::string>(), value.get<std::string>(), where);
+    return "'" + key + "' is " + (ours.contains(key) ? ours.at(key).dump() : std::string("not set")) +
+           " here but " + value.dump() + " " + where;
+  }
+  for (const auto& [key, value] : ours.items())
+    if (!theirs.contains(key)) return "'" + key + "' is " + value.dump() + " here but not set " + where;
+  return config::first_difference(mine, other, where);
 }
 
 }  // namespace phalanx::sweep

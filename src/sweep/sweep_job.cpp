@@ -62,15 +62,25 @@ void check_sweep_directory(const SweepRequest& request) {
     // A sweep killed before it stored its definition has no trials either, and resumes as new.
     PHALANX_REQUIRE_INPUT(stored || !store.has_trials(), database,
                           ": has trials but no sweep definition (damaged, or not written by phalanx sweep)");
-    PHALANX_REQUIRE_INPUT(
-        !stored || *stored == now, request.sweep.source, ": --resume needs the sweep it started with; ",
-        config::first_difference(now, stored.value_or(""), "in " + database),
-        " (keys: search, scheduler, trials, metric, goal, budget, tpe, asha, pbt, space, base config)");
-  } else if (exists) {
-    const ResultsStore store(database);
-    PHALANX_REQUIRE_INPUT(!store.has_trials(), directory,
-                          ": already holds a sweep (sweep.db has trials); pass --resume to continue it, or "
-                          "choose another --sweep-dir");
+    PHALANX_REQUIRE_INPUT(!stored || *stored == now, request.sweep.source,
+                          ": --resume needs the sweep it started with; ",
+                          sweep_definition_difference(now, stored.value_or(""), "in " + database));
+  } else {
+    if (exists) {
+      const ResultsStore store(database);
+      PHALANX_REQUIRE_INPUT(!store.has_trials(), directory,
+                            ": already holds a sweep (sweep.db has trials); pass --resume to continue it, or "
+                            "choose another --sweep-dir");
+    }
+    // A new sweep's trials start from their folders' checkpoints as every job resumes: an earlier
+    // sweep's folders (its sweep.db moved away) would become this one's trials' starting points.
+    for (const char* folder : {"/trials", "/pbt"}) {
+      std::error_code error;
+      const bool empty = std::filesystem::is_empty(directory + folder, error);
+      PHALANX_REQUIRE_INPUT(error || empty, directory + folder,
+                            ": holds an earlier sweep's trials, which a new sweep would take for its own; "
+                            "choose another --sweep-dir (or remove that folder)");
+    }
   }
   std::error_code error;
   std::filesystem::create_directories(directory + "/trials", error);

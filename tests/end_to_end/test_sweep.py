@@ -395,6 +395,22 @@ class SweepTest(unittest.TestCase, SweepChecks):
         result = e2e.phalanx("sweep", changed, "--sweep-dir", REFERENCE, "--resume", timeout=60)
         self.assertEqual(result.returncode, 2, result.describe())
         self.assertIn("the sweep it started with", result.stderr)
+        # A changed base config names its line, not the two whole configs.
+        result = e2e.phalanx("sweep", SWEEP, "--sweep-dir", REFERENCE, "--resume", "--set",
+                             "config.train.log_every_steps=7", timeout=60)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertRegex(result.stderr, r"the sweep it started with; its base config differs: line \d+ .*"
+                                        r"log_every_steps: 7")
+        self.assertLess(len(result.stderr), 1000, result.stderr)
+        # A fresh sweep in a directory whose sweep.db was moved away: the old trials' checkpoints would
+        # become the new trials' starting points.
+        moved = os.path.join(WORK, "moved-db")
+        shutil.rmtree(moved, ignore_errors=True)
+        shutil.copytree(REFERENCE, moved)
+        os.remove(os.path.join(moved, "sweep.db"))
+        result = e2e.phalanx("sweep", SWEEP, "--sweep-dir", moved, timeout=60)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn(f"{moved}/trials: holds an earlier sweep's trials", result.stderr)
         # A sweep.db that is not a database, and one with trials but no definition: exit 2 naming it.
         garbage = os.path.join(WORK, "garbage-db")
         os.makedirs(garbage, exist_ok=True)

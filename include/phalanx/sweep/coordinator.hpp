@@ -29,5 +29,9 @@ bool run_coordinator(const CoordinatorOptions& options, const comm::Communicator
 // A stable description of what the sweep searches (space, budgets, scheduler, base config),
 // stored in the database and compared on --resume.
 std::string sweep_definition(const config::SweepConfig& sweep);
+// The first key in which two definitions differ, named as a user would set it (a line of the base
+// config where that is what differs); `where` says where `other` comes from ("in the running sweep").
+std::string sweep_definition_difference(const std::string& mine, const std::string& other,
+                                        const std::string& where);
 
 }  // namespace phalanx::sweep
