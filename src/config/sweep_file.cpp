@@ -366,8 +366,12 @@ SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& 
       sweep.budget_unit = reader.word<BudgetUnit>(budget["unit"], "budget.unit");
     if (budget["min"].IsDefined())
       sweep.min_budget = reader.real(budget["min"], "budget.min", Bound{0.0, false}, std::nullopt);
+    // Far past any training, and within the step and epoch counts a trial's config holds (an int
+    // of epochs; samples become int64 steps): larger, the conversion overflowed.
+    const double largest_budget = sweep.budget_unit == BudgetUnit::Epochs ? 1e6 : 1e15;
     if (budget["max"].IsDefined())
-      sweep.max_budget = reader.real(budget["max"], "budget.max", Bound{0.0, false}, std::nullopt);
+      sweep.max_budget =
+          reader.real(budget["max"], "budget.max", Bound{0.0, false}, Bound{largest_budget, true});
     if (budget["eta"].IsDefined())
       sweep.eta = static_cast<int>(reader.integer(budget["eta"], "budget.eta", 2, 1000));
     if (sweep.min_budget > sweep.max_budget && sweep.scheduler != Scheduler::Pbt)  // PBT has no budget.min

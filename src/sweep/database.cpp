@@ -18,22 +18,26 @@ Database::Database(std::string path, bool create) : path_(std::move(path)) {
     handle_ = nullptr;
     throw_input_error(path_ + ": cannot open the sweep database: " + message);
   }
-  sqlite3_busy_timeout(handle_, 10000);
-  // SQLite reads the file's header only now: a file that is not a database (or a damaged one) is
-  // bad input naming it, not an internal error.
-  char* message = nullptr;
-  const int checked = sqlite3_exec(handle_, "PRAGMA schema_version", nullptr, nullptr, &message);
-  if (checked == SQLITE_NOTADB || checked == SQLITE_CORRUPT) {
+  // The destructor does not run for a constructor that throws: the handle is closed here then.
+  try {
+    sqlite3_busy_timeout(handle_, 10000);
+    // SQLite reads the file's header only now: a file that is not a database (or a damaged one) is
+    // bad input naming it, not an internal error.
+    char* message = nullptr;
+    const int checked = sqlite3_exec(handle_, "PRAGMA schema_version", nullptr, nullptr, &message);
     const std::string text = message ? message : sqlite3_errstr(checked);
     sqlite3_free(message);
-    sqlite3_close(handle_);  // the destructor does not run for a constructor that throws
+    if (checked == SQLITE_NOTADB || checked == SQLITE_CORRUPT)
+      throw_input_error(path_ + ": is not a sweep database SQLite can read (" + text +
+                        "); move it aside to start the sweep afresh");
+    if (checked != SQLITE_OK) throw_input_error(path_ + ": cannot read the sweep database (" + text + ")");
+    execute("PRAGMA synchronous = FULL");
+    execute("PRAGMA foreign_keys = ON");
+  } catch (...) {
+    sqlite3_close(handle_);
     handle_ = nullptr;
-    throw_input_error(path_ + ": is not a sweep database SQLite can read (" + text +
-                      "); move it aside to start the sweep afresh");
+    throw;
   }
-  sqlite3_free(message);
-  execute("PRAGMA synchronous = FULL");
-  execute("PRAGMA foreign_keys = ON");
 }
 
 Database::~Database() {

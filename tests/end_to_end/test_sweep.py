@@ -363,6 +363,8 @@ class SweepTest(unittest.TestCase, SweepChecks):
             "empty choice": (("values: [64, 128]", "values: []"), "space.train.batch_size.values"),
             "min above max": (("min: 1, max: 3", "min: 4, max: 3"), "budget.min"),
             "eta below 2": (("eta: 3", "eta: 1"), "budget.eta"),
+            # an int of epochs per trial: 1e12 overflowed it, and every rung "trained" in no time
+            "max past any training": (("min: 1, max: 3", "min: 1, max: 1e12"), "budget.max must be in (0, 1.0e+06]"),
             # keys the sweep sets per trial: refused rather than replaced silently
             "max_steps the budget sets": (("scheduler: asha\n", "scheduler: asha\nset: [train.max_steps=5]\n"),
                                           "set: 'train.max_steps=5': the budget sets each trial's train.max_steps"),
