@@ -1,6 +1,7 @@
 // `phalanx sweep SWEEP.yaml [--sweep-dir DIR] [--resume] [--set key=value ...]`: a hyperparameter
 // sweep over all ranks of the mpirun (docs/SWEEPS.md), set up and run by sweep::SweepJob; with
 // `--join DIR` instead, this mpirun's ranks join the sweep running in DIR as more worker groups.
+#include <cstdio>
 #include <memory>
 
 #include "commands.hpp"
@@ -37,8 +38,18 @@ int sweep(const SweepArguments& arguments, int* argc, char*** argv) {
       agreed_status(world, [&] { request.sweep = config::load_sweep(arguments.sweep_path, arguments.overrides); });
   if (status) return status;
   std::unique_ptr<sweep::SweepJob> job;
-  return set_up_and_run(
-      world, [&] { job = std::make_unique<sweep::SweepJob>(std::move(request), world); }, [&] { return job->run(); });
+  status = set_up_and_run(
+      world, [&] { job = std::make_unique<sweep::SweepJob>(std::move(request), world); },
+      [&] { return job->run(); });
+  if (status == 0 && job && job->every_trial_failed()) {
+    std::fprintf(
+        stderr,
+        "phalanx: error: rank 0: every trial of the sweep failed and none gave a result: a problem they "
+        "share (the base config, its data) rather than a search result. The first: %s\n",
+        job->every_trial_failed()->c_str());
+    return 2;
+  }
+  return status;
 }
 
 }  // namespace

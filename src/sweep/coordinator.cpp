@@ -83,6 +83,7 @@ class Coordinator {
       store_.stop_paused();
       printer_.leaderboard(state_, true);
       write_outputs();
+      every_trial_failed_ = store_.failure_of_every_trial();
     }
     for (int worker = 0; worker < state_.group_count(); ++worker)
       if (!state_.group(worker).left) send(worker, stop_message());
@@ -92,7 +93,11 @@ class Coordinator {
     return state_.stopping();
   }
 
+  // After run() to its end: set when every trial failed and none gave a result (failure_of_every_trial).
+  const std::optional<std::string>& every_trial_failed() const { return every_trial_failed_; }
+
  private:
+  std::optional<std::string> every_trial_failed_;
   // --resume: jobs a kill left running are requeued (their trials resume from their newest
   // checkpoint); ASHA's rungs and promotions are rebuilt from what the database recorded.
   //
@@ -266,8 +271,12 @@ class Coordinator {
 
 }  // namespace
 
-bool run_coordinator(const CoordinatorOptions& options, const comm::Communicator& channel) {
-  return Coordinator(options, channel, wall_seconds_since_epoch()).run();
+bool run_coordinator(const CoordinatorOptions& options, const comm::Communicator& channel,
+                     std::optional<std::string>* every_trial_failed) {
+  Coordinator coordinator(options, channel, wall_seconds_since_epoch());
+  const bool stopped = coordinator.run();
+  if (every_trial_failed) *every_trial_failed = coordinator.every_trial_failed();
+  return stopped;
 }
 
 }  // namespace phalanx::sweep

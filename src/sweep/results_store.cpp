@@ -56,6 +56,20 @@ bool ResultsStore::has_trials() const {
   return statement.step() && statement.integer(0) > 0;
 }
 
+std::optional<std::string> ResultsStore::failure_of_every_trial() const {
+  Statement counts(
+      database_,
+      "SELECT (SELECT COUNT(*) FROM trials), (SELECT COUNT(*) FROM trials WHERE status != 'failed'), "
+      "(SELECT COUNT(*) FROM rung_results)");
+  if (!counts.step() || counts.integer(0) == 0 || counts.integer(1) != 0 || counts.integer(2) != 0)
+    return std::nullopt;
+  Statement first(database_,
+                  "SELECT trial_id, message FROM jobs WHERE status = 'failed' AND message IS NOT NULL "
+                  "ORDER BY trial_id, job_id LIMIT 1");
+  if (!first.step()) return std::string("(no message recorded)");
+  return "trial " + std::to_string(first.integer(0)) + ": " + first.text(1);
+}
+
 std::optional<std::string> ResultsStore::meta(const std::string& key) const {
   Statement statement(database_, "SELECT value FROM sweep WHERE key = ?1");
   statement.bind(1, key);

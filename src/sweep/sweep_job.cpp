@@ -89,11 +89,12 @@ void check_sweep_directory(const SweepRequest& request) {
 
 // The coordinator on rank 0's thread. A failing coordinator leaves every worker waiting for a
 // job: it ends the whole job.
-void coordinate(const SweepParts& parts, bool& stopped_by_signal) {
+void coordinate(const SweepParts& parts, bool& stopped_by_signal,
+                std::optional<std::string>& every_trial_failed) {
   try {
     CoordinatorOptions options{&parts.request.sweep, parts.request.directory, parts.request.resume,
                                static_cast<int>(parts.groups.members.size())};
-    stopped_by_signal = run_coordinator(options, *parts.channel);
+    stopped_by_signal = run_coordinator(options, *parts.channel, &every_trial_failed);
     return;
   } catch (const Error& error) {
     std::fprintf(stderr, "phalanx: error: %s\n", error.what());
@@ -258,7 +259,7 @@ bool SweepJob::run() {
       }
     });
   } else if (channel.rank() == 0) {
-    coordinator = std::thread([&] { coordinate(parts, stopped_by_signal); });
+    coordinator = std::thread([&] { coordinate(parts, stopped_by_signal, every_trial_failed_); });
   }
   if (parts.my_group >= 0) {
     WorkerOptions options{&parts.request.sweep,

@@ -413,6 +413,14 @@ class SweepTest(unittest.TestCase, SweepChecks):
         result = e2e.phalanx("sweep", SWEEP, "--sweep-dir", moved, timeout=60)
         self.assertEqual(result.returncode, 2, result.describe())
         self.assertIn(f"{moved}/trials: holds an earlier sweep's trials", result.stderr)
+        # A failure every trial shares (the base config's data is missing): the sweep runs to its end,
+        # every trial failed and none gave a result; that is bad input, exit 2 with the first failure.
+        missing = os.path.join(WORK, "no-such-data.h5")
+        result = e2e.phalanx("sweep", SWEEP, "--sweep-dir", os.path.join(WORK, "all-failed"), "--set",
+                             f"config.data.path={missing}", timeout=120)
+        self.assertEqual(result.returncode, 2, result.describe())
+        self.assertIn("every trial of the sweep failed and none gave a result", result.stderr)
+        self.assertIn(f"The first: trial 0: rank 0: {missing}: no such file", result.stderr)
         # A sweep.db that is not a database, and one with trials but no definition: exit 2 naming it.
         garbage = os.path.join(WORK, "garbage-db")
         os.makedirs(garbage, exist_ok=True)

@@ -24,7 +24,10 @@ struct CoordinatorOptions {
 // reports a trial it stopped on one: then no job is handed out any more, the running trials stop
 // after a step with a checkpoint and are recorded as interrupted. Every worker has been told to
 // stop when it returns; returns true when a signal stopped the sweep (--resume continues it).
-bool run_coordinator(const CoordinatorOptions& options, const comm::Communicator& channel);
+// `every_trial_failed`, where given, is set when the sweep ran to its end and every trial failed
+// with none giving a result: the first failure's message (ResultsStore::failure_of_every_trial).
+bool run_coordinator(const CoordinatorOptions& options, const comm::Communicator& channel,
+                     std::optional<std::string>* every_trial_failed = nullptr);
 
 // A stable description of what the sweep searches (space, budgets, scheduler, base config),
 // stored in the database and compared on --resume.

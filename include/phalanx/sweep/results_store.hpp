@@ -31,6 +31,9 @@ class ResultsStore {
   const Database& database() const { return database_; }
 
   bool has_trials() const;
+  // When the sweep has trials, every one of them failed and none recorded a result at any rung:
+  // the lowest trial's failure message (a problem they all share, such as the base config's data).
+  std::optional<std::string> failure_of_every_trial() const;
   std::optional<std::string> meta(const std::string& key) const;
   void set_meta(const std::string& key, const std::string& value);
   void register_worker(int worker, const std::vector<int>& ranks, const std::string& device, int threads,

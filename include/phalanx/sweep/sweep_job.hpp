@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "phalanx/comm/communicator.hpp"
@@ -38,8 +39,14 @@ class SweepJob {
   // when the sweep's coordinator is gone, rank 0 throws once its groups stopped with a checkpoint.
   bool run();
 
+  // Rank 0 of a sweep's own job, after run(): set when the sweep ran to its end and every trial
+  // failed, none giving a result, with the first failure's message. The command then exits 2: a
+  // failure every trial shares is the sweep's input (its base config, its data), not a search result.
+  const std::optional<std::string>& every_trial_failed() const { return every_trial_failed_; }
+
  private:
   std::unique_ptr<SweepParts> parts_;
+  std::optional<std::string> every_trial_failed_;
 };
 
 }  // namespace phalanx::sweep
