@@ -639,8 +639,9 @@ Config convert_config(const Reader& reader, const YAML::Node& root) {
   if (const YAML::Node value = root["seed"]; has(value)) config.seed = reader.unsigned_integer(value, "seed");
   if (const YAML::Node value = root["device"]; has(value))
     config.device = reader.word<Device>(value, "device");
+  // At most 1024 (as import-images' --threads): OpenMP's runtime crashed starting 100,000.
   if (const YAML::Node value = root["threads"]; has(value))
-    config.threads = reader.int_value(value, "threads", 0);
+    config.threads = static_cast<int>(reader.integer(value, "threads", 0, 1024));
 
   read_model(Section(reader, root, "model"), config.model);
   read_data(Section(reader, root, "data"), config.data);

@@ -35,12 +35,30 @@ AtomicFile::AtomicFile(std::string path)
   PHALANX_REQUIRE_INPUT(!path_.empty(), "the output file's path is empty");
   PHALANX_REQUIRE_INPUT(std::filesystem::path(path_).has_filename(), path_,
                         ": names a folder (a trailing /); give the output file's name");
+  // The rename would replace whatever is there: as root, /dev/null became a regular file.
+  std::error_code status_error;
+  const auto status = std::filesystem::symlink_status(path_, status_error);
+  PHALANX_REQUIRE_INPUT(
+      !std::filesystem::exists(status) || std::filesystem::is_regular_file(status), path_,
+      ": exists and is not a regular file (",
+      std::filesystem::is_symlink(status)     ? "a symbolic link"
+      : std::filesystem::is_directory(status) ? "a folder"
+                                              : "a device, FIFO or socket",
+      "), which writing the output would replace; give the path of a regular file, or of none yet");
   const auto parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) {
+    // The outermost folder that is missing, to remove again if the output is never committed.
+    std::filesystem::path missing;
+    for (auto folder = parent; !folder.empty() && !std::filesystem::exists(folder, status_error);
+         folder = folder.parent_path()) {
+      missing = folder;
+      if (folder == folder.parent_path()) break;
+    }
     std::error_code error;
     std::filesystem::create_directories(parent, error);
     if (error)
       throw_input_error(path_ + ": cannot create the folder " + parent.string() + ": " + error.message());
+    first_created_folder_ = missing.string();
   }
 }
 
@@ -48,6 +66,14 @@ AtomicFile::~AtomicFile() {
   if (committed_) return;
   std::error_code ignored;
   std::filesystem::remove(temporary_path_, ignored);
+  if (first_created_folder_.empty()) return;
+  // From the file's folder out to the first one made here, each while it is empty (remove takes
+  // only an empty folder: one another writer used meanwhile stays).
+  for (auto folder = std::filesystem::path(path_).parent_path(); !folder.empty();
+       folder = folder.parent_path()) {
+    if (!std::filesystem::remove(folder, ignored)) return;
+    if (folder == std::filesystem::path(first_created_folder_)) return;
+  }
 }
 
 void AtomicFile::commit() {

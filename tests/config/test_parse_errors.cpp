@@ -104,7 +104,9 @@ TEST(ConfigParseErrors, OutOfRangeValuesNameTheAllowedRange) {
       {"distributed: {timeout_s: -1}\n", "distributed.timeout_s must be > 0 (got -1)"},
       {"checkpoint: {every_steps: -1}\n", "checkpoint.every_steps must be >= 0 (got -1)"},
       {"checkpoint: {keep: 0}\n", "checkpoint.keep must be >= 1 (got 0)"},
-      {"threads: -2\n", "threads must be >= 0 (got -2)"},
+      {"threads: -2\n", "threads must be in [0, 1024] (got -2)"},
+      // OpenMP's runtime crashed starting 100,000 threads
+      {"threads: 100000\n", "threads must be in [0, 1024] (got 100000)"},
       {"data: {path: d.h5, prefetch_batches: 0}\n", "data.prefetch_batches must be in [1, 1024] (got 0)"},
       // Sizes that overflowed the memory check's arithmetic, or the cache budget's in bytes.
       {"data: {path: d.h5, prefetch_batches: 2147483647}\n",

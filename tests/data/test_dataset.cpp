@@ -303,11 +303,12 @@ TEST(DatasetRoundTrip, FailedWriteLeavesNoFileBehind) {
   for (const auto& entry : std::filesystem::directory_iterator(scratch.path()))
     EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
 
-  // The rename fails when a folder sits at the destination: the temporary file must go too.
+  // A folder at the destination is refused before anything is written.
   test.labels[3] = 0;
   const std::string folder_path = scratch.file("folder.h5");
   std::filesystem::create_directories(std::filesystem::path(folder_path) / "content");
-  EXPECT_INPUT_ERROR(write_dataset(folder_path, ten_classes(), {&train, &test}), "cannot rename");
+  EXPECT_INPUT_ERROR(write_dataset(folder_path, ten_classes(), {&train, &test}),
+                     "folder.h5: exists and is not a regular file (a folder)");
   for (const auto& entry : std::filesystem::directory_iterator(scratch.path()))
     EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
 }

@@ -10,9 +10,12 @@ namespace phalanx {
 
 class AtomicFile {
  public:
-  // Creates the parent folder if needed (an InvalidInput error names `path` if it cannot).
+  // Creates the parent folder if needed (an InvalidInput error names `path` if it cannot). Refuses
+  // (InvalidInput) a path where something other than a regular file is: a device, a FIFO, a
+  // folder or a symbolic link would be replaced by the file.
   explicit AtomicFile(std::string path);
-  // Removes the temporary file unless commit() succeeded.
+  // Unless commit() succeeded: removes the temporary file, and the folders the constructor made
+  // where they are still empty (a refused output leaves nothing behind).
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -26,6 +29,7 @@ class AtomicFile {
  private:
   std::string path_;
   std::string temporary_path_;
+  std::string first_created_folder_;  // the outermost folder the constructor made; empty: none
   bool committed_ = false;
 };
 
