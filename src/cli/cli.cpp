@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "phalanx/config/config.hpp"
 #include "phalanx/core/error.hpp"
+#include "phalanx/data/hdf5_exit.hpp"
 #include "phalanx/train/build_information.hpp"
 
 namespace phalanx::cli {
@@ -43,6 +44,7 @@ std::string unknown_command(const CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int run(int argc, char** argv) {
+  data::skip_hdf5_exit_handler();  // before any HDF5 call: a file whose writes failed crashed it
   CLI::App app{"phalanx: data-parallel CNN training over MPI ranks (CPU: oneDNN, GPU: cuDNN/NCCL)",
                "phalanx"};
   app.require_subcommand(1);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <future>
@@ -35,14 +36,22 @@ constexpr std::int64_t largest_chunk_bytes = std::int64_t{1} << 30;
   throw_input_error(path + ": " + what);
 }
 
-// A failed HDF5 call while writing is not the user's fault (disk full, I/O error): exit status 1.
+// A failed HDF5 call while writing is not the user's fault (disk full, I/O error): exit status 1,
+// with the system's reason where HDF5 recorded one (the temporary file goes with its AtomicFile).
+[[noreturn]] void write_failed(const std::string& path, const std::string& what) {
+  std::string reason = detail::hdf5_system_reason();
+  if (reason.empty()) throw_internal_error(path + ": " + what + " failed", __FILE__, __LINE__);
+  reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
+  throw_run_failure(path + ": " + reason + " (" + what + " failed; nothing was written)");
+}
+
 hid_t checked(hid_t id, const std::string& path, const std::string& what) {
-  if (id < 0) throw_internal_error(path + ": " + what + " failed", __FILE__, __LINE__);
+  if (id < 0) write_failed(path, what);
   return id;
 }
 
 void checked_status(herr_t status, const std::string& path, const std::string& what) {
-  if (status < 0) throw_internal_error(path + ": " + what + " failed", __FILE__, __LINE__);
+  if (status < 0) write_failed(path, what);
 }
 
 void validate_inputs(const std::string& path, const std::vector<std::string>& classes,

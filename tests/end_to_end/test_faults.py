@@ -109,6 +109,25 @@ class FaultTest(unittest.TestCase):
         self.assertIn("step-64.h5", checkpoint_names(run_dir))
         self.assertEqual(checkpoint_problems(run_dir), [])
 
+    def test_disk_full_during_an_import_says_so_and_leaves_nothing(self):
+        # HDF5's exit handler crashed (status 139) on the file whose writes had failed, after the
+        # message; now the status is 1 and the message gives the system's reason.
+        mount_point = os.path.join(WORK, "small-import-disk")
+        os.makedirs(mount_point, exist_ok=True)
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", mount_point],
+                                 capture_output=True, text=True)
+        if mounted.returncode != 0:
+            self.skipTest(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+        self.addCleanup(subprocess.run, ["umount", mount_point])
+        output = os.path.join(mount_point, "made", "synth.h5")
+        result = e2e.phalanx("data", "synth", "-o", output, "--train", 2000, "--test", 100, timeout=120)
+        self.assertEqual(result.returncode, 1, result.describe())
+        lines = result.error_lines()
+        self.assertEqual(len(lines), 1, result.describe())
+        self.assertIn(f"{output}: no space left on device (writing /train/images failed; nothing was written)",
+                      lines[0])
+        self.assertEqual(os.listdir(mount_point), [], "no temporary file and no folder it made are left")
+
     def test_kill_at_any_moment_never_leaves_a_half_checkpoint(self):
         config = small_config("killed", epochs=2)
         chooser = random.Random(21)
