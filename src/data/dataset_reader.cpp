@@ -18,6 +18,7 @@
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 #include "phalanx/data/object_header_check.hpp"
+#include "source_layout.hpp"
 
 namespace phalanx::data {
 namespace {
@@ -87,6 +88,8 @@ std::vector<std::string> read_strings(const std::string& path, const OpenAttribu
     fail(path, place + ": expected string, got " + detail::describe_type(opened.type.get()));
   const auto count = static_cast<std::size_t>(opened.count);
   std::vector<std::string> values;
+  // An empty array has nothing to read (H5Aread fails on it): the caller says what it needed.
+  if (count == 0) return values;
   values.reserve(count);
   if (H5Tis_variable_str(opened.type.get()) > 0) {
     Hdf5Handle memory_type = detail::variable_string_type_for(opened.type.get());
@@ -199,6 +202,14 @@ DatasetInfo::SplitInfo validate_split(const std::string& path, hid_t file, const
     if (images.dimensions[axis] == 0 || images.dimensions[axis] > largest_side)
       fail(path,
            images_name + ": shape " + shape_text(images.dimensions) + " has an empty or oversized H, W or C");
+  // As mapped sources: a sample is read whole (evaluation reads a rank's part before any memory
+  // check), so a 40000x40000 image in a small compressed file was an allocation that failed.
+  // In 128 bits: three sides of up to 2^31 overflow 64.
+  const unsigned __int128 sample_values =
+      static_cast<unsigned __int128>(images.dimensions[1]) * images.dimensions[2] * images.dimensions[3];
+  if (sample_values > maximum_sample_values)
+    fail(path, images_name + ": shape " + shape_text(images.dimensions) + ": a sample holds more than the " +
+                   std::to_string(maximum_sample_values) + " values phalanx reads (16384 x 16384 x 1)");
 
   const OpenDataset labels = open_dataset(path, group.get(), split_name, "labels");
   if (!detail::is_integer_type(labels.type.get(), 4, H5T_SGN_2))

@@ -29,7 +29,7 @@ constexpr std::int64_t scale_sample_images = 64;
 // the streaming cache holds two windows of whole chunks and random access decodes a whole band.
 constexpr std::int64_t large_chunk_band_bytes = std::int64_t{64} << 20;
 // Classes phalanx names itself ("class_0", ...) from the largest label; ImageNet-21k has 21,841.
-constexpr std::int64_t maximum_inferred_classes = 1000000;
+constexpr auto maximum_inferred_classes = static_cast<std::int64_t>(maximum_one_hot_classes);
 
 std::string format_value(double value) {
   std::ostringstream text;

@@ -137,6 +137,12 @@ LabelShape label_shape(const std::vector<std::uint64_t>& dimensions, config::Lab
                   "index or auto)";
     return shape;
   }
+  if (width > maximum_one_hot_classes) {
+    shape.error = shape_text + ": one-hot rows of " + std::to_string(width) + " values, more than the " +
+                  std::to_string(maximum_one_hot_classes) +
+                  " classes phalanx reads as one-hot rows (store each sample's class index instead)";
+    return shape;
+  }
   shape.encoding = width == 1 ? LabelEncoding::Index : LabelEncoding::OneHot;
   shape.classes = width == 1 ? 0 : static_cast<std::int64_t>(width);
   return shape;

@@ -44,6 +44,10 @@ struct LabelShape {
   std::string error;
 };
 
+// The widest one-hot row read (the most classes phalanx numbers itself, too): a row is read
+// whole, so a wider one was a huge allocation before any check.
+inline constexpr std::uint64_t maximum_one_hot_classes = 1000000;
+
 // `requested` is data.source.labels.
 LabelShape label_shape(const std::vector<std::uint64_t>& dimensions, config::LabelEncoding requested);
 

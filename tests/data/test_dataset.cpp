@@ -402,6 +402,34 @@ TEST(DatasetValidation, TwoDimensionalImages) {
                      path + ": /train/images: expected 4 dimensions [N,H,W,C], got 2");
 }
 
+TEST(DatasetValidation, SamplesTooLargeToRead) {
+  // A sample is read whole: 40000 x 40000 in a small file (compressed zeros) was an allocation that
+  // failed, exit 1, before any check named the file. Here the chunks are allocated, never filled: a
+  // sparse file of a few KB on disk.
+  ScratchDirectory scratch("dataset-huge-samples");
+  const std::string path = write_valid_file(scratch);
+  {
+    EditableFile file(path);
+    file.remove("/test/images");
+    const std::vector<hsize_t> dimensions{2, 40000, 40000, 1}, chunk{1, 8192, 8192, 1};
+    const hid_t space = H5Screate_simple(4, dimensions.data(), nullptr);
+    const hid_t creation = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(creation, 4, chunk.data());
+    H5Pset_alloc_time(creation, H5D_ALLOC_TIME_EARLY);
+    H5Pset_fill_time(creation, H5D_FILL_TIME_NEVER);
+    const hid_t dataset =
+        H5Dcreate2(file.get(), "/test/images", H5T_STD_U8LE, space, H5P_DEFAULT, creation, H5P_DEFAULT);
+    EXPECT_GE(dataset, 0);
+    H5Dclose(dataset);
+    H5Pclose(creation);
+    H5Sclose(space);
+  }
+  EXPECT_INPUT_ERROR(read_dataset_info(path),
+                     path +
+                         ": /test/images: shape [2,40000,40000,1]: a sample holds more than the 268435456 "
+                         "values phalanx reads");
+}
+
 TEST(DatasetValidation, ImagesThatAreAGroup) {
   ScratchDirectory scratch("dataset-group-images");
   const std::string path = write_valid_file(scratch);
@@ -527,6 +555,22 @@ TEST(DatasetValidation, EmptyClasses) {
   const std::string path = write_valid_file(scratch);
   EditableFile(path).remove_attribute("/", "classes");
   EXPECT_INPUT_ERROR(read_dataset_info(path), path + ": attribute \"classes\" of /: missing");
+  // An array of no strings: said so, not taken for a damaged file (H5Aread fails on it).
+  {
+    EditableFile file(path);
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, H5T_VARIABLE);
+    const hsize_t none = 0;
+    const hid_t space = H5Screate_simple(1, &none, nullptr);
+    const hid_t attribute =
+        H5Acreate_by_name(file.get(), "/", "classes", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    EXPECT_GE(attribute, 0);
+    H5Aclose(attribute);
+    H5Sclose(space);
+    H5Tclose(type);
+  }
+  EXPECT_INPUT_ERROR(read_dataset_info(path),
+                     path + ": attribute \"classes\" of / is empty (at least one class is needed)");
 }
 
 TEST(DatasetValidation, DamagedGlobalHeapIsAnInputErrorNotAHang) {

@@ -63,6 +63,11 @@ TEST(SourceLayout, TellsLabelEncodings) {
   EXPECT_EQ(one_hot.classes, 5);
   EXPECT_NE(label_shape({10, 5}, config::LabelEncoding::Index).error.find("one-hot"), std::string::npos);
   EXPECT_NE(label_shape({10}, config::LabelEncoding::OneHot).error.find("not a one-hot"), std::string::npos);
+  // A row is read whole: 2^31 values a row asked for 16 GB before the class count was checked.
+  EXPECT_TRUE(label_shape({2, 1000000}, config::LabelEncoding::Auto).error.empty());
+  EXPECT_NE(label_shape({2, std::uint64_t{1} << 31}, config::LabelEncoding::Auto)
+                .error.find("one-hot rows of 2147483648 values, more than the 1000000 classes"),
+            std::string::npos);
   EXPECT_NE(label_shape({10, 5, 5}, config::LabelEncoding::Auto).error.find("cannot be labels"), std::string::npos);
 }
 
