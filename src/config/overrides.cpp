@@ -5,6 +5,7 @@
 #include "conversion.hpp"
 #include "phalanx/core/error.hpp"
 #include "schema.hpp"
+#include "yaml_document.hpp"
 
 namespace phalanx::config {
 namespace {
@@ -46,12 +47,7 @@ std::vector<std::string> apply_overrides(YAML::Node& root, const std::string& so
     if (key.empty()) throw_input_error(where + ": the key before '=' is empty");
     check_override_key(key, where);
 
-    YAML::Node value;
-    try {
-      value = YAML::Load(assignment.substr(equals + 1));
-    } catch (const YAML::Exception& error) {
-      throw_input_error(where + ": cannot read the value as YAML: " + error.msg);
-    }
+    const YAML::Node value = load_one_value(assignment.substr(equals + 1), where);
 
     // Walk the dotted path (data.augment.cutout), creating absent or null sections on the way.
     YAML::Node mapping = root;

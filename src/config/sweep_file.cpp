@@ -17,6 +17,7 @@
 #include "reader.hpp"
 #include "schema.hpp"
 #include "sweep_pbt_section.hpp"
+#include "yaml_document.hpp"
 
 namespace phalanx::config {
 namespace {
@@ -118,12 +119,7 @@ std::vector<std::string> apply_sweep_overrides(YAML::Node& root, const std::stri
                         (near.empty() ? " (training-config keys take the prefix 'config.')"
                                       : " (did you mean '" + near + "'?)"));
     }
-    YAML::Node value;
-    try {
-      value = YAML::Load(assignment.substr(equals + 1));
-    } catch (const YAML::Exception& error) {
-      throw_input_error(where + ": cannot read the value as YAML: " + error.msg);
-    }
+    const YAML::Node value = load_one_value(assignment.substr(equals + 1), where);
     const auto dot = key.find('.');
     if (dot == std::string::npos) {
       root[key] = value;
@@ -310,19 +306,9 @@ std::vector<double> asha_rung_budgets(double min, double max, int eta) {
 }
 
 SweepConfig load_sweep(const std::string& path, const std::vector<std::string>& overrides) {
-  const std::string text = read_text_file(path, "sweep file");
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& error) {
-    std::string where;
-    if (!error.mark.is_null())
-      where = "line " + std::to_string(error.mark.line + 1) + ", column " +
-              std::to_string(error.mark.column + 1) + ": ";
-    throw_input_error(path + ": " + where + "YAML syntax error: " + error.msg);
-  }
-  if (!root.IsMap())
-    throw_input_error(path + ": expected a mapping of keys at the top level (see docs/SWEEPS.md)");
+  // UTF-8 and one document, as training configs: a second document was dropped without a word.
+  YAML::Node root = load_one_mapping(read_text_file(path, "sweep file"), path,
+                                     "it needs at least 'config', 'space' and 'budget'; see docs/SWEEPS.md");
 
   SweepConfig sweep;
   sweep.source = path;

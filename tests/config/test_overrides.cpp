@@ -69,6 +69,9 @@ TEST(ConfigOverrides, MalformedOverride) {
   expect_input_error([&] { parse(base, source, {"=3"}); }, {"--set '=3': the key before '=' is empty"});
   expect_input_error([&] { parse(base, source, {"train.epochs=[1, 2"}); },
                      {"--set 'train.epochs=[1, 2': cannot read the value as YAML"});
+  // yaml-cpp reads the first document of a text: the second was dropped without a word.
+  expect_input_error([&] { parse(base, source, {"train.epochs=1\n---\n2"}); },
+                     {"--set 'train.epochs=1\n---\n2': the value holds 2 YAML documents"});
 }
 
 TEST(ConfigOverrides, TypeAndRangeErrorsSayTheyCameFromSet) {

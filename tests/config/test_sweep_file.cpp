@@ -62,6 +62,16 @@ TEST_F(SweepFile, UnknownKeyInTheSpaceSuggestsTheRightOne) {
       {"sweep.yaml", "space", "optimizer.learnin_rate", "did you mean 'optimizer.learning_rate'"});
 }
 
+TEST_F(SweepFile, IsOneUtf8DocumentAsATrainingConfigIs) {
+  // yaml-cpp reads the first document of a text: a second one was dropped without a word.
+  expect_input_error([&] { load_sweep(sweep("budget:", "---\nbudget:")); },
+                     {"sweep.yaml", "holds 2 YAML documents"});
+  expect_input_error([&] { load_sweep(sweep("trials:", "# caf\xe9\ntrials:")); },
+                     {"sweep.yaml", "not UTF-8"});
+  expect_input_error([&] { load_sweep(this->sweep(), {"trials=2\n---\n3"}); },
+                     {"--set 'trials=2\n---\n3': the value holds 2 YAML documents"});
+}
+
 TEST_F(SweepFile, EmptyChoiceIsAnError) {
   expect_input_error([&] { load_sweep(sweep("values: [16, 32]", "values: []")); },
                      {"sweep.yaml", "space.train.batch_size.values", "empty"});
