@@ -617,12 +617,20 @@ void read_trace(const Section& section, TraceConfig& trace) {
 }  // namespace
 
 SourceConfig convert_data_source(const Reader& reader, const YAML::Node& root) {
+  // The file may be a whole training config, of which data.source is imported: its keys are
+  // checked as train checks them (a misspelt key was passed over here, and refused only there).
+  reader.check_keys(root, "", schema::top_level_keys());
+  const Section data(reader, root, "data");
   SourceConfig source;
-  read_source(Section(Section(reader, root, "data"), "source"), source);
+  read_source(Section(data, "source"), source);
   if (!source.enabled())
     reader.fail("data.source",
                 "data.source is required here: {train: {images: FILE:DATASET, labels: FILE:DATASET}, ...}",
                 root);
+  if (const YAML::Node path = data["path"]; has(path))
+    reader.fail("data.source",
+                "data.path and data.source are both set; data.source is what is imported (drop data.path)",
+                data.node());
   return source;
 }
 

@@ -3,10 +3,12 @@
 // names), --set on nested keys, and parse(to_yaml(c)) == c with a source.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "config/expect_input_error.hpp"
 #include "phalanx/config/config.hpp"
+#include "support/test_support.hpp"
 
 namespace phalanx::config {
 namespace {
@@ -137,6 +139,25 @@ TEST(SourceConfig, RulesBetweenKeysNameTheKey) {
       "  source:\n    train: {images: a.h5:/x, labels: a.h5:/y}\n    test_fraction: 0.1\n  test_split: val\n",
       {"data.test_split", "only the splits train, test"});
   fails("  {}\n", {"data.path is required", "data.source"});
+}
+
+TEST(SourceConfig, AnImportsConfigIsCheckedAsTrainChecksIt) {
+  // `phalanx data import-hdf5 FILE` reads data.source from a training config: a misspelt key, or
+  // data.path beside it, was passed over there and refused only by train.
+  phalanx::testing::ScratchDirectory scratch("source-config-import");
+  const std::string source =
+      "  source:\n    train: {images: a.h5:/x, labels: a.h5:/y}\n    test_fraction: 0.1\n";
+  const auto write = [&](const std::string& text) {
+    const std::string path = scratch.file("import.yaml");
+    std::ofstream(path) << text;
+    return path;
+  };
+  EXPECT_EQ(load_data_source(write("data:\n" + source)).train.images.dataset, "/x");
+  const std::string misspelt = write("modle: {preset: lenet5}\ndata:\n" + source);
+  expect_input_error([&] { load_data_source(misspelt); },
+                     {misspelt, "unknown key 'modle'", "did you mean 'model'"});
+  const std::string both = write("data:\n  path: d.h5\n" + source);
+  expect_input_error([&] { load_data_source(both); }, {both, "data.path and data.source are both set"});
 }
 
 }  // namespace
