@@ -135,14 +135,15 @@ void ResultsStore::start_job(const JobStart& job, const std::optional<NewTrial>&
       insert.run();
     }
   } else {
-    Statement(database_,
-              "UPDATE trials SET status = 'running', rung = ?2, worker = ?3, device = ?4, updated = ?5 "
-              "WHERE trial_id = ?1")
+    // The rung stays its latest result's, beside that result's budget and metric (the running
+    // rung is the job's): results.csv paired a promotion's rung with the rung below's metric.
+    Statement(
+        database_,
+        "UPDATE trials SET status = 'running', worker = ?2, device = ?3, updated = ?4 WHERE trial_id = ?1")
         .bind(1, job.trial)
-        .bind(2, job.rung)
-        .bind(3, job.worker)
-        .bind(4, job.device)
-        .bind(5, job.started)
+        .bind(2, job.worker)
+        .bind(3, job.device)
+        .bind(4, job.started)
         .run();
   }
   insert_job(job);

@@ -240,13 +240,16 @@ std::string worker_timeline(const json& jobs, const json& workers, double origin
 
 std::vector<std::vector<std::string>> top_trials(const json& trials, bool maximize) {
   std::vector<json> ranked;
+  // As best/ ranks them (best_trial): failed trials left out, further rungs first (more budget),
+  // then by metric, then by trial id.
   for (const auto& trial : trials)
-    if (!trial["metric"].is_null()) ranked.push_back(trial);
-  // Further rungs first (more budget), then by metric.
+    if (!trial["metric"].is_null() && trial["status"] != "failed") ranked.push_back(trial);
   std::sort(ranked.begin(), ranked.end(), [&](const json& a, const json& b) {
     if (a["rung"] != b["rung"]) return a["rung"].get<int>() > b["rung"].get<int>();
-    return maximize ? a["metric"].get<double>() > b["metric"].get<double>()
-                    : a["metric"].get<double>() < b["metric"].get<double>();
+    if (a["metric"] != b["metric"])
+      return maximize ? a["metric"].get<double>() > b["metric"].get<double>()
+                      : a["metric"].get<double>() < b["metric"].get<double>();
+    return a["trial_id"].get<std::int64_t>() < b["trial_id"].get<std::int64_t>();
   });
   std::vector<std::vector<std::string>> rows;
   for (std::size_t index = 0; index < std::min<std::size_t>(ranked.size(), 10); ++index)

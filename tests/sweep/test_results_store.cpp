@@ -109,6 +109,13 @@ TEST(ResultsStore, ProgressIsWhatResumeRebuildsFrom) {
   promotion.rung = 1;
   promotion.budget = 3;
   store.start_job(promotion);
+  // The trial's row keeps its latest result's rung beside its budget and metric while it is
+  // promoted (results.csv paired rung 1 with rung 0's metric); the running rung is the job's.
+  const auto row = store.database().rows("SELECT status, rung, metric FROM trials WHERE trial_id = 0");
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_EQ(row[0]["status"], "running");
+  EXPECT_EQ(row[0]["rung"], 0);
+  EXPECT_DOUBLE_EQ(row[0]["metric"].get<double>(), 0.75);
   store.interrupt_running(130);  // a kill: jobs 2 and 3 were running
   const auto progress = store.progress();
   EXPECT_EQ(progress.trials, (std::vector<int>{0, 1}));
