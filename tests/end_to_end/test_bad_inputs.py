@@ -392,16 +392,21 @@ class BadInputsTest(unittest.TestCase):
 
     def test_preset_that_does_not_fit_the_data(self):
         config = self.config(data={"path": RGB_DATA})
-        line = self.train_refused("preset-misfit", self.write("preset-misfit", config), "fmnist_cnn")
+        path = self.write("preset-misfit", config)
+        line = self.train_refused("preset-misfit", path, "fmnist_cnn")
         self.assertIn("32", line)
+        # The config file and its key, and the data file, as every other bad input names them.
+        self.assertIn(f"{path}: model.preset 'fmnist_cnn' on {RGB_DATA} (samples ", line)
 
     def test_layer_list_with_the_wrong_number_of_classes(self):
         layers = [{"type": "conv", "name": "c1", "out_channels": 4, "kernel": 3, "padding": 1},
                   {"type": "relu"}, {"type": "flatten"},
                   {"type": "linear", "name": "head", "out_features": 7}]
         config = self.config(model={"layers": layers})
-        line = self.train_refused("classes-misfit", self.write("classes-misfit", config), "model", "10")
+        path = self.write("classes-misfit", config)
+        line = self.train_refused("classes-misfit", path, "model", "10")
         self.assertIn("7", line)
+        self.assertIn(f"{path}: model.layers on ", line)
 
     def test_linear_on_image_input(self):
         layers = [{"type": "conv", "name": "c1", "out_channels": 4, "kernel": 3},

@@ -252,7 +252,7 @@ Job::Job(JobRequest request, const comm::Communicator& communicator, std::option
         setup = set_up_training(
             TrainingRequest{config, job.run_directory, state.device.threads, state.device.nccl, job.quiet,
                             job.handover_check, state.batch_split, state.checkpoint.get(), job.set_length,
-                            job.checkpoint_config_overrides},
+                            job.checkpoint_config_overrides, job.config_source},
             communicator, backend);
       },
       config.distributed.timeout_s);  // the set-up's collectives: a rank that fails before one ends the job

@@ -99,10 +99,24 @@ void require_recorded_metric(const std::string& metric, const std::string& key, 
 }
 
 // One walk of the layers gives the plan; its sizes are checked before the model allocates it.
-void make_model(TrainingSetup& setup, const Shape& sample, backend::Backend& backend,
-                const comm::Communicator& communicator) {
+void make_model(TrainingSetup& setup, const Shape& sample, const std::string& config_source,
+                backend::Backend& backend, const comm::Communicator& communicator) {
   const config::Config& config = setup.config;
-  nn::ModelPlan model_plan(config.model, sample, static_cast<int>(setup.dataset.classes.size()));
+  const auto classes = static_cast<int>(setup.dataset.classes.size());
+  // A model that does not fit the data is the config's and the data's: both are named, with the
+  // key (the layers' own message names the layer and what does not fit).
+  nn::ModelPlan model_plan = [&] {
+    try {
+      return nn::ModelPlan(config.model, sample, classes);
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::InvalidInput) throw;
+      throw_input_error((config_source.empty() ? std::string() : config_source + ": ") +
+                        (config.model.preset.empty() ? std::string("model.layers")
+                                                     : "model.preset '" + config.model.preset + "'") +
+                        " on " + data::source_name(config.data) + " (samples " + sample.to_string() + ", " +
+                        std::to_string(classes) + " classes): " + error.message());
+    }
+  }();
   require_model_fits(config, model_plan.size(), backend, communicator);
   setup.model = std::make_unique<nn::Model>(std::move(model_plan), backend, config.seed);
   setup.optimizer = optim::make_optimizer(config.optimizer, backend, setup.model->registry().parameter_count());
@@ -150,7 +164,7 @@ TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator&
   setup.test_split = std::make_shared<const data::Split>(
       evaluation_input(config.data, read_evaluation_part(config.data, config.data.test_split, communicator)));
 
-  make_model(setup, sample, backend, communicator);
+  make_model(setup, sample, request.config_source, backend, communicator);
   PHALANX_REQUIRE_INPUT(config.distributed.grad_dtype == config::GradientDtype::Fp32 || setup.nccl != nullptr,
                         "distributed.grad_dtype: ", config.distributed.grad_dtype,
                         " compresses the NCCL all-reduce of jobs whose ranks all drive a GPU; this job sums "

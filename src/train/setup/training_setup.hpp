@@ -83,6 +83,7 @@ struct TrainingRequest {
   const OpenCheckpoint* checkpoint = nullptr;  // the resume's, null for a fresh start
   std::function<void(config::Config&, std::int64_t, std::int64_t)> set_length;
   std::vector<std::string> checkpoint_config_overrides;  // JobRequest's
+  std::string config_source;                             // JobRequest's: named when the model does not fit
 };
 
 // Opens the data, plans and allocates the model (its state and a step's activations checked
