@@ -236,6 +236,12 @@ class BadInputsTest(unittest.TestCase):
         config = self.config(data={"path": missing})
         self.train_refused("missing-data", self.write("missing-data", config), missing)
 
+    def test_split_the_file_does_not_have(self):
+        path = self.write("no-such-split", self.config())
+        line = self.train_refused("no-such-split", path, "has no split 'tset'", "data.test_split",
+                                  extra=("--set", "data.test_split=tset"))
+        self.assertIn("it has: train, test", line)
+
     def test_data_file_is_text(self):
         path = os.path.join(WORK, "text-data.h5")
         with open(path, "w") as stream:

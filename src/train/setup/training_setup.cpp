@@ -158,6 +158,13 @@ TrainingSetup set_up_training(TrainingRequest request, const comm::Communicator&
   if (!config.checkpoint.keep_best.empty())
     require_recorded_metric(config.checkpoint.keep_best, "checkpoint.keep_best", setup.top_k,
                             setup.dataset.classes.size(), data::source_name(config.data));
+  // The test split by its key, as the training split is (the reader would name only the file).
+  if (!setup.dataset.find_split(config.data.test_split)) {
+    std::string available;
+    for (const auto& split : setup.dataset.splits) available += (available.empty() ? "" : ", ") + split.name;
+    throw_input_error(data::source_name(config.data) + ": has no split '" + config.data.test_split +
+                      "' (data.test_split; it has: " + available + ")");
+  }
   setup.train_split = data::open_training_source(config.data, communicator);
   const Shape sample = model_sample_shape(config.data, setup.train_split->height, setup.train_split->width,
                                           setup.train_split->channels, data::source_name(config.data));
