@@ -123,7 +123,12 @@ void Reader::check_keys(const YAML::Node& mapping, const std::string& prefix,
       if (hint.empty()) hint = " (allowed: " + join(allowed, ", ") + ")";
       fail(dotted, "unknown key '" + dotted + "'" + hint, key_node);
     }
-    if (contains(seen, key)) fail(dotted, "duplicate key '" + dotted + "'", key_node);
+    if (contains(seen, key)) {
+      // Only the file holds a key twice (--set replaces a value): its line, never "from --set".
+      const YAML::Mark mark = key_node.Mark();
+      throw_input_error(source_name_ + ": duplicate key '" + dotted + "'" +
+                        (mark.is_null() ? std::string() : " (line " + std::to_string(mark.line + 1) + ")"));
+    }
     seen.push_back(key);
   }
 }

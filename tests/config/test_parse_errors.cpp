@@ -48,6 +48,11 @@ TEST(ConfigParseErrors, DuplicateKeyIsAnError) {
   const std::string message =
       expect_parse_error("train:\n  epochs: 2\n  epochs: 3\n", {"duplicate key 'train.epochs'"});
   EXPECT_NE(message.find("(line 5)"), std::string::npos) << message;
+  // A --set of that key does not make the file's duplicate its own.
+  const std::string with_set = expect_input_error(
+      [&] { parse(base + "train:\n  epochs: 2\n  epochs: 3\n", source, {"train.epochs=4"}); },
+      {"duplicate key 'train.epochs' (line 5)"});
+  EXPECT_EQ(with_set.find("from --set"), std::string::npos) << with_set;
 }
 
 TEST(ConfigParseErrors, WrongTypesNameTheKeyAndTheValue) {
