@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "conversion.hpp"
@@ -233,6 +235,14 @@ void read_source(const Section& section, SourceConfig& source) {
           reader.fail(key, key + "[" + std::to_string(index) + "] must not be empty", value[index]);
       }
       if (source.classes.empty()) reader.fail(key, key + ": an empty list names no class", value);
+      // Two classes of one name would be read as one in reports and predictions.
+      std::unordered_map<std::string, std::size_t> first_index;
+      for (std::size_t index = 0; index < source.classes.size(); ++index)
+        if (const auto [found, inserted] = first_index.emplace(source.classes[index], index); !inserted)
+          reader.fail(key,
+                      key + "[" + std::to_string(found->second) + "] and [" + std::to_string(index) +
+                          "] are both '" + source.classes[index] + "'",
+                      value[index]);
     } else {
       source.classes_dataset = read_location(reader, value, key);
     }

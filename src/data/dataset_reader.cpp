@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "class_names.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/core/utf8.hpp"
 #include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/checked_file_driver.hpp"
 #include "phalanx/data/dataset.hpp"
@@ -256,10 +256,8 @@ Hdf5Handle open_and_validate(const std::string& path, DatasetInfo& info) {
   if (classes.rank != 1) fail(path, "attribute \"classes\" of / must be a 1-D array of strings");
   info.classes = read_strings(path, classes, attribute_place("/", "classes"));
   if (info.classes.empty()) fail(path, "attribute \"classes\" of / is empty (at least one class is needed)");
-  for (std::size_t index = 0; index < info.classes.size(); ++index) {
-    if (const std::string problem = utf8_problem(info.classes[index]); !problem.empty())
-      fail(path, "class name " + std::to_string(index) + " in attribute \"classes\" of / is " + problem);
-  }
+  if (const std::string problem = class_names_problem(info.classes); !problem.empty())
+    fail(path, "attribute \"classes\" of /: " + problem);
 
   for (const char* split_name : known_splits) {
     if (detail::link_exists(file.get(), split_name))

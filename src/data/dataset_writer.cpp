@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "channel_histogram.hpp"
+#include "class_names.hpp"
 #include "phalanx/core/atomic_file.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/core/utf8.hpp"
 #include "phalanx/data/dataset.hpp"
 #include "phalanx/data/hdf5_handle.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
@@ -57,10 +57,7 @@ void checked_status(herr_t status, const std::string& path, const std::string& w
 void validate_inputs(const std::string& path, const std::vector<std::string>& classes,
                      const std::vector<SplitStream>& splits, const WriteOptions& options) {
   if (classes.empty()) fail_input(path, "no class names given (at least one class is needed)");
-  for (std::size_t index = 0; index < classes.size(); ++index) {
-    if (const std::string problem = utf8_problem(classes[index]); !problem.empty())
-      fail_input(path, "class name " + std::to_string(index) + " is " + problem);
-  }
+  if (const std::string problem = class_names_problem(classes); !problem.empty()) fail_input(path, problem);
   if (options.chunk_samples < 1)
     fail_input(path, "chunk_samples = " + std::to_string(options.chunk_samples) + " must be at least 1");
   if (options.gzip_level < 0 || options.gzip_level > 9)

@@ -10,9 +10,9 @@
 #include <optional>
 #include <sstream>
 
+#include "class_names.hpp"
 #include "mapped_file.hpp"
 #include "phalanx/core/error.hpp"
-#include "phalanx/core/utf8.hpp"
 #include "phalanx/data/checked_chunk_decoding.hpp"
 #include "phalanx/data/hdf5_lock.hpp"
 #include "phalanx/data/split_range_reader.hpp"
@@ -263,12 +263,8 @@ std::vector<std::string> read_class_dataset(const DatasetLocation& location) {
   detail::Hdf5Handle file = mapped::open_file(location.file, key);
   detail::Hdf5Handle dataset = mapped::open_dataset(file.get(), location, key);
   std::vector<std::string> names = mapped::read_strings(dataset.get(), location, key);
-  for (std::size_t index = 0; index < names.size(); ++index) {
-    if (names[index].empty())
-      mapped::fail(location, key, "class name " + std::to_string(index) + " is empty");
-    if (const std::string problem = utf8_problem(names[index]); !problem.empty())
-      mapped::fail(location, key, "class name " + std::to_string(index) + " is " + problem);
-  }
+  if (const std::string problem = class_names_problem(names); !problem.empty())
+    mapped::fail(location, key, problem);
   return names;
 }
 

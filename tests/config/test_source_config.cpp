@@ -136,6 +136,10 @@ TEST(SourceConfig, RulesBetweenKeysNameTheKey) {
   fails("  source:\n    train: {images: a.h5:/x, labels: a.h5:/y}\n    test_fraction: 0.1\n    classes: []\n",
         {"data.source.classes", "no class"});
   fails(
+      "  source:\n    train: {images: a.h5:/x, labels: a.h5:/y}\n    test_fraction: 0.1\n    classes: [a, b, "
+      "a]\n",
+      {"data.source.classes[0] and [2] are both 'a'"});
+  fails(
       "  source:\n    train: {images: a.h5:/x, labels: a.h5:/y}\n    test_fraction: 0.1\n  test_split: val\n",
       {"data.test_split", "only the splits train, test"});
   fails("  {}\n", {"data.path is required", "data.source"});

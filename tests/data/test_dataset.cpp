@@ -538,7 +538,23 @@ TEST(DatasetValidation, ClassNamesThatAreNotUtf8) {
     H5Tclose(type);
   }
   EXPECT_INPUT_ERROR(read_dataset_info(path),
-                     path + ": class name 1 in attribute \"classes\" of / is not UTF-8 text (byte 1)");
+                     path + ": attribute \"classes\" of /: class name 1 is not UTF-8 text (byte 1)");
+}
+
+TEST(DatasetValidation, ClassNamesThatAreEmptyOrTwice) {
+  // Reports and predictions would show two classes as one, or a class with no name.
+  ScratchDirectory scratch("dataset-repeated-classes");
+  const std::string path = write_valid_file(scratch);
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, 4);
+  char twice[3][4] = {{'c', 'a', 't', 0}, {'d', 'o', 'g', 0}, {'c', 'a', 't', 0}};
+  EditableFile(path).replace_attribute("/", "classes", type, {3}, type, twice);
+  EXPECT_INPUT_ERROR(read_dataset_info(path),
+                     path + ": attribute \"classes\" of /: class names 0 and 2 are both 'cat'");
+  char empty[2][4] = {{'c', 'a', 't', 0}, {0, 0, 0, 0}};
+  EditableFile(path).replace_attribute("/", "classes", type, {2}, type, empty);
+  EXPECT_INPUT_ERROR(read_dataset_info(path), path + ": attribute \"classes\" of /: class name 1 is empty");
+  H5Tclose(type);
 }
 
 TEST(DatasetValidation, WrongVersion) {
