@@ -77,16 +77,21 @@ def in_memory_limit(gigabytes):
 
 
 class FaultTest(unittest.TestCase):
-    def test_disk_full_during_a_checkpoint_keeps_the_previous_ones(self):
-        mount_point = os.path.join(WORK, "small-disk")
+    def small_disk(self, name, size):
+        """A tmpfs of `size` mounted at WORK/name for this test (skipped where none can be mounted)."""
+        mount_point = os.path.join(WORK, name)
         os.makedirs(mount_point, exist_ok=True)
-        # 120 KiB: the config, the logs and three checkpoints of this model (34 KiB each) fit, a
-        # fourth does not.
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=120k", "tmpfs", mount_point],
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", mount_point],
                                  capture_output=True, text=True)
         if mounted.returncode != 0:
             self.skipTest(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
         self.addCleanup(subprocess.run, ["umount", mount_point])
+        return mount_point
+
+    def test_disk_full_during_a_checkpoint_keeps_the_previous_ones(self):
+        # 120 KiB: the config, the logs and three checkpoints of this model (34 KiB each) fit, a
+        # fourth does not.
+        mount_point = self.small_disk("small-disk", "120k")
         run_dir = os.path.join(mount_point, "run")
         config = small_config("disk_full", epochs=1)
         result = e2e.phalanx("train", config, "--run-dir", run_dir, timeout=300)
@@ -112,13 +117,7 @@ class FaultTest(unittest.TestCase):
     def test_disk_full_during_an_import_says_so_and_leaves_nothing(self):
         # HDF5's exit handler crashed (status 139) on the file whose writes had failed, after the
         # message; now the status is 1 and the message gives the system's reason.
-        mount_point = os.path.join(WORK, "small-import-disk")
-        os.makedirs(mount_point, exist_ok=True)
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", mount_point],
-                                 capture_output=True, text=True)
-        if mounted.returncode != 0:
-            self.skipTest(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-        self.addCleanup(subprocess.run, ["umount", mount_point])
+        mount_point = self.small_disk("small-import-disk", "200k")
         output = os.path.join(mount_point, "made", "synth.h5")
         result = e2e.phalanx("data", "synth", "-o", output, "--train", 2000, "--test", 100, timeout=120)
         self.assertEqual(result.returncode, 1, result.describe())
