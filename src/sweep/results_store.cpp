@@ -363,6 +363,10 @@ RecordedProgress ResultsStore::progress() const {
     while (statement.step()) progress.trials.push_back(static_cast<int>(statement.integer(0)));
   }
   {
+    Statement statement(database_, "SELECT trial_id FROM trials WHERE status = 'failed' ORDER BY trial_id");
+    while (statement.step()) progress.failed_trials.push_back(static_cast<int>(statement.integer(0)));
+  }
+  {
     Statement statement(database_, "SELECT DISTINCT trial_id, rung FROM jobs WHERE rung > 0");
     while (statement.step())
       progress.promotions.emplace_back(static_cast<int>(statement.integer(0)),

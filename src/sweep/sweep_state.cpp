@@ -69,6 +69,7 @@ void SweepState::restore(const RecordedProgress& progress) {
   for (const auto& [trial, rung] : progress.promotions) asha_.restore_promoted(trial, rung);
   for (const auto& result : progress.rung_results) asha_.record(result.trial, result.rung, result.metric);
   for (const auto& [trial, rung] : progress.interrupted) requeue(Job{trial, rung});
+  failed_trials_.insert(progress.failed_trials.begin(), progress.failed_trials.end());
 }
 
 std::vector<Command> SweepState::restore_pbt(const RecordedProgress& progress,
@@ -249,9 +250,11 @@ double SweepState::busy_seconds() const {
 std::vector<Standing> SweepState::standings() const {
   std::vector<Standing> standings;
   std::vector<bool> seen(static_cast<std::size_t>(asha_.started_trials()), false);
+  // A trial that failed at a later rung keeps its earlier rung's result in ASHA's rankings; the
+  // leaderboard leaves it out, as best/ and the report do (its checkpoints may be what failed).
   for (int rung = asha_.top_rung(); rung >= 0; --rung)
     for (const auto& [trial, metric] : asha_.ranking(rung))
-      if (!seen[static_cast<std::size_t>(trial)]) {
+      if (!seen[static_cast<std::size_t>(trial)] && !failed_trials_.contains(trial)) {
         seen[static_cast<std::size_t>(trial)] = true;
         standings.push_back({trial, rung, metric});
       }
@@ -356,6 +359,7 @@ void SweepState::interrupted(int worker, const JobSteps& steps, int signal, doub
 
 void SweepState::failed(const JobFailed& message, double now, Output& out) {
   const WorkerGroup& group = group_of(message.worker);
+  failed_trials_.insert(group.job.trial);
   out.commands.emplace_back(RecordJobFailed{group.job_id, group.job.trial, message.message, now});
   if (pbt_)  // a failed trial no longer holds the population back
     if (auto decided = pbt_->fail(group.job.trial); !decided.empty())

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "messages.hpp"
@@ -137,6 +138,7 @@ class SweepState {
   // How merged jobs compare with their groups' speeds, for CPU [0] and GPU [1] groups apart: MPI
   // over shared cores and NCCL over GPUs differ in what a merge costs.
   MergedSpeed merged_speeds_[2];
+  std::set<int> failed_trials_;  // left out of the standings, as best/ and the report leave them out
   int results_ = 0;
   int interrupted_ = 0;
   int passed_over_ = 0;

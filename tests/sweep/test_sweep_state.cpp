@@ -252,6 +252,31 @@ TEST(SweepState, AFailedTrialIsRecordedAndItsGroupGoesOn) {
   EXPECT_TRUE(state.standings().empty());
 }
 
+TEST(SweepState, TheStandingsLeaveOutTrialsThatFailedAsBestAndTheReportDo) {
+  // Trial 1 led rung 0 and then failed at rung 1 (its checkpoints may be what failed): ASHA keeps
+  // its rung-0 result, the leaderboard does not show it, after a --resume as before one.
+  const auto sweep = ladder(9);
+  SweepState state(sweep, 1, 7, 0.0);
+  RecordedProgress progress;
+  progress.trials = {0, 1, 2};
+  progress.promotions = {{1, 1}};
+  progress.rung_results = {{0, 0, 0.5}, {1, 0, 0.7}, {2, 0, 0.6}};
+  progress.failed_trials = {1};
+  state.restore(progress);
+  const auto standings = state.standings();
+  ASSERT_EQ(standings.size(), 2u);
+  EXPECT_EQ(standings[0].trial, 2);
+  EXPECT_EQ(standings[1].trial, 0);
+  // And as it happens: trial 3 fails on its first job; nothing of it is listed.
+  EXPECT_EQ(describe(state.receive(cpu_group(0, {0}), 0.0)),
+            (Lines{"record worker 0 ranks 0", "record job 8: trial 3 rung 0 budget 1 on worker 0 (new trial)",
+                   "send worker 0 job 8: trial 3 rung 0"}));
+  state.receive(result(0, 8, 0.9), 1.0);  // trial 3 leads rung 0, then fails at its promotion
+  EXPECT_EQ(state.standings().front().trial, 3);
+  state.receive(JobFailed{0, 9, "out of memory"}, 2.0);
+  for (const auto& standing : state.standings()) EXPECT_NE(standing.trial, 3);
+}
+
 TEST(SweepState, AStopSignalHandsOutNothingAndEndsWhenTheBusyGroupsHaveReported) {
   const auto sweep = ladder(9);
   SweepState state(sweep, 2, 0, 0.0);

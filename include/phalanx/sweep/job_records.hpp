@@ -90,6 +90,7 @@ struct RecordedProgress {
   std::vector<std::pair<int, int>> promotions;   // (trial, rung) of every job above rung 0
   std::vector<RungResult> rung_results;          // every rung a trial finished
   std::vector<std::pair<int, int>> interrupted;  // (trial, rung) to requeue, in job order
+  std::vector<int> failed_trials;                // trials whose status is failed
   // Every recorded proposal's values, (key, YAML text) in space order, by trial.
   std::map<int, std::vector<std::pair<std::string, std::string>>> parameters;
 };
